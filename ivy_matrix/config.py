@@ -1,0 +1,350 @@
+"""Settings: command-line options, ``IVY_MATRIX_*`` variables, a YAML file, runner variables.
+
+The only module that reads the environment. Each setting is one option ``--kebab-name``, one
+variable ``IVY_MATRIX_UPPER_NAME`` (the action's input of the same kebab name reaches Python
+through it) and one ``Settings`` field ``snake_name``. Where several give a value, the first of
+these wins: the command line, the ``IVY_MATRIX_*`` variable, the config file, the GitHub runner
+variable (``GITHUB_RUN_ID`` and friends), the default. Empty values count as not given, because
+an action input that the workflow leaves out arrives as an empty string.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+
+from ivy_matrix.errors import InputError
+from ivy_matrix.links import DEFAULT_SERVER_URL
+from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
+from ivy_matrix.model import DashboardId
+from ivy_matrix.naming import DashboardRule, NamingRules
+from ivy_matrix.render import Style
+
+_T = TypeVar("_T")
+
+ENV_PREFIX = "IVY_MATRIX_"
+DEFAULT_STORE = ".ivy-matrix"
+DEFAULT_RETIRE_AFTER_RUNS = 100
+MAX_RETIRE_AFTER_RUNS = RUNS_KEPT
+
+
+class FailOn(StrEnum):
+    """When ``update`` exits 1 because of what the results say."""
+
+    FAILURES = "failures"
+    ERRORS = "errors"
+    NOTHING = "nothing"
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting: its name, kind, where runner variables can fill it, and its help."""
+
+    name: str
+    kind: str  # "str", "int", "list", "path"
+    help: str
+    runner_env: str | None = None
+    default: str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("junit", "list", "result files: glob, directory or !exclude; repeatable"),
+    Option("backend", "str", "the backend (column) of every result, for one matrix leg"),
+    Option(
+        "backend_from_path", "str", "regex with a group (?P<backend>...) searched in file paths"
+    ),
+    Option("backend_from_test", "str", "regex with a group (?P<backend>...) searched in test ids"),
+    Option("dashboard", "str", "put every result in this dashboard ([category/]title)"),
+    Option("run_id", "int", "the workflow run id", runner_env="GITHUB_RUN_ID"),
+    Option("run_attempt", "int", "the run attempt", runner_env="GITHUB_RUN_ATTEMPT", default="1"),
+    Option("job_id", "int", "the job id (the action passes job.check_run_id)"),
+    Option("job_url", "str", "link cells to this URL instead of building one"),
+    Option("repository", "str", "OWNER/REPO for links", runner_env="GITHUB_REPOSITORY"),
+    Option(
+        "server_url",
+        "str",
+        "GitHub's web address",
+        runner_env="GITHUB_SERVER_URL",
+        default=DEFAULT_SERVER_URL,
+    ),
+    Option("store", "path", "the local state directory", default=DEFAULT_STORE),
+    Option("output_dir", "path", "write the dashboards and the index here"),
+    Option("config", "path", "a YAML config file"),
+    Option("summary_json", "path", "write a JSON summary of the update here"),
+    Option(
+        "fail_on",
+        "str",
+        "exit 1 when results have failures/errors",
+        default="nothing",
+        choices=tuple(FailOn),
+    ),
+    Option("style", "str", "cell style of the dashboards", default="ivy", choices=tuple(Style)),
+    Option("history", "int", "results kept per cell", default=str(DEFAULT_HISTORY)),
+    Option(
+        "retire_after_runs",
+        "int",
+        "drop rows no run reported in this many runs (0: never)",
+        default=str(DEFAULT_RETIRE_AFTER_RUNS),
+    ),
+)
+OPTION_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything one command needs, resolved and checked."""
+
+    junit: tuple[str, ...] = ()
+    backend: str | None = None
+    backend_from_path: str | None = None
+    backend_from_test: str | None = None
+    dashboard: str | None = None
+    run_id: int | None = None
+    run_attempt: int = 1
+    job_id: int | None = None
+    job_url: str | None = None
+    repository: str | None = None
+    server_url: str = DEFAULT_SERVER_URL
+    store: Path = Path(DEFAULT_STORE)
+    output_dir: Path | None = None
+    config: Path | None = None
+    summary_json: Path | None = None
+    fail_on: FailOn = FailOn.NOTHING
+    style: Style = Style.IVY
+    history: int = DEFAULT_HISTORY
+    retire_after_runs: int = DEFAULT_RETIRE_AFTER_RUNS
+    dashboard_rules: tuple[DashboardRule, ...] = ()
+    github_actions: bool = False
+
+    def naming_rules(self) -> NamingRules:
+        """The naming rules these settings describe (regexes compiled)."""
+        return NamingRules(
+            backend=self.backend,
+            backend_from_path=_regex(self.backend_from_path, "backend-from-path", group=True),
+            backend_from_test=_regex(self.backend_from_test, "backend-from-test", group=True),
+            dashboard=parse_dashboard(self.dashboard) if self.dashboard else None,
+            rules=self.dashboard_rules,
+        )
+
+
+def parse_dashboard(value: str) -> DashboardId:
+    """``category/title`` or ``title`` -> a dashboard id."""
+    category, _, title = value.strip().strip("/").rpartition("/")
+    if not title:
+        raise InputError(f"dashboard name {value!r} is empty; give [category/]title")
+    return DashboardId(title=title, category=category)
+
+
+def _regex(value: str | None, name: str, *, group: bool) -> re.Pattern[str] | None:
+    if not value:
+        return None
+    try:
+        pattern = re.compile(value)
+    except re.error as error:
+        raise InputError(f"input '{name}' got {value!r}: not a valid regex ({error})") from None
+    if group and "backend" not in pattern.groupindex:
+        raise InputError(
+            f"input '{name}' got {value!r}: it needs a named group (?P<backend>...) "
+            f"that captures the backend name"
+        )
+    return pattern
+
+
+def environ() -> Mapping[str, str]:
+    """The process environment (the one place it is read)."""
+    return os.environ
+
+
+def _split_list(value: str) -> list[str]:
+    # Action inputs are multi-line strings; one pattern per line (commas may be part of a glob).
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def _from_file(path: Path) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InputError(
+            f"input 'config' got {str(path)!r}: cannot read it ({error.strerror or error})"
+        ) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise InputError(f"config file {path} is not valid YAML: {error}") from None
+    if raw is None:
+        return {}, ()
+    if not isinstance(raw, dict):
+        raise InputError(f"config file {path} must be a mapping of settings")
+    values: dict[str, object] = {}
+    rules: tuple[DashboardRule, ...] = ()
+    for key, value in raw.items():
+        name = str(key).replace("-", "_")
+        if name == "dashboards":
+            rules = _rules(value, path)
+        elif name in OPTION_BY_NAME and name != "config":
+            values[name] = value
+        else:
+            known = ", ".join([*sorted(o.name.replace("_", "-") for o in OPTIONS), "dashboards"])
+            raise InputError(f"config file {path}: unknown setting {key!r}; known: {known}")
+    return values, rules
+
+
+def _rules(value: object, path: Path) -> tuple[DashboardRule, ...]:
+    if not isinstance(value, list):
+        raise InputError(f"config file {path}: 'dashboards' must be a list of rules")
+    rules = []
+    for index, item in enumerate(value, start=1):
+        if not isinstance(item, dict) or "match" not in item or "title" not in item:
+            raise InputError(
+                f"config file {path}: dashboards rule {index} needs 'match' (a regex on the "
+                f"test id) and 'title' (and may have 'category')"
+            )
+        pattern = _regex(str(item["match"]), f"dashboards[{index}].match", group=False)
+        assert pattern is not None
+        rules.append(
+            DashboardRule(
+                pattern=pattern,
+                title=str(item["title"]),
+                category=str(item.get("category") or ""),
+            )
+        )
+    return tuple(rules)
+
+
+def _convert(option: Option, value: object, origin: str) -> object:
+    if option.kind == "list":
+        if isinstance(value, str):
+            return tuple(_split_list(value))
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+        raise InputError(f"{origin} must be a list of strings, got {value!r}")
+    text = str(value).strip()
+    if option.choices and text not in option.choices:
+        raise InputError(f"{origin} got {text!r}; allowed values: {', '.join(option.choices)}")
+    if option.kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise InputError(f"{origin} got {text!r}: not a whole number") from None
+    if option.kind == "path":
+        return Path(text)
+    return text
+
+
+def _get(values: Mapping[str, object], name: str, kind: type[_T]) -> _T | None:
+    value = values.get(name)
+    return value if isinstance(value, kind) else None
+
+
+def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
+    """Resolve every setting from the command line, the environment and the config file."""
+    env = environ() if env is None else env
+    chosen: dict[str, tuple[object, str]] = {}
+    for name, value in given.items():
+        if value not in (None, "", [], ()):
+            chosen[name] = (value, f"option {OPTION_BY_NAME[name].flag}")
+    for option in OPTIONS:
+        value = env.get(option.env, "")
+        if option.name not in chosen and value.strip():
+            chosen[option.name] = (value, f"input '{option.name.replace('_', '-')}' ({option.env})")
+    rules: tuple[DashboardRule, ...] = ()
+    if "config" in chosen:
+        config_path = Path(str(chosen["config"][0]))
+        from_file, rules = _from_file(config_path)
+        for name, value in from_file.items():
+            if name not in chosen and value not in (None, ""):
+                chosen[name] = (value, f"setting '{name.replace('_', '-')}' in {config_path}")
+    for option in OPTIONS:
+        if option.name in chosen:
+            continue
+        runner = env.get(option.runner_env, "").strip() if option.runner_env else ""
+        if runner:
+            chosen[option.name] = (runner, option.runner_env or "")
+        elif option.default is not None:
+            chosen[option.name] = (option.default, "default")
+    values = {
+        name: _convert(OPTION_BY_NAME[name], value, origin)
+        for name, (value, origin) in chosen.items()
+    }
+    settings = Settings(
+        junit=_get(values, "junit", tuple) or (),
+        backend=_get(values, "backend", str),
+        backend_from_path=_get(values, "backend_from_path", str),
+        backend_from_test=_get(values, "backend_from_test", str),
+        dashboard=_get(values, "dashboard", str),
+        run_id=_get(values, "run_id", int),
+        run_attempt=_get(values, "run_attempt", int) or 1,
+        job_id=_get(values, "job_id", int),
+        job_url=_get(values, "job_url", str),
+        repository=_get(values, "repository", str),
+        server_url=_get(values, "server_url", str) or DEFAULT_SERVER_URL,
+        store=_get(values, "store", Path) or Path(DEFAULT_STORE),
+        output_dir=_get(values, "output_dir", Path),
+        config=_get(values, "config", Path),
+        summary_json=_get(values, "summary_json", Path),
+        fail_on=FailOn(_get(values, "fail_on", str) or FailOn.NOTHING),
+        style=Style(_get(values, "style", str) or Style.IVY),
+        history=_get(values, "history", int) or DEFAULT_HISTORY,
+        retire_after_runs=_get(values, "retire_after_runs", int) or 0,
+        dashboard_rules=rules,
+        github_actions=env.get("GITHUB_ACTIONS") == "true",
+    )
+    _check(settings)
+    return settings
+
+
+def _check(settings: Settings) -> None:
+    if settings.history < 1:
+        raise InputError(f"input 'history' got {settings.history}: keep at least 1 result per cell")
+    if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:
+        raise InputError(
+            f"input 'retire-after-runs' got {settings.retire_after_runs}; "
+            f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
+        )
+    if settings.repository is not None and not re.fullmatch(
+        r"[^/\s]+/[^/\s]+", settings.repository
+    ):
+        raise InputError(f"input 'repository' got {settings.repository!r}; expected OWNER/REPO")
+    for name in ("run_id", "job_id"):
+        value = getattr(settings, name)
+        if value is not None and value < 0:
+            raise InputError(f"input '{name.replace('_', '-')}' got {value}: ids are positive")
+    settings.naming_rules()  # compiles and checks the regexes
+
+
+def require_update_inputs(settings: Settings) -> None:
+    """``update`` needs result files and a way to name the backend."""
+    if not settings.junit:
+        raise InputError(
+            "no result files given: pass --junit GLOB (or set the 'junit' input / IVY_MATRIX_JUNIT)"
+        )
+    if not (settings.backend or settings.backend_from_path or settings.backend_from_test):
+        raise InputError(
+            "no backend given: pass --backend NAME for one matrix leg, or --backend-from-path "
+            "REGEX / --backend-from-test REGEX with a (?P<backend>...) group"
+        )
+
+
+def describe(settings: Settings) -> Sequence[str]:
+    """A few lines for the log that say where results go and how cells will link."""
+    return [
+        f"store: {settings.store}",
+        f"run: {settings.run_id or 'unknown'} attempt {settings.run_attempt}"
+        + (f", job {settings.job_id}" if settings.job_id else ""),
+    ]

@@ -1,0 +1,34 @@
+"""The exceptions ivy-matrix raises on purpose.
+
+Pure: no I/O. The hierarchy::
+
+    IvyMatrixError          the user must fix something; exit code 1, one-line message
+    ├── InputError          a setting, config file, table or path is wrong
+    ├── StoreError          the state store cannot be read or written
+    └── GitHubAPIError      GitHub refused a request (status, operation, permission hint)
+
+Anything else that escapes is a bug in ivy-matrix: exit code 2 with a traceback. Messages say
+what failed, why, and what to do, naming settings the way the user wrote them.
+"""
+
+from __future__ import annotations
+
+
+class IvyMatrixError(Exception):
+    """A problem the user can fix; the message says how."""
+
+
+class InputError(IvyMatrixError):
+    """A setting, config file, table or path is not usable."""
+
+
+class StoreError(IvyMatrixError):
+    """The state store could not be read or written."""
+
+
+class GitHubAPIError(IvyMatrixError):
+    """GitHub answered a request with an error."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

@@ -1,0 +1,242 @@
+"""Read JUnit XML as a stream of CaseResults, safely and in flat memory.
+
+Pure: works on a binary stream it is given and touches no filesystem and no network.
+
+The reader is built directly on pyexpat, with the guards of ``defusedxml`` applied to the raw
+parser: an entity declaration stops the parse (no billion laughs), external entities and the
+external DTD subset are never loaded (no XXE, no network). Only the start and end of elements
+are seen by Python; character data is handed over only while the text of a deciding
+``<failure>``/``<error>`` is wanted for its message, and only up to a small cap, so that
+``system-out`` and long tracebacks never sit in memory.
+
+Classification follows ``shared/junit-corpus/README.md``: by the result elements that are
+direct children of ``<testcase>``, error > failure > skipped > passed; ``<flakyFailure>`` or
+``<flakyError>`` without a final failure or error is a flaky pass; ``<rerunFailure>`` and
+``<rerunError>`` change nothing, and ``status=`` attributes are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import BinaryIO, NoReturn
+from xml.parsers import expat
+
+from ivy_matrix.model import CaseResult, CaseStatus, FileCounts, ParseProblem
+
+MESSAGE_CAP = 500
+"""Longest message kept for a case, in characters."""
+
+# Raw text buffered from a failure without a message attribute: enough to find its first
+# non-blank line even after some leading blank lines, and never more.
+_TEXT_CAP = 4 * MESSAGE_CAP
+
+_JUNIT_ROOTS = frozenset({"testsuites", "testsuite"})
+
+# Ranks of a testcase's direct result children; a higher rank decides the bucket.
+_PASSED, _SKIPPED, _FAILED, _ERROR = 0, 1, 2, 3
+_FLAKY = -1
+_RANKS = {
+    "skipped": _SKIPPED,
+    "failure": _FAILED,
+    "error": _ERROR,
+    "flakyFailure": _FLAKY,
+    "flakyError": _FLAKY,
+}
+_STATUS = (CaseStatus.PASSED, CaseStatus.SKIPPED, CaseStatus.FAILED, CaseStatus.ERROR)
+
+REFUSED_ENTITIES = (
+    "refused: the file declares XML entities (possible entity-expansion or XXE attack)"
+)
+REFUSED_EXTERNAL = "refused: the file references an external entity (possible XXE attack)"
+
+
+class _BadInputError(Exception):
+    """Raised inside a handler to stop the parse; becomes a ParseProblem, never escapes."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+def _refuse_external(*_args: object) -> NoReturn:
+    # Unreachable while parameter-entity parsing is off and entity declarations are refused;
+    # kept so that no future change can make expat fetch anything.
+    raise _BadInputError(REFUSED_EXTERNAL, None)
+
+
+def _first_line(text: str) -> str:
+    """Return the first non-blank line of ``text``, stripped and capped."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped:
+            return stripped[:MESSAGE_CAP]
+    return ""
+
+
+def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept together for speed
+    stream: BinaryIO,
+    *,
+    source: str,
+    on_case: Callable[[CaseResult], None],
+    chunk_size: int = 1 << 20,
+) -> tuple[FileCounts, ParseProblem | None]:
+    """Stream one JUnit XML file, calling ``on_case`` for every ``<testcase>`` as it ends.
+
+    ``source`` names the file in the counts and in any problem. Returns the file's counts and
+    ``None``, or, when the file is empty, not well-formed, not JUnit or refused as unsafe,
+    zero counts carrying the problem's message, and the problem (with a line when known).
+    Bad input never raises; only errors from ``stream.read`` propagate.
+
+    A file can turn out to be broken after some of its cases were already passed to
+    ``on_case``. Those cases are the caller's to discard: accumulate per file and drop the
+    file's contribution when a problem is returned.
+    """
+    parser = expat.ParserCreate()
+    parser.buffer_text = True
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+
+    def refuse_entities(*_args: object) -> NoReturn:
+        raise _BadInputError(REFUSED_ENTITIES, parser.CurrentLineNumber)
+
+    parser.EntityDeclHandler = refuse_entities
+    parser.UnparsedEntityDeclHandler = refuse_entities
+    parser.ExternalEntityRefHandler = _refuse_external
+
+    tally = [0, 0, 0, 0]  # indexed by rank: passed, skipped, failed, error
+    flaky_count = 0
+    suite = ""  # name of the innermost open testsuite
+    outer_suites: list[str] = []
+    depth = 0
+    # The open testcase: its attributes, depth, best rank so far, flaky flag and message.
+    case: dict[str, str] | None = None
+    case_depth = -2  # so that no element is a "direct child" while no case is open
+    rank = _PASSED
+    flaky = False
+    message = ""
+    outer: list[tuple[dict[str, str] | None, int, int, bool, str]] = []  # testcase in testcase
+    # Text of a deciding failure/error that has no message attribute.
+    capture_depth = -1
+    text: list[str] = []
+    text_len = 0
+
+    def on_text(data: str) -> None:
+        # Only appends until the cap; unsetting the handler from inside it would make pyexpat
+        # flush its text buffer into this very handler again.
+        nonlocal text_len
+        if text_len < _TEXT_CAP:
+            text.append(data[:_TEXT_CAP])
+            text_len += len(data)
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        nonlocal depth, case, case_depth, rank, flaky, message, capture_depth, text_len, suite
+        depth += 1
+        if name == "testcase":
+            if case is not None:
+                outer.append((case, case_depth, rank, flaky, message))
+            case = attrs
+            case_depth = depth
+            rank = _PASSED
+            flaky = False
+            message = ""
+            return
+        if depth != case_depth + 1:
+            if name == "testsuite":
+                outer_suites.append(suite)
+                suite = attrs.get("name", "")
+            return
+        kind = _RANKS.get(name)
+        if kind is None:
+            if name == "testsuite":
+                outer_suites.append(suite)
+                suite = attrs.get("name", "")
+            return
+        if kind == _FLAKY:
+            flaky = True
+        elif kind > rank:
+            rank = kind
+            message = attrs.get("message", "")[:MESSAGE_CAP]
+            if not message and kind != _SKIPPED:
+                capture_depth = depth
+                text.clear()
+                text_len = 0
+                parser.CharacterDataHandler = on_text
+
+    def end(name: str) -> None:
+        nonlocal depth, case, case_depth, rank, flaky, message, capture_depth, flaky_count, suite
+        if name == "testcase":
+            assert case is not None
+            is_flaky = flaky and rank == _PASSED
+            classname = case.get("classname")
+            on_case(
+                CaseResult(
+                    name=case.get("name", ""),
+                    classname=case.get("class", "") if classname is None else classname,
+                    file=case.get("file", ""),
+                    suite=suite,
+                    status=_STATUS[rank],
+                    flaky=is_flaky,
+                    message=message,
+                )
+            )
+            tally[rank] += 1
+            if is_flaky:
+                flaky_count += 1
+            if outer:
+                case, case_depth, rank, flaky, message = outer.pop()
+            else:
+                case = None
+                case_depth = -2
+        elif depth == capture_depth:
+            parser.CharacterDataHandler = None
+            capture_depth = -1
+            message = _first_line("".join(text))
+            text.clear()
+        elif name == "testsuite":
+            suite = outer_suites.pop()
+        depth -= 1
+
+    def start_root(name: str, attrs: dict[str, str]) -> None:
+        if name not in _JUNIT_ROOTS:
+            raise _BadInputError(
+                f"not a JUnit XML file: root element is <{name}>, "
+                "expected <testsuites> or <testsuite>",
+                parser.CurrentLineNumber,
+            )
+        parser.StartElementHandler = start
+        start(name, attrs)
+
+    parser.StartElementHandler = start_root
+    parser.EndElementHandler = end
+
+    problem: ParseProblem | None = None
+    chunk = stream.read(chunk_size)
+    if not chunk:
+        problem = ParseProblem(source=source, message="file is empty", line=None)
+    else:
+        try:
+            while chunk:
+                parser.Parse(chunk, False)  # noqa: FBT003  -- pyexpat takes isfinal positionally
+                chunk = stream.read(chunk_size)
+            parser.Parse(b"", True)  # noqa: FBT003  -- as above
+        except expat.ExpatError as exc:
+            problem = ParseProblem(
+                source=source,
+                message=f"not well-formed XML: {expat.ErrorString(exc.code)} (line {exc.lineno})",
+                line=exc.lineno,
+            )
+        except _BadInputError as exc:
+            problem = ParseProblem(source=source, message=exc.message, line=exc.line)
+    if problem is not None:
+        return FileCounts(path=source, problem=problem.message), problem
+    passed, skipped, failed, errors = tally
+    counts = FileCounts(
+        path=source,
+        tests=passed + skipped + failed + errors,
+        passed=passed,
+        failed=failed,
+        errors=errors,
+        skipped=skipped,
+        flaky=flaky_count,
+    )
+    return counts, None

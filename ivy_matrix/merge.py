@@ -1,0 +1,181 @@
+"""Fold new results into a dashboard's state, in run order.
+
+Pure: no I/O. The rules:
+
+- A cell keeps the ``history`` newest entries by run (run id, then attempt, then job id). The
+  newest one is what the cell shows, so an older, slower run never overwrites a newer result;
+  it only fills in the history behind it, if there is room.
+- Two results of the same run for the same cell are combined: the worse outcome wins.
+- A row or column is ordered by where it first appeared: the oldest run that had it, then its
+  position in that run's results.
+
+Together these make applying results idempotent (the same results twice change nothing) and
+order-independent (results of different runs give the same state in any order), which is what
+lets concurrent writers retry freely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, Seen
+
+DEFAULT_HISTORY = 10
+# Enough distinct run ids for any retirement setting we accept (see config.MAX_RETIRE_AFTER_RUNS).
+RUNS_KEPT = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Batch:
+    """One update's results for one dashboard: row -> backend -> entry, in first-seen order."""
+
+    dashboard: DashboardId
+    cells: Mapping[str, Mapping[str, Entry]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergeResult:
+    """The new state and what changed in what the dashboard shows."""
+
+    state: DashboardState
+    changed_cells: int
+    new_rows: int
+    new_backends: int
+    # Whether anything at all changed, history included (then the state must be saved).
+    state_changed: bool
+
+
+def _entry_rank(entry: Entry) -> tuple[int, str, str]:
+    return (entry.outcome.severity, entry.source.url, entry.text or "")
+
+
+def combine(a: Entry, b: Entry) -> Entry:
+    """Combine two entries of the same run: the worse outcome wins, then a fixed tie-break.
+
+    When both say the same, the earlier record is kept, so re-applying results later changes
+    nothing.
+    """
+    rank_a, rank_b = _entry_rank(a), _entry_rank(b)
+    if rank_a != rank_b:
+        return a if rank_a > rank_b else b
+    return a if a.source.time <= b.source.time else b
+
+
+def merge_cell(cell: Cell | None, entry: Entry, history: int) -> Cell:
+    """Return ``cell`` with ``entry`` folded in (the same object when nothing changes)."""
+    if cell is None:
+        return Cell(entries=(entry,))
+    entries = list(cell.entries)
+    for index, existing in enumerate(entries):
+        if existing.run == entry.run:
+            combined = combine(existing, entry)
+            if combined == existing:
+                return cell
+            entries[index] = combined
+            return Cell(entries=tuple(entries))
+    entries.append(entry)
+    entries.sort(key=lambda e: e.run, reverse=True)
+    del entries[max(history, 1) :]
+    if entries == list(cell.entries):
+        return cell
+    return Cell(entries=tuple(entries))
+
+
+def _sorted_rows(rows: Mapping[str, Row]) -> tuple[Row, ...]:
+    return tuple(sorted(rows.values(), key=lambda r: (r.first_seen, r.name)))
+
+
+def _sorted_backends(backends: Mapping[str, Seen]) -> tuple[tuple[str, Seen], ...]:
+    return tuple(sorted(backends.items(), key=lambda item: (item[1], item[0])))
+
+
+def _note_backend(backends: dict[str, Seen], backend: str, seen: Seen) -> int:
+    """Record where a column was seen; return 1 if it is new."""
+    known = backends.get(backend)
+    if known is None or seen < known:
+        backends[backend] = seen
+    return int(known is None)
+
+
+def apply_batch(
+    state: DashboardState | None, batch: Batch, *, history: int = DEFAULT_HISTORY
+) -> MergeResult:
+    """Fold one batch of results into a dashboard's state."""
+    if state is None:
+        state = DashboardState(id=batch.dashboard)
+    rows = {row.name: row for row in state.rows}
+    backends = dict(state.backends)
+    runs = set(state.runs)
+    backend_seq: dict[str, int] = {}
+    changed = new_rows = new_backends = 0
+    state_changed = False
+    for seq, (row_name, cells) in enumerate(batch.cells.items()):
+        if not cells:
+            continue
+        seen = Seen(min(entry.run for entry in cells.values()), seq)
+        row = rows.get(row_name)
+        if row is None:
+            new_rows += 1
+            row_cells: dict[str, Cell] = {}
+            first_seen = seen
+        else:
+            row_cells = dict(row.cells)
+            first_seen = min(row.first_seen, seen)
+        row_changed = row is None or first_seen != row.first_seen
+        for backend, entry in cells.items():
+            runs.add(entry.run.run_id)
+            seen_here = Seen(entry.run, backend_seq.setdefault(backend, len(backend_seq)))
+            new_backends += _note_backend(backends, backend, seen_here)
+            old = row_cells.get(backend)
+            merged = merge_cell(old, entry, history)
+            if merged is not old:
+                row_changed = True
+                row_cells[backend] = merged
+                if old is None or old.latest != merged.latest:
+                    changed += 1
+        if row_changed:
+            state_changed = True
+            rows[row_name] = Row(name=row_name, first_seen=first_seen, cells=row_cells)
+    kept_runs = tuple(sorted(runs, reverse=True)[:RUNS_KEPT])
+    new_backend_order = _sorted_backends(backends)
+    if kept_runs != state.runs or new_backend_order != state.backends:
+        state_changed = True
+    if not state_changed:
+        return MergeResult(
+            state=state, changed_cells=0, new_rows=0, new_backends=0, state_changed=False
+        )
+    new_state = DashboardState(
+        id=state.id, backends=new_backend_order, rows=_sorted_rows(rows), runs=kept_runs
+    )
+    return MergeResult(
+        state=new_state,
+        changed_cells=changed,
+        new_rows=new_rows,
+        new_backends=new_backends,
+        state_changed=True,
+    )
+
+
+def row_newest_run_id(row: Row) -> int:
+    """The newest run id that reported this row on any backend."""
+    return max((cell.latest.run.run_id for cell in row.cells.values()), default=-1)
+
+
+def retire_rows(state: DashboardState, after_runs: int) -> tuple[DashboardState, tuple[str, ...]]:
+    """Drop rows that none of the dashboard's last ``after_runs`` runs reported.
+
+    ``after_runs <= 0`` keeps every row. The names of the dropped rows are returned so that the
+    caller can say what it retired.
+    """
+    if after_runs <= 0 or len(state.runs) < after_runs:
+        return state, ()
+    threshold = state.runs[after_runs - 1]
+    kept = tuple(row for row in state.rows if row_newest_run_id(row) >= threshold)
+    if len(kept) == len(state.rows):
+        return state, ()
+    kept_names = {row.name for row in kept}
+    retired = tuple(row.name for row in state.rows if row.name not in kept_names)
+    used = {backend for row in kept for backend in row.cells}
+    backends = tuple(item for item in state.backends if item[0] in used)
+    return DashboardState(id=state.id, backends=backends, rows=kept, runs=state.runs), retired

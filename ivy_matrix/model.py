@@ -1,0 +1,215 @@
+"""Value types shared by every stage of the pipeline.
+
+Pure: no I/O. Everything here is a frozen dataclass or a StrEnum, so a stage can hand its
+output to the next one without either of them being able to change it.
+
+The stages are::
+
+    result file --junit--> CaseResult --naming--> CellKey + Outcome
+                --merge--> DashboardState (cells with run-ordered history) --render--> markdown
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class CaseStatus(StrEnum):
+    """How one JUnit ``<testcase>`` ended, by the children it has (error > failure > skipped)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+
+class Outcome(StrEnum):
+    """What a dashboard cell shows."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    SKIPPED = "skipped"
+    FLAKY = "flaky"
+
+    @property
+    def severity(self) -> int:
+        """Rank used when several results fall into one cell: the worst one wins."""
+        return _SEVERITY[self]
+
+
+# A cell is "skipped" only when every result in it was skipped; one pass makes it a success,
+# one rerun-pass makes it flaky, and one failure or error makes it a failure.
+_SEVERITY = {Outcome.SKIPPED: 0, Outcome.SUCCESS: 1, Outcome.FLAKY: 2, Outcome.FAILURE: 3}
+
+
+def outcome_of(status: CaseStatus, *, flaky: bool) -> Outcome:
+    """Map a test case's status to the outcome its cell shows."""
+    if status is CaseStatus.FAILED or status is CaseStatus.ERROR:
+        return Outcome.FAILURE
+    if status is CaseStatus.SKIPPED:
+        return Outcome.SKIPPED
+    return Outcome.FLAKY if flaky else Outcome.SUCCESS
+
+
+def worst(a: Outcome, b: Outcome) -> Outcome:
+    """Return the more severe of two outcomes."""
+    return a if _SEVERITY[a] >= _SEVERITY[b] else b
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CaseResult:
+    """One ``<testcase>`` as read from a result file.
+
+    ``classname`` and ``file`` are empty strings when the file does not give them; ``suite`` is
+    the name of the innermost enclosing ``<testsuite>`` ("" when it has none).
+    """
+
+    name: str
+    classname: str = ""
+    file: str = ""
+    suite: str = ""
+    status: CaseStatus = CaseStatus.PASSED
+    flaky: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParseProblem:
+    """Why a result file, or part of it, could not be read. Data, not an exception."""
+
+    source: str
+    message: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileCounts:
+    """Per-file tallies of test cases, as reported in ``--summary-json``."""
+
+    path: str
+    tests: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    flaky: int = 0
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class RunKey:
+    """Orders results in time: GitHub run ids grow, then attempts, then job ids.
+
+    Adopted cells whose run is unknown use ``-1`` so that any known run is newer.
+    """
+
+    run_id: int = -1
+    run_attempt: int = -1
+    job_id: int = -1
+
+
+UNKNOWN_RUN = RunKey()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardId:
+    """A dashboard's identity: its key is ``category/title`` (or ``title`` alone)."""
+
+    title: str
+    category: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.category}/{self.title}" if self.category else self.title
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Source:
+    """The job that produced results: its place in run order, its URL and when it was recorded.
+
+    ``time`` is an ISO-8601 UTC timestamp, or "" when unknown (adopted cells). Many cells share
+    one source, so it is stored once per dashboard.
+    """
+
+    run: RunKey
+    url: str
+    time: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    """One recorded result of one cell: what a run found.
+
+    ``text`` is set only for cells adopted from an existing table: it is the cell's original
+    markdown, rendered as it was so that adopting and re-rendering gives back the same bytes.
+    """
+
+    source: Source
+    outcome: Outcome
+    text: str | None = None
+
+    @property
+    def run(self) -> RunKey:
+        return self.source.run
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cell:
+    """A cell's history, newest run first, at most ``history`` entries. ``entries[0]`` is shown."""
+
+    entries: tuple[Entry, ...]
+
+    @property
+    def latest(self) -> Entry:
+        return self.entries[0]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Seen:
+    """Where a row or column first appeared: the run that first had it, then its position there."""
+
+    run: RunKey
+    seq: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Row:
+    """One test (row) and its cells by backend name."""
+
+    name: str
+    first_seen: Seen
+    cells: Mapping[str, Cell]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardState:
+    """One dashboard: its rows (tests), columns (backends) and every cell's history.
+
+    ``rows`` and ``backends`` are kept sorted by first appearance, so the order does not depend
+    on the order in which results were applied. ``runs`` holds the newest distinct run ids that
+    touched the dashboard, newest first; the retirement policy counts them.
+    """
+
+    id: DashboardId
+    backends: tuple[tuple[str, Seen], ...] = ()
+    rows: tuple[Row, ...] = ()
+    runs: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return self.id.key
+
+    @property
+    def backend_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.backends)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CellKey:
+    """Where a test case lands: dashboard, row and column."""
+
+    dashboard: str
+    row: str
+    backend: str

@@ -1,0 +1,168 @@
+"""Where a test case goes: which dashboard, which row, which backend column.
+
+Pure: no I/O. The rules, in the order they are tried:
+
+- **Backend**: a fixed name (one matrix leg), else the named group ``backend`` of a regex
+  searched in the result file's path (a fan-in job holding every leg's files), else the named
+  group ``backend`` of a regex searched in the test id.
+- **Row**: the test function. A pytest parametrization (``test_conv2d[torch-cpu-False]``)
+  collapses into its function (``test_conv2d``); a class-based test keeps its class
+  (``TestConv.test_forward``).
+- **Dashboard**: the first configured rule whose regex matches the test id, else a fixed
+  dashboard, else the test module: ``...test_core.test_gradients`` becomes dashboard
+  ``gradients`` in category ``core`` (``test_`` prefixes and ``_test`` suffixes are dropped).
+
+The test id that rules match is ``classname::name`` as the result file gives them (``name``
+alone when there is no classname).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from ivy_matrix.model import CaseResult, DashboardId
+
+FALLBACK_DASHBOARD = "tests"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardRule:
+    """Send tests whose id matches ``pattern`` to one dashboard.
+
+    ``title`` and ``category`` may use the pattern's named groups as ``{group}``.
+    """
+
+    pattern: re.Pattern[str]
+    title: str
+    category: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NamingRules:
+    """How cases are named; built once from the settings."""
+
+    backend: str | None = None
+    backend_from_path: re.Pattern[str] | None = None
+    backend_from_test: re.Pattern[str] | None = None
+    dashboard: DashboardId | None = None
+    rules: tuple[DashboardRule, ...] = ()
+
+
+def test_id(case: CaseResult) -> str:
+    """The id that dashboard rules and ``backend-from-test`` match: ``classname::name``."""
+    return f"{case.classname}::{case.name}" if case.classname else case.name
+
+
+def strip_parametrization(name: str) -> str:
+    """``test_conv2d[torch-cpu-False]`` -> ``test_conv2d``; other names are kept."""
+    if name.endswith("]"):
+        head, bracket, _ = name.partition("[")
+        if bracket and head:
+            return head
+    return name
+
+
+def _is_class_component(part: str) -> bool:
+    # Modules are snake_case by convention (PEP 8, pytest discovery); classes are CapWords.
+    return part[:1].isupper()
+
+
+def _clean(part: str) -> str:
+    """Drop the ``test_``/``tests_`` prefix or ``_test``/``_tests`` suffix of a module or folder."""
+    for prefix in ("test_", "tests_"):
+        if part.startswith(prefix) and len(part) > len(prefix):
+            return part[len(prefix) :]
+    for suffix in ("_test", "_tests"):
+        if part.endswith(suffix) and len(part) > len(suffix):
+            return part[: -len(suffix)]
+    return part
+
+
+def split_classname(classname: str, file: str = "", suite: str = "") -> tuple[DashboardId, str]:
+    """Return the default dashboard and the class prefix for rows (``""`` or ``"Cls."``).
+
+    ``file`` (pytest's ``file=`` attribute) tells exactly where the module ends; without it,
+    trailing CapWords components are taken as classes.
+    """
+    parts = [p for p in classname.split(".") if p] if classname else []
+    module_index = -1
+    if file and parts:
+        stem = PurePosixPath(file.replace("\\", "/")).stem
+        for index in range(len(parts) - 1, -1, -1):
+            if parts[index] == stem:
+                module_index = index
+                break
+    if module_index < 0:
+        module_index = len(parts) - 1
+        while module_index >= 0 and _is_class_component(parts[module_index]):
+            module_index -= 1
+    classes = parts[module_index + 1 :]
+    row_prefix = "".join(f"{c}." for c in classes)
+    if module_index >= 0:
+        title = _clean(parts[module_index])
+        category = _clean(parts[module_index - 1]) if module_index >= 1 else ""
+        return DashboardId(title=title, category=category), row_prefix
+    if classes:
+        # A bare class name (JUnit for Java, unittest without a package): one dashboard each.
+        return DashboardId(title=classes[-1]), "".join(f"{c}." for c in classes[:-1])
+    if file:
+        return DashboardId(title=_clean(PurePosixPath(file.replace("\\", "/")).stem)), ""
+    return DashboardId(title=suite or FALLBACK_DASHBOARD), ""
+
+
+class Namer:
+    """Names cases with caching: a run repeats the same classnames and ids many times."""
+
+    def __init__(self, rules: NamingRules) -> None:
+        self._rules = rules
+        self._locations: dict[tuple[str, str, str], tuple[DashboardId, str]] = {}
+
+    def backend_for_file(self, path: str) -> str | None:
+        """The backend for every case of a file, when it does not depend on the case."""
+        if self._rules.backend:
+            return self._rules.backend
+        if self._rules.backend_from_path is not None:
+            match = self._rules.backend_from_path.search(path.replace("\\", "/"))
+            if match and match.group("backend"):
+                return match.group("backend")
+        return None
+
+    def backend_for_case(self, case: CaseResult) -> str | None:
+        """The backend named inside the test id, by ``backend-from-test``."""
+        if self._rules.backend_from_test is None:
+            return None
+        match = self._rules.backend_from_test.search(test_id(case))
+        return match.group("backend") if match and match.group("backend") else None
+
+    def place(self, case: CaseResult) -> tuple[DashboardId, str]:
+        """Return the dashboard and row of a case."""
+        if self._rules.rules:
+            tid = test_id(case)
+            for rule in self._rules.rules:
+                match = rule.pattern.search(tid)
+                if match:
+                    groups = {k: v or "" for k, v in match.groupdict().items()}
+                    dashboard = DashboardId(
+                        title=rule.title.format(**groups), category=rule.category.format(**groups)
+                    )
+                    _, prefix = self._location(case)
+                    return dashboard, prefix + _row(case.name)
+        dashboard, prefix = self._location(case)
+        if self._rules.dashboard is not None:
+            dashboard = self._rules.dashboard
+        return dashboard, prefix + _row(case.name)
+
+    def _location(self, case: CaseResult) -> tuple[DashboardId, str]:
+        key = (case.classname, case.file, case.suite)
+        found = self._locations.get(key)
+        if found is None:
+            found = split_classname(case.classname, case.file, case.suite)
+            self._locations[key] = found
+        return found
+
+
+def _row(name: str) -> str:
+    # Not cached: parametrized ids are mostly unique, and a cache would grow with the cases.
+    return strip_parametrization(name) or "(unnamed)"

@@ -1,0 +1,171 @@
+"""Projections of dashboard state: the Ivy table, a compact table and the index page.
+
+Pure: no I/O. The Ivy style is exactly what Ivy's dashboards held, byte for byte::
+
+    tabulate(rows, headers=["", *backends], tablefmt="pipe", stralign="left")
+
+with each filled cell a link around a shields.io badge. Names are escaped so that no test or
+backend name can end a cell, start HTML, mention a user or break a line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from enum import StrEnum
+
+from tabulate import tabulate
+
+from ivy_matrix.model import DashboardState, Entry, Outcome
+
+
+class Style(StrEnum):
+    """How dashboard cells are drawn."""
+
+    IVY = "ivy"
+    COMPACT = "compact"
+
+
+BADGE_COLORS = {
+    Outcome.SUCCESS: "success",
+    Outcome.FAILURE: "red",
+    Outcome.SKIPPED: "lightgrey",
+    Outcome.FLAKY: "yellow",
+}
+BADGE = "<img src=https://img.shields.io/badge/-{label}-{color}>"
+LINK = '<a href="{url}" rel="noopener noreferrer" target="_blank">{inner}</a>'
+
+COMPACT_SYMBOLS = {
+    Outcome.SUCCESS: "✅",
+    Outcome.FAILURE: "❌",
+    Outcome.SKIPPED: "⏭️",
+    Outcome.FLAKY: "🔁",
+}
+
+# Backslash-escaped: the markdown characters that could end a cell or start formatting or links.
+_BACKSLASHED = "\\|*[]~`"
+_ESCAPES = {
+    **{c: "\\" + c for c in _BACKSLASHED},
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    # A zero-width space after "@" keeps "@user" from notifying anyone.
+    "@": "@&#8203;",
+    "\n": " ",
+    "\r": " ",
+    "\t": " ",
+}
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
+_UNESCAPE = re.compile(r"\\([\\|*\[\]~`])|&amp;|&lt;|&gt;|@&#8203;")
+_UNESCAPED = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "@&#8203;": "@"}
+
+
+def escape_name(name: str) -> str:
+    """Make a test or backend name safe inside a markdown table cell."""
+    return name.translate(_ESCAPE_TABLE)
+
+
+def unescape_name(text: str) -> str:
+    """Undo :func:`escape_name` (line breaks, which it turned into spaces, stay spaces)."""
+
+    def replace(match: re.Match[str]) -> str:
+        return match.group(1) or _UNESCAPED[match.group(0)]
+
+    return _UNESCAPE.sub(replace, text)
+
+
+def escape_url(url: str) -> str:
+    """Keep a URL from closing the ``href`` attribute or the table cell."""
+    return (
+        url.replace("&", "&amp;")
+        .replace('"', "%22")
+        .replace("<", "%3C")
+        .replace(">", "%3E")
+        .replace("|", "%7C")
+        .replace(" ", "%20")
+        .replace("\n", "")
+    )
+
+
+def badge(outcome: Outcome) -> str:
+    """The shields.io badge of an outcome, in Ivy's style."""
+    return BADGE.format(label=outcome.value, color=BADGE_COLORS[outcome])
+
+
+def ivy_cell(entry: Entry) -> str:
+    """One cell in Ivy's style; adopted cells keep their original text."""
+    if entry.text is not None:
+        return entry.text
+    inner = badge(entry.outcome)
+    url = entry.source.url
+    return LINK.format(url=escape_url(url), inner=inner) if url else inner
+
+
+def compact_cell(entry: Entry) -> str:
+    """One cell as an emoji; only cells that need a look get a link."""
+    symbol = COMPACT_SYMBOLS[entry.outcome]
+    url = entry.source.url
+    if entry.outcome in {Outcome.SUCCESS, Outcome.SKIPPED} or not url:
+        return symbol
+    return f"[{symbol}]({escape_url(url).replace(')', '%29')})"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A pipe table exactly as Ivy's dashboards had it (no trailing newline)."""
+    # disable_numparse: a backend called 3.10 must not become 3.1 or be right-aligned.
+    return tabulate(
+        list(rows),
+        headers=list(header),
+        tablefmt="pipe",
+        stralign="left",
+        disable_numparse=True,
+    )
+
+
+def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
+    """The dashboard table: one row per test, one column per backend, in first-seen order."""
+    draw: Callable[[Entry], str] = ivy_cell if style is Style.IVY else compact_cell
+    backends = state.backend_names
+    body = (
+        [escape_name(row.name)]
+        + [draw(row.cells[b].latest) if b in row.cells else "" for b in backends]
+        for row in state.rows
+    )
+    return table(["", *(escape_name(b) for b in backends)], body)
+
+
+def backend_counts(state: DashboardState) -> dict[str, tuple[int, int]]:
+    """Per backend: (passing, total) tests; skipped tests count in neither, flaky ones pass."""
+    counts: dict[str, list[int]] = {b: [0, 0] for b in state.backend_names}
+    for row in state.rows:
+        for backend, cell in row.cells.items():
+            outcome = cell.latest.outcome
+            if outcome is Outcome.SKIPPED:
+                continue
+            tally = counts.setdefault(backend, [0, 0])
+            tally[1] += 1
+            if outcome is not Outcome.FAILURE:
+                tally[0] += 1
+    return {b: (p, t) for b, (p, t) in counts.items()}
+
+
+def render_index(states: Sequence[DashboardState], link: Callable[[DashboardState], str]) -> str:
+    """The index page: each dashboard x backend as passing/total, linked to the dashboard."""
+    backends: dict[str, None] = {}
+    for state in states:
+        backends.update(dict.fromkeys(state.backend_names))
+    rows = []
+    for state in states:
+        target = escape_url(link(state)).replace(")", "%29")
+        counts = backend_counts(state)
+        cells = [
+            f"[{counts[b][0]}/{counts[b][1]}]({target})" if b in counts else "" for b in backends
+        ]
+        rows.append([f"[{escape_name(state.key)}]({target})", *cells])
+    header = ["dashboard", *(escape_name(b) for b in backends)]
+    intro = (
+        "# Test dashboards\n\n"
+        "Passing/total tests per backend, by each test's latest result; a pass after reruns "
+        "counts as passing, skipped tests count in neither.\n\n"
+    )
+    return intro + table(header, rows) + "\n"

@@ -1,0 +1,75 @@
+"""Find and open the JUnit result files a run should read.
+
+I/O: lists directories and opens files; reads nothing else.
+
+Patterns are globs relative to ``root`` (or absolute), with ``**`` matching any number of
+directories. A pattern that names a directory, or a glob match that is a directory, stands for
+every ``*.xml`` file below it. A pattern starting with ``!`` removes what the rest of it
+matches; exclusions apply after all inclusions, whatever their order. As with shell globs,
+``*`` does not match names that start with a dot.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+
+def _glob(pattern: str, root: Path) -> list[Path]:
+    """Return what ``pattern`` matches under ``root`` (or anywhere, if it is absolute)."""
+    # Path.glob takes no absolute patterns (Python 3.11) and lets "*" match dot-files.
+    found = glob.glob(pattern, root_dir=root, recursive=True)  # noqa: PTH207  -- see above
+    # glob gives paths relative to root_dir, or absolute ones for an absolute pattern.
+    return [root / m for m in found]
+
+
+def _expand(pattern: str, root: Path) -> set[Path]:
+    """Return the files ``pattern`` matches, with directories expanded to their ``*.xml``."""
+    literal = Path(pattern) if Path(pattern).is_absolute() else root / pattern
+    # A path that exists is taken as it is, so that "results[cpu].xml" is not a character class.
+    if literal.exists():
+        matches: Iterable[Path] = [literal]
+    else:
+        matches = _glob(pattern, root)
+    found: set[Path] = set()
+    for match in matches:
+        if match.is_dir():
+            found.update(_glob("**/*.xml", match))
+        elif match.is_file():
+            found.add(match)
+    return {Path(os.path.normpath(p)) for p in found}
+
+
+def find_result_files(patterns: Sequence[str], *, root: Path) -> tuple[list[Path], list[str]]:
+    """Return the files the patterns select (sorted, without duplicates) and warnings.
+
+    Paths are ``root`` joined with the match (absolute patterns give absolute paths), normalized
+    but not resolved. Every inclusion pattern that matches no file gives the warning
+    "no result files matched 'PATTERN'"; an exclusion that removes nothing is not worth one.
+    Blank patterns are ignored.
+    """
+    included: set[Path] = set()
+    excluded: set[Path] = set()
+    warnings: list[str] = []
+    for raw in patterns:
+        pattern = raw.strip()
+        if pattern.startswith("!"):
+            rest = pattern[1:].strip()
+            if rest:
+                excluded |= _expand(rest, root)
+            continue
+        if not pattern:
+            continue
+        matched = _expand(pattern, root)
+        if not matched:
+            warnings.append(f"no result files matched '{pattern}'")
+        included |= matched
+    return sorted(included - excluded), warnings
+
+
+def open_result(path: Path) -> BinaryIO:
+    """Open a result file for reading as bytes (the JUnit reader detects the encoding)."""
+    return path.open("rb")

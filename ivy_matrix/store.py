@@ -1,0 +1,149 @@
+"""Where dashboard state lives between runs: the local directory store.
+
+I/O. The local store is a directory (``.ivy-matrix/`` by default)::
+
+    .ivy-matrix/
+      .lock                       held exclusively for a whole read-merge-write
+      state/<category>/<title>.json   one serialized dashboard each (see statefile.py)
+
+Several ``ivy-matrix update`` processes may write one store at the same time: each takes the
+lock before reading and releases it after writing, and each file is replaced atomically (a
+temporary file in the same folder, flushed, then renamed over the old one), so no update is
+lost and no reader sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from ivy_matrix.errors import StoreError
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.statefile import dump_state, load_state
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slug(part: str) -> str:
+    """A file-name-safe form of a dashboard title or category.
+
+    Names that need changing get a short hash, so two different names never share a file.
+    """
+    cleaned = _UNSAFE.sub("-", part).strip("-.") or "_"
+    if cleaned == part:
+        return part
+    digest = hashlib.sha256(part.encode()).hexdigest()[:8]
+    return f"{cleaned}-{digest}"
+
+
+def relative_path(dashboard: DashboardId, suffix: str) -> Path:
+    """``category/title.suffix``, with both parts made safe for file names."""
+    name = slug(dashboard.title) + suffix
+    return Path(slug(dashboard.category), name) if dashboard.category else Path(name)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that readers see the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(temp).replace(path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("a+b") as handle:
+        if sys.platform == "win32":  # pragma: no cover  -- the action runs on Linux and macOS
+            import msvcrt  # noqa: PLC0415  -- Windows only
+
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+        else:
+            import fcntl  # noqa: PLC0415  -- POSIX only
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if sys.platform != "win32":
+                import fcntl  # noqa: PLC0415  -- POSIX only
+
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+class LocalStore:
+    """Dashboard state in a local directory, safe for concurrent writers on one machine."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._state_dir = root / "state"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store's lock: wrap a whole read-merge-write in it."""
+        try:
+            with _exclusive(self.root / ".lock"):
+                yield
+        except OSError as error:
+            raise StoreError(
+                f"cannot lock the store {self.root}: {error.strerror or error}; "
+                f"check that the folder is writable or pass another --store"
+            ) from None
+
+    def path_of(self, dashboard: DashboardId) -> Path:
+        return self._state_dir / relative_path(dashboard, ".json")
+
+    def load(self, dashboard: DashboardId) -> DashboardState | None:
+        """The stored state of one dashboard, or ``None`` if it has none yet."""
+        path = self.path_of(dashboard)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
+        state = load_state(text, where=str(path))
+        if state.id != dashboard:
+            raise StoreError(
+                f"{path} holds dashboard {state.key!r}, not {dashboard.key!r}; "
+                f"two dashboard names map to one file, rename one of them"
+            )
+        return state
+
+    def load_all(self) -> list[DashboardState]:
+        """Every stored dashboard, sorted by key."""
+        if not self._state_dir.is_dir():
+            return []
+        states = []
+        for path in sorted(self._state_dir.rglob("*.json")):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as error:
+                raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
+            states.append(load_state(text, where=str(path)))
+        return sorted(states, key=lambda s: s.key)
+
+    def save(self, state: DashboardState) -> None:
+        """Write one dashboard's state atomically."""
+        path = self.path_of(state.id)
+        try:
+            write_atomic(path, dump_state(state))
+        except OSError as error:
+            raise StoreError(
+                f"cannot write {path}: {error.strerror or error}; "
+                f"check that the folder is writable or pass another --store"
+            ) from None

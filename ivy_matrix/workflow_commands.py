@@ -1,0 +1,88 @@
+"""The log: plain lines in a terminal, workflow commands on a GitHub runner.
+
+I/O: writes to stdout and to the files the runner names (``$GITHUB_OUTPUT``,
+``$GITHUB_STEP_SUMMARY``). On a runner, warnings and errors become ``::warning::`` and
+``::error::`` commands (annotations on the run page, with the file when one is named) and long
+listings are folded into ``::group::`` sections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+
+def _escape_data(text: str) -> str:
+    # https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+class Log:
+    """Where every user-facing line goes."""
+
+    def __init__(self, *, github_actions: bool, stream: TextIO | None = None) -> None:
+        self.github_actions = github_actions
+        self._stream = stream
+
+    @property
+    def stream(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stdout
+
+    def info(self, message: str) -> None:
+        print(message, file=self.stream, flush=True)
+
+    def _annotate(self, kind: str, message: str, file: str | None, line: int | None) -> None:
+        if self.github_actions:
+            props = []
+            if file:
+                props.append(f"file={_escape_property(file)}")
+            if line:
+                props.append(f"line={line}")
+            head = f"::{kind} {','.join(props)}::" if props else f"::{kind}::"
+            print(head + _escape_data(message), file=self.stream, flush=True)
+        else:
+            where = f"{file}:{line}: " if file and line else f"{file}: " if file else ""
+            print(f"{kind}: {where}{message}", file=self.stream, flush=True)
+
+    def warning(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
+        self._annotate("warning", message, file, line)
+
+    def error(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
+        self._annotate("error", message, file, line)
+
+    @contextlib.contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        """Fold the lines printed inside into one section of the runner's log."""
+        if self.github_actions:
+            print(f"::group::{_escape_data(title)}", file=self.stream, flush=True)
+        else:
+            self.info(title)
+        try:
+            yield
+        finally:
+            if self.github_actions:
+                print("::endgroup::", file=self.stream, flush=True)
+
+
+def append_output(path: Path, name: str, value: str) -> None:
+    """Set a step output through ``$GITHUB_OUTPUT`` (multi-line safe)."""
+    delimiter = f"ivy_matrix_{uuid.uuid4().hex}"
+    with path.open("a", encoding="utf-8") as handle:
+        if "\n" in value or "\r" in value:
+            handle.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+        else:
+            handle.write(f"{name}={value}\n")
+
+
+def append_summary(path: Path, markdown: str) -> None:
+    """Add markdown to the job summary (``$GITHUB_STEP_SUMMARY``)."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
