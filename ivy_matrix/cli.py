@@ -49,6 +49,20 @@ EXIT_USER = 1
 EXIT_BUG = 2
 
 _UPDATE_OPTIONS = tuple(o.name for o in OPTIONS)
+_METAVARS = {
+    "backend": "NAME",
+    "backend_from_path": "REGEX",
+    "backend_from_test": "REGEX",
+    "dashboard": "[CATEGORY/]TITLE",
+    "job_url": "URL",
+    "repository": "OWNER/REPO",
+    "server_url": "URL",
+    "store": "DIR",
+    "output_dir": "DIR",
+    "config": "FILE",
+    "summary_json": "FILE",
+}
+_KIND_METAVARS = {"list": "GLOB", "int": "N", "path": "PATH", "str": "VALUE"}
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
 
 
@@ -72,8 +86,13 @@ def _parser() -> argparse.ArgumentParser:
                     option.flag, dest=option.name, action="append", metavar="GLOB", help=help_text
                 )
             else:
+                metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
                 sub.add_argument(
-                    option.flag, dest=option.name, choices=option.choices or None, help=help_text
+                    option.flag,
+                    dest=option.name,
+                    choices=option.choices or None,
+                    metavar=None if option.choices else metavar,
+                    help=help_text,
                 )
 
     update = commands.add_parser(

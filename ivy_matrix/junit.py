@@ -92,6 +92,8 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
     ``on_case``. Those cases are the caller's to discard: accumulate per file and drop the
     file's contribution when a problem is returned.
     """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, not {chunk_size}")
     parser = expat.ParserCreate()
     parser.buffer_text = True
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)

@@ -71,7 +71,7 @@ Response = tuple[int, Any, dict[str, str]]
 JSON = dict[str, Any]
 
 
-class _Fail(Exception):
+class _Fail(Exception):  # noqa: N818  -- an HTTP answer, not a failure of the fake
     """Raised by handlers to answer with an error status and GitHub's JSON error body."""
 
     def __init__(self, status: int, message: str, doc: str = DOCS, **extra: Any) -> None:
@@ -158,7 +158,7 @@ class _Req:
     method: str
     path: str
     query: dict[str, str]
-    headers: Mapping[str, str]
+    headers: Any  # email.message.Message: case-insensitive .get()
     body: Any
     api: str
     params: dict[str, str] = field(default_factory=dict)
@@ -231,7 +231,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self.server.fake._serve(self)
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  -- base signature
         """Stay quiet; the request log is ``fake.requests``."""
 
 
@@ -356,9 +356,8 @@ class FakeGitHub:
             for key, value in changes.items():
                 if not hasattr(self.config, key):
                     raise TypeError(f"unknown FakeGitHub setting {key!r}")
-                if key in {"latency", "fail_kinds", "retry_after"}:
-                    value = tuple(value)
-                setattr(self.config, key, value)
+                tuples = {"latency", "fail_kinds", "retry_after"}
+                setattr(self.config, key, tuple(value) if key in tuples else value)
             if "seed" in changes:
                 self._rng.seed(self.config.seed)
             if "rate_limit" in changes:
@@ -603,10 +602,12 @@ class FakeGitHub:
     def seed_data(self, data: Mapping[str, Any]) -> None:
         """Add repos, runs, issues, comments and labels from JSON (``--seed``, ``/_fake/seed``)."""
         for repo in data.get("repos", []):
-            spec = {"full_name": repo} if isinstance(repo, str) else dict(repo)
+            spec: dict[str, Any] = {"full_name": repo} if isinstance(repo, str) else dict(repo)
             self.add_repo(
-                spec.pop("full_name"),
-                **{k: v for k, v in spec.items() if k in {"default_branch", "private", "files"}},
+                spec["full_name"],
+                default_branch=spec.get("default_branch", "main"),
+                private=bool(spec.get("private", False)),
+                files=spec.get("files"),
             )
         for run in data.get("runs", []):
             spec = dict(run)
@@ -745,6 +746,14 @@ class FakeGitHub:
             if headers_in.get("If-None-Match") in {etag, etag.removeprefix("W/")}:
                 return 304, None, headers
         return status, payload, headers
+
+    def serves(self, method: str, path: str) -> bool:
+        """Tell whether a route exists for this method and API path (no prefix, no query)."""
+        try:
+            self._route(method, path)
+        except _Fail:
+            return False
+        return True
 
     def _route(self, method: str, path: str) -> tuple[Callable[[_Req], Response], dict[str, str]]:
         for verb, pattern, handler in self._routes:
@@ -1912,7 +1921,7 @@ class FakeGitHub:
         if "content" in entry:
             sha = self._store_blob(str(entry["content"]).encode())
         else:
-            sha = entry.get("sha")
+            sha = str(entry.get("sha"))
             store = self.trees if kind == "tree" else self.blobs
             if kind != "commit" and sha not in store:
                 raise _Fail(422, f"tree.sha {sha} is not a valid {kind}")

@@ -1,0 +1,51 @@
+"""Shared fixtures: the golden-file comparison and the paths of the shared test data."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        default=False,
+        help="rewrite tests/golden/*.md from the current output (refused when CI is set)",
+    )
+
+
+def shared_dir(name: str) -> Path:
+    """A folder of ../shared; skips the test when absent, except in CI where it must exist."""
+    path = SHARED / name
+    if not path.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing; CI must run with ../shared beside the checkout")
+        pytest.skip(f"{path} is not here")
+    return path
+
+
+@pytest.fixture(name="golden")
+def golden_fixture(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
+    """Compare a rendered body with tests/golden/<name>.md."""
+    update = bool(request.config.getoption("--update-goldens"))
+
+    def check(name: str, actual: str) -> None:
+        path = GOLDEN_DIR / f"{name}.md"
+        if update:
+            if os.environ.get("CI"):
+                pytest.fail("--update-goldens is refused when CI is set")
+            path.write_text(actual, encoding="utf-8")
+            return
+        if not path.is_file():
+            pytest.fail(f"golden file {path} is missing: run pytest --update-goldens")
+        assert actual == path.read_text(encoding="utf-8")
+
+    return check

@@ -1,0 +1,54 @@
+"""Smoke test of the benchmark harness: it runs and reports every measurement (never its speed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MEASUREMENTS = (
+    "floor",
+    "expat-handlers",
+    "junitparser",
+    "scan",
+    "e2e",
+    "e2e-rerun",
+    "e2e-1m",
+    "leg-update",
+    "flat-memory",
+)
+
+
+def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
+    """`bench/run.py --smoke` exits 0 and writes a JSON report holding every measurement."""
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "bench/run.py",
+            "--smoke",
+            "--work",
+            str(tmp_path / "work"),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    results = report["results"]
+    assert sorted(results) == sorted(MEASUREMENTS)
+    for name in MEASUREMENTS:
+        # "skipped" is allowed only while the CLI has no `update` yet; a crash is "error".
+        assert results[name]["status"] in {"ok", "skipped"}, (name, results[name])
+    for name in ("floor", "junitparser", "scan"):
+        assert results[name]["status"] == "ok", (name, results[name])
+        assert results[name]["cases"] == 2_000
+    assert report["checks"] == [], report["checks"]
+    assert {t["status"].split()[0] for t in report["targets"]} <= {"met", "MISSED", "n/a"}

@@ -1,0 +1,111 @@
+"""Tests for render.py: Ivy's exact table, escaping, the compact style and the index page."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ivy_matrix.adopt import split_row
+from ivy_matrix.merge import Batch, apply_batch
+from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.render import (
+    Style,
+    backend_counts,
+    escape_name,
+    render_dashboard,
+    render_index,
+    unescape_name,
+)
+
+SOURCE = Source(
+    run=RunKey(4519909128, 1, 7960678746),
+    url="https://github.com/unifyai/ivy/actions/runs/4519909128/job/7960678746",
+    time="2026-11-21T00:00:00Z",
+)
+
+
+def state_of(cells: dict[str, dict[str, Outcome]], title: str = "gradients") -> DashboardState:
+    batch = Batch(
+        dashboard=DashboardId(title=title, category="core"),
+        cells={
+            row: {b: Entry(source=SOURCE, outcome=o) for b, o in by_backend.items()}
+            for row, by_backend in cells.items()
+        },
+    )
+    return apply_batch(None, batch).state
+
+
+MIXED = {
+    "test_adam_update": {"torch": Outcome.SUCCESS, "numpy": Outcome.FAILURE, "jax": Outcome.FLAKY},
+    "test_random_normal": {"torch": Outcome.SKIPPED, "jax": Outcome.SUCCESS},
+    "TestLayers.test_linear": {"numpy": Outcome.SUCCESS},
+}
+
+
+def test_mixed_outcomes_render_as_ivy_badges(golden):
+    """Every outcome gets its badge inside a job link, empty cells stay empty."""
+    golden("mixed_outcomes", render_dashboard(state_of(MIXED)) + "\n")
+
+
+def test_compact_style_links_only_cells_that_need_a_look(golden):
+    """The compact style is an emoji per cell, linked only for failures and flaky passes."""
+    golden("compact_style", render_dashboard(state_of(MIXED), Style.COMPACT) + "\n")
+
+
+def test_numeric_backend_names_are_kept_as_written(golden):
+    """A backend called 3.10 is not rendered as 3.1."""
+    state = state_of({"test_x": {"3.10": Outcome.SUCCESS, "3.9": Outcome.FAILURE}})
+    text = render_dashboard(state)
+    assert "| 3.10 " in text.splitlines()[0]
+    golden("numeric_backend_names", text + "\n")
+
+
+def test_index_counts_passing_over_total_per_backend(golden):
+    """The index links each dashboard with passing/total per backend, skips left out."""
+    states = [state_of(MIXED), state_of({"test_conv": {"torch": Outcome.FAILURE}}, "layers")]
+    assert backend_counts(states[0]) == {"torch": (1, 1), "numpy": (1, 2), "jax": (2, 2)}
+    golden("index", render_index(states, lambda s: f"{s.key}.md"))
+
+
+HOSTILE = [
+    "test_x[a|b]",
+    "test_<script>alert(1)</script>",
+    "test_@octocat_ping",
+    "test_`code`",
+    "test_line\nbreak",
+    "test_[link](https://evil.example)",
+    "test_back\\slash|pipe",
+    "test_*bold*_~strike~",
+]
+
+
+def test_hostile_names_cannot_break_the_table():
+    """Pipes, HTML, mentions, backticks and newlines in names stay inside their cell."""
+    state = state_of({name: {"torch": Outcome.SUCCESS} for name in HOSTILE})
+    lines = render_dashboard(state).splitlines()
+    assert len(lines) == 2 + len(HOSTILE)
+    for line in lines[2:]:
+        assert len(split_row(line)) == 2
+        assert "<script" not in line
+        assert not re.search(r"@\w", line)
+    assert [unescape_name(split_row(line)[0]) for line in lines[2:]] == [
+        name.replace("\n", " ") for name in HOSTILE
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=40))
+def test_escaping_is_safe_and_reversible(name):
+    """Any escaped name has no bare pipe, tag, backtick, line break or mention, and reads back."""
+    escaped = escape_name(name)
+    assert not re.search(r"(?<!\\)(?:\\\\)*\|", escaped.replace("\\\\", ""))
+    assert "<" not in escaped
+    assert ">" not in escaped
+    assert "\n" not in escaped
+    assert "\r" not in escaped
+    assert not re.search(r"(?<!\\)`", escaped)
+    assert not re.search(r"@[A-Za-z0-9]", escaped)
+    assert unescape_name(escaped) == re.sub(r"[\n\r\t]", " ", name)
+    assert len(split_row(f"| {escaped} | x |")) == 2

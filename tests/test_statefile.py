@@ -1,0 +1,57 @@
+"""Tests for statefile.py: the documented, versioned serialized form of a dashboard."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ivy_matrix.adopt import adopt_table
+from ivy_matrix.errors import StoreError
+from ivy_matrix.merge import Batch, apply_batch
+from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.statefile import FORMAT, VERSION, dump_state, load_state
+from tests.conftest import shared_dir
+
+DASH = DashboardId(title="gradients", category="core")
+
+
+def test_state_round_trips_with_history_and_adopted_text():
+    """Dumping and loading gives back an equal state, adopted cell text included."""
+    text = min(shared_dir("ivy-seeds").glob("0*.txt")).read_text(encoding="utf-8")
+    state = adopt_table(text, DASH)
+    source = Source(
+        run=RunKey(9, 2, 3), url="https://x/actions/runs/9/job/3", time="2026-11-21T00:00:00Z"
+    )
+    state = apply_batch(
+        state,
+        Batch(
+            dashboard=DASH,
+            cells={"test_new": {"torch": Entry(source=source, outcome=Outcome.FLAKY)}},
+        ),
+    ).state
+    dumped = dump_state(state)
+    assert load_state(dumped, where="x") == state
+    assert dump_state(load_state(dumped, where="x")) == dumped
+
+
+def test_sources_are_stored_once():
+    """Cells from one job share one source entry."""
+    source = Source(run=RunKey(1, 1, 1), url="u")
+    cells = {f"t{i}": {"torch": Entry(source=source, outcome=Outcome.SUCCESS)} for i in range(50)}
+    document = json.loads(dump_state(apply_batch(None, Batch(dashboard=DASH, cells=cells)).state))
+    assert document["format"] == FORMAT
+    assert document["version"] == VERSION
+    assert len(document["sources"]) == 1
+
+
+def test_newer_versions_and_other_documents_are_refused_clearly():
+    """A newer format says to upgrade; anything else says what it is not."""
+    with pytest.raises(StoreError, match="upgrade ivy-matrix"):
+        load_state(json.dumps({"format": FORMAT, "version": VERSION + 1}), where="f.json")
+    with pytest.raises(StoreError, match=r"f\.json: not JSON"):
+        load_state("{", where="f.json")
+    with pytest.raises(StoreError, match="not an ivy-matrix-dashboard document"):
+        load_state("[]", where="f.json")
+    with pytest.raises(StoreError, match="malformed"):
+        load_state(json.dumps({"format": FORMAT, "version": 1, "sources": "x"}), where="f.json")
