@@ -28,6 +28,7 @@ from ivy_matrix.config import (
     OPTIONS,
     FailOn,
     Settings,
+    Target,
     environ,
     load_settings,
     parse_dashboard,
@@ -39,10 +40,10 @@ from ivy_matrix.merge import apply_batch, retire_rows
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
 from ivy_matrix.publish import dashboard_file, missing_files, render_files, write_files
-from ivy_matrix.render import backend_counts
+from ivy_matrix.render import backend_counts, render_job_summary
 from ivy_matrix.sources import find_result_files
 from ivy_matrix.store import LocalStore, write_atomic
-from ivy_matrix.workflow_commands import Log
+from ivy_matrix.workflow_commands import Log, append_output, append_summary
 
 EXIT_OK = 0
 EXIT_USER = 1
@@ -218,14 +219,21 @@ def _update(settings: Settings, log: Log) -> int:
             }
             _log_dashboard(log, state, result.changed_cells, result.new_rows, retired)
     ordered = sorted(states.values(), key=lambda s: s.key)
-    written = _write_output(settings, ordered, changed_keys)
+    written = (
+        _write_output(settings, ordered, changed_keys) if Target.FILE in settings.targets else []
+    )
     totals = _totals(collected)
+    changed_cells = sum(int(str(r["changed_cells"])) for r in report.values())
     _write_summary(settings, collected, totals, ordered, report)
+    if Target.SUMMARY in settings.targets:
+        touched = [s for s in ordered if s.key in report]
+        _publish_job_summary(
+            settings, collected, totals, touched, changed_cells=changed_cells, log=log
+        )
     log.info(
         f"ivy-matrix: {totals['files']} file(s), {totals['tests']} test cases "
         f"({totals['failed']} failed, {totals['errors']} errors, {totals['skipped']} skipped) "
-        f"into {len(report)} dashboard(s); {sum(int(str(r['changed_cells'])) for r in report.values())} "
-        f"cell(s) changed; {len(written)} file(s) written; "
+        f"into {len(report)} dashboard(s); {changed_cells} cell(s) changed; {len(written)} file(s) written; "
         f"read in {read_seconds:.2f} s, done in {time.monotonic() - started:.2f} s"
     )
     return _exit_code(settings.fail_on, totals, log)
@@ -298,6 +306,36 @@ def _write_summary(
         raise InputError(
             f"cannot write --summary-json {settings.summary_json}: {error.strerror or error}"
         ) from None
+
+
+def _publish_job_summary(
+    settings: Settings,
+    collected: Collected,
+    totals: Mapping[str, int],
+    touched: Sequence[DashboardState],
+    *,
+    changed_cells: int,
+    log: Log,
+) -> None:
+    """Write the job summary and the step outputs, when the runner provides their files."""
+    try:
+        if settings.step_summary is not None:
+            problems = [(p.source, p.message) for p in collected.problems]
+            append_summary(
+                settings.step_summary,
+                render_job_summary(touched, totals=totals, problems=problems),
+            )
+        if settings.github_output is not None:
+            outputs = {name.replace("_", "-"): str(value) for name, value in totals.items()}
+            outputs["changed-cells"] = str(changed_cells)
+            if settings.summary_json is not None:
+                outputs["summary-json"] = str(settings.summary_json)
+            if settings.output_dir is not None:
+                outputs["output-dir"] = str(settings.output_dir)
+            for name, value in outputs.items():
+                append_output(settings.github_output, name, value)
+    except OSError as error:
+        log.warning(f"cannot write the job summary or step outputs: {error.strerror or error}")
 
 
 def _exit_code(fail_on: FailOn, totals: Mapping[str, int], log: Log) -> int:

@@ -43,6 +43,13 @@ class FailOn(StrEnum):
     NOTHING = "nothing"
 
 
+class Target(StrEnum):
+    """Where ``update`` publishes the dashboards (besides the store)."""
+
+    SUMMARY = "summary"
+    FILE = "file"
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """One setting: its name, kind, where runner variables can fill it, and its help."""
@@ -94,6 +101,12 @@ OPTIONS: tuple[Option, ...] = (
         default="nothing",
         choices=tuple(FailOn),
     ),
+    Option(
+        "targets",
+        "list",
+        "where to publish: summary (the job summary and step outputs), file (--output-dir)",
+        default="summary\nfile",
+    ),
     Option("style", "str", "cell style of the dashboards", default="ivy", choices=tuple(Style)),
     Option("history", "int", "results kept per cell", default=str(DEFAULT_HISTORY)),
     Option(
@@ -129,8 +142,12 @@ class Settings:
     style: Style = Style.IVY
     history: int = DEFAULT_HISTORY
     retire_after_runs: int = DEFAULT_RETIRE_AFTER_RUNS
+    targets: tuple[Target, ...] = (Target.SUMMARY, Target.FILE)
     dashboard_rules: tuple[DashboardRule, ...] = ()
     github_actions: bool = False
+    # Files the runner names: the job summary and the step outputs.
+    step_summary: Path | None = None
+    github_output: Path | None = None
 
     def naming_rules(self) -> NamingRules:
         """The naming rules these settings describe (regexes compiled)."""
@@ -252,6 +269,20 @@ def _get(values: Mapping[str, object], name: str, kind: type[_T]) -> _T | None:
     return value if isinstance(value, kind) else None
 
 
+def _targets(values: tuple[str, ...]) -> tuple[Target, ...]:
+    names = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
+    allowed = ", ".join(t.value for t in Target)
+    for name in names:
+        if name not in {t.value for t in Target}:
+            raise InputError(f"input 'targets' got {name!r}; allowed values: {allowed}")
+    return tuple(dict.fromkeys(Target(n) for n in names))
+
+
+def _runner_file(env: Mapping[str, str], name: str) -> Path | None:
+    value = env.get(name, "").strip()
+    return Path(value) if value else None
+
+
 def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
     """Resolve every setting from the command line, the environment and the config file."""
     env = environ() if env is None else env
@@ -302,8 +333,11 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         style=Style(_get(values, "style", str) or Style.IVY),
         history=_get(values, "history", int) or DEFAULT_HISTORY,
         retire_after_runs=_get(values, "retire_after_runs", int) or 0,
+        targets=_targets(_get(values, "targets", tuple) or ()),
         dashboard_rules=rules,
         github_actions=env.get("GITHUB_ACTIONS") == "true",
+        step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
+        github_output=_runner_file(env, "GITHUB_OUTPUT"),
     )
     _check(settings)
     return settings

@@ -11,7 +11,7 @@ backend name can end a cell, start HTML, mention a user or break a line.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 
 from tabulate import tabulate
@@ -169,3 +169,75 @@ def render_index(states: Sequence[DashboardState], link: Callable[[DashboardStat
         "counts as passing, skipped tests count in neither.\n\n"
     )
     return intro + table(header, rows) + "\n"
+
+
+# The runner refuses a step summary over 1 MiB; leave room for what other steps add.
+SUMMARY_BUDGET = 900_000
+
+
+def _needs_a_look(state: DashboardState) -> DashboardState:
+    """The same dashboard with only the rows that have a failure or a flaky pass."""
+    rows = tuple(
+        row
+        for row in state.rows
+        if any(c.latest.outcome in {Outcome.FAILURE, Outcome.FLAKY} for c in row.cells.values())
+    )
+    return DashboardState(id=state.id, backends=state.backends, rows=rows, runs=state.runs)
+
+
+def render_job_summary(
+    states: Sequence[DashboardState],
+    *,
+    totals: Mapping[str, int],
+    problems: Sequence[tuple[str, str]],
+    budget: int = SUMMARY_BUDGET,
+) -> str:
+    """The job summary: totals, each updated dashboard's counts and the rows needing a look.
+
+    Dashboards are added in order while they fit in ``budget`` characters; the rest are named
+    in one closing line, so the summary never passes the runner's limit.
+    """
+    head = (
+        f"## ivy-matrix: {totals['tests']} test cases, {totals['failed']} failed, "
+        f"{totals['errors']} errors, {totals['skipped']} skipped\n\n"
+    )
+    parts = [head]
+    if states:
+        backends: dict[str, None] = {}
+        for state in states:
+            backends.update(dict.fromkeys(state.backend_names))
+        rows = []
+        for state in states:
+            counts = backend_counts(state)
+            rows.append(
+                [escape_name(state.key)]
+                + [f"{counts[b][0]}/{counts[b][1]}" if b in counts else "" for b in backends]
+            )
+        parts.append(table(["dashboard", *(escape_name(b) for b in backends)], rows) + "\n\n")
+    if problems:
+        parts.append(f"{len(problems)} result file(s) could not be read:\n\n")
+        parts.extend(f"- {escape_name(path)}: {escape_name(why)}\n" for path, why in problems)
+        parts.append("\n")
+    size = sum(len(p) for p in parts)
+    left_out = []
+    for state in states:
+        failing = _needs_a_look(state)
+        if not failing.rows:
+            continue
+        block = (
+            f"<details><summary>{escape_name(state.key)}: {len(failing.rows)} test(s) with "
+            f"failures or flaky passes</summary>\n\n{render_dashboard(failing, Style.COMPACT)}"
+            f"\n\n</details>\n\n"
+        )
+        if size + len(block) > budget:
+            left_out.append(state.key)
+            continue
+        parts.append(block)
+        size += len(block)
+    if left_out:
+        parts.append(
+            f"{len(left_out)} more dashboard(s) with failures not shown here (size limit): "
+            + ", ".join(escape_name(k) for k in left_out[:50])
+            + "\n"
+        )
+    return "".join(parts)

@@ -2,9 +2,11 @@
 
 Stdlib only. ``FakeGitHub`` keeps GitHub's state (repositories, workflow runs and jobs, issues,
 comments, labels, git blobs/trees/commits/refs) as plain dicts guarded by one lock, and serves
-the 40-odd endpoints ivy-matrix uses with the shapes of ``../shared/github-api/openapi-subset.json``
-and the observed error texts of ``../shared/design/PLATFORM.md`` (sections 1-3). Real PyGithub
-talks to it; tests arrange state, act, then assert on state.
+36 of the 42 operations ivy-matrix uses, with the shapes of
+``../shared/github-api/openapi-subset.json`` and the observed error texts of
+``../shared/design/PLATFORM.md`` (sections 1-3). Not served: pulls get/list, commits/{sha}/pulls,
+checks/get, comment pin/unpin. Real PyGithub talks to it; tests arrange state, act, then assert
+on state.
 
 Fidelity notes (each is something PyGithub or GitHub actually does):
 
@@ -38,9 +40,11 @@ import json
 import random
 import re
 import signal
+import socket
 import sys
 import threading
 import time
+import traceback
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -214,7 +218,14 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = 30
+    # Buffer headers and body into one send: separate small writes on a keep-alive connection
+    # meet Nagle plus delayed ACK and cost ~40 ms per request.
+    wbufsize = -1
     server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_GET(self) -> None:
         self.server.fake._serve(self)
@@ -700,6 +711,9 @@ class FakeGitHub:
             status, payload, headers = self._guarded(req, fault)
         except _Fail as fail:
             status, payload, headers = fail.status, fail.body, {}
+        except Exception as exc:  # noqa: BLE001  -- a bug in the fake must answer, not hang
+            traceback.print_exc()
+            status, payload, headers = 500, {"message": f"FakeGitHub bug: {exc!r}"}, {}
         if status == 304:
             counted = False
         if counted and self.rate_remaining > 0:
