@@ -22,10 +22,10 @@ import json
 import math
 import random
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
 BACKENDS = ("torch", "numpy", "tensorflow", "jax")
 
@@ -52,22 +52,105 @@ _GROUPS = (
     "test_misc",
 )
 _MODULE_WORDS = (
-    "gradients", "random", "layers", "activations", "losses", "norms", "general", "creation",
-    "elementwise", "linalg", "manipulation", "searching", "set", "sorting", "statistical",
-    "utility", "dtype", "device", "meta", "nest", "converters", "optimizers", "sequential",
-    "module", "tensor", "indexing", "reduction", "pooling", "blas", "fft", "logic", "math",
+    "gradients",
+    "random",
+    "layers",
+    "activations",
+    "losses",
+    "norms",
+    "general",
+    "creation",
+    "elementwise",
+    "linalg",
+    "manipulation",
+    "searching",
+    "set",
+    "sorting",
+    "statistical",
+    "utility",
+    "dtype",
+    "device",
+    "meta",
+    "nest",
+    "converters",
+    "optimizers",
+    "sequential",
+    "module",
+    "tensor",
+    "indexing",
+    "reduction",
+    "pooling",
+    "blas",
+    "fft",
+    "logic",
+    "math",
 )
 _FN_WORDS = (
-    "abs", "add", "argmax", "argsort", "batch_norm", "cat", "clip", "conv1d", "conv2d", "cumsum",
-    "det", "dropout", "einsum", "exp", "flip", "gather", "gelu", "inv", "layer_norm", "log",
-    "matmul", "max_pool2d", "mean", "multinomial", "norm", "one_hot", "pad", "permute", "qr",
-    "relu", "reshape", "roll", "scatter", "sigmoid", "softmax", "sort", "split", "sqrt", "stack",
-    "std", "svd", "tanh", "tile", "topk", "unique", "var", "where", "zeros_like", "stop_gradient",
-    "jac", "grad", "vmap", "randint", "shuffle", "uniform", "linear", "lstm", "embedding",
+    "abs",
+    "add",
+    "argmax",
+    "argsort",
+    "batch_norm",
+    "cat",
+    "clip",
+    "conv1d",
+    "conv2d",
+    "cumsum",
+    "det",
+    "dropout",
+    "einsum",
+    "exp",
+    "flip",
+    "gather",
+    "gelu",
+    "inv",
+    "layer_norm",
+    "log",
+    "matmul",
+    "max_pool2d",
+    "mean",
+    "multinomial",
+    "norm",
+    "one_hot",
+    "pad",
+    "permute",
+    "qr",
+    "relu",
+    "reshape",
+    "roll",
+    "scatter",
+    "sigmoid",
+    "softmax",
+    "sort",
+    "split",
+    "sqrt",
+    "stack",
+    "std",
+    "svd",
+    "tanh",
+    "tile",
+    "topk",
+    "unique",
+    "var",
+    "where",
+    "zeros_like",
+    "stop_gradient",
+    "jac",
+    "grad",
+    "vmap",
+    "randint",
+    "shuffle",
+    "uniform",
+    "linear",
+    "lstm",
+    "embedding",
 )
 _DTYPES = ("float32", "float16", "int32", "bfloat16", "float64", "int64", "bool", "uint8")
 _ERRORS = (
-    ("AssertionError", "the results from backend {b} and ground truth framework numpy do not match"),
+    (
+        "AssertionError",
+        "the results from backend {b} and ground truth framework numpy do not match",
+    ),
     ("AssertionError", "assert 0.30000001 == 0.3 within rtol=1e-05, atol=1e-08"),
     ("ValueError", "shapes (3,4) and (5,6) not aligned: 4 (dim 1) != 5 (dim 0)"),
     ("TypeError", "unsupported operand type(s) for +: 'Tensor' and 'NoneType'"),
@@ -83,7 +166,9 @@ _SKIPS = (
 
 def _escape(text: str) -> str:
     """Escape text for use inside an XML attribute or element."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +201,9 @@ def plan_modules(seed: int, modules: int) -> list[str]:
 def iter_tests(seed: int, rows: int, modules: list[str]) -> Iterator[Test]:
     """Yield ``rows`` distinct tests spread over the modules, module by module (as pytest runs them)."""
     rng = random.Random(f"tests-{seed}")
-    per_module = [rows // len(modules) + (1 if m < rows % len(modules) else 0) for m in range(len(modules))]
+    per_module = [
+        rows // len(modules) + (1 if m < rows % len(modules) else 0) for m in range(len(modules))
+    ]
     for classname, count in zip(modules, per_module, strict=True):
         made = 0
         fn_index = 0
@@ -182,16 +269,22 @@ class Writer:
         buf = self.buf
         if code == PASS:
             if rng.random() < SYSTEM_OUT_RATE:
-                buf.append(f"{head}><system-out>seed={rng.randint(0, 99999)} backend={b}\n</system-out></testcase>\n")
+                buf.append(
+                    f"{head}><system-out>seed={rng.randint(0, 99999)} backend={b}\n</system-out></testcase>\n"
+                )
             else:
                 buf.append(head + " />\n")
         elif code == SKIP:
             reason = _escape(rng.choice(_SKIPS).format(b=b, d=rng.choice(_DTYPES)))
-            buf.append(f'{head}><skipped type="pytest.skip" message="{reason}">{test.classname.rsplit(".", 1)[-1]}.py:{rng.randint(10, 900)}: {reason}</skipped></testcase>\n')
+            buf.append(
+                f'{head}><skipped type="pytest.skip" message="{reason}">{test.classname.rsplit(".", 1)[-1]}.py:{rng.randint(10, 900)}: {reason}</skipped></testcase>\n'
+            )
         elif code == FLAKY:
             kind, msg = rng.choice(_ERRORS)
             msg = _escape(msg.format(b=b, d=rng.choice(_DTYPES)))
-            buf.append(f'{head}><flakyFailure message="{kind}: {msg}" type="{kind}"><stackTrace>{kind}</stackTrace></flakyFailure></testcase>\n')
+            buf.append(
+                f'{head}><flakyFailure message="{kind}: {msg}" type="{kind}"><stackTrace>{kind}</stackTrace></flakyFailure></testcase>\n'
+            )
         else:
             kind, msg = rng.choice(_ERRORS)
             msg = msg.format(b=b, d=rng.choice(_DTYPES))
@@ -204,11 +297,15 @@ class Writer:
                     for _ in range(rng.randint(1, 2))
                 )
             if code == ERROR:
-                parts.append(f'<error message="failed on setup with &quot;{emsg}&quot;">{tb}</error>')
+                parts.append(
+                    f'<error message="failed on setup with &quot;{emsg}&quot;">{tb}</error>'
+                )
             else:
                 parts.append(f'<failure message="{emsg}">{tb}</failure>')
             if rng.random() < 0.1:
-                parts.append(f"<system-out>backend={b} seed={rng.randint(0, 99999)}\ntrace: {test.fn}\n</system-out>")
+                parts.append(
+                    f"<system-out>backend={b} seed={rng.randint(0, 99999)}\ntrace: {test.fn}\n</system-out>"
+                )
             parts.append("</testcase>\n")
             buf.append("".join(parts))
         if len(buf) >= CHUNK_CASES:
@@ -228,7 +325,9 @@ def _counts(plan: bytearray) -> dict[str, int]:
     }
 
 
-def write_file(path: Path, tests: Iterator[Test], *, count: int, backend: str, seed: int, file_no: int) -> dict[str, int]:
+def write_file(
+    path: Path, tests: Iterator[Test], *, count: int, backend: str, seed: int, file_no: int
+) -> dict[str, int]:
     """Write one result file of the next ``count`` tests; ``seed`` draws the outcomes."""
     n = count
     plan = plan_outcomes(random.Random(f"plan-{seed}-{backend}-{file_no}"), n)
@@ -250,7 +349,16 @@ def write_file(path: Path, tests: Iterator[Test], *, count: int, backend: str, s
     return counts
 
 
-def generate_set(out: Path, *, cases: int, seed: int, modules: int, files_per_backend: int, backends: tuple[str, ...], outcome_seed: int | None = None) -> dict[str, object]:
+def generate_set(
+    out: Path,
+    *,
+    cases: int,
+    seed: int,
+    modules: int,
+    files_per_backend: int,
+    backends: tuple[str, ...],
+    outcome_seed: int | None = None,
+) -> dict[str, Any]:
     """Write a result set: ``cases`` in total, split evenly over backends, then files by module.
 
     ``seed`` chooses the tests; ``outcome_seed`` (default: ``seed``) chooses how they ended, so a
@@ -268,7 +376,7 @@ def generate_set(out: Path, *, cases: int, seed: int, modules: int, files_per_ba
     for backend in backends:
         tests = iter_tests(seed, rows, mods)
         for f in range(files_per_backend):
-            n = sum(per_module[bounds[f]:bounds[f + 1]])
+            n = sum(per_module[bounds[f] : bounds[f + 1]])
             if n == 0:
                 continue
             path = out / backend / f"results-{f + 1}.xml"
@@ -276,7 +384,7 @@ def generate_set(out: Path, *, cases: int, seed: int, modules: int, files_per_ba
             size = path.stat().st_size
             total_bytes += size
             files.append({"path": str(path.relative_to(out)), "bytes": size, **counts})
-    manifest: dict[str, object] = {
+    manifest: dict[str, Any] = {
         "cases": rows * len(backends),
         "rows_per_backend": rows,
         "seed": seed,
@@ -299,15 +407,19 @@ def _endless_tests(seed: int, modules: list[str]) -> Iterator[Test]:
         seed += 1
 
 
-def generate_single(path: Path, *, target_bytes: int, seed: int, modules: int) -> dict[str, object]:
+def generate_single(path: Path, *, target_bytes: int, seed: int, modules: int) -> dict[str, Any]:
     """Write one file of about ``target_bytes`` (case count estimated from a rendered sample)."""
     mods = plan_modules(seed, modules)
     sample = path.with_suffix(".sample.xml")
-    write_file(sample, _endless_tests(seed, mods), count=20_000, backend="torch", seed=seed, file_no=1)
+    write_file(
+        sample, _endless_tests(seed, mods), count=20_000, backend="torch", seed=seed, file_no=1
+    )
     per_case = sample.stat().st_size / 20_000
     sample.unlink()
     count = max(1, int(target_bytes / per_case))
-    counts = write_file(path, _endless_tests(seed, mods), count=count, backend="torch", seed=seed, file_no=1)
+    counts = write_file(
+        path, _endless_tests(seed, mods), count=count, backend="torch", seed=seed, file_no=1
+    )
     return {"path": str(path), "bytes": path.stat().st_size, **counts}
 
 
@@ -322,22 +434,54 @@ def parse_size(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="output directory (or file with --single-file)")
-    parser.add_argument("--cases", type=int, default=200_000, help="test cases in total, over all backends")
-    parser.add_argument("--seed", type=int, default=1, help="chooses the tests (and, by default, their outcomes)")
-    parser.add_argument("--outcome-seed", type=int, default=None, help="chooses the outcomes only (a later run of the same tests)")
-    parser.add_argument("--modules", type=int, default=0, help="modules (dashboards); default: about 1 per 1,250 cases of one backend, 8 to 120")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="output directory (or file with --single-file)"
+    )
+    parser.add_argument(
+        "--cases", type=int, default=200_000, help="test cases in total, over all backends"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=1, help="chooses the tests (and, by default, their outcomes)"
+    )
+    parser.add_argument(
+        "--outcome-seed",
+        type=int,
+        default=None,
+        help="chooses the outcomes only (a later run of the same tests)",
+    )
+    parser.add_argument(
+        "--modules",
+        type=int,
+        default=0,
+        help="modules (dashboards); default: about 1 per 1,250 cases of one backend, 8 to 120",
+    )
     parser.add_argument("--files-per-backend", type=int, default=4)
-    parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated subset of " + ",".join(BACKENDS))
-    parser.add_argument("--single-file", action="store_true", help="write one file of --bytes instead of a set")
+    parser.add_argument(
+        "--backends",
+        default=",".join(BACKENDS),
+        help="comma-separated subset of " + ",".join(BACKENDS),
+    )
+    parser.add_argument(
+        "--single-file", action="store_true", help="write one file of --bytes instead of a set"
+    )
     parser.add_argument("--bytes", default="1G", help="size of the single file, e.g. 10M or 1G")
     args = parser.parse_args(argv)
     modules = args.modules or default_modules(args.cases)
     if args.single_file:
-        info = generate_single(args.out, target_bytes=parse_size(args.bytes), seed=args.seed, modules=modules)
+        info = generate_single(
+            args.out, target_bytes=parse_size(args.bytes), seed=args.seed, modules=modules
+        )
     else:
         backends = tuple(b for b in args.backends.split(",") if b)
-        info = generate_set(args.out, cases=args.cases, seed=args.seed, modules=modules, files_per_backend=args.files_per_backend, backends=backends, outcome_seed=args.outcome_seed)
+        info = generate_set(
+            args.out,
+            cases=args.cases,
+            seed=args.seed,
+            modules=modules,
+            files_per_backend=args.files_per_backend,
+            backends=backends,
+            outcome_seed=args.outcome_seed,
+        )
         info = {k: v for k, v in info.items() if k != "files"}
     print(json.dumps(info))
     return 0

@@ -24,6 +24,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 CHUNK = 1 << 20
 
@@ -33,10 +34,10 @@ def run_floor(paths: list[str]) -> dict[str, object]:
 
     for path in paths:
         parser = expat.ParserCreate()
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             while chunk := f.read(CHUNK):
-                parser.Parse(chunk, False)
-            parser.Parse(b"", True)
+                parser.Parse(chunk, False)  # noqa: FBT003  -- pyexpat takes isfinal positionally
+            parser.Parse(b"", True)  # noqa: FBT003  -- as above
     return {}
 
 
@@ -45,11 +46,11 @@ def run_expat_handlers(paths: list[str]) -> dict[str, object]:
 
     starts = 0
 
-    def start(name, attrs):
+    def start(_name: str, _attrs: dict[str, str]) -> None:
         nonlocal starts
         starts += 1
 
-    def end(name):
+    def end(_name: str) -> None:
         pass
 
     for path in paths:
@@ -57,10 +58,10 @@ def run_expat_handlers(paths: list[str]) -> dict[str, object]:
         parser.buffer_text = True
         parser.StartElementHandler = start
         parser.EndElementHandler = end
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             while chunk := f.read(CHUNK):
-                parser.Parse(chunk, False)
-            parser.Parse(b"", True)
+                parser.Parse(chunk, False)  # noqa: FBT003  -- pyexpat takes isfinal positionally
+            parser.Parse(b"", True)  # noqa: FBT003  -- as above
     return {"elements": starts}
 
 
@@ -69,7 +70,7 @@ def run_junitparser(paths: list[str]) -> dict[str, object]:
 
     counts: Counter[str] = Counter()
     for path in paths:
-        xml = JUnitXml.fromfile(path)
+        xml: Any = JUnitXml.fromfile(path)  # a TestSuite when the root is <testsuite>
         suites = [xml] if isinstance(xml, TestSuite) else xml
         for suite in suites:
             for case in suite:
@@ -90,11 +91,12 @@ def run_junitparser(paths: list[str]) -> dict[str, object]:
 
 def run_scan(paths: list[str]) -> dict[str, object]:
     from ivy_matrix.junit import scan_junit
+    from ivy_matrix.model import CaseResult
 
     counts: Counter[str] = Counter()
     flaky = 0
 
-    def on_case(case):
+    def on_case(case: CaseResult) -> None:
         nonlocal flaky
         counts[case.status] += 1
         if case.flaky:
@@ -102,7 +104,7 @@ def run_scan(paths: list[str]) -> dict[str, object]:
 
     problems = []
     for path in paths:
-        with open(path, "rb") as f:
+        with Path(path).open("rb") as f:
             _, problem = scan_junit(f, source=path, on_case=on_case)
         if problem is not None:
             problems.append(problem.message)

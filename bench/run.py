@@ -36,8 +36,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import generate
 
@@ -48,6 +50,8 @@ IVY_MATRIX = Path(PYTHON).with_name("ivy-matrix")
 MEASURE = BENCH / "measure.py"
 REPOSITORY = "acme/widgets"
 BACKEND_FROM_PATH = r"(?P<backend>[^/]+)/[^/]+\.xml$"
+# The report is JSON data of mixed shapes; bench code is not product code.
+Json = dict[str, Any]
 MB = 1_000_000  # file sizes and throughput are in decimal MB; RSS in MiB ("MB" in the table)
 
 READ_KINDS = ("floor", "expat-handlers", "junitparser", "scan")
@@ -62,7 +66,7 @@ class Run:
     wall_s: float
     proc_wall_s: float
     maxrss_mb: float
-    report: dict[str, object] = field(default_factory=dict)
+    report: Json = field(default_factory=dict)
 
 
 class ChildFailedError(Exception):
@@ -84,14 +88,14 @@ def run_child(cmd: list[str], *, env: dict[str, str] | None = None, parse_json: 
     if proc.returncode != 0:
         tail = "\n".join((stdout + stderr).strip().splitlines()[-15:])
         raise ChildFailedError(f"exit {proc.returncode}: {' '.join(cmd[:4])} ...\n{tail}")
-    report: dict[str, object] = {}
+    report: Json = {}
     if parse_json:
         report = json.loads(stdout.strip().splitlines()[-1])
-    wall = float(report.get("wall_s", proc_wall))  # type: ignore[arg-type]
+    wall = float(report.get("wall_s", proc_wall))
     return Run(wall_s=wall, proc_wall_s=proc_wall, maxrss_mb=usage.ru_maxrss / 1024, report=report)
 
 
-def summarize(runs: list[Run], *, nbytes: int, cases: int, **extra: object) -> dict[str, object]:
+def summarize(runs: list[Run], *, nbytes: int, cases: int, **extra: object) -> Json:
     wall = statistics.median(r.wall_s for r in runs)
     return {
         "status": "ok",
@@ -110,21 +114,43 @@ def summarize(runs: list[Run], *, nbytes: int, cases: int, **extra: object) -> d
 # --- data -----------------------------------------------------------------------------------
 
 
-def ensure_set(work: Path, cases: int, seed: int, *, backends: tuple[str, ...] = generate.BACKENDS, outcome_seed: int | None = None) -> tuple[Path, dict[str, object]]:
+def ensure_set(
+    work: Path,
+    cases: int,
+    seed: int,
+    *,
+    backends: tuple[str, ...] = generate.BACKENDS,
+    outcome_seed: int | None = None,
+) -> tuple[Path, Json]:
     """Generate (or reuse) a result set; the manifest is written last, so it marks a whole set."""
-    tag = f"set-{cases}-s{seed}" + (f"-o{outcome_seed}" if outcome_seed is not None else "") + ("" if backends == generate.BACKENDS else "-" + "-".join(backends))
+    tag = (
+        f"set-{cases}-s{seed}"
+        + (f"-o{outcome_seed}" if outcome_seed is not None else "")
+        + ("" if backends == generate.BACKENDS else "-" + "-".join(backends))
+    )
     out = work / "data" / tag
     manifest_path = out / "manifest.json"
     if manifest_path.exists():
         return out, json.loads(manifest_path.read_text())
     shutil.rmtree(out, ignore_errors=True)
     start = time.perf_counter()
-    manifest = generate.generate_set(out, cases=cases, seed=seed, modules=generate.default_modules(cases), files_per_backend=4, backends=backends, outcome_seed=outcome_seed)
-    print(f"  generated {tag}: {manifest['bytes'] / MB:.1f} MB, {manifest['bytes_per_case']} bytes/case in {time.perf_counter() - start:.1f} s", flush=True)
+    manifest = generate.generate_set(
+        out,
+        cases=cases,
+        seed=seed,
+        modules=generate.default_modules(cases),
+        files_per_backend=4,
+        backends=backends,
+        outcome_seed=outcome_seed,
+    )
+    print(
+        f"  generated {tag}: {manifest['bytes'] / MB:.1f} MB, {manifest['bytes_per_case']} bytes/case in {time.perf_counter() - start:.1f} s",
+        flush=True,
+    )
     return out, manifest
 
 
-def ensure_single(work: Path, nbytes: int, seed: int) -> tuple[Path, dict[str, object]]:
+def ensure_single(work: Path, nbytes: int, seed: int) -> tuple[Path, Json]:
     path = work / "data" / f"single-{nbytes}-s{seed}.xml"
     info_path = path.with_suffix(".json")
     if info_path.exists() and path.exists():
@@ -132,7 +158,10 @@ def ensure_single(work: Path, nbytes: int, seed: int) -> tuple[Path, dict[str, o
     start = time.perf_counter()
     info = generate.generate_single(path, target_bytes=nbytes, seed=seed, modules=40)
     info_path.write_text(json.dumps(info) + "\n")
-    print(f"  generated {path.name}: {info['bytes'] / MB:.1f} MB in {time.perf_counter() - start:.1f} s", flush=True)
+    print(
+        f"  generated {path.name}: {info['bytes'] / MB:.1f} MB in {time.perf_counter() - start:.1f} s",
+        flush=True,
+    )
     return path, info
 
 
@@ -145,7 +174,11 @@ def xml_files(data: Path, backends: tuple[str, ...] = generate.BACKENDS) -> list
 
 def cli_env() -> dict[str, str]:
     """The environment for ``ivy-matrix``: ours, without any GitHub or ivy-matrix settings."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "IVY_MATRIX_", "RUNNER_"))}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITHUB_", "IVY_MATRIX_", "RUNNER_"))
+    }
 
 
 def cli_mode(requested: str) -> tuple[str | None, str]:
@@ -153,7 +186,14 @@ def cli_mode(requested: str) -> tuple[str | None, str]:
     if not (ROOT / "ivy_matrix" / "cli.py").exists():
         return None, "ivy_matrix/cli.py does not exist yet"
     try:
-        proc = subprocess.run([str(IVY_MATRIX), "update", "--help"], capture_output=True, text=True, timeout=60, env=cli_env(), check=False)
+        proc = subprocess.run(
+            [str(IVY_MATRIX), "update", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=cli_env(),
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"could not run ivy-matrix: {exc}"
     if proc.returncode != 0 or "--junit" not in proc.stdout:
@@ -163,13 +203,53 @@ def cli_mode(requested: str) -> tuple[str | None, str]:
     return requested, ""
 
 
-def update_commands(data: Path, *, mode: str, store: Path, out: Path, run_id: int, job_base: int, backends: tuple[str, ...] = generate.BACKENDS) -> list[list[str]]:
+def update_commands(
+    data: Path,
+    *,
+    mode: str,
+    store: Path,
+    out: Path,
+    run_id: int,
+    job_base: int,
+    backends: tuple[str, ...] = generate.BACKENDS,
+) -> list[list[str]]:
     """The ``ivy-matrix update`` calls of one CI run: one per backend leg, or one for all."""
-    common = ["--run-id", str(run_id), "--repository", REPOSITORY, "--store", str(store), "--output-dir", str(out)]
+    common = [
+        "--run-id",
+        str(run_id),
+        "--repository",
+        REPOSITORY,
+        "--store",
+        str(store),
+        "--output-dir",
+        str(out),
+    ]
     if mode == "single":
-        return [[str(IVY_MATRIX), "update", "--junit", f"{data}/**/*.xml", "--backend-from-path", BACKEND_FROM_PATH, "--job-id", str(job_base), *common]]
+        return [
+            [
+                str(IVY_MATRIX),
+                "update",
+                "--junit",
+                f"{data}/**/*.xml",
+                "--backend-from-path",
+                BACKEND_FROM_PATH,
+                "--job-id",
+                str(job_base),
+                *common,
+            ]
+        ]
     return [
-        [str(IVY_MATRIX), "update", "--junit", f"{data}/{b}/*.xml", "--backend", b, "--job-id", str(job_base + i), *common]
+        [
+            str(IVY_MATRIX),
+            "update",
+            "--junit",
+            f"{data}/{b}/*.xml",
+            "--backend",
+            b,
+            "--job-id",
+            str(job_base + i),
+            *common,
+        ]
         for i, b in enumerate(backends)
     ]
 
@@ -189,23 +269,42 @@ def fresh(*paths: Path) -> None:
         shutil.rmtree(p, ignore_errors=True)
 
 
-def bench_cli(args: argparse.Namespace, work: Path, data: Path, manifest: dict[str, object], results: dict[str, object]) -> None:
+def bench_cli(
+    args: argparse.Namespace, work: Path, data: Path, manifest: Json, results: Json
+) -> None:
     mode, why = cli_mode(args.e2e_mode)
     if mode is None:
         for kind in CLI_KINDS:
             results[kind] = {"status": "skipped", "reason": why}
         print(f"  e2e: skipped: {why}", flush=True)
         return
-    nbytes, cases = int(manifest["bytes"]), int(manifest["cases"])  # type: ignore[call-overload]
+    nbytes, cases = int(manifest["bytes"]), int(manifest["cases"])
     store, out = work / "stores" / "e2e", work / "dashboards" / "e2e"
     runs = []
     for _ in range(args.repeat):
         fresh(store, out)
-        runs.append(run_update(update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)))
-    results["e2e"] = summarize(runs, nbytes=nbytes, cases=cases, mode=mode, calls=len(update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)))
+        runs.append(
+            run_update(
+                update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)
+            )
+        )
+    results["e2e"] = summarize(
+        runs,
+        nbytes=nbytes,
+        cases=cases,
+        mode=mode,
+        calls=len(
+            update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)
+        ),
+    )
     print_row("e2e", results["e2e"])
     # The store now holds this run: the same update again changes nothing.
-    runs = [run_update(update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)) for _ in range(args.repeat)]
+    runs = [
+        run_update(
+            update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)
+        )
+        for _ in range(args.repeat)
+    ]
     results["e2e-rerun"] = summarize(runs, nbytes=nbytes, cases=cases, mode=mode)
     print_row("e2e-rerun", results["e2e-rerun"])
 
@@ -214,13 +313,23 @@ def bench_cli(args: argparse.Namespace, work: Path, data: Path, manifest: dict[s
             results[kind] = {"status": "skipped", "reason": "--big-cases 0"}
         return
     big, big_manifest = ensure_set(work, args.big_cases, args.seed)
-    leg, leg_manifest = ensure_set(work, args.big_cases, args.seed, backends=("torch",), outcome_seed=args.seed + 1)
+    leg, leg_manifest = ensure_set(
+        work, args.big_cases, args.seed, backends=("torch",), outcome_seed=args.seed + 1
+    )
     base_store, base_out = work / "stores" / "big", work / "dashboards" / "big"
     runs = []
     for _ in range(args.repeat):
         fresh(base_store, base_out)
-        runs.append(run_update(update_commands(big, mode=mode, store=base_store, out=base_out, run_id=100, job_base=1001)))
-    results["e2e-1m"] = summarize(runs, nbytes=int(big_manifest["bytes"]), cases=int(big_manifest["cases"]), mode=mode)  # type: ignore[call-overload]
+        runs.append(
+            run_update(
+                update_commands(
+                    big, mode=mode, store=base_store, out=base_out, run_id=100, job_base=1001
+                )
+            )
+        )
+    results["e2e-1m"] = summarize(
+        runs, nbytes=int(big_manifest["bytes"]), cases=int(big_manifest["cases"]), mode=mode
+    )
     print_row("e2e-1m", results["e2e-1m"])
     runs = []
     leg_store, leg_out = work / "stores" / "leg", work / "dashboards" / "leg"
@@ -229,8 +338,25 @@ def bench_cli(args: argparse.Namespace, work: Path, data: Path, manifest: dict[s
         shutil.copytree(base_store, leg_store)
         if base_out.exists():
             shutil.copytree(base_out, leg_out)
-        runs.append(run_update(update_commands(leg, mode="per-backend", store=leg_store, out=leg_out, run_id=101, job_base=2001, backends=("torch",))))
-    results["leg-update"] = summarize(runs, nbytes=int(leg_manifest["bytes"]), cases=int(leg_manifest["cases"]), store_cases=int(big_manifest["cases"]))  # type: ignore[call-overload]
+        runs.append(
+            run_update(
+                update_commands(
+                    leg,
+                    mode="per-backend",
+                    store=leg_store,
+                    out=leg_out,
+                    run_id=101,
+                    job_base=2001,
+                    backends=("torch",),
+                )
+            )
+        )
+    results["leg-update"] = summarize(
+        runs,
+        nbytes=int(leg_manifest["bytes"]),
+        cases=int(leg_manifest["cases"]),
+        store_cases=int(big_manifest["cases"]),
+    )
     print_row("leg-update", results["leg-update"])
 
 
@@ -239,14 +365,26 @@ def bench_cli(args: argparse.Namespace, work: Path, data: Path, manifest: dict[s
 
 def scan_available() -> str:
     try:
-        proc = subprocess.run([PYTHON, "-c", "from ivy_matrix.junit import scan_junit"], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT)
+        proc = subprocess.run(
+            [PYTHON, "-c", "from ivy_matrix.junit import scan_junit"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=ROOT,
+        )
     except subprocess.TimeoutExpired:
         return "importing ivy_matrix.junit timed out"
-    return "" if proc.returncode == 0 else "ivy_matrix.junit.scan_junit cannot be imported: " + proc.stderr.strip().splitlines()[-1]
+    return (
+        ""
+        if proc.returncode == 0
+        else "ivy_matrix.junit.scan_junit cannot be imported: "
+        + proc.stderr.strip().splitlines()[-1]
+    )
 
 
-def bench_read(args: argparse.Namespace, files: list[str], manifest: dict[str, object], results: dict[str, object]) -> None:
-    nbytes, cases = int(manifest["bytes"]), int(manifest["cases"])  # type: ignore[call-overload]
+def bench_read(args: argparse.Namespace, files: list[str], manifest: Json, results: Json) -> None:
+    nbytes, cases = int(manifest["bytes"]), int(manifest["cases"])
     no_scan = scan_available()
     for kind in READ_KINDS:
         if kind == "scan" and no_scan:
@@ -254,12 +392,16 @@ def bench_read(args: argparse.Namespace, files: list[str], manifest: dict[str, o
             print(f"  scan: skipped: {no_scan}", flush=True)
             continue
         runs = [run_child([PYTHON, str(MEASURE), kind, *files]) for _ in range(args.repeat)]
-        extra = {k: v for k, v in runs[-1].report.items() if k in ("counts", "flaky", "problems", "elements")}
+        extra = {
+            k: v
+            for k, v in runs[-1].report.items()
+            if k in ("counts", "flaky", "problems", "elements")
+        }
         results[kind] = summarize(runs, nbytes=nbytes, cases=cases, **extra)
         print_row(kind, results[kind])
 
 
-def bench_flat_memory(args: argparse.Namespace, work: Path, results: dict[str, object]) -> None:
+def bench_flat_memory(args: argparse.Namespace, work: Path, results: Json) -> None:
     no_scan = scan_available()
     if not args.single_bytes:
         results["flat-memory"] = {"status": "skipped", "reason": "--single-bytes 0"}
@@ -273,31 +415,33 @@ def bench_flat_memory(args: argparse.Namespace, work: Path, results: dict[str, o
     b = run_child([PYTHON, str(MEASURE), "scan", str(big)])
     results["flat-memory"] = {
         "status": "ok",
-        "small": summarize([s], nbytes=int(small_info["bytes"]), cases=int(small_info["tests"])),  # type: ignore[call-overload]
-        "big": summarize([b], nbytes=int(big_info["bytes"]), cases=int(big_info["tests"])),  # type: ignore[call-overload]
+        "small": summarize([s], nbytes=int(small_info["bytes"]), cases=int(small_info["tests"])),
+        "big": summarize([b], nbytes=int(big_info["bytes"]), cases=int(big_info["tests"])),
         "rss_growth_mb": round(b.maxrss_mb - s.maxrss_mb, 1),
     }
-    print_row(f"scan {small_info['bytes'] / MB:.0f} MB file", results["flat-memory"]["small"])  # type: ignore[index]
-    print_row(f"scan {big_info['bytes'] / MB:.0f} MB file", results["flat-memory"]["big"])  # type: ignore[index]
+    print_row(f"scan {small_info['bytes'] / MB:.0f} MB file", results["flat-memory"]["small"])
+    print_row(f"scan {big_info['bytes'] / MB:.0f} MB file", results["flat-memory"]["big"])
 
 
 # --- report ---------------------------------------------------------------------------------
 
 
-def print_row(name: str, m: object) -> None:
-    assert isinstance(m, dict)
-    print(f"  {name:<22} {m['wall_s']:>9.3f} s {m['mb_per_s'] or 0:>8.1f} MB/s {m['peak_rss_mb']:>8.1f} MB RSS  {m['cases']:>9,} cases", flush=True)
+def print_row(name: str, m: Json) -> None:
+    print(
+        f"  {name:<22} {m['wall_s']:>9.3f} s {m['mb_per_s'] or 0:>8.1f} MB/s {m['peak_rss_mb']:>8.1f} MB RSS  {m['cases']:>9,} cases",
+        flush=True,
+    )
 
 
-def ok(results: dict[str, object], *kinds: str) -> bool:
-    return all(isinstance(results.get(k), dict) and results[k].get("status") == "ok" for k in kinds)  # type: ignore[union-attr]
+def ok(results: Json, *kinds: str) -> bool:
+    return all(isinstance(results.get(k), dict) and results[k].get("status") == "ok" for k in kinds)
 
 
-def ratios(r: dict[str, dict[str, float]]) -> dict[str, float | None]:
+def ratios(r: Json) -> dict[str, float | None]:
     def ratio(a: str, b: str, key: str = "wall_s") -> float | None:
-        if not ok(r, a, b):  # type: ignore[arg-type]
+        if not ok(r, a, b):
             return None
-        return round(r[a][key] / r[b][key], 2)
+        return round(float(r[a][key]) / float(r[b][key]), 2)
 
     return {
         "scan / floor": ratio("scan", "floor"),
@@ -309,30 +453,71 @@ def ratios(r: dict[str, dict[str, float]]) -> dict[str, float | None]:
     }
 
 
-def targets(r: dict[str, dict[str, float]], q: dict[str, float | None], primary: int, big: int) -> list[dict[str, object]]:
+def targets(r: Json, q: dict[str, float | None], primary: int, big: int) -> list[Json]:
     """Each target with its figure and met / missed; a target whose figure is missing is n/a."""
-    rows: list[dict[str, object]] = []
+    rows: list[Json] = []
 
-    def add(name: str, value: float | None, limit: float, *, at_least: bool = False, unit: str = "") -> None:
+    def add(
+        name: str, value: float | None, limit: float, *, at_least: bool = False, unit: str = ""
+    ) -> None:
         if value is None:
             rows.append({"target": name, "value": None, "status": "n/a"})
             return
         met = value >= limit if at_least else value < limit
         by = "" if met else f" (missed by {abs(value - limit) / limit:.0%})"
-        rows.append({"target": name, "value": value, "limit": limit, "status": ("met" if met else "MISSED") + by, "unit": unit})
+        rows.append(
+            {
+                "target": name,
+                "value": value,
+                "limit": limit,
+                "status": ("met" if met else "MISSED") + by,
+                "unit": unit,
+            }
+        )
 
-    add(f"read+classify >= 3x faster than junitparser ({primary:,} cases)", q["junitparser / scan"], 3.0, at_least=True, unit="x")
-    add(f"read+classify within 2.5x of expat floor ({primary:,} cases)", q["scan / floor"], 2.5, unit="x")
-    add(f"update peak RSS < 100 MB ({primary:,} cases)", r["e2e"]["peak_rss_mb"] if ok(r, "e2e") else None, 100, unit="MB")  # type: ignore[arg-type]
+    add(
+        f"read+classify >= 3x faster than junitparser ({primary:,} cases)",
+        q["junitparser / scan"],
+        3.0,
+        at_least=True,
+        unit="x",
+    )
+    add(
+        f"read+classify within 2.5x of expat floor ({primary:,} cases)",
+        q["scan / floor"],
+        2.5,
+        unit="x",
+    )
+    add(
+        f"update peak RSS < 100 MB ({primary:,} cases)",
+        r["e2e"]["peak_rss_mb"] if ok(r, "e2e") else None,
+        100,
+        unit="MB",
+    )
     add(f"update within 3x of expat floor ({primary:,} cases)", q["e2e / floor"], 3.0, unit="x")
-    add(f"update peak RSS < 200 MB ({big:,} cases)", r["e2e-1m"]["peak_rss_mb"] if ok(r, "e2e-1m") else None, 200, unit="MB")  # type: ignore[arg-type]
-    add(f"update end to end < 15 s ({big:,} cases)", r["e2e-1m"]["proc_wall_s"] if ok(r, "e2e-1m") else None, 15, unit="s")  # type: ignore[arg-type]
+    add(
+        f"update peak RSS < 200 MB ({big:,} cases)",
+        r["e2e-1m"]["peak_rss_mb"] if ok(r, "e2e-1m") else None,
+        200,
+        unit="MB",
+    )
+    add(
+        f"update end to end < 15 s ({big:,} cases)",
+        r["e2e-1m"]["proc_wall_s"] if ok(r, "e2e-1m") else None,
+        15,
+        unit="s",
+    )
     flat = r.get("flat-memory", {})
-    add("scan_junit RSS flat: 1 GB file within 10 MB of 10 MB file", flat.get("rss_growth_mb") if flat.get("status") == "ok" else None, 10, unit="MB")
+    add(
+        "scan_junit RSS flat: 1 GB file within 10 MB of 10 MB file",
+        flat.get("rss_growth_mb") if flat.get("status") == "ok" else None,
+        10,
+        unit="MB",
+    )
     return rows
 
 
-def print_report(report: dict[str, object]) -> None:
+def print_report(report: Json) -> None:
     r = report["results"]
     assert isinstance(r, dict)
     print("\nmeasurement            wall s (median)   MB/s   peak RSS MB   cases   repeats")
@@ -342,34 +527,62 @@ def print_report(report: dict[str, object]) -> None:
             print(f"{kind:<22} {m.get('status', 'missing')}: {m.get('reason', '')}")
             continue
         wall = m["proc_wall_s"] if kind in CLI_KINDS else m["wall_s"]
-        print(f"{kind:<22} {wall:>12.3f} {m['mb_per_s'] or 0:>10.1f} {m['peak_rss_mb']:>11.1f} {m['cases']:>9,} {m['repeats']:>6}")
+        print(
+            f"{kind:<22} {wall:>12.3f} {m['mb_per_s'] or 0:>10.1f} {m['peak_rss_mb']:>11.1f} {m['cases']:>9,} {m['repeats']:>6}"
+        )
     flat = r.get("flat-memory", {})
     if flat.get("status") == "ok":
         for size in ("small", "big"):
             m = flat[size]
-            print(f"{'scan ' + format(m['bytes'] / MB, '.0f') + ' MB file':<22} {m['wall_s']:>12.3f} {m['mb_per_s'] or 0:>10.1f} {m['peak_rss_mb']:>11.1f} {m['cases']:>9,} {1:>6}")
+            print(
+                f"{'scan ' + format(m['bytes'] / MB, '.0f') + ' MB file':<22} {m['wall_s']:>12.3f} {m['mb_per_s'] or 0:>10.1f} {m['peak_rss_mb']:>11.1f} {m['cases']:>9,} {1:>6}"
+            )
     print("\nratios (same run, same files; e2e uses process wall time on both sides)")
-    for name, value in report["ratios"].items():  # type: ignore[attr-defined]
+    for name, value in report["ratios"].items():
         print(f"  {name:<24} {'n/a' if value is None else format(value, '.2f') + 'x'}")
     print("\ntargets (reported, never enforced)")
-    for t in report["targets"]:  # type: ignore[attr-defined]
+    for t in report["targets"]:
         value = "n/a" if t["value"] is None else f"{t['value']}{t.get('unit', '')}"
         print(f"  [{t['status']}] {t['target']}: {value}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=200_000, help="cases in the main set (all backends)")
-    parser.add_argument("--big-cases", type=int, default=1_000_000, help="cases in the big set for e2e-1m and leg-update (0: skip)")
-    parser.add_argument("--single-bytes", default="1G", help="size of the one-file flat-memory check (0: skip)")
-    parser.add_argument("--single-small", default="10M", help="size of the file it is compared with")
+    parser.add_argument(
+        "--cases", type=int, default=200_000, help="cases in the main set (all backends)"
+    )
+    parser.add_argument(
+        "--big-cases",
+        type=int,
+        default=1_000_000,
+        help="cases in the big set for e2e-1m and leg-update (0: skip)",
+    )
+    parser.add_argument(
+        "--single-bytes", default="1G", help="size of the one-file flat-memory check (0: skip)"
+    )
+    parser.add_argument(
+        "--single-small", default="10M", help="size of the file it is compared with"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--e2e-mode", choices=("auto", "single", "per-backend"), default="auto", help="one update call with --backend-from-path, or one per backend (auto: single when supported)")
-    parser.add_argument("--work", type=Path, default=BENCH / "out", help="generated data, stores and dashboards")
+    parser.add_argument(
+        "--e2e-mode",
+        choices=("auto", "single", "per-backend"),
+        default="auto",
+        help="one update call with --backend-from-path, or one per backend (auto: single when supported)",
+    )
+    parser.add_argument(
+        "--work", type=Path, default=BENCH / "out", help="generated data, stores and dashboards"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks that everything runs")
-    parser.add_argument("--profile", action="store_true", help="print a cProfile of scan_junit over the main set and exit")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes, one repeat: checks that everything runs"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print a cProfile of scan_junit over the main set and exit",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.cases, args.big_cases, args.repeat = 2_000, 8_000, 1
@@ -380,39 +593,57 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
 
-    print(f"ivy-matrix benchmarks: {args.cases:,} cases, {args.repeat} repeat(s), work dir {work}", flush=True)
+    print(
+        f"ivy-matrix benchmarks: {args.cases:,} cases, {args.repeat} repeat(s), work dir {work}",
+        flush=True,
+    )
     data, manifest = ensure_set(work, args.cases, args.seed)
     files = xml_files(data)
     if args.profile:
         return subprocess.call([PYTHON, str(MEASURE), "profile", *files], cwd=ROOT)
-    results: dict[str, object] = {}
+    results: Json = {}
     crashed: list[str] = []
-    for step in (
+    steps: list[Callable[[], None]] = [
         lambda: bench_read(args, files, manifest, results),
         lambda: bench_cli(args, work, data, manifest, results),
         lambda: bench_flat_memory(args, work, results),
-    ):
+    ]
+    for step in steps:
         try:
             step()
         except ChildFailedError as exc:
             crashed.append(str(exc))
             print(f"  CRASHED: {exc}", flush=True)
     for kind in ALL_MEASUREMENTS:
-        results.setdefault(kind, {"status": "error", "reason": "; ".join(crashed)[:2000] or "not run"})
+        results.setdefault(
+            kind, {"status": "error", "reason": "; ".join(crashed)[:2000] or "not run"}
+        )
 
-    q = ratios(results)  # type: ignore[arg-type]
+    q = ratios(results)
     report = {
         "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d"),
-        "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "params": {"cases": args.cases, "big_cases": args.big_cases, "repeat": args.repeat, "seed": args.seed, "single_bytes": args.single_bytes, "single_small": args.single_small, "smoke": args.smoke},
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "params": {
+            "cases": args.cases,
+            "big_cases": args.big_cases,
+            "repeat": args.repeat,
+            "seed": args.seed,
+            "single_bytes": args.single_bytes,
+            "single_small": args.single_small,
+            "smoke": args.smoke,
+        },
         "data": {k: v for k, v in manifest.items() if k != "files"},
         "results": results,
         "ratios": q,
-        "targets": targets(results, q, args.cases, args.big_cases),  # type: ignore[arg-type]
+        "targets": targets(results, q, args.cases, args.big_cases),
         "checks": checks(results, manifest),
     }
     print_report(report)
-    for problem in report["checks"]:  # type: ignore[attr-defined]
+    for problem in report["checks"]:
         print(f"  check: {problem}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -421,14 +652,14 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if crashed else 0
 
 
-def checks(results: dict[str, object], manifest: dict[str, object]) -> list[str]:
+def checks(results: Json, manifest: Json) -> list[str]:
     """Sanity: every reader saw every case, and scan_junit agrees with the generator's counts."""
     problems: list[str] = []
     files = manifest.get("files", [])
     expected = {
-        "failed": sum(f["failures"] for f in files),  # type: ignore[attr-defined, index]
-        "error": sum(f["errors"] for f in files),  # type: ignore[attr-defined, index]
-        "skipped": sum(f["skipped"] for f in files),  # type: ignore[attr-defined, index]
+        "failed": sum(f["failures"] for f in files),
+        "error": sum(f["errors"] for f in files),
+        "skipped": sum(f["skipped"] for f in files),
     }
     for kind in ("junitparser", "scan"):
         m = results.get(kind)
@@ -436,10 +667,14 @@ def checks(results: dict[str, object], manifest: dict[str, object]) -> list[str]
             continue
         counts = m.get("counts", {})
         if sum(counts.values()) != manifest["cases"]:
-            problems.append(f"{kind} saw {sum(counts.values())} cases, the set has {manifest['cases']}")
+            problems.append(
+                f"{kind} saw {sum(counts.values())} cases, the set has {manifest['cases']}"
+            )
         for status, n in expected.items():
             if counts.get(status, 0) != n:
-                problems.append(f"{kind} counted {counts.get(status, 0)} {status}, the generator wrote {n}")
+                problems.append(
+                    f"{kind} counted {counts.get(status, 0)} {status}, the generator wrote {n}"
+                )
         if m.get("problems"):
             problems.append(f"{kind} reported problems: {m['problems'][:3]}")
     return problems

@@ -14,11 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 ACTION_ONLY = {"python"}
 
 
-def action() -> dict:
+def action():
     return yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 
 
-def run_step(doc: dict) -> dict:
+def run_step(doc):
     return next(step for step in doc["runs"]["steps"] if step.get("id") == "run")
 
 
