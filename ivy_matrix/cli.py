@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 from ivy_matrix import __version__
 from ivy_matrix.adopt import adopt_table
@@ -67,14 +68,23 @@ _KIND_METAVARS = {"list": "GLOB", "int": "N", "path": "PATH", "str": "VALUE"}
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors raised as InputError (exit 1) instead of exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ivy-matrix",
         description="Per-test, per-backend dashboards from JUnit XML results.",
         epilog="Every option can also be set as IVY_MATRIX_<OPTION> (e.g. IVY_MATRIX_BACKEND).",
     )
     parser.add_argument("--version", action="version", version=f"ivy-matrix {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
 
     def add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
         for option in OPTIONS:
@@ -91,8 +101,9 @@ def _parser() -> argparse.ArgumentParser:
                 sub.add_argument(
                     option.flag,
                     dest=option.name,
-                    choices=option.choices or None,
-                    metavar=None if option.choices else metavar,
+                    # Choices are checked by config.py, so that a bad value on the command line
+                    # and in IVY_MATRIX_* gets the same message and exit code.
+                    metavar="{" + ",".join(option.choices) + "}" if option.choices else metavar,
                     help=help_text,
                 )
 
@@ -114,11 +125,11 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     """Run one command; return the exit code."""
     env = environ() if env is None else env
     log = Log(github_actions=env.get("GITHUB_ACTIONS") == "true")
-    args = _parser().parse_args(argv)
-    given = {k: v for k, v in vars(args).items() if k not in {"command", "file", "force"}}
-    if args.command == "adopt":
-        given.pop("dashboard")
     try:
+        args = _parser().parse_args(argv)
+        given = {k: v for k, v in vars(args).items() if k not in {"command", "file", "force"}}
+        if args.command == "adopt":
+            given.pop("dashboard")
         settings = load_settings(given, env)
         if args.command == "update":
             return _update(settings, log)
@@ -218,10 +229,13 @@ def _update(settings: Settings, log: Log) -> int:
                 "retired_rows": list(retired),
             }
             _log_dashboard(log, state, result.changed_cells, result.new_rows, retired)
-    ordered = sorted(states.values(), key=lambda s: s.key)
-    written = (
-        _write_output(settings, ordered, changed_keys) if Target.FILE in settings.targets else []
-    )
+        ordered = sorted(states.values(), key=lambda s: s.key)
+        # Still under the lock: a slower process must not overwrite newer files.
+        written = (
+            _write_output(settings, ordered, changed_keys)
+            if Target.FILE in settings.targets
+            else []
+        )
     totals = _totals(collected)
     changed_cells = sum(int(str(r["changed_cells"])) for r in report.values())
     _write_summary(settings, collected, totals, ordered, report)
@@ -356,6 +370,8 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
         text = file.read_text(encoding="utf-8-sig")
     except OSError as error:
         raise InputError(f"cannot read {file}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"cannot adopt {file}: it is not UTF-8 text ({error.reason})") from None
     state = adopt_table(text, dashboard_id)
     store = LocalStore(settings.store)
     with store.locked():

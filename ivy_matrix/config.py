@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -195,11 +196,13 @@ def _split_list(value: str) -> list[str]:
 
 def _from_file(path: Path) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as error:
         raise InputError(
             f"input 'config' got {str(path)!r}: cannot read it ({error.strerror or error})"
         ) from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"config file {path} is not UTF-8 text ({error.reason})") from None
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -222,6 +225,28 @@ def _from_file(path: Path) -> tuple[dict[str, object], tuple[DashboardRule, ...]
     return values, rules
 
 
+_RULE_KEYS = {"match", "title", "category"}
+
+
+def _check_placeholders(
+    template: str, pattern: re.Pattern[str], path: Path, index: int, key: str
+) -> None:
+    """Every ``{name}`` in a rule's title or category must be a named group of its regex."""
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as error:
+        raise InputError(
+            f"config file {path}: dashboards rule {index} {key} {template!r}: {error}"
+        ) from None
+    for name in fields:
+        if name not in pattern.groupindex:
+            groups = ", ".join(pattern.groupindex) or "none"
+            raise InputError(
+                f"config file {path}: dashboards rule {index} {key} uses {{{name}}}, which is "
+                f"not a named group of its 'match' regex (named groups: {groups})"
+            )
+
+
 def _rules(value: object, path: Path) -> tuple[DashboardRule, ...]:
     if not isinstance(value, list):
         raise InputError(f"config file {path}: 'dashboards' must be a list of rules")
@@ -232,8 +257,16 @@ def _rules(value: object, path: Path) -> tuple[DashboardRule, ...]:
                 f"config file {path}: dashboards rule {index} needs 'match' (a regex on the "
                 f"test id) and 'title' (and may have 'category')"
             )
+        unknown = sorted(str(key) for key in item if key not in _RULE_KEYS)
+        if unknown:
+            raise InputError(
+                f"config file {path}: dashboards rule {index} has unknown key(s) "
+                f"{', '.join(map(repr, unknown))}; known: match, title, category"
+            )
         pattern = _regex(str(item["match"]), f"dashboards[{index}].match", group=False)
         assert pattern is not None
+        for key in ("title", "category"):
+            _check_placeholders(str(item.get(key) or ""), pattern, path, index, key)
         rules.append(
             DashboardRule(
                 pattern=pattern,
@@ -283,6 +316,10 @@ def _runner_file(env: Mapping[str, str], name: str) -> Path | None:
     return Path(value) if value else None
 
 
+def _default(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
 def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
     """Resolve every setting from the command line, the environment and the config file."""
     env = environ() if env is None else env
@@ -320,7 +357,7 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         backend_from_test=_get(values, "backend_from_test", str),
         dashboard=_get(values, "dashboard", str),
         run_id=_get(values, "run_id", int),
-        run_attempt=_get(values, "run_attempt", int) or 1,
+        run_attempt=_default(_get(values, "run_attempt", int), 1),
         job_id=_get(values, "job_id", int),
         job_url=_get(values, "job_url", str),
         repository=_get(values, "repository", str),
@@ -331,8 +368,8 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         summary_json=_get(values, "summary_json", Path),
         fail_on=FailOn(_get(values, "fail_on", str) or FailOn.NOTHING),
         style=Style(_get(values, "style", str) or Style.IVY),
-        history=_get(values, "history", int) or DEFAULT_HISTORY,
-        retire_after_runs=_get(values, "retire_after_runs", int) or 0,
+        history=_default(_get(values, "history", int), DEFAULT_HISTORY),
+        retire_after_runs=_default(_get(values, "retire_after_runs", int), 0),
         targets=_targets(_get(values, "targets", tuple) or ()),
         dashboard_rules=rules,
         github_actions=env.get("GITHUB_ACTIONS") == "true",
@@ -344,6 +381,8 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
 
 
 def _check(settings: Settings) -> None:
+    if settings.run_attempt < 1:
+        raise InputError(f"input 'run-attempt' got {settings.run_attempt}: attempts start at 1")
     if settings.history < 1:
         raise InputError(f"input 'history' got {settings.history}: keep at least 1 result per cell")
     if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:

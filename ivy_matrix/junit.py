@@ -170,15 +170,16 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             assert case is not None
             is_flaky = flaky and rank == _PASSED
             classname = case.get("classname")
+            # Positional: keyword construction of the NamedTuple costs twice as much.
             on_case(
                 CaseResult(
-                    name=case.get("name", ""),
-                    classname=case.get("class", "") if classname is None else classname,
-                    file=case.get("file", ""),
-                    suite=suite,
-                    status=_STATUS[rank],
-                    flaky=is_flaky,
-                    message=message,
+                    case.get("name", ""),
+                    case.get("class", "") if classname is None else classname,
+                    case.get("file", ""),
+                    suite,
+                    _STATUS[rank],
+                    is_flaky,
+                    message,
                 )
             )
             tally[rank] += 1

@@ -129,7 +129,9 @@ def load_state(text: str, *, where: str) -> DashboardState:
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise StoreError(f"cannot read dashboard state {where}: not an {FORMAT} document")
     version = document.get("version")
-    if not isinstance(version, int) or version > VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StoreError(f"cannot read dashboard state {where}: no valid format version")
+    if version > VERSION:
         raise StoreError(
             f"cannot read dashboard state {where}: format version {version!r} is newer than "
             f"this ivy-matrix understands ({VERSION}); upgrade ivy-matrix"
@@ -160,7 +162,10 @@ def _decode(document: dict[str, object]) -> DashboardState:
             for record in _list(history):
                 values = _list(record)
                 text = _str(values[2]) if len(values) > 2 else None  # noqa: PLR2004  -- optional third item
-                source = sources[_int(values[0])]
+                index = _int(values[0])
+                if not 0 <= index < len(sources):
+                    raise _MalformedError(f"source index {index} out of range")
+                source = sources[index]
                 entries.append(Entry(source=source, outcome=outcomes[_str(values[1])], text=text))
             decoded[_str(backend)] = Cell(entries=tuple(entries))
         rows.append(

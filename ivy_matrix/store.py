@@ -116,6 +116,8 @@ class LocalStore:
             return None
         except OSError as error:
             raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
+        except UnicodeDecodeError:
+            raise StoreError(f"cannot read dashboard state {path}: not UTF-8 text") from None
         state = load_state(text, where=str(path))
         if state.id != dashboard:
             raise StoreError(
@@ -134,6 +136,8 @@ class LocalStore:
                 text = path.read_text(encoding="utf-8")
             except OSError as error:
                 raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
+            except UnicodeDecodeError:
+                raise StoreError(f"cannot read dashboard state {path}: not UTF-8 text") from None
             states.append(load_state(text, where=str(path)))
         return sorted(states, key=lambda s: s.key)
 

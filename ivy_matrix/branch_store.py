@@ -1,0 +1,242 @@
+"""Dashboard state and rendered dashboards, committed to a branch of the repository.
+
+I/O, through a :class:`GitData` client (``github_api.GitHubClient``). The branch
+(``ivy-matrix`` by default) holds::
+
+    README.md                          the index page          (rendered, from the caller)
+    core/gradients.md                  one page per dashboard  (rendered, from the caller)
+    .ivy-matrix/state/core/gradients.json   one state file per dashboard (statefile.py)
+
+One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM.md 3.2):
+
+1. read the tip T (if the branch is missing, create it at the default branch's tip; when
+   another leg created it first, GitHub answers "Reference already exists" and we re-read);
+2. list T's tree once and read every state file (one blob each, cached by sha across tries);
+3. call ``change(states)``: it returns the states to save and the rendered files;
+4. compare each file's git blob sha with T's: when nothing differs, stop (no write at all);
+5. otherwise one tree (base T's tree), one commit (parent T), and move the branch with
+   ``force=false``. If another writer moved it first, GitHub refuses (not a fast forward),
+   and we wait a jittered, growing delay and redo everything from a fresh read.
+
+So concurrent matrix legs never lose each other's cells: each retry merges into the newest
+state, and merging is order-independent and idempotent (merge.py). ``change`` may therefore be
+called several times and must depend only on the states it is given; the last call is the one
+whose result was committed. Every update makes one commit for all the files it changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Protocol
+
+from ivy_matrix.errors import StoreError
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.publish import RenderedFile
+from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.store import relative_path
+
+DEFAULT_BRANCH = "ivy-matrix"
+DEFAULT_STATE_DIR = ".ivy-matrix/state"
+MAX_ATTEMPTS = 30
+BASE_DELAY = 0.5
+MAX_DELAY = 15.0
+
+Change = Callable[
+    [Mapping[DashboardId, DashboardState]],
+    tuple[Mapping[DashboardId, DashboardState], list[RenderedFile]],
+]
+
+
+class TreeListing(Protocol):
+    """A listed tree: its sha and its files (path -> blob sha)."""
+
+    @property
+    def sha(self) -> str: ...
+
+    @property
+    def files(self) -> Mapping[str, str]: ...
+
+
+class GitData(Protocol):
+    """The git-data calls the branch store needs (``github_api.GitHubClient`` has them)."""
+
+    def get_branch_head(self, repo: str, branch: str) -> str | None: ...
+
+    def get_default_branch_head(self, repo: str) -> str: ...
+
+    def create_branch(self, repo: str, branch: str, sha: str) -> bool: ...
+
+    def get_tree(self, repo: str, tree_ish: str) -> TreeListing: ...
+
+    def get_blob_text(self, repo: str, sha: str) -> str: ...
+
+    def create_tree(
+        self, repo: str, base_tree: str | None, files: Mapping[str, str | None]
+    ) -> str: ...
+
+    def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
+
+    def update_branch(self, repo: str, branch: str, sha: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitOutcome:
+    """What an update did: the new commit (None when nothing changed), tries, changed paths."""
+
+    commit_sha: str | None
+    attempts: int
+    files_changed: tuple[str, ...]
+
+
+def git_blob_sha(text: str) -> str:
+    """The git object id of a blob holding ``text`` as UTF-8 (``git hash-object``)."""
+    data = text.encode("utf-8")
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def _checked_path(path: str) -> str:
+    parts = PurePosixPath(path).parts
+    if (
+        not parts
+        or path.startswith("/")
+        or "\\" in path
+        or any(part in {"", ".", ".."} for part in parts)
+        or path != "/".join(parts)
+    ):
+        raise ValueError(f"rendered file path {path!r} is not a plain relative path")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    tip: str
+    tree: TreeListing
+    states: dict[DashboardId, DashboardState]
+
+
+class BranchStore:
+    """Dashboards kept on a branch; safe for many concurrent writers (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: GitData,
+        repo: str,
+        branch: str = DEFAULT_BRANCH,
+        state_dir: str = DEFAULT_STATE_DIR,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        max_attempts: int = MAX_ATTEMPTS,
+        base_delay: float = BASE_DELAY,
+        max_delay: float = MAX_DELAY,
+    ) -> None:
+        self.client = client
+        self.repo = repo
+        self.branch = branch.removeprefix("refs/heads/")
+        self.state_dir = _checked_path(state_dir.strip("/"))
+        self._sleep = sleep
+        self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
+        self.max_attempts = max(max_attempts, 1)
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._blobs: dict[str, str] = {}
+
+    def state_path(self, dashboard: DashboardId) -> str:
+        """Where a dashboard's state file lives on the branch."""
+        return f"{self.state_dir}/{relative_path(dashboard, '.json').as_posix()}"
+
+    def _is_state_file(self, path: str) -> bool:
+        return path.startswith(self.state_dir + "/") and path.endswith(".json")
+
+    def _blob(self, sha: str) -> str:
+        text = self._blobs.get(sha)
+        if text is None:
+            text = self._blobs[sha] = self.client.get_blob_text(self.repo, sha)
+        return text
+
+    def _read(self, tip: str) -> _Snapshot:
+        tree = self.client.get_tree(self.repo, tip)
+        states: dict[DashboardId, DashboardState] = {}
+        for path, sha in sorted(tree.files.items()):
+            if not self._is_state_file(path):
+                continue
+            where = f"{path} on branch {self.branch} of {self.repo}"
+            state = load_state(self._blob(sha), where=where)
+            if self.state_path(state.id) != path:
+                raise StoreError(
+                    f"cannot read dashboard state {where}: it holds dashboard {state.key!r}, "
+                    f"whose state belongs in {self.state_path(state.id)}; move or delete the file"
+                )
+            states[state.id] = state
+        return _Snapshot(tip=tip, tree=tree, states=states)
+
+    def _tip(self) -> str | None:
+        """The branch tip; if the branch is missing, create it (None: someone else did, re-read)."""
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        if tip is not None:
+            return tip
+        base = self.client.get_default_branch_head(self.repo)
+        return base if self.client.create_branch(self.repo, self.branch, base) else None
+
+    def load(self) -> dict[DashboardId, DashboardState]:
+        """Every dashboard's state at the branch tip (empty if the branch does not exist yet)."""
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        return {} if tip is None else self._read(tip).states
+
+    def _changes(
+        self,
+        snapshot: _Snapshot,
+        states: Mapping[DashboardId, DashboardState],
+        files: list[RenderedFile],
+    ) -> dict[str, str]:
+        wanted: dict[str, str] = {}
+        for dashboard, state in states.items():
+            if state.id != dashboard:
+                raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
+            wanted[self.state_path(dashboard)] = dump_state(state)
+        for file in files:
+            path = _checked_path(file.path)
+            if path == self.state_dir or path.startswith(self.state_dir + "/"):
+                raise ValueError(f"rendered file {path!r} would overwrite the state folder")
+            wanted[path] = file.text
+        current = snapshot.tree.files
+        return {
+            path: text for path, text in wanted.items() if current.get(path) != git_blob_sha(text)
+        }
+
+    def _delay(self, attempt: int) -> float:
+        # "Full jitter": spreads legs that collided over the whole window, so they rarely meet again.
+        return self._rng.uniform(0, min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)))
+
+    def update(self, change: Change, message: str) -> CommitOutcome:
+        """Read, ``change``, and commit what differs, retrying on conflicts; one commit at most."""
+        for attempt in range(1, self.max_attempts + 1):
+            tip = self._tip()
+            if tip is None:
+                continue  # another writer created the branch just now: read what it holds
+            snapshot = self._read(tip)
+            states, files = change(dict(snapshot.states))
+            writes = self._changes(snapshot, states, files)
+            if not writes:
+                return CommitOutcome(commit_sha=None, attempts=attempt, files_changed=())
+            tree = self.client.create_tree(self.repo, snapshot.tree.sha, writes)
+            commit = self.client.create_commit(self.repo, message, tree, [tip])
+            if self.client.update_branch(self.repo, self.branch, commit):
+                for path, text in writes.items():
+                    if self._is_state_file(path):
+                        self._blobs[git_blob_sha(text)] = text
+                return CommitOutcome(
+                    commit_sha=commit, attempts=attempt, files_changed=tuple(sorted(writes))
+                )
+            if attempt < self.max_attempts:
+                self._sleep(self._delay(attempt))
+        raise StoreError(
+            f"cannot update branch {self.branch!r} of {self.repo}: other writers moved it "
+            f"{self.max_attempts} times while this update was being written; too many jobs write "
+            f"at once, so write from one fan-in job, or re-run this job"
+        )

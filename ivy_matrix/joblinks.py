@@ -1,0 +1,286 @@
+"""Which job of a workflow run produced a leg's results, and the small file that says so.
+
+Pure: no I/O, except :func:`read_leg_metadata`, which reads one small file.
+
+**Finding the current job** (when ``job.check_run_id`` is not available: GHES, act, other
+runners). The jobs of the current run attempt are listed once (``github_api.list_run_jobs``)
+and :func:`find_job` picks one:
+
+1. jobs that are ``in_progress`` are preferred: the current job is running, finished legs are not;
+2. ``runner_name == $RUNNER_NAME`` identifies a running job when exactly one running job has it;
+3. otherwise the job's display name is compared with ``name_pattern`` where ``{backend}`` is
+   replaced by the backend, e.g. ``tests ({backend})`` -> ``tests (torch)``. GitHub builds
+   display names so: matrix values appended in parentheses (``tests (torch, 3.11)``) unless the
+   job's ``name:`` has an expression, a ``caller / `` prefix for jobs of reusable workflows, and
+   names over 100 characters cut to 97 characters plus ``...``. A pattern without ``{backend}``
+   matches ``pattern (v1, v2, ...)`` when one of the values is the backend.
+
+A job is returned only when the match is unique; otherwise ``None`` and the caller links the run.
+
+**Fan-in**: a job that renders the results of several legs maps each backend to its leg with
+:func:`jobs_by_backend`, or, better, reads the metadata each leg wrote beside its results.
+
+**Leg metadata file** ``ivy-matrix-leg.json`` (UTF-8 JSON, one object, at most 64 KiB)::
+
+    {"format": "ivy-matrix-leg", "version": 1, "backend": "torch",
+     "run_id": 4519946746, "run_attempt": 1, "job_id": 12345678901,
+     "job_url": "https://github.com/o/r/actions/runs/4519946746/job/12345678901"}
+
+- ``backend`` (non-empty string), ``run_id`` (positive integer), ``run_attempt`` (integer >= 1);
+- ``job_id``: the job's id, or ``null`` when the leg could not find it;
+- ``job_url``: the link for the leg's cells (the job page, else the run page), ``http(s)://``;
+- ``format``/``version`` are optional when reading (version 1 is assumed); other keys are
+  ignored, so later versions can add some. The file may come from a fork's artifact, so it is
+  checked as untrusted input: a value of the wrong type or a URL that is not plain http(s) is
+  refused with a message naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ivy_matrix.errors import InputError
+from ivy_matrix.model import RunKey
+
+LEG_METADATA_NAME = "ivy-matrix-leg.json"
+LEG_FORMAT = "ivy-matrix-leg"
+LEG_VERSION = 1
+MAX_LEG_METADATA_BYTES = 64 * 1024
+# GitHub shows job names of more than 100 characters as their first 97 and "...".
+JOB_NAME_LIMIT = 100
+_KEPT = 97
+_ELLIPSIS = "..."
+_CALLER_SEPARATOR = " / "
+_IN_PROGRESS = "in_progress"
+_SAFE_URL = re.compile(r"https?://[^\s\"'<>`\\]+")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """One job of a workflow run attempt, as the jobs API lists it."""
+
+    id: int
+    name: str
+    runner_name: str | None
+    html_url: str
+    status: str
+    run_attempt: int
+
+
+def shown_name(name: str) -> str:
+    """The name GitHub shows for a job named ``name``: cut to 97 characters + ``...`` if long."""
+    return name if len(name) <= JOB_NAME_LIMIT else name[:_KEPT] + _ELLIPSIS
+
+
+def _callee_parts(name: str) -> list[str]:
+    """``name`` and every tail after a ``" / "`` (the name without a reusable-workflow prefix)."""
+    parts = [name]
+    start = name.find(_CALLER_SEPARATOR)
+    while start >= 0:
+        parts.append(name[start + len(_CALLER_SEPARATOR) :])
+        start = name.find(_CALLER_SEPARATOR, start + 1)
+    return parts
+
+
+def _matrix_values(name: str, base: str) -> list[str] | None:
+    """The matrix values of ``base (v1, v2)``, or None if ``name`` is not of that form."""
+    if not (name.startswith(base + " (") and name.endswith(")")):
+        return None
+    return name[len(base) + 2 : -1].split(", ")
+
+
+def _values_quality(name: str, pattern: str, backend: str) -> int:
+    """Match ``pattern (v1, v2, ...)`` with the backend among the values: 3 exact, 2 prefixed."""
+    # Truncated names are not tried: the values that tell legs apart were cut off.
+    for index, candidate in enumerate(_callee_parts(name)):
+        values = _matrix_values(candidate, pattern)
+        if values is not None and backend in values:
+            return 3 if index == 0 else 2
+    return 0
+
+
+def _name_quality(name: str, pattern: str, backend: str | None) -> int:
+    """How well a job's display name matches: 3 exact, 2 with a caller prefix, 1 truncated, 0 not."""
+    placeholder = pattern.find("{backend}")
+    if placeholder < 0 and backend is not None:
+        return _values_quality(name, pattern, backend)
+    if placeholder >= 0 and backend is None:
+        return 0
+    expected = pattern.replace("{backend}", backend or "")
+    for index, candidate in enumerate(_callee_parts(name)):
+        if candidate == expected:
+            return 3 if index == 0 else 2
+    if len(name) != JOB_NAME_LIMIT or not name.endswith(_ELLIPSIS):
+        return 0
+    # The shown name is the first 97 characters of "[caller / ]<full name>". The full name is
+    # unknown, so a truncated name matches when its callee part is a prefix of the expected
+    # name that still shows the whole backend (else it cannot tell legs apart).
+    visible = placeholder + len(backend or "") if placeholder >= 0 else len(expected)
+    tails = _callee_parts(name[:_KEPT])
+    return int(any(len(tail) >= visible and expected.startswith(tail) for tail in tails))
+
+
+def find_job(
+    jobs: Sequence[Job],
+    *,
+    runner_name: str | None,
+    name_pattern: str | None,
+    backend: str | None,
+) -> Job | None:
+    """The job that is this leg, or None when it cannot be told apart for sure.
+
+    Running jobs are preferred; ``runner_name`` decides when exactly one running job has it;
+    otherwise the best unique display-name match wins (see the module docstring).
+    """
+    running = [job for job in jobs if job.status == _IN_PROGRESS]
+    pool: Sequence[Job] = jobs
+    if runner_name:
+        same_runner = [job for job in running if job.runner_name == runner_name]
+        if len(same_runner) == 1:
+            return same_runner[0]
+        if same_runner:
+            pool = same_runner
+    if not name_pattern:
+        return None
+    return _best_by_name(pool, name_pattern, backend)
+
+
+def _best_by_name(jobs: Iterable[Job], pattern: str, backend: str | None) -> Job | None:
+    scored = [(_name_quality(job.name, pattern, backend), job) for job in jobs]
+    scored = [(quality, job) for quality, job in scored if quality > 0]
+    if not scored:
+        return None
+    running = [item for item in scored if item[1].status == _IN_PROGRESS]
+    if running:
+        scored = running
+    best = max(quality for quality, _ in scored)
+    winners = [job for quality, job in scored if quality == best]
+    return winners[0] if len(winners) == 1 else None
+
+
+def jobs_by_backend(
+    jobs: Sequence[Job], name_pattern: str, backends: Iterable[str]
+) -> dict[str, Job]:
+    """For a fan-in job: each backend's leg, by display name; backends with no sure match are left out."""
+    found: dict[str, Job] = {}
+    for backend in backends:
+        job = _best_by_name(jobs, name_pattern, backend)
+        if job is not None:
+            found[backend] = job
+    return found
+
+
+# --------------------------------------------------------------------------- leg metadata
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LegMetadata:
+    """What one matrix leg tells a fan-in job about the results beside it."""
+
+    backend: str
+    run_id: int
+    run_attempt: int
+    job_id: int | None
+    job_url: str
+
+    @property
+    def run(self) -> RunKey:
+        """Where the leg's results stand in run order (job id ``-1`` when unknown)."""
+        return RunKey(self.run_id, self.run_attempt, -1 if self.job_id is None else self.job_id)
+
+
+def leg_metadata_json(metadata: LegMetadata) -> str:
+    """The text of a leg metadata file (deterministic; see the module docstring)."""
+    _check_metadata(metadata, where="leg metadata")
+    document = {
+        "format": LEG_FORMAT,
+        "version": LEG_VERSION,
+        "backend": metadata.backend,
+        "run_id": metadata.run_id,
+        "run_attempt": metadata.run_attempt,
+        "job_id": metadata.job_id,
+        "job_url": metadata.job_url,
+    }
+    return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
+
+
+def _integer(document: dict[str, object], key: str, where: str, *, optional: bool) -> int | None:
+    value = document.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InputError(f"leg metadata {where}: '{key}' must be an integer, got {value!r:.60}")
+    return value
+
+
+def _check_metadata(metadata: LegMetadata, *, where: str) -> None:
+    problem = None
+    if not metadata.backend.strip():
+        problem = "'backend' is empty"
+    elif metadata.run_id <= 0:
+        problem = f"'run_id' must be positive, got {metadata.run_id}"
+    elif metadata.run_attempt < 1:
+        problem = f"'run_attempt' must be 1 or more, got {metadata.run_attempt}"
+    elif metadata.job_id is not None and metadata.job_id <= 0:
+        problem = f"'job_id' must be positive or null, got {metadata.job_id}"
+    elif not _SAFE_URL.fullmatch(metadata.job_url):
+        problem = f"'job_url' must be an http(s) URL, got {metadata.job_url!r:.80}"
+    if problem is not None:
+        raise InputError(f"leg metadata {where}: {problem}")
+
+
+def parse_leg_metadata(text: str, *, where: str) -> LegMetadata:
+    """Read a leg metadata document; :class:`InputError` naming ``where`` if it is not one."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"leg metadata {where}: not JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise InputError(f"leg metadata {where}: expected a JSON object")
+    found_format = document.get("format", LEG_FORMAT)
+    if found_format != LEG_FORMAT:
+        raise InputError(f"leg metadata {where}: format {found_format!r} is not {LEG_FORMAT!r}")
+    version = document.get("version", LEG_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version > LEG_VERSION:
+        raise InputError(
+            f"leg metadata {where}: version {version!r} is newer than this ivy-matrix "
+            f"understands ({LEG_VERSION}); use the same ivy-matrix version in every job"
+        )
+    backend, job_url = document.get("backend"), document.get("job_url")
+    if not isinstance(backend, str):
+        raise InputError(f"leg metadata {where}: 'backend' must be a string")
+    if not isinstance(job_url, str):
+        raise InputError(f"leg metadata {where}: 'job_url' must be a string")
+    run_id = _integer(document, "run_id", where, optional=False)
+    run_attempt = _integer(document, "run_attempt", where, optional=False)
+    assert run_id is not None
+    assert run_attempt is not None
+    metadata = LegMetadata(
+        backend=backend,
+        run_id=run_id,
+        run_attempt=run_attempt,
+        job_id=_integer(document, "job_id", where, optional=True),
+        job_url=job_url,
+    )
+    _check_metadata(metadata, where=where)
+    return metadata
+
+
+def read_leg_metadata(path: Path) -> LegMetadata:
+    """Read one leg metadata file (at most 64 KiB); :class:`InputError` naming it if unusable."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_LEG_METADATA_BYTES + 1)
+    except OSError as error:
+        raise InputError(f"cannot read leg metadata {path}: {error.strerror or error}") from None
+    if len(data) > MAX_LEG_METADATA_BYTES:
+        raise InputError(f"leg metadata {path}: larger than {MAX_LEG_METADATA_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"leg metadata {path}: not UTF-8 text") from None
+    return parse_leg_metadata(text, where=str(path))

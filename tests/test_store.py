@@ -1,0 +1,339 @@
+"""Tests for store.py: the local directory store, its errors, and concurrent writers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ivy_matrix.cli import main
+from ivy_matrix.errors import StoreError
+from ivy_matrix.model import (
+    Cell,
+    DashboardId,
+    DashboardState,
+    Entry,
+    Outcome,
+    Row,
+    RunKey,
+    Seen,
+    Source,
+)
+from ivy_matrix.statefile import FORMAT, VERSION
+from ivy_matrix.store import LocalStore
+
+pytestmark = pytest.mark.timeout(90)
+
+ENTRYPOINT = Path(__file__).resolve().parents[1] / "entrypoint.py"
+GRADIENTS = DashboardId(title="gradients", category="core")
+
+
+def sample_state(dashboard: DashboardId = GRADIENTS) -> DashboardState:
+    """A small dashboard with history, an adopted cell, an empty cell and two backends."""
+    old = Source(run=RunKey(7, 1, 70), url="https://github.com/o/r/actions/runs/7/job/70")
+    new = Source(
+        run=RunKey(9, 2, 90),
+        url="https://github.com/o/r/actions/runs/9/job/90",
+        time="2026-11-21T10:00:00Z",
+    )
+    adopted = Source(run=RunKey(), url="null")
+    first = Seen(RunKey(7, 1, 70), 0)
+    return DashboardState(
+        id=dashboard,
+        backends=(("torch", first), ("numpy", Seen(RunKey(7, 1, 70), 1))),
+        rows=(
+            Row(
+                name="test_grad",
+                first_seen=first,
+                cells={
+                    "torch": Cell(
+                        entries=(
+                            Entry(source=new, outcome=Outcome.FAILURE),
+                            Entry(source=old, outcome=Outcome.SUCCESS),
+                        )
+                    ),
+                    "numpy": Cell(
+                        entries=(
+                            Entry(
+                                source=adopted,
+                                outcome=Outcome.SUCCESS,
+                                text='<a href="null">x</a>',
+                            ),
+                        )
+                    ),
+                },
+            ),
+            Row(
+                name="TestConv.test_forward",
+                first_seen=Seen(RunKey(7, 1, 70), 1),
+                cells={"torch": Cell(entries=(Entry(source=old, outcome=Outcome.FLAKY),))},
+            ),
+        ),
+        runs=(9, 7),
+    )
+
+
+def state_document(**changes: object) -> str:
+    """A valid serialized empty dashboard, with some keys replaced."""
+    document: dict[str, object] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "title": "gradients",
+        "category": "core",
+        "runs": [],
+        "sources": [],
+        "backends": [],
+        "rows": [],
+        **changes,
+    }
+    return json.dumps(document)
+
+
+# --- save and load ------------------------------------------------------------------------------
+
+
+def test_save_then_load_gives_back_the_same_state(tmp_path):
+    """A saved dashboard loads back equal, from state/<category>/<title>.json."""
+    store = LocalStore(tmp_path / "store")
+    state = sample_state()
+
+    store.save(state)
+
+    assert store.load(GRADIENTS) == state
+    assert store.load_all() == [state]
+    assert store.path_of(GRADIENTS) == tmp_path / "store" / "state" / "core" / "gradients.json"
+    assert sorted(p.name for p in store.path_of(GRADIENTS).parent.iterdir()) == ["gradients.json"]
+
+
+def test_saving_the_same_state_twice_writes_the_same_bytes(tmp_path):
+    """The serialized form is deterministic."""
+    store = LocalStore(tmp_path)
+    store.save(sample_state())
+    first = store.path_of(GRADIENTS).read_bytes()
+
+    store.save(LocalStore(tmp_path).load(GRADIENTS) or sample_state())
+
+    assert store.path_of(GRADIENTS).read_bytes() == first
+
+
+def test_unsafe_titles_get_distinct_safe_file_names(tmp_path):
+    """Titles that are not file-name-safe round trip through files of their own."""
+    store = LocalStore(tmp_path)
+    ids = [
+        DashboardId(title="a b"),
+        DashboardId(title="a-b"),
+        DashboardId(title="../escape", category="x/y"),
+        DashboardId(title="layers", category="nn"),
+    ]
+    for dashboard in ids:
+        store.save(sample_state(dashboard))
+
+    assert [store.load(d) for d in ids] == [sample_state(d) for d in ids]
+    assert len({store.path_of(d) for d in ids}) == len(ids)
+    for dashboard in ids:
+        assert (tmp_path / "state") in store.path_of(dashboard).parents
+    assert [s.key for s in store.load_all()] == sorted(d.key for d in ids)
+
+
+def test_an_empty_store_has_nothing(tmp_path):
+    """A store folder that does not exist yet loads as empty."""
+    store = LocalStore(tmp_path / "absent")
+
+    assert store.load(GRADIENTS) is None
+    assert store.load_all() == []
+
+
+# --- broken and foreign state files ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase"),
+    [
+        ("{", "not JSON"),
+        ("", "not JSON"),
+        ("[1, 2]", "not an ivy-matrix-dashboard document"),
+        (json.dumps({"format": "something-else", "version": 1}), "not an ivy-matrix-dashboard"),
+        (state_document(rows="many"), "malformed document"),
+        (state_document(rows=[["t", [1, 1, 1], 0, {"torch": [[5, "success"]]}]]), "malformed"),
+        (state_document(rows=[["t", [1, 1, 1], 0, {"torch": [[0, "maybe"]]}]]), "malformed"),
+        (state_document(title=None), "malformed document"),
+    ],
+    ids=[
+        "truncated",
+        "empty",
+        "list",
+        "other-format",
+        "rows",
+        "bad-source",
+        "bad-outcome",
+        "title",
+    ],
+)
+def test_a_corrupt_state_file_is_a_store_error_naming_the_file(tmp_path, text, phrase):
+    """load and load_all refuse a broken file with a StoreError that names it."""
+    store = LocalStore(tmp_path)
+    path = store.path_of(GRADIENTS)
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+
+    for load in (lambda: store.load(GRADIENTS), store.load_all):
+        with pytest.raises(StoreError) as error:
+            load()
+        assert f"cannot read dashboard state {path}" in str(error.value)
+        assert phrase in str(error.value)
+
+
+def test_a_state_file_that_is_not_utf8_is_a_store_error(tmp_path):
+    """A state file holding arbitrary bytes is a StoreError naming it, not a crash."""
+    store = LocalStore(tmp_path)
+    path = store.path_of(GRADIENTS)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\xff\xfe\x00garbage")
+
+    with pytest.raises(StoreError, match=r"gradients\.json"):
+        store.load(GRADIENTS)
+
+
+def test_a_newer_format_version_is_refused_with_upgrade_advice(tmp_path):
+    """A state written by a newer ivy-matrix is not read; the message says to upgrade."""
+    store = LocalStore(tmp_path)
+    path = store.path_of(GRADIENTS)
+    path.parent.mkdir(parents=True)
+    path.write_text(state_document(version=VERSION + 1, future=[1]), encoding="utf-8")
+
+    with pytest.raises(StoreError) as error:
+        store.load(GRADIENTS)
+
+    message = str(error.value)
+    assert str(path) in message
+    assert f"format version {VERSION + 1} is newer than this ivy-matrix understands" in message
+    assert message.endswith("upgrade ivy-matrix")
+
+
+def test_update_over_a_newer_state_exits_1_and_leaves_it_alone(tmp_path, monkeypatch, capsys):
+    """The command refuses a newer state file with exit 1 and does not overwrite it."""
+    monkeypatch.chdir(tmp_path)
+    store = LocalStore(Path(".ivy-matrix"))
+    path = store.path_of(GRADIENTS)
+    path.parent.mkdir(parents=True)
+    newer = state_document(version=VERSION + 1)
+    path.write_text(newer, encoding="utf-8")
+    (tmp_path / "r.xml").write_text(
+        '<testsuite><testcase classname="x.test_core.test_gradients" name="test_grad"/>'
+        "</testsuite>",
+        encoding="utf-8",
+    )
+
+    code = main(["update", "--junit", "r.xml", "--backend", "t"], {"GITHUB_ACTIONS": "true"})
+
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert code == 1
+    assert last.startswith("::error::cannot read dashboard state ")
+    assert "upgrade ivy-matrix" in last
+    assert path.read_text(encoding="utf-8") == newer
+
+
+def test_a_file_holding_another_dashboard_is_refused(tmp_path):
+    """load refuses a file whose content names a different dashboard."""
+    store = LocalStore(tmp_path)
+    other = DashboardId(title="random", category="core")
+    store.path_of(GRADIENTS).parent.mkdir(parents=True)
+    store.path_of(GRADIENTS).write_text(
+        state_document(title="random", category="core"), encoding="utf-8"
+    )
+
+    with pytest.raises(StoreError, match="holds dashboard 'core/random', not 'core/gradients'"):
+        store.load(GRADIENTS)
+    assert store.load(other) is None
+
+
+# --- concurrent writers ----------------------------------------------------------------------------
+
+PROCESSES = 8
+SHARED_TESTS = 50
+UNIQUE_ROWS = 3
+STATUSES = ("passed", "failed", "skipped")
+OUTCOMES = {"passed": Outcome.SUCCESS, "failed": Outcome.FAILURE, "skipped": Outcome.SKIPPED}
+_CHILD = {"passed": "", "failed": "<failure/>", "skipped": "<skipped/>"}
+
+
+def leg_cases(leg: int) -> dict[tuple[DashboardId, str], str]:
+    """What matrix leg ``leg`` reports: (dashboard, row) -> status."""
+    shared = DashboardId(title="shared", category="core")
+    cases = {(shared, f"test_{k:02d}"): STATUSES[(k + leg) % 3] for k in range(SHARED_TESTS)}
+    for k in range(UNIQUE_ROWS):
+        cases[shared, f"test_only_b{leg}_{k}"] = STATUSES[(k + leg + 1) % 3]
+    cases[DashboardId(title=f"own_b{leg}", category="core"), "test_own"] = "failed"
+    return cases
+
+
+def write_leg(path: Path, leg: int) -> None:
+    """Write leg ``leg``'s JUnit file."""
+    body = "".join(
+        f'<testcase classname="pkg.test_{d.category}.test_{d.title}" name="{row}">'
+        f"{_CHILD[status]}</testcase>"
+        for (d, row), status in leg_cases(leg).items()
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'<testsuite name="pytest">{body}</testsuite>', encoding="utf-8")
+
+
+def run_race(work: Path, first_run: int) -> list[tuple[int, str]]:
+    """Start every leg's update at once; return each one's exit code and output."""
+    procs = []
+    try:
+        for leg in range(PROCESSES):
+            write_leg(work / "results" / f"b{leg}.xml", leg)
+        for leg in range(PROCESSES):
+            argv = ["update", "--junit", f"results/b{leg}.xml", "--backend", f"b{leg}"]
+            argv += ["--run-id", str(first_run + leg), "--job-id", str(5000 + leg)]
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(ENTRYPOINT), *argv, "--repository", "o/r"],
+                    cwd=work,
+                    env={"PYTHONUTF8": "1"},
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
+        return [(proc.wait(timeout=60), proc.communicate()[0]) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def test_eight_concurrent_updates_lose_nothing(tmp_path):
+    """Eight update processes racing on one store each keep every cell they wrote."""
+    for round_ in range(3):
+        work = tmp_path / f"round{round_}"
+        first_run = 1000 + 100 * round_
+
+        results = run_race(work, first_run)
+
+        assert [code for code, _ in results] == [0] * PROCESSES, results
+        states = {s.id: s for s in LocalStore(work / ".ivy-matrix").load_all()}
+        shared = states[DashboardId(title="shared", category="core")]
+        assert len(shared.rows) == SHARED_TESTS + PROCESSES * UNIQUE_ROWS
+        assert sorted(shared.backend_names) == [f"b{leg}" for leg in range(PROCESSES)]
+        assert len(states) == 1 + PROCESSES
+        found = {
+            (dashboard, row.name, backend): (cell.latest.outcome, cell.latest.source.url)
+            for dashboard, state in states.items()
+            for row in state.rows
+            for backend, cell in row.cells.items()
+        }
+        expected = {
+            (dashboard, row, f"b{leg}"): (
+                OUTCOMES[status],
+                f"https://github.com/o/r/actions/runs/{first_run + leg}/job/{5000 + leg}",
+            )
+            for leg in range(PROCESSES)
+            for (dashboard, row), status in leg_cases(leg).items()
+        }
+        assert found == expected
