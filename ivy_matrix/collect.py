@@ -16,16 +16,16 @@ from ivy_matrix.junit import scan_junit
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import (
     CaseResult,
+    CaseStatus,
     DashboardId,
     Entry,
     FileCounts,
     Outcome,
     ParseProblem,
     Source,
-    outcome_of,
     worst,
 )
-from ivy_matrix.naming import Namer
+from ivy_matrix.naming import UNNAMED, Namer
 
 
 @dataclass(slots=True)
@@ -47,31 +47,77 @@ class Collected:
         return sum(len(b) for rows in self.dashboards.values() for b in rows.values())
 
 
+# Outcomes as small ints while gathering, so that "worst wins" is an int comparison.
+_CODES = (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
+_SKIPPED, _SUCCESS, _FLAKY, _FAILURE = range(4)
+
+
 class Collector:
     """Reads result files one at a time into a :class:`Collected`."""
 
     def __init__(self, namer: Namer) -> None:
         self.namer = namer
         self.collected = Collected()
+        self._dashboards: list[DashboardId] = []
+        self._dashboard_index: dict[DashboardId, int] = {}
+        # (classname, file, suite) -> (dashboard index, row prefix): the same few classnames
+        # come back for every case, so the split is done once per classname.
+        self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
 
-    def add_file(self, stream: BinaryIO, *, source: str) -> FileCounts:
+    def _index(self, dashboard: DashboardId) -> int:
+        index = self._dashboard_index.get(dashboard)
+        if index is None:
+            index = self._dashboard_index[dashboard] = len(self._dashboards)
+            self._dashboards.append(dashboard)
+        return index
+
+    def add_file(self, stream: BinaryIO, *, source: str) -> FileCounts:  # noqa: C901, PLR0915  -- the per-case closure is the hot loop, kept flat
         """Read one result file; its cells count only if all of it could be read."""
         namer = self.namer
         file_backend = namer.backend_for_file(source)
-        pending: dict[tuple[DashboardId, str, str], Outcome] = {}
+        per_case = namer.needs_test_id
+        pending: dict[tuple[int, str, str], int] = {}
+        places = self._places
         unassigned = 0
 
         def on_case(case: CaseResult) -> None:
             nonlocal unassigned
-            backend = file_backend or namer.backend_for_case(case)
-            if backend is None:
-                unassigned += 1
-                return
-            dashboard, row = namer.place(case)
-            key = (dashboard, row, backend)
-            outcome = outcome_of(case.status, flaky=case.flaky)
-            old = pending.get(key)
-            pending[key] = outcome if old is None else worst(old, outcome)
+            backend = file_backend
+            if per_case:
+                if backend is None:
+                    backend = namer.backend_for_case(case)
+                    if backend is None:
+                        unassigned += 1
+                        return
+                dashboard, row = namer.place(case)
+                index = self._index(dashboard)
+            else:
+                if backend is None:
+                    unassigned += 1
+                    return
+                key = (case.classname, case.file, case.suite)
+                place = places.get(key)
+                if place is None:
+                    dashboard, prefix = namer.locate(case)
+                    place = places[key] = (self._index(dashboard), prefix)
+                index, prefix = place
+                name = case.name
+                if name[-1:] == "]":
+                    head = name.partition("[")[0]
+                    if head:
+                        name = head
+                row = prefix + name if name else prefix + UNNAMED
+            status = case.status
+            if status is CaseStatus.PASSED:
+                code = _FLAKY if case.flaky else _SUCCESS
+            elif status is CaseStatus.SKIPPED:
+                code = _SKIPPED
+            else:
+                code = _FAILURE
+            cell = (index, row, backend)
+            old = pending.get(cell)
+            if old is None or code > old:
+                pending[cell] = code
 
         counts, problem = scan_junit(stream, source=source, on_case=on_case)
         collected = self.collected
@@ -81,13 +127,19 @@ class Collector:
             return counts
         if unassigned:
             collected.unassigned[source] = unassigned
-        dashboards = collected.dashboards
-        for (dashboard, row, backend), outcome in pending.items():
-            rows = dashboards.setdefault(dashboard, {})
+        self._commit(pending)
+        return counts
+
+    def _commit(self, pending: dict[tuple[int, str, str], int]) -> None:
+        """Add one fully read file's cells to the rest, worst outcome first."""
+        dashboards = self.collected.dashboards
+        ids = self._dashboards
+        for (index, row, backend), code in pending.items():
+            rows = dashboards.setdefault(ids[index], {})
             cells = rows.setdefault(row, {})
+            outcome = _CODES[code]
             old = cells.get(backend)
             cells[backend] = outcome if old is None else worst(old, outcome)
-        return counts
 
 
 def build_batches(collected: Collected, source_for: Callable[[str], Source]) -> list[Batch]:

@@ -101,11 +101,11 @@ class FileCounts:
     problem: str | None = None
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class RunKey:
+class RunKey(NamedTuple):
     """Orders results in time: GitHub run ids grow, then attempts, then job ids.
 
-    Adopted cells whose run is unknown use ``-1`` so that any known run is newer.
+    Adopted cells whose run is unknown use ``-1`` so that any known run is newer. A NamedTuple:
+    run keys are compared and hashed once per cell, and tuples do both in C.
     """
 
     run_id: int = -1
@@ -169,8 +169,7 @@ class Cell:
         return self.entries[0]
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Seen:
+class Seen(NamedTuple):
     """Where a row or column first appeared: the run that first had it, then its position there."""
 
     run: RunKey

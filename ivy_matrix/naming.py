@@ -25,6 +25,7 @@ from pathlib import PurePosixPath
 from ivy_matrix.model import CaseResult, DashboardId
 
 FALLBACK_DASHBOARD = "tests"
+UNNAMED = "(unnamed)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +137,19 @@ class Namer:
         match = self._rules.backend_from_test.search(test_id(case))
         return match.group("backend") if match and match.group("backend") else None
 
+    @property
+    def needs_test_id(self) -> bool:
+        """Whether naming looks at each case's id (dashboard rules, backend-from-test)."""
+        rules = self._rules
+        return bool(rules.rules) or (rules.backend_from_test is not None and not rules.backend)
+
+    def locate(self, case: CaseResult) -> tuple[DashboardId, str]:
+        """The dashboard and row prefix that a case's classname alone decides."""
+        dashboard, prefix = self._location(case)
+        if self._rules.dashboard is not None:
+            dashboard = self._rules.dashboard
+        return dashboard, prefix
+
     def place(self, case: CaseResult) -> tuple[DashboardId, str]:
         """Return the dashboard and row of a case."""
         if self._rules.rules:
@@ -165,4 +179,4 @@ class Namer:
 
 def _row(name: str) -> str:
     # Not cached: parametrized ids are mostly unique, and a cache would grow with the cases.
-    return strip_parametrization(name) or "(unnamed)"
+    return strip_parametrization(name) or UNNAMED

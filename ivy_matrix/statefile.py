@@ -80,14 +80,19 @@ def _run(value: object) -> RunKey:
 def dump_state(state: DashboardState) -> str:
     """Serialize one dashboard's state (deterministic: same state, same text)."""
     source_index: dict[Source, int] = {}
+    # Many cells share one Source object; looking it up by identity first saves hashing it.
+    by_identity: dict[int, int] = {}
     sources: list[list[int | str]] = []
 
     def index_of(source: Source) -> int:
-        found = source_index.get(source)
+        found = by_identity.get(id(source))
         if found is None:
-            found = source_index[source] = len(sources)
-            run = source.run
-            sources.append([run.run_id, run.run_attempt, run.job_id, source.url, source.time])
+            found = source_index.get(source)
+            if found is None:
+                found = source_index[source] = len(sources)
+                run = source.run
+                sources.append([run.run_id, run.run_attempt, run.job_id, source.url, source.time])
+            by_identity[id(source)] = found
         return found
 
     rows: list[list[object]] = []
@@ -144,6 +149,21 @@ def load_state(text: str, *, where: str) -> DashboardState:
         ) from None
 
 
+def _cell(
+    history: tuple[tuple[object, ...], ...], sources: list[Source], outcomes: dict[str, Outcome]
+) -> Cell:
+    entries = []
+    for values in history:
+        text = _str(values[2]) if len(values) > 2 else None  # noqa: PLR2004  -- optional third item
+        index = _int(values[0])
+        if not 0 <= index < len(sources):
+            raise _MalformedError(f"source index {index} out of range")
+        entries.append(Entry(source=sources[index], outcome=outcomes[_str(values[1])], text=text))
+    if not entries:
+        raise _MalformedError("a cell with no results")
+    return Cell(entries=tuple(entries))
+
+
 def _decode(document: dict[str, object]) -> DashboardState:
     sources = []
     for item in _list(document["sources"]):
@@ -151,6 +171,9 @@ def _decode(document: dict[str, object]) -> DashboardState:
         run = RunKey(_int(run_id), _int(attempt), _int(job_id))
         sources.append(Source(run=run, url=_str(url), time=_str(time)))
     outcomes = {o.value: o for o in Outcome}
+    # Cells are immutable, and most hold the same few entries: decode each distinct history
+    # once and share it, which keeps a large store quick to load and small in memory.
+    cells_seen: dict[tuple[object, ...], Cell] = {}
     rows = []
     for item in _list(document["rows"]):
         name, first_run, seq, cells = _list(item)
@@ -158,16 +181,11 @@ def _decode(document: dict[str, object]) -> DashboardState:
             raise _MalformedError(f"expected an object of cells, got {cells!r:.60}")
         decoded: dict[str, Cell] = {}
         for backend, history in cells.items():
-            entries = []
-            for record in _list(history):
-                values = _list(record)
-                text = _str(values[2]) if len(values) > 2 else None  # noqa: PLR2004  -- optional third item
-                index = _int(values[0])
-                if not 0 <= index < len(sources):
-                    raise _MalformedError(f"source index {index} out of range")
-                source = sources[index]
-                entries.append(Entry(source=source, outcome=outcomes[_str(values[1])], text=text))
-            decoded[_str(backend)] = Cell(entries=tuple(entries))
+            key = tuple(tuple(_list(record)) for record in _list(history))
+            cell = cells_seen.get(key)
+            if cell is None:
+                cell = cells_seen[key] = _cell(key, sources, outcomes)
+            decoded[_str(backend)] = cell
         rows.append(
             Row(name=_str(name), first_seen=Seen(_run(first_run), _int(seq)), cells=decoded)
         )
