@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, Seen
+from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
 
 DEFAULT_HISTORY = 10
 # Enough distinct run ids for any retirement setting we accept (see config.MAX_RETIRE_AFTER_RUNS).
@@ -98,6 +98,20 @@ def _note_backend(backends: dict[str, Seen], backend: str, seen: Seen) -> int:
     return int(known is None)
 
 
+def _note_run(
+    backend_first: dict[str, tuple[RunKey, int]], runs: set[int], backend: str, run: RunKey
+) -> None:
+    """Record a backend's oldest run in this batch and its position, and the run id."""
+    first = backend_first.get(backend)
+    if first is None:
+        backend_first[backend] = (run, len(backend_first))
+    elif run < first[0]:
+        backend_first[backend] = (run, first[1])
+    elif run == first[0]:
+        return  # the usual case: every cell of a backend comes from one job
+    runs.add(run.run_id)
+
+
 def apply_batch(
     state: DashboardState | None, batch: Batch, *, history: int = DEFAULT_HISTORY
 ) -> MergeResult:
@@ -105,14 +119,15 @@ def apply_batch(
     if state is None:
         state = DashboardState(id=batch.dashboard)
     rows = {row.name: row for row in state.rows}
-    backends = dict(state.backends)
     runs = set(state.runs)
-    backend_seq: dict[str, int] = {}
-    changed = new_rows = new_backends = 0
+    # Per backend in this batch: its position, and the oldest run that reported it here.
+    backend_first: dict[str, tuple[RunKey, int]] = {}
+    # A new cell holding one entry is shared by every row that gets that same entry.
+    fresh: dict[int, Cell] = {}
+    changed = new_rows = 0
     state_changed = False
-    for seq, (row_name, cells) in enumerate(batch.cells.items()):
-        if not cells:
-            continue
+    filled = ((row_name, cells) for row_name, cells in batch.cells.items() if cells)
+    for seq, (row_name, cells) in enumerate(filled):
         seen = Seen(min(entry.run for entry in cells.values()), seq)
         row = rows.get(row_name)
         if row is None:
@@ -124,11 +139,14 @@ def apply_batch(
             first_seen = min(row.first_seen, seen)
         row_changed = row is None or first_seen != row.first_seen
         for backend, entry in cells.items():
-            runs.add(entry.run.run_id)
-            seen_here = Seen(entry.run, backend_seq.setdefault(backend, len(backend_seq)))
-            new_backends += _note_backend(backends, backend, seen_here)
+            _note_run(backend_first, runs, backend, entry.run)
             old = row_cells.get(backend)
-            merged = merge_cell(old, entry, history)
+            if old is None:
+                merged = fresh.get(id(entry))
+                if merged is None:
+                    merged = fresh[id(entry)] = Cell(entries=(entry,))
+            else:
+                merged = merge_cell(old, entry, history)
             if merged is not old:
                 row_changed = True
                 row_cells[backend] = merged
@@ -137,17 +155,21 @@ def apply_batch(
         if row_changed:
             state_changed = True
             rows[row_name] = Row(name=row_name, first_seen=first_seen, cells=row_cells)
-    kept_runs = tuple(sorted(runs, reverse=True)[:RUNS_KEPT])
-    new_backend_order = _sorted_backends(backends)
-    if kept_runs != state.runs or new_backend_order != state.backends:
-        state_changed = True
-    if not state_changed:
+    backends = dict(state.backends)
+    new_backends = sum(
+        _note_backend(backends, backend, Seen(run, index))
+        for backend, (run, index) in backend_first.items()
+    )
+    new_state = DashboardState(
+        id=state.id,
+        backends=_sorted_backends(backends),
+        rows=_sorted_rows(rows) if state_changed else state.rows,
+        runs=tuple(sorted(runs, reverse=True)[:RUNS_KEPT]),
+    )
+    if not state_changed and new_state == state:
         return MergeResult(
             state=state, changed_cells=0, new_rows=0, new_backends=0, state_changed=False
         )
-    new_state = DashboardState(
-        id=state.id, backends=new_backend_order, rows=_sorted_rows(rows), runs=kept_runs
-    )
     return MergeResult(
         state=new_state,
         changed_cells=changed,

@@ -152,9 +152,18 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
     """The dashboard table: one row per test, one column per backend, in first-seen order."""
     draw: Callable[[Entry], str] = ivy_cell if style is Style.IVY else compact_cell
     backends = state.backend_names
+    # Cells share entries (one per job and outcome), so each is drawn once.
+    drawn: dict[int, str] = {}
+
+    def cell_text(entry: Entry) -> str:
+        text = drawn.get(id(entry))
+        if text is None:
+            text = drawn[id(entry)] = draw(entry)
+        return text
+
     body = (
         [escape_name(row.name)]
-        + [draw(row.cells[b].latest) if b in row.cells else "" for b in backends]
+        + [cell_text(row.cells[b].latest) if b in row.cells else "" for b in backends]
         for row in state.rows
     )
     return table(["", *(escape_name(b) for b in backends)], body)

@@ -95,16 +95,20 @@ def dump_state(state: DashboardState) -> str:
             by_identity[id(source)] = found
         return found
 
+    # Rows share cells; each distinct cell is serialized once (json.dumps repeats it).
+    histories: dict[int, list[_EntryList]] = {}
     rows: list[list[object]] = []
     for row in state.rows:
         cells: dict[str, list[_EntryList]] = {}
         for backend, cell in row.cells.items():
-            history: list[_EntryList] = []
-            for entry in cell.entries:
-                item: _EntryList = [index_of(entry.source), entry.outcome.value]
-                if entry.text is not None:
-                    item.append(entry.text)
-                history.append(item)
+            history = histories.get(id(cell))
+            if history is None:
+                history = histories[id(cell)] = []
+                for entry in cell.entries:
+                    item: _EntryList = [index_of(entry.source), entry.outcome.value]
+                    if entry.text is not None:
+                        item.append(entry.text)
+                    history.append(item)
             cells[backend] = history
         seen = row.first_seen
         rows.append([row.name, _run_list(seen.run), seen.seq, cells])
