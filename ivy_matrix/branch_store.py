@@ -9,8 +9,9 @@ I/O, through a :class:`GitData` client (``github_api.GitHubClient``). The branch
 
 One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM.md 3.2):
 
-1. read the tip T (if the branch is missing, create it at the default branch's tip; when
-   another leg created it first, GitHub answers "Reference already exists" and we re-read);
+1. read the tip T (a missing branch is created with the first commit, as a root commit that
+   holds only the dashboards; when another leg created it first, GitHub answers "Reference
+   already exists" and we merge into what it wrote);
 2. list T's tree once and read every state file (one blob each, cached by sha across tries);
 3. call ``change(states)``: it returns the states to save and the rendered files;
 4. compare each file's git blob sha with T's: when nothing differs, stop (no write at all);
@@ -30,7 +31,7 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Protocol
 
@@ -113,8 +114,16 @@ def _checked_path(path: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class _EmptyTree:
+    """The tree of a branch that does not exist yet."""
+
+    sha: str = ""
+    files: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class _Snapshot:
-    tip: str
+    tip: str | None
     tree: TreeListing
     states: dict[DashboardId, DashboardState]
 
@@ -175,14 +184,6 @@ class BranchStore:
             states[state.id] = state
         return _Snapshot(tip=tip, tree=tree, states=states)
 
-    def _tip(self) -> str | None:
-        """The branch tip; if the branch is missing, create it (None: someone else did, re-read)."""
-        tip = self.client.get_branch_head(self.repo, self.branch)
-        if tip is not None:
-            return tip
-        base = self.client.get_default_branch_head(self.repo)
-        return base if self.client.create_branch(self.repo, self.branch, base) else None
-
     def load(self) -> dict[DashboardId, DashboardState]:
         """Every dashboard's state at the branch tip (empty if the branch does not exist yet)."""
         tip = self.client.get_branch_head(self.repo, self.branch)
@@ -216,17 +217,23 @@ class BranchStore:
     def update(self, change: Change, message: str) -> CommitOutcome:
         """Read, ``change``, and commit what differs, retrying on conflicts; one commit at most."""
         for attempt in range(1, self.max_attempts + 1):
-            tip = self._tip()
-            if tip is None:
-                continue  # another writer created the branch just now: read what it holds
-            snapshot = self._read(tip)
+            tip = self.client.get_branch_head(self.repo, self.branch)
+            snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
             states, files = change(dict(snapshot.states))
             writes = self._changes(snapshot, states, files)
             if not writes:
                 return CommitOutcome(commit_sha=None, attempts=attempt, files_changed=())
-            tree = self.client.create_tree(self.repo, snapshot.tree.sha, writes)
-            commit = self.client.create_commit(self.repo, message, tree, [tip])
-            if self.client.update_branch(self.repo, self.branch, commit):
+            tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
+            if tip is None:
+                # A new branch starts from its own root commit: it holds only dashboards, not
+                # the project's files. If another leg created it first, GitHub answers
+                # "Reference already exists" and we merge into what that leg wrote.
+                commit = self.client.create_commit(self.repo, message, tree, [])
+                landed = self.client.create_branch(self.repo, self.branch, commit)
+            else:
+                commit = self.client.create_commit(self.repo, message, tree, [tip])
+                landed = self.client.update_branch(self.repo, self.branch, commit)
+            if landed:
                 for path, text in writes.items():
                     if self._is_state_file(path):
                         self._blobs[git_blob_sha(text)] = text

@@ -104,14 +104,14 @@ def branch_states(fake: FakeGitHub) -> dict[DashboardId, DashboardState]:
 
 
 def history(fake: FakeGitHub) -> list[str]:
-    """Commits from the branch tip back to (not including) the default branch's tip."""
-    base, sha = fake.ref_sha("heads/main"), fake.ref_sha(f"heads/{BRANCH}")
+    """Commits from the branch tip back to its root commit (the branch starts with no parent)."""
+    sha = fake.ref_sha(f"heads/{BRANCH}")
     chain = []
-    while sha is not None and sha != base:
+    while sha is not None:
         chain.append(sha)
         parents = fake.commits[sha]["parents"]
-        assert len(parents) == 1
-        sha = parents[0]
+        assert len(parents) <= 1
+        sha = parents[0] if parents else None
     return chain
 
 
@@ -143,7 +143,7 @@ def assert_every_cell_landed(fake: FakeGitHub, legs: int, rows: int = ROWS) -> N
 
 
 def test_first_update_creates_the_branch_and_makes_one_commit(fake):
-    """A missing branch is created from the default branch, and all files land in one commit."""
+    """A missing branch is created with a root commit that holds every file, and nothing else."""
     with client(fake) as gh:
         outcome_ = store(gh).update(leg_change(0), "ivy-matrix: run 1")
     assert outcome_.attempts == 1
@@ -160,11 +160,11 @@ def test_first_update_creates_the_branch_and_makes_one_commit(fake):
     assert len(history(fake)) == 1
     assert fake.commits[outcome_.commit_sha]["message"] == "ivy-matrix: run 1"
     assert [(r.method, r.path.rsplit("/git/", 1)[-1]) for r in fake.writes()] == [
-        ("POST", "refs"),
         ("POST", "trees"),
         ("POST", "commits"),
-        ("PATCH", "refs/heads/ivy-matrix"),
+        ("POST", "refs"),
     ]
+    assert sorted(fake.files(BRANCH)) == sorted(outcome_.files_changed)
     assert_every_cell_landed(fake, legs=1)
     assert fake.read_file("README.md", BRANCH).startswith("# Test dashboards")
 
@@ -253,7 +253,7 @@ def test_rendered_paths_must_stay_outside_the_state_folder(fake):
 
             with pytest.raises(ValueError, match=r"plain relative path|state folder"):
                 branch.update(change, "bad")
-    assert [r.path for r in fake.writes()] == [f"/repos/{REPO}/git/refs"]
+    assert fake.writes() == []
 
 
 def test_read_only_token_error_reaches_the_caller(fake):
@@ -354,10 +354,5 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(fake, fail_rate):
     chain = history(fake)
     assert len(chain) == legs
     assert {o.commit_sha for o in outcomes.values()} - {None} <= set(chain)
-    assert len(calls) == sum(o.attempts for o in outcomes.values()) - _creation_retries(fake)
+    assert len(calls) == sum(o.attempts for o in outcomes.values())
     assert time.monotonic() - started < 60
-
-
-def _creation_retries(fake: FakeGitHub) -> int:
-    """Attempts that ended at 'Reference already exists' before change() was called."""
-    return len([r for r in fake.requests_to("POST", r"/git/refs$") if r.status == 422])
