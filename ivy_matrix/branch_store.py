@@ -46,6 +46,10 @@ DEFAULT_STATE_DIR = ".ivy-matrix/state"
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
 MAX_DELAY = 15.0
+# A counter in the state folder, raised by one in every commit. Commits are compare-and-swap,
+# so revisions are strictly increasing; projections (issue bodies) carry the revision they
+# show, so that a slow writer never replaces a newer projection with an older one.
+REVISION_NAME = "REVISION"
 
 Change = Callable[
     [Mapping[DashboardId, DashboardState]],
@@ -92,6 +96,8 @@ class CommitOutcome:
     commit_sha: str | None
     attempts: int
     files_changed: tuple[str, ...]
+    # The branch's revision after the update: +1 with every commit (see REVISION_NAME).
+    revision: int = 0
 
 
 def git_blob_sha(text: str) -> str:
@@ -126,6 +132,7 @@ class _Snapshot:
     tip: str | None
     tree: TreeListing
     states: dict[DashboardId, DashboardState]
+    revision: int = 0
 
 
 class BranchStore:
@@ -155,6 +162,10 @@ class BranchStore:
         self.max_delay = max_delay
         self._blobs: dict[str, str] = {}
 
+    @property
+    def revision_path(self) -> str:
+        return f"{self.state_dir}/{REVISION_NAME}"
+
     def state_path(self, dashboard: DashboardId) -> str:
         """Where a dashboard's state file lives on the branch."""
         return f"{self.state_dir}/{relative_path(dashboard, '.json').as_posix()}"
@@ -182,7 +193,19 @@ class BranchStore:
                     f"whose state belongs in {self.state_path(state.id)}; move or delete the file"
                 )
             states[state.id] = state
-        return _Snapshot(tip=tip, tree=tree, states=states)
+        return _Snapshot(tip=tip, tree=tree, states=states, revision=self._revision(tree))
+
+    def _revision(self, tree: TreeListing) -> int:
+        sha = tree.files.get(self.revision_path)
+        if sha is None:
+            return 0
+        text = self._blob(sha).strip()
+        if not text.isdigit():
+            raise StoreError(
+                f"cannot read {self.revision_path} on branch {self.branch} of {self.repo}: "
+                f"expected a number, found {text[:40]!r}; delete the file to start again at 0"
+            )
+        return int(text)
 
     def load(self) -> dict[DashboardId, DashboardState]:
         """Every dashboard's state at the branch tip (empty if the branch does not exist yet)."""
@@ -221,8 +244,12 @@ class BranchStore:
             snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
             states, files = change(dict(snapshot.states))
             writes = self._changes(snapshot, states, files)
+            revision = snapshot.revision
             if not writes:
-                return CommitOutcome(commit_sha=None, attempts=attempt, files_changed=())
+                return CommitOutcome(
+                    commit_sha=None, attempts=attempt, files_changed=(), revision=revision
+                )
+            writes[self.revision_path] = f"{revision + 1}\n"
             tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
             if tip is None:
                 # A new branch starts from its own root commit: it holds only dashboards, not
@@ -235,10 +262,13 @@ class BranchStore:
                 landed = self.client.update_branch(self.repo, self.branch, commit)
             if landed:
                 for path, text in writes.items():
-                    if self._is_state_file(path):
+                    if self._is_state_file(path) or path == self.revision_path:
                         self._blobs[git_blob_sha(text)] = text
                 return CommitOutcome(
-                    commit_sha=commit, attempts=attempt, files_changed=tuple(sorted(writes))
+                    commit_sha=commit,
+                    attempts=attempt,
+                    files_changed=tuple(sorted(writes)),
+                    revision=revision + 1,
                 )
             if attempt < self.max_attempts:
                 self._sleep(self._delay(attempt))

@@ -98,7 +98,7 @@ def branch_states(fake: FakeGitHub) -> dict[DashboardId, DashboardState]:
     states = [
         load_state(data.decode(), where=path)
         for path, data in files.items()
-        if path.startswith(STATE_DIR + "/")
+        if path.startswith(STATE_DIR + "/") and path.endswith(".json")
     ]
     return {state.id: state for state in states}
 
@@ -148,7 +148,9 @@ def test_first_update_creates_the_branch_and_makes_one_commit(fake):
         outcome_ = store(gh).update(leg_change(0), "ivy-matrix: run 1")
     assert outcome_.attempts == 1
     assert outcome_.commit_sha == fake.ref_sha(f"heads/{BRANCH}")
+    assert outcome_.revision == 1
     assert outcome_.files_changed == (
+        ".ivy-matrix/state/REVISION",
         ".ivy-matrix/state/core/gradients.json",
         ".ivy-matrix/state/core/random.json",
         ".ivy-matrix/state/stateful/layers.json",
@@ -178,7 +180,7 @@ def test_unchanged_update_makes_no_write_request(fake):
         tip = fake.ref_sha(f"heads/{BRANCH}")
         again = branch.update(leg_change(0), "second")
         fresh = store(gh).update(leg_change(0), "third")  # a new store: no blob cache
-    assert again == CommitOutcome(commit_sha=None, attempts=1, files_changed=())
+    assert again == CommitOutcome(commit_sha=None, attempts=1, files_changed=(), revision=1)
     assert fresh.commit_sha is None
     assert len(fake.writes()) == writes
     assert fake.ref_sha(f"heads/{BRANCH}") == tip
@@ -193,7 +195,8 @@ def test_state_files_are_read_once_per_blob_and_cached_across_updates(fake):
         branch.update(leg_change(1), "second")
         assert len(fake.requests_to("GET", r"/git/blobs/")) == before
         assert len(store(gh).load()) == 3
-    assert len(fake.requests_to("GET", r"/git/blobs/")) == before + 3
+    # A new store reads the three state files and the revision counter once each.
+    assert len(fake.requests_to("GET", r"/git/blobs/")) == before + 4
 
 
 def test_only_changed_files_are_written(fake):
@@ -213,10 +216,12 @@ def test_only_changed_files_are_written(fake):
 
         result = branch.update(one_more_row, "second")
     assert result.files_changed == (
+        ".ivy-matrix/state/REVISION",
         ".ivy-matrix/state/core/gradients.json",
         "README.md",
         "core/gradients.md",
     )
+    assert result.revision == 2
     tree_posts = fake.requests_to("POST", r"/git/trees$")
     assert sorted(e["path"] for e in tree_posts[-1].body["tree"]) == list(result.files_changed)
 
@@ -356,3 +361,13 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(fake, fail_rate):
     assert {o.commit_sha for o in outcomes.values()} - {None} <= set(chain)
     assert len(calls) == sum(o.attempts for o in outcomes.values())
     assert time.monotonic() - started < 60
+
+
+def test_revision_rises_by_one_per_commit_across_legs(fake):
+    """Each commit raises the branch revision by exactly one, whichever leg makes it."""
+    with client(fake) as gh:
+        first = store(gh).update(leg_change(0), "a")
+        second = store(gh).update(leg_change(1), "b")
+        unchanged = store(gh).update(leg_change(1), "c")
+    assert (first.revision, second.revision, unchanged.revision) == (1, 2, 2)
+    assert fake.read_file(f"{STATE_DIR}/REVISION", BRANCH) == "2\n"
