@@ -237,8 +237,11 @@ class BranchStore:
         # "Full jitter": spreads legs that collided over the whole window, so they rarely meet again.
         return self._rng.uniform(0, min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)))
 
-    def update(self, change: Change, message: str) -> CommitOutcome:
-        """Read, ``change``, and commit what differs, retrying on conflicts; one commit at most."""
+    def update(self, change: Change, message: str, *, dry_run: bool = False) -> CommitOutcome:
+        """Read, ``change``, and commit what differs, retrying on conflicts; one commit at most.
+
+        With ``dry_run``, stop before the first write and report the files that would change.
+        """
         for attempt in range(1, self.max_attempts + 1):
             tip = self.client.get_branch_head(self.repo, self.branch)
             snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
@@ -250,6 +253,13 @@ class BranchStore:
                     commit_sha=None, attempts=attempt, files_changed=(), revision=revision
                 )
             writes[self.revision_path] = f"{revision + 1}\n"
+            if dry_run:
+                return CommitOutcome(
+                    commit_sha=None,
+                    attempts=attempt,
+                    files_changed=tuple(sorted(writes)),
+                    revision=revision,
+                )
             tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
             if tip is None:
                 # A new branch starts from its own root commit: it holds only dashboards, not

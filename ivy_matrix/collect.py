@@ -43,6 +43,15 @@ class Collected:
         return sum(f.tests for f in self.files)
 
     @property
+    def backends(self) -> list[str]:
+        """Every backend that has a cell, in first-seen order."""
+        found: dict[str, None] = {}
+        for rows in self.dashboards.values():
+            for cells in rows.values():
+                found.update(dict.fromkeys(cells))
+        return list(found)
+
+    @property
     def cell_count(self) -> int:
         return sum(len(b) for rows in self.dashboards.values() for b in rows.values())
 

@@ -45,10 +45,12 @@ class FailOn(StrEnum):
 
 
 class Target(StrEnum):
-    """Where ``update`` publishes the dashboards (besides the store)."""
+    """Where ``update`` publishes the dashboards."""
 
     SUMMARY = "summary"
     FILE = "file"
+    BRANCH = "branch"
+    ISSUE = "issue"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +107,37 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "targets",
         "list",
-        "where to publish: summary (the job summary and step outputs), file (--output-dir)",
+        "where to publish: summary (job summary and step outputs), file (--output-dir), "
+        "branch (state and dashboards committed to --branch), issue (one issue per dashboard)",
         default="summary\nfile",
+    ),
+    Option("branch", "str", "the branch the branch target commits to", default="ivy-matrix"),
+    Option("token", "str", "GitHub token for the branch and issue targets and job lookup"),
+    Option(
+        "api_url",
+        "str",
+        "GitHub's REST API address",
+        runner_env="GITHUB_API_URL",
+        default="https://api.github.com",
+    ),
+    Option(
+        "job_name",
+        "str",
+        "display name of the matrix jobs, with {backend}, e.g. 'tests ({backend})', to find "
+        "each backend's job when no job id is given",
+    ),
+    Option(
+        "leg_metadata",
+        "path",
+        "write this leg's backend, run and job to this file (upload it with the results; a "
+        "fan-in job reads ivy-matrix-leg.json files beside result files)",
+    ),
+    Option(
+        "dry_run",
+        "str",
+        "do everything but write (store, files, branch, issues); show what would be written",
+        default="false",
+        choices=("true", "false"),
     ),
     Option("style", "str", "cell style of the dashboards", default="ivy", choices=tuple(Style)),
     Option("history", "int", "results kept per cell", default=str(DEFAULT_HISTORY)),
@@ -144,11 +175,21 @@ class Settings:
     history: int = DEFAULT_HISTORY
     retire_after_runs: int = DEFAULT_RETIRE_AFTER_RUNS
     targets: tuple[Target, ...] = (Target.SUMMARY, Target.FILE)
+    branch: str = "ivy-matrix"
+    token: str | None = None
+    api_url: str = "https://api.github.com"
+    job_name: str | None = None
+    leg_metadata: Path | None = None
+    dry_run: bool = False
     dashboard_rules: tuple[DashboardRule, ...] = ()
     github_actions: bool = False
     # Files the runner names: the job summary and the step outputs.
     step_summary: Path | None = None
     github_output: Path | None = None
+    runner_name: str | None = None
+    actor: str | None = None
+    event_name: str | None = None
+    event_path: Path | None = None
 
     def naming_rules(self) -> NamingRules:
         """The naming rules these settings describe (regexes compiled)."""
@@ -284,7 +325,7 @@ def _convert(option: Option, value: object, origin: str) -> object:
         if isinstance(value, list | tuple):
             return tuple(str(v) for v in value)
         raise InputError(f"{origin} must be a list of strings, got {value!r}")
-    text = str(value).strip()
+    text = str(value).strip().lower() if isinstance(value, bool) else str(value).strip()
     if option.choices and text not in option.choices:
         raise InputError(f"{origin} got {text!r}; allowed values: {', '.join(option.choices)}")
     if option.kind == "int":
@@ -371,10 +412,20 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         history=_default(_get(values, "history", int), DEFAULT_HISTORY),
         retire_after_runs=_default(_get(values, "retire_after_runs", int), 0),
         targets=_targets(_get(values, "targets", tuple) or ()),
+        branch=_get(values, "branch", str) or "ivy-matrix",
+        token=_get(values, "token", str),
+        api_url=_get(values, "api_url", str) or "https://api.github.com",
+        job_name=_get(values, "job_name", str),
+        leg_metadata=_get(values, "leg_metadata", Path),
+        dry_run=_get(values, "dry_run", str) == "true",
         dashboard_rules=rules,
         github_actions=env.get("GITHUB_ACTIONS") == "true",
         step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
         github_output=_runner_file(env, "GITHUB_OUTPUT"),
+        runner_name=env.get("RUNNER_NAME", "").strip() or None,
+        actor=env.get("GITHUB_ACTOR", "").strip() or None,
+        event_name=env.get("GITHUB_EVENT_NAME", "").strip() or None,
+        event_path=_runner_file(env, "GITHUB_EVENT_PATH"),
     )
     _check(settings)
     return settings

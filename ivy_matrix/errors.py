@@ -6,6 +6,8 @@ Pure: no I/O. The hierarchy::
     ├── InputError          a setting, config file, table or path is wrong
     ├── StoreError          the state store cannot be read or written
     └── GitHubAPIError      GitHub refused a request (status, operation, permission hint)
+        ├── ReadOnlyTokenError  the token may not write (fork pull requests, Dependabot)
+        └── RateLimitError      rate limited for longer than we are willing to wait
 
 Anything else that escapes is a bug in ivy-matrix: exit code 2 with a traceback. Messages say
 what failed, why, and what to do, naming settings the way the user wrote them.
@@ -32,3 +34,15 @@ class GitHubAPIError(IvyMatrixError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ReadOnlyTokenError(GitHubAPIError):
+    """The token may read but not write here (fork or Dependabot pull request, or permissions).
+
+    GitHub answers such writes with 403 "Resource not accessible by integration". Callers
+    degrade (step summary only) instead of failing the job.
+    """
+
+
+class RateLimitError(GitHubAPIError):
+    """GitHub asked us to wait longer than the configured maximum."""

@@ -7,13 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ivy_matrix.errors import GitHubAPIError
-from ivy_matrix.github_api import (
-    GitHubClient,
-    RateLimitError,
-    ReadOnlyTokenError,
-    make_client,
-)
+from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
+from ivy_matrix.github_api import GitHubClient, make_client
 from tests.fake_github import FIRST_JOB_ID, FakeGitHub, git_blob_sha
 
 REPO = "acme/widgets"

@@ -1,0 +1,316 @@
+"""End to end: ``python entrypoint.py update`` as matrix legs, against the fake GitHub server.
+
+Each test starts the fake on 127.0.0.1 and runs the entrypoint as a subprocess with a
+runner-like environment (GITHUB_* variables, step summary and output files), then asserts on
+the fake's state: the branch's files, the request log, and the cells' links.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ivy_matrix.model import DashboardId
+from ivy_matrix.statefile import load_state
+from tests.fake_github import FakeGitHub
+
+ROOT = Path(__file__).resolve().parents[1]
+ENTRYPOINT = ROOT / "entrypoint.py"
+REPO = "acme/widgets"
+RUN = 9_000_000_001
+MODULE = "ivy_tests.test_ivy.test_functional.test_core.test_gradients"
+GRADIENTS = DashboardId(title="gradients", category="core")
+STATE = ".ivy-matrix/state/core/gradients.json"
+
+
+@pytest.fixture(name="fake")
+def fake_fixture() -> Iterator[FakeGitHub]:
+    with FakeGitHub(rate_limit=1_000_000) as fake:
+        yield fake
+
+
+def write_results(path: Path, backend: str, tests: int = 3, failing: str = "test_00") -> Path:
+    cases = "".join(
+        f'<testcase classname="{MODULE}" name="test_{i:02d}[{backend}-cpu]">'
+        + ('<failure message="boom">tb</failure>' if f"test_{i:02d}" == failing else "")
+        + "</testcase>"
+        for i in range(tests)
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>", encoding="utf-8")
+    return path
+
+
+def runner_env(fake: FakeGitHub, work: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_RUN_ID": str(RUN),
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_API_URL": fake.base_url,
+        "GITHUB_STEP_SUMMARY": str(work / "summary.md"),
+        "GITHUB_OUTPUT": str(work / "output.txt"),
+        "IVY_MATRIX_TOKEN": "fake-token",
+        "IVY_MATRIX_TARGETS": "branch\nsummary",
+    }
+    env.update(extra)
+    return env
+
+
+def run(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    work.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, str(ENTRYPOINT), "update", *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def branch_state(fake: FakeGitHub):
+    return load_state(fake.read_file(STATE, "ivy-matrix"), where=STATE)
+
+
+def test_a_leg_commits_its_column_linked_to_its_job(fake, tmp_path):
+    """One leg with a job id commits state, dashboards and index; its cells link its job."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = fake.files("ivy-matrix")
+    assert {"README.md", "core/gradients.md", STATE} <= set(files)
+    state = branch_state(fake)
+    assert [row.name for row in state.rows] == ["test_00", "test_01", "test_02"]
+    url = f"https://github.com/{REPO}/actions/runs/{RUN}/job/777"
+    assert {row.cells["torch"].latest.source.url for row in state.rows} == {url}
+    assert url in files["core/gradients.md"].decode()
+    assert "committed" in result.stdout
+    assert (tmp_path / "summary.md").read_text(encoding="utf-8").startswith("## ivy-matrix")
+    assert "tests=3" in (tmp_path / "output.txt").read_text(encoding="utf-8")
+    # The job id was given: no job listing was needed.
+    assert fake.requests_to("GET", r"/actions/") == []
+
+
+def test_rerun_with_identical_results_makes_no_write(fake, tmp_path):
+    """Running the same leg again reads the branch and writes nothing at all."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    assert run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch").returncode == 0
+    writes = len(fake.writes())
+    again = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake.writes()) == writes
+    assert "nothing to commit" in again.stdout
+
+
+def test_job_is_found_by_runner_name_with_one_listing(fake, tmp_path):
+    """Without a job id, one listing of the run's jobs finds the leg by its runner name."""
+    jobs = fake.add_run(
+        REPO,
+        RUN,
+        jobs=[
+            {"name": "tests", "matrix": [b], "runner_name": f"runner-{b}"}
+            for b in ("torch", "numpy", "jax")
+        ],
+    )
+    numpy = next(job for job in jobs if job["name"] == "tests (numpy)")
+    write_results(tmp_path / "results" / "junit.xml", "numpy")
+    env = runner_env(fake, tmp_path, RUNNER_NAME="runner-numpy")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "numpy")
+    assert result.returncode == 0, result.stdout + result.stderr
+    urls = {row.cells["numpy"].latest.source.url for row in branch_state(fake).rows}
+    assert urls == {f"https://github.com/{REPO}/actions/runs/{RUN}/job/{numpy['id']}"}
+    assert len(fake.requests_to("GET", r"/actions/runs/\d+/attempts/1/jobs")) == 1
+
+
+def test_fan_in_links_each_backend_to_its_leg_by_metadata(fake, tmp_path):
+    """Legs write their metadata beside their results; the fan-in job links each backend's leg."""
+    downloads = tmp_path / "fan-in" / "downloads"
+    for job, backend in enumerate(("torch", "jax"), start=501):
+        leg = tmp_path / f"leg-{backend}"
+        write_results(leg / "junit.xml", backend)
+        env = runner_env(fake, leg, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="summary")
+        result = run(
+            leg,
+            env,
+            "--junit",
+            "*.xml",
+            "--backend",
+            backend,
+            "--leg-metadata",
+            "ivy-matrix-leg.json",
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        target = downloads / backend
+        target.mkdir(parents=True)
+        for name in ("junit.xml", "ivy-matrix-leg.json"):
+            (target / name).write_bytes((leg / name).read_bytes())
+    env = runner_env(fake, tmp_path / "fan-in", IVY_MATRIX_JOB_ID="999")
+    result = run(
+        tmp_path / "fan-in",
+        env,
+        "--junit",
+        "downloads/**/*.xml",
+        "--backend-from-path",
+        "downloads/(?P<backend>[^/]+)/",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = branch_state(fake)
+    for job, backend in enumerate(("torch", "jax"), start=501):
+        urls = {row.cells[backend].latest.source.url for row in state.rows}
+        assert urls == {f"https://github.com/{REPO}/actions/runs/{RUN}/job/{job}"}
+
+
+def test_read_only_token_still_writes_the_summary_and_exits_0(fake, tmp_path):
+    """A 403 'Resource not accessible by integration' degrades to the job summary, exit 0."""
+    fake.configure(read_only=True)
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "::warning::" in result.stdout
+    assert "workflow_run" in result.stdout
+    assert "## ivy-matrix: 3 test cases" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert fake.ref_sha("heads/ivy-matrix") is None
+
+
+def test_fork_pull_request_skips_github_writes_up_front(fake, tmp_path):
+    """A pull request from a fork is detected from the event payload: no write is even tried."""
+    event = tmp_path / "event.json"
+    event.write_text(
+        json.dumps(
+            {
+                "pull_request": {
+                    "number": 7,
+                    "head": {"repo": {"full_name": "someone/widgets", "fork": True}},
+                    "base": {"repo": {"full_name": REPO, "fork": False}},
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(
+        fake,
+        tmp_path,
+        IVY_MATRIX_JOB_ID="777",
+        GITHUB_EVENT_NAME="pull_request",
+        GITHUB_EVENT_PATH=str(event),
+    )
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "workflow_run" in result.stdout
+    assert fake.writes() == []
+    assert (tmp_path / "summary.md").is_file()
+
+
+def test_dry_run_shows_what_it_would_commit_and_writes_nothing(fake, tmp_path):
+    """--dry-run reads the branch, lists the files it would commit, and writes nothing."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_DRY_RUN="true")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "dry run: would commit" in result.stdout
+    assert "core/gradients.md" in result.stdout
+    assert fake.writes() == []
+
+
+def test_requests_per_leg_do_not_grow_with_the_number_of_tests(fake, tmp_path):
+    """A leg with 2,000 tests makes as many API requests as a leg with 5 (after the first leg)."""
+    counts = []
+    for index, tests in enumerate((5, 5, 2000)):
+        work = tmp_path / f"leg{index}"
+        write_results(work / "junit.xml", f"b{index}", tests=tests)
+        before = len(fake.requests)
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(100 + index))
+        result = run(work, env, "--junit", "*.xml", "--backend", f"b{index}")
+        assert result.returncode == 0, result.stdout + result.stderr
+        counts.append(len(fake.requests) - before)
+    # The first leg creates the branch; every later leg reads the ref, the tree, one state
+    # file and the revision, then writes one tree, one commit and the ref.
+    assert counts[1:] == [7, 7]
+
+
+def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_path):
+    """The branch target without a token exits 1 naming the input to set."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_TOKEN="")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 1
+    assert "::error::" in result.stdout
+    assert "token" in result.stdout
+
+
+@pytest.mark.timeout(240)
+def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
+    """16 leg processes start at once, with latency and 20% transient faults: nothing is lost.
+
+    (tests/test_branch_store.py runs the same race in threads with and without faults, with
+    the waits shortened; this one runs the real command with its real waits.)
+    """
+    fail_rate = 0.2
+    # Transient faults that GitHub answers with a short or no wait: 5xx, and secondary rate
+    # limits that say retry-after: 0. (Without retry-after GitHub asks for a minute's wait.)
+    fake.configure(
+        latency=(0.002, 0.02),
+        fail_rate=fail_rate,
+        fail_kinds=("502", "503", "403-secondary", "429"),
+        retry_after=(0, 0),
+        seed=11,
+    )
+    backends = [f"b{leg:02d}" for leg in range(16)]
+    processes = []
+    for leg, backend in enumerate(backends):
+        work = tmp_path / backend
+        write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg))
+        processes.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(ENTRYPOINT),
+                    "update",
+                    "--junit",
+                    "*.xml",
+                    "--backend",
+                    backend,
+                ],
+                cwd=work,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    try:
+        for process in processes:
+            output, _ = process.communicate(timeout=200)
+            assert process.returncode == 0, output[-3000:]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    state = branch_state(fake)
+    assert sorted(state.backend_names) == backends
+    assert [row.name for row in state.rows] == [f"test_{i:02d}" for i in range(12)]
+    for leg, backend in enumerate(backends):
+        for row in state.rows:
+            entry = row.cells[backend].latest
+            assert entry.source.url.endswith(f"/job/{1000 + leg}")
+            expected = "failure" if row.name == f"test_{leg % 12:02d}" else "success"
+            assert entry.outcome.value == expected
+    table = fake.read_file("core/gradients.md", "ivy-matrix")
+    assert table.count("badge/-failure-red") == 16
+    assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "16\n"
