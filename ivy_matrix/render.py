@@ -14,8 +14,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
 
-from tabulate import tabulate
-
 from ivy_matrix.model import DashboardState, Entry, Outcome
 
 
@@ -126,25 +124,29 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     dashboard; anything else goes through tabulate itself, which measures wide characters.
     The tests hold the two to the same bytes.
     """
-    body = [[cell.strip() for cell in row] for row in rows]
+    body = [list(row) for row in rows]
     heads = list(header)
-    plain = all(_plain(h) for h in heads) and all(_plain(c) for row in body for c in row)
-    if not plain or not body:  # tabulate draws a table with no rows without alignment colons
-        # disable_numparse: a backend called 3.10 must not become 3.1 or be right-aligned.
+    distinct = set(heads).union(*body)
+    if any(c[:1].isspace() or c[-1:].isspace() for c in distinct):
+        # tabulate strips the cells (not the headers).
+        body = [[cell.strip() for cell in row] for row in body]
+        distinct = set(heads).union(*body)
+    if not body or not all(map(_plain, distinct)):
+        # tabulate measures wide characters, and draws a table with no rows without alignment
+        # colons. disable_numparse: a backend called 3.10 must not become 3.1.
+        from tabulate import tabulate  # noqa: PLC0415  -- 40 ms of start-up, rarely needed
+
         return tabulate(
             body, headers=heads, tablefmt="pipe", stralign="left", disable_numparse=True
         )
-    columns = list(zip(*body, strict=True))
     # A column is as wide as its widest cell, and its header plus tabulate's padding of 2.
-    widths = [max([len(h) + 2, *map(len, col)]) for h, col in zip(heads, columns, strict=True)]
-    lines = [
-        "| " + " | ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)) + " |",
-        "|" + "|".join(":" + "-" * (w + 1) for w in widths) + "|",
+    widths = [
+        max(len(h) + 2, *map(len, column))
+        for h, column in zip(heads, zip(*body, strict=True), strict=True)
     ]
-    lines.extend(
-        "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
-        for row in body
-    )
+    line = "| " + " | ".join(f"{{:<{w}}}" for w in widths) + " |"
+    lines = [line.format(*heads), "|" + "|".join(":" + "-" * (w + 1) for w in widths) + "|"]
+    lines.extend(line.format(*row) for row in body)
     return "\n".join(lines)
 
 
