@@ -432,6 +432,69 @@ def _update_branch(
     )
 
 
+def _update_issue_store(
+    settings: Settings, batches: Sequence[Batch], github: GitHub, log: Log
+) -> MergeOutcome:
+    """The issue target without the branch: state lives hidden in the dashboard issues."""
+    from ivy_matrix.issue_target import IssueStore  # noqa: PLC0415  -- only with the issue target
+
+    log.warning(
+        "the issue target without the branch target keeps the state in the issue bodies, "
+        "where concurrent writers can overwrite each other (GitHub has no conditional issue "
+        "edits); add 'branch' to targets (contents: write), or publish from one fan-in job"
+    )
+    last: list[MergeOutcome] = []
+
+    def change(
+        states: Mapping[DashboardId, DashboardState],
+    ) -> dict[DashboardId, DashboardState]:
+        outcome = merge_batches(states, batches, settings)
+        last[:] = [outcome]
+        return outcome.states
+
+    if settings.dry_run:
+        store_states = IssueStore(github.client, github.repository, style=settings.style).load()
+        outcome = merge_batches(store_states, batches, settings)
+        for key in outcome.changed:
+            log.info(f"dry run: would update the issue of dashboard {key}")
+        return outcome
+    store = IssueStore(
+        github.client, github.repository, style=settings.style, history=settings.history, log=log
+    )
+    result = store.update(change)
+    if not result.converged:
+        log.warning(
+            "other jobs kept rewriting the dashboard issues while this one wrote; some cells "
+            "may be missing until the next run (use the branch target to avoid this)"
+        )
+    return last[0] if last else merge_batches({}, batches, settings)
+
+
+def _publish_issues(
+    settings: Settings, outcome: MergeOutcome, github: GitHub, log: Log, *, revision: int | None
+) -> None:
+    """One issue per dashboard this update touched, and the index issue."""
+    if Target.BRANCH not in settings.targets:
+        return  # the issue-body store wrote them already
+    from ivy_matrix.issue_target import publish_issues  # noqa: PLC0415  -- only with the issue target
+
+    ordered = sorted(outcome.states.values(), key=lambda s: s.key)
+    report = publish_issues(
+        github.client,
+        github.repository,
+        ordered,
+        touched=list(outcome.report),
+        revision=revision,
+        dry_run=settings.dry_run,
+        log=log,
+        style=settings.style,
+    )
+    for result in report.dashboards:
+        log.info(f"issue of {result.key}: {result.action} {result.url or ''}".rstrip())
+    if report.index_url:
+        log.info(f"index issue: {report.index_url}")
+
+
 # --------------------------------------------------------------------------- the command
 
 
@@ -449,23 +512,29 @@ def run_update(settings: Settings, log: Log) -> int:
         if read_only:
             log.warning(READ_ONLY_ADVICE)
         written: list[str] = []
-        if Target.BRANCH in settings.targets and not read_only:
+        revision: int | None = None
+        if remote and not read_only:
             if settings.run_id is None:
                 raise InputError(
-                    "the branch target needs the run id: pass --run-id (on a runner "
-                    "GITHUB_RUN_ID gives it)"
+                    f"the {' and '.join(sorted(remote))} target(s) need the run id: pass "
+                    f"--run-id (on a runner GITHUB_RUN_ID gives it)"
                 )
             source_for = resolve_sources(
                 settings, collected, github, log, run_id=settings.run_id, now=now
             )
             batches = build_batches(collected, source_for)
             try:
-                outcome, _branch = _update_branch(settings, batches, github, log)
+                if Target.BRANCH in settings.targets:
+                    outcome, branch = _update_branch(settings, batches, github, log)
+                    revision = branch.revision
+                else:
+                    outcome = _update_issue_store(settings, batches, github, log)
+                if Target.ISSUE in settings.targets:
+                    _publish_issues(settings, outcome, github, log, revision=revision)
             except ReadOnlyTokenError:
                 log.warning(READ_ONLY_ADVICE)
                 outcome = merge_batches({}, batches, settings)
-                read_only = True
-            # The branch holds every leg's cells: the output folder gets all of it.
+            # The store holds every leg's cells: the output folder gets all of it.
             written = _write_output(settings, outcome, everything=True)
         else:
             outcome, source_for, written = _update_local(settings, collected, github, log, now)

@@ -450,3 +450,29 @@ def test_issue_store_with_four_concurrent_writers_keeps_every_cell(fake):
         assert sorted(state.backend_names) == sorted(backends)
         assert len(state.rows) == 12
         assert all(set(row.cells) == set(backends) for row in state.rows)
+
+
+def test_a_body_that_reads_back_different_is_written_once_more(fake):
+    """When the read-back shows another body (a silent non-update), the body is written again."""
+    report = publish(fake, [make_state(GRADIENTS, 2)], index=False)
+    number = report.result("core/gradients").number
+    assert number is not None
+    release = threading.Event()
+    fake.inject(method="GET", path=rf"/issues/{number}$", status=None, wait=release)
+    lines = Lines()
+
+    def clobber_after_the_patch() -> None:
+        while not fake.requests_to("PATCH", rf"/issues/{number}$"):
+            time.sleep(0.005)
+        with fake.lock:
+            fake.issues[number]["body"] = "stale"
+        release.set()
+
+    thread = threading.Thread(target=clobber_after_the_patch)
+    thread.start()
+    again = publish(fake, [make_state(GRADIENTS, 5, run=101)], index=False, log=lines)
+    thread.join()
+    assert again.result("core/gradients").verified
+    assert len(fake.requests_to("PATCH", rf"/issues/{number}$")) == 2
+    assert "test_00004" in fake.issues[number]["body"]
+    assert any("read back differs; writing again" in line for line in lines.infos)

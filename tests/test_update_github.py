@@ -314,3 +314,51 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     table = fake.read_file("core/gradients.md", "ivy-matrix")
     assert table.count("badge/-failure-red") == 16
     assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "16\n"
+
+
+def dashboard_issues(fake: FakeGitHub) -> dict[str, dict]:
+    """Open issues that carry a dashboard marker, by the marker line."""
+    found = {}
+    for issue in fake.issues.values():
+        first = (issue.get("body") or "").split("\n", 1)[0]
+        if issue["state"] == "open" and first.startswith("<!-- ivy-matrix:"):
+            found[first] = issue
+    return found
+
+
+def test_legs_publish_one_issue_per_dashboard_with_the_branch_revision(fake, tmp_path):
+    """Two legs with branch and issue targets: one issue per dashboard plus the index, updated."""
+    for job, backend in enumerate(("torch", "jax"), start=301):
+        work = tmp_path / backend
+        write_results(work / "junit.xml", backend)
+        env = runner_env(
+            fake, work, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="branch, issue, summary"
+        )
+        result = run(work, env, "--junit", "*.xml", "--backend", backend)
+        assert result.returncode == 0, result.stdout + result.stderr
+    issues = dashboard_issues(fake)
+    assert set(issues) == {
+        "<!-- ivy-matrix:dashboard=core/gradients -->",
+        "<!-- ivy-matrix:index -->",
+    }
+    body = issues["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    assert "<!-- ivy-matrix:revision=2 -->" in body
+    assert "/job/301" in body
+    assert "/job/302" in body
+    assert all(len(issue["body"]) <= 65_536 for issue in fake.issues.values())
+
+
+def test_issue_target_alone_keeps_state_in_the_issue_and_warns(fake, tmp_path):
+    """Without the branch target the state lives in the issue body, with a clear warning."""
+    for job, backend in enumerate(("torch", "jax"), start=401):
+        work = tmp_path / backend
+        write_results(work / "junit.xml", backend)
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="issue")
+        result = run(work, env, "--junit", "*.xml", "--backend", backend)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "concurrent writers can overwrite each other" in result.stdout
+    body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    assert "<!-- ivy-matrix:state" in body
+    assert "/job/401" in body
+    assert "/job/402" in body
+    assert fake.ref_sha("heads/ivy-matrix") is None
