@@ -316,7 +316,7 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "16\n"
 
 
-def dashboard_issues(fake: FakeGitHub) -> dict[str, dict]:
+def dashboard_issues(fake: FakeGitHub):
     """Open issues that carry a dashboard marker, by the marker line."""
     found = {}
     for issue in fake.issues.values():
