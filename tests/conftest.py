@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from ivy_matrix.github_api import GitHubClient, make_client
+from tests.fake_github import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -49,3 +53,22 @@ def golden_fixture(request: pytest.FixtureRequest) -> Callable[[str, str], None]
         assert actual == path.read_text(encoding="utf-8")
 
     return check
+
+
+@pytest.fixture(name="fake")
+def fake_fixture() -> Iterator[FakeGitHub]:
+    """A fresh fake GitHub server on 127.0.0.1 (tests that need other settings configure it)."""
+    with FakeGitHub() as fake:
+        yield fake
+
+
+def quick_sleep(seconds: float) -> None:
+    """Stand-in for time.sleep in API clients: really waits, but at most 20 ms."""
+    time.sleep(min(seconds, 0.02))
+
+
+def fake_client(fake: FakeGitHub, **options) -> GitHubClient:
+    """Our GitHub client for the fake, with throttling off and short waits."""
+    options.setdefault("retries", 3)
+    options.setdefault("sleep", quick_sleep)
+    return make_client(token="t", api_url=fake.base_url, throttle=False, timeout=10, **options)

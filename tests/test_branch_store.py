@@ -5,18 +5,19 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import pytest
 
 from ivy_matrix.branch_store import BranchStore, CommitOutcome, git_blob_sha
 from ivy_matrix.errors import GitHubAPIError, StoreError
-from ivy_matrix.github_api import GitHubClient, make_client
+from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.publish import RenderedFile, render_files
 from ivy_matrix.render import Style
 from ivy_matrix.statefile import dump_state, load_state
+from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub
 
 REPO = "acme/widgets"
@@ -32,22 +33,9 @@ ROWS = 40
 OUTCOMES = (Outcome.SUCCESS, Outcome.FAILURE, Outcome.SKIPPED)
 
 
-@pytest.fixture(name="fake")
-def _fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as fake:
-        yield fake
-
-
-def quick_sleep(seconds: float) -> None:
-    """Stand-in for time.sleep: really waits, but at most 20 ms (retry-after 60 s included)."""
-    time.sleep(min(seconds, 0.02))
-
-
 def client(fake: FakeGitHub, **options) -> GitHubClient:
     options.setdefault("retries", 10)
-    return make_client(
-        token="t", api_url=fake.base_url, throttle=False, timeout=10, sleep=quick_sleep, **options
-    )
+    return fake_client(fake, **options)
 
 
 def store(gh: GitHubClient, seed: int = 0) -> BranchStore:

@@ -16,7 +16,6 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,12 +28,6 @@ from tests.openapi_check import find_operation, load_spec, response_schema, to_j
 
 REPO = "acme/widgets"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-
-
-@pytest.fixture(name="fake")
-def _fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as fake:
-        yield fake
 
 
 def client(url: str, per_page: int = 30, retry: GithubRetry | None = None) -> Github:

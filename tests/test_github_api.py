@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -12,12 +11,6 @@ from ivy_matrix.github_api import GitHubClient, make_client
 from tests.fake_github import FIRST_JOB_ID, FakeGitHub, git_blob_sha
 
 REPO = "acme/widgets"
-
-
-@pytest.fixture(name="fake")
-def _fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as fake:
-        yield fake
 
 
 class Sleeps(list[float]):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
-from ivy_matrix.github_api import GitHubClient, make_client
+from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.issue_target import (
     IssueAction,
     IssuesReport,
@@ -32,6 +32,7 @@ from ivy_matrix.issues import (
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style
+from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub, RequestRecord
 
 REPO = "acme/widgets"
@@ -40,22 +41,9 @@ GRADIENTS = DashboardId(title="gradients", category="core")
 RANDOM = DashboardId(title="random", category="core")
 
 
-@pytest.fixture(name="fake")
-def _fake() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as fake:
-        yield fake
-
-
-def quick_sleep(seconds: float) -> None:
-    """Stand-in for time.sleep: really waits, but at most 20 ms."""
-    time.sleep(min(seconds, 0.02))
-
-
 def client(fake: FakeGitHub, **options) -> GitHubClient:
     options.setdefault("retries", 3)
-    return make_client(
-        token="t", api_url=fake.base_url, throttle=False, timeout=10, sleep=quick_sleep, **options
-    )
+    return fake_client(fake, **options)
 
 
 class Lines:
