@@ -176,9 +176,11 @@ class Seen(NamedTuple):
     seq: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Row:
-    """One test (row) and its cells by backend name."""
+class Row(NamedTuple):
+    """One test (row) and its cells by backend name.
+
+    A NamedTuple: merging and loading build one per test, tens of thousands per dashboard.
+    """
 
     name: str
     first_seen: Seen

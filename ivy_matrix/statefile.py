@@ -46,7 +46,6 @@ from ivy_matrix.model import (
 FORMAT = "ivy-matrix-dashboard"
 VERSION = 1
 
-_RunList = list[int]
 _EntryList = list[int | str]
 
 
@@ -111,7 +110,8 @@ def dump_state(state: DashboardState) -> str:
                     history.append(item)
             cells[backend] = history
         seen = row.first_seen
-        rows.append([row.name, _run_list(seen.run), seen.seq, cells])
+        # RunKey is a tuple: json writes it as [run_id, run_attempt, job_id].
+        rows.append([row.name, seen.run, seen.seq, cells])
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -119,14 +119,10 @@ def dump_state(state: DashboardState) -> str:
         "category": state.id.category,
         "runs": list(state.runs),
         "sources": sources,
-        "backends": [[name, _run_list(seen.run), seen.seq] for name, seen in state.backends],
+        "backends": [[name, seen.run, seen.seq] for name, seen in state.backends],
         "rows": rows,
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-def _run_list(run: RunKey) -> _RunList:
-    return [run.run_id, run.run_attempt, run.job_id]
 
 
 def load_state(text: str, *, where: str) -> DashboardState:
