@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 
 from ivy_matrix.collect import Collected, Collector, build_batches
 from ivy_matrix.config import FailOn, Settings, Target, require_update_inputs
-from ivy_matrix.errors import InputError, ReadOnlyTokenError
+from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.joblinks import (
     LEG_METADATA_NAME,
+    Job,
     LegMetadata,
     find_job,
     leg_metadata_json,
@@ -218,6 +219,39 @@ def _leg_metadata(collected: Collected, log: Log) -> dict[str, LegMetadata]:
     return found
 
 
+def _find_jobs(
+    settings: Settings, backends: Sequence[str], github: GitHub, log: Log
+) -> dict[str, Job]:
+    """Each backend's job, from one listing of the run's jobs (``actions: read``)."""
+    by_runner = bool(settings.backend and settings.runner_name)
+    if (
+        not backends
+        or not github.available
+        or settings.run_id is None
+        or not (settings.job_name or by_runner)
+    ):
+        return {}
+    try:
+        listing = github.client.list_run_jobs(
+            github.repository, settings.run_id, settings.run_attempt
+        )
+    except GitHubAPIError as error:
+        # A missing link must not stop the update: the cells link the run instead.
+        log.warning(f"cannot find this run's jobs: {error}; cells link the run")
+        return {}
+    found = {}
+    for backend in backends:
+        job = find_job(
+            listing,
+            runner_name=settings.runner_name if by_runner else None,
+            name_pattern=settings.job_name,
+            backend=backend,
+        )
+        if job is not None:
+            found[backend] = job
+    return found
+
+
 def resolve_sources(
     settings: Settings,
     collected: Collected,
@@ -232,75 +266,37 @@ def resolve_sources(
     In order: the leg's metadata file; the given job URL; the given job id (one leg); a job
     of the run found by runner name or ``job-name`` (one listing of the run's jobs); the run.
     """
+
+    def source(job_id: int | None, url: str | None = None) -> Source:
+        link = settings.job_url or url
+        if not link:
+            link = cell_url(
+                server_url=settings.server_url,
+                repository=settings.repository,
+                run_id=settings.run_id,
+                job_id=job_id,
+            )
+        run = RunKey(run_id, settings.run_attempt, -1 if job_id is None else job_id)
+        return Source(run=run, url=link, time=now)
+
     metadata = _leg_metadata(collected, log)
     backends = collected.backends
+    given = settings.job_url or settings.job_id is not None
+    jobs = (
+        {}
+        if given
+        else _find_jobs(settings, [b for b in backends if b not in metadata], github, log)
+    )
     sources: dict[str, Source] = {}
-    needs_lookup = [
-        b
-        for b in backends
-        if b not in metadata and not settings.job_url and settings.job_id is None
-    ]
-    jobs = {}
-    if (
-        needs_lookup
-        and github.available
-        and settings.run_id is not None
-        and (settings.job_name or (settings.backend and settings.runner_name))
-    ):
-        try:
-            listing = github.client.list_run_jobs(
-                github.repository, settings.run_id, settings.run_attempt
-            )
-        except ReadOnlyTokenError:
-            listing = []
-        except InputError:
-            raise
-        except Exception as error:  # noqa: BLE001  -- a missing link must not stop the update
-            log.warning(
-                f"cannot list the jobs of run {settings.run_id}: {error}; cells link the run"
-            )
-            listing = []
-        for backend in needs_lookup:
-            job = find_job(
-                listing,
-                runner_name=settings.runner_name if settings.backend else None,
-                name_pattern=settings.job_name,
-                backend=backend,
-            )
-            if job is not None:
-                jobs[backend] = job
     for backend in backends:
         if backend in metadata:
             leg = metadata[backend]
             sources[backend] = Source(run=leg.run, url=leg.job_url, time=now)
-            continue
-        job_id = settings.job_id
-        if backend in jobs:
-            job_id = jobs[backend].id
-        url = cell_url(
-            server_url=settings.server_url,
-            repository=settings.repository,
-            run_id=settings.run_id,
-            job_id=job_id,
-            given=settings.job_url,
-        )
-        if backend in jobs and jobs[backend].html_url:
-            url = settings.job_url or jobs[backend].html_url
-        run = RunKey(run_id, settings.run_attempt, -1 if job_id is None else job_id)
-        sources[backend] = Source(run=run, url=url, time=now)
-    fallback = Source(
-        run=RunKey(
-            run_id, settings.run_attempt, -1 if settings.job_id is None else settings.job_id
-        ),
-        url=cell_url(
-            server_url=settings.server_url,
-            repository=settings.repository,
-            run_id=settings.run_id,
-            job_id=settings.job_id,
-            given=settings.job_url,
-        ),
-        time=now,
-    )
+        elif backend in jobs:
+            sources[backend] = source(jobs[backend].id, jobs[backend].html_url)
+        else:
+            sources[backend] = source(settings.job_id)
+    fallback = source(settings.job_id)
     return lambda backend: sources.get(backend, fallback)
 
 
