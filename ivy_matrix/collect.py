@@ -19,13 +19,14 @@ from ivy_matrix.model import (
     CaseStatus,
     DashboardId,
     Entry,
+    Failure,
     FileCounts,
     Outcome,
     ParseProblem,
     Source,
     worst,
 )
-from ivy_matrix.naming import UNNAMED, Namer
+from ivy_matrix.naming import UNNAMED, Namer, test_id
 
 
 @dataclass(slots=True)
@@ -37,6 +38,8 @@ class Collected:
     # Cases whose backend no rule could name, by file.
     unassigned: dict[str, int] = field(default_factory=dict)
     dashboards: dict[DashboardId, dict[str, dict[str, Outcome]]] = field(default_factory=dict)
+    # The first failures read, for annotations (at most FAILURES_KEPT).
+    failures: list[Failure] = field(default_factory=list)
 
     @property
     def case_count(self) -> int:
@@ -56,6 +59,7 @@ class Collected:
         return sum(len(b) for rows in self.dashboards.values() for b in rows.values())
 
 
+FAILURES_KEPT = 50
 # Outcomes as small ints while gathering, so that "worst wins" is an int comparison.
 _CODES = (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
 _SKIPPED, _SUCCESS, _FLAKY, _FAILURE = range(4)
@@ -88,8 +92,10 @@ class Collector:
         pending: dict[tuple[int, str, str], int] = {}
         places = self._places
         unassigned = 0
+        failures: list[Failure] = []
+        room = FAILURES_KEPT - len(self.collected.failures)
 
-        def on_case(case: CaseResult) -> None:
+        def on_case(case: CaseResult) -> None:  # noqa: PLR0912  -- the hot loop, kept flat
             nonlocal unassigned
             backend = file_backend
             if per_case:
@@ -123,6 +129,16 @@ class Collector:
                 code = _SKIPPED
             else:
                 code = _FAILURE
+                if len(failures) < room:
+                    failures.append(
+                        Failure(
+                            test=test_id(case),
+                            backend=backend,
+                            message=case.message,
+                            result_file=source,
+                            test_file=case.file,
+                        )
+                    )
             cell = (index, row, backend)
             old = pending.get(cell)
             if old is None or code > old:
@@ -136,6 +152,7 @@ class Collector:
             return counts
         if unassigned:
             collected.unassigned[source] = unassigned
+        collected.failures.extend(failures)
         self._commit(pending)
         return counts
 

@@ -88,6 +88,17 @@ class ParseProblem:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Failure:
+    """A failed test case, kept (a bounded number of them) for annotations on the run page."""
+
+    test: str
+    backend: str
+    message: str
+    result_file: str
+    test_file: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FileCounts:
     """Per-file tallies of test cases, as reported in ``--summary-json``."""
 

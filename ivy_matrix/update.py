@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_USER = 1
+# GitHub shows at most 10 warning annotations per step; more only fill the log.
+ANNOTATIONS = 10
 COMMIT_BACKENDS = 8  # backends named in a commit message
 
 READ_ONLY_ADVICE = (
@@ -540,6 +542,7 @@ def run_update(settings: Settings, log: Log) -> int:
         github.close()
     for key, entry in outcome.report.items():
         _log_dashboard(log, key, entry)
+    _annotate_failures(collected, log)
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
     totals = _totals(collected)
     changed_cells = sum(int(str(r["changed_cells"])) for r in outcome.report.values())
@@ -557,6 +560,28 @@ def run_update(settings: Settings, log: Log) -> int:
         f"read in {read_seconds:.2f} s, done in {time.monotonic() - started:.2f} s"
     )
     return _exit_code(settings.fail_on, totals, log)
+
+
+def _annotate_failures(collected: Collected, log: Log) -> None:
+    """One annotation per failed test, for the first few; the rest are counted.
+
+    Warnings, not errors: failing tests are what a dashboard shows, and they fail the step
+    only with ``fail-on``.
+    """
+    failed = sum(f.failed + f.errors for f in collected.files if f.problem is None)
+    shown = collected.failures[:ANNOTATIONS]
+    for failure in shown:
+        message = failure.message or "failed"
+        log.warning(
+            message,
+            file=failure.test_file or failure.result_file,
+            title=f"{failure.test} failed on {failure.backend}",
+        )
+    if failed > len(shown):
+        log.notice(
+            f"{failed - len(shown)} more failed test case(s) are not annotated; the dashboards "
+            f"and the job summary have them all"
+        )
 
 
 def _log_dashboard(log: Log, key: str, entry: Mapping[str, object]) -> None:

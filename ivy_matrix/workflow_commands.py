@@ -39,24 +39,45 @@ class Log:
     def info(self, message: str) -> None:
         print(message, file=self.stream, flush=True)
 
-    def _annotate(self, kind: str, message: str, file: str | None, line: int | None) -> None:
+    def _annotate(
+        self, kind: str, message: str, file: str | None, line: int | None, title: str | None = None
+    ) -> None:
         if self.github_actions:
             props = []
             if file:
                 props.append(f"file={_escape_property(file)}")
             if line:
                 props.append(f"line={line}")
+            if title:
+                props.append(f"title={_escape_property(title)}")
             head = f"::{kind} {','.join(props)}::" if props else f"::{kind}::"
             print(head + _escape_data(message), file=self.stream, flush=True)
         else:
             where = f"{file}:{line}: " if file and line else f"{file}: " if file else ""
             print(f"{kind}: {where}{message}", file=self.stream, flush=True)
 
-    def warning(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
-        self._annotate("warning", message, file, line)
+    def warning(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        title: str | None = None,
+    ) -> None:
+        self._annotate("warning", message, file, line, title)
 
-    def error(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
-        self._annotate("error", message, file, line)
+    def error(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        title: str | None = None,
+    ) -> None:
+        self._annotate("error", message, file, line, title)
+
+    def notice(self, message: str) -> None:
+        self._annotate("notice", message, None, None)
 
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:

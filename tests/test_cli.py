@@ -835,3 +835,20 @@ def test_entrypoint_runs_update_as_a_subprocess(workdir):
     assert latest(load(store=workdir / ".ivy-matrix"), "test_jac", "torch").source.url == (
         "https://github.com/o/r/actions/runs/6"
     )
+
+
+def test_failed_tests_are_annotated_up_to_a_cap(workdir, capsys):
+    """Each failed test gets a warning annotation titled with its id and backend, up to ten."""
+    cases = [(f"test_{i:02d}[torch-cpu]", "failed") for i in range(12)] + [("test_ok", "passed")]
+    write_junit(workdir / "r.xml", cases)
+    code = main(["update", "--junit", "r.xml", "--backend", "torch"], {"GITHUB_ACTIONS": "true"})
+    out = capsys.readouterr().out
+    assert code == 0
+    annotations = [line for line in out.splitlines() if "failed on torch" in line]
+    assert len(annotations) == 10
+    assert annotations[0].startswith("::warning file=r.xml,title=")
+    # Workflow-command properties escape ":" as %3A.
+    title = f"{GRADIENTS}%3A%3Atest_00[torch-cpu] failed on torch"
+    assert annotations[0] == f"::warning file=r.xml,title={title}::assert 1 == 2"
+    assert "::notice::2 more failed test case(s) are not annotated" in out
+    assert error_lines(out) == []
