@@ -132,6 +132,14 @@ OPTIONS: tuple[Option, ...] = (
         "write this leg's backend, run and job to this file (upload it with the results; a "
         "fan-in job reads ivy-matrix-leg.json files beside result files)",
     ),
+    Option("issue_label", "str", "the label that marks dashboard issues", default="ivy-matrix"),
+    Option(
+        "pin_index",
+        "str",
+        "pin the index issue (GitHub allows 3 pinned issues; a failure is only a warning)",
+        default="false",
+        choices=("true", "false"),
+    ),
     Option(
         "dry_run",
         "str",
@@ -180,6 +188,8 @@ class Settings:
     api_url: str = "https://api.github.com"
     job_name: str | None = None
     leg_metadata: Path | None = None
+    issue_label: str = "ivy-matrix"
+    pin_index: bool = False
     dry_run: bool = False
     dashboard_rules: tuple[DashboardRule, ...] = ()
     github_actions: bool = False
@@ -190,6 +200,7 @@ class Settings:
     actor: str | None = None
     event_name: str | None = None
     event_path: Path | None = None
+    graphql_url: str | None = None
 
     def naming_rules(self) -> NamingRules:
         """The naming rules these settings describe (regexes compiled)."""
@@ -417,6 +428,8 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         api_url=_get(values, "api_url", str) or "https://api.github.com",
         job_name=_get(values, "job_name", str),
         leg_metadata=_get(values, "leg_metadata", Path),
+        issue_label=_get(values, "issue_label", str) or "ivy-matrix",
+        pin_index=_get(values, "pin_index", str) == "true",
         dry_run=_get(values, "dry_run", str) == "true",
         dashboard_rules=rules,
         github_actions=env.get("GITHUB_ACTIONS") == "true",
@@ -426,6 +439,7 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         actor=env.get("GITHUB_ACTOR", "").strip() or None,
         event_name=env.get("GITHUB_EVENT_NAME", "").strip() or None,
         event_path=_runner_file(env, "GITHUB_EVENT_PATH"),
+        graphql_url=env.get("GITHUB_GRAPHQL_URL", "").strip() or None,
     )
     _check(settings)
     return settings

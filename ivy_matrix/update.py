@@ -451,13 +451,20 @@ def _update_issue_store(
         return outcome.states
 
     if settings.dry_run:
-        store_states = IssueStore(github.client, github.repository, style=settings.style).load()
+        store_states = IssueStore(
+            github.client, github.repository, label=settings.issue_label, style=settings.style
+        ).load()
         outcome = merge_batches(store_states, batches, settings)
         for key in outcome.changed:
             log.info(f"dry run: would update the issue of dashboard {key}")
         return outcome
     store = IssueStore(
-        github.client, github.repository, style=settings.style, history=settings.history, log=log
+        github.client,
+        github.repository,
+        label=settings.issue_label,
+        style=settings.style,
+        history=settings.history,
+        log=log,
     )
     result = store.update(change)
     if not result.converged:
@@ -483,6 +490,9 @@ def _publish_issues(
         ordered,
         touched=list(outcome.report),
         revision=revision,
+        label=settings.issue_label,
+        pin_index=settings.pin_index,
+        graphql_url=settings.graphql_url,
         dry_run=settings.dry_run,
         log=log,
         style=settings.style,
