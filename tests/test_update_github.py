@@ -274,7 +274,9 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     for leg, backend in enumerate(backends):
         work = tmp_path / backend
         write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
-        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg))
+        env = runner_env(
+            fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="branch, issue"
+        )
         processes.append(
             subprocess.Popen(
                 [
@@ -314,6 +316,17 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     table = fake.read_file("core/gradients.md", "ivy-matrix")
     assert table.count("badge/-failure-red") == 16
     assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "16\n"
+    # Each issue exists once (duplicates from racing creators are closed), and the dashboard
+    # issue shows the newest revision with every leg's column.
+    issues = dashboard_issues(fake)
+    assert set(issues) == {
+        "<!-- ivy-matrix:dashboard=core/gradients -->",
+        "<!-- ivy-matrix:index -->",
+    }
+    body = issues["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    assert "<!-- ivy-matrix:revision=16 -->" in body
+    assert body.count("badge/-failure-red") == 16
+    assert all(len(issue["body"]) <= 65_536 for issue in fake.issues.values())
 
 
 def dashboard_issues(fake: FakeGitHub):
