@@ -48,6 +48,7 @@ from ivy_matrix.render import (
     Style,
     backend_counts,
     compact_cell,
+    compact_table,
     escape_name,
     escape_url,
     render_dashboard,
@@ -348,27 +349,17 @@ def _width(text: str) -> int:
 
 
 def _fit(header: Sequence[str], rows: Sequence[Sequence[str]], start: int, room: int) -> int:
-    """The end of the longest run of rows from ``start`` whose table fits in ``room``.
+    """The end of the longest run of rows from ``start`` whose compact table fits in ``room``.
 
-    Estimated exactly for tabulate's pipe layout (cells padded to the column's display width),
-    then checked by rendering; the check only ever shrinks the run.
+    Exact: a compact table is unpadded, so each row adds its own line and nothing else.
     """
-    count = len(header)
-    widths = [_width(h) + 2 for h in header]
-    fixed = 3 * count + 1  # "| " + " | ".join(...) + " |", per line
-    extra = sum(utf16_len(h) - _width(h) for h in header)  # UTF-16 units beyond display width
+    size = utf16_len(compact_table(header, []))
     end = start
     while end < len(rows):
-        cells = [c.strip() for c in rows[end]]
-        new_widths = [max(w, _width(c)) for w, c in zip(widths, cells, strict=True)]
-        new_extra = extra + sum(utf16_len(c) - _width(c) for c in cells)
-        lines = end - start + 3  # header, separator, rows so far and this one
-        size = lines * (sum(new_widths) + fixed) + new_extra + lines - 1
+        size += 1 + utf16_len("| " + " | ".join(c.strip() for c in rows[end]) + " |")
         if size > room:
             break
-        widths, extra, end = new_widths, new_extra, end + 1
-    while end > start and utf16_len(table(header, rows[start:end])) > room:
-        end -= max(1, (end - start) // 10)
+        end += 1
     return end
 
 
@@ -395,9 +386,9 @@ def _split(
         chunks.append((start, end))
         start, room = end, comment_room
     parts = len(chunks) - 1
-    first = table(header, rows[slice(*chunks[0])]) if chunks[0][1] > chunks[0][0] else ""
+    first = compact_table(header, rows[slice(*chunks[0])]) if chunks[0][1] > chunks[0][0] else ""
     comments = tuple(
-        frame.continuation(table(header, rows[a:b]), part, parts)
+        frame.continuation(compact_table(header, rows[a:b]), part, parts)
         for part, (a, b) in enumerate(chunks[1:], start=1)
     )
     return frame.body(first, parts), comments

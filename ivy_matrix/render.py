@@ -150,6 +150,20 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+def compact_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A pipe table without padding: what GitHub renders the same, in far fewer characters.
+
+    Padding every cell to its column's widest (one failing cell's link) would multiply the
+    size of a large compact table, which is meant for bodies with a size limit.
+    """
+    lines = [
+        "| " + " | ".join(h.strip() for h in header) + " |",
+        "|" + "|".join(":--" for _ in header) + "|",
+    ]
+    lines.extend("| " + " | ".join(c.strip() for c in row) + " |" for row in rows)
+    return "\n".join(lines)
+
+
 def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
     """The dashboard table: one row per test, one column per backend, in first-seen order."""
     draw: Callable[[Entry], str] = ivy_cell if style is Style.IVY else compact_cell
@@ -168,7 +182,8 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
         + [cell_text(row.cells[b].latest) if b in row.cells else "" for b in backends]
         for row in state.rows
     )
-    return table(["", *(escape_name(b) for b in backends)], body)
+    header = ["", *(escape_name(b) for b in backends)]
+    return table(header, body) if style is Style.IVY else compact_table(header, body)
 
 
 def backend_counts(state: DashboardState) -> dict[str, tuple[int, int]]:

@@ -188,7 +188,7 @@ def test_pull_requests_with_the_label_and_marker_are_never_edited(fake):
 def test_no_body_over_the_limit_ever_reaches_github(fake):
     """Big dashboards go compact, then into continuation comments; no write passes 65,536."""
     compact = make_state(GRADIENTS, 200, fail_every=50)
-    split = make_state(RANDOM, 1500)
+    split = make_state(RANDOM, 3000)
     report = publish(fake, [compact, split])
     sent = bodies_sent(fake.writes())
     assert sent
@@ -206,7 +206,7 @@ def test_no_body_over_the_limit_ever_reaches_github(fake):
     )
     assert parse_parts(fake.issues[result.number]["body"]) == len(comments)
     everything = fake.issues[result.number]["body"] + "".join(comments)
-    assert all(f"| test_{i:05d} " in everything for i in range(1500))
+    assert all(f"| test_{i:05d} " in everything for i in range(3000))
 
 
 def test_continuation_comments_are_updated_in_place_and_extras_removed(fake):
