@@ -102,10 +102,11 @@ def test_a_leg_commits_its_column_linked_to_its_job(fake, tmp_path):
     assert fake.requests_to("GET", r"/actions/") == []
 
 
-def test_rerun_with_identical_results_makes_no_write(fake, tmp_path):
-    """Running the same leg again reads the branch and writes nothing at all."""
+@pytest.mark.parametrize("targets", ["branch", "branch, issue"])
+def test_rerun_with_identical_results_makes_no_write(fake, tmp_path, targets):
+    """Running the same leg again reads the branch (and issues) and writes nothing at all."""
     write_results(tmp_path / "results" / "junit.xml", "torch")
-    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_TARGETS=targets)
     assert run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch").returncode == 0
     writes = len(fake.writes())
     again = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
