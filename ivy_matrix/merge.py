@@ -69,6 +69,13 @@ def merge_cell(cell: Cell | None, entry: Entry, history: int) -> Cell:
     entries = list(cell.entries)
     for index, existing in enumerate(entries):
         if existing.run == entry.run:
+            if existing is entry or (
+                existing.outcome is entry.outcome
+                and existing.text == entry.text
+                and existing.source.url == entry.source.url
+                and existing.source.time <= entry.source.time
+            ):
+                return cell  # the same result again (a re-run of the same job's results)
             combined = combine(existing, entry)
             if combined == existing:
                 return cell

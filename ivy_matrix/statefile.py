@@ -10,17 +10,19 @@ Pure: no I/O; the stores read and write the text. Version 1 looks like this::
       "runs": [4519946746, 4519909128],
       "sources": [[4519946746, 1, 7960678746, "https://github.com/o/r/actions/runs/.../job/...",
                    "2026-11-21T10:00:00Z"]],
+      "cells": [[[0, "failure"], [3, "success"]], [[0, "success"]]],
       "backends": [["torch", [4519946746, 1, 7960678746], 0]],
-      "rows": [["test_grad", [4519946746, 1, 7960678746], 0,
-                {"torch": [[0, "failure"], [3, "success"]]}]]
+      "rows": [["test_grad", [4519946746, 1, 7960678746], 0, {"torch": 0}]]
     }
 
 - ``sources`` lists each job once: run id, run attempt, job id (``-1`` when unknown), URL,
   and the time it was recorded (``""`` when unknown).
+- ``cells`` lists each distinct cell history once, newest first: ``[source index, outcome]``
+  and, for cells adopted from an existing table, a third item with the cell's original text.
+  (Most cells of a run are alike: one job, one outcome. A dashboard of 50,000 rows has only a
+  few hundred distinct histories.)
 - ``backends`` and ``rows`` are in display order, each with the run where it first appeared
-  and its position in that run's results.
-- Each cell is its history, newest first: ``[source index, outcome]`` and, for cells adopted
-  from an existing table, a third item with the cell's original text.
+  and its position in that run's results; a row maps each backend to an index in ``cells``.
 - ``runs``: the newest distinct run ids that touched the dashboard, newest first.
 
 Readers refuse documents of another format or of a newer version, with a message that says so.
@@ -45,8 +47,6 @@ from ivy_matrix.model import (
 
 FORMAT = "ivy-matrix-dashboard"
 VERSION = 1
-
-_EntryList = list[int | str]
 
 
 class _MalformedError(ValueError):
@@ -94,22 +94,32 @@ def dump_state(state: DashboardState) -> str:
             by_identity[id(source)] = found
         return found
 
-    # Rows share cells; each distinct cell is serialized once (json.dumps repeats it).
-    histories: dict[int, list[_EntryList]] = {}
+    # Each distinct history once, found by identity first (rows share cell objects), then by
+    # value, so that equal states give the same text however their cells are shared.
+    cell_by_identity: dict[int, int] = {}
+    cell_by_value: dict[tuple[tuple[object, ...], ...], int] = {}
+    histories: list[tuple[tuple[object, ...], ...]] = []
+
+    def cell_index(cell: Cell) -> int:
+        found = cell_by_identity.get(id(cell))
+        if found is None:
+            history = tuple(
+                (index_of(e.source), e.outcome.value)
+                if e.text is None
+                else (index_of(e.source), e.outcome.value, e.text)
+                for e in cell.entries
+            )
+            found = cell_by_value.get(history)
+            if found is None:
+                found = cell_by_value[history] = len(histories)
+                histories.append(history)
+            cell_by_identity[id(cell)] = found
+        return found
+
     rows: list[list[object]] = []
     for row in state.rows:
-        cells: dict[str, list[_EntryList]] = {}
-        for backend, cell in row.cells.items():
-            history = histories.get(id(cell))
-            if history is None:
-                history = histories[id(cell)] = []
-                for entry in cell.entries:
-                    item: _EntryList = [index_of(entry.source), entry.outcome.value]
-                    if entry.text is not None:
-                        item.append(entry.text)
-                    history.append(item)
-            cells[backend] = history
         seen = row.first_seen
+        cells = {backend: cell_index(cell) for backend, cell in row.cells.items()}
         # RunKey is a tuple: json writes it as [run_id, run_attempt, job_id].
         rows.append([row.name, seen.run, seen.seq, cells])
     document = {
@@ -119,6 +129,7 @@ def dump_state(state: DashboardState) -> str:
         "category": state.id.category,
         "runs": list(state.runs),
         "sources": sources,
+        "cells": histories,
         "backends": [[name, seen.run, seen.seq] for name, seen in state.backends],
         "rows": rows,
     }
@@ -149,11 +160,10 @@ def load_state(text: str, *, where: str) -> DashboardState:
         ) from None
 
 
-def _cell(
-    history: tuple[tuple[object, ...], ...], sources: list[Source], outcomes: dict[str, Outcome]
-) -> Cell:
+def _cell(history: list[object], sources: list[Source], outcomes: dict[str, Outcome]) -> Cell:
     entries = []
-    for values in history:
+    for record in history:
+        values = _list(record)
         text = _str(values[2]) if len(values) > 2 else None  # noqa: PLR2004  -- optional third item
         index = _int(values[0])
         if not 0 <= index < len(sources):
@@ -171,21 +181,19 @@ def _decode(document: dict[str, object]) -> DashboardState:
         run = RunKey(_int(run_id), _int(attempt), _int(job_id))
         sources.append(Source(run=run, url=_str(url), time=_str(time)))
     outcomes = {o.value: o for o in Outcome}
-    # Cells are immutable, and most hold the same few entries: decode each distinct history
-    # once and share it, which keeps a large store quick to load and small in memory.
-    cells_seen: dict[tuple[object, ...], Cell] = {}
+    # Decoded once each and shared by every row that has them: quick to load, small in memory.
+    cells = [_cell(_list(history), sources, outcomes) for history in _list(document["cells"])]
     rows = []
     for item in _list(document["rows"]):
-        name, first_run, seq, cells = _list(item)
-        if not isinstance(cells, dict):
-            raise _MalformedError(f"expected an object of cells, got {cells!r:.60}")
+        name, first_run, seq, row_cells = _list(item)
+        if not isinstance(row_cells, dict):
+            raise _MalformedError(f"expected an object of cells, got {row_cells!r:.60}")
         decoded: dict[str, Cell] = {}
-        for backend, history in cells.items():
-            key = tuple(tuple(_list(record)) for record in _list(history))
-            cell = cells_seen.get(key)
-            if cell is None:
-                cell = cells_seen[key] = _cell(key, sources, outcomes)
-            decoded[_str(backend)] = cell
+        for backend, index in row_cells.items():
+            position = _int(index)
+            if not 0 <= position < len(cells):
+                raise _MalformedError(f"cell index {position} out of range")
+            decoded[_str(backend)] = cells[position]
         rows.append(
             Row(name=_str(name), first_seen=Seen(_run(first_run), _int(seq)), cells=decoded)
         )

@@ -55,3 +55,46 @@ def test_newer_versions_and_other_documents_are_refused_clearly():
         load_state("[]", where="f.json")
     with pytest.raises(StoreError, match="malformed"):
         load_state(json.dumps({"format": FORMAT, "version": 1, "sources": "x"}), where="f.json")
+
+
+def test_equal_states_serialize_the_same_however_cells_are_shared():
+    """Two equal states, one sharing a cell object between rows, give the same text."""
+    source = Source(run=RunKey(1, 1, 1), url="u")
+    entry = Entry(source=source, outcome=Outcome.SUCCESS)
+    shared = apply_batch(
+        None, Batch(dashboard=DASH, cells={"a": {"torch": entry}, "b": {"torch": entry}})
+    ).state
+    separate = apply_batch(
+        None,
+        Batch(
+            dashboard=DASH,
+            cells={
+                "a": {"torch": Entry(source=source, outcome=Outcome.SUCCESS)},
+                "b": {
+                    "torch": Entry(
+                        source=Source(run=RunKey(1, 1, 1), url="u"), outcome=Outcome.SUCCESS
+                    )
+                },
+            },
+        ),
+    ).state
+    assert shared == separate
+    assert dump_state(shared) == dump_state(separate)
+    assert len(json.loads(dump_state(shared))["cells"]) == 1
+
+
+def test_cell_indexes_out_of_range_are_malformed():
+    """A row pointing at a cell that is not in the table is refused as malformed."""
+    document = {
+        "format": FORMAT,
+        "version": 1,
+        "title": "t",
+        "category": "",
+        "runs": [],
+        "sources": [],
+        "cells": [],
+        "backends": [],
+        "rows": [["x", [1, 1, 1], 0, {"torch": 0}]],
+    }
+    with pytest.raises(StoreError, match="cell index 0 out of range"):
+        load_state(json.dumps(document), where="f.json")

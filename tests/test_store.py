@@ -85,6 +85,7 @@ def state_document(**changes: object) -> str:
         "category": "core",
         "runs": [],
         "sources": [],
+        "cells": [],
         "backends": [],
         "rows": [],
         **changes,
