@@ -242,6 +242,8 @@ def render_job_summary(
     *,
     totals: Mapping[str, int],
     problems: Sequence[tuple[str, str]],
+    links: Mapping[str, str] | None = None,
+    index_url: str | None = None,
     budget: int = SUMMARY_BUDGET,
 ) -> str:
     """The job summary: totals, each updated dashboard's counts and the rows needing a look.
@@ -254,6 +256,9 @@ def render_job_summary(
         f"{totals['errors']} errors, {totals['skipped']} skipped\n\n"
     )
     parts = [head]
+    if index_url:
+        parts.append(f"All dashboards: {escape_url(index_url)}\n\n")
+    links = links or {}
     if states:
         backends: dict[str, None] = {}
         for state in states:
@@ -261,9 +266,11 @@ def render_job_summary(
         rows = []
         for state in states:
             counts = backend_counts(state)
+            name = escape_name(state.key)
+            if state.key in links:
+                name = f"[{name}]({escape_url(links[state.key]).replace(')', '%29')})"
             rows.append(
-                [escape_name(state.key)]
-                + [f"{counts[b][0]}/{counts[b][1]}" if b in counts else "" for b in backends]
+                [name] + [f"{counts[b][0]}/{counts[b][1]}" if b in counts else "" for b in backends]
             )
         parts.append(table(["dashboard", *(escape_name(b) for b in backends)], rows) + "\n\n")
     if problems:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from ivy_matrix.collect import Collected, Collector, build_batches
 from ivy_matrix.config import FailOn, Settings, Target, require_update_inputs
@@ -41,6 +42,7 @@ from ivy_matrix.merge import Batch, apply_batch, retire_rows
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
 from ivy_matrix.publish import (
+    INDEX_NAME,
     RenderedFile,
     dashboard_file,
     missing_files,
@@ -54,6 +56,7 @@ from ivy_matrix.workflow_commands import Log, append_output, append_summary
 
 if TYPE_CHECKING:
     from ivy_matrix.github_api import GitHubClient
+    from ivy_matrix.issue_target import IssuesReport
 
 EXIT_OK = 0
 EXIT_USER = 1
@@ -76,6 +79,9 @@ class MergeOutcome:
     states: dict[DashboardId, DashboardState]
     report: dict[str, dict[str, object]] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
+    # Where people read the published dashboards (issue or branch file), and the index.
+    urls: dict[str, str] = field(default_factory=dict)
+    index_url: str | None = None
 
 
 def merge_batches(
@@ -425,6 +431,14 @@ def _update_branch(
         )
     else:
         log.info(f"{where} already shows these results: nothing to commit")
+    if not settings.dry_run:
+        base = (
+            f"{settings.server_url.rstrip('/')}/{github.repository}/blob/{quote(settings.branch)}"
+        )
+        outcome.urls = {
+            state.key: f"{base}/{quote(dashboard_file(state))}" for state in outcome.states.values()
+        }
+        outcome.index_url = f"{base}/{INDEX_NAME}"
     return outcome, BranchResult(
         revision=result.revision, commit=result.commit_sha, files=result.files_changed
     )
@@ -467,6 +481,7 @@ def _update_issue_store(
         log=log,
     )
     result = store.update(change)
+    _note_issue_urls(last[0] if last else None, result.report)
     if not result.converged:
         log.warning(
             "other jobs kept rewriting the dashboard issues while this one wrote; some cells "
@@ -501,6 +516,18 @@ def _publish_issues(
         log.info(f"issue of {result.key}: {result.action} {result.url or ''}".rstrip())
     if report.index_url:
         log.info(f"index issue: {report.index_url}")
+    _note_issue_urls(outcome, report)
+
+
+def _note_issue_urls(outcome: MergeOutcome | None, report: IssuesReport) -> None:
+    """Dashboard issues are where people read the dashboards: their URLs win."""
+    if outcome is None:
+        return
+    for result in report.dashboards:
+        if result.url:
+            outcome.urls[result.key] = result.url
+    if report.index_url:
+        outcome.index_url = report.index_url
 
 
 # --------------------------------------------------------------------------- the command
@@ -556,11 +583,17 @@ def run_update(settings: Settings, log: Log) -> int:
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
     totals = _totals(collected)
     changed_cells = sum(int(str(r["changed_cells"])) for r in outcome.report.values())
-    _write_summary(settings, collected, totals, ordered, outcome.report)
+    _write_summary(settings, collected, totals, ordered, outcome)
     if Target.SUMMARY in settings.targets:
         touched = [s for s in ordered if s.key in outcome.report]
         _publish_job_summary(
-            settings, collected, totals, touched, changed_cells=changed_cells, log=log
+            settings,
+            collected,
+            totals,
+            touched,
+            changed_cells=changed_cells,
+            outcome=outcome,
+            log=log,
         )
     log.info(
         f"ivy-matrix: {totals['files']} file(s), {totals['tests']} test cases "
@@ -625,10 +658,11 @@ def _write_summary(
     collected: Collected,
     totals: Mapping[str, int],
     states: Sequence[DashboardState],
-    report: Mapping[str, Mapping[str, object]],
+    outcome: MergeOutcome,
 ) -> None:
     if settings.summary_json is None:
         return
+    report = outcome.report
     dashboards = {}
     for state in states:
         counts = backend_counts(state)
@@ -637,10 +671,12 @@ def _write_summary(
             "rows": len(state.rows),
             "backends": {b: {"passing": p, "total": t} for b, (p, t) in counts.items()},
             "updated": state.key in report,
+            **({"url": outcome.urls[state.key]} if state.key in outcome.urls else {}),
             **report.get(state.key, {}),
         }
     document = {
         "version": 1,
+        "index_url": outcome.index_url,
         "files": [asdict(f) for f in collected.files],
         "totals": dict(totals),
         "dashboards": dashboards,
@@ -660,6 +696,7 @@ def _publish_job_summary(
     touched: Sequence[DashboardState],
     *,
     changed_cells: int,
+    outcome: MergeOutcome,
     log: Log,
 ) -> None:
     """Write the job summary and the step outputs, when the runner provides their files."""
@@ -668,11 +705,20 @@ def _publish_job_summary(
             problems = [(p.source, p.message) for p in collected.problems]
             append_summary(
                 settings.step_summary,
-                render_job_summary(touched, totals=totals, problems=problems),
+                render_job_summary(
+                    touched,
+                    totals=totals,
+                    problems=problems,
+                    links=outcome.urls,
+                    index_url=outcome.index_url,
+                ),
             )
         if settings.github_output is not None:
             outputs = {name.replace("_", "-"): str(value) for name, value in totals.items()}
             outputs["changed-cells"] = str(changed_cells)
+            outputs["dashboard-urls"] = json.dumps(outcome.urls, sort_keys=True)
+            if outcome.index_url:
+                outputs["index-url"] = outcome.index_url
             if settings.summary_json is not None:
                 outputs["summary-json"] = str(settings.summary_json)
             if settings.output_dir is not None:

@@ -376,3 +376,45 @@ def test_issue_target_alone_keeps_state_in_the_issue_and_warns(fake, tmp_path):
     assert "/job/401" in body
     assert "/job/402" in body
     assert fake.ref_sha("heads/ivy-matrix") is None
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    """The name=value lines a step wrote to $GITHUB_OUTPUT (single-line values only)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and "<<" not in line)
+
+
+def test_outputs_and_summary_link_where_the_dashboards_are_published(fake, tmp_path):
+    """Step outputs, the summary JSON and the job summary carry the issue and index URLs."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(
+        fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_TARGETS="branch, issue, summary"
+    )
+    result = run(
+        tmp_path, env, "--junit", "results/*.xml", "--backend", "torch", "--summary-json", "s.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    outputs = read_outputs(tmp_path / "output.txt")
+    issues = dashboard_issues(fake)
+    number = issues["<!-- ivy-matrix:dashboard=core/gradients -->"]["number"]
+    dashboard = f"https://github.com/{REPO}/issues/{number}"
+    index = f"https://github.com/{REPO}/issues/{issues['<!-- ivy-matrix:index -->']['number']}"
+    assert json.loads(outputs["dashboard-urls"]) == {"core/gradients": dashboard}
+    assert outputs["index-url"] == index
+    summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert summary["dashboards"]["core/gradients"]["url"] == dashboard
+    assert summary["index_url"] == index
+    job_summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert f"[core/gradients]({dashboard})" in job_summary
+    assert f"All dashboards: {index}" in job_summary
+
+
+def test_branch_target_links_the_dashboard_files(fake, tmp_path):
+    """With the branch target alone, the URLs point at the files on the branch."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    assert run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch").returncode == 0
+    outputs = read_outputs(tmp_path / "output.txt")
+    base = f"https://github.com/{REPO}/blob/ivy-matrix"
+    assert json.loads(outputs["dashboard-urls"]) == {"core/gradients": f"{base}/core/gradients.md"}
+    assert outputs["index-url"] == f"{base}/README.md"
