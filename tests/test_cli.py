@@ -204,7 +204,8 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
     out = capsys.readouterr().out
     assert code == 0
     summary = read_json(workdir / "summary.json")
-    assert sorted(summary) == ["dashboards", "files", "totals", "version"]
+    assert sorted(summary) == ["dashboards", "files", "index_url", "totals", "version"]
+    assert summary["index_url"] is None  # nothing published on GitHub
     assert summary["version"] == 1
     files = {f["path"]: f for f in summary["files"]}
     assert [f["path"] for f in summary["files"]] == sorted(files)
