@@ -31,6 +31,7 @@ MESSAGE_CAP = 500
 _TEXT_CAP = 4 * MESSAGE_CAP
 
 _JUNIT_ROOTS = frozenset({"testsuites", "testsuite"})
+_new_tuple = tuple.__new__
 
 # Ranks of a testcase's direct result children; a higher rank decides the bucket.
 _PASSED, _SKIPPED, _FAILED, _ERROR = 0, 1, 2, 3
@@ -168,18 +169,22 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
         nonlocal depth, case, case_depth, rank, flaky, message, capture_depth, flaky_count, suite
         if name == "testcase":
             assert case is not None
-            is_flaky = flaky and rank == _PASSED
+            is_flaky = flaky and not rank
             classname = case.get("classname")
-            # Positional: keyword construction of the NamedTuple costs twice as much.
+            # tuple.__new__ straight from C: the NamedTuple's own __new__ is a Python function,
+            # one more call per case.
             on_case(
-                CaseResult(
-                    case.get("name", ""),
-                    case.get("class", "") if classname is None else classname,
-                    case.get("file", ""),
-                    suite,
-                    _STATUS[rank],
-                    is_flaky,
-                    message,
+                _new_tuple(
+                    CaseResult,
+                    (
+                        case.get("name", ""),
+                        case.get("class", "") if classname is None else classname,
+                        case.get("file", ""),
+                        suite,
+                        _STATUS[rank],
+                        is_flaky,
+                        message,
+                    ),
                 )
             )
             tally[rank] += 1
