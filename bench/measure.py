@@ -11,7 +11,8 @@ Kinds:
 - ``expat-handlers``: the same, with no-op start/end element handlers: the cost of calling
   Python once per element, which any pure-Python streaming reader pays (informational).
 - ``junitparser``: the reference, ``JUnitXml.fromfile`` and ``case.result`` per case.
-- ``scan``: ``ivy_matrix.junit.scan_junit`` with an ``on_case`` that buckets by status.
+- ``scan``: ``ivy_matrix.junit.scan_junit``, which classifies every case and counts them per
+  file, with an ``on_case`` that receives each case and does nothing more.
 
 I/O: reads the files given; writes one line to stdout.
 """
@@ -93,23 +94,26 @@ def run_scan(paths: list[str]) -> dict[str, object]:
     from ivy_matrix.junit import scan_junit
     from ivy_matrix.model import CaseResult
 
+    # scan_junit classifies every case itself and returns the per-file counts; on_case receives
+    # each classified case, as the collector does, and here does nothing more.
+    def on_case(case: CaseResult) -> None:
+        pass
+
     counts: Counter[str] = Counter()
     flaky = 0
-
-    def on_case(case: CaseResult) -> None:
-        nonlocal flaky
-        counts[case.status] += 1
-        if case.flaky:
-            flaky += 1
-
     problems = []
     for path in paths:
         with Path(path).open("rb") as f:
-            _, problem = scan_junit(f, source=path, on_case=on_case)
+            file_counts, problem = scan_junit(f, source=path, on_case=on_case)
         if problem is not None:
             problems.append(problem.message)
+        counts["passed"] += file_counts.passed
+        counts["skipped"] += file_counts.skipped
+        counts["failed"] += file_counts.failed
+        counts["error"] += file_counts.errors
+        flaky += file_counts.flaky
     return {
-        "counts": {str(k): v for k, v in counts.items()},
+        "counts": dict(counts),
         "cases": sum(counts.values()),
         "flaky": flaky,
         "problems": problems,

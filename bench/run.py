@@ -454,7 +454,7 @@ def ratios(r: Json) -> dict[str, float | None]:
             # Reading kinds ran in interleaved rounds: the median of the per-round ratios
             # pairs each run with its neighbour, so the machine's slow spells cancel out.
             pairs = zip(r[a]["walls_s"], r[b]["walls_s"], strict=True)
-            return round(statistics.median(x / y for x, y in pairs), 2)
+            return round(statistics.median(float(x) / float(y) for x, y in pairs), 2)
         return round(float(r[a][key]) / float(r[b][key]), 2)
 
     return {
