@@ -450,11 +450,9 @@ def ratios(r: Json) -> dict[str, float | None]:
     def ratio(a: str, b: str, key: str = "wall_s") -> float | None:
         if not ok(r, a, b):
             return None
-        if key == "wall_s" and a in READ_KINDS and b in READ_KINDS:
-            # Reading kinds ran in interleaved rounds: the median of the per-round ratios
-            # pairs each run with its neighbour, so the machine's slow spells cancel out.
-            pairs = zip(r[a]["walls_s"], r[b]["walls_s"], strict=True)
-            return round(statistics.median(float(x) / float(y) for x, y in pairs), 2)
+        # Best of N against best of N (the reading kinds in interleaved rounds): noise only
+        # ever adds time, so the best runs are the steadiest measure of the code (as timeit's
+        # documentation advises).
         return round(float(r[a][key]) / float(r[b][key]), 2)
 
     return {
