@@ -360,8 +360,9 @@ def _update_local(
             for key in outcome.changed:
                 log.info(f"dry run: would save the state of {key} in {settings.store}")
             return outcome, source_for, []
+        by_key = {state.key: state for state in outcome.states.values()}
         for key in outcome.changed:
-            store.save(next(s for s in outcome.states.values() if s.key == key))
+            store.save(by_key[key])
         # Still under the lock: a slower process must not overwrite newer files.
         written = _write_output(settings, outcome)
     return outcome, source_for, written
