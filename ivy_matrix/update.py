@@ -37,7 +37,7 @@ from ivy_matrix.joblinks import (
     leg_metadata_json,
     read_leg_metadata,
 )
-from ivy_matrix.links import cell_url, job_url
+from ivy_matrix.links import cell_url
 from ivy_matrix.merge import Batch, apply_batch, retire_rows
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
@@ -308,7 +308,8 @@ def resolve_sources(
     return lambda backend: sources.get(backend, fallback)
 
 
-def _write_leg_metadata(settings: Settings, source: Source, log: Log) -> None:
+def _check_leg_metadata(settings: Settings) -> None:
+    """Refuse up front (before any write) what leg-metadata cannot describe."""
     if settings.leg_metadata is None:
         return
     if not settings.backend or settings.run_id is None:
@@ -316,13 +317,22 @@ def _write_leg_metadata(settings: Settings, source: Source, log: Log) -> None:
             "leg-metadata needs the leg's backend and run: give --backend and --run-id "
             "(on a runner, GITHUB_RUN_ID gives the run)"
         )
+    if not (settings.repository or settings.job_url):
+        raise InputError(
+            "leg-metadata needs a link for the leg's cells: give --repository OWNER/REPO "
+            "(on a runner, GITHUB_REPOSITORY gives it) or --job-url"
+        )
+
+
+def _write_leg_metadata(settings: Settings, source: Source, log: Log) -> None:
+    if settings.leg_metadata is None or settings.backend is None or settings.run_id is None:
+        return
     metadata = LegMetadata(
         backend=settings.backend,
         run_id=settings.run_id,
         run_attempt=settings.run_attempt,
         job_id=None if source.run.job_id < 0 else source.run.job_id,
-        job_url=source.url
-        or job_url(settings.server_url, settings.repository or "", settings.run_id, 0),
+        job_url=source.url,
     )
     if settings.dry_run:
         log.info(f"dry run: would write {settings.leg_metadata}")
@@ -538,6 +548,7 @@ def run_update(settings: Settings, log: Log) -> int:
     """Run ``ivy-matrix update``; return the exit code."""
     started = time.monotonic()
     require_update_inputs(settings)
+    _check_leg_metadata(settings)
     collected = read_results(settings, log)
     read_seconds = time.monotonic() - started
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -853,3 +853,17 @@ def test_failed_tests_are_annotated_up_to_a_cap(workdir, capsys):
     assert annotations[0] == f"::warning file=r.xml,title={title}::assert 1 == 2"
     assert "::notice::2 more failed test case(s) are not annotated" in out
     assert error_lines(out) == []
+
+
+def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdir, capsys):
+    """leg-metadata needs the run and a link; without them nothing is stored at all."""
+    write_junit(workdir / "r.xml", [("test_x", "passed")])
+    code = main(
+        ["update", "--junit", "r.xml", "--backend", "torch", "--leg-metadata", "leg.json"],
+        {"GITHUB_ACTIONS": "true"},
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "leg-metadata needs the leg's backend and run" in error_lines(out)[0]
+    assert not (workdir / ".ivy-matrix").exists()
+    assert not (workdir / "leg.json").exists()
