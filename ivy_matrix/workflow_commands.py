@@ -54,7 +54,8 @@ class Log:
             print(head + _escape_data(message), file=self.stream, flush=True)
         else:
             where = f"{file}:{line}: " if file and line else f"{file}: " if file else ""
-            print(f"{kind}: {where}{message}", file=self.stream, flush=True)
+            what = f"{title}: " if title else ""
+            print(f"{kind}: {where}{what}{message}", file=self.stream, flush=True)
 
     def warning(
         self,
