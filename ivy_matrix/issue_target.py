@@ -227,10 +227,16 @@ class _Writer:
         return back
 
     def write_body(self, issue: Issue, body: str, *, revision: int | None) -> tuple[Issue, bool]:
-        """PATCH the body, read it back, retry once on a mismatch; (issue, verified)."""
+        """PATCH the body and check that it took, retry once on a mismatch; (issue, verified).
+
+        The edit's own answer carries the body GitHub stored; only when it differs (a write
+        accepted but not applied has been reported) is the issue read again.
+        """
         back = issue
         for attempt in range(2):
-            self.client.update_issue(self.repo, issue.number, body=body)
+            back = self.client.update_issue(self.repo, issue.number, body=body)
+            if back.body == body:
+                return back, True  # the answer to the edit shows it applied
             back = self.client.get_issue(self.repo, issue.number)
             if back.body == body:
                 return back, True
@@ -330,9 +336,13 @@ class _Writer:
         if not candidates:
             return self._create_dashboard(state, revision=revision, with_state=with_state)
         current = candidates[0]
-        if revision is not None:
-            current = self.client.get_issue(self.repo, current.number)
         theirs = parse_revision(current.body)
+        if revision is not None and (theirs is None or theirs < revision):
+            # This run will write: read the body once more just before, so that a newer
+            # revision written since the listing is not replaced. (A listed body at this
+            # revision or newer needs no request: it is left as it is, or is unchanged.)
+            current = self.client.get_issue(self.repo, current.number)
+            theirs = parse_revision(current.body)
         if revision is not None and theirs is not None and theirs > revision:
             self.log.info(
                 f"dashboard {state.key}: issue #{current.number} shows revision {theirs}, newer "

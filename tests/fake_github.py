@@ -120,12 +120,15 @@ class Fault:
     only delays (``delay`` seconds, or until ``wait`` is set) and then serves normally, which
     lets a test force an interleaving. ``after_write=True`` applies the request first and then
     answers with the fault, the "5xx after commit" case that makes retried POSTs duplicate.
+    ``silent=True`` answers a write with success but does not apply it: the object is served as
+    a GET of the same path would (GitHub has been reported to do this with large bodies).
     """
 
     method: str = ".*"
     path: str = ".*"
     status: int | None = 502
     after_write: bool = False
+    silent: bool = False
     times: int = 1
     retry_after: int | None = None
     message: str | None = None
@@ -383,6 +386,7 @@ class FakeGitHub:
         path: str = ".*",
         status: int | None = 502,
         after_write: bool = False,
+        silent: bool = False,
         times: int = 1,
         retry_after: int | None = None,
         message: str | None = None,
@@ -396,6 +400,7 @@ class FakeGitHub:
             path=path,
             status=status,
             after_write=after_write,
+            silent=silent,
             times=times,
             retry_after=retry_after,
             message=message,
@@ -742,6 +747,9 @@ class FakeGitHub:
                 "Conditional request headers are not allowed in unsafe requests unless supported "
                 "by the endpoint",
             )
+        if fault is not None and fault.silent:
+            handler, req.params = self._route("GET", path)
+            return handler(req)
         if fault is not None and not fault.after_write:
             return self._fault_response(fault)
         if self.config.fail_rate and self._rng.random() < self.config.fail_rate:
