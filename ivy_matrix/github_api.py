@@ -49,7 +49,9 @@ CONTENTS_WRITE = "contents: write"
 ACTIONS_READ = "actions: read"
 ISSUES_WRITE = "issues: write"
 
-DEFAULT_RETRIES = 5
+# Eight retries with backoff from 1 s (capped at 60 s) ride out about three minutes of
+# transient errors, inside DEFAULT_MAX_WAIT, before the step gives up with a clear message.
+DEFAULT_RETRIES = 8
 DEFAULT_MAX_WAIT = 300.0
 # Without retry-after and with budget left, GitHub says: wait at least one minute.
 SECONDARY_WAIT = 60.0

@@ -65,6 +65,9 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.render import Style
 
 DEFAULT_LABEL = "ivy-matrix"
+# After writing with a revision: wait this long (seconds, jittered), then check once more.
+SETTLE_DELAY = (1.0, 3.0)
+SETTLE_ROUNDS = 2
 LABEL_COLOR = "0e8a16"
 LABEL_DESCRIPTION = "Test dashboards kept up to date by ivy-matrix"
 _INDEX_KEY = "\0index"  # cannot collide with a dashboard key in the maps below
@@ -575,12 +578,19 @@ def publish_issues(
     style: Style = Style.IVY,
     graphql_url: str | None = None,
     budget: int = DEFAULT_BUDGET,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+    settle: tuple[float, float] = SETTLE_DELAY,
 ) -> IssuesReport:
     """Publish each dashboard as an issue, and the index issue; see the module docstring.
 
     Dashboards whose keys are in ``touched`` are (re)written; the others only get an issue if
     they have none yet. ``states`` are every dashboard (the index counts them all). With
     ``dry_run`` nothing is written: the report lists the writes in ``planned``.
+
+    With ``revision``, after writing it waits a jittered moment (``settle`` seconds), lists
+    the issues again and rewrites any that a slower job meanwhile replaced with an older
+    revision: issue edits have no compare-and-swap, so the newest writer checks its work.
     """
     writer = _Writer(
         client, repo, label=label, dry_run=dry_run, log=log or _Quiet(), style=style, budget=budget
@@ -602,6 +612,16 @@ def publish_issues(
         # Another job created this dashboard's issue first: ours is closed, theirs is written.
         writer.log.info(f"dashboard {key}: issue #{keep.number} came first; closing #{mine.number}")
         written[key] = writer.publish(by_key[key], [keep, mine], revision=revision)
+    if revision is not None and not dry_run:
+        _settle(
+            writer,
+            by_key,
+            written,
+            revision=revision,
+            sleep=sleep,
+            rng=rng or random.Random(),  # noqa: S311  -- jitter, not cryptography
+            delay=settle,
+        )
     index_result = None
     if index:
         index_result = _publish_index(
@@ -613,6 +633,43 @@ def publish_issues(
         planned=tuple(writer.planned),
         warnings=tuple(writer.warnings),
     )
+
+
+def _settle(
+    writer: _Writer,
+    by_key: Mapping[str, DashboardState],
+    written: dict[str, _Written],
+    *,
+    revision: int,
+    sleep: Callable[[float], None],
+    rng: random.Random,
+    delay: tuple[float, float],
+) -> None:
+    """Rewrite issues that a slower job replaced with an older revision after we wrote them.
+
+    A job that read revision 14, then wrote 15 after this job wrote 16, leaves revision 15
+    showing. The newest writer notices on one more listing and writes again.
+    """
+    ours = {
+        key
+        for key, w in written.items()
+        if w.result.action in {IssueAction.CREATED, IssueAction.UPDATED}
+    }
+    for _ in range(SETTLE_ROUNDS):
+        if not ours:
+            return
+        sleep(rng.uniform(*delay))
+        found = writer.find()
+        stale = [
+            key
+            for key in sorted(ours)
+            if found.by_key.get(key) and (parse_revision(found.by_key[key][0].body) or 0) < revision
+        ]
+        if not stale:
+            return
+        for key in stale:
+            writer.log.info(f"dashboard {key}: an older revision replaced ours; writing again")
+            written[key] = writer.publish(by_key[key], found.by_key[key], revision=revision)
 
 
 def _publish_index(

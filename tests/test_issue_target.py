@@ -32,7 +32,7 @@ from ivy_matrix.issues import (
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style
-from tests.conftest import fake_client
+from tests.conftest import fake_client, quick_sleep
 from tests.fake_github import FakeGitHub, RequestRecord
 
 REPO = "acme/widgets"
@@ -92,6 +92,7 @@ def make_state(
 def publish(fake: FakeGitHub, states, *, touched=None, revision=None, **options) -> IssuesReport:
     with client(fake) as gh:
         keys = [s.key for s in states] if touched is None else touched
+        options.setdefault("sleep", quick_sleep)
         return publish_issues(gh, REPO, states, touched=keys, revision=revision, **options)
 
 
@@ -462,3 +463,30 @@ def test_an_applied_edit_needs_no_read_back(fake):
     publish(fake, [make_state(GRADIENTS, 5, run=101)], index=False)
     # One read just before the write (the revision check), none after it.
     assert len(fake.requests_to("GET", rf"/issues/{number}$")) <= before + 1
+
+
+def test_the_newest_writer_restores_its_revision_after_a_slower_job_overwrote_it(fake):
+    """A slower job that writes revision 3 after revision 5 was written is corrected at once."""
+    number = (
+        publish(fake, [make_state(GRADIENTS, 4, run=104)], revision=4)
+        .result("core/gradients")
+        .number
+    )
+    assert number is not None
+
+    def overwrite_with_an_older_revision(_seconds: float) -> None:
+        # What a slower job does between our write and our check: it writes revision 3.
+        with fake.lock:
+            body = fake.issues[number]["body"]
+            fake.issues[number]["body"] = body.replace("revision=5", "revision=3")
+
+    lines = Lines()
+    publish(
+        fake,
+        [make_state(GRADIENTS, 5, run=105)],
+        revision=5,
+        log=lines,
+        sleep=overwrite_with_an_older_revision,
+    )
+    assert "<!-- ivy-matrix:revision=5 -->" in fake.issues[number]["body"]
+    assert any("an older revision replaced ours; writing again" in line for line in lines.infos)
