@@ -24,6 +24,7 @@ from ivy_matrix.adopt import adopt_table
 from ivy_matrix.config import (
     OPTIONS,
     Settings,
+    Target,
     environ,
     load_settings,
     parse_dashboard,
@@ -32,7 +33,7 @@ from ivy_matrix.errors import InputError, IvyMatrixError
 from ivy_matrix.model import DashboardId
 from ivy_matrix.publish import render_files, write_files
 from ivy_matrix.store import LocalStore
-from ivy_matrix.update import EXIT_OK, EXIT_USER, run_update
+from ivy_matrix.update import EXIT_OK, EXIT_USER, adopt_into_branch, run_update
 from ivy_matrix.workflow_commands import Log
 
 EXIT_BUG = 2
@@ -102,7 +103,20 @@ def _parser() -> argparse.ArgumentParser:
     adopt.add_argument("--dashboard", required=True, help="[category/]title of the dashboard")
     adopt.add_argument("file", type=Path, help="the markdown file holding the table")
     adopt.add_argument("--force", action="store_true", help="replace a dashboard already stored")
-    add_options(adopt, ("store", "config"))
+    add_options(
+        adopt,
+        (
+            "store",
+            "config",
+            "targets",
+            "branch",
+            "token",
+            "api_url",
+            "repository",
+            "style",
+            "dry_run",
+        ),
+    )
     render = commands.add_parser("render", help="write every stored dashboard and the index")
     add_options(render, _STORE_OPTIONS)
     return parser
@@ -141,6 +155,12 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
     except UnicodeDecodeError as error:
         raise InputError(f"cannot adopt {file}: it is not UTF-8 text ({error.reason})") from None
     state = adopt_table(text, dashboard_id)
+    cells = sum(len(row.cells) for row in state.rows)
+    summary = f"{len(state.rows)} rows, {len(state.backends)} backends, {cells} cells"
+    if Target.BRANCH in settings.targets:
+        adopt_into_branch(settings, state, force=force, log=log)
+        log.info(f"adopted {file} as dashboard {dashboard_id.key} on the branch: {summary}")
+        return EXIT_OK
     store = LocalStore(settings.store)
     with store.locked():
         if store.load(dashboard_id) is not None and not force:
@@ -149,11 +169,7 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
                 f"pass --force to replace it with {file}"
             )
         store.save(state)
-    cells = sum(len(row.cells) for row in state.rows)
-    log.info(
-        f"adopted {file} as dashboard {dashboard_id.key}: {len(state.rows)} rows, "
-        f"{len(state.backends)} backends, {cells} cells"
-    )
+    log.info(f"adopted {file} as dashboard {dashboard_id.key}: {summary}")
     return EXIT_OK
 
 

@@ -541,6 +541,36 @@ def _note_issue_urls(outcome: MergeOutcome | None, report: IssuesReport) -> None
         outcome.index_url = report.index_url
 
 
+def adopt_into_branch(
+    settings: Settings, state: DashboardState, *, force: bool, log: Log
+) -> tuple[str, ...]:
+    """Put an adopted dashboard on the dashboard branch (one commit); return the files written."""
+    from ivy_matrix.branch_store import BranchStore  # noqa: PLC0415  -- only with the branch target
+
+    github = GitHub(settings)
+    try:
+        store = BranchStore(github.client, github.repository, settings.branch)
+
+        def change(
+            states: Mapping[DashboardId, DashboardState],
+        ) -> tuple[dict[DashboardId, DashboardState], list[RenderedFile]]:
+            if state.id in states and not force:
+                raise InputError(
+                    f"dashboard {state.key!r} already has state on branch {settings.branch}; "
+                    f"pass --force to replace it"
+                )
+            ordered = sorted({**states, state.id: state}.values(), key=lambda s: s.key)
+            return {state.id: state}, render_files(ordered, style=settings.style, only=[state.key])
+
+        result = store.update(change, f"ivy-matrix: adopt {state.key}", dry_run=settings.dry_run)
+    finally:
+        github.close()
+    where = f"branch {settings.branch} of {github.repository}"
+    verb = "would commit" if settings.dry_run else "committed"
+    log.info(f"{verb} {len(result.files_changed)} file(s) to {where}")
+    return result.files_changed
+
+
 # --------------------------------------------------------------------------- the command
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from ivy_matrix.model import DashboardId
 from ivy_matrix.statefile import load_state
+from tests.conftest import shared_dir
 from tests.fake_github import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -418,3 +419,75 @@ def test_branch_target_links_the_dashboard_files(fake, tmp_path):
     base = f"https://github.com/{REPO}/blob/ivy-matrix"
     assert json.loads(outputs["dashboard-urls"]) == {"core/gradients": f"{base}/core/gradients.md"}
     assert outputs["index-url"] == f"{base}/README.md"
+
+
+def test_adopted_ivy_table_on_the_branch_then_one_leg_changes_one_cell(fake, tmp_path):
+    """adopt --targets branch puts a seed on the branch byte for byte; a leg then changes one cell."""
+    seed = min(shared_dir("ivy-seeds").glob("0*.txt"))
+    text = seed.read_text(encoding="utf-8")
+    env = runner_env(fake, tmp_path)
+    adopt = subprocess.run(
+        [
+            sys.executable,
+            str(ENTRYPOINT),
+            "adopt",
+            "--dashboard",
+            "core/gradients",
+            str(seed),
+            "--targets",
+            "branch",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert adopt.returncode == 0, adopt.stdout + adopt.stderr
+    assert fake.read_file("core/gradients.md", "ivy-matrix") == text
+    again = subprocess.run(
+        [
+            sys.executable,
+            str(ENTRYPOINT),
+            "adopt",
+            "--dashboard",
+            "core/gradients",
+            str(seed),
+            "--targets",
+            "branch",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert again.returncode == 1
+    assert "pass --force" in again.stdout
+
+    first_row = text.splitlines()[2].split("|")[1].strip()
+    results = tmp_path / "leg" / "junit.xml"
+    results.parent.mkdir()
+    results.write_text(
+        f'<testsuites><testsuite><testcase classname="{MODULE}" name="{first_row}[torch-cpu]"/>'
+        "</testsuite></testsuites>",
+        encoding="utf-8",
+    )
+    result = run(
+        tmp_path / "leg",
+        runner_env(fake, tmp_path / "leg", IVY_MATRIX_JOB_ID="888"),
+        "--junit",
+        "junit.xml",
+        "--backend",
+        "torch",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    before = text.splitlines()
+    after = fake.read_file("core/gradients.md", "ivy-matrix").splitlines()
+    changed = [
+        i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a.split() != b.split()
+    ]
+    assert changed == [2]
+    assert "/job/888" in after[2]
