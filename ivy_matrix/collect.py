@@ -42,10 +42,6 @@ class Collected:
     failures: list[Failure] = field(default_factory=list)
 
     @property
-    def case_count(self) -> int:
-        return sum(f.tests for f in self.files)
-
-    @property
     def backends(self) -> list[str]:
         """Every backend that has a cell, in first-seen order."""
         found: dict[str, None] = {}
@@ -53,10 +49,6 @@ class Collected:
             for cells in rows.values():
                 found.update(dict.fromkeys(cells))
         return list(found)
-
-    @property
-    def cell_count(self) -> int:
-        return sum(len(b) for rows in self.dashboards.values() for b in rows.values())
 
 
 FAILURES_KEPT = 50

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -477,12 +477,3 @@ def require_update_inputs(settings: Settings) -> None:
             "no backend given: pass --backend NAME for one matrix leg, or --backend-from-path "
             "REGEX / --backend-from-test REGEX with a (?P<backend>...) group"
         )
-
-
-def describe(settings: Settings) -> Sequence[str]:
-    """A few lines for the log that say where results go and how cells will link."""
-    return [
-        f"store: {settings.store}",
-        f"run: {settings.run_id or 'unknown'} attempt {settings.run_attempt}"
-        + (f", job {settings.job_id}" if settings.job_id else ""),
-    ]

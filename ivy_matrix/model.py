@@ -45,15 +45,6 @@ class Outcome(StrEnum):
 _SEVERITY = {Outcome.SKIPPED: 0, Outcome.SUCCESS: 1, Outcome.FLAKY: 2, Outcome.FAILURE: 3}
 
 
-def outcome_of(status: CaseStatus, *, flaky: bool) -> Outcome:
-    """Map a test case's status to the outcome its cell shows."""
-    if status is CaseStatus.FAILED or status is CaseStatus.ERROR:
-        return Outcome.FAILURE
-    if status is CaseStatus.SKIPPED:
-        return Outcome.SKIPPED
-    return Outcome.FLAKY if flaky else Outcome.SUCCESS
-
-
 def worst(a: Outcome, b: Outcome) -> Outcome:
     """Return the more severe of two outcomes."""
     return a if _SEVERITY[a] >= _SEVERITY[b] else b

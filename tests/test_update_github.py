@@ -66,10 +66,12 @@ def runner_env(fake: FakeGitHub, work: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def run(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def run(
+    work: Path, env: dict[str, str], *args: str, command: str = "update"
+) -> subprocess.CompletedProcess[str]:
     work.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
-        [sys.executable, str(ENTRYPOINT), "update", *args],
+        [sys.executable, str(ENTRYPOINT), command, *args],
         cwd=work,
         env=env,
         capture_output=True,
@@ -426,44 +428,11 @@ def test_adopted_ivy_table_on_the_branch_then_one_leg_changes_one_cell(fake, tmp
     seed = min(shared_dir("ivy-seeds").glob("0*.txt"))
     text = seed.read_text(encoding="utf-8")
     env = runner_env(fake, tmp_path)
-    adopt = subprocess.run(
-        [
-            sys.executable,
-            str(ENTRYPOINT),
-            "adopt",
-            "--dashboard",
-            "core/gradients",
-            str(seed),
-            "--targets",
-            "branch",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    adopt_args = ("--dashboard", "core/gradients", str(seed), "--targets", "branch")
+    adopt = run(tmp_path, env, *adopt_args, command="adopt")
     assert adopt.returncode == 0, adopt.stdout + adopt.stderr
     assert fake.read_file("core/gradients.md", "ivy-matrix") == text
-    again = subprocess.run(
-        [
-            sys.executable,
-            str(ENTRYPOINT),
-            "adopt",
-            "--dashboard",
-            "core/gradients",
-            str(seed),
-            "--targets",
-            "branch",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    again = run(tmp_path, env, *adopt_args, command="adopt")
     assert again.returncode == 1
     assert "pass --force" in again.stdout
 
