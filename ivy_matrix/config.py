@@ -246,19 +246,64 @@ def _split_list(value: str) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
 
 
-def _from_file(path: Path) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+class _AliasError(yaml.YAMLError):
+    """The config file uses a YAML alias (``*name``)."""
+
+    def __init__(self, anchor: str, line: int) -> None:
+        super().__init__(anchor, line)
+        self.anchor = anchor
+        self.line = line
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML's safe loader without aliases: ``*name`` is refused, so no alias bomb can expand."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in PyYAML's stubs
+            raise _AliasError(str(event.anchor), event.start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+def _read_config(path: Path) -> str:
+    """The config file's text: at most MAX_CONFIG_BYTES of UTF-8, whatever kind of file it is."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as error:
         raise InputError(
             f"input 'config' got {str(path)!r}: cannot read it ({error.strerror or error})"
         ) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InputError(
+            f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file "
+            f"holds settings and dashboard rules: give a smaller file"
+        )
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(f"config file {path} is not UTF-8 text ({error.reason})") from None
+
+
+def _from_file(path: Path) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+    text = _read_config(path)
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506  -- a SafeLoader subclass
+    except _AliasError as error:
+        raise InputError(
+            f"config file {path} line {error.line}: the YAML alias *{error.anchor} is not "
+            f"allowed (a config file has no need for anchors and aliases); write the value out"
+        ) from None
     except yaml.YAMLError as error:
         raise InputError(f"config file {path} is not valid YAML: {error}") from None
+    except RecursionError:
+        raise InputError(
+            f"config file {path} is nested too deeply to be an ivy-matrix config; "
+            f"a config file is a mapping of settings"
+        ) from None
     if raw is None:
         return {}, ()
     if not isinstance(raw, dict):
