@@ -318,6 +318,17 @@ def test_written_files_respect_the_umask(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.md", "store"]
 
 
+def test_errors_inside_the_locked_block_are_not_blamed_on_the_lock(tmp_path):
+    """An OSError raised by the work done under the lock passes through as itself."""
+    store = LocalStore(tmp_path)
+
+    with pytest.raises(BrokenPipeError), store.locked():
+        raise BrokenPipeError(32, "Broken pipe")
+
+    with store.locked():  # and the lock was released
+        pass
+
+
 # --- concurrent writers ----------------------------------------------------------------------------
 
 PROCESSES = 8
