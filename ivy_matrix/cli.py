@@ -48,6 +48,7 @@ _METAVARS = {
     "repository": "OWNER/REPO",
     "server_url": "URL",
     "store": "DIR",
+    "lock_timeout": "SECONDS",
     "output_dir": "DIR",
     "config": "FILE",
     "summary_json": "FILE",
@@ -107,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         adopt,
         (
             "store",
+            "lock_timeout",
             "config",
             "targets",
             "branch",
@@ -162,7 +164,7 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
         log.info(f"adopted {file} as dashboard {dashboard_id.key} on the branch: {summary}")
         return EXIT_OK
     store = LocalStore(settings.store)
-    with store.locked():
+    with store.locked(timeout=settings.lock_timeout, on_wait=log.info):
         if store.load(dashboard_id) is not None and not force:
             raise InputError(
                 f"dashboard {dashboard_id.key!r} already has state in {settings.store}; "

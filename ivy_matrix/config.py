@@ -27,6 +27,7 @@ from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.render import Style
+from ivy_matrix.store import DEFAULT_LOCK_TIMEOUT
 
 _T = TypeVar("_T")
 
@@ -94,6 +95,13 @@ OPTIONS: tuple[Option, ...] = (
         default=DEFAULT_SERVER_URL,
     ),
     Option("store", "path", "the local state directory", default=DEFAULT_STORE),
+    Option(
+        "lock_timeout",
+        "int",
+        "seconds to wait for the store's lock while another update holds it, then exit 1 "
+        "naming the holder (0: do not wait)",
+        default=str(DEFAULT_LOCK_TIMEOUT),
+    ),
     Option("output_dir", "path", "write the dashboards and the index here"),
     Option("config", "path", "a YAML config file"),
     Option("summary_json", "path", "write a JSON summary of the update here"),
@@ -175,6 +183,7 @@ class Settings:
     repository: str | None = None
     server_url: str = DEFAULT_SERVER_URL
     store: Path = Path(DEFAULT_STORE)
+    lock_timeout: int = DEFAULT_LOCK_TIMEOUT
     output_dir: Path | None = None
     config: Path | None = None
     summary_json: Path | None = None
@@ -460,6 +469,7 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         repository=_get(values, "repository", str),
         server_url=_get(values, "server_url", str) or DEFAULT_SERVER_URL,
         store=_get(values, "store", Path) or Path(DEFAULT_STORE),
+        lock_timeout=_default(_get(values, "lock_timeout", int), DEFAULT_LOCK_TIMEOUT),
         output_dir=_get(values, "output_dir", Path),
         config=_get(values, "config", Path),
         summary_json=_get(values, "summary_json", Path),
@@ -493,6 +503,10 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
 def _check(settings: Settings) -> None:
     if settings.run_attempt < 1:
         raise InputError(f"input 'run-attempt' got {settings.run_attempt}: attempts start at 1")
+    if settings.lock_timeout < 0:
+        raise InputError(
+            f"input 'lock-timeout' got {settings.lock_timeout}: give seconds, 0 or more"
+        )
     if settings.history < 1:
         raise InputError(f"input 'history' got {settings.history}: keep at least 1 result per cell")
     if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:

@@ -357,7 +357,7 @@ def _update_local(
     now: str,
 ) -> tuple[MergeOutcome, Callable[[str], Source], list[str]]:
     store = LocalStore(settings.store)
-    with store.locked():
+    with store.locked(timeout=settings.lock_timeout, on_wait=log.info):
         states = {state.id: state for state in store.load_all()}
         run_id = settings.run_id
         if run_id is None:
