@@ -176,6 +176,12 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
 def _render(settings: Settings, log: Log) -> int:
     if settings.output_dir is None:
         raise InputError("render needs --output-dir DIR (or IVY_MATRIX_OUTPUT_DIR)")
+    if not settings.store.is_dir():
+        # An empty index written over the real one would look like success.
+        raise InputError(
+            f"cannot render: the store {settings.store} does not exist; pass --store with "
+            f"the folder that 'ivy-matrix update' wrote"
+        )
     states = LocalStore(settings.store).load_all()
     written = write_files(settings.output_dir, render_files(states, style=settings.style))
     log.info(
