@@ -14,6 +14,7 @@ Exit codes: 0 done (warnings included), 1 something the user must fix (the messa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -162,12 +163,16 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
         log.info(f"adopted {file} as dashboard {dashboard_id.key} on the branch: {summary}")
         return EXIT_OK
     store = LocalStore(settings.store)
-    with store.locked():
+    # A dry run takes no lock: the lock file (and the store folder) would be a write.
+    with contextlib.nullcontext() if settings.dry_run else store.locked():
         if store.load(dashboard_id) is not None and not force:
             raise InputError(
                 f"dashboard {dashboard_id.key!r} already has state in {settings.store}; "
                 f"pass --force to replace it with {file}"
             )
+        if settings.dry_run:
+            log.info(f"dry run: would save the state of {dashboard_id.key} in {settings.store}")
+            return EXIT_OK
         store.save(state)
     log.info(f"adopted {file} as dashboard {dashboard_id.key}: {summary}")
     return EXIT_OK

@@ -188,3 +188,18 @@ def test_a_dry_run_on_a_used_store_plans_exactly_the_files_that_change(workdir, 
     after = tree(workdir / "out")
     assert plan == sorted(path for path in after if after[path] != out.get(path))
     assert plan == ["README.md", "core/gradients.md"]
+
+
+def test_adopt_with_dry_run_writes_no_store(workdir, capsys):
+    """adopt --dry-run true reads the table and says what it would save, but creates no store."""
+    write_junit(workdir / "a.xml", [("test_grad", "passed")])
+    assert update("--junit", "a.xml", "--backend", "torch", "--output-dir", "out") == 0
+    table = (workdir / "out" / "core" / "gradients.md").read_text(encoding="utf-8")
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+    capsys.readouterr()
+
+    code = main(["adopt", "--dashboard", "x", "t.md", "--store", "fresh", "--dry-run", "true"], {})
+
+    assert code == 0
+    assert "dry run: would save the state of x in fresh" in capsys.readouterr().out
+    assert not (workdir / "fresh").exists()
