@@ -652,7 +652,10 @@ def run_update(settings: Settings, log: Log) -> int:
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
     totals = _totals(collected)
     changed_cells = sum(int(str(r["changed_cells"])) for r in outcome.report.values())
-    _write_summary(settings, collected, totals, ordered, outcome)
+    if settings.dry_run and settings.summary_json is not None:
+        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
+    else:
+        _write_summary(settings, collected, totals, ordered, outcome)
     if Target.SUMMARY in settings.targets:
         touched = [s for s in ordered if s.key in outcome.report]
         _publish_job_summary(

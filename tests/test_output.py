@@ -156,7 +156,7 @@ def test_a_dry_run_writes_nothing_and_lists_what_the_real_run_writes(workdir, ca
     write_junit(workdir / "b.xml", [("test_linear", "passed")], classname=LAYERS)
     argv = ("--junit", "*.xml", "--backend", "torch", "--run-id", "1", "--output-dir", "out")
 
-    assert update(*argv, "--dry-run", "true") == 0
+    assert update(*argv, "--summary-json", "out/s.json", "--dry-run", "true") == 0
 
     log = capsys.readouterr().out
     assert sorted(p.name for p in workdir.iterdir()) == ["a.xml", "b.xml"]
