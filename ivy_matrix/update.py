@@ -652,10 +652,7 @@ def run_update(settings: Settings, log: Log) -> int:
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
     totals = _totals(collected)
     changed_cells = sum(int(str(r["changed_cells"])) for r in outcome.report.values())
-    if settings.dry_run and settings.summary_json is not None:
-        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
-    else:
-        _write_summary(settings, collected, totals, ordered, outcome)
+    _write_summary(settings, collected, totals, ordered, outcome, log)
     if Target.SUMMARY in settings.targets:
         touched = [s for s in ordered if s.key in outcome.report]
         _publish_job_summary(
@@ -731,8 +728,12 @@ def _write_summary(
     totals: Mapping[str, int],
     states: Sequence[DashboardState],
     outcome: MergeOutcome,
+    log: Log,
 ) -> None:
     if settings.summary_json is None:
+        return
+    if settings.dry_run:
+        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
         return
     report = outcome.report
     dashboards = {}
