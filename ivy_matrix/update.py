@@ -652,7 +652,7 @@ def run_update(settings: Settings, log: Log) -> int:
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
     totals = _totals(collected)
     changed_cells = sum(int(str(r["changed_cells"])) for r in outcome.report.values())
-    _write_summary(settings, collected, totals, ordered, outcome, log)
+    _write_summary(settings, collected, totals, ordered, outcome=outcome, log=log)
     if Target.SUMMARY in settings.targets:
         touched = [s for s in ordered if s.key in outcome.report]
         _publish_job_summary(
@@ -727,6 +727,7 @@ def _write_summary(
     collected: Collected,
     totals: Mapping[str, int],
     states: Sequence[DashboardState],
+    *,
     outcome: MergeOutcome,
     log: Log,
 ) -> None:
