@@ -37,7 +37,7 @@ def state(dashboard: DashboardId) -> DashboardState:
 
 def folded_paths(files: list[str]) -> set[str]:
     """Every file and folder the paths create, as a file system that ignores case sees them."""
-    seen = set()
+    seen: set[str] = set()
     for path in files:
         parts = path.casefold().split("/")
         seen.update(
