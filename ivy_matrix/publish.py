@@ -4,13 +4,13 @@ I/O. The ``--output-dir`` target writes one markdown file per dashboard, in its 
 folder (``core/gradients.md``), plus ``README.md``, the index page that links them all. A
 file whose text did not change is not rewritten.
 
-A dashboard's file name depends on its own name only, so every leg and every run agrees on it
-and a new dashboard never renames another's file. A category or title keeps its name when it
-is lower-case and file-safe; any other name gets ``-`` and a short hash of the exact name
-(``Core/Grad`` -> ``Core-1a2b3c4d/Grad-5e6f7a8b.md``), and so do the names that could be taken
-for the index (a top-level ``readme``), for a file (a category ending in ``.md``) or for a
-hashed name (ending in ``-`` and 8 hex digits). So no two dashboards share a file and none is
-the index, even on a file system that ignores case.
+A dashboard's file name depends on its own name only, so every leg and every run agrees on
+it and a new dashboard never renames another's file. A category or title keeps its name when
+it is lower-case and file-safe; any other name gets ``-`` and a short hash of the exact name
+(``Core/Grad`` -> ``Core-70ea1983/Grad-d1c58652.md``), and so do the names that could be
+taken for the index (a top-level ``readme``), for a file (a category ending in ``.md``) or
+for a hashed name (ending in ``-`` and 8 hex digits). So no two dashboards share a file and
+none is the index, even on a file system that ignores case.
 """
 
 from __future__ import annotations

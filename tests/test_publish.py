@@ -112,3 +112,11 @@ def test_a_dry_run_lists_exactly_the_files_a_real_write_then_writes(tmp_path):
     assert planned == written
     assert first[0].path in written
     assert first[1].path not in written
+
+
+def test_the_documented_file_names_are_the_ones_written():
+    """The README's examples of hashed file names are what dashboard_file gives."""
+    assert dashboard_file(state(DashboardId(title="Grad", category="Core"))) == (
+        "Core-70ea1983/Grad-d1c58652.md"
+    )
+    assert dashboard_file(state(DashboardId(title="README"))) == "README-2b7814d3.md"
