@@ -14,6 +14,7 @@ Exit codes: 0 done (warnings included), 1 something the user must fix (the messa
 from __future__ import annotations
 
 import argparse
+import contextlib
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -164,12 +165,17 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
         log.info(f"adopted {file} as dashboard {dashboard_id.key} on the branch: {summary}")
         return EXIT_OK
     store = LocalStore(settings.store)
-    with store.locked(timeout=settings.lock_timeout, on_wait=log.info):
+    # A dry run takes no lock: the lock file (and the store folder) would be a write.
+    locked = store.locked(timeout=settings.lock_timeout, on_wait=log.info)
+    with contextlib.nullcontext() if settings.dry_run else locked:
         if store.load(dashboard_id) is not None and not force:
             raise InputError(
                 f"dashboard {dashboard_id.key!r} already has state in {settings.store}; "
                 f"pass --force to replace it with {file}"
             )
+        if settings.dry_run:
+            log.info(f"dry run: would save the state of {dashboard_id.key} in {settings.store}")
+            return EXIT_OK
         store.save(state)
     log.info(f"adopted {file} as dashboard {dashboard_id.key}: {summary}")
     return EXIT_OK
@@ -178,6 +184,12 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
 def _render(settings: Settings, log: Log) -> int:
     if settings.output_dir is None:
         raise InputError("render needs --output-dir DIR (or IVY_MATRIX_OUTPUT_DIR)")
+    if not settings.store.is_dir():
+        # An empty index written over the real one would look like success.
+        raise InputError(
+            f"cannot render: the store {settings.store} does not exist; pass --store with "
+            f"the folder that 'ivy-matrix update' wrote"
+        )
     states = LocalStore(settings.store).load_all()
     written = write_files(settings.output_dir, render_files(states, style=settings.style))
     log.info(

@@ -45,6 +45,14 @@ class FailOn(StrEnum):
     NOTHING = "nothing"
 
 
+class IfNoFilesFound(StrEnum):
+    """What ``update`` does when the ``junit`` patterns select no file at all."""
+
+    ERROR = "error"
+    WARN = "warn"
+    IGNORE = "ignore"
+
+
 class Target(StrEnum):
     """Where ``update`` publishes the dashboards."""
 
@@ -76,6 +84,13 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("junit", "list", "result files: glob, directory or !exclude; repeatable"),
+    Option(
+        "if_no_files_found",
+        "str",
+        "when the junit patterns select no file: error (exit 1), warn, or ignore",
+        default="error",
+        choices=tuple(IfNoFilesFound),
+    ),
     Option("backend", "str", "the backend (column) of every result, for one matrix leg"),
     Option(
         "backend_from_path", "str", "regex with a group (?P<backend>...) searched in file paths"
@@ -172,6 +187,7 @@ class Settings:
     """Everything one command needs, resolved and checked."""
 
     junit: tuple[str, ...] = ()
+    if_no_files_found: IfNoFilesFound = IfNoFilesFound.ERROR
     backend: str | None = None
     backend_from_path: str | None = None
     backend_from_test: str | None = None
@@ -458,6 +474,9 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
     }
     settings = Settings(
         junit=_get(values, "junit", tuple) or (),
+        if_no_files_found=IfNoFilesFound(
+            _get(values, "if_no_files_found", str) or IfNoFilesFound.ERROR
+        ),
         backend=_get(values, "backend", str),
         backend_from_path=_get(values, "backend_from_path", str),
         backend_from_test=_get(values, "backend_from_test", str),

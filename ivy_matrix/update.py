@@ -17,6 +17,7 @@ then skipped (or refused by GitHub and caught), with a warning that explains the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +28,13 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ivy_matrix.collect import Collected, Collector, build_batches
-from ivy_matrix.config import FailOn, Settings, Target, require_update_inputs
+from ivy_matrix.config import (
+    FailOn,
+    IfNoFilesFound,
+    Settings,
+    Target,
+    require_update_inputs,
+)
 from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.joblinks import (
     LEG_METADATA_NAME,
@@ -45,7 +52,6 @@ from ivy_matrix.publish import (
     INDEX_NAME,
     RenderedFile,
     dashboard_file,
-    missing_files,
     render_files,
     write_files,
 )
@@ -107,8 +113,11 @@ def merge_batches(
 def read_results(settings: Settings, log: Log) -> Collected:
     """Find and read every result file; problems become warnings naming the file."""
     files, warnings = find_result_files(settings.junit, root=Path.cwd())
-    for warning in warnings:
-        log.warning(warning)
+    if not files:
+        _no_files_found(settings, log)
+    elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
+        for warning in warnings:
+            log.warning(warning)
     collector = Collector(Namer(settings.naming_rules()))
     with log.group(f"Reading {len(files)} result file(s)"):
         for path in files:
@@ -136,6 +145,19 @@ def read_results(settings: Settings, log: Log) -> Collected:
             file=source,
         )
     return collected
+
+
+def _no_files_found(settings: Settings, log: Log) -> None:
+    """No result file at all: usually a wrong path, which must not look like success."""
+    patterns = ", ".join(repr(p) for p in settings.junit)
+    message = f"no result files matched the junit pattern(s) {patterns} (in {Path.cwd()})"
+    if settings.if_no_files_found is IfNoFilesFound.ERROR:
+        raise InputError(
+            f"{message}; check the paths, or set if-no-files-found to warn or ignore if a "
+            f"run may have no results"
+        )
+    if settings.if_no_files_found is IfNoFilesFound.WARN:
+        log.warning(f"{message}; nothing to publish (if-no-files-found: warn)")
 
 
 def _shown(path: Path) -> str:
@@ -357,7 +379,9 @@ def _update_local(
     now: str,
 ) -> tuple[MergeOutcome, Callable[[str], Source], list[str]]:
     store = LocalStore(settings.store)
-    with store.locked(timeout=settings.lock_timeout, on_wait=log.info):
+    # A dry run takes no lock: the lock file (and the store folder) would be a write.
+    locked = store.locked(timeout=settings.lock_timeout, on_wait=log.info)
+    with contextlib.nullcontext() if settings.dry_run else locked:
         states = {state.id: state for state in store.load_all()}
         run_id = settings.run_id
         if run_id is None:
@@ -369,28 +393,32 @@ def _update_local(
         if settings.dry_run:
             for key in outcome.changed:
                 log.info(f"dry run: would save the state of {key} in {settings.store}")
-            return outcome, source_for, []
-        by_key = {state.key: state for state in outcome.states.values()}
-        for key in outcome.changed:
-            store.save(by_key[key])
+        else:
+            by_key = {state.key: state for state in outcome.states.values()}
+            for key in outcome.changed:
+                store.save(by_key[key])
         # Still under the lock: a slower process must not overwrite newer files.
-        written = _write_output(settings, outcome)
+        written = _write_output(settings, outcome, log)
     return outcome, source_for, written
 
 
-def _write_output(
-    settings: Settings, outcome: MergeOutcome, *, everything: bool = False
-) -> list[str]:
+def _write_output(settings: Settings, outcome: MergeOutcome, log: Log) -> list[str]:
+    """Make the output folder show the whole state, whatever an earlier run left there.
+
+    Every dashboard is rendered and compared with its file, not only those this update
+    changed: a run without ``--output-dir``, or one stopped after saving the store, leaves
+    files behind the state. Files that are already right are not rewritten; files that no
+    dashboard renders are the user's and are left alone.
+    """
     if Target.FILE not in settings.targets or settings.output_dir is None:
         return []
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
-    wanted = (
-        None if everything else set(outcome.changed) | missing_files(settings.output_dir, ordered)
-    )
-    files = render_files(ordered, style=settings.style, only=wanted)
+    files = render_files(ordered, style=settings.style)
+    written = write_files(settings.output_dir, files, dry_run=settings.dry_run)
     if settings.dry_run:
-        return [file.path for file in files]
-    return write_files(settings.output_dir, files)
+        for path in written:
+            log.info(f"dry run: would write {settings.output_dir / path}")
+    return written
 
 
 @dataclass(slots=True)
@@ -612,7 +640,7 @@ def run_update(settings: Settings, log: Log) -> int:
                 log.warning(READ_ONLY_ADVICE)
                 outcome = merge_batches({}, batches, settings)
             # The store holds every leg's cells: the output folder gets all of it.
-            written = _write_output(settings, outcome, everything=True)
+            written = _write_output(settings, outcome, log)
         else:
             outcome, source_for, written = _update_local(settings, collected, github, log, now)
         if settings.backend:
@@ -625,7 +653,7 @@ def run_update(settings: Settings, log: Log) -> int:
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
     totals = _totals(collected)
     changed_cells = sum(int(str(r["changed_cells"])) for r in outcome.report.values())
-    _write_summary(settings, collected, totals, ordered, outcome)
+    _write_summary(settings, collected, totals, ordered, outcome=outcome, log=log)
     if Target.SUMMARY in settings.targets:
         touched = [s for s in ordered if s.key in outcome.report]
         _publish_job_summary(
@@ -700,9 +728,14 @@ def _write_summary(
     collected: Collected,
     totals: Mapping[str, int],
     states: Sequence[DashboardState],
+    *,
     outcome: MergeOutcome,
+    log: Log,
 ) -> None:
     if settings.summary_json is None:
+        return
+    if settings.dry_run:
+        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
         return
     report = outcome.report
     dashboards = {}
