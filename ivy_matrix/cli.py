@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         log.error(str(error))
         return EXIT_USER
     except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 2
-        traceback.print_exc()
+        log.traceback(traceback.format_exc())
         log.error("ivy-matrix crashed; please report this with the log above")
         return EXIT_BUG
 

@@ -867,3 +867,69 @@ def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdi
     assert "leg-metadata needs the leg's backend and run" in error_lines(out)[0]
     assert not (workdir / ".ivy-matrix").exists()
     assert not (workdir / "leg.json").exists()
+
+
+# --- hostile names never become workflow commands -----------------------------------------
+
+_HOSTILE = [
+    "\n::error title=X::pwned",
+    "%0A::add-mask::secret",
+    "\r::stop-commands::tok",
+    "\n  ::warning::indented",
+    "x ##[error]old-style",
+    "\u2028::error::separator",
+]
+_OWN_COMMANDS = {"warning", "error", "notice", "group", "endgroup"}
+
+
+def command_lines(out: str) -> list[str]:
+    """Every line of a captured log that the runner would run as a workflow command.
+
+    The runner splits at CR and LF, runs ``::name ...::`` after leading blanks, and the old
+    ``##[name]`` anywhere in a line.
+    """
+    lines = [line for chunk in out.split("\n") for line in chunk.split("\r")]
+    return [line for line in lines if line.lstrip().startswith("::") or "##[" in line]
+
+
+def test_hostile_names_and_file_names_write_no_workflow_command(workdir, capsys):
+    """Test names, classnames and file names holding workflow commands are printed neutralised."""
+    results = workdir / "results"
+    for index, payload in enumerate(_HOSTILE):
+        cases = [(f"test_{index}{payload}", "failed"), (f"test_ok{payload}", "passed")]
+        write_junit(results / f"r{index}{payload}.xml", cases, classname=f"mod{payload}")
+    (results / f"broken{_HOSTILE[0]}.xml").write_text("<testsuite><testcase", encoding="utf-8")
+    code = main(
+        ["update", "--junit", "results/**/*.xml", "--backend", "torch"],
+        {"GITHUB_ACTIONS": "true"},
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    commands = command_lines(out + "\n" + err)
+    for line in commands:
+        name = line.lstrip()[2:].split("::", 1)[0].split(" ", 1)[0]
+        assert name in _OWN_COMMANDS, line
+        assert "##[" not in line, line
+        assert not line.lstrip().startswith("::error"), line
+    # The names are still there, escaped: one annotation per failed test, the bad file named.
+    annotations = [line for line in commands if line.startswith("::warning file=")]
+    assert len([a for a in annotations if "failed on torch" in a]) == len(_HOSTILE)
+    assert any("broken%0A%3A%3Aerror title=X%3A%3Apwned.xml" in a for a in annotations)
+    assert "mod%0A::error title=X::pwned" not in out
+    assert "\\n::error title=X::pwned" in out
+
+
+@pytest.mark.parametrize("github_actions", ["true", "false"])
+def test_no_plain_log_line_can_start_a_command(workdir, capsys, github_actions):
+    """A plain line that would start with ``::`` (a file name here) gets a backslash in front."""
+    write_junit(workdir / "::error::x.xml", [("test_x", "passed")])
+    write_junit(workdir / " \ufeff::add-mask::y.xml", [("test_y", "passed")])
+    code = main(
+        ["update", "--junit", "*.xml", "--backend", "torch"], {"GITHUB_ACTIONS": github_actions}
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    commands = command_lines(out)
+    assert [line for line in commands if "::error::x" in line or "add-mask" in line] == []
+    assert "\\::error::x.xml: 1 tests" in out
+    assert "\\ \ufeff::add-mask::y.xml: 1 tests" in out
