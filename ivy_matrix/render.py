@@ -99,6 +99,17 @@ def unescape_name(text: str) -> str:
     return _UNESCAPE.sub(replace, text)
 
 
+# A link a cell may get: plain http(s), nothing that could end the attribute or the cell.
+SAFE_URL = re.compile(r"https?://[^\s\"'<>`\\|]+", re.IGNORECASE)
+# Ivy's old generator wrote href="null" when it found no job; adopted cells keep it (no link).
+IVY_NO_LINK = "null"
+
+
+def safe_link(url: str) -> str:
+    """``url`` if a cell may link it (plain http(s)), else ``""``: such a cell gets no link."""
+    return url if SAFE_URL.fullmatch(url) else ""
+
+
 def escape_url(url: str) -> str:
     """Keep a URL from closing the ``href`` attribute or the table cell."""
     return (
@@ -118,18 +129,18 @@ def badge(outcome: Outcome) -> str:
 
 
 def ivy_cell(entry: Entry) -> str:
-    """One cell in Ivy's style; adopted cells keep their original text."""
-    if entry.text is not None:
-        return entry.text
+    """One cell in Ivy's style: a link to the job around a badge (just the badge without one)."""
     inner = badge(entry.outcome)
     url = entry.source.url
+    if url != IVY_NO_LINK:
+        url = safe_link(url)
     return LINK.format(url=escape_url(url), inner=inner) if url else inner
 
 
 def compact_cell(entry: Entry) -> str:
     """One cell as an emoji; only cells that need a look get a link."""
     symbol = COMPACT_SYMBOLS[entry.outcome]
-    url = entry.source.url
+    url = safe_link(entry.source.url)
     if entry.outcome in {Outcome.SUCCESS, Outcome.SKIPPED} or not url:
         return symbol
     return f"[{symbol}]({escape_url(url).replace(')', '%29')})"

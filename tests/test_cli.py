@@ -14,6 +14,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from tabulate import tabulate
 
+from ivy_matrix.adopt import MAX_ADOPT_BYTES
 from ivy_matrix.cli import main
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.store import LocalStore
@@ -810,6 +811,38 @@ def test_adopting_a_table_that_is_not_utf8_exits_1(workdir, capsys):
 
     assert code == 1
     assert "t.md" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_adopt_reports_every_unreadable_cell_and_stores_nothing(workdir, capsys):
+    """Each hostile cell is one error line naming its row and column; nothing is adopted."""
+    good = ivy_cell("https://github.com/o/r/actions/runs/3/job/4", Outcome.SUCCESS)
+    rows = [
+        ["test_a", ivy_cell("javascript:alert(1)", Outcome.SUCCESS), good],
+        ["test_b", good, good + "<script>alert(1)</script>"],
+        ["test_c", good, good],
+    ]
+    table = tabulate(rows, headers=["", "torch", "jax"], tablefmt="pipe", stralign="left")
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+
+    code = main(["adopt", "--dashboard", "core/x", "t.md"], {"GITHUB_ACTIONS": "true"})
+
+    errors = error_lines(capsys.readouterr().out)
+    assert code == 1
+    assert "cannot adopt core/x: 2 problem(s)" in errors[0]
+    assert [line.split(": cannot read the cell")[0] for line in errors[1:]] == [
+        "::error::row 'test_a', column 'torch'",
+        "::error::row 'test_b', column 'jax'",
+    ]
+    assert not (workdir / ".ivy-matrix").exists()
+
+
+def test_adopting_a_file_over_the_size_limit_exits_1(workdir, capsys):
+    """A table file larger than adopt reads is refused by name before it is read whole."""
+    with (workdir / "big.md").open("wb") as handle:
+        handle.truncate(MAX_ADOPT_BYTES + 1)
+
+    assert main(["adopt", "--dashboard", "core/x", "big.md"], {}) == 1
+    assert "big.md: it is larger than" in capsys.readouterr().out
 
 
 # --- the entry point as a process -----------------------------------------------------------
