@@ -181,3 +181,20 @@ def test_table_matches_tabulate_byte_for_byte(header_and_rows):
         rows, headers=header, tablefmt="pipe", stralign="left", disable_numparse=True
     )
     assert table(header, rows) == expected
+
+
+def test_a_stored_link_that_is_not_http_is_never_drawn():
+    """A cell whose stored link is javascript:, data: or relative shows its badge with no link."""
+    for url in ["javascript:alert(1)", "data:text/html,x", "//evil.example", "null"]:
+        source = Source(run=RunKey(1, 1, 1), url=url)
+        batch = Batch(
+            dashboard=DashboardId(title="x"),
+            cells={"test_x": {"torch": Entry(source=source, outcome=Outcome.FAILURE)}},
+        )
+        state = apply_batch(None, batch).state
+        compact = render_dashboard(state, Style.COMPACT)
+        assert "](" not in compact, url
+        assert "❌" in compact
+        ivy = render_dashboard(state)
+        assert "href" not in ivy or url == "null", url
+        assert "<img src=https://img.shields.io/badge/-failure-red>" in ivy
