@@ -42,6 +42,7 @@ from ivy_matrix.joblinks import (
     LegMetadata,
     find_job,
     leg_metadata_json,
+    leg_metadata_problem,
     read_leg_metadata,
 )
 from ivy_matrix.links import cell_url
@@ -231,9 +232,16 @@ def is_read_only_event(settings: Settings) -> bool:
 # --------------------------------------------------------------------------- job links
 
 
-def _leg_metadata(collected: Collected, log: Log) -> dict[str, LegMetadata]:
-    """Metadata files that legs left beside their results (fan-in), by backend."""
+def _leg_metadata(
+    settings: Settings, collected: Collected, log: Log
+) -> tuple[dict[str, LegMetadata], set[str]]:
+    """Metadata files that legs left beside their results (fan-in), by backend.
+
+    Each is checked against this run (:func:`leg_metadata_problem`); the backends of refused
+    files are returned too, so that their cells link this run rather than any job.
+    """
     found: dict[str, LegMetadata] = {}
+    refused: set[str] = set()
     seen: set[Path] = set()
     for counts in collected.files:
         path = Path(counts.path).parent / LEG_METADATA_NAME
@@ -245,8 +253,23 @@ def _leg_metadata(collected: Collected, log: Log) -> dict[str, LegMetadata]:
         except InputError as error:
             log.warning(str(error), file=path.as_posix())
             continue
+        problem = leg_metadata_problem(
+            metadata,
+            run_id=settings.run_id,
+            run_attempt=settings.run_attempt,
+            repository=settings.repository,
+            server_url=settings.server_url,
+        )
+        if problem is not None:
+            log.warning(
+                f"leg metadata {path} is not used: {problem}; the cells of backend "
+                f"{metadata.backend!r:.100} link this run",
+                file=path.as_posix(),
+            )
+            refused.add(metadata.backend)
+            continue
         found.setdefault(metadata.backend, metadata)
-    return found
+    return found, refused - found.keys()
 
 
 def _find_jobs(
@@ -309,19 +332,30 @@ def resolve_sources(
         run = RunKey(run_id, settings.run_attempt, -1 if job_id is None else job_id)
         return Source(run=run, url=link, time=now)
 
-    metadata = _leg_metadata(collected, log)
+    metadata, refused = _leg_metadata(settings, collected, log)
     backends = collected.backends
     given = settings.job_url or settings.job_id is not None
     jobs = (
         {}
         if given
-        else _find_jobs(settings, [b for b in backends if b not in metadata], github, log)
+        else _find_jobs(
+            settings, [b for b in backends if b not in metadata and b not in refused], github, log
+        )
     )
     sources: dict[str, Source] = {}
     for backend in backends:
         if backend in metadata:
             leg = metadata[backend]
-            sources[backend] = Source(run=leg.run, url=leg.job_url, time=now)
+            # The link is built here (it was checked to be exactly this one), not copied.
+            link = cell_url(
+                server_url=settings.server_url,
+                repository=settings.repository,
+                run_id=leg.run_id,
+                job_id=leg.job_id,
+            )
+            sources[backend] = Source(run=leg.run, url=link, time=now)
+        elif backend in refused:
+            sources[backend] = source(None)
         elif backend in jobs:
             sources[backend] = source(jobs[backend].id, jobs[backend].html_url)
         else:
