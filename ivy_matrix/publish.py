@@ -26,10 +26,15 @@ def dashboard_file(state: DashboardState) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RenderedFile:
-    """One file of the output folder: where it goes and what it holds."""
+    """One file of the output folder: where it goes and what it holds (``None``: delete it)."""
 
     path: str
-    text: str
+    text: str | None
+
+
+def removed_files(states: Iterable[DashboardState]) -> list[RenderedFile]:
+    """The files of dashboards that are gone: to be deleted."""
+    return [RenderedFile(path=dashboard_file(state), text=None) for state in states]
 
 
 def render_files(
@@ -47,14 +52,19 @@ def render_files(
 
 
 def write_files(output_dir: Path, files: Iterable[RenderedFile]) -> list[str]:
-    """Write the files that changed; return their paths."""
+    """Write the files that changed and delete those that are gone; return their paths."""
     written = []
     for file in files:
         path = output_dir / file.path
         try:
-            if path.is_file() and path.read_text(encoding="utf-8") == file.text:
+            if file.text is None:
+                if not path.is_file():
+                    continue
+                path.unlink()
+            elif path.is_file() and path.read_text(encoding="utf-8") == file.text:
                 continue
-            write_atomic(path, file.text)
+            else:
+                write_atomic(path, file.text)
         except OSError as error:
             raise StoreError(
                 f"cannot write {path}: {error.strerror or error}; "

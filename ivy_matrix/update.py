@@ -38,7 +38,7 @@ from ivy_matrix.joblinks import (
     read_leg_metadata,
 )
 from ivy_matrix.links import cell_url
-from ivy_matrix.merge import Batch, apply_batch, retire_rows
+from ivy_matrix.merge import Batch, apply_batch, retire, retirement_horizon, store_runs
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
 from ivy_matrix.publish import (
@@ -46,6 +46,7 @@ from ivy_matrix.publish import (
     RenderedFile,
     dashboard_file,
     missing_files,
+    removed_files,
     render_files,
     write_files,
 )
@@ -79,6 +80,8 @@ class MergeOutcome:
     states: dict[DashboardId, DashboardState]
     report: dict[str, dict[str, object]] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
+    # Dashboards whose every row retired: gone from the store, their files and the index.
+    removed: list[DashboardState] = field(default_factory=list)
     # Where people read the published dashboards (issue or branch file), and the index.
     urls: dict[str, str] = field(default_factory=dict)
     index_url: str | None = None
@@ -87,20 +90,45 @@ class MergeOutcome:
 def merge_batches(
     states: Mapping[DashboardId, DashboardState], batches: Sequence[Batch], settings: Settings
 ) -> MergeOutcome:
-    """Apply every batch, then the retirement policy. Pure: safe to repeat on a fresh read."""
+    """Apply every batch, then the retirement policy. Pure: safe to repeat on a fresh read.
+
+    Retirement looks at every dashboard of the store, not only those that got results: rows and
+    columns age against the runs the whole store has seen (merge.retire).
+    """
     outcome = MergeOutcome(states=dict(states))
     for batch in batches:
         result = apply_batch(outcome.states.get(batch.dashboard), batch, history=settings.history)
-        state, retired = retire_rows(result.state, settings.retire_after_runs)
+        state = result.state
         outcome.states[state.id] = state
-        if result.state_changed or retired:
+        if result.state_changed:
             outcome.changed.append(state.key)
         outcome.report[state.key] = {
             "changed_cells": result.changed_cells,
             "new_rows": result.new_rows,
             "new_backends": result.new_backends,
-            "retired_rows": list(retired),
+            "retired_rows": [],
+            "retired_backends": [],
         }
+    horizon = retirement_horizon(store_runs(outcome.states.values()), settings.retire_after_runs)
+    for dashboard, state in sorted(outcome.states.items(), key=lambda item: item[1].key):
+        removal = retire(state, horizon)
+        if removal.state is state:
+            continue
+        entry = outcome.report.setdefault(
+            state.key, {"changed_cells": 0, "new_rows": 0, "new_backends": 0}
+        )
+        entry["retired_rows"] = list(removal.rows)
+        entry["retired_backends"] = list(removal.backends)
+        if removal.state is None:
+            del outcome.states[dashboard]
+            outcome.removed.append(state)
+            entry["removed"] = True
+            if state.key in outcome.changed:
+                outcome.changed.remove(state.key)
+        else:
+            outcome.states[dashboard] = removal.state
+            if state.key not in outcome.changed:
+                outcome.changed.append(state.key)
     return outcome
 
 
@@ -369,10 +397,14 @@ def _update_local(
         if settings.dry_run:
             for key in outcome.changed:
                 log.info(f"dry run: would save the state of {key} in {settings.store}")
+            for state in outcome.removed:
+                log.info(f"dry run: would remove the state of {state.key} from {settings.store}")
             return outcome, source_for, []
         by_key = {state.key: state for state in outcome.states.values()}
         for key in outcome.changed:
             store.save(by_key[key])
+        for state in outcome.removed:
+            store.delete(state.id)
         # Still under the lock: a slower process must not overwrite newer files.
         written = _write_output(settings, outcome)
     return outcome, source_for, written
@@ -388,6 +420,7 @@ def _write_output(
         None if everything else set(outcome.changed) | missing_files(settings.output_dir, ordered)
     )
     files = render_files(ordered, style=settings.style, only=wanted)
+    files += removed_files(outcome.removed)
     if settings.dry_run:
         return [file.path for file in files]
     return write_files(settings.output_dir, files)
@@ -415,13 +448,16 @@ def _update_branch(
 
     def change(
         states: Mapping[DashboardId, DashboardState],
-    ) -> tuple[dict[DashboardId, DashboardState], list[RenderedFile]]:
+    ) -> tuple[dict[DashboardId, DashboardState | None], list[RenderedFile]]:
         outcome = merge_batches(states, batches, settings)
         last[:] = [outcome]
         ordered = sorted(outcome.states.values(), key=lambda s: s.key)
-        changed = {s.id: s for s in ordered if s.key in outcome.changed}
+        changed: dict[DashboardId, DashboardState | None] = {
+            s.id: s for s in ordered if s.key in outcome.changed
+        }
+        changed.update((s.id, None) for s in outcome.removed)
         files = render_files(ordered, style=settings.style, only=outcome.changed)
-        return changed, files
+        return changed, files + removed_files(outcome.removed)
 
     backends = sorted({b for batch in batches for row in batch.cells.values() for b in row})
     shown = ", ".join(backends[:COMMIT_BACKENDS]) + (
@@ -677,6 +713,11 @@ def _log_dashboard(log: Log, key: str, entry: Mapping[str, object]) -> None:
     if isinstance(retired, list) and retired:
         shown = ", ".join(map(str, retired[:10])) + (" ..." if len(retired) > 10 else "")  # noqa: PLR2004  -- log brevity
         parts.append(f"retired {len(retired)} row(s) no recent run reported: {shown}")
+    gone = entry.get("retired_backends")
+    if isinstance(gone, list) and gone:
+        parts.append(f"retired backend(s) no recent run reported: {', '.join(map(str, gone))}")
+    if entry.get("removed"):
+        parts.append("removed: every row retired, so its state, file and index entry are gone")
     log.info(f"dashboard {key}: " + "; ".join(parts))
 
 
@@ -722,6 +763,10 @@ def _write_summary(
         "files": [asdict(f) for f in collected.files],
         "totals": dict(totals),
         "dashboards": dashboards,
+        "removed_dashboards": {
+            state.key: {"file": dashboard_file(state), **report.get(state.key, {})}
+            for state in outcome.removed
+        },
     }
     try:
         write_atomic(settings.summary_json, json.dumps(document, indent=2) + "\n")

@@ -7,7 +7,14 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ivy_matrix.merge import Batch, apply_batch, merge_cell, retire_rows
+from ivy_matrix.merge import (
+    Batch,
+    Removal,
+    apply_batch,
+    merge_cell,
+    retire,
+    retirement_horizon,
+)
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 
 DASH = DashboardId(title="gradients", category="core")
@@ -113,12 +120,13 @@ def test_retire_drops_rows_not_reported_in_the_last_runs():
         ]
     )
     assert state is not None
-    unchanged, none = retire_rows(state, 3)
-    assert (unchanged, none) == (state, ())
-    retired_state, retired = retire_rows(state, 2)
-    assert retired == ("old",)
-    assert [r.name for r in retired_state.rows] == ["kept"]
-    assert retire_rows(state, 0) == (state, ())
+    assert retire(state, retirement_horizon(state.runs, 3)) == Removal(state=state)
+    removal = retire(state, retirement_horizon(state.runs, 2))
+    assert removal.rows == ("old",)
+    assert removal.state is not None
+    assert [r.name for r in removal.state.rows] == ["kept"]
+    assert retirement_horizon(state.runs, 0) is None
+    assert retire(state, None) == Removal(state=state)
 
 
 OUTCOMES = st.sampled_from(list(Outcome))
