@@ -223,6 +223,36 @@ def retirement_horizon(runs: Sequence[int], after_runs: int) -> int | None:
     return runs[after_runs - 1]
 
 
+def batch_runs(batches: Iterable[Batch]) -> set[int]:
+    """The run ids that ``batches`` bring results from."""
+    return {
+        entry.run.run_id
+        for batch in batches
+        for cells in batch.cells.values()
+        for entry in cells.values()
+    }
+
+
+def within_window(batch: Batch, horizon: int | None) -> Batch:
+    """``batch`` without the results older than ``horizon``: they would retire at once.
+
+    Dropping them first is what keeps retirement idempotent: a row that retired and came back
+    with newer results does not get its old results back when an old update is applied again.
+    """
+    if horizon is None:
+        return batch
+    cells = {}
+    for row, by_backend in batch.cells.items():
+        kept = {b: e for b, e in by_backend.items() if e.run.run_id >= horizon}
+        if kept:
+            cells[row] = kept
+    if len(cells) == len(batch.cells) and all(
+        len(cells[row]) == len(by_backend) for row, by_backend in batch.cells.items()
+    ):
+        return batch
+    return Batch(dashboard=batch.dashboard, cells=cells)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Removal:
     """What retiring or pruning takes out of one dashboard.

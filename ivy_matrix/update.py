@@ -38,7 +38,15 @@ from ivy_matrix.joblinks import (
     read_leg_metadata,
 )
 from ivy_matrix.links import cell_url
-from ivy_matrix.merge import Batch, apply_batch, retire, retirement_horizon, store_runs
+from ivy_matrix.merge import (
+    Batch,
+    apply_batch,
+    batch_runs,
+    retire,
+    retirement_horizon,
+    store_runs,
+    within_window,
+)
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
 from ivy_matrix.publish import (
@@ -96,7 +104,12 @@ def merge_batches(
     columns age against the runs the whole store has seen (merge.retire).
     """
     outcome = MergeOutcome(states=dict(states))
-    for batch in batches:
+    runs = set(store_runs(states.values())) | batch_runs(batches)
+    horizon = retirement_horizon(sorted(runs, reverse=True), settings.retire_after_runs)
+    for given in batches:
+        batch = within_window(given, horizon)
+        if not batch.cells and batch.dashboard not in outcome.states:
+            continue  # only results older than the window, for a dashboard that is gone
         result = apply_batch(outcome.states.get(batch.dashboard), batch, history=settings.history)
         state = result.state
         outcome.states[state.id] = state
@@ -123,6 +136,11 @@ def merge_batches(
             del outcome.states[dashboard]
             outcome.removed.append(state)
             entry["removed"] = True
+            if state.key in outcome.changed:
+                outcome.changed.remove(state.key)
+        elif removal.state == states.get(dashboard):
+            # Results older than the window came back and retired again: nothing to save.
+            outcome.states[dashboard] = states[dashboard]
             if state.key in outcome.changed:
                 outcome.changed.remove(state.key)
         else:
