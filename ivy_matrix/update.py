@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ivy_matrix.collect import Collected, Collector, build_batches
-from ivy_matrix.config import FailOn, Settings, Target, require_update_inputs
+from ivy_matrix.config import FailOn, Settings, Target, parse_dashboard, require_update_inputs
 from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.joblinks import (
     LEG_METADATA_NAME,
@@ -40,8 +40,10 @@ from ivy_matrix.joblinks import (
 from ivy_matrix.links import cell_url
 from ivy_matrix.merge import (
     Batch,
+    Removal,
     apply_batch,
     batch_runs,
+    prune,
     retire,
     retirement_horizon,
     store_runs,
@@ -623,6 +625,193 @@ def adopt_into_branch(
     verb = "would commit" if settings.dry_run else "committed"
     log.info(f"{verb} {len(result.files_changed)} file(s) to {where}")
     return result.files_changed
+
+
+# --------------------------------------------------------------------------- prune
+
+Plan = Callable[[Mapping[DashboardId, DashboardState], str], dict[DashboardId, Removal]]
+
+
+def run_prune(
+    settings: Settings,
+    log: Log,
+    *,
+    dashboards: Sequence[str] = (),
+    backends: Sequence[str] = (),
+    rows: Sequence[str] = (),
+) -> int:
+    """Run ``ivy-matrix prune``: remove named dashboards, backends or rows on purpose.
+
+    From the local store, or with the branch target from the dashboard branch (one commit that
+    also rewrites or deletes the rendered files and the index); ``--output-dir`` is refreshed
+    too. With ``--dry-run`` it says what would go and writes nothing.
+    """
+    named = [parse_dashboard(name) for name in dashboards]
+
+    def plan(
+        states: Mapping[DashboardId, DashboardState], where: str
+    ) -> dict[DashboardId, Removal]:
+        return prune(states, dashboards=named, backends=backends, rows=rows, where=where)
+
+    whole = not (backends or rows)
+    what = (
+        f"dashboard(s) {', '.join(d.key for d in named)}"
+        if whole
+        else "; ".join(
+            part
+            for part in (
+                f"backend(s) {', '.join(backends)}" if backends else "",
+                f"row(s) {', '.join(rows)}" if rows else "",
+                f"from {', '.join(d.key for d in named)}" if named else "",
+            )
+            if part
+        )
+    )
+    report = _RemovalLog(log, dry_run=settings.dry_run, whole=whole)
+    if Target.BRANCH in settings.targets:
+        _prune_branch(settings, plan, report, message=f"ivy-matrix: prune {what}")
+    else:
+        _prune_local(settings, plan, report)
+    return EXIT_OK
+
+
+@dataclass(slots=True)
+class _RemovalLog:
+    """Says what a prune removes (or would remove, in a dry run)."""
+
+    log: Log
+    dry_run: bool
+    whole: bool
+
+    def __call__(
+        self, states: Mapping[DashboardId, DashboardState], removals: Mapping[DashboardId, Removal]
+    ) -> None:
+        verb = "would remove" if self.dry_run else "removed"
+        for dashboard, removal in sorted(removals.items(), key=lambda item: item[0].key):
+            self.log.info(_removal_line(verb, states[dashboard], removal, whole=self.whole))
+
+
+def _removal_line(verb: str, state: DashboardState, removal: Removal, *, whole: bool) -> str:
+    if whole:
+        return (
+            f"{verb} dashboard {state.key}: {len(state.rows)} row(s), "
+            f"{len(state.backends)} backend(s), its state, file and index entry"
+        )
+    parts = []
+    if removal.backends:
+        parts.append(f"backend(s) {', '.join(removal.backends)}")
+    if removal.rows:
+        parts.append(f"{len(removal.rows)} row(s): {', '.join(removal.rows)}")
+    line = f"{verb} from dashboard {state.key}: " + "; ".join(parts)
+    if removal.state is None:
+        line += "; nothing is left, so the dashboard goes too (state, file and index entry)"
+    return line
+
+
+def _left(
+    states: Mapping[DashboardId, DashboardState], removals: Mapping[DashboardId, Removal]
+) -> list[DashboardState]:
+    """The dashboards after ``removals``, sorted by key."""
+    left = dict(states)
+    for dashboard, removal in removals.items():
+        if removal.state is None:
+            del left[dashboard]
+        else:
+            left[dashboard] = removal.state
+    return sorted(left.values(), key=lambda s: s.key)
+
+
+def _pruned_files(
+    settings: Settings,
+    states: Mapping[DashboardId, DashboardState],
+    removals: Mapping[DashboardId, Removal],
+) -> list[RenderedFile]:
+    """The rendered files after ``removals``: changed dashboards, the index, and deletions."""
+    changed = [d.key for d, removal in removals.items() if removal.state is not None]
+    gone = [states[d] for d, removal in removals.items() if removal.state is None]
+    files = render_files(_left(states, removals), style=settings.style, only=changed)
+    return files + removed_files(gone)
+
+
+def _prune_output(
+    settings: Settings,
+    states: Mapping[DashboardId, DashboardState],
+    removals: Mapping[DashboardId, Removal],
+    log: Log,
+) -> None:
+    if settings.output_dir is None:
+        return
+    files = _pruned_files(settings, states, removals)
+    if settings.dry_run:
+        for file in files:
+            path = settings.output_dir / file.path
+            if file.text is None and path.is_file():
+                log.info(f"dry run: would remove {path}")
+            elif file.text is not None and (
+                not path.is_file() or path.read_text(encoding="utf-8") != file.text
+            ):
+                log.info(f"dry run: would write {path}")
+        return
+    written = write_files(settings.output_dir, files)
+    log.info(f"{len(written)} file(s) of {settings.output_dir} changed")
+
+
+def _prune_local(settings: Settings, plan: Plan, report: _RemovalLog) -> None:
+    if not settings.store.is_dir():
+        raise InputError(
+            f"cannot prune --store {settings.store}: there is no store there; pass the folder "
+            f"that update writes to (default .ivy-matrix), or --targets branch for the branch"
+        )
+    store = LocalStore(settings.store)
+    where = f"the store {settings.store}"
+    if settings.dry_run:
+        # No lock: a dry run writes nothing, not even the lock file.
+        states = {state.id: state for state in store.load_all()}
+        removals = plan(states, where)
+        report(states, removals)
+        _prune_output(settings, states, removals, report.log)
+        return
+    with store.locked():
+        states = {state.id: state for state in store.load_all()}
+        removals = plan(states, where)
+        for dashboard, removal in removals.items():
+            if removal.state is None:
+                store.delete(dashboard)
+            else:
+                store.save(removal.state)
+        report(states, removals)
+        # Still under the lock, like update: no slower process overwrites newer files.
+        _prune_output(settings, states, removals, report.log)
+
+
+def _prune_branch(settings: Settings, plan: Plan, report: _RemovalLog, *, message: str) -> None:
+    from ivy_matrix.branch_store import BranchStore  # noqa: PLC0415  -- only with the branch target
+
+    github = GitHub(settings)
+    last: list[tuple[dict[DashboardId, DashboardState], dict[DashboardId, Removal]]] = []
+    try:
+        store = BranchStore(github.client, github.repository, settings.branch)
+        where = f"branch {settings.branch} of {github.repository}"
+
+        def change(
+            states: Mapping[DashboardId, DashboardState],
+        ) -> tuple[dict[DashboardId, DashboardState | None], list[RenderedFile]]:
+            removals = plan(states, where)
+            last[:] = [(dict(states), removals)]
+            saved = {dashboard: removal.state for dashboard, removal in removals.items()}
+            return saved, _pruned_files(settings, states, removals)
+
+        result = store.update(change, message, dry_run=settings.dry_run)
+    finally:
+        github.close()
+    states, removals = last[0]
+    report(states, removals)
+    verb = "would commit" if settings.dry_run else "committed"
+    report.log.info(f"{verb} {len(result.files_changed)} file(s) to {where}")
+    if settings.dry_run:
+        for path in result.files_changed:
+            report.log.info(f"  {path}")
+    _prune_output(settings, states, removals, report.log)
 
 
 # --------------------------------------------------------------------------- the command
