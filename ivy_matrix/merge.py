@@ -315,18 +315,16 @@ def retire(state: DashboardState, horizon: int | None) -> Removal:
     if horizon is None:
         return Removal(state=state)
     stale_rows: set[str] = set()
-    newest_by_backend: dict[str, int] = {}
+    # Columns not yet seen with a result inside the window: usually empty after the first row.
+    stale_backends = set(state.backend_names)
     for row in state.rows:
-        newest = -1
-        for backend, cell in row.cells.items():
-            run_id = cell.latest.run.run_id
-            newest = max(newest, run_id)
-            known = newest_by_backend.get(backend)
-            if known is None or run_id > known:
-                newest_by_backend[backend] = run_id
-        if newest < horizon:
+        cells = row.cells
+        if not any(cell.latest.run.run_id >= horizon for cell in cells.values()):
             stale_rows.add(row.name)
-    stale_backends = {name for name, run_id in newest_by_backend.items() if run_id < horizon}
+        elif stale_backends:
+            for backend in [b for b in stale_backends if b in cells]:
+                if cells[backend].latest.run.run_id >= horizon:
+                    stale_backends.discard(backend)
     if not stale_rows and not stale_backends:
         return Removal(state=state)
     return without(state, stale_rows, stale_backends)

@@ -745,15 +745,22 @@ def _prune_output(
     if settings.dry_run:
         for file in files:
             path = settings.output_dir / file.path
-            if file.text is None and path.is_file():
-                log.info(f"dry run: would remove {path}")
-            elif file.text is not None and (
-                not path.is_file() or path.read_text(encoding="utf-8") != file.text
-            ):
+            if file.text is None:
+                if path.is_file():
+                    log.info(f"dry run: would remove {path}")
+            elif _differs(path, file.text):
                 log.info(f"dry run: would write {path}")
         return
     written = write_files(settings.output_dir, files)
     log.info(f"{len(written)} file(s) of {settings.output_dir} changed")
+
+
+def _differs(path: Path, text: str) -> bool:
+    """Whether writing ``text`` would change ``path`` (an unreadable file would be rewritten)."""
+    try:
+        return path.read_text(encoding="utf-8") != text
+    except (OSError, UnicodeDecodeError):
+        return True
 
 
 def _prune_local(settings: Settings, plan: Plan, report: _RemovalLog) -> None:
