@@ -152,8 +152,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "retire_after_runs",
         "int",
-        "retire rows, columns and dashboards no run reported in the store's last N runs "
-        "(0: never)",
+        "retire rows, columns and dashboards no run reported in the store's last N runs (0: never)",
         default=str(DEFAULT_RETIRE_AFTER_RUNS),
     ),
 )

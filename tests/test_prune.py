@@ -268,7 +268,7 @@ def branch_states(fake: FakeGitHub) -> dict[str, Any]:
 
 
 @pytest.fixture(name="seeded")
-def seeded_fixture(fake, store) -> FakeGitHub:
+def seeded_fixture(fake: FakeGitHub, store: LocalStore) -> FakeGitHub:
     """The branch holding the local store's dashboards (written directly, without throttling):
     core/gradients (torch, jax) and nn/layers (torch) from run 1."""
     states = {state.id: state for state in store.load_all()}
