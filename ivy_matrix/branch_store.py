@@ -51,9 +51,11 @@ MAX_DELAY = 15.0
 # show, so that a slow writer never replaces a newer projection with an older one.
 REVISION_NAME = "REVISION"
 
+# The states to save (``None``: delete that dashboard's state) and the rendered files to write
+# (a file whose text is ``None`` is deleted).
 Change = Callable[
     [Mapping[DashboardId, DashboardState]],
-    tuple[Mapping[DashboardId, DashboardState], list[RenderedFile]],
+    tuple[Mapping[DashboardId, DashboardState | None], list[RenderedFile]],
 ]
 
 
@@ -215,11 +217,14 @@ class BranchStore:
     def _changes(
         self,
         snapshot: _Snapshot,
-        states: Mapping[DashboardId, DashboardState],
+        states: Mapping[DashboardId, DashboardState | None],
         files: list[RenderedFile],
-    ) -> dict[str, str]:
-        wanted: dict[str, str] = {}
+    ) -> dict[str, str | None]:
+        wanted: dict[str, str | None] = {}
         for dashboard, state in states.items():
+            if state is None:
+                wanted[self.state_path(dashboard)] = None
+                continue
             if state.id != dashboard:
                 raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
             wanted[self.state_path(dashboard)] = dump_state(state)
@@ -230,7 +235,9 @@ class BranchStore:
             wanted[path] = file.text
         current = snapshot.tree.files
         return {
-            path: text for path, text in wanted.items() if current.get(path) != git_blob_sha(text)
+            path: text
+            for path, text in wanted.items()
+            if (path in current if text is None else current.get(path) != git_blob_sha(text))
         }
 
     def _delay(self, attempt: int) -> float:
@@ -272,7 +279,9 @@ class BranchStore:
                 landed = self.client.update_branch(self.repo, self.branch, commit)
             if landed:
                 for path, text in writes.items():
-                    if self._is_state_file(path) or path == self.revision_path:
+                    if text is not None and (
+                        self._is_state_file(path) or path == self.revision_path
+                    ):
                         self._blobs[git_blob_sha(text)] = text
                 return CommitOutcome(
                     commit_sha=commit,

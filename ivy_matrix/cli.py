@@ -5,7 +5,8 @@ I/O. Commands:
 - ``update``: read result files, fold them into the stored dashboards, publish them
   (update.py);
 - ``adopt``: take an existing dashboard table into the store, cell by cell;
-- ``render``: write every stored dashboard and the index.
+- ``render``: write every stored dashboard and the index;
+- ``prune``: remove named dashboards, backends or rows from the store on purpose.
 
 Exit codes: 0 done (warnings included), 1 something the user must fix (the message says what),
 2 a bug in ivy-matrix (a traceback is printed; please report it).
@@ -34,7 +35,7 @@ from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
 from ivy_matrix.model import DashboardId
 from ivy_matrix.publish import render_files, write_files
 from ivy_matrix.store import LocalStore
-from ivy_matrix.update import EXIT_OK, EXIT_USER, adopt_into_branch, run_update
+from ivy_matrix.update import EXIT_OK, EXIT_USER, adopt_into_branch, run_prune, run_update
 from ivy_matrix.workflow_commands import Log
 
 EXIT_BUG = 2
@@ -56,6 +57,8 @@ _METAVARS = {
 }
 _KIND_METAVARS = {"list": "GLOB", "int": "N", "path": "PATH", "str": "VALUE"}
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
+_BRANCH_OPTIONS = ("targets", "branch", "token", "api_url", "repository", "dry_run")
+_PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -105,23 +108,37 @@ def _parser() -> argparse.ArgumentParser:
     adopt.add_argument("--dashboard", required=True, help="[category/]title of the dashboard")
     adopt.add_argument("file", type=Path, help="the markdown file holding the table")
     adopt.add_argument("--force", action="store_true", help="replace a dashboard already stored")
-    add_options(
-        adopt,
-        (
-            "store",
-            "lock_timeout",
-            "config",
-            "targets",
-            "branch",
-            "token",
-            "api_url",
-            "repository",
-            "style",
-            "dry_run",
-        ),
-    )
+    add_options(adopt, ("store", "lock_timeout", "config", *_BRANCH_OPTIONS, "style"))
     render = commands.add_parser("render", help="write every stored dashboard and the index")
     add_options(render, _STORE_OPTIONS)
+    prune = commands.add_parser(
+        "prune", help="remove named dashboards, backends or rows from the store on purpose"
+    )
+    prune.add_argument(
+        "--dashboard",
+        dest="prune_dashboards",
+        action="append",
+        default=[],
+        metavar="[CATEGORY/]TITLE",
+        help="a dashboard to remove; with --backend or --row, where they are removed (repeatable)",
+    )
+    prune.add_argument(
+        "--backend",
+        dest="prune_backends",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a backend (column) to remove, from every dashboard or the named ones (repeatable)",
+    )
+    prune.add_argument(
+        "--row",
+        dest="prune_rows",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a row (test) to remove from the named dashboard(s) (repeatable)",
+    )
+    add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
     return parser
 
 
@@ -131,7 +148,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     log = Log(github_actions=env.get("GITHUB_ACTIONS") == "true")
     try:
         args = _parser().parse_args(argv)
-        given = {k: v for k, v in vars(args).items() if k not in {"command", "file", "force"}}
+        skip = {"command", "file", "force", *_PRUNE_NAMES}
+        given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
@@ -139,6 +157,14 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             return run_update(settings, log)
         if args.command == "adopt":
             return _adopt(settings, log, dashboard=args.dashboard, file=args.file, force=args.force)
+        if args.command == "prune":
+            return run_prune(
+                settings,
+                log,
+                dashboards=args.prune_dashboards,
+                backends=args.prune_backends,
+                rows=args.prune_rows,
+            )
         return _render(settings, log)
     except IvyMatrixError as error:
         log.error(str(error))

@@ -60,10 +60,15 @@ def dashboard_file(state: DashboardState) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RenderedFile:
-    """One file of the output folder: where it goes and what it holds."""
+    """One file of the output folder: where it goes and what it holds (``None``: delete it)."""
 
     path: str
-    text: str
+    text: str | None
+
+
+def removed_files(states: Iterable[DashboardState]) -> list[RenderedFile]:
+    """The files of dashboards that are gone: to be deleted."""
+    return [RenderedFile(path=dashboard_file(state), text=None) for state in states]
 
 
 def render_files(
@@ -83,7 +88,8 @@ def render_files(
 def write_files(
     output_dir: Path, files: Iterable[RenderedFile], *, dry_run: bool = False
 ) -> list[str]:
-    """Write the files whose text differs from what the folder holds; return their paths.
+    """Write the files whose text differs from what the folder holds, and delete those whose
+    dashboard is gone (text ``None``); return their paths.
 
     With ``dry_run``, write nothing and return the same list: what a real run would write.
     """
@@ -91,9 +97,14 @@ def write_files(
     for file in files:
         path = output_dir / file.path
         try:
-            if path.is_file() and path.read_bytes() == file.text.encode("utf-8"):
+            if file.text is None:
+                if not path.is_file():
+                    continue
+                if not dry_run:
+                    path.unlink()
+            elif path.is_file() and path.read_bytes() == file.text.encode("utf-8"):
                 continue
-            if not dry_run:
+            elif not dry_run:
                 write_atomic(path, file.text)
         except OSError as error:
             raise StoreError(

@@ -278,6 +278,17 @@ class LocalStore:
             states.append(state)
         return sorted(states, key=lambda s: s.key)
 
+    def delete(self, dashboard: DashboardId) -> None:
+        """Remove one dashboard's state (nothing to do when it has none)."""
+        path = self.path_of(dashboard)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            raise StoreError(
+                f"cannot remove {path}: {error.strerror or error}; "
+                f"check that the folder is writable or pass another --store"
+            ) from None
+
     def save(self, state: DashboardState) -> None:
         """Write one dashboard's state atomically."""
         path = self.path_of(state.id)

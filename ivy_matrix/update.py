@@ -33,6 +33,7 @@ from ivy_matrix.config import (
     IfNoFilesFound,
     Settings,
     Target,
+    parse_dashboard,
     require_update_inputs,
 )
 from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
@@ -46,13 +47,24 @@ from ivy_matrix.joblinks import (
     read_leg_metadata,
 )
 from ivy_matrix.links import cell_url
-from ivy_matrix.merge import Batch, apply_batch, retire_rows
+from ivy_matrix.merge import (
+    Batch,
+    Removal,
+    apply_batch,
+    batch_runs,
+    prune,
+    retire,
+    retirement_horizon,
+    store_runs,
+    within_window,
+)
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
 from ivy_matrix.publish import (
     INDEX_NAME,
     RenderedFile,
     dashboard_file,
+    removed_files,
     render_files,
     write_files,
 )
@@ -86,6 +98,8 @@ class MergeOutcome:
     states: dict[DashboardId, DashboardState]
     report: dict[str, dict[str, object]] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
+    # Dashboards whose every row retired: gone from the store, their files and the index.
+    removed: list[DashboardState] = field(default_factory=list)
     # Where people read the published dashboards (issue or branch file), and the index.
     urls: dict[str, str] = field(default_factory=dict)
     index_url: str | None = None
@@ -94,20 +108,55 @@ class MergeOutcome:
 def merge_batches(
     states: Mapping[DashboardId, DashboardState], batches: Sequence[Batch], settings: Settings
 ) -> MergeOutcome:
-    """Apply every batch, then the retirement policy. Pure: safe to repeat on a fresh read."""
+    """Apply every batch, then the retirement policy. Pure: safe to repeat on a fresh read.
+
+    Retirement looks at every dashboard of the store, not only those that got results: rows and
+    columns age against the runs the whole store has seen (merge.retire).
+    """
     outcome = MergeOutcome(states=dict(states))
-    for batch in batches:
+    runs = set(store_runs(states.values())) | batch_runs(batches)
+    horizon = retirement_horizon(sorted(runs, reverse=True), settings.retire_after_runs)
+    for given in batches:
+        batch = within_window(given, horizon)
+        if not batch.cells and batch.dashboard not in outcome.states:
+            continue  # only results older than the window, for a dashboard that is gone
         result = apply_batch(outcome.states.get(batch.dashboard), batch, history=settings.history)
-        state, retired = retire_rows(result.state, settings.retire_after_runs)
+        state = result.state
         outcome.states[state.id] = state
-        if result.state_changed or retired:
+        if result.state_changed:
             outcome.changed.append(state.key)
         outcome.report[state.key] = {
             "changed_cells": result.changed_cells,
             "new_rows": result.new_rows,
             "new_backends": result.new_backends,
-            "retired_rows": list(retired),
+            "retired_rows": [],
+            "retired_backends": [],
         }
+    horizon = retirement_horizon(store_runs(outcome.states.values()), settings.retire_after_runs)
+    for dashboard, state in sorted(outcome.states.items(), key=lambda item: item[1].key):
+        removal = retire(state, horizon)
+        if removal.state is state:
+            continue
+        entry = outcome.report.setdefault(
+            state.key, {"changed_cells": 0, "new_rows": 0, "new_backends": 0}
+        )
+        entry["retired_rows"] = list(removal.rows)
+        entry["retired_backends"] = list(removal.backends)
+        if removal.state is None:
+            del outcome.states[dashboard]
+            outcome.removed.append(state)
+            entry["removed"] = True
+            if state.key in outcome.changed:
+                outcome.changed.remove(state.key)
+        elif removal.state == states.get(dashboard):
+            # Results older than the window came back and retired again: nothing to save.
+            outcome.states[dashboard] = states[dashboard]
+            if state.key in outcome.changed:
+                outcome.changed.remove(state.key)
+        else:
+            outcome.states[dashboard] = removal.state
+            if state.key not in outcome.changed:
+                outcome.changed.append(state.key)
     return outcome
 
 
@@ -427,10 +476,14 @@ def _update_local(
         if settings.dry_run:
             for key in outcome.changed:
                 log.info(f"dry run: would save the state of {key} in {settings.store}")
+            for state in outcome.removed:
+                log.info(f"dry run: would remove the state of {state.key} from {settings.store}")
         else:
             by_key = {state.key: state for state in outcome.states.values()}
             for key in outcome.changed:
                 store.save(by_key[key])
+            for state in outcome.removed:
+                store.delete(state.id)
         # Still under the lock: a slower process must not overwrite newer files.
         written = _write_output(settings, outcome, log)
     return outcome, source_for, written
@@ -448,6 +501,7 @@ def _write_output(settings: Settings, outcome: MergeOutcome, log: Log) -> list[s
         return []
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
     files = render_files(ordered, style=settings.style)
+    files += removed_files(outcome.removed)
     written = write_files(settings.output_dir, files, dry_run=settings.dry_run)
     if settings.dry_run:
         for path in written:
@@ -477,13 +531,16 @@ def _update_branch(
 
     def change(
         states: Mapping[DashboardId, DashboardState],
-    ) -> tuple[dict[DashboardId, DashboardState], list[RenderedFile]]:
+    ) -> tuple[dict[DashboardId, DashboardState | None], list[RenderedFile]]:
         outcome = merge_batches(states, batches, settings)
         last[:] = [outcome]
         ordered = sorted(outcome.states.values(), key=lambda s: s.key)
-        changed = {s.id: s for s in ordered if s.key in outcome.changed}
+        changed: dict[DashboardId, DashboardState | None] = {
+            s.id: s for s in ordered if s.key in outcome.changed
+        }
+        changed.update((s.id, None) for s in outcome.removed)
         files = render_files(ordered, style=settings.style, only=outcome.changed)
-        return changed, files
+        return changed, files + removed_files(outcome.removed)
 
     backends = sorted({b for batch in batches for row in batch.cells.values() for b in row})
     shown = ", ".join(backends[:COMMIT_BACKENDS]) + (
@@ -633,6 +690,200 @@ def adopt_into_branch(
     return result.files_changed
 
 
+# --------------------------------------------------------------------------- prune
+
+Plan = Callable[[Mapping[DashboardId, DashboardState], str], dict[DashboardId, Removal]]
+
+
+def run_prune(
+    settings: Settings,
+    log: Log,
+    *,
+    dashboards: Sequence[str] = (),
+    backends: Sequence[str] = (),
+    rows: Sequence[str] = (),
+) -> int:
+    """Run ``ivy-matrix prune``: remove named dashboards, backends or rows on purpose.
+
+    From the local store, or with the branch target from the dashboard branch (one commit that
+    also rewrites or deletes the rendered files and the index); ``--output-dir`` is refreshed
+    too. With ``--dry-run`` it says what would go and writes nothing.
+    """
+    named = [parse_dashboard(name) for name in dashboards]
+
+    def plan(
+        states: Mapping[DashboardId, DashboardState], where: str
+    ) -> dict[DashboardId, Removal]:
+        return prune(states, dashboards=named, backends=backends, rows=rows, where=where)
+
+    whole = not (backends or rows)
+    what = (
+        f"dashboard(s) {', '.join(d.key for d in named)}"
+        if whole
+        else "; ".join(
+            part
+            for part in (
+                f"backend(s) {', '.join(backends)}" if backends else "",
+                f"row(s) {', '.join(rows)}" if rows else "",
+                f"from {', '.join(d.key for d in named)}" if named else "",
+            )
+            if part
+        )
+    )
+    report = _RemovalLog(log, dry_run=settings.dry_run, whole=whole)
+    if Target.BRANCH in settings.targets:
+        _prune_branch(settings, plan, report, message=f"ivy-matrix: prune {what}")
+    else:
+        _prune_local(settings, plan, report)
+    return EXIT_OK
+
+
+@dataclass(slots=True)
+class _RemovalLog:
+    """Says what a prune removes (or would remove, in a dry run)."""
+
+    log: Log
+    dry_run: bool
+    whole: bool
+
+    def __call__(
+        self, states: Mapping[DashboardId, DashboardState], removals: Mapping[DashboardId, Removal]
+    ) -> None:
+        verb = "would remove" if self.dry_run else "removed"
+        for dashboard, removal in sorted(removals.items(), key=lambda item: item[0].key):
+            self.log.info(_removal_line(verb, states[dashboard], removal, whole=self.whole))
+
+
+def _removal_line(verb: str, state: DashboardState, removal: Removal, *, whole: bool) -> str:
+    if whole:
+        return (
+            f"{verb} dashboard {state.key}: {len(state.rows)} row(s), "
+            f"{len(state.backends)} backend(s), its state, file and index entry"
+        )
+    parts = []
+    if removal.backends:
+        parts.append(f"backend(s) {', '.join(removal.backends)}")
+    if removal.rows:
+        parts.append(f"{len(removal.rows)} row(s): {', '.join(removal.rows)}")
+    line = f"{verb} from dashboard {state.key}: " + "; ".join(parts)
+    if removal.state is None:
+        line += "; nothing is left, so the dashboard goes too (state, file and index entry)"
+    return line
+
+
+def _left(
+    states: Mapping[DashboardId, DashboardState], removals: Mapping[DashboardId, Removal]
+) -> list[DashboardState]:
+    """The dashboards after ``removals``, sorted by key."""
+    left = dict(states)
+    for dashboard, removal in removals.items():
+        if removal.state is None:
+            del left[dashboard]
+        else:
+            left[dashboard] = removal.state
+    return sorted(left.values(), key=lambda s: s.key)
+
+
+def _pruned_files(
+    settings: Settings,
+    states: Mapping[DashboardId, DashboardState],
+    removals: Mapping[DashboardId, Removal],
+) -> list[RenderedFile]:
+    """The rendered files after ``removals``: changed dashboards, the index, and deletions."""
+    changed = [d.key for d, removal in removals.items() if removal.state is not None]
+    gone = [states[d] for d, removal in removals.items() if removal.state is None]
+    files = render_files(_left(states, removals), style=settings.style, only=changed)
+    return files + removed_files(gone)
+
+
+def _prune_output(
+    settings: Settings,
+    states: Mapping[DashboardId, DashboardState],
+    removals: Mapping[DashboardId, Removal],
+    log: Log,
+) -> None:
+    if settings.output_dir is None:
+        return
+    files = _pruned_files(settings, states, removals)
+    if settings.dry_run:
+        for file in files:
+            path = settings.output_dir / file.path
+            if file.text is None:
+                if path.is_file():
+                    log.info(f"dry run: would remove {path}")
+            elif _differs(path, file.text):
+                log.info(f"dry run: would write {path}")
+        return
+    written = write_files(settings.output_dir, files)
+    log.info(f"{len(written)} file(s) of {settings.output_dir} changed")
+
+
+def _differs(path: Path, text: str) -> bool:
+    """Whether writing ``text`` would change ``path`` (an unreadable file would be rewritten)."""
+    try:
+        return path.read_text(encoding="utf-8") != text
+    except (OSError, UnicodeDecodeError):
+        return True
+
+
+def _prune_local(settings: Settings, plan: Plan, report: _RemovalLog) -> None:
+    if not settings.store.is_dir():
+        raise InputError(
+            f"cannot prune --store {settings.store}: there is no store there; pass the folder "
+            f"that update writes to (default .ivy-matrix), or --targets branch for the branch"
+        )
+    store = LocalStore(settings.store)
+    where = f"the store {settings.store}"
+    if settings.dry_run:
+        # No lock: a dry run writes nothing, not even the lock file.
+        states = {state.id: state for state in store.load_all()}
+        removals = plan(states, where)
+        report(states, removals)
+        _prune_output(settings, states, removals, report.log)
+        return
+    with store.locked(timeout=settings.lock_timeout, on_wait=report.log.info):
+        states = {state.id: state for state in store.load_all()}
+        removals = plan(states, where)
+        for dashboard, removal in removals.items():
+            if removal.state is None:
+                store.delete(dashboard)
+            else:
+                store.save(removal.state)
+        report(states, removals)
+        # Still under the lock, like update: no slower process overwrites newer files.
+        _prune_output(settings, states, removals, report.log)
+
+
+def _prune_branch(settings: Settings, plan: Plan, report: _RemovalLog, *, message: str) -> None:
+    from ivy_matrix.branch_store import BranchStore  # noqa: PLC0415  -- only with the branch target
+
+    github = GitHub(settings)
+    last: list[tuple[dict[DashboardId, DashboardState], dict[DashboardId, Removal]]] = []
+    try:
+        store = BranchStore(github.client, github.repository, settings.branch)
+        where = f"branch {settings.branch} of {github.repository}"
+
+        def change(
+            states: Mapping[DashboardId, DashboardState],
+        ) -> tuple[dict[DashboardId, DashboardState | None], list[RenderedFile]]:
+            removals = plan(states, where)
+            last[:] = [(dict(states), removals)]
+            saved = {dashboard: removal.state for dashboard, removal in removals.items()}
+            return saved, _pruned_files(settings, states, removals)
+
+        result = store.update(change, message, dry_run=settings.dry_run)
+    finally:
+        github.close()
+    states, removals = last[0]
+    report(states, removals)
+    verb = "would commit" if settings.dry_run else "committed"
+    report.log.info(f"{verb} {len(result.files_changed)} file(s) to {where}")
+    if settings.dry_run:
+        for path in result.files_changed:
+            report.log.info(f"  {path}")
+    _prune_output(settings, states, removals, report.log)
+
+
 # --------------------------------------------------------------------------- the command
 
 
@@ -739,6 +990,11 @@ def _log_dashboard(log: Log, key: str, entry: Mapping[str, object]) -> None:
     if isinstance(retired, list) and retired:
         shown = ", ".join(map(str, retired[:10])) + (" ..." if len(retired) > 10 else "")  # noqa: PLR2004  -- log brevity
         parts.append(f"retired {len(retired)} row(s) no recent run reported: {shown}")
+    gone = entry.get("retired_backends")
+    if isinstance(gone, list) and gone:
+        parts.append(f"retired backend(s) no recent run reported: {', '.join(map(str, gone))}")
+    if entry.get("removed"):
+        parts.append("removed: every row retired, so its state, file and index entry are gone")
     log.info(f"dashboard {key}: " + "; ".join(parts))
 
 
@@ -789,6 +1045,10 @@ def _write_summary(
         "files": [asdict(f) for f in collected.files],
         "totals": dict(totals),
         "dashboards": dashboards,
+        "removed_dashboards": {
+            state.key: {"file": dashboard_file(state), **report.get(state.key, {})}
+            for state in outcome.removed
+        },
     }
     try:
         write_atomic(settings.summary_json, json.dumps(document, indent=2) + "\n")
