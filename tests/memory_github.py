@@ -178,6 +178,19 @@ class MemoryGitHub:
         """The text of one file on ``branch``; KeyError if absent."""
         return self.files(branch, repo)[path].decode()
 
+    def push(self, branch: str, files: Mapping[str, str], repo: str = "acme/widgets") -> str:
+        """Commit ``files`` on ``branch`` (creating it) and move it, as another writer would.
+
+        Not a client call: no fault applies and nothing is logged, so hooks can use it.
+        """
+        with self.lock:
+            ref = f"refs/heads/{branch}"
+            tip = self.refs[repo].get(ref)
+            tree = self._store_tree(self.commits[tip]["tree"] if tip else None, files)
+            sha = self._store_commit(tree, [tip] if tip else [], "push")
+            self.refs[repo][ref] = sha
+            return sha
+
     def add_issue(
         self,
         repo: str = "acme/widgets",
@@ -277,17 +290,7 @@ class MemoryGitHub:
             self._writable("create_tree")
             if base_tree is not None and base_tree not in self.trees:
                 raise _error("writing a tree", 422, "Invalid tree info")
-            flat = dict(self.trees[base_tree]) if base_tree else {}
-            for path, text in files.items():
-                for old in [p for p in flat if p == path or p.startswith(path + "/")]:
-                    del flat[old]
-                if text is not None:
-                    data = text.encode()
-                    flat[path] = _object_sha("blob", data)
-                    self.blobs[flat[path]] = text
-            sha = _tree_sha(flat)
-            self.trees[sha] = flat
-            return sha
+            return self._store_tree(base_tree, files)
 
         return self._call("create_tree", apply)
 
@@ -301,10 +304,7 @@ class MemoryGitHub:
                 raise _error("writing a commit", 422, "Tree SHA does not exist")
             if any(parent not in self.commits for parent in parents):
                 raise _error("writing a commit", 422, "Parent SHA does not exist")
-            text = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents) + "\n" + message
-            sha = _object_sha("commit", text.encode())
-            self.commits[sha] = {"tree": tree, "parents": list(parents), "message": message}
-            return sha
+            return self._store_commit(tree, parents, message)
 
         return self._call("create_commit", apply)
 
@@ -339,6 +339,24 @@ class MemoryGitHub:
             return True
 
         return self._call("update_branch", apply)
+
+    def _store_tree(self, base_tree: str | None, files: Mapping[str, str | None]) -> str:
+        flat = dict(self.trees[base_tree]) if base_tree else {}
+        for path, text in files.items():
+            for old in [p for p in flat if p == path or p.startswith(path + "/")]:
+                del flat[old]
+            if text is not None:
+                flat[path] = _object_sha("blob", text.encode())
+                self.blobs[flat[path]] = text
+        sha = _tree_sha(flat)
+        self.trees[sha] = flat
+        return sha
+
+    def _store_commit(self, tree: str, parents: list[str], message: str) -> str:
+        text = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents) + "\n" + message
+        sha = _object_sha("commit", text.encode())
+        self.commits[sha] = {"tree": tree, "parents": list(parents), "message": message}
+        return sha
 
     def _is_ancestor(self, ancestor: str, sha: str) -> bool:
         todo, seen = [sha], set()
