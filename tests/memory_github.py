@@ -7,7 +7,8 @@ the stores rely on:
 
 * refs are compare-and-swap: ``update_branch`` is a fast-forward or False, ``create_branch``
   is False when the branch exists (GitHub's "Reference already exists");
-* blobs, trees and commits are content-addressed (real git object ids for blobs and trees);
+* blobs, trees and commits are content-addressed (git's own ids for blobs and trees, from
+  ``tests/fake_github.py``);
 * issue and comment bodies over 65,536 characters are refused with the 422
   :class:`GitHubAPIError` the client raises; writes with a read-only token raise
   :class:`ReadOnlyTokenError`; missing objects raise a 404 :class:`GitHubAPIError`;
@@ -33,6 +34,7 @@ from typing import Any, Self, TypeVar, cast
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient, Issue, IssueComment, Tree
 from ivy_matrix.joblinks import Job
+from tests.fake_github import git_blob_sha, tree_sha
 
 _T = TypeVar("_T")
 BODY_LIMIT = 65_536
@@ -60,27 +62,10 @@ class MemoryFault:
     hits: int = 0
 
 
-def _object_sha(kind: str, payload: bytes) -> str:
-    data = b"%s %d\0" % (kind.encode(), len(payload)) + payload
-    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
-
-
-def _tree_sha(files: Mapping[str, str]) -> str:
-    """The git id of the tree holding ``files`` (path -> blob sha), subtrees included."""
-    entries: list[tuple[bytes, bytes, str]] = []
-    below: dict[str, dict[str, str]] = {}
-    for path, sha in files.items():
-        head, sep, rest = path.partition("/")
-        if sep:
-            below.setdefault(head, {})[rest] = sha
-        else:
-            entries.append((head.encode(), b"100644", sha))
-    entries += [(name.encode() + b"/", b"40000", _tree_sha(sub)) for name, sub in below.items()]
-    payload = b"".join(
-        mode + b" " + key.removesuffix(b"/") + b"\0" + bytes.fromhex(sha)
-        for key, mode, sha in sorted(entries)
-    )
-    return _object_sha("tree", payload)
+def _commit_sha(tree: str, parents: list[str], message: str) -> str:
+    """A content-addressed id for a commit (git's, but without author and time)."""
+    text = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents) + "\n" + message
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 
 
 def _error(what: str, status: int, message: str) -> GitHubAPIError:
@@ -111,7 +96,7 @@ class MemoryGitHub:
         self.latency = latency
         self._rng = random.Random(seed)
         self.blobs: dict[str, str] = {}
-        self.trees: dict[str, dict[str, str]] = {_tree_sha({}): {}}
+        self.trees: dict[str, dict[str, str]] = {tree_sha({}): {}}
         self.commits: dict[str, JSON] = {}
         self.refs: dict[str, dict[str, str]] = {repo: {} for repo in repos}
         self.issues: dict[int, JSON] = {}
@@ -346,15 +331,14 @@ class MemoryGitHub:
             for old in [p for p in flat if p == path or p.startswith(path + "/")]:
                 del flat[old]
             if text is not None:
-                flat[path] = _object_sha("blob", text.encode())
+                flat[path] = git_blob_sha(text.encode())
                 self.blobs[flat[path]] = text
-        sha = _tree_sha(flat)
+        sha = tree_sha(flat)
         self.trees[sha] = flat
         return sha
 
     def _store_commit(self, tree: str, parents: list[str], message: str) -> str:
-        text = f"tree {tree}\n" + "".join(f"parent {p}\n" for p in parents) + "\n" + message
-        sha = _object_sha("commit", text.encode())
+        sha = _commit_sha(tree, parents, message)
         self.commits[sha] = {"tree": tree, "parents": list(parents), "message": message}
         return sha
 
