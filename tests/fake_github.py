@@ -610,7 +610,7 @@ class FakeGitHub:
                 "Conditional request headers are not allowed in unsafe requests unless supported "
                 "by the endpoint",
             )
-        if fault is not None and fault.silent:
+        if fault is not None and fault.silent:  # the answer of a GET of the same object
             handler, req.params = self._route("GET", req.path)
             return handler(req)
         if fault is not None and not fault.after_write:
@@ -620,6 +620,7 @@ class FakeGitHub:
         if req.body is _INVALID_JSON:
             raise _Fail(400, "Problems parsing JSON")
         handler, req.params = self._route(req.method, req.path)
+        self._repo_or_404(req.repo_name)  # every route is under /repos/{owner}/{repo}
         if write and self.config.read_only:
             raise _Fail(403, "Resource not accessible by integration")
         status, payload, headers = handler(req)
@@ -919,23 +920,11 @@ class FakeGitHub:
         return items[(page - 1) * per_page : page * per_page], headers
 
     def _create_issue(self, repo: str, title: str, body: str | None, labels: list[str]) -> JSON:
-        now = self._now()
-        number = self._next_issue
+        number, now = self._next_issue, self._now()
         self._next_issue += 1
-        issue = {
-            "number": number,
-            "id": 2_000_000_000 + number,
-            "repo": repo,
-            "title": title,
-            "body": body,
-            "state": "open",
-            "state_reason": None,
-            "labels": [],
-            "pull_request": False,
-            "created_at": now,
-            "updated_at": now,
-            "closed_at": None,
-        }
+        issue = {"number": number, "id": 2_000_000_000 + number, "repo": repo, "title": title}
+        issue |= {"body": body, "state": "open", "state_reason": None, "pull_request": False}
+        issue |= {"created_at": now, "updated_at": now, "closed_at": None}
         self._set_issue_labels(issue, labels)
         self.issues[number] = issue
         self.comments[number] = []
@@ -953,39 +942,25 @@ class FakeGitHub:
         issue["labels"] = kept
 
     def _create_label(self, repo: str, name: str, color: str, description: str | None) -> JSON:
-        label = {
-            "id": self._next_label,
-            "name": name,
-            "color": color.removeprefix("#"),
-            "description": description,
-        }
+        label = {"id": self._next_label, "name": name, "color": color.removeprefix("#")}
         self._next_label += 1
-        self.labels.setdefault(repo, {})[name.lower()] = label
-        return label
+        self.labels[repo][name.lower()] = label | {"description": description}
+        return self.labels[repo][name.lower()]
 
     def _create_comment(self, issue: JSON, body: str) -> JSON:
-        now = self._now()
-        comment = {
-            "id": self._next_comment,
-            "repo": issue["repo"],
-            "issue": issue["number"],
-            "body": body,
-            "created_at": now,
-            "updated_at": now,
-        }
+        comment = {"id": self._next_comment, "repo": issue["repo"], "issue": issue["number"]}
         self._next_comment += 1
-        self.comments.setdefault(issue["number"], []).append(comment)
+        comment |= {"body": body, "created_at": self._now(), "updated_at": self._now()}
+        self.comments[issue["number"]].append(comment)
         return comment
 
     def _issue_or_404(self, req: _Req) -> JSON:
-        self._repo_or_404(req.repo_name)
         issue = self.issues.get(int(req.params["number"]))
         if issue is None or issue["repo"] != req.repo_name:
             raise _not_found()
         return issue
 
     def _comment_or_404(self, req: _Req) -> JSON:
-        self._repo_or_404(req.repo_name)
         wanted = int(req.params["id"])
         for comments in self.comments.values():
             for comment in comments:
@@ -1041,7 +1016,6 @@ class FakeGitHub:
     # ----------------------------------------------------------------- handlers: jobs
 
     def _jobs(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         run = self.runs.get(int(req.params["run"]))
         if run is None or run["repo"] != req.repo_name:
             raise _not_found()
@@ -1055,7 +1029,6 @@ class FakeGitHub:
     # ----------------------------------------------------------------- handlers: issues
 
     def _list_issues(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         state = req.query.get("state", "open")
         if state not in {"open", "closed", "all"}:
             raise _validation_failed("Issue", "state", "invalid")
@@ -1085,7 +1058,6 @@ class FakeGitHub:
         return [label if isinstance(label, str) else label["name"] for label in raw]
 
     def _post_issue(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         body = req.fields
         if body.get("title") in (None, ""):
             raise _validation_failed("Issue", "title", "missing_field")
@@ -1142,7 +1114,6 @@ class FakeGitHub:
         return 204, None, {}
 
     def _post_label(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         name = req.fields.get("name")
         if not name:
             raise _validation_failed("Label", "name", "missing_field")
@@ -1155,7 +1126,6 @@ class FakeGitHub:
         return 201, self._label_json(req.api, req.repo_name, label), {}
 
     def _get_label(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         label = self.labels[req.repo_name].get(req.params["name"].lower())
         if label is None:
             raise _not_found()
@@ -1164,7 +1134,6 @@ class FakeGitHub:
     # ----------------------------------------------------------------- handlers: git data
 
     def _get_ref(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         name = "refs/" + req.params["ref"]
         sha = self.refs[req.repo_name].get(name)
         if sha is None:
@@ -1172,7 +1141,6 @@ class FakeGitHub:
         return 200, self._ref_json(req.api, req.repo_name, name, sha), {}
 
     def _post_ref(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         ref, sha = req.fields.get("ref"), req.fields.get("sha")
         if not isinstance(ref, str) or not ref.startswith("refs/") or ref.count("/") < 2:
             raise _Fail(422, "Reference name is not valid")
@@ -1187,7 +1155,6 @@ class FakeGitHub:
         return 201, self._ref_json(req.api, req.repo_name, ref, sha), {}
 
     def _patch_ref(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         name = "refs/" + req.params["ref"].removeprefix("refs/")
         sha = req.fields.get("sha")
         refs = self.refs[req.repo_name]
@@ -1201,7 +1168,6 @@ class FakeGitHub:
         return 200, self._ref_json(req.api, req.repo_name, name, sha), {}
 
     def _get_blob(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         sha = req.params["sha"]
         data = self.blobs.get(sha)
         if data is None:
@@ -1219,7 +1185,6 @@ class FakeGitHub:
         return 200, blob, {}
 
     def _post_tree(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         entries, base = req.fields.get("tree"), req.fields.get("base_tree")
         if not isinstance(entries, list):
             raise _Fail(422, 'Invalid request.\n\n"tree" wasn\'t supplied.')
@@ -1251,7 +1216,6 @@ class FakeGitHub:
             files[path] = entry["sha"]
 
     def _get_tree(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         sha = req.params["sha"]
         if sha in self.commits:
             sha = self.commits[sha]["tree"]
@@ -1261,7 +1225,6 @@ class FakeGitHub:
         return 200, self._tree_json(req.api, req.repo_name, sha, recursive=recursive), {}
 
     def _post_commit(self, req: _Req) -> Response:
-        self._repo_or_404(req.repo_name)
         message, tree = req.fields.get("message"), req.fields.get("tree")
         parents = req.fields.get("parents", [])
         if not isinstance(message, str):
