@@ -242,7 +242,9 @@ class MemoryGitHub:
 
     def get_branch_head(self, repo: str, branch: str) -> str | None:
         """The commit ``branch`` points at, or None."""
-        return self._call("get_branch_head", lambda: self._repo(repo).get(f"refs/heads/{branch}"))
+        # The client reads a 404 (no such branch, or repository) as None.
+        ref = f"refs/heads/{branch}"
+        return self._call("get_branch_head", lambda: self.refs.get(repo, {}).get(ref))
 
     def get_tree(self, repo: str, tree_ish: str) -> Tree:
         """A tree, or a commit's tree, with every file in it."""
@@ -316,10 +318,12 @@ class MemoryGitHub:
             refs = self._repo(repo)
             self._writable("update_branch")
             ref = f"refs/heads/{branch.removeprefix('refs/heads/')}"
+            if ref not in refs:
+                return False  # "Reference does not exist"
             if sha not in self.commits:
                 raise _error(f"moving branch {branch!r}", 422, "Object does not exist")
-            if ref not in refs or not self._is_ancestor(refs[ref], sha):
-                return False
+            if not self._is_ancestor(refs[ref], sha):
+                return False  # "Update is not a fast forward"
             refs[ref] = sha
             return True
 
@@ -381,15 +385,12 @@ class MemoryGitHub:
         )
 
     @staticmethod
-    def _check_body(what: str, body: str) -> None:
-        if not body:
+    def _check_body(what: str, body: str, *, required: bool) -> None:
+        if required and not body:
             raise _error(what, 422, "Validation Failed (missing_field)")
         if len(body) > BODY_LIMIT:
-            raise _error(
-                what,
-                422,
-                f"Validation Failed (body is too long (maximum is {BODY_LIMIT} characters))",
-            )
+            limit = f"body is too long (maximum is {BODY_LIMIT} characters)"
+            raise _error(what, 422, f"Validation Failed ({limit})")
 
     def _set_labels(self, issue: JSON, names: Iterable[str]) -> None:
         known = self.labels[issue["repo"]]
@@ -444,7 +445,9 @@ class MemoryGitHub:
         def apply() -> Issue:
             self._repo(repo)
             self._writable("create_issue")
-            self._check_body(f"creating an issue in {repo}", body)
+            if not title:
+                raise _error(f"creating an issue in {repo}", 422, "Validation Failed")
+            self._check_body(f"creating an issue in {repo}", body, required=False)
             return self._as_issue(self._new_issue(repo, title, body, labels))
 
         return self._call("create_issue", apply)
@@ -462,10 +465,11 @@ class MemoryGitHub:
         """Edit an issue; unset fields stay (last writer wins)."""
 
         def apply() -> Issue:
-            issue = self._issue(repo, number)
+            self._repo(repo)
             self._writable("update_issue")
+            issue = self._issue(repo, number)
             if body is not None:
-                self._check_body(f"editing issue #{number} of {repo}", body)
+                self._check_body(f"editing issue #{number} of {repo}", body, required=False)
                 issue["body"] = body
             if labels is not None:
                 self._set_labels(issue, labels)
@@ -490,9 +494,10 @@ class MemoryGitHub:
         """A new comment on an issue."""
 
         def apply() -> IssueComment:
-            self._issue(repo, number)
+            self._repo(repo)
             self._writable("create_issue_comment")
-            self._check_body(f"commenting on issue #{number} of {repo}", body)
+            self._issue(repo, number)
+            self._check_body(f"commenting on issue #{number} of {repo}", body, required=True)
             comment = {"id": self._next_comment, "repo": repo, "issue": number, "body": body}
             self._next_comment += 1
             self.comments[number].append(comment)
@@ -501,7 +506,6 @@ class MemoryGitHub:
         return self._call("create_issue_comment", apply)
 
     def _comment(self, repo: str, comment_id: int) -> JSON | None:
-        self._repo(repo)
         return next(
             (
                 comment
@@ -516,11 +520,12 @@ class MemoryGitHub:
         """Replace a comment's body (last writer wins)."""
 
         def apply() -> IssueComment:
+            self._repo(repo)
+            self._writable("update_issue_comment")
             comment = self._comment(repo, comment_id)
             if comment is None:
                 raise _error(f"editing comment {comment_id} in {repo}", 404, "Not Found")
-            self._writable("update_issue_comment")
-            self._check_body(f"editing comment {comment_id} in {repo}", body)
+            self._check_body(f"editing comment {comment_id} in {repo}", body, required=True)
             comment["body"] = body
             return self._as_comment(comment)
 
@@ -530,10 +535,11 @@ class MemoryGitHub:
         """Delete a comment; False if it was already gone."""
 
         def apply() -> bool:
+            self._repo(repo)
+            self._writable("delete_issue_comment")
             comment = self._comment(repo, comment_id)
             if comment is None:
                 return False
-            self._writable("delete_issue_comment")
             self.comments[comment["issue"]].remove(comment)
             return True
 

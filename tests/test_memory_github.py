@@ -15,6 +15,7 @@ import pytest
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
+from ivy_matrix.joblinks import Job
 from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub, git_blob_sha
 from tests.memory_github import MemoryGitHub
@@ -79,7 +80,8 @@ def test_branch_writes_are_compare_and_swap_on_content_addressed_objects(side):
 
 
 def test_missing_objects_are_404_and_invalid_writes_422(side):
-    """A missing blob or tree reads as 404; a commit of a missing tree or ref to one is 422."""
+    """A missing blob or tree is 404, a commit or ref of a missing object 422; a missing ref is
+    None (even in a missing repository) and moving it returns False."""
     gh = side.gh
     with pytest.raises(GitHubAPIError) as caught:
         gh.get_blob_text(REPO, "0" * 40)
@@ -93,17 +95,23 @@ def test_missing_objects_are_404_and_invalid_writes_422(side):
     with pytest.raises(GitHubAPIError) as caught:
         gh.create_branch(REPO, BRANCH, "0" * 40)
     assert status_of(caught) == 422
+    assert gh.update_branch(REPO, "gone", "0" * 40) is False  # no such ref comes first
+    assert gh.get_branch_head("acme/nope", "main") is None
 
 
 def test_bodies_over_65536_characters_are_refused_with_422(side):
-    """An issue or comment body one character over the limit is refused and nothing changes."""
+    """A body one character over the limit (or an empty comment) is 422 and nothing changes."""
     gh = side.gh
+    assert gh.create_issue(REPO, title="empty", body="", labels=[]).body == ""
     issue = gh.create_issue(REPO, title="t", body="x" * 65_536, labels=[LABEL])
     with pytest.raises(GitHubAPIError) as caught:
         gh.update_issue(REPO, issue.number, body="y" * 65_537)
     assert status_of(caught) == 422
     with pytest.raises(GitHubAPIError) as caught:
         gh.create_issue_comment(REPO, issue.number, "z" * 65_537)
+    assert status_of(caught) == 422
+    with pytest.raises(GitHubAPIError) as caught:
+        gh.create_issue_comment(REPO, issue.number, "")
     assert status_of(caught) == 422
     assert gh.get_issue(REPO, issue.number).body == "x" * 65_536
     assert gh.list_issue_comments(REPO, issue.number) == []
@@ -158,6 +166,8 @@ def test_a_read_only_token_reads_but_every_write_raises_read_only_token_error(si
     assert status_of(caught) == 403
     with pytest.raises(ReadOnlyTokenError):
         gh.update_issue(REPO, 1, body="c")
+    with pytest.raises(ReadOnlyTokenError):  # refused before GitHub looks for the comment
+        gh.delete_issue_comment(REPO, 12345)
     assert gh.get_issue(REPO, 1).body == "b"
 
 
@@ -236,3 +246,28 @@ def test_threads_racing_on_one_branch_never_lose_a_move(memory):
     for thread in threads:
         thread.join(timeout=10)
     assert sorted(memory.files(BRANCH)) == [f"f{n}" for n in range(8)]
+
+
+def test_pins_stop_at_three_and_jobs_are_listed_per_attempt(memory):
+    """A fourth pinned issue is refused as GitHub does; jobs come back for their run attempt."""
+    gh = memory.as_client()
+    issues = [gh.create_issue(REPO, title=f"{n}", body="b", labels=[]) for n in range(4)]
+    for issue in issues[:3]:
+        gh.pin_issue(issue.node_id)
+    gh.pin_issue(issues[0].node_id)  # pinning again changes nothing
+    with pytest.raises(GitHubAPIError, match="three issues are pinned"):
+        gh.pin_issue(issues[3].node_id)
+    assert memory.pinned == [i.node_id for i in issues[:3]]
+    job = Job(
+        id=1,
+        name="tests (torch)",
+        runner_name=None,
+        html_url="u",
+        status="completed",
+        run_attempt=2,
+    )
+    memory.add_jobs(REPO, 42, 2, [job])
+    assert gh.list_run_jobs(REPO, 42, 2) == [job]
+    with pytest.raises(GitHubAPIError) as caught:
+        gh.list_run_jobs(REPO, 42, 1)
+    assert status_of(caught) == 404
