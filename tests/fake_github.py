@@ -1,29 +1,28 @@
 """A stateful fake of the GitHub REST API, served over plain HTTP on 127.0.0.1 for tests.
 
-Stdlib only. ``FakeGitHub`` keeps GitHub's state (runs and jobs, issues, comments, labels, git
-blobs/trees/commits/refs) as plain dicts guarded by one lock, and serves exactly the operations
-``ivy_matrix/github_api.py`` calls, with the shapes of ``../shared/github-api/openapi-subset.json``
-and the observed error texts of ``../shared/design/PLATFORM.md`` (sections 1-3):
+Stdlib only. ``FakeGitHub`` keeps GitHub's state (jobs, issues, comments, labels, git blobs,
+trees, commits and refs) as plain dicts under one lock and serves exactly the operations
+``ivy_matrix/github_api.py`` calls: the jobs of a run attempt; git refs (get, create, update),
+blobs (get), trees (create, get) and commits (create); issues (list, get, create, edit), their
+comments (list, create, edit, delete) and labels (get, create). GraphQL (pinning) answers 404.
+Bodies have the shapes of ``../shared/github-api/openapi-subset.json``, errors the texts of
+``../shared/design/PLATFORM.md`` (sections 1-3). Store logic is tested on the in-memory model
+``tests/memory_github.py``; this fake is for the client itself and end-to-end tests.
 
-* jobs of a run attempt; git refs (get, create, update), blobs (get), trees and commits (create,
-  and get for trees); issues (list, get, create, edit), their comments (list, create, edit,
-  delete) and labels (get, create). GraphQL (pinning) is not served: it answers 404.
+What GitHub does and the client relies on: ``Link`` pagination (``per_page`` 30 by default,
+at most 100); 422 for a ref move that is not a fast-forward and for creating an existing ref;
+422 for bodies over 65,536 characters; ``x-ratelimit-*`` headers from a budget (1,000/h like
+GITHUB_TOKEN) and the primary-limit 403 when it is spent; 403 "Resource not accessible by
+integration" on writes with a read-only token; 400 for conditional headers on writes; ``url``
+values under the prefix the request came in on (root or GHES ``/api/v3``), as PyGithub
+asserts. Faults are queued per request (``inject``: before or after the write lands, held, or
+silently not applied) or drawn at random (``fail_rate``).
 
-Fidelity that the client and the stores rely on: lists paginate with ``Link`` headers
-(``per_page`` default 30, max 100); a ref update that is not a fast-forward is 422, creating an
-existing ref is 422 "Reference already exists"; bodies over 65,536 characters are 422; every
-answer carries ``x-ratelimit-*`` headers from a budget (1,000/h like GITHUB_TOKEN), and an
-exhausted budget answers GitHub's primary-limit 403; a read-only token gets 403 "Resource not
-accessible by integration" on writes; conditional headers on writes are refused with 400;
-``url`` values keep the prefix the request came in on (root or GHES ``/api/v3``), as PyGithub
-asserts; ``html_url`` values use ``server_url``. Faults are injected per request (``inject``),
-including after the write landed, or at random (``fail_rate``).
-
-Run standalone for subprocess tests::
+Run standalone::
 
     python tests/fake_github.py --port 0 --state-file state.json [--seed seed.json]
 
-It prints its base URL on stdout, serves until SIGTERM/SIGINT, then writes its state as JSON to
+It prints its base URL, serves until SIGTERM/SIGINT, then writes its state as JSON to
 ``--state-file``. ``GET /_fake/state`` returns the same JSON at any time; ``POST /_fake/config``,
 ``POST /_fake/inject`` and ``POST /_fake/seed`` change knobs, queue faults and add data.
 """
@@ -105,8 +104,6 @@ class FakeConfig:
     retry_after: tuple[int, ...] = (0, 1)
     seed: int = 0
     read_only: bool = False
-    require_auth: bool = True
-    server_url: str = "https://github.com"
 
 
 @dataclass
@@ -114,7 +111,7 @@ class Fault:
     """A queued one-shot (or ``times``-shot) answer for requests matching method and path.
 
     ``path`` is a regex searched in the API path without the ``/api/v3`` prefix. ``status=None``
-    only delays (``delay`` seconds, or until ``wait`` is set) and then serves normally, which
+    with ``wait`` holds the request until the event is set, then serves it normally, which
     lets a test force an interleaving. ``after_write=True`` applies the request first and then
     answers with the fault, the "5xx after commit" case that makes retried POSTs duplicate.
     ``silent=True`` answers a write with success but does not apply it: the object is served as
@@ -129,8 +126,6 @@ class Fault:
     times: int = 1
     retry_after: int | None = None
     message: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
     wait: threading.Event | None = None
     hits: int = 0
 
@@ -546,10 +541,8 @@ class FakeGitHub:
                 pause = self._rng.uniform(low, high)
             time.sleep(pause)
         fault = self._take_fault(method, api_path)
-        if fault is not None:
-            if fault.wait is not None:
-                fault.wait.wait(timeout=30)
-            time.sleep(fault.delay)
+        if fault is not None and fault.wait is not None:
+            fault.wait.wait(timeout=30)
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -592,9 +585,7 @@ class FakeGitHub:
 
     def _guarded(self, req: _Req, headers_in: Any, fault: Fault | None) -> Response:
         write = req.method in WRITE_METHODS
-        if self.config.require_auth and not re.match(
-            r"(token|bearer) \S", headers_in.get("Authorization", ""), re.IGNORECASE
-        ):
+        if not re.match(r"(token|bearer) \S", headers_in.get("Authorization", ""), re.IGNORECASE):
             raise _Fail(401, "Requires authentication")
         if self.rate_remaining <= 0:
             raise _Fail(
@@ -646,7 +637,7 @@ class FakeGitHub:
 
     def _fault_response(self, fault: Fault) -> Response:
         status = fault.status or 502
-        headers = dict(fault.headers)
+        headers = {}
         if fault.retry_after is not None:
             headers["Retry-After"] = str(fault.retry_after)
         messages = {403: SECONDARY_MESSAGE, 429: SECONDARY_MESSAGE, 502: "Server Error"}
@@ -738,7 +729,7 @@ class FakeGitHub:
     # ----------------------------------------------------------------- shapes
 
     def _html(self, *parts: object) -> str:
-        return "/".join([self.config.server_url, *(str(p) for p in parts)])
+        return "/".join(["https://github.com", *(str(p) for p in parts)])
 
     def _user(self, api: str) -> JSON:
         url = f"{api}/users/{urllib.parse.quote(BOT_LOGIN)}"
