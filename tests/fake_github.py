@@ -260,8 +260,8 @@ class FakeGitHub:
     ``repos`` full name -> {default_branch}; ``runs`` run id -> {repo, attempts: {n: [job
     ids]}, ...}; ``jobs`` job id -> job; ``issues`` number -> issue (PRs included, with
     ``pull_request: True``); ``comments`` issue number -> [comment]; ``labels`` repo -> lower
-    name -> label; ``blobs`` sha -> bytes; ``trees`` sha -> entries; ``commits`` sha -> commit;
-    ``refs`` repo -> "refs/heads/x" -> sha; ``requests`` -> [RequestRecord].
+    name -> label; ``blobs`` sha -> bytes; ``trees`` sha -> {path: blob sha}; ``commits`` sha
+    -> commit; ``refs`` repo -> "refs/heads/x" -> sha; ``requests`` -> [RequestRecord].
 
     Issue numbers and comment ids are unique across the whole fake (one counter), so
     ``fake.comments[5]`` needs no repository key; each record names its ``repo``.
