@@ -66,14 +66,6 @@ def test_jobs_are_listed_once_per_run_attempt(fake):
     assert len(fake.requests_to("GET", r"/jobs$")) == 2
 
 
-def test_get_job_reads_one_job_by_id(fake):
-    """A known job id (job.check_run_id) is read directly."""
-    [made] = fake.add_run(REPO, 9, 1, [{"name": "tests", "matrix": ["numpy"]}])
-    with client(fake.base_url) as gh:
-        job = gh.get_job(REPO, made["id"])
-    assert (job.id, job.name, job.run_attempt) == (made["id"], "tests (numpy)", 1)
-
-
 def test_missing_run_names_the_actions_read_permission(fake):
     """A 404 on the job listing says it may be missing and which permission the job needs."""
     with client(fake.base_url) as gh, pytest.raises(GitHubAPIError) as caught:
@@ -90,7 +82,7 @@ def test_missing_run_names_the_actions_read_permission(fake):
 def test_git_data_round_trip_tree_blob_commit_and_fast_forward(fake):
     """Read the tip and tree, write a tree and commit on it, and fast-forward the branch."""
     with client(fake.base_url) as gh:
-        tip = gh.get_default_branch_head(REPO)
+        tip = main_tip(fake)
         tree = gh.get_tree(REPO, tip)
         assert tree.files == {"README.md": git_blob_sha(b"# acme/widgets\n")}
         assert gh.get_blob_text(REPO, tree.files["README.md"]) == "# acme/widgets\n"
@@ -98,10 +90,7 @@ def test_git_data_round_trip_tree_blob_commit_and_fast_forward(fake):
         commit = gh.create_commit(REPO, "add a", new_tree, [tip])
         assert gh.update_branch(REPO, "main", commit) is True
         assert gh.get_branch_head(REPO, "main") == commit
-        assert gh.get_tree_files(REPO, commit, "dash/") == {
-            "dash/a.md": git_blob_sha("é ✅\n".encode())
-        }
-        assert gh.create_blob(REPO, "é ✅\n") == git_blob_sha("é ✅\n".encode())
+        assert gh.get_tree(REPO, commit).files == {"dash/a.md": git_blob_sha("é ✅\n".encode())}
     assert fake.files() == {"dash/a.md": "é ✅\n".encode()}
 
 
@@ -109,7 +98,7 @@ def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake
     """A missing branch is None; creating it works once, then reports False (already exists)."""
     with client(fake.base_url) as gh:
         assert gh.get_branch_head(REPO, "ivy-matrix") is None
-        tip = gh.get_default_branch_head(REPO)
+        tip = main_tip(fake)
         assert gh.create_branch(REPO, "ivy-matrix", tip) is True
         assert gh.create_branch(REPO, "ivy-matrix", tip) is False
         assert gh.get_branch_head(REPO, "ivy-matrix") == tip
@@ -126,14 +115,6 @@ def test_stale_tip_is_a_conflict_not_an_error(fake):
         assert gh.update_branch(REPO, "main", loser) is False
         assert gh.update_branch(REPO, "gone", winner) is False
     assert fake.ref_sha("heads/main") == winner
-
-
-def test_empty_default_branch_gives_a_clear_error(fake):
-    """A repository without commits cannot seed the dashboard branch; the message says so."""
-    with fake.lock:  # the fake has no empty repositories: drop the default branch's ref
-        del fake.refs[REPO]["refs/heads/main"]
-    with client(fake.base_url) as gh, pytest.raises(GitHubAPIError, match="push a first commit"):
-        gh.get_default_branch_head(REPO)
 
 
 def test_invalid_request_is_not_retried(fake):
@@ -184,17 +165,13 @@ def test_patch_that_landed_before_a_502_is_retried_safely(fake):
 
 
 def test_post_that_landed_before_a_502_makes_no_duplicate(fake):
-    """Creating a ref that landed before a 502 reports a conflict on retry; one ref, one blob."""
+    """Creating a ref that landed before a 502 reports a conflict on retry; one ref."""
     tip = main_tip(fake)
     fake.inject(method="POST", path=r"/git/refs$", status=502, after_write=True)
-    fake.inject(method="POST", path=r"/git/blobs$", status=502, after_write=True)
     with client(fake.base_url) as gh:
         assert gh.create_branch(REPO, "ivy-matrix", tip) is False
         assert gh.get_branch_head(REPO, "ivy-matrix") == tip
-        blobs_before = len(fake.blobs)
-        assert gh.create_blob(REPO, "state") == git_blob_sha(b"state")
     assert sorted(fake.refs[REPO]) == ["refs/heads/ivy-matrix", "refs/heads/main"]
-    assert len(fake.blobs) == blobs_before + 1
     assert [r.status for r in fake.requests_to("POST", r"/git/refs$")] == [502, 422]
 
 
@@ -246,7 +223,8 @@ def test_exhausted_primary_limit_waits_until_reset(fake):
 
     sleeps = Sleeps()
     with client(fake.base_url, clock=lambda: now, sleep=sleep) as gh:
-        assert gh.get_default_branch_head(REPO) == main_tip(fake)
+        # The first read spends the budget of 1; the second waits for the reset.
+        assert [gh.get_branch_head(REPO, "main") for _ in range(2)] == [main_tip(fake)] * 2
     assert sleeps == [21.0]
 
 
@@ -317,7 +295,8 @@ def test_read_only_token_is_detected_as_its_own_error(fake):
     fake.configure(read_only=True)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps) as gh:
-        tip = gh.get_default_branch_head(REPO)  # reads still work
+        tip = gh.get_branch_head(REPO, "main")  # reads still work
+        assert tip is not None
         with pytest.raises(ReadOnlyTokenError) as caught:
             gh.create_branch(REPO, "ivy-matrix", tip)
     assert isinstance(caught.value, GitHubAPIError)
@@ -343,7 +322,7 @@ def test_other_403_names_the_permission_to_grant(fake):
 def test_missing_repository_404_names_the_permission(fake):
     """A 404 on a repository read says it may not exist or be invisible, and names contents: read."""
     with client(fake.base_url) as gh, pytest.raises(GitHubAPIError) as caught:
-        gh.get_default_branch_head("acme/nope")
+        gh.get_tree("acme/nope", "0" * 40)
     assert caught.value.status == 404
     assert "permissions: contents: read" in str(caught.value)
 
@@ -365,7 +344,6 @@ def test_ghes_api_prefix_is_kept_for_every_request_and_page(fake):
     fake.add_run(REPO, 5, 1, [{"name": "leg", "matrix": [i]} for i in range(150)])
     with client(fake.ghes_url + "/") as gh:
         assert len(gh.list_run_jobs(REPO, 5, 1)) == 150
-        tip = gh.get_default_branch_head(REPO)
-        assert gh.create_branch(REPO, "ivy-matrix", tip) is True
+        assert gh.create_branch(REPO, "ivy-matrix", main_tip(fake)) is True
     assert {r.prefix for r in fake.requests} == {"/api/v3"}
     assert all(r.authorization == "token t" for r in fake.requests)
