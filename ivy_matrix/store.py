@@ -28,17 +28,23 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.statefile import dump_state, load_state
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# 255 bytes of a file name, less what the temporary file adds: "." + ".json" + ".XXXXXXXX.tmp".
+_SLUG_MAX = 236
 
 
 def slug(part: str) -> str:
     """A file-name-safe form of a dashboard title or category.
 
     Names that need changing get a short hash, so two different names never share a file.
+    A name too long for a file name (its temporary file's name over 255 bytes) is cut to its
+    first 200 characters before the hash.
     """
     cleaned = _UNSAFE.sub("-", part).strip("-.") or "_"
-    if cleaned == part:
+    if cleaned == part and len(part) <= _SLUG_MAX:
         return part
     digest = hashlib.sha256(part.encode()).hexdigest()[:8]
+    if len(cleaned) + 9 > _SLUG_MAX:
+        cleaned = cleaned[:200]
     return f"{cleaned}-{digest}"
 
 
