@@ -30,7 +30,7 @@ def _walk(top: Path) -> list[Path]:
     tree comes before what links lead to: a loop ends, and a directory is listed under a name
     without links when it has one.
     """
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[int, int] | str] = set()
     found: list[Path] = []
     real: deque[Path] = deque([top])
     linked: deque[Path] = deque()
@@ -42,7 +42,8 @@ def _walk(top: Path) -> list[Path]:
                 entries = list(listing)
         except OSError:
             continue
-        key = (info.st_dev, info.st_ino)
+        # Some file systems give no inode numbers (0): fall back to the resolved path.
+        key = (info.st_dev, info.st_ino) if info.st_ino else os.path.realpath(directory)
         if key in seen:
             continue
         seen.add(key)
@@ -103,12 +104,12 @@ def _listdir(directory: Path) -> list[Path]:
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
-    """The real file behind ``path`` (device and inode), or None when it cannot be read."""
+    """The real file behind ``path`` (device and inode), or None when it cannot be told."""
     try:
         info = path.stat()
     except OSError:
         return None
-    return info.st_dev, info.st_ino
+    return (info.st_dev, info.st_ino) if info.st_ino else None
 
 
 def _links_in(path: Path) -> int:
@@ -123,7 +124,7 @@ def _once_each(paths: set[Path], excluded: set[Path]) -> list[Path]:
     for path in paths:
         identity = _identity(path)
         if identity is None:
-            names.setdefault(None, []).append(path)  # kept: opening it reports why it fails
+            names.setdefault(None, []).append(path)  # kept: reading it reports any failure
         elif identity not in gone:
             names.setdefault(identity, []).append(path)
     kept = names.pop(None, [])
