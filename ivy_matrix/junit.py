@@ -32,7 +32,6 @@ one with elements nested deeper than :data:`DEPTH_CAP`.
 from __future__ import annotations
 
 import codecs
-import hashlib
 import re
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, NoReturn
@@ -124,6 +123,8 @@ def cap_name(name: str) -> str:
     """
     if len(name) <= NAME_CAP:
         return name
+    import hashlib  # noqa: PLC0415  -- loads OpenSSL (~4 MB of memory): only long names need it
+
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     if name.endswith("]"):
         return f"{name[: NAME_CAP - 14]}…{digest}]"
@@ -148,7 +149,7 @@ def _plan(head: bytes, *, complete: bool) -> tuple[str | None, int]:
     a declared encoding that Python cannot decode as text.
     """
     layout, bom = _layout(head)
-    text = head[bom:].decode(layout or "latin-1", errors="replace")
+    text = head[bom : bom + _HEAD].decode(layout or "latin-1", errors="replace")
     declared = None
     if text.startswith("<?xml") and text[5:6] in {" ", "\t", "\r", "\n"}:
         end = text.find("?>")
@@ -196,6 +197,7 @@ def _raw(head: bytes, stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
     """Yield the file's bytes as they are, in chunks of ``chunk_size``."""
     for start in range(0, len(head), chunk_size):
         yield head[start : start + chunk_size]
+    del head  # one chunk in memory at a time
     read = stream.read
     chunk = read(chunk_size)
     while chunk:
@@ -215,6 +217,8 @@ def _transcoded(
     offset = base = skip
     try:
         text = decoder.decode(head[skip:])
+        offset = len(head)
+        del head  # one chunk in memory at a time
         found = _DECLARATION.match(text.removeprefix("\ufeff"))
         if found is None and text.lstrip("\ufeff").startswith("<?xml"):
             raise _BadInputError(
@@ -225,9 +229,9 @@ def _transcoded(
         if found is not None:
             declaration = _ENCODING.sub(r'\1"utf-8"', found.group())
             text = declaration + text.removeprefix("\ufeff")[found.end() :]
-        offset = len(head)
         for start in range(0, len(text), chunk_size):
             yield text[start : start + chunk_size].encode("utf-8")
+        del text
         read = stream.read
         chunk = read(chunk_size)
         while chunk:
@@ -445,6 +449,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                 if codec is None
                 else _transcoded(head, stream, chunk_size, codec, skip)
             )
+            del head, more  # the generator holds the start of the file until it is fed
             fed = 0
             for chunk in chunks:
                 parser.Parse(chunk, False)  # noqa: FBT003  -- pyexpat takes isfinal positionally
