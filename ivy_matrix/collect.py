@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ivy_matrix.junit import scan_junit
+from ivy_matrix.junit import cap_name, scan_junit
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import (
     CaseResult,
@@ -80,6 +80,8 @@ class Collector:
         """Read one result file; its cells count only if all of it could be read."""
         namer = self.namer
         file_backend = namer.backend_for_file(source)
+        if file_backend is not None:
+            file_backend = cap_name(file_backend)
         per_case = namer.needs_test_id
         pending: dict[tuple[int, str, str], int] = {}
         places = self._places
@@ -96,6 +98,7 @@ class Collector:
                     if backend is None:
                         unassigned += 1
                         return
+                    backend = cap_name(backend)
                 dashboard, row = namer.place(case)
                 index = self._index(dashboard)
             else:

@@ -13,11 +13,27 @@ Classification follows ``shared/junit-corpus/README.md``: by the result elements
 direct children of ``<testcase>``, error > failure > skipped > passed; ``<flakyFailure>`` or
 ``<flakyError>`` without a final failure or error is a flaky pass; ``<rerunFailure>`` and
 ``<rerunError>`` change nothing, and ``status=`` attributes are ignored.
+
+Encodings: expat reads UTF-8, UTF-16, ISO-8859-1 and US-ASCII itself, and those bytes reach it
+untouched. Any other encoding Python knows as text (declared, or UTF-32 found by its byte
+order mark or first bytes) is decoded incrementally chunk by chunk and handed to expat as UTF-8,
+with the declaration rewritten to say so. A declared encoding Python does not know, a codec
+that is not a text encoding (``rot13``, ``base64``), or bytes that do not decode are a problem
+for the file, never an exception.
+
+Input limits, so that memory stays flat whatever the file holds: names (``name``,
+``classname``, ``file``, suite names) longer than :data:`NAME_CAP` characters are shortened with
+a hash of the whole name (:func:`cap_name`); messages are cut at :data:`MESSAGE_CAP`. Expat
+buffers a whole tag before handing over its attributes, so a file in which a single tag,
+comment or declaration grows past :data:`MARKUP_CAP` bytes is refused as a problem, and so is
+one with elements nested deeper than :data:`DEPTH_CAP`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import codecs
+import re
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, NoReturn
 from xml.parsers import expat
 
@@ -25,6 +41,38 @@ from ivy_matrix.model import CaseResult, CaseStatus, FileCounts, ParseProblem
 
 MESSAGE_CAP = 500
 """Longest message kept for a case, in characters."""
+
+NAME_CAP = 1000
+"""Longest test name, classname, file or suite name kept, in characters (see cap_name)."""
+
+MARKUP_CAP = 1 << 20
+"""Longest single tag, comment or declaration read, in bytes (as UTF-8): 1 MiB."""
+
+DEPTH_CAP = 1000
+"""Deepest element nesting read."""
+
+# The start of a file that is looked at for a byte order mark and the XML declaration.
+_HEAD = 4096
+# Byte order marks, then the first bytes of "<?" in the encodings XML autodetects without one.
+_BOMS = (
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xfe\xff", "utf-16-be"),
+    (b"\xff\xfe", "utf-16-le"),
+)
+_UNMARKED = (
+    (b"\x00\x00\x00<", "utf-32-be"),
+    (b"<\x00\x00\x00", "utf-32-le"),
+    (b"\x00<\x00?", "utf-16-be"),
+    (b"<\x00?\x00", "utf-16-le"),
+    (b"\x4c\x6f\xa7\x94", "cp037"),  # "<?xm" in EBCDIC
+)
+# Byte layouts that expat reads itself, and the encoding names it knows (case-insensitive).
+_EXPAT_LAYOUTS = frozenset({None, "utf-8", "utf-16-le", "utf-16-be"})
+_EXPAT_NAMES = frozenset({"utf-8", "utf-16", "utf-16le", "utf-16be", "iso-8859-1", "us-ascii"})
+_DECLARATION = re.compile(r"<\?xml[ \t\r\n].*?\?>", re.DOTALL)
+_ENCODING = re.compile(r"([ \t\r\n]encoding[ \t\r\n]*=[ \t\r\n]*)(?:\"([^\"]*)\"|'([^']*)')")
 
 # Raw text buffered from a failure without a message attribute: enough to find its first
 # non-blank line even after some leading blank lines, and never more.
@@ -64,6 +112,160 @@ def _refuse_external(*_args: object) -> NoReturn:
     # Unreachable while parameter-entity parsing is off and entity declarations are refused;
     # kept so that no future change can make expat fetch anything.
     raise _BadInputError(REFUSED_EXTERNAL, None)
+
+
+def cap_name(name: str) -> str:
+    """Return ``name``, or when it is longer than NAME_CAP, its start, "…" and a hash of it.
+
+    The result is NAME_CAP characters long, and different names stay different: the hash is
+    the first 12 hex digits of the SHA-256 of the whole name. A parametrized name keeps its
+    closing ``]``, so that it still collapses into its test function's row.
+    """
+    if len(name) <= NAME_CAP:
+        return name
+    import hashlib  # noqa: PLC0415  -- loads OpenSSL (~4 MB of memory): only long names need it
+
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    if name.endswith("]"):
+        return f"{name[: NAME_CAP - 14]}…{digest}]"
+    return f"{name[: NAME_CAP - 13]}…{digest}"
+
+
+def _layout(head: bytes) -> tuple[str | None, int]:
+    """Return how the bytes are laid out (None: ASCII-compatible) and the length of the BOM."""
+    for mark, codec in _BOMS:
+        if head.startswith(mark):
+            return codec, len(mark)
+    for mark, codec in _UNMARKED:
+        if head.startswith(mark):
+            return codec, 0
+    return None, 0
+
+
+def _plan(head: bytes, *, complete: bool) -> tuple[str | None, int]:
+    """Return the codec to transcode the file with (None: expat reads it) and the bytes to skip.
+
+    ``head`` is the start of the file (all of it when ``complete``). Raises _BadInputError for
+    a declared encoding that Python cannot decode as text.
+    """
+    layout, bom = _layout(head)
+    text = head[bom : bom + _HEAD].decode(layout or "latin-1", errors="replace")
+    declared = None
+    if text.startswith("<?xml") and text[5:6] in {" ", "\t", "\r", "\n"}:
+        end = text.find("?>")
+        if end < 0:
+            if complete:  # expat says what is wrong with a file that ends inside it
+                return None, 0
+            raise _BadInputError(
+                f"the XML declaration does not end within the first {_HEAD} bytes; "
+                "check that this is an XML file",
+                1,
+            )
+        found = _ENCODING.search(text, 0, end)
+        if found is not None:
+            declared = found.group(2) if found.group(2) is not None else found.group(3)
+    if declared is None:
+        return (None, 0) if layout in _EXPAT_LAYOUTS else (layout, bom)
+    try:
+        info = codecs.lookup(declared)
+    except (LookupError, ValueError, TypeError):
+        info = None
+    if info is None or info.incrementaldecoder is None:
+        raise _BadInputError(
+            f"the file declares encoding {declared!r}, which is not an encoding Python knows; "
+            "write it in UTF-8 (or declare the encoding it is written in)",
+            1,
+        )
+    if not getattr(info, "_is_text_encoding", True):
+        raise _BadInputError(
+            f"the file declares encoding {declared!r}, which is not a text encoding; "
+            "write it in UTF-8 (or declare the encoding it is written in)",
+            1,
+        )
+    if layout in _EXPAT_LAYOUTS and declared.lower() in _EXPAT_NAMES:
+        return None, 0
+    # A byte order mark, or a wide layout, decides; otherwise the declaration does.
+    return (info.name, 0) if layout in {None, "cp037"} else (layout, bom)
+
+
+def _pending(decoder: codecs.IncrementalDecoder) -> int:
+    """How many bytes an incremental decoder holds back."""
+    return len(decoder.getstate()[0])
+
+
+def _raw(head: bytes, stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
+    """Yield the file's bytes as they are, in chunks of ``chunk_size``."""
+    for start in range(0, len(head), chunk_size):
+        yield head[start : start + chunk_size]
+    del head  # one chunk in memory at a time
+    read = stream.read
+    chunk = read(chunk_size)
+    while chunk:
+        yield chunk
+        chunk = read(chunk_size)
+
+
+def _transcoded(
+    head: bytes, stream: BinaryIO, chunk_size: int, codec: str, skip: int
+) -> Iterator[bytes]:
+    """Yield the file decoded with ``codec`` and encoded as UTF-8, declaration rewritten.
+
+    Decodes chunk by chunk with an incremental decoder: memory stays flat. Bytes that do not
+    decode raise _BadInputError naming the codec and the byte offset.
+    """
+    decoder = codecs.getincrementaldecoder(codec)()
+    offset = base = skip
+    try:
+        text = decoder.decode(head[skip:])
+        offset = len(head)
+        del head  # one chunk in memory at a time
+        found = _DECLARATION.match(text.removeprefix("\ufeff"))
+        if found is None and text.lstrip("\ufeff").startswith("<?xml"):
+            raise _BadInputError(
+                f"the XML declaration does not end within the first {_HEAD} bytes "
+                f"once decoded as {codec}; check the declared encoding",
+                1,
+            )
+        if found is not None:
+            declaration = _ENCODING.sub(r'\1"utf-8"', found.group())
+            text = declaration + text.removeprefix("\ufeff")[found.end() :]
+        for start in range(0, len(text), chunk_size):
+            yield text[start : start + chunk_size].encode("utf-8")
+        del text
+        read = stream.read
+        chunk = read(chunk_size)
+        while chunk:
+            # An error's offset counts from the bytes the decoder still holds.
+            base = offset - _pending(decoder)
+            yield decoder.decode(chunk).encode("utf-8")
+            offset += len(chunk)
+            chunk = read(chunk_size)
+        base = offset - _pending(decoder)
+        yield decoder.decode(b"", final=True).encode("utf-8")
+    except UnicodeError as exc:
+        where = getattr(exc, "start", None)
+        at = f" at byte {base + where}" if isinstance(where, int) else ""
+        reason = getattr(exc, "reason", None) or str(exc)
+        raise _BadInputError(
+            f"the file does not decode as {codec}{at} ({reason}); "
+            "check that it is written in the encoding it declares",
+            None,
+        ) from None
+
+
+def _refuse_long_markup(line: int) -> NoReturn:
+    raise _BadInputError(
+        f"a single tag, comment or declaration is longer than {MARKUP_CAP >> 20} MiB "
+        f"(from line {line}); ivy-matrix does not read markup that long",
+        line,
+    )
+
+
+def _too_deep() -> str:
+    return (
+        f"elements are nested more than {DEPTH_CAP} deep; "
+        "ivy-matrix does not read files nested that deep"
+    )
 
 
 def _first_line(text: str) -> str:
@@ -136,6 +338,8 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
         depth += 1
         if name == "testcase":
             if case is not None:
+                if depth > DEPTH_CAP:
+                    raise _BadInputError(_too_deep(), parser.CurrentLineNumber)
                 outer.append((case, case_depth, rank, flaky, message))
             case = attrs
             case_depth = depth
@@ -144,15 +348,17 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             message = ""
             return
         if depth != case_depth + 1:
+            if depth > DEPTH_CAP:
+                raise _BadInputError(_too_deep(), parser.CurrentLineNumber)
             if name == "testsuite":
                 outer_suites.append(suite)
-                suite = attrs.get("name", "")
+                suite = cap_name(attrs.get("name", ""))
             return
         kind = _RANKS.get(name)
         if kind is None:
             if name == "testsuite":
                 outer_suites.append(suite)
-                suite = attrs.get("name", "")
+                suite = cap_name(attrs.get("name", ""))
             return
         if kind == _FLAKY:
             flaky = True
@@ -170,16 +376,26 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
         if name == "testcase":
             assert case is not None
             is_flaky = flaky and not rank
+            case_name = case.get("name", "")
             classname = case.get("classname")
+            if classname is None:
+                classname = case.get("class", "")
+            file = case.get("file", "")
+            if len(case_name) > NAME_CAP or len(classname) > NAME_CAP or len(file) > NAME_CAP:
+                case_name, classname, file = (
+                    cap_name(case_name),
+                    cap_name(classname),
+                    cap_name(file),
+                )
             # tuple.__new__ straight from C: the NamedTuple's own __new__ is a Python function,
             # one more call per case.
             on_case(
                 _new_tuple(
                     CaseResult,
                     (
-                        case.get("name", ""),
-                        case.get("class", "") if classname is None else classname,
-                        case.get("file", ""),
+                        case_name,
+                        classname,
+                        file,
                         suite,
                         _STATUS[rank],
                         is_flaky,
@@ -218,14 +434,29 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
     parser.EndElementHandler = end
 
     problem: ParseProblem | None = None
-    chunk = stream.read(chunk_size)
-    if not chunk:
+    head = stream.read(chunk_size)
+    if not head:
         problem = ParseProblem(source=source, message="file is empty", line=None)
     else:
         try:
-            while chunk:
+            more = head
+            while more and len(head) < _HEAD:
+                more = stream.read(chunk_size)
+                head += more
+            codec, skip = _plan(head, complete=not more)
+            chunks = (
+                _raw(head, stream, chunk_size)
+                if codec is None
+                else _transcoded(head, stream, chunk_size, codec, skip)
+            )
+            del head, more  # the generator holds the start of the file until it is fed
+            fed = 0
+            for chunk in chunks:
                 parser.Parse(chunk, False)  # noqa: FBT003  -- pyexpat takes isfinal positionally
-                chunk = stream.read(chunk_size)
+                # Expat keeps an unfinished tag, comment or declaration whole: never let it grow.
+                fed += len(chunk)
+                if fed - parser.CurrentByteIndex > MARKUP_CAP:
+                    _refuse_long_markup(parser.CurrentLineNumber)
             parser.Parse(b"", True)  # noqa: FBT003  -- as above
         except expat.ExpatError as exc:
             problem = ParseProblem(

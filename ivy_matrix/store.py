@@ -33,17 +33,24 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.statefile import dump_state, load_state
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# 255 bytes of a file name, less what the temporary file adds: "." + ".json" + ".XXXXXXXX.tmp"
+# (write_atomic names it with 8 hex digits).
+_SLUG_MAX = 236
 
 
 def slug(part: str) -> str:
     """A file-name-safe form of a dashboard title or category.
 
     Names that need changing get a short hash, so two different names never share a file.
+    A name too long for a file name (its temporary file's name over 255 bytes) is cut to its
+    first 200 characters before the hash.
     """
     cleaned = _UNSAFE.sub("-", part).strip("-.") or "_"
-    if cleaned == part:
+    if cleaned == part and len(part) <= _SLUG_MAX:
         return part
     digest = hashlib.sha256(part.encode()).hexdigest()[:8]
+    if len(cleaned) + 9 > _SLUG_MAX:
+        cleaned = cleaned[:200]
     return f"{cleaned}-{digest}"
 
 
@@ -77,10 +84,10 @@ def _create_temp(path: Path) -> tuple[int, Path]:
     """A new, empty temporary file beside ``path``: its descriptor and its path."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     while True:
-        temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
         try:
             return os.open(temp, flags, 0o666), temp
-        except FileExistsError:  # pragma: no cover  -- 48 random bits collided
+        except FileExistsError:  # pragma: no cover  -- 32 random bits collided
             continue
 
 

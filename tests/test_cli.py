@@ -1082,3 +1082,125 @@ def test_forged_leg_metadata_is_named_and_its_cells_link_this_run(workdir, capsy
         entry = latest(state, "test_x", backend)
         assert entry.outcome is Outcome.SUCCESS, backend
         assert entry.source.url == "https://github.com/o/r/actions/runs/101/job/21", backend
+
+
+# --- input limits: encodings, links and huge names -------------------------------------------
+
+
+def _update_results(*extra: str) -> list[str]:
+    return [
+        "update",
+        "--junit",
+        "results",
+        "--backend",
+        "torch",
+        "--run-id",
+        "100",
+        "--job-id",
+        "7",
+        "--repository",
+        "o/r",
+        "--summary-json",
+        "summary.json",
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "phrase"),
+    [
+        (
+            b'<?xml version="1.0" encoding="rot13"?>\n<testsuite/>',
+            "declares encoding 'rot13', which is not a text encoding",
+        ),
+        (
+            b'<?xml version="1.0" encoding="no-such-codec"?>\n<testsuite/>',
+            "declares encoding 'no-such-codec', which is not an encoding Python knows",
+        ),
+        (
+            b'<?xml version="1.0" encoding="shift_jis"?>\n<testsuite name="\x81\x20"/>',
+            "does not decode as shift_jis at byte 60",
+        ),
+    ],
+)
+def test_a_file_in_an_unreadable_encoding_is_a_warning_and_the_rest_is_saved(
+    workdir, capsys, data, phrase
+):
+    """One file with a bad encoding is named in a warning; the other files' cells are saved."""
+    results = workdir / "results"
+    results.mkdir()
+    (results / "bad.xml").write_bytes(data)
+    write_junit(results / "good.xml", [("test_a", "passed")])
+    japanese = case_xml("test_日本", "failed")
+    (results / "sjis.xml").write_bytes(
+        f'<?xml version="1.0" encoding="shift_jis"?>\n<testsuite>{japanese}</testsuite>'.encode(
+            "shift_jis"
+        )
+    )
+
+    code = main(_update_results(), {})
+
+    out = capsys.readouterr().out
+    assert code == 0
+    (line,) = [line for line in out.splitlines() if "results/bad.xml" in line]
+    assert line.startswith("warning: results/bad.xml")
+    assert phrase in line
+    state = load()
+    assert latest(state, "test_a", "torch").outcome is Outcome.SUCCESS
+    assert latest(state, "test_日本", "torch").outcome is Outcome.FAILURE
+    assert read_json(workdir / "summary.json")["totals"]["problems"] == 1
+
+
+@pytest.mark.timeout(20)
+def test_a_symlink_loop_in_the_results_counts_each_file_once(workdir, capsys):
+    """A link back to the results folder neither hangs the update nor counts a file twice."""
+    results = workdir / "results"
+    write_junit(results / "torch" / "r.xml", [("test_a", "failed")])
+    (results / "torch" / "again").symlink_to("..", target_is_directory=True)
+
+    code = main(_update_results(), {})
+
+    assert code == 0, capsys.readouterr().out
+    assert read_json(workdir / "summary.json")["totals"]["tests"] == 1
+    assert latest(load(), "test_a", "torch").outcome is Outcome.FAILURE
+
+
+def test_huge_names_are_capped_in_the_store_and_the_dashboards(workdir, capsys):
+    """A 200,000-character name and classname are stored shortened, with a hash, and rendered."""
+    long_name = "test_" + "n" * 200_000
+    long_class = "ivy_tests.test_core.test_" + "m" * 200_000
+    results = workdir / "results"
+    write_junit(results / "long.xml", [(long_name, "failed"), ("test_b", "passed")], long_class)
+    write_junit(results / "good.xml", [("test_a", "passed")])
+
+    code = main(_update_results("--output-dir", "out"), {})
+
+    assert code == 0, capsys.readouterr().out
+    stored = list((workdir / ".ivy-matrix").rglob("*.json"))
+    assert stored
+    assert all(path.stat().st_size < 20_000 for path in stored)
+    rendered = list((workdir / "out").rglob("*.md"))
+    assert all(path.stat().st_size < 20_000 for path in rendered)
+    assert all(len(path.name) < 255 for path in [*stored, *rendered])
+    assert latest(load(), "test_a", "torch").outcome is Outcome.SUCCESS
+    assert "test_b" in "".join(path.read_text(encoding="utf-8") for path in rendered)
+
+
+def test_backends_taken_from_huge_names_are_capped(workdir, capsys):
+    """A backend that a regex takes from a long test id (classname::name) is shortened too."""
+    results = workdir / "results"
+    write_junit(results / "r.xml", [("test_a[" + "b" * 5000 + "]", "passed")])
+    argv = _update_results()
+    argv[argv.index("--backend") : argv.index("--backend") + 2] = [
+        "--backend-from-test",
+        r"(?P<backend>.+)",
+    ]
+
+    code = main(argv, {})
+
+    assert code == 0, capsys.readouterr().out
+    (row,) = load().rows
+    (backend,) = row.cells
+    assert row.name == "test_a"
+    assert len(backend) == 1000
+    assert backend.startswith(f"{GRADIENTS}::test_a[bbbb")

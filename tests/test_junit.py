@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import itertools
 import os
 import time
 import tracemalloc
@@ -16,7 +18,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix import junit
-from ivy_matrix.junit import MESSAGE_CAP, REFUSED_ENTITIES, scan_junit
+from ivy_matrix.junit import (
+    DEPTH_CAP,
+    MARKUP_CAP,
+    MESSAGE_CAP,
+    NAME_CAP,
+    REFUSED_ENTITIES,
+    cap_name,
+    scan_junit,
+)
 from ivy_matrix.model import CaseResult, CaseStatus, FileCounts, ParseProblem
 
 pytestmark = pytest.mark.timeout(30)
@@ -371,6 +381,260 @@ def test_encodings_are_detected_from_bom_and_declaration(data: bytes) -> None:
     assert cases[0].message == "é"
 
 
+_JA_NAME = "テスト_名前"
+_JA_DOC = (
+    f'<testsuite name="s"><testcase name="{_JA_NAME}"><failure message="失敗"/></testcase>'
+    "</testsuite>"
+)
+
+
+def _declared(encoding: str, doc: str = _JA_DOC) -> bytes:
+    return f'<?xml version="1.0" encoding="{encoding}"?>\n{doc}'.encode(encoding)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(_declared("shift_jis"), id="shift_jis"),
+        pytest.param(_declared("Shift-JIS"), id="shift-jis-spelling"),
+        pytest.param(_declared("euc-jp"), id="euc-jp"),
+        pytest.param(_declared("gb18030"), id="gb18030"),
+        pytest.param(_declared("utf-7"), id="utf-7"),
+        pytest.param(_declared("utf-32"), id="utf-32-decl-bom"),
+        pytest.param(_declared("utf-32-le"), id="utf-32-le-decl-no-bom"),
+        pytest.param(_declared("utf-32-be"), id="utf-32-be-decl-no-bom"),
+        pytest.param(("\ufeff" + _JA_DOC).encode("utf-32-le"), id="utf-32-le-bom-only"),
+        pytest.param(("\ufeff" + _JA_DOC).encode("utf-32-be"), id="utf-32-be-bom-only"),
+        pytest.param(_declared("utf-16"), id="utf-16-decl"),
+        pytest.param(_declared("utf8"), id="utf8-python-spelling"),
+        pytest.param(b"\xef\xbb\xbf" + _declared("utf_8"), id="utf-8-bom-python-spelling"),
+    ],
+)
+def test_multi_byte_and_python_only_encodings_are_transcoded(data: bytes) -> None:
+    """Encodings expat cannot read itself are decoded chunk by chunk and read like UTF-8."""
+    for chunk_size in (1, 3, 1 << 20):
+        counts, problem, cases = scan(data, chunk_size=chunk_size)
+        assert problem is None
+        assert counts.failed == 1
+        assert (cases[0].name, cases[0].suite, cases[0].message) == (_JA_NAME, "s", "失敗")
+
+
+def test_ebcdic_with_a_declaration_is_read() -> None:
+    """An EBCDIC file is found by its first bytes and read in the encoding it declares."""
+    doc = _DOC.replace("Ω", "")
+    counts, problem, cases = scan(_declared("cp500", doc), chunk_size=5)
+    assert problem is None
+    assert counts.failed == 1
+    assert cases[0].name == _NAME.replace("Ω", "")
+
+
+@pytest.mark.parametrize(
+    ("encoding", "why"),
+    [
+        ("no-such-encoding", "which is not an encoding Python knows"),
+        ("x\u00e9", "which is not an encoding Python knows"),
+        ("rot13", "which is not a text encoding"),
+        ("rot_13", "which is not a text encoding"),
+        ("base64", "which is not a text encoding"),
+        ("zlib", "which is not a text encoding"),
+        ("hex", "which is not a text encoding"),
+        ("bz2", "which is not a text encoding"),
+    ],
+)
+def test_an_unreadable_declared_encoding_is_a_problem(encoding: str, why: str) -> None:
+    """Unknown names and codecs that are not text encodings are one named problem, no case."""
+    data = f'<?xml version="1.0" encoding="{encoding}"?><testsuite><testcase name="t"/></testsuite>'
+    counts, problem, cases = scan(data.encode("latin-1"))
+    assert problem is not None
+    assert problem.message.startswith(f"the file declares encoding {encoding!r}, {why}; ")
+    assert problem.line == 1
+    assert counts.problem == problem.message
+    assert counts.tests == 0
+    assert cases == []
+
+
+@pytest.mark.parametrize("encoding", ["rot13", "nope"])
+def test_an_unreadable_encoding_in_utf16_is_a_problem(encoding: str) -> None:
+    """A bad name declared inside a UTF-16 file is a problem too, not an exception."""
+    data = f'<?xml version="1.0" encoding="{encoding}"?><testsuite/>'.encode("utf-16")
+    _, problem, _ = scan(data)
+    assert problem is not None
+    assert f"declares encoding {encoding!r}" in problem.message
+
+
+@pytest.mark.parametrize("encoding", ["idna", "punycode"])
+def test_exotic_text_codecs_never_raise(encoding: str) -> None:
+    """Text codecs that are no file encodings give cases or a problem, never an exception."""
+    data = _declared("ascii", '<testsuite><testcase name="t"/></testsuite>')
+    counts, problem, _ = scan(data.replace(b"ascii", encoding.encode()))
+    assert (problem is None) == (counts.tests == 1)
+
+
+@pytest.mark.parametrize(
+    ("data", "codec", "byte"),
+    [
+        pytest.param(
+            _declared("shift_jis") + b"<!-- \x81\x20 -->",
+            "shift_jis",
+            len(_declared("shift_jis")) + 5,
+            id="shift_jis",
+        ),
+        pytest.param(
+            "\ufeff<testsuite/>".encode("utf-32-le") + b"\x00\x00\x11\x00",
+            "utf-32-le",
+            52,
+            id="utf-32-out-of-range",
+        ),
+        pytest.param(
+            "\ufeff<testsuite/>".encode("utf-32-le") + b"\x20",
+            "utf-32-le",
+            52,
+            id="utf-32-truncated",
+        ),
+    ],
+)
+def test_bytes_that_do_not_decode_are_a_problem(data: bytes, codec: str, byte: int) -> None:
+    """Bytes invalid in the file's encoding give a problem naming the codec and the offset."""
+    for chunk_size in (1, 3, 1 << 20):
+        _, problem, _ = scan(data, chunk_size=chunk_size)
+        assert problem is not None
+        assert problem.message.startswith(f"the file does not decode as {codec} at byte {byte} (")
+
+
+def test_a_declaration_that_never_ends_is_a_problem() -> None:
+    """An XML declaration not closed within the first 4 KiB is refused before expat sees it."""
+    data = b'<?xml version="1.0" encoding="rot13"' + b" " * 5000 + b"?><testsuite/>"
+    _, problem, _ = scan(data, chunk_size=100)
+    assert problem is not None
+    assert problem.message.startswith("the XML declaration does not end within the first")
+
+
+@pytest.mark.timeout(60)
+def test_a_transcoded_stream_is_read_in_flat_memory() -> None:
+    """A ~100 MB UTF-32 file (read through a decoder) keeps the traced peak under 20 MB."""
+    blocks = 25 * 1024 * 1024 // len(_GeneratedJUnit.BLOCK)
+    pieces = (piece.decode().encode("utf-32-le") for piece in _GeneratedJUnit.pieces(blocks))
+    seen = 0
+
+    def on_case(_case: CaseResult) -> None:
+        nonlocal seen
+        seen += 1
+
+    stream = io.BufferedReader(_Lazy(itertools.chain([b"\xff\xfe\x00\x00"], pieces)))
+    tracemalloc.start()
+    try:
+        counts, problem = scan_junit(stream, source="wide.xml", on_case=on_case)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert problem is None
+    assert seen == counts.tests == 52 * blocks
+    assert peak < 20 * 1024 * 1024
+
+
+# --- input limits ----------------------------------------------------------------------------
+
+
+def test_cap_name_keeps_short_names_and_shortens_long_ones_uniquely() -> None:
+    """Names up to NAME_CAP are unchanged; longer ones are NAME_CAP long, distinct, hashed."""
+    assert cap_name("t" * NAME_CAP) == "t" * NAME_CAP
+    a, b = cap_name("t" * 5000 + "a"), cap_name("t" * 5000 + "b")
+    assert len(a) == len(b) == NAME_CAP
+    assert a != b
+    assert a.startswith("t" * (NAME_CAP - 13) + "…")
+    assert a[-12:] == hashlib.sha256(("t" * 5000 + "a").encode()).hexdigest()[:12]
+    param = cap_name("test_x[" + "p" * 5000 + "]")
+    assert len(param) == NAME_CAP
+    assert param.startswith("test_x[pp")
+    assert param.endswith("]")
+
+
+def test_long_names_are_capped_when_read() -> None:
+    """Test names, classnames, files and suite names longer than NAME_CAP are shortened."""
+    long = "n" * 50_000
+    xml = (
+        f'<testsuite name="{long}s"><testcase name="{long}" classname="{long}c" file="{long}f">'
+        f'<failure message="{long}"/></testcase><testcase name="ok" classname="c"/></testsuite>'
+    )
+    _, problem, cases = scan(xml)
+    assert problem is None
+    first, second = cases
+    assert first.name == cap_name(long)
+    assert first.classname == cap_name(long + "c")
+    assert first.file == cap_name(long + "f")
+    assert first.suite == cap_name(long + "s")
+    assert first.message == "n" * MESSAGE_CAP
+    assert all(len(value) == NAME_CAP for value in first[:4])
+    assert (second.name, second.classname) == ("ok", "c")
+
+
+def _huge_attribute(size: int) -> Iterator[bytes]:
+    yield b'<?xml version="1.0"?>\n<testsuite>\n<testcase classname="c" name="'
+    piece = b"x" * (1 << 20)
+    for _ in range(size >> 20):
+        yield piece
+    yield b'"/></testsuite>'
+
+
+@pytest.mark.timeout(60)
+def test_a_400_mb_attribute_is_refused_in_flat_memory() -> None:
+    """Expat never holds more than about MARKUP_CAP of one tag: the file is a problem, quickly."""
+    stream = io.BufferedReader(_Lazy(_huge_attribute(400 << 20)))
+    cases: list[CaseResult] = []
+    tracemalloc.start()
+    try:
+        counts, problem = scan_junit(stream, source="huge.xml", on_case=cases.append)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert problem == ParseProblem(
+        source="huge.xml",
+        message="a single tag, comment or declaration is longer than 1 MiB (from line 3); "
+        "ivy-matrix does not read markup that long",
+        line=3,
+    )
+    assert counts.tests == 0
+    assert cases == []
+    assert peak < 12 * 1024 * 1024
+    assert stream.read(1), "the scan stopped long before the end of the stream"
+
+
+def test_a_tag_just_under_the_markup_cap_is_read() -> None:
+    """A 0.9 MiB name is read, and shortened to NAME_CAP."""
+    data = b"".join(_huge_attribute(0)).replace(
+        b'name="', b'name="' + b"y" * (MARKUP_CAP - 100_000)
+    )
+    _, problem, cases = scan(data)
+    assert problem is None
+    assert cases[0].name == cap_name("y" * (MARKUP_CAP - 100_000))
+
+
+@pytest.mark.parametrize(
+    "markup",
+    [b"<!-- ", b"<?pi ", b"<testcase ", b"<testcase name='n'", b'<testcase a="1" b="'],
+)
+def test_other_endless_markup_is_refused(markup: bytes) -> None:
+    """An endless comment, processing instruction or run of attributes is refused the same way."""
+    filler = b" " if markup.endswith(b"'") else b"z"
+    data = b"<testsuites>\n" + markup + filler * (3 * MARKUP_CAP)
+    _, problem, _ = scan(data)
+    assert problem is not None
+    assert problem.message.startswith("a single tag, comment or declaration is longer than 1 MiB")
+    assert problem.line == 2
+
+
+@pytest.mark.parametrize("opening", ["<a>", "<testcase>", "<testsuite>"])
+def test_elements_nested_too_deep_are_refused(opening: str) -> None:
+    """Nesting deeper than DEPTH_CAP is a problem; DEPTH_CAP itself is read."""
+    xml = "<testsuites>" + opening * (DEPTH_CAP - 1)
+    _, problem, _ = scan(xml)
+    assert problem is not None
+    assert problem.message.startswith("not well-formed XML")  # read to the end: ok so far
+    _, problem, _ = scan(xml + opening * 1_000_000)
+    assert problem is not None
+    assert problem.message.startswith(f"elements are nested more than {DEPTH_CAP} deep")
+
+
 # --- bad input -----------------------------------------------------------------------------
 
 
@@ -605,31 +869,13 @@ def test_random_case_mixes_are_counted_and_classified(
 # --- flat memory on a big stream -------------------------------------------------------------
 
 
-class _GeneratedJUnit(io.RawIOBase):
-    """A JUnit file of ``blocks`` repeated blocks, produced on demand and never stored."""
+class _Lazy(io.RawIOBase):
+    """A binary stream of the given pieces, produced on demand and never stored."""
 
-    BLOCK = (
-        b'<testsuite name="gen">'
-        + b'<testcase classname="m" name="test_pass[cpu-torch]" time="0.01"/>' * 50
-        + b'<testcase name="f"><failure>'
-        + b"E   Traceback line that goes on and on\n" * 2000
-        + b"</failure><system-out>"
-        + b"captured output line\n" * 5000
-        + b'</system-out></testcase><testcase name="s"><skipped message="no"/></testcase>'
-        + b"</testsuite>"
-    )
-
-    def __init__(self, blocks: int) -> None:
+    def __init__(self, pieces: Iterator[bytes]) -> None:
         super().__init__()
-        self._pieces = self._iter(blocks)
+        self._pieces = pieces
         self._current = memoryview(b"")
-
-    @classmethod
-    def _iter(cls, blocks: int) -> Iterator[bytes]:
-        yield b'<?xml version="1.0" encoding="utf-8"?>\n<testsuites>'
-        for _ in range(blocks):
-            yield cls.BLOCK
-        yield b"</testsuites>\n"
 
     def readable(self) -> bool:
         return True
@@ -644,6 +890,31 @@ class _GeneratedJUnit(io.RawIOBase):
         buffer[:n] = self._current[:n]
         self._current = self._current[n:]
         return n
+
+
+class _GeneratedJUnit(_Lazy):
+    """A JUnit file of ``blocks`` repeated blocks, produced on demand and never stored."""
+
+    BLOCK = (
+        b'<testsuite name="gen">'
+        + b'<testcase classname="m" name="test_pass[cpu-torch]" time="0.01"/>' * 50
+        + b'<testcase name="f"><failure>'
+        + b"E   Traceback line that goes on and on\n" * 2000
+        + b"</failure><system-out>"
+        + b"captured output line\n" * 5000
+        + b'</system-out></testcase><testcase name="s"><skipped message="no"/></testcase>'
+        + b"</testsuite>"
+    )
+
+    def __init__(self, blocks: int) -> None:
+        super().__init__(self.pieces(blocks))
+
+    @classmethod
+    def pieces(cls, blocks: int) -> Iterator[bytes]:
+        yield b'<?xml version="1.0" encoding="utf-8"?>\n<testsuites>'
+        for _ in range(blocks):
+            yield cls.BLOCK
+        yield b"</testsuites>\n"
 
 
 @pytest.mark.timeout(60)

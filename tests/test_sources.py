@@ -136,3 +136,80 @@ def test_open_result_reads_bytes(tree: Path) -> None:
     """open_result gives a binary stream of the file."""
     with open_result(tree / "top.xml") as f:
         assert f.read() == b"<testsuite/>"
+
+
+# --- symbolic links ----------------------------------------------------------------------------
+
+
+def _results(root: Path, *rels: str) -> None:
+    for rel_path in rels:
+        path = root / rel_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"<testsuite/>")
+
+
+@pytest.mark.parametrize("pattern", ["**/*.xml", "a", "a/**", "a/**/", "*/**/*.xml", "**/b/**"])
+def test_a_symlink_loop_ends_and_each_file_is_found_once(tmp_path: Path, pattern: str) -> None:
+    """A link back to a folder above it (``a/b -> a``) neither hangs nor repeats files."""
+    _results(tmp_path, "a/one.xml", "a/sub/two.xml")
+    (tmp_path / "a" / "b").symlink_to(tmp_path / "a", target_is_directory=True)
+    (tmp_path / "a" / "sub" / "up").symlink_to("..", target_is_directory=True)
+    files, warnings = find_result_files([pattern], root=tmp_path)
+    assert len(files) == 2
+    assert sorted(p.resolve() for p in files) == [
+        (tmp_path / "a/one.xml").resolve(),
+        (tmp_path / "a/sub/two.xml").resolve(),
+    ]
+    assert warnings == []
+
+
+def test_a_link_to_the_parent_counts_each_file_once(tmp_path: Path) -> None:
+    """A link to the folder holding it gives every file once, under its name without links."""
+    _results(tmp_path, "results/torch/r.xml", "results/numpy/r.xml")
+    (tmp_path / "results" / "torch" / "all").symlink_to("..", target_is_directory=True)
+    files, _ = find_result_files(["**/*.xml"], root=tmp_path)
+    assert rel(files, tmp_path) == ["results/numpy/r.xml", "results/torch/r.xml"]
+
+
+def test_a_file_linked_twice_is_read_once_under_its_real_name(tmp_path: Path) -> None:
+    """Two links to one file, found before the file in sorted order, still give one path."""
+    _results(tmp_path, "z-real/r.xml")
+    (tmp_path / "a-link.xml").symlink_to(tmp_path / "z-real" / "r.xml")
+    (tmp_path / "b-link.xml").symlink_to(tmp_path / "z-real" / "r.xml")
+    files, _ = find_result_files(["**/*.xml", "a-link.xml"], root=tmp_path)
+    assert rel(files, tmp_path) == ["z-real/r.xml"]
+
+
+def test_an_excluded_file_is_excluded_under_every_name(tmp_path: Path) -> None:
+    """Excluding a file removes it also where a link makes it appear again."""
+    _results(tmp_path, "keep/k.xml", "drop/d.xml")
+    (tmp_path / "keep" / "also").symlink_to(tmp_path / "drop", target_is_directory=True)
+    files, _ = find_result_files(["**/*.xml", "!drop/d.xml"], root=tmp_path)
+    assert rel(files, tmp_path) == ["keep/k.xml"]
+
+
+def test_links_outside_any_loop_are_followed(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A results folder that is a link, and a linked file, are read like real ones."""
+    elsewhere = tmp_path_factory.mktemp("artifacts")
+    _results(elsewhere, "torch/r.xml", "torch/deep/d.xml", "single.xml")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "torch").symlink_to(elsewhere / "torch", target_is_directory=True)
+    (tmp_path / "results" / "single.xml").symlink_to(elsewhere / "single.xml")
+    expected = ["results/single.xml", "results/torch/deep/d.xml", "results/torch/r.xml"]
+    for pattern in ("results", "results/**/*.xml", "**/*.xml"):
+        files, _ = find_result_files([pattern], root=tmp_path)
+        assert rel(files, tmp_path) == expected
+
+
+def test_a_web_of_links_ends_quickly(tmp_path: Path) -> None:
+    """Every folder linking to every other folder is walked once each, not once per path."""
+    names = [f"d{i}" for i in range(8)]
+    for name in names:
+        _results(tmp_path, f"{name}/{name}.xml")
+    for name in names:
+        for other in names:
+            (tmp_path / name / f"to-{other}").symlink_to(tmp_path / other, target_is_directory=True)
+    files, _ = find_result_files(["**/*.xml"], root=tmp_path)
+    assert rel(files, tmp_path) == [f"{name}/{name}.xml" for name in names]

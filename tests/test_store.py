@@ -133,6 +133,25 @@ def test_unsafe_titles_get_distinct_safe_file_names(tmp_path):
     assert [s.key for s in store.load_all()] == sorted(d.key for d in ids)
 
 
+def test_titles_too_long_for_a_file_name_are_shortened_and_stay_distinct(tmp_path):
+    """Titles and categories of 1,000 characters get short, distinct file names that round trip."""
+    store = LocalStore(tmp_path)
+    ids = [
+        DashboardId(title="t" * 1000 + "a", category="c" * 1000),
+        DashboardId(title="t" * 1000 + "b", category="c" * 1000),
+        DashboardId(title="u" * 236),
+        DashboardId(title="u" * 237),
+    ]
+    for dashboard in ids:
+        store.save(sample_state(dashboard))
+
+    assert [store.load(d) for d in ids] == [sample_state(d) for d in ids]
+    assert len({store.path_of(d) for d in ids}) == len(ids)
+    assert store.path_of(ids[2]).name == "u" * 236 + ".json"
+    for dashboard in ids:
+        assert all(len(part) <= 255 for part in store.path_of(dashboard).parts)
+
+
 def test_an_empty_store_has_nothing(tmp_path):
     """A store folder that does not exist yet loads as empty."""
     store = LocalStore(tmp_path / "absent")
