@@ -40,7 +40,7 @@ from typing import Any, Self, TypeVar
 from github import Auth, Github, GithubException
 
 from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
-from ivy_matrix.joblinks import Job
+from ivy_matrix.jobs import Job
 
 _T = TypeVar("_T")
 
@@ -484,7 +484,7 @@ class GitHubClient:
     # Every call here needs 'issues: write' in the end, so that is the permission 403/404
     # messages name. Reads and deletes are retried by _call as usual; so are creates (POST),
     # which can duplicate an issue or comment when a 5xx came after the write landed: callers
-    # find their objects by marker afterwards and remove duplicates (issue_target.py). Edits
+    # find their objects by marker afterwards and remove duplicates (targets/issues.py). Edits
     # (PATCH) send the whole new body, so repeating one is harmless.
 
     def list_issues(self, repo: str, *, label: str, state: str = "all") -> list[Issue]:

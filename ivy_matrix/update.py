@@ -29,7 +29,7 @@ from urllib.parse import quote
 from ivy_matrix.collect import Collected, Collector, build_batches
 from ivy_matrix.config import FailOn, Settings, Target, require_update_inputs
 from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
-from ivy_matrix.joblinks import (
+from ivy_matrix.jobs import (
     LEG_METADATA_NAME,
     Job,
     LegMetadata,
@@ -41,7 +41,7 @@ from ivy_matrix.links import cell_url
 from ivy_matrix.merge import Batch, apply_batch, retire_rows
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
-from ivy_matrix.publish import (
+from ivy_matrix.targets.files import (
     INDEX_NAME,
     RenderedFile,
     dashboard_file,
@@ -51,12 +51,12 @@ from ivy_matrix.publish import (
 )
 from ivy_matrix.render import backend_counts, render_job_summary
 from ivy_matrix.sources import find_result_files
-from ivy_matrix.store import LocalStore, write_atomic
+from ivy_matrix.stores.local import LocalStore, write_atomic
 from ivy_matrix.workflow_commands import Log, append_output, append_summary
 
 if TYPE_CHECKING:
     from ivy_matrix.github_api import GitHubClient
-    from ivy_matrix.issue_target import IssuesReport
+    from ivy_matrix.targets.issues import IssuesReport
 
 EXIT_OK = 0
 EXIT_USER = 1
@@ -408,7 +408,7 @@ def _update_branch(
     github: GitHub,
     log: Log,
 ) -> tuple[MergeOutcome, BranchResult]:
-    from ivy_matrix.branch_store import BranchStore  # noqa: PLC0415  -- only with the branch target
+    from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- only with the branch target
 
     store = BranchStore(github.client, github.repository, settings.branch)
     last: list[MergeOutcome] = []
@@ -459,7 +459,7 @@ def _update_issue_store(
     settings: Settings, batches: Sequence[Batch], github: GitHub, log: Log
 ) -> MergeOutcome:
     """The issue target without the branch: state lives hidden in the dashboard issues."""
-    from ivy_matrix.issue_target import IssueStore  # noqa: PLC0415  -- only with the issue target
+    from ivy_matrix.targets.issues import IssueStore  # noqa: PLC0415  -- only with the issue target
 
     log.warning(
         "the issue target without the branch target keeps the state in the issue bodies, "
@@ -507,7 +507,7 @@ def _publish_issues(
     """One issue per dashboard this update touched, and the index issue."""
     if Target.BRANCH not in settings.targets:
         return  # the issue-body store wrote them already
-    from ivy_matrix.issue_target import publish_issues  # noqa: PLC0415  -- only with the issue target
+    from ivy_matrix.targets.issues import publish_issues  # noqa: PLC0415  -- only with the issue target
 
     ordered = sorted(outcome.states.values(), key=lambda s: s.key)
     report = publish_issues(
@@ -545,7 +545,7 @@ def adopt_into_branch(
     settings: Settings, state: DashboardState, *, force: bool, log: Log
 ) -> tuple[str, ...]:
     """Put an adopted dashboard on the dashboard branch (one commit); return the files written."""
-    from ivy_matrix.branch_store import BranchStore  # noqa: PLC0415  -- only with the branch target
+    from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- only with the branch target
 
     github = GitHub(settings)
     try:

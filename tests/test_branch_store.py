@@ -1,4 +1,4 @@
-"""Tests for branch_store.py: state and dashboards on a branch, one CAS commit per update."""
+"""Tests for stores/branch.py: state and dashboards on a branch, one CAS commit per update."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from collections.abc import Mapping
 
 import pytest
 
-from ivy_matrix.branch_store import BranchStore, CommitOutcome, git_blob_sha
+from ivy_matrix.stores.branch import BranchStore, CommitOutcome, git_blob_sha
 from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.publish import RenderedFile, render_files
+from ivy_matrix.targets.files import RenderedFile, render_files
 from ivy_matrix.render import Style
 from ivy_matrix.statefile import dump_state, load_state
 from tests.conftest import fake_client

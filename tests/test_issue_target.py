@@ -1,4 +1,4 @@
-"""Tests for issue_target.py: dashboard issues, the index and the issue-body store on FakeGitHub."""
+"""Tests for targets/issues.py: dashboard issues, the index and the issue-body store on FakeGitHub."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import pytest
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
-from ivy_matrix.issue_target import (
+from ivy_matrix.targets.issues import (
     IssueAction,
     IssuesReport,
     IssueStore,
     publish_issues,
 )
-from ivy_matrix.issues import (
+from ivy_matrix.issue_bodies import (
     BODY_LIMIT,
     END,
     continuation_part,

@@ -1,4 +1,4 @@
-"""Tests for joblinks.py: matching the current job by runner and display name, and leg metadata."""
+"""Tests for jobs.py: matching the current job by runner and display name, and leg metadata."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.errors import InputError
-from ivy_matrix.joblinks import (
+from ivy_matrix.jobs import (
     LEG_METADATA_NAME,
     Job,
     LegMetadata,

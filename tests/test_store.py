@@ -1,4 +1,4 @@
-"""Tests for store.py: the local directory store, its errors, and concurrent writers."""
+"""Tests for stores/local.py: the local directory store, its errors, and concurrent writers."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ivy_matrix.model import (
     Source,
 )
 from ivy_matrix.statefile import FORMAT, VERSION
-from ivy_matrix.store import LocalStore
+from ivy_matrix.stores.local import LocalStore
 
 pytestmark = pytest.mark.timeout(90)
 

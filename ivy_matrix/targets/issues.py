@@ -1,7 +1,7 @@
 """The issue target: one GitHub issue per dashboard, an index issue, and the issue-body store.
 
 I/O, through :class:`~ivy_matrix.github_api.GitHubClient` only; the bodies come from
-``issues.py``. Every call needs ``permissions: issues: write``; a read-only token (fork or
+``issue_bodies.py``. Every call needs ``permissions: issues: write``; a read-only token (fork or
 Dependabot pull request) raises :class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the
 CLI turns into "step summary only".
 
@@ -45,7 +45,7 @@ from typing import Protocol
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github_api import GitHubClient, Issue, IssueComment
-from ivy_matrix.issues import (
+from ivy_matrix.issue_bodies import (
     DEFAULT_BUDGET,
     INDEX_TITLE,
     IssueBodies,

@@ -14,7 +14,7 @@ from pathlib import Path
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardState
 from ivy_matrix.render import Style, render_dashboard, render_index
-from ivy_matrix.store import relative_path, write_atomic
+from ivy_matrix.stores.local import relative_path, write_atomic
 
 INDEX_NAME = "README.md"
 

@@ -1,0 +1,1 @@
+"""Where dashboard state lives between runs: a local folder, a branch, or issue bodies."""

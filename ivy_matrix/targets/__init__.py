@@ -1,0 +1,1 @@
+"""Where rendered dashboards go: files, issues, the job summary and step outputs."""
