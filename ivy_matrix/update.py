@@ -41,6 +41,9 @@ from ivy_matrix.links import cell_url
 from ivy_matrix.merge import Batch, apply_batch, retire_rows
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
+from ivy_matrix.render import backend_counts, render_job_summary
+from ivy_matrix.sources import find_result_files
+from ivy_matrix.stores.local import LocalStore, write_atomic
 from ivy_matrix.targets.files import (
     INDEX_NAME,
     RenderedFile,
@@ -49,9 +52,6 @@ from ivy_matrix.targets.files import (
     render_files,
     write_files,
 )
-from ivy_matrix.render import backend_counts, render_job_summary
-from ivy_matrix.sources import find_result_files
-from ivy_matrix.stores.local import LocalStore, write_atomic
 from ivy_matrix.workflow_commands import Log, append_output, append_summary
 
 if TYPE_CHECKING:

@@ -12,12 +12,6 @@ import pytest
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
-from ivy_matrix.targets.issues import (
-    IssueAction,
-    IssuesReport,
-    IssueStore,
-    publish_issues,
-)
 from ivy_matrix.issue_bodies import (
     BODY_LIMIT,
     END,
@@ -32,6 +26,12 @@ from ivy_matrix.issue_bodies import (
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style
+from ivy_matrix.targets.issues import (
+    IssueAction,
+    IssuesReport,
+    IssueStore,
+    publish_issues,
+)
 from tests.conftest import fake_client, quick_sleep
 from tests.fake_github import FakeGitHub, RequestRecord
 

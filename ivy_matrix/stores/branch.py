@@ -37,9 +37,9 @@ from typing import Protocol
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.targets.files import RenderedFile
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores.local import relative_path
+from ivy_matrix.targets.files import RenderedFile
 
 DEFAULT_BRANCH = "ivy-matrix"
 DEFAULT_STATE_DIR = ".ivy-matrix/state"
