@@ -31,8 +31,9 @@ from ivy_matrix.config import (
 )
 from ivy_matrix.errors import InputError, IvyMatrixError
 from ivy_matrix.model import DashboardId
+from ivy_matrix.render import render_files
 from ivy_matrix.stores.local import LocalStore
-from ivy_matrix.targets.files import render_files, write_files
+from ivy_matrix.targets.files import write_files
 from ivy_matrix.update import EXIT_OK, EXIT_USER, adopt_into_branch, run_update
 from ivy_matrix.workflow_commands import Log
 

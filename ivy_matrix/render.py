@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
 from ivy_matrix.model import DashboardState, Entry, Outcome
+from ivy_matrix.paths import INDEX_NAME, dashboard_file
 
 
 class Style(StrEnum):
@@ -300,3 +302,25 @@ def render_job_summary(
             + "\n"
         )
     return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RenderedFile:
+    """One file of the output folder (or the dashboard branch): where it goes, what it holds."""
+
+    path: str
+    text: str
+
+
+def render_files(
+    states: Sequence[DashboardState], *, style: Style, only: Iterable[str] | None = None
+) -> list[RenderedFile]:
+    """The dashboards (all, or those whose keys are in ``only``) and the index page."""
+    wanted = None if only is None else set(only)
+    files = [
+        RenderedFile(path=dashboard_file(state), text=render_dashboard(state, style))
+        for state in states
+        if wanted is None or state.key in wanted
+    ]
+    files.append(RenderedFile(path=INDEX_NAME, text=render_index(states, dashboard_file)))
+    return files

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from ivy_matrix.atomic import write_atomic
 from ivy_matrix.collect import Collected, Collector, build_batches
 from ivy_matrix.config import FailOn, Settings, Target, require_update_inputs
 from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
@@ -41,17 +42,11 @@ from ivy_matrix.links import cell_url
 from ivy_matrix.merge import Batch, apply_batch, retire_rows
 from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
 from ivy_matrix.naming import Namer
-from ivy_matrix.render import backend_counts, render_job_summary
+from ivy_matrix.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.render import RenderedFile, backend_counts, render_files, render_job_summary
 from ivy_matrix.sources import find_result_files
-from ivy_matrix.stores.local import LocalStore, write_atomic
-from ivy_matrix.targets.files import (
-    INDEX_NAME,
-    RenderedFile,
-    dashboard_file,
-    missing_files,
-    render_files,
-    write_files,
-)
+from ivy_matrix.stores.local import LocalStore
+from ivy_matrix.targets.files import missing_files, write_files
 from ivy_matrix.workflow_commands import Log, append_output, append_summary
 
 if TYPE_CHECKING:

@@ -13,10 +13,9 @@ from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.render import Style
+from ivy_matrix.render import RenderedFile, Style, render_files
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores.branch import BranchStore, CommitOutcome, git_blob_sha
-from ivy_matrix.targets.files import RenderedFile, render_files
 from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub
 

@@ -32,14 +32,13 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Protocol
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.paths import checked_path, relative_path
+from ivy_matrix.render import RenderedFile
 from ivy_matrix.statefile import dump_state, load_state
-from ivy_matrix.stores.local import relative_path
-from ivy_matrix.targets.files import RenderedFile
 
 DEFAULT_BRANCH = "ivy-matrix"
 DEFAULT_STATE_DIR = ".ivy-matrix/state"
@@ -106,19 +105,6 @@ def git_blob_sha(text: str) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-def _checked_path(path: str) -> str:
-    parts = PurePosixPath(path).parts
-    if (
-        not parts
-        or path.startswith("/")
-        or "\\" in path
-        or any(part in {"", ".", ".."} for part in parts)
-        or path != "/".join(parts)
-    ):
-        raise ValueError(f"rendered file path {path!r} is not a plain relative path")
-    return path
-
-
 @dataclass(frozen=True, slots=True)
 class _EmptyTree:
     """The tree of a branch that does not exist yet."""
@@ -154,7 +140,7 @@ class BranchStore:
         self.client = client
         self.repo = repo
         self.branch = branch.removeprefix("refs/heads/")
-        self.state_dir = _checked_path(state_dir.strip("/"))
+        self.state_dir = checked_path(state_dir.strip("/"))
         self._sleep = sleep
         self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
         self.max_attempts = max(max_attempts, 1)
@@ -224,7 +210,7 @@ class BranchStore:
                 raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
             wanted[self.state_path(dashboard)] = dump_state(state)
         for file in files:
-            path = _checked_path(file.path)
+            path = checked_path(file.path)
             if path == self.state_dir or path.startswith(self.state_dir + "/"):
                 raise ValueError(f"rendered file {path!r} would overwrite the state folder")
             wanted[path] = file.text

@@ -15,52 +15,15 @@ lost and no reader sees half a file.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
-import re
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from ivy_matrix.atomic import write_atomic
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.paths import relative_path
 from ivy_matrix.statefile import dump_state, load_state
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def slug(part: str) -> str:
-    """A file-name-safe form of a dashboard title or category.
-
-    Names that need changing get a short hash, so two different names never share a file.
-    """
-    cleaned = _UNSAFE.sub("-", part).strip("-.") or "_"
-    if cleaned == part:
-        return part
-    digest = hashlib.sha256(part.encode()).hexdigest()[:8]
-    return f"{cleaned}-{digest}"
-
-
-def relative_path(dashboard: DashboardId, suffix: str) -> Path:
-    """``category/title.suffix``, with both parts made safe for file names."""
-    name = slug(dashboard.title) + suffix
-    return Path(slug(dashboard.category), name) if dashboard.category else Path(name)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that readers see the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(temp).replace(path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 @contextlib.contextmanager

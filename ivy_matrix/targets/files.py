@@ -7,43 +7,14 @@ file whose text did not change is not rewritten.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 
+from ivy_matrix.atomic import write_atomic
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardState
-from ivy_matrix.render import Style, render_dashboard, render_index
-from ivy_matrix.stores.local import relative_path, write_atomic
-
-INDEX_NAME = "README.md"
-
-
-def dashboard_file(state: DashboardState) -> str:
-    """Where a dashboard's markdown goes, relative to the output folder (posix form)."""
-    return relative_path(state.id, ".md").as_posix()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RenderedFile:
-    """One file of the output folder: where it goes and what it holds."""
-
-    path: str
-    text: str
-
-
-def render_files(
-    states: Sequence[DashboardState], *, style: Style, only: Iterable[str] | None = None
-) -> list[RenderedFile]:
-    """The dashboards (all, or those whose keys are in ``only``) and the index page."""
-    wanted = None if only is None else set(only)
-    files = [
-        RenderedFile(path=dashboard_file(state), text=render_dashboard(state, style))
-        for state in states
-        if wanted is None or state.key in wanted
-    ]
-    files.append(RenderedFile(path=INDEX_NAME, text=render_index(states, dashboard_file)))
-    return files
+from ivy_matrix.paths import dashboard_file
+from ivy_matrix.render import RenderedFile
 
 
 def write_files(output_dir: Path, files: Iterable[RenderedFile]) -> list[str]:
