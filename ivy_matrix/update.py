@@ -51,7 +51,7 @@ from ivy_matrix.workflow_commands import Log, append_output, append_summary
 
 if TYPE_CHECKING:
     from ivy_matrix.github_api import GitHubClient
-    from ivy_matrix.targets.issues import IssuesReport
+    from ivy_matrix.targets.issue_results import IssuesReport
 
 EXIT_OK = 0
 EXIT_USER = 1
@@ -454,7 +454,7 @@ def _update_issue_store(
     settings: Settings, batches: Sequence[Batch], github: GitHub, log: Log
 ) -> MergeOutcome:
     """The issue target without the branch: state lives hidden in the dashboard issues."""
-    from ivy_matrix.targets.issues import IssueStore  # noqa: PLC0415  -- only with the issue target
+    from ivy_matrix.stores.issues import IssueStore  # noqa: PLC0415  -- only with the issue target
 
     log.warning(
         "the issue target without the branch target keeps the state in the issue bodies, "

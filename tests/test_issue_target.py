@@ -26,12 +26,9 @@ from ivy_matrix.issue_bodies import (
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style
-from ivy_matrix.targets.issues import (
-    IssueAction,
-    IssuesReport,
-    IssueStore,
-    publish_issues,
-)
+from ivy_matrix.stores.issues import IssueStore
+from ivy_matrix.targets.issue_results import IssueAction, IssuesReport
+from ivy_matrix.targets.issues import publish_issues
 from tests.conftest import fake_client, quick_sleep
 from tests.fake_github import FakeGitHub, RequestRecord
 
