@@ -30,11 +30,14 @@ from ivy_matrix.config import (
     parse_dashboard,
 )
 from ivy_matrix.errors import InputError, IvyMatrixError
-from ivy_matrix.model import DashboardId
+from ivy_matrix.merge import Merged
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.remote import GitHub, Remote
 from ivy_matrix.render import render_files
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import write_files
-from ivy_matrix.update import EXIT_OK, EXIT_USER, adopt_into_branch, run_update
+from ivy_matrix.update import EXIT_OK, EXIT_USER, run_update
+from ivy_matrix.wiring import open_store
 from ivy_matrix.workflow_commands import Log
 
 EXIT_BUG = 2
@@ -123,8 +126,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    """Run one command; return the exit code."""
+def main(
+    argv: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    remote: Remote | None = None,
+) -> int:
+    """Run one command; return the exit code. ``remote``: how to reach GitHub (tests)."""
     env = environ() if env is None else env
     log = Log(github_actions=env.get("GITHUB_ACTIONS") == "true")
     try:
@@ -134,9 +142,11 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             given.pop("dashboard")
         settings = load_settings(given, env)
         if args.command == "update":
-            return run_update(settings, log)
+            return run_update(settings, log, remote)
         if args.command == "adopt":
-            return _adopt(settings, log, dashboard=args.dashboard, file=args.file, force=args.force)
+            return _adopt(
+                settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
+            )
         return _render(settings, log)
     except IvyMatrixError as error:
         log.error(str(error))
@@ -147,7 +157,15 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return EXIT_BUG
 
 
-def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: bool) -> int:
+def _adopt(
+    settings: Settings,
+    log: Log,
+    remote: Remote | None,
+    *,
+    dashboard: str,
+    file: Path,
+    force: bool,
+) -> int:
     dashboard_id: DashboardId = parse_dashboard(dashboard)
     try:
         text = file.read_text(encoding="utf-8-sig")
@@ -158,19 +176,27 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
     state = adopt_table(text, dashboard_id)
     cells = sum(len(row.cells) for row in state.rows)
     summary = f"{len(state.rows)} rows, {len(state.backends)} backends, {cells} cells"
-    if Target.BRANCH in settings.targets:
-        adopt_into_branch(settings, state, force=force, log=log)
-        log.info(f"adopted {file} as dashboard {dashboard_id.key} on the branch: {summary}")
-        return EXIT_OK
-    store = LocalStore(settings.store)
-    with store.locked():
-        if store.load(dashboard_id) is not None and not force:
-            raise InputError(
-                f"dashboard {dashboard_id.key!r} already has state in {settings.store}; "
-                f"pass --force to replace it with {file}"
-            )
-        store.save(state)
-    log.info(f"adopted {file} as dashboard {dashboard_id.key}: {summary}")
+    on_branch = Target.BRANCH in settings.targets
+    where = f"on branch {settings.branch}" if on_branch else f"in {settings.store}"
+    replace = "pass --force to replace it" + ("" if on_branch else f" with {file}")
+
+    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+        if state.id in states and not force:
+            raise InputError(f"dashboard {state.key!r} already has state {where}; {replace}")
+        return Merged(states={**states, state.id: state}, changed=(state.key,))
+
+    with GitHub(settings, remote) as github:
+        store = open_store(
+            settings,
+            github,
+            log,
+            remote={Target.BRANCH} if on_branch else set(),
+            message=f"ivy-matrix: adopt {state.key}",
+            after_save=None,
+        )
+        store.update(change)
+    shown = " on the branch" if on_branch else ""
+    log.info(f"adopted {file} as dashboard {dashboard_id.key}{shown}: {summary}")
     return EXIT_OK
 
 

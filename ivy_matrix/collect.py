@@ -24,6 +24,7 @@ from ivy_matrix.model import (
     Outcome,
     ParseProblem,
     Source,
+    Totals,
     worst,
 )
 from ivy_matrix.naming import UNNAMED, Namer, test_id
@@ -49,6 +50,21 @@ class Collected:
             for cells in rows.values():
                 found.update(dict.fromkeys(cells))
         return list(found)
+
+    def totals(self) -> Totals:
+        """The tallies over every file read."""
+        files = self.files
+        return Totals(
+            files=len(files),
+            tests=sum(f.tests for f in files),
+            passed=sum(f.passed for f in files),
+            failed=sum(f.failed for f in files),
+            errors=sum(f.errors for f in files),
+            skipped=sum(f.skipped for f in files),
+            flaky=sum(f.flaky for f in files),
+            problems=len(self.problems),
+            unassigned=sum(self.unassigned.values()),
+        )
 
 
 FAILURES_KEPT = 50

@@ -16,8 +16,8 @@ lets concurrent writers retry freely.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
 
@@ -208,3 +208,66 @@ def retire_rows(state: DashboardState, after_runs: int) -> tuple[DashboardState,
     used = {backend for row in kept for backend in row.cells}
     backends = tuple(item for item in state.backends if item[0] in used)
     return DashboardState(id=state.id, backends=backends, rows=kept, runs=state.runs), retired
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardReport:
+    """What one update changed in one dashboard it reached (``--summary-json`` shows these)."""
+
+    changed_cells: int
+    new_rows: int
+    new_backends: int
+    retired_rows: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Merged:
+    """Every dashboard's state after an update, and what the update changed.
+
+    ``changed`` are the keys whose state must be saved (anything changed, history included);
+    ``reports`` has one entry per dashboard the update's results reached. This is what a store's
+    ``update`` folds in and hands back (stores/__init__.py).
+    """
+
+    states: Mapping[DashboardId, DashboardState]
+    changed: tuple[str, ...] = ()
+    reports: Mapping[str, DashboardReport] = field(default_factory=dict)
+
+    @property
+    def changed_cells(self) -> int:
+        return sum(report.changed_cells for report in self.reports.values())
+
+    def ordered(self) -> list[DashboardState]:
+        """Every dashboard's state, by key."""
+        return sorted(self.states.values(), key=lambda s: s.key)
+
+    def to_save(self) -> dict[DashboardId, DashboardState]:
+        """The states whose key is in ``changed``, in that order."""
+        by_key = {state.key: state for state in self.states.values()}
+        return {by_key[key].id: by_key[key] for key in self.changed}
+
+
+def merge_batches(
+    states: Mapping[DashboardId, DashboardState],
+    batches: Sequence[Batch],
+    *,
+    history: int = DEFAULT_HISTORY,
+    retire_after_runs: int = 0,
+) -> Merged:
+    """Apply every batch, then the retirement policy. Safe to repeat on a fresh read."""
+    merged = dict(states)
+    changed: list[str] = []
+    reports: dict[str, DashboardReport] = {}
+    for batch in batches:
+        result = apply_batch(merged.get(batch.dashboard), batch, history=history)
+        state, retired = retire_rows(result.state, retire_after_runs)
+        merged[state.id] = state
+        if result.state_changed or retired:
+            changed.append(state.key)
+        reports[state.key] = DashboardReport(
+            changed_cells=result.changed_cells,
+            new_rows=result.new_rows,
+            new_backends=result.new_backends,
+            retired_rows=retired,
+        )
+    return Merged(states=merged, changed=tuple(changed), reports=reports)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ivy_matrix.model import DashboardState, Entry, Outcome
+from ivy_matrix.model import DashboardState, Entry, Outcome, Totals
 from ivy_matrix.paths import INDEX_NAME, dashboard_file
 
 
@@ -242,7 +242,7 @@ def _needs_a_look(state: DashboardState) -> DashboardState:
 def render_job_summary(
     states: Sequence[DashboardState],
     *,
-    totals: Mapping[str, int],
+    totals: Totals,
     problems: Sequence[tuple[str, str]],
     links: Mapping[str, str] | None = None,
     index_url: str | None = None,
@@ -254,8 +254,8 @@ def render_job_summary(
     in one closing line, so the summary never passes the runner's limit.
     """
     head = (
-        f"## ivy-matrix: {totals['tests']} test cases, {totals['failed']} failed, "
-        f"{totals['errors']} errors, {totals['skipped']} skipped\n\n"
+        f"## ivy-matrix: {totals.tests} test cases, {totals.failed} failed, "
+        f"{totals.errors} errors, {totals.skipped} skipped\n\n"
     )
     parts = [head]
     if index_url:

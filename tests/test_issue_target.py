@@ -23,7 +23,7 @@ from ivy_matrix.issue_bodies import (
     parse_revision,
     utf16_len,
 )
-from ivy_matrix.merge import Batch, apply_batch
+from ivy_matrix.merge import Batch, Merged, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style
 from ivy_matrix.stores.issues import IssueStore
@@ -383,7 +383,7 @@ def leg_change(backend: str, job: int, dashboards=(GRADIENTS, RANDOM), rows: int
             new[dashboard] = apply_batch(
                 new.get(dashboard), Batch(dashboard=dashboard, cells=cells)
             ).state
-        return new
+        return Merged(states=new)
 
     return change
 
@@ -428,7 +428,7 @@ def test_issue_store_with_four_concurrent_writers_keeps_every_cell(fake):
     for thread in threads:
         thread.join()
     assert len(outcomes) == len(backends)
-    assert all(o.rounds <= 6 for o in outcomes)
+    assert all(o.attempts <= 6 for o in outcomes)
     for key in ("core/gradients", "core/random"):
         [issue] = ours(fake, key)
         state = extract_state(issue["body"])

@@ -30,15 +30,19 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
+from urllib.parse import quote
 
 from ivy_matrix.errors import StoreError
+from ivy_matrix.merge import Merged
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.paths import checked_path, relative_path
+from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file, relative_path
+from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import RenderedFile
 from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.stores import AfterSave, Change, Saved
 
 DEFAULT_BRANCH = "ivy-matrix"
 DEFAULT_STATE_DIR = ".ivy-matrix/state"
@@ -50,10 +54,8 @@ MAX_DELAY = 15.0
 # show, so that a slow writer never replaces a newer projection with an older one.
 REVISION_NAME = "REVISION"
 
-Change = Callable[
-    [Mapping[DashboardId, DashboardState]],
-    tuple[Mapping[DashboardId, DashboardState], list[RenderedFile]],
-]
+# The pages to commit beside the states: (every state by key, the keys that changed) -> files.
+Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile]]
 
 
 class TreeListing(Protocol):
@@ -86,17 +88,6 @@ class GitData(Protocol):
     def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
 
     def update_branch(self, repo: str, branch: str, sha: str) -> bool: ...
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommitOutcome:
-    """What an update did: the new commit (None when nothing changed), tries, changed paths."""
-
-    commit_sha: str | None
-    attempts: int
-    files_changed: tuple[str, ...]
-    # The branch's revision after the update: +1 with every commit (see REVISION_NAME).
-    revision: int = 0
 
 
 def git_blob_sha(text: str) -> str:
@@ -136,8 +127,20 @@ class BranchStore:
         max_attempts: int = MAX_ATTEMPTS,
         base_delay: float = BASE_DELAY,
         max_delay: float = MAX_DELAY,
+        message: str = "ivy-matrix: update",
+        render: Render | None = None,
+        dry_run: bool = False,
+        log: Progress | None = None,
+        after_save: AfterSave | None = None,
+        server_url: str | None = None,
     ) -> None:
         self.client = client
+        self.message = message
+        self.render = render
+        self.dry_run = dry_run
+        self.log: Progress = log or Quiet()
+        self.after_save = after_save
+        self.server_url = server_url
         self.repo = repo
         self.branch = branch.removeprefix("refs/heads/")
         self.state_dir = checked_path(state_dir.strip("/"))
@@ -202,7 +205,7 @@ class BranchStore:
         self,
         snapshot: _Snapshot,
         states: Mapping[DashboardId, DashboardState],
-        files: list[RenderedFile],
+        files: Sequence[RenderedFile],
     ) -> dict[str, str]:
         wanted: dict[str, str] = {}
         for dashboard, state in states.items():
@@ -223,49 +226,18 @@ class BranchStore:
         # "Full jitter": spreads legs that collided over the whole window, so they rarely meet again.
         return self._rng.uniform(0, min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)))
 
-    def update(self, change: Change, message: str, *, dry_run: bool = False) -> CommitOutcome:
+    def update(self, change: Change) -> Saved:
         """Read, ``change``, and commit what differs, retrying on conflicts; one commit at most.
 
         With ``dry_run``, stop before the first write and report the files that would change.
         """
         for attempt in range(1, self.max_attempts + 1):
-            tip = self.client.get_branch_head(self.repo, self.branch)
-            snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
-            states, files = change(dict(snapshot.states))
-            writes = self._changes(snapshot, states, files)
-            revision = snapshot.revision
-            if not writes:
-                return CommitOutcome(
-                    commit_sha=None, attempts=attempt, files_changed=(), revision=revision
-                )
-            writes[self.revision_path] = f"{revision + 1}\n"
-            if dry_run:
-                return CommitOutcome(
-                    commit_sha=None,
-                    attempts=attempt,
-                    files_changed=tuple(sorted(writes)),
-                    revision=revision,
-                )
-            tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
-            if tip is None:
-                # A new branch starts from its own root commit: it holds only dashboards, not
-                # the project's files. If another leg created it first, GitHub answers
-                # "Reference already exists" and we merge into what that leg wrote.
-                commit = self.client.create_commit(self.repo, message, tree, [])
-                landed = self.client.create_branch(self.repo, self.branch, commit)
-            else:
-                commit = self.client.create_commit(self.repo, message, tree, [tip])
-                landed = self.client.update_branch(self.repo, self.branch, commit)
-            if landed:
-                for path, text in writes.items():
-                    if self._is_state_file(path) or path == self.revision_path:
-                        self._blobs[git_blob_sha(text)] = text
-                return CommitOutcome(
-                    commit_sha=commit,
-                    attempts=attempt,
-                    files_changed=tuple(sorted(writes)),
-                    revision=revision + 1,
-                )
+            saved = self._try(change, attempt)
+            if saved is not None:
+                self._report(saved)
+                output = self.after_save(saved.merged) if self.after_save else ()
+                urls, index_url = self._links(saved.merged)
+                return replace(saved, output=output, urls=urls, index_url=index_url)
             if attempt < self.max_attempts:
                 self._sleep(self._delay(attempt))
         raise StoreError(
@@ -273,3 +245,63 @@ class BranchStore:
             f"{self.max_attempts} times while this update was being written; too many jobs write "
             f"at once, so write from one fan-in job, or re-run this job"
         )
+
+    def _try(self, change: Change, attempt: int) -> Saved | None:
+        """One read-change-commit; None when another writer moved the branch first."""
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
+        merged = change(dict(snapshot.states))
+        files = self.render(merged.ordered(), merged.changed) if self.render else []
+        writes = self._changes(snapshot, merged.to_save(), files)
+        revision = snapshot.revision
+        if not writes:
+            return Saved(merged=merged, attempts=attempt, revision=revision)
+        writes[self.revision_path] = f"{revision + 1}\n"
+        if self.dry_run:
+            return Saved(
+                merged=merged, attempts=attempt, written=tuple(sorted(writes)), revision=revision
+            )
+        tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
+        if tip is None:
+            # A new branch starts from its own root commit: it holds only dashboards, not
+            # the project's files. If another leg created it first, GitHub answers
+            # "Reference already exists" and we merge into what that leg wrote.
+            commit = self.client.create_commit(self.repo, self.message, tree, [])
+            landed = self.client.create_branch(self.repo, self.branch, commit)
+        else:
+            commit = self.client.create_commit(self.repo, self.message, tree, [tip])
+            landed = self.client.update_branch(self.repo, self.branch, commit)
+        if not landed:
+            return None
+        for path, text in writes.items():
+            if self._is_state_file(path) or path == self.revision_path:
+                self._blobs[git_blob_sha(text)] = text
+        return Saved(
+            merged=merged,
+            commit_sha=commit,
+            attempts=attempt,
+            written=tuple(sorted(writes)),
+            revision=revision + 1,
+        )
+
+    def _report(self, saved: Saved) -> None:
+        where = f"branch {self.branch} of {self.repo}"
+        if self.dry_run:
+            self.log.info(f"dry run: would commit {len(saved.written)} file(s) to {where}")
+            for path in saved.written:
+                self.log.info(f"  {path}")
+        elif saved.commit_sha:
+            self.log.info(
+                f"committed {len(saved.written)} file(s) to {where} "
+                f"(revision {saved.revision}, {saved.attempts} attempt(s))"
+            )
+        else:
+            self.log.info(f"{where} already shows these results: nothing to commit")
+
+    def _links(self, merged: Merged) -> tuple[dict[str, str], str | None]:
+        """Where people read the committed pages (none in a dry run, or without a server)."""
+        if self.dry_run or self.server_url is None:
+            return {}, None
+        base = f"{self.server_url.rstrip('/')}/{self.repo}/blob/{quote(self.branch)}"
+        urls = {s.key: f"{base}/{quote(dashboard_file(s))}" for s in merged.states.values()}
+        return urls, f"{base}/{INDEX_NAME}"

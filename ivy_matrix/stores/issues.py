@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
 
 from ivy_matrix.github_api import GitHubClient, Issue
 from ivy_matrix.issue_bodies import DEFAULT_BUDGET, extract_state, union_states
-from ivy_matrix.merge import DEFAULT_HISTORY
+from ivy_matrix.merge import DEFAULT_HISTORY, Merged
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import Style
+from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.targets.issue_index import publish_index
-from ivy_matrix.targets.issue_results import IssueAction, IssueLog, IssueResult, IssuesReport, Quiet
+from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
 from ivy_matrix.targets.issue_writer import (
     DEFAULT_LABEL,
     INDEX_KEY,
@@ -33,22 +34,6 @@ from ivy_matrix.targets.issue_writer import (
     Written,
     dedupe_created,
 )
-
-StoreChange = Callable[[Mapping[DashboardId, DashboardState]], Mapping[DashboardId, DashboardState]]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IssueStoreOutcome:
-    """What :meth:`IssueStore.update` ended with.
-
-    ``states`` are the states last read back (or written); ``converged`` is False when other
-    writers still replaced this job's cells after ``max_rounds`` rounds (a warning was logged).
-    """
-
-    states: Mapping[DashboardId, DashboardState]
-    report: IssuesReport
-    rounds: int
-    converged: bool
 
 
 class IssueStore:
@@ -68,7 +53,7 @@ class IssueStore:
         style: Style = Style.IVY,
         index: bool = True,
         history: int = DEFAULT_HISTORY,
-        log: IssueLog | None = None,
+        log: Progress | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         max_rounds: int = 6,
@@ -76,14 +61,18 @@ class IssueStore:
         min_delay: float = 0.5,
         max_delay: float = 3.0,
         budget: int = DEFAULT_BUDGET,
+        dry_run: bool = False,
+        after_save: AfterSave | None = None,
     ) -> None:
         self.client = client
+        self.dry_run = dry_run
+        self.after_save = after_save
         self.repo = repo
         self.label = label
         self.style = style
         self.index = index
         self.history = history
-        self.log: IssueLog = log or Quiet()
+        self.log: Progress = log or Quiet()
         self._sleep = sleep
         self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
         self.max_rounds = max(max_rounds, 1)
@@ -126,7 +115,7 @@ class IssueStore:
                 states[state.id] = state
         return states
 
-    def update(self, change: StoreChange) -> IssueStoreOutcome:
+    def update(self, change: Change) -> Saved:
         """Load, ``change``, write the bodies, then verify and re-merge (see the module docs)."""
         writer = self._writer()
         found = writer.find()
@@ -137,41 +126,16 @@ class IssueStore:
             state = self._state_of(listed)
             if state is not None:
                 current[state.id] = state
-        wanted = dict(change(current))
-        pending = {d for d, s in wanted.items() if s != current.get(d) or d.key not in issues}
-        ours = set(pending)
+        merged = change(current)
+        if self.dry_run:
+            for key in merged.changed:
+                self.log.info(f"dry run: would update the issue of dashboard {key}")
+            output = self.after_save(merged) if self.after_save else ()
+            return Saved(merged=merged, written=merged.changed, output=output)
         written: dict[str, Written] = {}
-        confirmations = rounds = 0
-        while True:
-            rounds += 1
-            for dashboard in sorted(pending, key=lambda d: d.key):
-                done = writer.publish(
-                    wanted[dashboard],
-                    issues.get(dashboard.key, []),
-                    revision=None,
-                    with_state=True,
-                    verify=False,
-                )
-                written[dashboard.key] = done
-                if done.issue is not None:
-                    issues[dashboard.key] = [done.issue]
-            self._adopt_winners(writer, written, issues)
-            self._sleep(self._rng.uniform(self.min_delay, self.max_delay))
-            pending, wanted = self._verify(ours, issues, current, change)
-            confirmations = 0 if pending else confirmations + 1
-            if confirmations >= self.verify_rounds:
-                converged = True
-                break
-            if rounds >= self.max_rounds:
-                converged = not pending
-                if pending:
-                    writer.warn(
-                        f"the dashboard issue(s) {', '.join(sorted(d.key for d in pending))} "
-                        f"kept losing this job's results to other jobs writing at the same time "
-                        f"({rounds} rounds); the next run will fill them in. Use the branch "
-                        f"target or a fan-in job when matrix legs publish concurrently"
-                    )
-                break
+        merged, rounds, converged = self._rounds(
+            writer, issues=issues, current=current, merged=merged, change=change, written=written
+        )
         for key, listed in issues.items():
             if key not in written and listed:
                 result = IssueResult(
@@ -192,7 +156,66 @@ class IssueStore:
             index=index_result,
             warnings=tuple(writer.warnings),
         )
-        return IssueStoreOutcome(states=current, report=report, rounds=rounds, converged=converged)
+        if not converged:
+            self.log.warning(
+                "other jobs kept rewriting the dashboard issues while this one wrote; some cells "
+                "may be missing until the next run (use the branch target to avoid this)"
+            )
+        wrote = {IssueAction.CREATED, IssueAction.UPDATED}
+        return Saved(
+            merged=merged,
+            written=tuple(r.key for r in report.dashboards if r.action in wrote),
+            output=self.after_save(merged) if self.after_save else (),
+            attempts=rounds,
+            converged=converged,
+            urls={r.key: r.url for r in report.dashboards if r.url},
+            index_url=report.index_url,
+        )
+
+    def _rounds(
+        self,
+        writer: IssueWriter,
+        *,
+        issues: dict[str, list[Issue]],
+        current: dict[DashboardId, DashboardState],
+        merged: Merged,
+        change: Change,
+        written: dict[str, Written],
+    ) -> tuple[Merged, int, bool]:
+        """Write, wait, read back and write again until confirmed; (last merge, rounds, converged)."""
+        wanted = dict(merged.states)
+        pending = {d for d, s in wanted.items() if s != current.get(d) or d.key not in issues}
+        ours = set(pending)
+        confirmations = rounds = 0
+        while True:
+            rounds += 1
+            for dashboard in sorted(pending, key=lambda d: d.key):
+                done = writer.publish(
+                    wanted[dashboard],
+                    issues.get(dashboard.key, []),
+                    revision=None,
+                    with_state=True,
+                    verify=False,
+                )
+                written[dashboard.key] = done
+                if done.issue is not None:
+                    issues[dashboard.key] = [done.issue]
+            self._adopt_winners(writer, written, issues)
+            self._sleep(self._rng.uniform(self.min_delay, self.max_delay))
+            pending, merged = self._verify(ours, issues, current, change)
+            wanted = dict(merged.states)
+            confirmations = 0 if pending else confirmations + 1
+            if confirmations >= self.verify_rounds:
+                return merged, rounds, True
+            if rounds >= self.max_rounds:
+                if pending:
+                    writer.warn(
+                        f"the dashboard issue(s) {', '.join(sorted(d.key for d in pending))} "
+                        f"kept losing this job's results to other jobs writing at the same time "
+                        f"({rounds} rounds); the next run will fill them in. Use the branch "
+                        f"target or a fan-in job when matrix legs publish concurrently"
+                    )
+                return merged, rounds, not pending
 
     def _adopt_winners(
         self, writer: IssueWriter, written: dict[str, Written], issues: dict[str, list[Issue]]
@@ -219,8 +242,8 @@ class IssueStore:
         ours: Collection[DashboardId],
         issues: dict[str, list[Issue]],
         current: dict[DashboardId, DashboardState],
-        change: StoreChange,
-    ) -> tuple[set[DashboardId], dict[DashboardId, DashboardState]]:
+        change: Change,
+    ) -> tuple[set[DashboardId], Merged]:
         """Read back every dashboard this job changed; return those still lacking its cells."""
         for dashboard in ours:
             listed = issues.get(dashboard.key)
@@ -233,6 +256,7 @@ class IssueStore:
                 current[dashboard] = state
             else:
                 current.pop(dashboard, None)
-        wanted = dict(change(current))
+        merged = change(current)
+        wanted = merged.states
         pending = {d for d in ours if d not in current or wanted.get(d, current[d]) != current[d]}
-        return pending, wanted
+        return pending, merged

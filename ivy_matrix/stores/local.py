@@ -23,7 +23,9 @@ from ivy_matrix.atomic import write_atomic
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import relative_path
+from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.stores import AfterSave, Change, Saved
 
 
 @contextlib.contextmanager
@@ -49,11 +51,40 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 
 
 class LocalStore:
-    """Dashboard state in a local directory, safe for concurrent writers on one machine."""
+    """Dashboard state in a local directory, safe for concurrent writers on one machine.
 
-    def __init__(self, root: Path) -> None:
+    ``after_save`` (the output folder) is called under the lock too, so that a slower process
+    never overwrites newer pages.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        dry_run: bool = False,
+        log: Progress | None = None,
+        after_save: AfterSave | None = None,
+    ) -> None:
         self.root = root
         self._state_dir = root / "state"
+        self.dry_run = dry_run
+        self.log: Progress = log or Quiet()
+        self.after_save = after_save
+
+    def update(self, change: Change) -> Saved:
+        """Under the lock: read every state, ``change`` them, save what changed."""
+        with self.locked():
+            merged = change({state.id: state for state in self.load_all()})
+            to_save = merged.to_save()
+            written = tuple(self.path_of(d).as_posix() for d in to_save)
+            if self.dry_run:
+                for state in to_save.values():
+                    self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
+                return Saved(merged=merged, written=written)
+            for state in to_save.values():
+                self.save(state)
+            output = self.after_save(merged) if self.after_save else ()
+        return Saved(merged=merged, written=written, output=output)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

@@ -1,8 +1,8 @@
-"""Publish targets: rendered dashboards written where people read them.
+"""The file target: rendered dashboards written into ``--output-dir``.
 
-I/O. The ``--output-dir`` target writes one markdown file per dashboard, in its category
-folder (``core/gradients.md``), plus ``README.md``, the index page that links them all. A
-file whose text did not change is not rewritten.
+I/O. One markdown file per dashboard, in its category folder (``core/gradients.md``), plus
+``README.md``, the index page that links them all (paths.py). A file whose text did not change
+is not rewritten; each write replaces the file atomically.
 """
 
 from __future__ import annotations
@@ -12,9 +12,25 @@ from pathlib import Path
 
 from ivy_matrix.atomic import write_atomic
 from ivy_matrix.errors import StoreError
+from ivy_matrix.merge import Merged
 from ivy_matrix.model import DashboardState
 from ivy_matrix.paths import dashboard_file
-from ivy_matrix.render import RenderedFile
+from ivy_matrix.render import RenderedFile, Style, render_files
+
+
+def write_output(
+    output_dir: Path, merged: Merged, *, style: Style, dry_run: bool, everything: bool
+) -> tuple[str, ...]:
+    """Render and write the pages: the changed and missing ones, or ``everything``.
+
+    Returns the paths written (in a dry run: the paths it would write, writing nothing).
+    """
+    ordered = merged.ordered()
+    wanted = None if everything else set(merged.changed) | missing_files(output_dir, ordered)
+    files = render_files(ordered, style=style, only=wanted)
+    if dry_run:
+        return tuple(file.path for file in files)
+    return tuple(write_files(output_dir, files))
 
 
 def write_files(output_dir: Path, files: Iterable[RenderedFile]) -> list[str]:

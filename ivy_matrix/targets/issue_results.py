@@ -8,25 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
 
 from ivy_matrix.render import Style
-
-
-class IssueLog(Protocol):
-    """Where progress lines and warnings go (``workflow_commands.Log`` is one)."""
-
-    def info(self, message: str) -> None: ...
-
-    def warning(self, message: str) -> None: ...
-
-
-class Quiet:
-    def info(self, message: str) -> None:
-        pass
-
-    def warning(self, message: str) -> None:
-        pass
 
 
 class IssueAction(StrEnum):

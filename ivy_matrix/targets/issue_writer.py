@@ -42,13 +42,9 @@ from ivy_matrix.issue_bodies import (
     parse_revision,
 )
 from ivy_matrix.model import DashboardState
+from ivy_matrix.progress import Progress
 from ivy_matrix.render import Style
-from ivy_matrix.targets.issue_results import (
-    IssueAction,
-    IssueLog,
-    IssueResult,
-    PlannedWrite,
-)
+from ivy_matrix.targets.issue_results import IssueAction, IssueResult, PlannedWrite
 
 DEFAULT_LABEL = "ivy-matrix"
 LABEL_COLOR = "0e8a16"
@@ -81,7 +77,7 @@ class IssueWriter:
         *,
         label: str,
         dry_run: bool,
-        log: IssueLog,
+        log: Progress,
         style: Style,
         budget: int,
     ) -> None:

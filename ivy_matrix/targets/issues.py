@@ -14,12 +14,17 @@ import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+from ivy_matrix.config import Settings
 from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.issue_bodies import DEFAULT_BUDGET, parse_revision
 from ivy_matrix.model import DashboardState
+from ivy_matrix.progress import Progress, Quiet
+from ivy_matrix.remote import GitHub
 from ivy_matrix.render import Style
+from ivy_matrix.stores import Saved
+from ivy_matrix.targets import Published
 from ivy_matrix.targets.issue_index import publish_index
-from ivy_matrix.targets.issue_results import IssueAction, IssueLog, IssueResult, IssuesReport, Quiet
+from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
 from ivy_matrix.targets.issue_writer import DEFAULT_LABEL, IssueWriter, Written, dedupe_created
 
 # After writing with a revision: wait this long (seconds, jittered), then check once more.
@@ -38,7 +43,7 @@ def publish_issues(
     index: bool = True,
     pin_index: bool = False,
     dry_run: bool = False,
-    log: IssueLog | None = None,
+    log: Progress | None = None,
     style: Style = Style.IVY,
     graphql_url: str | None = None,
     budget: int = DEFAULT_BUDGET,
@@ -134,3 +139,33 @@ def _settle(
         for key in stale:
             writer.log.info(f"dashboard {key}: an older revision replaced ours; writing again")
             written[key] = writer.publish(by_key[key], found.by_key[key], revision=revision)
+
+
+def publish_from_branch(
+    settings: Settings, saved: Saved, github: GitHub, log: Progress, published: Published
+) -> Published:
+    """The issue target beside the branch store: publish its state at its revision.
+
+    The dashboard issues' URLs replace the branch files' URLs: people read them there.
+    """
+    merged = saved.merged
+    report = publish_issues(
+        github.client,
+        github.repository,
+        merged.ordered(),
+        touched=list(merged.reports),
+        revision=saved.revision,
+        label=settings.issue_label,
+        pin_index=settings.pin_index,
+        graphql_url=settings.graphql_url,
+        dry_run=settings.dry_run,
+        log=log,
+        style=settings.style,
+        sleep=github.remote.sleep,
+    )
+    for result in report.dashboards:
+        log.info(f"issue of {result.key}: {result.action} {result.url or ''}".rstrip())
+    if report.index_url:
+        log.info(f"index issue: {report.index_url}")
+    urls = {**published.urls, **{r.key: r.url for r in report.dashboards if r.url}}
+    return Published(urls=urls, index_url=report.index_url or published.index_url)
