@@ -316,15 +316,15 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
             fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="branch, issue"
         )
         # Threads share the working directory: each leg names its results by absolute path.
-        legs.append(["update", "--junit", str(work / "*.xml"), "--backend", backend, env])
+        legs.append((["update", "--junit", str(work / "*.xml"), "--backend", backend], env))
     barrier = threading.Barrier(len(legs))
     codes: dict[str, int] = {}
 
-    def run_leg(argv: list, env: dict[str, str]) -> None:
+    def run_leg(argv: list[str], env: dict[str, str]) -> None:
         barrier.wait(timeout=30)
         codes[argv[-1]] = main(argv, env, remote=FAST)
 
-    threads = [threading.Thread(target=run_leg, args=(leg[:-1], leg[-1])) for leg in legs]
+    threads = [threading.Thread(target=run_leg, args=leg) for leg in legs]
     for thread in threads:
         thread.start()
     for thread in threads:
