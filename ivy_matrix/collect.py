@@ -27,7 +27,7 @@ from ivy_matrix.model import (
     Totals,
     worst,
 )
-from ivy_matrix.naming import UNNAMED, Namer, test_id
+from ivy_matrix.naming import UNNAMED, Namer, row_name, test_id
 
 
 @dataclass(slots=True)
@@ -68,9 +68,12 @@ class Collected:
 
 
 FAILURES_KEPT = 50
-# Outcomes as small ints while gathering, so that "worst wins" is an int comparison.
-_CODES = (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
-_SKIPPED, _SUCCESS, _FLAKY, _FAILURE = range(4)
+# Outcomes as their severity (model.py) while gathering, so "worst wins" is an int comparison.
+_CODES = tuple(sorted(Outcome, key=lambda outcome: outcome.severity))
+_SKIPPED, _SUCCESS, _FLAKY, _FAILURE = (
+    outcome.severity
+    for outcome in (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
+)
 
 
 class Collector:
@@ -82,7 +85,8 @@ class Collector:
         self._dashboards: list[DashboardId] = []
         self._dashboard_index: dict[DashboardId, int] = {}
         # (classname, file, suite) -> (dashboard index, row prefix): the same few classnames
-        # come back for every case, so the split is done once per classname.
+        # come back for every case, so the split is done once per classname (the one cache
+        # of naming: Namer itself is stateless).
         self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
 
     def _index(self, dashboard: DashboardId) -> int:
@@ -106,24 +110,23 @@ class Collector:
         def on_case(case: CaseResult) -> None:  # noqa: PLR0912  -- the hot loop, kept flat
             nonlocal unassigned
             backend = file_backend
+            if backend is None and per_case:
+                backend = namer.backend_for_case(case)
+            if backend is None:
+                unassigned += 1
+                return
+            key = (case.classname, case.file, case.suite)
+            place = places.get(key)
+            if place is None:
+                dashboard, prefix = namer.locate(case)
+                place = places[key] = (self._index(dashboard), prefix)
+            index, prefix = place
             if per_case:
-                if backend is None:
-                    backend = namer.backend_for_case(case)
-                    if backend is None:
-                        unassigned += 1
-                        return
-                dashboard, row = namer.place(case)
-                index = self._index(dashboard)
+                ruled = namer.ruled(case)
+                if ruled is not None:
+                    index = self._index(ruled)
+                row = row_name(prefix, case.name)
             else:
-                if backend is None:
-                    unassigned += 1
-                    return
-                key = (case.classname, case.file, case.suite)
-                place = places.get(key)
-                if place is None:
-                    dashboard, prefix = namer.locate(case)
-                    place = places[key] = (self._index(dashboard), prefix)
-                index, prefix = place
                 name = case.name
                 if name[-1:] == "]":
                     head = name.partition("[")[0]

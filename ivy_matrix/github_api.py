@@ -303,25 +303,6 @@ class GitHubClient:
             self._jobs[key] = jobs
         return list(jobs)
 
-    def get_job(self, repo: str, job_id: int) -> Job:
-        """One job by id (``job.check_run_id``)."""
-        url = f"{_repo_path(repo)}/actions/jobs/{job_id}"
-        _, data = self._call(
-            f"reading job {job_id} of {repo}", ACTIONS_READ, _bind(self._json, "GET", url, None)
-        )
-        return _job(data, int(data.get("run_attempt") or 1))
-
-    # ------------------------------------------------------------------ git data: reads
-
-    def get_default_branch(self, repo: str) -> str:
-        """The name of the repository's default branch."""
-        _, data = self._call(
-            f"reading repository {repo}",
-            CONTENTS_READ,
-            _bind(self._json, "GET", _repo_path(repo), None),
-        )
-        return str(data["default_branch"])
-
     def get_branch_head(self, repo: str, branch: str) -> str | None:
         """The commit sha ``branch`` points at, or None if there is no such branch."""
         url = f"{_repo_path(repo)}/git/ref/heads/{_branch_path(branch)}"
@@ -337,18 +318,6 @@ class GitHubClient:
             return str(data["object"]["sha"])
 
         return self._call(f"reading branch {branch!r} of {repo}", CONTENTS_READ, request)
-
-    def get_default_branch_head(self, repo: str) -> str:
-        """The commit at the tip of the default branch; a clear error if the repository is empty."""
-        branch = self.get_default_branch(repo)
-        head = self.get_branch_head(repo, branch)
-        if head is None:
-            raise GitHubAPIError(
-                f"repository {repo} has no commit on its default branch {branch!r}, so the "
-                f"dashboard branch cannot be created from it; push a first commit and re-run",
-                status=409,
-            )
-        return head
 
     def get_tree(self, repo: str, tree_ish: str) -> Tree:
         """A tree (or a commit's tree) listed recursively, in one request."""
@@ -370,11 +339,6 @@ class GitHubClient:
         }
         return Tree(sha=str(data["sha"]), files=files)
 
-    def get_tree_files(self, repo: str, commit_sha: str, prefix: str = "") -> dict[str, str]:
-        """Files (path -> blob sha) of a commit's tree whose path starts with ``prefix``."""
-        files = self.get_tree(repo, commit_sha).files
-        return {path: sha for path, sha in files.items() if path.startswith(prefix)}
-
     def get_blob_text(self, repo: str, sha: str) -> str:
         """The UTF-8 text of one blob."""
         url = f"{_repo_path(repo)}/git/blobs/{sha}"
@@ -388,21 +352,6 @@ class GitHubClient:
             raise GitHubAPIError(f"{what} failed: it is not UTF-8 text") from None
 
     # ------------------------------------------------------------------ git data: writes
-
-    def create_blob(self, repo: str, text: str) -> str:
-        """Store ``text`` as a blob; return its sha (the same text always gives the same sha)."""
-        _, data = self._call(
-            f"writing a blob to {repo}",
-            CONTENTS_WRITE,
-            _bind(
-                self._json,
-                "POST",
-                f"{_repo_path(repo)}/git/blobs",
-                None,
-                {"content": text, "encoding": "utf-8"},
-            ),
-        )
-        return str(data["sha"])
 
     def create_tree(self, repo: str, base_tree: str | None, files: Mapping[str, str | None]) -> str:
         """A tree: ``base_tree`` with each path set to its text, or deleted where it is None."""

@@ -97,6 +97,10 @@ def _sorted_backends(backends: Mapping[str, Seen]) -> tuple[tuple[str, Seen], ..
     return tuple(sorted(backends.items(), key=lambda item: (item[1], item[0])))
 
 
+def _kept_runs(runs: set[int]) -> tuple[int, ...]:
+    return tuple(sorted(runs, reverse=True)[:RUNS_KEPT])
+
+
 def _note_backend(backends: dict[str, Seen], backend: str, seen: Seen) -> int:
     """Record where a column was seen; return 1 if it is new."""
     known = backends.get(backend)
@@ -171,7 +175,7 @@ def apply_batch(
         id=state.id,
         backends=_sorted_backends(backends),
         rows=_sorted_rows(rows) if state_changed else state.rows,
-        runs=tuple(sorted(runs, reverse=True)[:RUNS_KEPT]),
+        runs=_kept_runs(runs),
     )
     if not state_changed and new_state == state:
         return MergeResult(
@@ -183,6 +187,41 @@ def apply_batch(
         new_rows=new_rows,
         new_backends=new_backends,
         state_changed=True,
+    )
+
+
+def union_states(
+    a: DashboardState, b: DashboardState, *, history: int = DEFAULT_HISTORY
+) -> DashboardState:
+    """Both states' results in one, by the rules above (newest run shows).
+
+    Used when two issues of one dashboard turn up (two jobs created one at once): what was
+    written into the one that is closed is folded into the one that is kept.
+    """
+    rows: dict[str, Row] = {row.name: row for row in a.rows}
+    for row in b.rows:
+        mine = rows.get(row.name)
+        if mine is None:
+            rows[row.name] = row
+            continue
+        cells: dict[str, Cell] = dict(mine.cells)
+        for backend, cell in row.cells.items():
+            merged = cells.get(backend)
+            for entry in cell.entries:
+                merged = merge_cell(merged, entry, history)
+            if merged is not None:
+                cells[backend] = merged
+        rows[row.name] = Row(
+            name=row.name, first_seen=min(mine.first_seen, row.first_seen), cells=cells
+        )
+    backends: dict[str, Seen] = dict(a.backends)
+    for name, seen in b.backends:
+        _note_backend(backends, name, seen)
+    return DashboardState(
+        id=a.id,
+        backends=_sorted_backends(backends),
+        rows=_sorted_rows(rows),
+        runs=_kept_runs(set(a.runs) | set(b.runs)),
     )
 
 

@@ -203,20 +203,40 @@ def backend_counts(state: DashboardState) -> dict[str, tuple[int, int]]:
     return {b: (p, t) for b, (p, t) in counts.items()}
 
 
-def render_index(states: Sequence[DashboardState], link: Callable[[DashboardState], str]) -> str:
-    """The index page: each dashboard x backend as passing/total, linked to the dashboard."""
+def counts_table(
+    states: Sequence[DashboardState],
+    link: Callable[[DashboardState], str | None],
+    *,
+    link_counts: bool = False,
+) -> tuple[list[str], list[list[str]]]:
+    """The passing/total table: its header, and a row per dashboard, per backend.
+
+    Backends are in first-seen order over ``states``; a dashboard's name links to
+    ``link(state)`` when that is not None, and so do its counts with ``link_counts``.
+    """
     backends: dict[str, None] = {}
     for state in states:
         backends.update(dict.fromkeys(state.backend_names))
     rows = []
     for state in states:
-        target = escape_url(link(state)).replace(")", "%29")
+        url = link(state)
+        target = escape_url(url).replace(")", "%29") if url else None
         counts = backend_counts(state)
-        cells = [
-            f"[{counts[b][0]}/{counts[b][1]}]({target})" if b in counts else "" for b in backends
-        ]
-        rows.append([f"[{escape_name(state.key)}]({target})", *cells])
-    header = ["dashboard", *(escape_name(b) for b in backends)]
+        cells = []
+        for backend in backends:
+            if backend not in counts:
+                cells.append("")
+                continue
+            text = f"{counts[backend][0]}/{counts[backend][1]}"
+            cells.append(f"[{text}]({target})" if link_counts and target else text)
+        name = escape_name(state.key)
+        rows.append([f"[{name}]({target})" if target else name, *cells])
+    return ["dashboard", *(escape_name(b) for b in backends)], rows
+
+
+def render_index(states: Sequence[DashboardState], link: Callable[[DashboardState], str]) -> str:
+    """The index page: each dashboard x backend as passing/total, linked to the dashboard."""
+    header, rows = counts_table(states, link, link_counts=True)
     intro = (
         "# Test dashboards\n\n"
         "Passing/total tests per backend, by each test's latest result; a pass after reruns "
@@ -262,19 +282,8 @@ def render_job_summary(
         parts.append(f"All dashboards: {escape_url(index_url)}\n\n")
     links = links or {}
     if states:
-        backends: dict[str, None] = {}
-        for state in states:
-            backends.update(dict.fromkeys(state.backend_names))
-        rows = []
-        for state in states:
-            counts = backend_counts(state)
-            name = escape_name(state.key)
-            if state.key in links:
-                name = f"[{name}]({escape_url(links[state.key]).replace(')', '%29')})"
-            rows.append(
-                [name] + [f"{counts[b][0]}/{counts[b][1]}" if b in counts else "" for b in backends]
-            )
-        parts.append(table(["dashboard", *(escape_name(b) for b in backends)], rows) + "\n\n")
+        header, rows = counts_table(states, lambda state: links.get(state.key))
+        parts.append(table(header, rows) + "\n\n")
     if problems:
         parts.append(f"{len(problems)} result file(s) could not be read:\n\n")
         parts.extend(f"- {escape_name(path)}: {escape_name(why)}\n" for path, why in problems)

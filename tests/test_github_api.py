@@ -26,6 +26,13 @@ def client(url: str, sleeps: Sleeps | None = None, **options) -> GitHubClient:
     return make_client(token="t", api_url=url, throttle=False, timeout=5, **options)
 
 
+def read_main(gh: GitHubClient) -> str:
+    """The tip of main, read through the client."""
+    tip = gh.get_branch_head(REPO, "main")
+    assert tip is not None
+    return tip
+
+
 def main_tip(fake: FakeGitHub) -> str:
     sha = fake.ref_sha("heads/main")
     assert sha is not None
@@ -66,14 +73,6 @@ def test_jobs_are_listed_once_per_run_attempt(fake):
     assert len(fake.requests_to("GET", r"/jobs$")) == 2
 
 
-def test_get_job_reads_one_job_by_id(fake):
-    """A known job id (job.check_run_id) is read directly."""
-    [made] = fake.add_run(REPO, 9, 1, [{"name": "tests", "matrix": ["numpy"]}])
-    with client(fake.base_url) as gh:
-        job = gh.get_job(REPO, made["id"])
-    assert (job.id, job.name, job.run_attempt) == (made["id"], "tests (numpy)", 1)
-
-
 def test_missing_run_names_the_actions_read_permission(fake):
     """A 404 on the job listing says it may be missing and which permission the job needs."""
     with client(fake.base_url) as gh, pytest.raises(GitHubAPIError) as caught:
@@ -90,7 +89,7 @@ def test_missing_run_names_the_actions_read_permission(fake):
 def test_git_data_round_trip_tree_blob_commit_and_fast_forward(fake):
     """Read the tip and tree, write a tree and commit on it, and fast-forward the branch."""
     with client(fake.base_url) as gh:
-        tip = gh.get_default_branch_head(REPO)
+        tip = read_main(gh)
         tree = gh.get_tree(REPO, tip)
         assert tree.files == {"README.md": git_blob_sha(b"# acme/widgets\n")}
         assert gh.get_blob_text(REPO, tree.files["README.md"]) == "# acme/widgets\n"
@@ -98,10 +97,7 @@ def test_git_data_round_trip_tree_blob_commit_and_fast_forward(fake):
         commit = gh.create_commit(REPO, "add a", new_tree, [tip])
         assert gh.update_branch(REPO, "main", commit) is True
         assert gh.get_branch_head(REPO, "main") == commit
-        assert gh.get_tree_files(REPO, commit, "dash/") == {
-            "dash/a.md": git_blob_sha("é ✅\n".encode())
-        }
-        assert gh.create_blob(REPO, "é ✅\n") == git_blob_sha("é ✅\n".encode())
+        assert gh.get_tree(REPO, commit).files == {"dash/a.md": git_blob_sha("é ✅\n".encode())}
     assert fake.files() == {"dash/a.md": "é ✅\n".encode()}
 
 
@@ -109,7 +105,7 @@ def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake
     """A missing branch is None; creating it works once, then reports False (already exists)."""
     with client(fake.base_url) as gh:
         assert gh.get_branch_head(REPO, "ivy-matrix") is None
-        tip = gh.get_default_branch_head(REPO)
+        tip = read_main(gh)
         assert gh.create_branch(REPO, "ivy-matrix", tip) is True
         assert gh.create_branch(REPO, "ivy-matrix", tip) is False
         assert gh.get_branch_head(REPO, "ivy-matrix") == tip
@@ -126,14 +122,6 @@ def test_stale_tip_is_a_conflict_not_an_error(fake):
         assert gh.update_branch(REPO, "main", loser) is False
         assert gh.update_branch(REPO, "gone", winner) is False
     assert fake.ref_sha("heads/main") == winner
-
-
-def test_empty_default_branch_gives_a_clear_error(fake):
-    """A repository without commits cannot seed the dashboard branch; the message says so."""
-    with fake.lock:  # the fake has no empty repositories: drop the default branch's ref
-        del fake.refs[REPO]["refs/heads/main"]
-    with client(fake.base_url) as gh, pytest.raises(GitHubAPIError, match="push a first commit"):
-        gh.get_default_branch_head(REPO)
 
 
 def test_invalid_request_is_not_retried(fake):
@@ -155,7 +143,7 @@ def test_server_errors_on_get_are_retried_with_growing_jittered_backoff(fake):
     fake.inject(method="GET", path=r"/git/ref/", status=502, times=2)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps) as gh:
-        assert gh.get_branch_head(REPO, "main") == main_tip(fake)
+        assert read_main(gh) == main_tip(fake)
     assert len(sleeps) == 2
     assert 0.5 <= sleeps[0] <= 1.5
     assert 1.0 <= sleeps[1] <= 3.0
@@ -184,17 +172,13 @@ def test_patch_that_landed_before_a_502_is_retried_safely(fake):
 
 
 def test_post_that_landed_before_a_502_makes_no_duplicate(fake):
-    """Creating a ref that landed before a 502 reports a conflict on retry; one ref, one blob."""
+    """Creating a ref that landed before a 502 reports a conflict on retry; one ref."""
     tip = main_tip(fake)
     fake.inject(method="POST", path=r"/git/refs$", status=502, after_write=True)
-    fake.inject(method="POST", path=r"/git/blobs$", status=502, after_write=True)
     with client(fake.base_url) as gh:
         assert gh.create_branch(REPO, "ivy-matrix", tip) is False
         assert gh.get_branch_head(REPO, "ivy-matrix") == tip
-        blobs_before = len(fake.blobs)
-        assert gh.create_blob(REPO, "state") == git_blob_sha(b"state")
     assert sorted(fake.refs[REPO]) == ["refs/heads/ivy-matrix", "refs/heads/main"]
-    assert len(fake.blobs) == blobs_before + 1
     assert [r.status for r in fake.requests_to("POST", r"/git/refs$")] == [502, 422]
 
 
@@ -204,7 +188,7 @@ def test_rate_limit_with_retry_after_waits_that_long(fake, status):
     fake.inject(method="GET", path=r"/git/ref/", status=status, retry_after=7)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps) as gh:
-        assert gh.get_branch_head(REPO, "main") == main_tip(fake)
+        assert read_main(gh) == main_tip(fake)
     assert sleeps == [7.0]
 
 
@@ -226,7 +210,7 @@ def test_secondary_limit_longer_than_max_wait_fails_at_once(fake):
     fake.inject(method="GET", status=429)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps, max_wait=30) as gh, pytest.raises(RateLimitError) as caught:
-        gh.get_branch_head(REPO, "main")
+        read_main(gh)
     assert sleeps == []
     assert caught.value.status == 429
     message = str(caught.value)
@@ -246,7 +230,8 @@ def test_exhausted_primary_limit_waits_until_reset(fake):
 
     sleeps = Sleeps()
     with client(fake.base_url, clock=lambda: now, sleep=sleep) as gh:
-        assert gh.get_default_branch_head(REPO) == main_tip(fake)
+        read_main(gh)  # the last request of the budget
+        assert read_main(gh) == main_tip(fake)
     assert sleeps == [21.0]
 
 
@@ -255,7 +240,7 @@ def test_exhausted_primary_limit_beyond_max_wait_is_a_clear_error(fake):
     fake.configure(rate_limit=0)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps, max_wait=300) as gh, pytest.raises(RateLimitError) as caught:
-        gh.get_branch_head(REPO, "main")
+        read_main(gh)
     assert sleeps == []
     assert caught.value.status == 403
     message = str(caught.value)
@@ -270,7 +255,7 @@ def test_repeated_rate_limits_stop_within_max_wait(fake):
     sleeps = Sleeps()
     gh = client(fake.base_url, sleeps, retries=10, max_wait=100)
     with gh, pytest.raises(RateLimitError, match="asks to wait 40 s"):
-        gh.get_branch_head(REPO, "main")
+        read_main(gh)
     assert sleeps == [40.0, 40.0]
     assert sum(sleeps) <= 100
 
@@ -293,7 +278,7 @@ def test_retries_zero_fails_on_the_first_transient_error(fake):
         client(fake.base_url, retries=0) as gh,
         pytest.raises(GitHubAPIError, match="server error"),
     ):
-        gh.get_branch_head(REPO, "main")
+        read_main(gh)
     assert len(fake.requests) == 1
 
 
@@ -305,7 +290,7 @@ def test_network_errors_are_retried_then_reported():
     sleeps = Sleeps()
     gh = client(f"http://127.0.0.1:{port}", sleeps, retries=1)
     with gh, pytest.raises(GitHubAPIError, match="network error"):
-        gh.get_branch_head(REPO, "main")
+        read_main(gh)
     assert len(sleeps) == 1
 
 
@@ -317,7 +302,7 @@ def test_read_only_token_is_detected_as_its_own_error(fake):
     fake.configure(read_only=True)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps) as gh:
-        tip = gh.get_default_branch_head(REPO)  # reads still work
+        tip = read_main(gh)  # reads still work
         with pytest.raises(ReadOnlyTokenError) as caught:
             gh.create_branch(REPO, "ivy-matrix", tip)
     assert isinstance(caught.value, GitHubAPIError)
@@ -343,7 +328,7 @@ def test_other_403_names_the_permission_to_grant(fake):
 def test_missing_repository_404_names_the_permission(fake):
     """A 404 on a repository read says it may not exist or be invisible, and names contents: read."""
     with client(fake.base_url) as gh, pytest.raises(GitHubAPIError) as caught:
-        gh.get_default_branch_head("acme/nope")
+        gh.get_tree("acme/nope", "main")
     assert caught.value.status == 404
     assert "permissions: contents: read" in str(caught.value)
 
@@ -365,7 +350,7 @@ def test_ghes_api_prefix_is_kept_for_every_request_and_page(fake):
     fake.add_run(REPO, 5, 1, [{"name": "leg", "matrix": [i]} for i in range(150)])
     with client(fake.ghes_url + "/") as gh:
         assert len(gh.list_run_jobs(REPO, 5, 1)) == 150
-        tip = gh.get_default_branch_head(REPO)
+        tip = read_main(gh)
         assert gh.create_branch(REPO, "ivy-matrix", tip) is True
     assert {r.prefix for r in fake.requests} == {"/api/v3"}
     assert all(r.authorization == "token t" for r in fake.requests)

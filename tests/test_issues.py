@@ -31,10 +31,9 @@ from ivy_matrix.issue_bodies import (
     issue_title,
     parse_parts,
     parse_revision,
-    union_states,
     utf16_len,
 )
-from ivy_matrix.merge import Batch, apply_batch
+from ivy_matrix.merge import Batch, apply_batch, union_states
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style, escape_name, render_dashboard
 

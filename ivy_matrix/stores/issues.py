@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from ivy_matrix.github_api import GitHubClient, Issue
-from ivy_matrix.issue_bodies import DEFAULT_BUDGET, extract_state, union_states
-from ivy_matrix.merge import DEFAULT_HISTORY, Merged
+from ivy_matrix.issue_bodies import DEFAULT_BUDGET, extract_state
+from ivy_matrix.merge import DEFAULT_HISTORY, Merged, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import Style
