@@ -23,9 +23,11 @@ from ivy_matrix import __version__
 from ivy_matrix.adopt import adopt_table
 from ivy_matrix.config import (
     OPTIONS,
+    Kind,
     Settings,
     Target,
     environ,
+    is_github_actions,
     load_settings,
     parse_dashboard,
 )
@@ -56,7 +58,13 @@ _METAVARS = {
     "config": "FILE",
     "summary_json": "FILE",
 }
-_KIND_METAVARS = {"list": "GLOB", "int": "N", "path": "PATH", "str": "VALUE"}
+_KIND_METAVARS = {
+    Kind.LIST: "GLOB",
+    Kind.INT: "N",
+    Kind.PATH: "PATH",
+    Kind.STR: "VALUE",
+    Kind.BOOL: "VALUE",
+}
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
 
 
@@ -84,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
                 continue
             default = f" (default: {option.default})" if option.default else ""
             help_text = option.help + default
-            if option.kind == "list":
+            if option.kind is Kind.LIST:
                 sub.add_argument(
                     option.flag, dest=option.name, action="append", metavar="GLOB", help=help_text
                 )
@@ -134,7 +142,7 @@ def main(
 ) -> int:
     """Run one command; return the exit code. ``remote``: how to reach GitHub (tests)."""
     env = environ() if env is None else env
-    log = Log(github_actions=env.get("GITHUB_ACTIONS") == "true")
+    log = Log(github_actions=is_github_actions(env))
     try:
         args = _parser().parse_args(argv)
         given = {k: v for k, v in vars(args).items() if k not in {"command", "file", "force"}}

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import re
 import string
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
@@ -22,6 +22,7 @@ from typing import TypeVar
 import yaml
 
 from ivy_matrix.errors import InputError
+from ivy_matrix.issue_bodies import DEFAULT_LABEL
 from ivy_matrix.links import DEFAULT_SERVER_URL
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.model import DashboardId
@@ -53,12 +54,22 @@ class Target(StrEnum):
     ISSUE = "issue"
 
 
+class Kind(StrEnum):
+    """What an option's value is, once read."""
+
+    STR = "str"
+    INT = "int"
+    LIST = "list"
+    PATH = "path"
+    BOOL = "bool"  # "true" or "false"
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """One setting: its name, kind, where runner variables can fill it, and its help."""
 
     name: str
-    kind: str  # "str", "int", "list", "path"
+    kind: Kind
     help: str
     runner_env: str | None = None
     default: str | None = None
@@ -74,89 +85,106 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("junit", "list", "result files: glob, directory or !exclude; repeatable"),
-    Option("backend", "str", "the backend (column) of every result, for one matrix leg"),
+    Option("junit", Kind.LIST, "result files: glob, directory or !exclude; repeatable"),
+    Option("backend", Kind.STR, "the backend (column) of every result, for one matrix leg"),
     Option(
-        "backend_from_path", "str", "regex with a group (?P<backend>...) searched in file paths"
+        "backend_from_path", Kind.STR, "regex with a group (?P<backend>...) searched in file paths"
     ),
-    Option("backend_from_test", "str", "regex with a group (?P<backend>...) searched in test ids"),
-    Option("dashboard", "str", "put every result in this dashboard ([category/]title)"),
-    Option("run_id", "int", "the workflow run id", runner_env="GITHUB_RUN_ID"),
-    Option("run_attempt", "int", "the run attempt", runner_env="GITHUB_RUN_ATTEMPT", default="1"),
-    Option("job_id", "int", "the job id (the action passes job.check_run_id)"),
-    Option("job_url", "str", "link cells to this URL instead of building one"),
-    Option("repository", "str", "OWNER/REPO for links", runner_env="GITHUB_REPOSITORY"),
+    Option(
+        "backend_from_test", Kind.STR, "regex with a group (?P<backend>...) searched in test ids"
+    ),
+    Option("dashboard", Kind.STR, "put every result in this dashboard ([category/]title)"),
+    Option("run_id", Kind.INT, "the workflow run id", runner_env="GITHUB_RUN_ID"),
+    Option(
+        "run_attempt", Kind.INT, "the run attempt", runner_env="GITHUB_RUN_ATTEMPT", default="1"
+    ),
+    Option("job_id", Kind.INT, "the job id (the action passes job.check_run_id)"),
+    Option("job_url", Kind.STR, "link cells to this URL instead of building one"),
+    Option("repository", Kind.STR, "OWNER/REPO for links", runner_env="GITHUB_REPOSITORY"),
     Option(
         "server_url",
-        "str",
+        Kind.STR,
         "GitHub's web address",
         runner_env="GITHUB_SERVER_URL",
         default=DEFAULT_SERVER_URL,
     ),
-    Option("store", "path", "the local state directory", default=DEFAULT_STORE),
-    Option("output_dir", "path", "write the dashboards and the index here"),
-    Option("config", "path", "a YAML config file"),
-    Option("summary_json", "path", "write a JSON summary of the update here"),
+    Option("store", Kind.PATH, "the local state directory", default=DEFAULT_STORE),
+    Option("output_dir", Kind.PATH, "write the dashboards and the index here"),
+    Option("config", Kind.PATH, "a YAML config file"),
+    Option("summary_json", Kind.PATH, "write a JSON summary of the update here"),
     Option(
         "fail_on",
-        "str",
+        Kind.STR,
         "exit 1 when results have failures/errors",
         default="nothing",
         choices=tuple(FailOn),
     ),
     Option(
         "targets",
-        "list",
+        Kind.LIST,
         "where to publish: summary (job summary and step outputs), file (--output-dir), "
         "branch (state and dashboards committed to --branch), issue (one issue per dashboard)",
         default="summary\nfile",
     ),
-    Option("branch", "str", "the branch the branch target commits to", default="ivy-matrix"),
-    Option("token", "str", "GitHub token for the branch and issue targets and job lookup"),
+    Option("branch", Kind.STR, "the branch the branch target commits to", default="ivy-matrix"),
+    Option("token", Kind.STR, "GitHub token for the branch and issue targets and job lookup"),
     Option(
         "api_url",
-        "str",
+        Kind.STR,
         "GitHub's REST API address",
         runner_env="GITHUB_API_URL",
         default="https://api.github.com",
     ),
     Option(
         "job_name",
-        "str",
+        Kind.STR,
         "display name of the matrix jobs, with {backend}, e.g. 'tests ({backend})', to find "
         "each backend's job when no job id is given",
     ),
     Option(
         "leg_metadata",
-        "path",
+        Kind.PATH,
         "write this leg's backend, run and job to this file (upload it with the results; a "
         "fan-in job reads ivy-matrix-leg.json files beside result files)",
     ),
-    Option("issue_label", "str", "the label that marks dashboard issues", default="ivy-matrix"),
+    Option("issue_label", Kind.STR, "the label that marks dashboard issues", default=DEFAULT_LABEL),
     Option(
         "pin_index",
-        "str",
+        Kind.BOOL,
         "pin the index issue (GitHub allows 3 pinned issues; a failure is only a warning)",
         default="false",
         choices=("true", "false"),
     ),
     Option(
         "dry_run",
-        "str",
+        Kind.BOOL,
         "do everything but write (store, files, branch, issues); show what would be written",
         default="false",
         choices=("true", "false"),
     ),
-    Option("style", "str", "cell style of the dashboards", default="ivy", choices=tuple(Style)),
-    Option("history", "int", "results kept per cell", default=str(DEFAULT_HISTORY)),
+    Option("style", Kind.STR, "cell style of the dashboards", default="ivy", choices=tuple(Style)),
+    Option("history", Kind.INT, "results kept per cell", default=str(DEFAULT_HISTORY)),
     Option(
         "retire_after_runs",
-        "int",
+        Kind.INT,
         "drop rows no run reported in this many runs (0: never)",
         default=str(DEFAULT_RETIRE_AFTER_RUNS),
     ),
 )
 OPTION_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+def option_default(name: str, kind: type[_T]) -> _T:
+    """An option's default (as OPTIONS states it), converted like a given value."""
+    option = OPTION_BY_NAME[name]
+    value = _convert(option, option.default, "default")
+    if not isinstance(value, kind):
+        raise TypeError(f"the default of option {name!r} is not a {kind.__name__}: {value!r}")
+    return value
+
+
+def _defaults(name: str, kind: type[_T]) -> Callable[[], _T]:
+    return lambda: option_default(name, kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,28 +197,30 @@ class Settings:
     backend_from_test: str | None = None
     dashboard: str | None = None
     run_id: int | None = None
-    run_attempt: int = 1
+    run_attempt: int = field(default_factory=_defaults("run_attempt", int))
     job_id: int | None = None
     job_url: str | None = None
     repository: str | None = None
-    server_url: str = DEFAULT_SERVER_URL
-    store: Path = Path(DEFAULT_STORE)
+    server_url: str = field(default_factory=_defaults("server_url", str))
+    store: Path = field(default_factory=_defaults("store", Path))
     output_dir: Path | None = None
     config: Path | None = None
     summary_json: Path | None = None
-    fail_on: FailOn = FailOn.NOTHING
-    style: Style = Style.IVY
-    history: int = DEFAULT_HISTORY
-    retire_after_runs: int = DEFAULT_RETIRE_AFTER_RUNS
-    targets: tuple[Target, ...] = (Target.SUMMARY, Target.FILE)
-    branch: str = "ivy-matrix"
+    fail_on: FailOn = field(default_factory=lambda: FailOn(option_default("fail_on", str)))
+    style: Style = field(default_factory=lambda: Style(option_default("style", str)))
+    history: int = field(default_factory=_defaults("history", int))
+    retire_after_runs: int = field(default_factory=_defaults("retire_after_runs", int))
+    targets: tuple[Target, ...] = field(
+        default_factory=lambda: _targets(option_default("targets", tuple))
+    )
+    branch: str = field(default_factory=_defaults("branch", str))
     token: str | None = None
-    api_url: str = "https://api.github.com"
+    api_url: str = field(default_factory=_defaults("api_url", str))
     job_name: str | None = None
     leg_metadata: Path | None = None
-    issue_label: str = "ivy-matrix"
-    pin_index: bool = False
-    dry_run: bool = False
+    issue_label: str = field(default_factory=_defaults("issue_label", str))
+    pin_index: bool = field(default_factory=_defaults("pin_index", bool))
+    dry_run: bool = field(default_factory=_defaults("dry_run", bool))
     dashboard_rules: tuple[DashboardRule, ...] = ()
     github_actions: bool = False
     # Files the runner names: the job summary and the step outputs.
@@ -330,7 +360,7 @@ def _rules(value: object, path: Path) -> tuple[DashboardRule, ...]:
 
 
 def _convert(option: Option, value: object, origin: str) -> object:
-    if option.kind == "list":
+    if option.kind is Kind.LIST:
         if isinstance(value, str):
             return tuple(_split_list(value))
         if isinstance(value, list | tuple):
@@ -339,13 +369,15 @@ def _convert(option: Option, value: object, origin: str) -> object:
     text = str(value).strip().lower() if isinstance(value, bool) else str(value).strip()
     if option.choices and text not in option.choices:
         raise InputError(f"{origin} got {text!r}; allowed values: {', '.join(option.choices)}")
-    if option.kind == "int":
+    if option.kind is Kind.INT:
         try:
             return int(text)
         except ValueError:
             raise InputError(f"{origin} got {text!r}: not a whole number") from None
-    if option.kind == "path":
+    if option.kind is Kind.PATH:
         return Path(text)
+    if option.kind is Kind.BOOL:
+        return text == "true"
     return text
 
 
@@ -368,8 +400,15 @@ def _runner_file(env: Mapping[str, str], name: str) -> Path | None:
     return Path(value) if value else None
 
 
-def _default(value: int | None, default: int) -> int:
-    return default if value is None else value
+def _value(values: Mapping[str, object], name: str, kind: type[_T]) -> _T:
+    """A setting that has a default: the value resolved, else the option's default."""
+    value = _get(values, name, kind)
+    return option_default(name, kind) if value is None else value
+
+
+def is_github_actions(env: Mapping[str, str]) -> bool:
+    """Whether this runs on GitHub Actions (the runner sets GITHUB_ACTIONS=true)."""
+    return env.get("GITHUB_ACTIONS") == "true"
 
 
 def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
@@ -409,30 +448,30 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         backend_from_test=_get(values, "backend_from_test", str),
         dashboard=_get(values, "dashboard", str),
         run_id=_get(values, "run_id", int),
-        run_attempt=_default(_get(values, "run_attempt", int), 1),
+        run_attempt=_value(values, "run_attempt", int),
         job_id=_get(values, "job_id", int),
         job_url=_get(values, "job_url", str),
         repository=_get(values, "repository", str),
-        server_url=_get(values, "server_url", str) or DEFAULT_SERVER_URL,
-        store=_get(values, "store", Path) or Path(DEFAULT_STORE),
+        server_url=_value(values, "server_url", str),
+        store=_value(values, "store", Path),
         output_dir=_get(values, "output_dir", Path),
         config=_get(values, "config", Path),
         summary_json=_get(values, "summary_json", Path),
-        fail_on=FailOn(_get(values, "fail_on", str) or FailOn.NOTHING),
-        style=Style(_get(values, "style", str) or Style.IVY),
-        history=_default(_get(values, "history", int), DEFAULT_HISTORY),
-        retire_after_runs=_default(_get(values, "retire_after_runs", int), 0),
+        fail_on=FailOn(_value(values, "fail_on", str)),
+        style=Style(_value(values, "style", str)),
+        history=_value(values, "history", int),
+        retire_after_runs=_value(values, "retire_after_runs", int),
         targets=_targets(_get(values, "targets", tuple) or ()),
-        branch=_get(values, "branch", str) or "ivy-matrix",
+        branch=_value(values, "branch", str),
         token=_get(values, "token", str),
-        api_url=_get(values, "api_url", str) or "https://api.github.com",
+        api_url=_value(values, "api_url", str),
         job_name=_get(values, "job_name", str),
         leg_metadata=_get(values, "leg_metadata", Path),
-        issue_label=_get(values, "issue_label", str) or "ivy-matrix",
-        pin_index=_get(values, "pin_index", str) == "true",
-        dry_run=_get(values, "dry_run", str) == "true",
+        issue_label=_value(values, "issue_label", str),
+        pin_index=_value(values, "pin_index", bool),
+        dry_run=_value(values, "dry_run", bool),
         dashboard_rules=rules,
-        github_actions=env.get("GITHUB_ACTIONS") == "true",
+        github_actions=is_github_actions(env),
         step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
         github_output=_runner_file(env, "GITHUB_OUTPUT"),
         runner_name=env.get("RUNNER_NAME", "").strip() or None,

@@ -53,6 +53,8 @@ from ivy_matrix.render import (
 )
 from ivy_matrix.statefile import dump_state, load_state
 
+# The label that marks dashboard issues (the issue-label option's default).
+DEFAULT_LABEL = "ivy-matrix"
 BODY_LIMIT = 65_536
 # Room for what the budget cannot see: GitHub may count differently than we do.
 MARGIN = 1_000

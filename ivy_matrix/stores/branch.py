@@ -44,7 +44,6 @@ from ivy_matrix.render import RenderedFile
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores import AfterSave, Change, Saved
 
-DEFAULT_BRANCH = "ivy-matrix"
 DEFAULT_STATE_DIR = ".ivy-matrix/state"
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
@@ -117,7 +116,7 @@ class BranchStore:
         self,
         client: GitData,
         repo: str,
-        branch: str = DEFAULT_BRANCH,
+        branch: str,
         state_dir: str = DEFAULT_STATE_DIR,
         *,
         sleep: Callable[[float], None] = time.sleep,

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from ivy_matrix.github_api import GitHubClient, Issue
-from ivy_matrix.issue_bodies import DEFAULT_BUDGET, extract_state
+from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, extract_state
 from ivy_matrix.merge import DEFAULT_HISTORY, Merged, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.progress import Progress, Quiet
@@ -28,7 +28,6 @@ from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.targets.issue_index import publish_index
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
 from ivy_matrix.targets.issue_writer import (
-    DEFAULT_LABEL,
     INDEX_KEY,
     IssueWriter,
     Written,

@@ -46,7 +46,6 @@ from ivy_matrix.progress import Progress
 from ivy_matrix.render import Style
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, PlannedWrite
 
-DEFAULT_LABEL = "ivy-matrix"
 LABEL_COLOR = "0e8a16"
 LABEL_DESCRIPTION = "Test dashboards kept up to date by ivy-matrix"
 INDEX_KEY = "\0index"  # cannot collide with a dashboard key in the maps below
