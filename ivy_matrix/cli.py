@@ -54,6 +54,7 @@ _METAVARS = {
     "repository": "OWNER/REPO",
     "server_url": "URL",
     "store": "DIR",
+    "lock_timeout": "SECONDS",
     "output_dir": "DIR",
     "config": "FILE",
     "summary_json": "FILE",
@@ -119,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
         adopt,
         (
             "store",
+            "lock_timeout",
             "config",
             "targets",
             "branch",
@@ -203,6 +205,8 @@ def _adopt(
             after_save=None,
         )
         store.update(change)
+    if settings.dry_run:
+        return EXIT_OK
     shown = " on the branch" if on_branch else ""
     log.info(f"adopted {file} as dashboard {dashboard_id.key}{shown}: {summary}")
     return EXIT_OK
@@ -211,6 +215,12 @@ def _adopt(
 def _render(settings: Settings, log: Log) -> int:
     if settings.output_dir is None:
         raise InputError("render needs --output-dir DIR (or IVY_MATRIX_OUTPUT_DIR)")
+    if not settings.store.is_dir():
+        # An empty index written over the real one would look like success.
+        raise InputError(
+            f"cannot render: the store {settings.store} does not exist; pass --store with "
+            f"the folder that 'ivy-matrix update' wrote"
+        )
     states = LocalStore(settings.store).load_all()
     written = write_files(settings.output_dir, render_files(states, style=settings.style))
     log.info(

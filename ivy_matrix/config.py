@@ -28,6 +28,7 @@ from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.render import Style
+from ivy_matrix.stores.local import DEFAULT_LOCK_TIMEOUT
 
 _T = TypeVar("_T")
 
@@ -43,6 +44,14 @@ class FailOn(StrEnum):
     FAILURES = "failures"
     ERRORS = "errors"
     NOTHING = "nothing"
+
+
+class IfNoFilesFound(StrEnum):
+    """What ``update`` does when the ``junit`` patterns select no file at all."""
+
+    ERROR = "error"
+    WARN = "warn"
+    IGNORE = "ignore"
 
 
 class Target(StrEnum):
@@ -86,6 +95,13 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("junit", Kind.LIST, "result files: glob, directory or !exclude; repeatable"),
+    Option(
+        "if_no_files_found",
+        Kind.STR,
+        "when the junit patterns select no file: error (exit 1), warn, or ignore",
+        default="error",
+        choices=tuple(IfNoFilesFound),
+    ),
     Option("backend", Kind.STR, "the backend (column) of every result, for one matrix leg"),
     Option(
         "backend_from_path", Kind.STR, "regex with a group (?P<backend>...) searched in file paths"
@@ -109,6 +125,13 @@ OPTIONS: tuple[Option, ...] = (
         default=DEFAULT_SERVER_URL,
     ),
     Option("store", Kind.PATH, "the local state directory", default=DEFAULT_STORE),
+    Option(
+        "lock_timeout",
+        Kind.INT,
+        "seconds to wait for the store's lock while another update holds it, then exit 1 "
+        "naming the holder (0: do not wait)",
+        default=str(DEFAULT_LOCK_TIMEOUT),
+    ),
     Option("output_dir", Kind.PATH, "write the dashboards and the index here"),
     Option("config", Kind.PATH, "a YAML config file"),
     Option("summary_json", Kind.PATH, "write a JSON summary of the update here"),
@@ -192,6 +215,9 @@ class Settings:
     """Everything one command needs, resolved and checked."""
 
     junit: tuple[str, ...] = ()
+    if_no_files_found: IfNoFilesFound = field(
+        default_factory=lambda: IfNoFilesFound(option_default("if_no_files_found", str))
+    )
     backend: str | None = None
     backend_from_path: str | None = None
     backend_from_test: str | None = None
@@ -203,6 +229,7 @@ class Settings:
     repository: str | None = None
     server_url: str = field(default_factory=_defaults("server_url", str))
     store: Path = field(default_factory=_defaults("store", Path))
+    lock_timeout: int = field(default_factory=_defaults("lock_timeout", int))
     output_dir: Path | None = None
     config: Path | None = None
     summary_json: Path | None = None
@@ -276,19 +303,64 @@ def _split_list(value: str) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
 
 
-def _from_file(path: Path) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+class _AliasError(yaml.YAMLError):
+    """The config file uses a YAML alias (``*name``)."""
+
+    def __init__(self, anchor: str, line: int) -> None:
+        super().__init__(anchor, line)
+        self.anchor = anchor
+        self.line = line
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML's safe loader without aliases: ``*name`` is refused, so no alias bomb can expand."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in PyYAML's stubs
+            raise _AliasError(str(event.anchor), event.start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+def _read_config(path: Path) -> str:
+    """The config file's text: at most MAX_CONFIG_BYTES of UTF-8, whatever kind of file it is."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as error:
         raise InputError(
             f"input 'config' got {str(path)!r}: cannot read it ({error.strerror or error})"
         ) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InputError(
+            f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file "
+            f"holds settings and dashboard rules: give a smaller file"
+        )
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InputError(f"config file {path} is not UTF-8 text ({error.reason})") from None
+
+
+def _from_file(path: Path) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+    text = _read_config(path)
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506  -- a SafeLoader subclass
+    except _AliasError as error:
+        raise InputError(
+            f"config file {path} line {error.line}: the YAML alias *{error.anchor} is not "
+            f"allowed (a config file has no need for anchors and aliases); write the value out"
+        ) from None
     except yaml.YAMLError as error:
         raise InputError(f"config file {path} is not valid YAML: {error}") from None
+    except RecursionError:
+        raise InputError(
+            f"config file {path} is nested too deeply to be an ivy-matrix config; "
+            f"a config file is a mapping of settings"
+        ) from None
     if raw is None:
         return {}, ()
     if not isinstance(raw, dict):
@@ -443,6 +515,7 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
     }
     settings = Settings(
         junit=_get(values, "junit", tuple) or (),
+        if_no_files_found=IfNoFilesFound(_value(values, "if_no_files_found", str)),
         backend=_get(values, "backend", str),
         backend_from_path=_get(values, "backend_from_path", str),
         backend_from_test=_get(values, "backend_from_test", str),
@@ -454,6 +527,7 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         repository=_get(values, "repository", str),
         server_url=_value(values, "server_url", str),
         store=_value(values, "store", Path),
+        lock_timeout=_value(values, "lock_timeout", int),
         output_dir=_get(values, "output_dir", Path),
         config=_get(values, "config", Path),
         summary_json=_get(values, "summary_json", Path),
@@ -487,6 +561,10 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
 def _check(settings: Settings) -> None:
     if settings.run_attempt < 1:
         raise InputError(f"input 'run-attempt' got {settings.run_attempt}: attempts start at 1")
+    if settings.lock_timeout < 0:
+        raise InputError(
+            f"input 'lock-timeout' got {settings.lock_timeout}: give seconds, 0 or more"
+        )
     if settings.history < 1:
         raise InputError(f"input 'history' got {settings.history}: keep at least 1 result per cell")
     if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:

@@ -2,6 +2,14 @@
 
 Pure: no I/O. The same relative paths are used in the local store, the output folder and on
 the dashboard branch, so a dashboard's page and state file are found the same way everywhere.
+
+A dashboard's page name depends on its own name only, so every leg and every run agrees on
+it and a new dashboard never renames another's file. A category or title keeps its name when
+it is lower-case and file-safe; any other name gets ``-`` and a short hash of the exact name
+(``Core/Grad`` -> ``Core-70ea1983/Grad-d1c58652.md``), and so do the names that could be
+taken for the index (a top-level ``readme``), for a file (a category ending in ``.md``) or
+for a hashed name (ending in ``-`` and 8 hex digits). So no two dashboards share a file and
+none is the index, even on a file system that ignores case.
 """
 
 from __future__ import annotations
@@ -13,7 +21,9 @@ from pathlib import Path, PurePosixPath
 from ivy_matrix.model import DashboardId, DashboardState
 
 INDEX_NAME = "README.md"
+INDEX_STEM = INDEX_NAME.removesuffix(".md").casefold()
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_HASHED = re.compile(r".*-[0-9a-f]{8}")
 
 
 def slug(part: str) -> str:
@@ -34,9 +44,29 @@ def relative_path(dashboard: DashboardId, suffix: str) -> Path:
     return Path(slug(dashboard.category), name) if dashboard.category else Path(name)
 
 
+def _file_part(name: str, *, folder: bool, top_level: bool) -> str:
+    """One category or title as a file-name part, unique even where case is ignored."""
+    safe = slug(name)
+    if safe != name:
+        return safe  # slug added the hash of the exact name already
+    plain = (
+        name == name.lower()
+        and not _HASHED.fullmatch(name)
+        and not (folder and name.endswith(".md"))
+        and not (top_level and not folder and name == INDEX_STEM)
+    )
+    if plain:
+        return name
+    return f"{name}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
 def dashboard_file(state: DashboardState) -> str:
     """Where a dashboard's markdown goes, relative to the output folder (posix form)."""
-    return relative_path(state.id, ".md").as_posix()
+    category = state.id.category
+    title = _file_part(state.id.title, folder=False, top_level=not category)
+    if not category:
+        return f"{title}.md"
+    return f"{_file_part(category, folder=True, top_level=True)}/{title}.md"
 
 
 def checked_path(path: str) -> str:

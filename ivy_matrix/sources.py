@@ -18,7 +18,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ivy_matrix.collect import Collected, Collector
-from ivy_matrix.config import Settings
+from ivy_matrix.config import IfNoFilesFound, Settings
+from ivy_matrix.errors import InputError
 from ivy_matrix.naming import Namer
 from ivy_matrix.workflow_commands import Log
 
@@ -78,8 +79,11 @@ def find_result_files(patterns: Sequence[str], *, root: Path) -> tuple[list[Path
 def read_results(settings: Settings, log: Log) -> Collected:
     """Find and read every result file; problems become warnings naming the file."""
     files, warnings = find_result_files(settings.junit, root=Path.cwd())
-    for warning in warnings:
-        log.warning(warning)
+    if not files:
+        _no_files_found(settings, log)
+    elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
+        for warning in warnings:
+            log.warning(warning)
     collector = Collector(Namer(settings.naming_rules()))
     with log.group(f"Reading {len(files)} result file(s)"):
         for path in files:
@@ -107,6 +111,19 @@ def read_results(settings: Settings, log: Log) -> Collected:
             file=source,
         )
     return collected
+
+
+def _no_files_found(settings: Settings, log: Log) -> None:
+    """No result file at all: usually a wrong path, which must not look like success."""
+    patterns = ", ".join(repr(p) for p in settings.junit)
+    message = f"no result files matched the junit pattern(s) {patterns} (in {Path.cwd()})"
+    if settings.if_no_files_found is IfNoFilesFound.ERROR:
+        raise InputError(
+            f"{message}; check the paths, or set if-no-files-found to warn or ignore if a "
+            f"run may have no results"
+        )
+    if settings.if_no_files_found is IfNoFilesFound.WARN:
+        log.warning(f"{message}; nothing to publish (if-no-files-found: warn)")
 
 
 def _shown(path: Path) -> str:

@@ -142,6 +142,11 @@ def load_state(text: str, *, where: str) -> DashboardState:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise StoreError(f"cannot read dashboard state {where}: not JSON ({error})") from None
+    except RecursionError:
+        raise StoreError(
+            f"cannot read dashboard state {where}: it is nested too deeply to be ivy-matrix "
+            f"state; delete it or restore it from a backup (or the dashboard branch)"
+        ) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise StoreError(f"cannot read dashboard state {where}: not an {FORMAT} document")
     version = document.get("version")

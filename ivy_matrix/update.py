@@ -66,8 +66,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
             log,
             remote=targets,
             message=_commit_message(settings, collected),
-            # The remote stores hold every leg's cells: the output folder gets all of it.
-            after_save=output_folder(settings, everything=bool(targets)),
+            after_save=output_folder(settings, log),
         )
         change = _change(settings, collected, links, log)
         saved, published = _save_and_publish(settings, store, change, github, log, targets=targets)
@@ -76,7 +75,9 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
     merged = saved.merged
     log_dashboards(log, merged)
     annotate_failures(collected, log)
-    if settings.summary_json is not None:
+    if settings.summary_json is not None and settings.dry_run:
+        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
+    elif settings.summary_json is not None:
         write_summary_json(settings.summary_json, collected, merged, published)
     if Target.SUMMARY in settings.targets:
         publish_job_summary(settings, collected, merged, published, log)
@@ -140,7 +141,7 @@ def _save_and_publish(
     except ReadOnlyTokenError:
         log.warning(READ_ONLY_ADVICE)
         merged = change({})
-        write = output_folder(settings, everything=True)
+        write = output_folder(settings, log)
         return Saved(merged=merged, output=write(merged) if write else ()), Published()
     return saved, published
 

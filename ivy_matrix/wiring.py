@@ -41,16 +41,12 @@ def remote_targets(settings: Settings, log: Log) -> frozenset[Target]:
     return remote
 
 
-def output_folder(settings: Settings, *, everything: bool) -> AfterSave | None:
+def output_folder(settings: Settings, log: Log) -> AfterSave | None:
     """What keeps ``--output-dir`` in step with the store (None without the file target)."""
     if Target.FILE not in settings.targets or settings.output_dir is None:
         return None
     return partial(
-        write_output,
-        settings.output_dir,
-        style=settings.style,
-        dry_run=settings.dry_run,
-        everything=everything,
+        write_output, settings.output_dir, style=settings.style, dry_run=settings.dry_run, log=log
     )
 
 
@@ -65,7 +61,13 @@ def open_store(
 ) -> Store:
     """The store for ``remote`` (the GitHub targets this run writes); see the module docstring."""
     if not remote:
-        return LocalStore(settings.store, dry_run=settings.dry_run, log=log, after_save=after_save)
+        return LocalStore(
+            settings.store,
+            dry_run=settings.dry_run,
+            log=log,
+            after_save=after_save,
+            lock_timeout=settings.lock_timeout,
+        )
     if Target.BRANCH in remote:
         return BranchStore(
             github.client,

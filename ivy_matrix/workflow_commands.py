@@ -9,6 +9,8 @@ listings are folded into ``::group::`` sections.
 from __future__ import annotations
 
 import contextlib
+import io
+import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -25,16 +27,57 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+class _Output:
+    """The log's stream, where a write error (a closed pipe, a full disk) ends the log quietly.
+
+    ``ivy-matrix update | head -1`` closes stdout early; the update must still finish and save,
+    so the first failed write stops all further output instead of failing the command.
+    """
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream
+        self.lost = False
+
+    @property
+    def target(self) -> TextIO:
+        return self._stream if self._stream is not None else sys.stdout
+
+    def write(self, text: str) -> int:
+        if not self.lost:
+            try:
+                self.target.write(text)
+            except OSError:
+                self._lose()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.lost:
+            try:
+                self.target.flush()
+            except OSError:
+                self._lose()
+
+    def _lose(self) -> None:
+        self.lost = True
+        if self._stream is None:
+            # What is still buffered for stdout would fail again when Python exits and print
+            # "Exception ignored ... BrokenPipeError": send it to the null device instead.
+            with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, sys.stdout.fileno())
+                os.close(null)
+
+
 class Log:
     """Where every user-facing line goes."""
 
     def __init__(self, *, github_actions: bool, stream: TextIO | None = None) -> None:
         self.github_actions = github_actions
-        self._stream = stream
+        self._output = _Output(stream)
 
     @property
-    def stream(self) -> TextIO:
-        return self._stream if self._stream is not None else sys.stdout
+    def stream(self) -> _Output:
+        return self._output
 
     def info(self, message: str) -> None:
         print(message, file=self.stream, flush=True)

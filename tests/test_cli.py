@@ -838,6 +838,30 @@ def test_entrypoint_runs_update_as_a_subprocess(workdir):
     )
 
 
+def test_a_closed_stdout_ends_the_log_but_the_update_still_saves(workdir):
+    """With stdout closed by its reader (``| head -1``), update exits 0, saves, and blames nothing."""
+    write_junit(workdir / "r.xml", [("test_grad", "passed"), ("test_jac", "failed")])
+    argv = ["update", "--junit", "r.xml", "--backend", "torch", "--output-dir", "out"]
+    with subprocess.Popen(
+        [sys.executable, str(ENTRYPOINT), *argv],
+        cwd=workdir,
+        env={"PYTHONUTF8": "1", "GITHUB_RUN_ID": "6", "GITHUB_REPOSITORY": "o/r"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        proc.stdout.close()  # the reader is gone before the first line is written
+        _, stderr = proc.communicate(timeout=60)
+
+    assert (proc.returncode, stderr) == (0, "")
+    assert latest(load(store=workdir / ".ivy-matrix"), "test_jac", "torch").outcome == (
+        Outcome.FAILURE
+    )
+    assert (workdir / "out" / "core" / "gradients.md").is_file()
+
+
 def test_failed_tests_are_annotated_up_to_a_cap(workdir, capsys):
     """Each failed test gets a warning annotation titled with its id and backend, up to ten."""
     cases = [(f"test_{i:02d}[torch-cpu]", "failed") for i in range(12)] + [("test_ok", "passed")]

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from ivy_matrix.config import OPTION_BY_NAME, FailOn, Settings, load_settings
+from ivy_matrix.config import MAX_CONFIG_BYTES, OPTION_BY_NAME, FailOn, Settings, load_settings
 from ivy_matrix.errors import InputError
 from ivy_matrix.links import DEFAULT_SERVER_URL
 from ivy_matrix.render import Style
+
+ENTRYPOINT = Path(__file__).resolve().parents[1] / "entrypoint.py"
 
 
 def write(path: Path, text: str) -> Path:
@@ -270,6 +274,77 @@ def test_bad_yaml_names_the_file(tmp_path):
         load_settings({"config": config}, {})
 
     assert f"config file {config} is not valid YAML" in str(error.value)
+
+
+def test_yaml_aliases_are_refused_with_the_line(tmp_path):
+    """An alias (``*name``) is an InputError naming the file and line: a config never needs one."""
+    config = write(tmp_path / "ivy.yml", "history: &h 5\nretire-after-runs: *h\n")
+
+    with pytest.raises(InputError) as error:
+        load_settings({"config": config}, {})
+
+    assert f"config file {config} line 2: the YAML alias *h is not allowed" in str(error.value)
+
+
+def test_a_config_file_over_the_size_cap_is_refused_by_name(tmp_path):
+    """A config file over 1 MiB is refused unread, naming the file, even if it is valid YAML."""
+    config = write(tmp_path / "big.yml", "# " + "x" * MAX_CONFIG_BYTES + "\nhistory: 3\n")
+
+    with pytest.raises(InputError) as error:
+        load_settings({"config": config}, {})
+
+    assert f"config file {config} is larger than 1024 KiB" in str(error.value)
+
+
+def test_a_deeply_nested_config_file_is_refused_by_name(tmp_path):
+    """YAML nested a hundred thousand deep is an InputError naming the file, not a crash."""
+    config = write(tmp_path / "deep.yml", "[" * 100_000)
+
+    with pytest.raises(InputError) as error:
+        load_settings({"config": config}, {})
+
+    assert f"config file {config} is nested too deeply" in str(error.value)
+
+
+_BOMB = "".join(
+    f"{name}: &{name} [{','.join([f'*{previous}'] * 9)}]\n"
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+# Runs the entry point with at most 1 GiB of address space, so a runaway read fails safely.
+_LIMITED = (
+    "import resource, runpy, sys; "
+    "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)); "
+    "sys.argv = sys.argv[1:]; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+@pytest.mark.parametrize("kind", ["alias-bomb", "dev-zero"])
+def test_hostile_config_files_exit_1_with_bounded_memory(tmp_path, kind):
+    """An alias bomb and an endless device as --config exit 1 with one message, within 1 GiB."""
+    if kind == "dev-zero":
+        config = Path("/dev/zero")
+    else:
+        config = write(tmp_path / "bomb.yml", 'a: &a ["lol","lol","lol","lol"]\n' + _BOMB)
+
+    argv = ["update", "--junit", "r.xml", "--backend", "t", "--config", str(config)]
+
+    completed = subprocess.run(
+        [sys.executable, "-c", _LIMITED, str(ENTRYPOINT), *argv],
+        cwd=tmp_path,
+        env={"PYTHONUTF8": "1"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    assert completed.stderr == ""
+    assert completed.stdout.startswith(f"error: config file {config} ")
 
 
 def test_missing_config_file_names_the_input(tmp_path):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from ivy_matrix.atomic import write_atomic
 from ivy_matrix.cli import main
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import (
@@ -249,6 +252,82 @@ def test_a_file_holding_another_dashboard_is_refused(tmp_path):
     with pytest.raises(StoreError, match="holds dashboard 'core/random', not 'core/gradients'"):
         store.load(GRADIENTS)
     assert store.load(other) is None
+
+
+def test_load_all_refuses_a_file_whose_title_does_not_match_its_path(tmp_path):
+    """A hand-edited title is a StoreError naming the file, never merged into another dashboard."""
+    store = LocalStore(tmp_path)
+    random = DashboardId(title="random", category="core")
+    store.save(sample_state(random))
+    edited = store.path_of(GRADIENTS)
+    edited.write_text(state_document(title="random", category="core"), encoding="utf-8")
+
+    with pytest.raises(StoreError) as error:
+        store.load_all()
+
+    assert f"cannot read dashboard state {edited}" in str(error.value)
+    assert "'core/random'" in str(error.value)
+
+
+def test_update_over_a_hand_edited_title_exits_1_and_changes_nothing(tmp_path, monkeypatch, capsys):
+    """The command names the edited file, exits 1 and leaves both files as they were."""
+    monkeypatch.chdir(tmp_path)
+    store = LocalStore(Path(".ivy-matrix"))
+    store.save(sample_state(DashboardId(title="random", category="core")))
+    edited = store.path_of(GRADIENTS)
+    edited.write_text(state_document(title="random", category="core"), encoding="utf-8")
+    before = {path: path.read_bytes() for path in Path(".ivy-matrix/state").rglob("*.json")}
+    (tmp_path / "r.xml").write_text(
+        '<testsuite><testcase classname="x.test_core.test_random" name="test_rand"/></testsuite>',
+        encoding="utf-8",
+    )
+
+    code = main(["update", "--junit", "r.xml", "--backend", "t"], {})
+
+    assert code == 1
+    assert str(edited) in capsys.readouterr().out.splitlines()[-1]
+    assert {path: path.read_bytes() for path in Path(".ivy-matrix/state").rglob("*.json")} == before
+
+
+def test_a_deeply_nested_state_file_is_a_store_error_naming_it(tmp_path):
+    """JSON nested a million deep is refused as a StoreError naming the file, not a crash."""
+    store = LocalStore(tmp_path)
+    path = store.path_of(GRADIENTS)
+    path.parent.mkdir(parents=True)
+    path.write_text("[" * 1_000_000, encoding="utf-8")
+
+    for load in (lambda: store.load(GRADIENTS), store.load_all):
+        with pytest.raises(StoreError) as error:
+            load()
+        assert f"cannot read dashboard state {path}: it is nested too deeply" in str(error.value)
+
+
+def test_written_files_respect_the_umask(tmp_path):
+    """State and output files get 0o666 less the umask, like files of any ordinary tool."""
+    store = LocalStore(tmp_path / "store")
+    old = os.umask(0o022)
+    try:
+        store.save(sample_state())
+        write_atomic(tmp_path / "out.md", "x\n")
+        os.umask(0o027)
+        write_atomic(tmp_path / "out.md", "y\n")
+    finally:
+        os.umask(old)
+
+    assert stat.S_IMODE(store.path_of(GRADIENTS).stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "out.md").stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.md", "store"]
+
+
+def test_errors_inside_the_locked_block_are_not_blamed_on_the_lock(tmp_path):
+    """An OSError raised by the work done under the lock passes through as itself."""
+    store = LocalStore(tmp_path)
+
+    with pytest.raises(BrokenPipeError), store.locked():
+        raise BrokenPipeError(32, "Broken pipe")
+
+    with store.locked():  # and the lock was released
+        pass
 
 
 # --- concurrent writers ----------------------------------------------------------------------------

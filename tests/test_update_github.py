@@ -445,6 +445,25 @@ def test_branch_target_links_the_dashboard_files(fake, tmp_path):
     assert outputs["index-url"] == f"{base}/README.md"
 
 
+def test_a_dashboard_named_readme_on_the_branch_leaves_the_index_its_file(fake, tmp_path):
+    """On the branch, README.md stays the index and links the README dashboard's own file."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    args = ("--junit", "results/*.xml", "--backend", "torch", "--dashboard", "README")
+    result = run(tmp_path, env, *args)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = fake.files("ivy-matrix")
+    (dashboard,) = [p for p in files if p.endswith(".md") and p != "README.md"]
+    assert dashboard.casefold() != "readme.md"
+    assert "test_00" in files[dashboard].decode()
+    index = files["README.md"].decode()
+    assert index.startswith("# Test dashboards\n")
+    assert f"]({dashboard})" in index
+    urls = json.loads(read_outputs(tmp_path / "output.txt")["dashboard-urls"])
+    assert urls == {"README": f"https://github.com/{REPO}/blob/ivy-matrix/{dashboard}"}
+
+
 def test_adopted_ivy_table_on_the_branch_then_one_leg_changes_one_cell(fake, tmp_path):
     """adopt --targets branch puts a seed on the branch byte for byte; a leg then changes one cell."""
     seed = min(shared_dir("ivy-seeds").glob("0*.txt"))

@@ -3,7 +3,8 @@
 I/O. The local store is a directory (``.ivy-matrix/`` by default)::
 
     .ivy-matrix/
-      .lock                       held exclusively for a whole read-merge-write
+      .lock                       held exclusively for a whole read-merge-write; holds the
+                                  holder's pid, host and start time (for messages)
       state/<category>/<title>.json   one serialized dashboard each (see statefile.py)
 
 Several ``ivy-matrix update`` processes may write one store at the same time: each takes the
@@ -15,8 +16,13 @@ lost and no reader sees half a file.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import socket
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ivy_matrix.atomic import write_atomic
@@ -27,34 +33,124 @@ from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores import AfterSave, Change, Saved
 
+# --------------------------------------------------------------------------- the lock
 
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a+b") as handle:
-        if sys.platform == "win32":  # pragma: no cover  -- the action runs on Linux and macOS
-            import msvcrt  # noqa: PLC0415  -- Windows only
+DEFAULT_LOCK_TIMEOUT = 600
+_POLL_SECONDS = 0.1
+_HOLDER_BYTES = 4096
 
-            handle.seek(0)
-            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
-        else:
-            import fcntl  # noqa: PLC0415  -- POSIX only
 
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+def _try_lock(fd: int) -> bool:
+    """Take the exclusive lock on ``fd`` if nobody holds it; ``False`` if somebody does."""
+    if sys.platform == "win32":  # pragma: no cover  -- the action runs on Linux and macOS
+        import msvcrt  # noqa: PLC0415  -- Windows only
+
+        os.lseek(fd, 0, os.SEEK_SET)
         try:
-            yield
-        finally:
-            if sys.platform != "win32":
-                import fcntl  # noqa: PLC0415  -- POSIX only
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    import fcntl  # noqa: PLC0415  -- POSIX only
 
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _unlock(fd: int) -> None:
+    if sys.platform == "win32":  # pragma: no cover  -- the action runs on Linux and macOS
+        import msvcrt  # noqa: PLC0415  -- Windows only
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+    else:
+        import fcntl  # noqa: PLC0415  -- POSIX only
+
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _write_holder(fd: int) -> None:
+    """Say in the lock file who holds the lock (best effort: it only feeds messages)."""
+    since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": since}
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, json.dumps(holder).encode())
+
+
+def _read_holder(fd: int) -> str:
+    """Who holds the lock, as the lock file says: ``pid 1234 on host h since ...``."""
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        holder = json.loads(os.read(fd, _HOLDER_BYTES))
+        pid, host, since = holder["pid"], holder["host"], holder["since"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return "another process (it has not said which yet)"
+    return f"pid {pid!r} on host {str(host)[:100]!r} since {str(since)[:40]}"
+
+
+class _Lock:
+    """The store's lock file, held with ``flock`` (released by the system if the holder dies)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self, timeout: float, on_wait: Callable[[str], None], store: Path) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
+        try:
+            self._wait(fd, timeout, on_wait, store)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        _write_holder(fd)
+
+    @staticmethod
+    def _wait(fd: int, timeout: float, on_wait: Callable[[str], None], store: Path) -> None:
+        deadline = time.monotonic() + timeout
+        announced = None
+        while not _try_lock(fd):
+            holder = _read_holder(fd)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StoreError(
+                    f"cannot lock the store {store}: it is still held by {holder} after "
+                    f"{timeout:g} s (--lock-timeout); if that process is hung, stop it, "
+                    f"or pass a longer --lock-timeout"
+                )
+            if holder != announced:
+                on_wait(
+                    f"waiting for the lock of the store {store}, held by {holder}; "
+                    f"giving up after {timeout:g} s (--lock-timeout)"
+                )
+                announced = holder
+            time.sleep(min(_POLL_SECONDS, left))
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        # Best effort: closing the file releases the lock whatever happens before.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)  # nobody holds it now
+        with contextlib.suppress(OSError):
+            _unlock(fd)
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 class LocalStore:
     """Dashboard state in a local directory, safe for concurrent writers on one machine.
 
     ``after_save`` (the output folder) is called under the lock too, so that a slower process
-    never overwrites newer pages.
+    never overwrites newer pages. A dry run takes no lock: the lock file (and the store
+    folder) would be a write.
     """
 
     def __init__(
@@ -64,55 +160,76 @@ class LocalStore:
         dry_run: bool = False,
         log: Progress | None = None,
         after_save: AfterSave | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     ) -> None:
         self.root = root
         self._state_dir = root / "state"
         self.dry_run = dry_run
         self.log: Progress = log or Quiet()
         self.after_save = after_save
+        self.lock_timeout = lock_timeout
 
     def update(self, change: Change) -> Saved:
         """Under the lock: read every state, ``change`` them, save what changed."""
-        with self.locked():
+        locked = self.locked(timeout=self.lock_timeout, on_wait=self.log.info)
+        with contextlib.nullcontext() if self.dry_run else locked:
             merged = change({state.id: state for state in self.load_all()})
             to_save = merged.to_save()
             written = tuple(self.path_of(d).as_posix() for d in to_save)
-            if self.dry_run:
-                for state in to_save.values():
-                    self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
-                return Saved(merged=merged, written=written)
             for state in to_save.values():
-                self.save(state)
+                if self.dry_run:
+                    self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
+                else:
+                    self.save(state)
+            # Still under the lock: a slower process must not overwrite newer files.
             output = self.after_save(merged) if self.after_save else ()
         return Saved(merged=merged, written=written, output=output)
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Hold the store's lock: wrap a whole read-merge-write in it."""
+    def locked(
+        self,
+        *,
+        timeout: float = DEFAULT_LOCK_TIMEOUT,
+        on_wait: Callable[[str], None] = lambda _message: None,
+    ) -> Iterator[None]:
+        """Hold the store's lock: wrap a whole read-merge-write in it.
+
+        While another process holds it, ``on_wait`` hears who (once per holder); after
+        ``timeout`` seconds the wait ends with a :class:`StoreError` naming the holder. Errors
+        raised inside the block are not the lock's: they pass through unchanged.
+        """
+        lock = _Lock(self.root / ".lock")
         try:
-            with _exclusive(self.root / ".lock"):
-                yield
+            lock.acquire(timeout, on_wait, self.root)
         except OSError as error:
             raise StoreError(
                 f"cannot lock the store {self.root}: {error.strerror or error}; "
                 f"check that the folder is writable or pass another --store"
             ) from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     def path_of(self, dashboard: DashboardId) -> Path:
         return self._state_dir / relative_path(dashboard, ".json")
+
+    def _read(self, path: Path) -> DashboardState:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise StoreError(f"cannot read dashboard state {path}: not UTF-8 text") from None
+        return load_state(text, where=str(path))
 
     def load(self, dashboard: DashboardId) -> DashboardState | None:
         """The stored state of one dashboard, or ``None`` if it has none yet."""
         path = self.path_of(dashboard)
         try:
-            text = path.read_text(encoding="utf-8")
+            state = self._read(path)
         except FileNotFoundError:
             return None
         except OSError as error:
             raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
-        except UnicodeDecodeError:
-            raise StoreError(f"cannot read dashboard state {path}: not UTF-8 text") from None
-        state = load_state(text, where=str(path))
         if state.id != dashboard:
             raise StoreError(
                 f"{path} holds dashboard {state.key!r}, not {dashboard.key!r}; "
@@ -121,18 +238,26 @@ class LocalStore:
         return state
 
     def load_all(self) -> list[DashboardState]:
-        """Every stored dashboard, sorted by key."""
+        """Every stored dashboard, sorted by key.
+
+        A file whose content names another dashboard than its path (a hand-edited title, say)
+        is refused, never merged into the dashboard it names.
+        """
         if not self._state_dir.is_dir():
             return []
         states = []
         for path in sorted(self._state_dir.rglob("*.json")):
             try:
-                text = path.read_text(encoding="utf-8")
+                state = self._read(path)
             except OSError as error:
                 raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
-            except UnicodeDecodeError:
-                raise StoreError(f"cannot read dashboard state {path}: not UTF-8 text") from None
-            states.append(load_state(text, where=str(path)))
+            if self.path_of(state.id) != path:
+                raise StoreError(
+                    f"cannot read dashboard state {path}: it holds dashboard {state.key!r}, "
+                    f"whose state belongs in {self.path_of(state.id)}; put the title and "
+                    f"category back as they were, or move the file there"
+                )
+            states.append(state)
         return sorted(states, key=lambda s: s.key)
 
     def save(self, state: DashboardState) -> None:

@@ -1,8 +1,9 @@
 """The file target: rendered dashboards written into ``--output-dir``.
 
 I/O. One markdown file per dashboard, in its category folder (``core/gradients.md``), plus
-``README.md``, the index page that links them all (paths.py). A file whose text did not change
-is not rewritten; each write replaces the file atomically.
+``README.md``, the index page that links them all (file names: paths.py). After every update
+the folder equals a fresh render of the whole state; a file whose text did not change is not
+rewritten, and each write replaces the file atomically.
 """
 
 from __future__ import annotations
@@ -13,35 +14,44 @@ from pathlib import Path
 from ivy_matrix.atomic import write_atomic
 from ivy_matrix.errors import StoreError
 from ivy_matrix.merge import Merged
-from ivy_matrix.model import DashboardState
-from ivy_matrix.paths import dashboard_file
+from ivy_matrix.progress import Progress
 from ivy_matrix.render import RenderedFile, Style, render_files
 
 
 def write_output(
-    output_dir: Path, merged: Merged, *, style: Style, dry_run: bool, everything: bool
+    output_dir: Path, merged: Merged, *, style: Style, dry_run: bool, log: Progress
 ) -> tuple[str, ...]:
-    """Render and write the pages: the changed and missing ones, or ``everything``.
+    """Make the output folder show the whole state, whatever an earlier run left there.
 
-    Returns the paths written (in a dry run: the paths it would write, writing nothing).
+    Every dashboard is rendered and compared with its file, not only those this update
+    changed: a run without ``--output-dir``, or one stopped after saving the store, leaves
+    files behind the state. Files that are already right are not rewritten; files that no
+    dashboard renders are the user's and are left alone. Returns the paths written (in a dry
+    run: the paths a real run would write, writing nothing).
     """
-    ordered = merged.ordered()
-    wanted = None if everything else set(merged.changed) | missing_files(output_dir, ordered)
-    files = render_files(ordered, style=style, only=wanted)
+    files = render_files(merged.ordered(), style=style)
+    written = write_files(output_dir, files, dry_run=dry_run)
     if dry_run:
-        return tuple(file.path for file in files)
-    return tuple(write_files(output_dir, files))
+        for path in written:
+            log.info(f"dry run: would write {output_dir / path}")
+    return tuple(written)
 
 
-def write_files(output_dir: Path, files: Iterable[RenderedFile]) -> list[str]:
-    """Write the files that changed; return their paths."""
+def write_files(
+    output_dir: Path, files: Iterable[RenderedFile], *, dry_run: bool = False
+) -> list[str]:
+    """Write the files whose text differs from what the folder holds; return their paths.
+
+    With ``dry_run``, write nothing and return the same list: what a real run would write.
+    """
     written = []
     for file in files:
         path = output_dir / file.path
         try:
-            if path.is_file() and path.read_text(encoding="utf-8") == file.text:
+            if path.is_file() and path.read_bytes() == file.text.encode("utf-8"):
                 continue
-            write_atomic(path, file.text)
+            if not dry_run:
+                write_atomic(path, file.text)
         except OSError as error:
             raise StoreError(
                 f"cannot write {path}: {error.strerror or error}; "
@@ -49,8 +59,3 @@ def write_files(output_dir: Path, files: Iterable[RenderedFile]) -> list[str]:
             ) from None
         written.append(file.path)
     return written
-
-
-def missing_files(output_dir: Path, states: Iterable[DashboardState]) -> set[str]:
-    """Keys of dashboards whose file is not in the output folder yet."""
-    return {s.key for s in states if not (output_dir / dashboard_file(s)).is_file()}

@@ -1,0 +1,123 @@
+"""Where the output folder's files go: dashboard file names, the index, and what gets written."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.render import Style, render_files
+from ivy_matrix.targets.files import write_files
+
+pytestmark = pytest.mark.timeout(30)
+
+# Names that differ only in case, or could be taken for the index, a file or a hashed name.
+TRICKY = [
+    DashboardId(title="README"),
+    DashboardId(title="readme"),
+    DashboardId(title="ReadMe"),
+    DashboardId(title="README.md"),
+    DashboardId(title="grad", category="core"),
+    DashboardId(title="Grad", category="Core"),
+    DashboardId(title="grad", category="Core"),
+    DashboardId(title="GRAD", category="core"),
+    DashboardId(title="x", category="notes.md"),
+    DashboardId(title="notes"),
+    DashboardId(title="a b"),
+    DashboardId(title="a-b"),
+    DashboardId(title="gradients", category="core"),
+]
+
+
+def state(dashboard: DashboardId) -> DashboardState:
+    """An empty dashboard state."""
+    return DashboardState(id=dashboard)
+
+
+def folded_paths(files: list[str]) -> set[str]:
+    """Every file and folder the paths create, as a file system that ignores case sees them."""
+    seen: set[str] = set()
+    for path in files:
+        parts = path.casefold().split("/")
+        seen.update(
+            "/".join(parts[: i + 1]) + ("/" if i < len(parts) - 1 else "")
+            for i in range(len(parts))
+        )
+    return seen
+
+
+def test_no_dashboard_file_collides_with_the_index_or_another_even_ignoring_case():
+    """Every dashboard gets its own file, none is README.md, and no file is also a folder."""
+    files = [dashboard_file(state(d)) for d in TRICKY]
+
+    folded = [f.casefold() for f in files]
+    assert len(set(folded)) == len(TRICKY)
+    assert INDEX_NAME.casefold() not in folded
+    as_files = {f for f in folded_paths(files) if not f.endswith("/")}
+    as_folders = {f.removesuffix("/") for f in folded_paths(files) if f.endswith("/")}
+    assert not as_files & as_folders
+
+
+def test_plain_lower_case_names_keep_their_file_names():
+    """A lower-case, file-safe dashboard name is its file name, as before."""
+    assert dashboard_file(state(DashboardId(title="gradients", category="core"))) == (
+        "core/gradients.md"
+    )
+    assert dashboard_file(state(DashboardId(title="test_module_depth"))) == "test_module_depth.md"
+
+
+def test_a_dashboard_named_readme_gets_a_stable_suffixed_file():
+    """README, readme and ReadMe each get their own file beside the index, the same every time."""
+    names = [dashboard_file(state(DashboardId(title=t))) for t in ("README", "readme", "ReadMe")]
+
+    for name in names:
+        assert re.fullmatch(r"(README|readme|ReadMe)-[0-9a-f]{8}\.md", name)
+    assert names == [
+        dashboard_file(state(DashboardId(title=t))) for t in ("README", "readme", "ReadMe")
+    ]
+
+
+def test_adding_dashboards_never_renames_the_files_of_existing_ones():
+    """Each dashboard's file depends on its own name: more dashboards, same files for the old."""
+    before = {f.path for f in render_files([state(d) for d in TRICKY[:5]], style=Style.IVY)}
+    after = {f.path for f in render_files([state(d) for d in TRICKY], style=Style.IVY)}
+
+    assert before <= after
+
+
+def test_the_index_links_each_dashboard_to_its_own_file():
+    """The index page links README-named and case-twin dashboards to the files they are written to."""
+    files = render_files([state(d) for d in TRICKY], style=Style.IVY)
+    index = next(f for f in files if f.path == INDEX_NAME)
+
+    for dashboard in TRICKY:
+        assert f"({dashboard_file(state(dashboard))})" in index.text
+    assert [f.path for f in files].count(INDEX_NAME) == 1
+
+
+def test_a_dry_run_lists_exactly_the_files_a_real_write_then_writes(tmp_path):
+    """write_files with dry_run writes nothing and names the files the real call then changes."""
+    out = tmp_path / "out"
+    first = render_files([state(d) for d in TRICKY[:3]], style=Style.IVY)
+    write_files(out, first)
+    (out / first[0].path).write_text("edited by hand\n", encoding="utf-8")
+    files = render_files([state(d) for d in TRICKY], style=Style.IVY)
+    snapshot = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    planned = write_files(out, files, dry_run=True)
+
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot
+    written = write_files(out, files)
+    assert planned == written
+    assert first[0].path in written
+    assert first[1].path not in written
+
+
+def test_the_documented_file_names_are_the_ones_written():
+    """The README's examples of hashed file names are what dashboard_file gives."""
+    assert dashboard_file(state(DashboardId(title="Grad", category="Core"))) == (
+        "Core-70ea1983/Grad-d1c58652.md"
+    )
+    assert dashboard_file(state(DashboardId(title="README"))) == "README-2b7814d3.md"
