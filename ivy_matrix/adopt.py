@@ -1,15 +1,29 @@
 """Read an existing dashboard table (Ivy's, or one of ours) back into state.
 
-Pure: no I/O. Every cell is parsed back to its outcome, link, run id and job id. The cell's
-text is kept as it is, so rendering the adopted state gives back the same bytes; links that the
-old generator left as ``null`` or pointing at no run are treated as older than any known run.
+Pure: no I/O. Every cell is parsed into its outcome and link (and the run and job ids the link
+names), and drawn again from that parsed form: nothing of an adopted cell's text is kept, so
+no markup, script or mention in it can reach a dashboard. A cell is one of:
+
+- Ivy's: ``<a href="URL" rel="noopener noreferrer" target="_blank">BADGE</a>`` (``rel`` and
+  ``target`` optional), or ``BADGE`` alone, where BADGE is
+  ``<img src=https://img.shields.io/badge/-LABEL-COLOR>`` (``src`` may be quoted);
+- ours in the compact style: ``✅``, ``❌``, ``⏭️``, ``🔁``, or ``[SYMBOL](URL)``;
+- empty.
+
+URL is a plain ``http(s)://`` link, or Ivy's ``null`` (the old generator's "no job found",
+kept so that the table renders back byte for byte). Links that the old generator left as
+``null`` or pointing at no run are treated as older than any known run. Anything else (another
+scheme such as ``javascript:`` or ``data:``, extra text or markup, a cell longer than
+:data:`MAX_CELL_CHARS`) is a problem named by row and column, and every problem of the table
+is reported at once (:class:`ProblemsError`).
 """
 
 from __future__ import annotations
 
+import html
 import re
 
-from ivy_matrix.errors import InputError
+from ivy_matrix.errors import InputError, ProblemsError
 from ivy_matrix.links import run_key_from_url
 from ivy_matrix.model import (
     UNKNOWN_RUN,
@@ -22,10 +36,27 @@ from ivy_matrix.model import (
     Seen,
     Source,
 )
-from ivy_matrix.render import COMPACT_SYMBOLS, unescape_name
+from ivy_matrix.render import COMPACT_SYMBOLS, IVY_NO_LINK, SAFE_URL, unescape_name
 
-_HREF = re.compile(r'<a\s[^>]*href="(?P<url>[^"]*)"|\]\((?P<md>[^)\s]*)\)')
-_BADGE = re.compile(r"badge/-?(?P<label>[A-Za-z]+)-[A-Za-z]+")
+# The largest table file adopt reads, and the longest cell (name or result) it accepts. Ivy's
+# cells are under 200 characters; a cell is copied into every row's width, so a huge one
+# would make every line of the table huge.
+MAX_ADOPT_BYTES = 64 * 1024 * 1024
+MAX_CELL_CHARS = 2000
+# The problems listed one by one; the rest are counted.
+MAX_PROBLEMS_SHOWN = 100
+
+_BADGE = (
+    r'<img src=(?P<q>"?)https://img\.shields\.io/badge/-?(?P<label>[A-Za-z]+)-[A-Za-z]+(?P=q)\s*/?>'
+)
+_IVY_CELL = re.compile(
+    rf'(?:<a href="(?P<url>[^"]*)"(?: rel="noopener noreferrer"| target="_blank")*>{_BADGE}</a>)'
+    rf"|(?:{_BADGE.replace('?P<', '?P<bare_').replace('(?P=q)', '(?P=bare_q)')})"
+)
+_SYMBOLS = {symbol: outcome for outcome, symbol in COMPACT_SYMBOLS.items()}
+_SYMBOLS["⏭"] = Outcome.SKIPPED  # without the emoji variation selector
+_SYMBOL = "|".join(sorted(map(re.escape, _SYMBOLS), key=len, reverse=True))
+_COMPACT_CELL = re.compile(rf"(?P<symbol>{_SYMBOL})|\[(?P<linked>{_SYMBOL})\]\((?P<url>[^()\s]*)\)")
 _LABELS = {
     "success": Outcome.SUCCESS,
     "passed": Outcome.SUCCESS,
@@ -68,32 +99,77 @@ def split_row(line: str) -> list[str]:
     return cells
 
 
-def parse_cell(text: str, where: str) -> Entry | None:
-    """Read one cell: ``None`` when empty; an :class:`InputError` naming it when unreadable."""
+def _shown(text: str) -> str:
+    """A cell's text as a problem quotes it: short, and one line."""
+    return repr(text[:60] + ("..." if len(text) > 60 else ""))  # noqa: PLR2004  -- message brevity
+
+
+def _link(url: str) -> str:
+    """The cell's link as the renderer will write it again; :class:`InputError` if unsafe."""
+    if url == IVY_NO_LINK:
+        return url
+    url = html.unescape(url)
+    if len(url) > MAX_CELL_CHARS or not SAFE_URL.fullmatch(url):
+        raise InputError(
+            f"the link {_shown(url)} is not a plain http(s) URL; remove the link or the cell"
+        )
+    return url
+
+
+def parse_cell(text: str) -> Entry | None:
+    """Read one cell: ``None`` when empty; :class:`InputError` saying why when unreadable."""
     if not text:
         return None
-    outcome: Outcome | None = None
-    badge = _BADGE.search(text)
-    if badge:
-        outcome = _LABELS.get(badge.group("label").lower())
+    if len(text) > MAX_CELL_CHARS:
+        raise InputError(f"the cell is {len(text)} characters long, more than {MAX_CELL_CHARS}")
+    url = ""
+    ivy = _IVY_CELL.fullmatch(text)
+    compact = None if ivy else _COMPACT_CELL.fullmatch(text)
+    if ivy:
+        label = ivy.group("label") or ivy.group("bare_label")
+        outcome = _LABELS.get(label.lower())
+        if outcome is None:
+            raise InputError(f"the badge label {label!r} is not a status this tool knows")
+        url = _link(ivy.group("url")) if ivy.group("url") is not None else ""
+    elif compact:
+        outcome = _SYMBOLS[compact.group("symbol") or compact.group("linked")]
+        url = _link(compact.group("url")) if compact.group("url") is not None else ""
     else:
-        for candidate, symbol in COMPACT_SYMBOLS.items():
-            if symbol in text:
-                outcome = candidate
-                break
-    if outcome is None:
         raise InputError(
-            f"cannot adopt {where}: {text[:80]!r} has no status badge this tool knows "
-            f"(expected a shields.io badge such as -success-success or -failure-red)"
+            f"{_shown(text)} is not a status badge, optionally linked, that this tool knows "
+            f"(expected a shields.io badge such as -success-success or -failure-red, or one "
+            f"of {' '.join(COMPACT_SYMBOLS.values())})"
         )
-    href = _HREF.search(text)
-    url = (href.group("url") or href.group("md") or "") if href else ""
-    run = run_key_from_url(url) if url and url != "null" else UNKNOWN_RUN
-    return Entry(source=Source(run=run, url=url), outcome=outcome, text=text)
+    run = run_key_from_url(url) if url and url != IVY_NO_LINK else UNKNOWN_RUN
+    return Entry(source=Source(run=run, url=url), outcome=outcome)
+
+
+def _name(text: str, what: str, problems: list[str]) -> str:
+    if len(text) > MAX_CELL_CHARS:
+        problems.append(f"{what} is {len(text)} characters long, more than {MAX_CELL_CHARS}")
+        text = text[:MAX_CELL_CHARS]
+    return unescape_name(text)
+
+
+def _read_cells(name: str, values: dict[str, str], problems: list[str]) -> dict[str, Cell]:
+    """One row's cells by backend; each unreadable cell is a problem naming row and column."""
+    cells: dict[str, Cell] = {}
+    for backend, value in values.items():
+        try:
+            entry = parse_cell(value)
+        except InputError as error:
+            problems.append(f"row {name!r}, column {backend!r}: cannot read the cell: {error}")
+            continue
+        if entry is not None:
+            cells[backend] = Cell(entries=(entry,))
+    return cells
 
 
 def adopt_table(text: str, dashboard: DashboardId) -> DashboardState:
-    """Turn a markdown dashboard table into state, keeping every cell's text."""
+    """Turn a markdown dashboard table into state, reading every cell (see the module doc).
+
+    :class:`ProblemsError` lists every row and cell that cannot be read.
+    """
     lines = [line for line in text.splitlines() if line.strip()]
     header_at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("|")), None)
     if header_at is None or header_at + 1 >= len(lines):
@@ -102,8 +178,9 @@ def adopt_table(text: str, dashboard: DashboardId) -> DashboardState:
         raise InputError(
             f"cannot adopt {dashboard.key}: line {header_at + 2} is not a table header separator"
         )
+    problems: list[str] = []
     header = split_row(lines[header_at])
-    backends = [unescape_name(name) for name in header[1:]]
+    backends = [_name(name, f"column {i}", problems) for i, name in enumerate(header[1:], 1)]
     if len(set(backends)) != len(backends) or not all(backends):
         raise InputError(f"cannot adopt {dashboard.key}: column names must be unique and non-empty")
     rows: list[Row] = []
@@ -113,23 +190,28 @@ def adopt_table(text: str, dashboard: DashboardId) -> DashboardState:
         if not line.lstrip().startswith("|"):
             break
         values = split_row(line)
-        name = unescape_name(values[0])
+        name = _name(values[0], f"row {seq + 1}", problems)
         if name in names:
-            raise InputError(f"cannot adopt {dashboard.key}: row {name!r} appears twice")
+            problems.append(f"row {name!r} appears twice")
+            continue
         names.add(name)
         if len(values) != len(header):
-            raise InputError(
-                f"cannot adopt {dashboard.key}: row {name!r} has {len(values) - 1} cells, "
-                f"the header has {len(header) - 1} columns"
+            problems.append(
+                f"row {name!r} has {len(values) - 1} cells, the header has {len(header) - 1} columns"
             )
-        cells: dict[str, Cell] = {}
-        for backend, value in zip(backends, values[1:], strict=True):
-            entry = parse_cell(value, f"{dashboard.key}, row {name!r}, column {backend!r}")
-            if entry is not None:
-                cells[backend] = Cell(entries=(entry,))
-                if entry.run.run_id >= 0:
-                    runs.add(entry.run.run_id)
+            continue
+        cells = _read_cells(name, dict(zip(backends, values[1:], strict=True)), problems)
+        runs.update(c.latest.run.run_id for c in cells.values() if c.latest.run.run_id >= 0)
         rows.append(Row(name=name, first_seen=Seen(UNKNOWN_RUN, seq), cells=cells))
+    if problems:
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        if len(problems) > len(shown):
+            shown.append(f"... and {len(problems) - len(shown)} more problem(s)")
+        raise ProblemsError(
+            f"cannot adopt {dashboard.key}: {len(problems)} problem(s) in the table; "
+            f"fix each one listed and adopt again",
+            problems=shown,
+        )
     return DashboardState(
         id=dashboard,
         backends=tuple((b, Seen(UNKNOWN_RUN, i)) for i, b in enumerate(backends)),

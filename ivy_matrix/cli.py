@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from ivy_matrix import __version__
-from ivy_matrix.adopt import adopt_table
+from ivy_matrix.adopt import MAX_ADOPT_BYTES, adopt_table
 from ivy_matrix.config import (
     OPTIONS,
     Kind,
@@ -31,7 +31,7 @@ from ivy_matrix.config import (
     load_settings,
     parse_dashboard,
 )
-from ivy_matrix.errors import InputError, IvyMatrixError
+from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
 from ivy_matrix.merge import Merged
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.remote import GitHub, Remote
@@ -160,9 +160,11 @@ def main(
         return _render(settings, log)
     except IvyMatrixError as error:
         log.error(str(error))
+        for problem in error.problems if isinstance(error, ProblemsError) else ():
+            log.error(problem)
         return EXIT_USER
     except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 2
-        traceback.print_exc()
+        log.traceback(traceback.format_exc())
         log.error("ivy-matrix crashed; please report this with the log above")
         return EXIT_BUG
 
@@ -178,7 +180,14 @@ def _adopt(
 ) -> int:
     dashboard_id: DashboardId = parse_dashboard(dashboard)
     try:
-        text = file.read_text(encoding="utf-8-sig")
+        with file.open("rb") as handle:
+            data = handle.read(MAX_ADOPT_BYTES + 1)
+        if len(data) > MAX_ADOPT_BYTES:
+            raise InputError(
+                f"cannot adopt {file}: it is larger than {MAX_ADOPT_BYTES} bytes, "
+                f"the most adopt reads"
+            )
+        text = data.decode("utf-8-sig")
     except OSError as error:
         raise InputError(f"cannot read {file}: {error.strerror or error}") from None
     except UnicodeDecodeError as error:

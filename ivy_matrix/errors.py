@@ -4,6 +4,7 @@ Pure: no I/O. The hierarchy::
 
     IvyMatrixError          the user must fix something; exit code 1, one-line message
     ├── InputError          a setting, config file, table or path is wrong
+    │   └── ProblemsError   several problems of one input (a table's cells), listed together
     ├── StoreError          the state store cannot be read or written
     └── GitHubAPIError      GitHub refused a request (status, operation, permission hint)
         ├── ReadOnlyTokenError  the token may not write (fork pull requests, Dependabot)
@@ -14,6 +15,8 @@ what failed, why, and what to do, naming settings the way the user wrote them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class IvyMatrixError(Exception):
@@ -46,3 +49,15 @@ class ReadOnlyTokenError(GitHubAPIError):
 
 class RateLimitError(GitHubAPIError):
     """GitHub asked us to wait longer than the configured maximum."""
+
+
+class ProblemsError(InputError):
+    """Several problems in one input (each cell of a table, say), reported together.
+
+    The message says what failed as a whole; ``problems`` holds one line per problem, so the
+    user can fix all of them at once.
+    """
+
+    def __init__(self, message: str, *, problems: Sequence[str]) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)

@@ -33,6 +33,13 @@ beside its results.
   ignored, so later versions can add some. The file may come from a fork's artifact, so it is
   checked as untrusted input: a value of the wrong type or a URL that is not plain http(s) is
   refused with a message naming the file.
+
+A fan-in job then checks each file against the run it is processing
+(:func:`leg_metadata_problem`): the same run id, an attempt no later than this one (a re-run's
+fan-in job may read legs of earlier attempts), and a link that is exactly this repository's page
+of that job (``{server}/{owner}/{repo}/actions/runs/{run_id}/job/{job_id}``), or of the run when
+``job_id`` is null. Files written by another run, repository or server, or with any other link,
+are refused: a fork's artifact cannot pin cells to a run from the future or link them elsewhere.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ivy_matrix.errors import InputError
+from ivy_matrix.links import job_url, run_url
 from ivy_matrix.model import RunKey
 
 LEG_METADATA_NAME = "ivy-matrix-leg.json"
@@ -255,3 +263,29 @@ def parse_leg_metadata(text: str, *, where: str) -> LegMetadata:
     )
     _check_metadata(metadata, where=where)
     return metadata
+
+
+def leg_metadata_problem(
+    metadata: LegMetadata,
+    *,
+    run_id: int | None,
+    run_attempt: int,
+    repository: str | None,
+    server_url: str,
+) -> str | None:
+    """Why a leg's metadata does not belong to the run being processed, or None if it does."""
+    if run_id is None or not repository:
+        return "this job's run and repository are unknown (give --run-id and --repository)"
+    if metadata.run_id != run_id:
+        return f"it is for run {metadata.run_id}, not this run ({run_id})"
+    if metadata.run_attempt > run_attempt:
+        return f"it is for attempt {metadata.run_attempt}, later than this one ({run_attempt})"
+    expected = (
+        run_url(server_url, repository, run_id)
+        if metadata.job_id is None
+        else job_url(server_url, repository, run_id, metadata.job_id)
+    )
+    # Host, owner and repository names are not case-sensitive on GitHub.
+    if metadata.job_url.casefold() != expected.casefold():
+        return f"its job_url {metadata.job_url!r:.100} is not {expected}"
+    return None

@@ -24,6 +24,7 @@ from ivy_matrix.jobs import (
     LegMetadata,
     find_job,
     leg_metadata_json,
+    leg_metadata_problem,
     parse_leg_metadata,
 )
 from ivy_matrix.links import cell_url
@@ -56,6 +57,8 @@ class Links:
     legs: Mapping[str, LegMetadata]
     jobs: Mapping[str, Job]
     now: str
+    # Backends whose leg metadata was refused: their cells link this run, never a job.
+    refused: frozenset[str] = frozenset()
 
     def _source(self, run_id: int, job_id: int | None, url: str | None = None) -> Source:
         settings = self.settings
@@ -72,9 +75,19 @@ class Links:
 
     def sources(self, run_id: int) -> Callable[[str], Source]:
         """Each backend's source for results recorded as run ``run_id``."""
+        settings = self.settings
         found: dict[str, Source] = {}
         for backend, leg in self.legs.items():
-            found[backend] = Source(run=leg.run, url=leg.job_url, time=self.now)
+            # The link is built here (it was checked to be exactly this one), not copied.
+            link = cell_url(
+                server_url=settings.server_url,
+                repository=settings.repository,
+                run_id=leg.run_id,
+                job_id=leg.job_id,
+            )
+            found[backend] = Source(run=leg.run, url=link, time=self.now)
+        for backend in self.refused:
+            found[backend] = self._source(run_id, None)
         for backend, job in self.jobs.items():
             found.setdefault(backend, self._source(run_id, job.id, job.html_url))
         fallback = self._source(run_id, self.settings.job_id)
@@ -85,16 +98,24 @@ def resolve_links(
     settings: Settings, collected: Collected, github: GitHub, log: Log, *, now: str
 ) -> Links:
     """Find each backend's job: its leg's metadata, else (without a given job) one listing."""
-    legs = _leg_metadata(collected, log)
+    legs, refused = _leg_metadata(settings, collected, log)
     given = settings.job_url or settings.job_id is not None
-    wanted = [b for b in collected.backends if b not in legs]
+    wanted = [b for b in collected.backends if b not in legs and b not in refused]
     jobs = {} if given else _find_jobs(settings, wanted, github, log)
-    return Links(settings=settings, legs=legs, jobs=jobs, now=now)
+    return Links(settings=settings, legs=legs, jobs=jobs, now=now, refused=frozenset(refused))
 
 
-def _leg_metadata(collected: Collected, log: Log) -> dict[str, LegMetadata]:
-    """Metadata files that legs left beside their results (fan-in), by backend."""
+def _leg_metadata(
+    settings: Settings, collected: Collected, log: Log
+) -> tuple[dict[str, LegMetadata], set[str]]:
+    """Metadata files that legs left beside their results (fan-in), by backend.
+
+    Each is checked against this run (:func:`~ivy_matrix.jobs.leg_metadata_problem`); the
+    backends of refused files are returned too, so that their cells link this run rather than
+    any job.
+    """
     found: dict[str, LegMetadata] = {}
+    refused: set[str] = set()
     seen: set[Path] = set()
     for counts in collected.files:
         path = Path(counts.path).parent / LEG_METADATA_NAME
@@ -106,8 +127,23 @@ def _leg_metadata(collected: Collected, log: Log) -> dict[str, LegMetadata]:
         except InputError as error:
             log.warning(str(error), file=path.as_posix())
             continue
+        problem = leg_metadata_problem(
+            metadata,
+            run_id=settings.run_id,
+            run_attempt=settings.run_attempt,
+            repository=settings.repository,
+            server_url=settings.server_url,
+        )
+        if problem is not None:
+            log.warning(
+                f"leg metadata {path} is not used: {problem}; the cells of backend "
+                f"{metadata.backend!r:.100} link this run",
+                file=path.as_posix(),
+            )
+            refused.add(metadata.backend)
+            continue
         found.setdefault(metadata.backend, metadata)
-    return found
+    return found, refused - found.keys()
 
 
 def _find_jobs(

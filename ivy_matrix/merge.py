@@ -46,8 +46,8 @@ class MergeResult:
     state_changed: bool
 
 
-def _entry_rank(entry: Entry) -> tuple[int, str, str]:
-    return (entry.outcome.severity, entry.source.url, entry.text or "")
+def _entry_rank(entry: Entry) -> tuple[int, str]:
+    return (entry.outcome.severity, entry.source.url)
 
 
 def combine(a: Entry, b: Entry) -> Entry:
@@ -71,7 +71,6 @@ def merge_cell(cell: Cell | None, entry: Entry, history: int) -> Cell:
         if existing.run == entry.run:
             if existing is entry or (
                 existing.outcome is entry.outcome
-                and existing.text == entry.text
                 and existing.source.url == entry.source.url
                 and existing.source.time <= entry.source.time
             ):

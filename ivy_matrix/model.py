@@ -162,13 +162,12 @@ class Source:
 class Entry:
     """One recorded result of one cell: what a run found.
 
-    ``text`` is set only for cells adopted from an existing table: it is the cell's original
-    markdown, rendered as it was so that adopting and re-rendering gives back the same bytes.
+    Cells adopted from an existing table are read into this form too: a cell is always drawn
+    from its outcome and link, never from text kept as it was.
     """
 
     source: Source
     outcome: Outcome
-    text: str | None = None
 
     @property
     def run(self) -> RunKey:

@@ -44,36 +44,72 @@ COMPACT_SYMBOLS = {
 
 # Backslash-escaped: the markdown characters that could end a cell or start formatting or links.
 _BACKSLASHED = "\\|*[]~`"
+# A zero-width space (written as an entity, so the file shows it) after "@", "#" and "GH-"
+# keeps "@user" from notifying anyone and "#123", "owner/repo#123" and "GH-123" from linking
+# an issue; GitHub autolinks them in the rendered text, where entities are already decoded.
+_ZWSP = "&#8203;"
 _ESCAPES = {
     **{c: "\\" + c for c in _BACKSLASHED},
     "&": "&amp;",
     "<": "&lt;",
     ">": "&gt;",
-    # A zero-width space after "@" keeps "@user" from notifying anyone.
-    "@": "@&#8203;",
+    "@": "@" + _ZWSP,
+    "#": "#" + _ZWSP,
+    # GitHub's documented way to show a dollar sign that must not start math.
+    "$": "<span>$</span>",
     "\n": " ",
     "\r": " ",
     "\t": " ",
 }
-# Other control characters could hide text or break a terminal; they show as U+FFFD.
-_CONTROLS = {chr(c): "\ufffd" for c in [*range(32), 127] if chr(c) not in _ESCAPES}
+# Invisible or text-reordering characters could hide or disguise text, and control characters
+# could break a terminal: they show as U+FFFD. These are the C0 and C1 controls, the line and
+# paragraph separators, and every format character (Unicode category Cf: bidi controls such as
+# U+202E and U+2066-U+2069, U+200E/U+200F, U+061C; zero-width characters U+200B-U+200D, U+2060,
+# U+FEFF; the soft hyphen; tag characters; ...), as of Unicode 14.
+_FORMAT_RANGES = (
+    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
+    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)  # fmt: skip
+_HIDDEN = [
+    *range(32),
+    *range(0x7F, 0xA0),
+    0x2028,
+    0x2029,
+    *(c for first, last in _FORMAT_RANGES for c in range(first, last + 1)),
+]
+_CONTROLS = {chr(c): "\ufffd" for c in _HIDDEN if chr(c) not in _ESCAPES}
 _ESCAPE_TABLE = str.maketrans({**_CONTROLS, **_ESCAPES})
-_UNESCAPE = re.compile(r"\\([\\|*\[\]~`])|&amp;|&lt;|&gt;|@&#8203;")
-_UNESCAPED = {"&amp;": "&", "&lt;": "<", "&gt;": ">", "@&#8203;": "@"}
+_GH_REFERENCE = re.compile(r"(gh-)(?=[0-9])", re.IGNORECASE)
+_UNESCAPE = re.compile(r"\\([\\|*\[\]~`])|&amp;|&lt;|&gt;|&#8203;|<span>\$</span>")
+_UNESCAPED = {"&amp;": "&", "&lt;": "<", "&gt;": ">", _ZWSP: "", "<span>$</span>": "$"}
 
 
 def escape_name(name: str) -> str:
-    """Make a test or backend name safe inside a markdown table cell."""
-    return name.translate(_ESCAPE_TABLE)
+    """Make a test or backend name safe inside a markdown table cell (see the README)."""
+    return _GH_REFERENCE.sub(r"\1" + _ZWSP, name.translate(_ESCAPE_TABLE))
 
 
 def unescape_name(text: str) -> str:
-    """Undo :func:`escape_name` (line breaks and control characters stay replaced)."""
+    """Undo :func:`escape_name` (line breaks and hidden characters stay replaced)."""
 
     def replace(match: re.Match[str]) -> str:
         return match.group(1) or _UNESCAPED[match.group(0)]
 
     return _UNESCAPE.sub(replace, text)
+
+
+# A link a cell may get: plain http(s), nothing that could end the attribute or the cell.
+SAFE_URL = re.compile(r"https?://[^\s\"'<>`\\|]+", re.IGNORECASE)
+# Ivy's old generator wrote href="null" when it found no job; adopted cells keep it (no link).
+IVY_NO_LINK = "null"
+
+
+def safe_link(url: str) -> str:
+    """``url`` if a cell may link it (plain http(s)), else ``""``: such a cell gets no link."""
+    return url if SAFE_URL.fullmatch(url) else ""
 
 
 def escape_url(url: str) -> str:
@@ -95,18 +131,18 @@ def badge(outcome: Outcome) -> str:
 
 
 def ivy_cell(entry: Entry) -> str:
-    """One cell in Ivy's style; adopted cells keep their original text."""
-    if entry.text is not None:
-        return entry.text
+    """One cell in Ivy's style: a link to the job around a badge (just the badge without one)."""
     inner = badge(entry.outcome)
     url = entry.source.url
+    if url != IVY_NO_LINK:
+        url = safe_link(url)
     return LINK.format(url=escape_url(url), inner=inner) if url else inner
 
 
 def compact_cell(entry: Entry) -> str:
     """One cell as an emoji; only cells that need a look get a link."""
     symbol = COMPACT_SYMBOLS[entry.outcome]
-    url = entry.source.url
+    url = safe_link(entry.source.url)
     if entry.outcome in {Outcome.SUCCESS, Outcome.SKIPPED} or not url:
         return symbol
     return f"[{symbol}]({escape_url(url).replace(')', '%29')})"

@@ -18,7 +18,7 @@ Pure: no I/O; the stores read and write the text. Version 1 looks like this::
 - ``sources`` lists each job once: run id, run attempt, job id (``-1`` when unknown), URL,
   and the time it was recorded (``""`` when unknown).
 - ``cells`` lists each distinct cell history once, newest first: ``[source index, outcome]``
-  and, for cells adopted from an existing table, a third item with the cell's original text.
+  (older versions added the original text of adopted cells as a third item; it is ignored).
   (Most cells of a run are alike: one job, one outcome. A dashboard of 50,000 rows has only a
   few hundred distinct histories.)
 - ``backends`` and ``rows`` are in display order, each with the run where it first appeared
@@ -103,12 +103,7 @@ def dump_state(state: DashboardState) -> str:
     def cell_index(cell: Cell) -> int:
         found = cell_by_identity.get(id(cell))
         if found is None:
-            history = tuple(
-                (index_of(e.source), e.outcome.value)
-                if e.text is None
-                else (index_of(e.source), e.outcome.value, e.text)
-                for e in cell.entries
-            )
+            history = tuple((index_of(e.source), e.outcome.value) for e in cell.entries)
             found = cell_by_value.get(history)
             if found is None:
                 found = cell_by_value[history] = len(histories)
@@ -169,11 +164,12 @@ def _cell(history: list[object], sources: list[Source], outcomes: dict[str, Outc
     entries = []
     for record in history:
         values = _list(record)
-        text = _str(values[2]) if len(values) > 2 else None  # noqa: PLR2004  -- optional third item
+        # Older versions kept an adopted cell's text as a third item: it is not used any more,
+        # so that no adopted markdown is ever drawn again as it was.
         index = _int(values[0])
         if not 0 <= index < len(sources):
             raise _MalformedError(f"source index {index} out of range")
-        entries.append(Entry(source=sources[index], outcome=outcomes[_str(values[1])], text=text))
+        entries.append(Entry(source=sources[index], outcome=outcomes[_str(values[1])]))
     if not entries:
         raise _MalformedError("a cell with no results")
     return Cell(entries=tuple(entries))

@@ -4,6 +4,18 @@ I/O: writes to stdout and to the files the runner names (``$GITHUB_OUTPUT``,
 ``$GITHUB_STEP_SUMMARY``). On a runner, warnings and errors become ``::warning::`` and
 ``::error::`` commands (annotations on the run page, with the file when one is named) and long
 listings are folded into ``::group::`` sections.
+
+Every line goes through :class:`Log`, which neutralises what it prints, so that no test name,
+file name or message can write a workflow command of its own (the runner reads stdout and stderr
+line by line, and runs ``::command::`` at the start of a line, after spaces, and the older
+``##[command]`` anywhere in a line):
+
+- each message becomes one line: in workflow commands CR, LF and ``%`` are escaped as the runner
+  expects (``%0D``, ``%0A``, ``%25``; properties also ``:`` and ``,``), in plain lines they show
+  as ``\\r`` and ``\\n``; other control characters (ESC included) and Unicode line and paragraph
+  separators show as ``\\xNN``/``\\uNNNN``;
+- ``##[`` becomes ``##\\[`` everywhere;
+- a plain line that would start with ``::`` (after blanks) gets a ``\\`` in front.
 """
 
 from __future__ import annotations
@@ -11,16 +23,38 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
+
+# Control characters other than tab, and the characters some readers take as line breaks.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# The runner's older command syntax, recognised anywhere in a line.
+_OLD_COMMAND = "##["
+# A line the runner takes for a command: "::" after Unicode white space (which it trims); format
+# characters such as U+FEFF are skipped too, in case a reader drops them.
+_COMMAND_START = re.compile(r"[\s\u180e\u200b-\u200f\u2060-\u2064\ufeff]*::")
+
+
+def _visible(match: re.Match[str]) -> str:
+    # "\x1b" for a one-byte code, "\u2028" beyond: as Python's repr shows them.
+    return repr(match.group(0))[1:-1]
+
+
+def _defuse(text: str) -> str:
+    """Show control characters as escapes and break every ``##[``."""
+    text = _UNSAFE.sub(_visible, text)
+    while _OLD_COMMAND in text:
+        text = text.replace(_OLD_COMMAND, "##\\[")
+    return text
 
 
 def _escape_data(text: str) -> str:
     # https://github.com/actions/toolkit/blob/main/packages/core/src/command.ts
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return _defuse(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:
@@ -68,6 +102,12 @@ class _Output:
                 os.close(null)
 
 
+def plain_line(text: str) -> str:
+    """One line that the runner shows as it is: never a workflow command, never two lines."""
+    text = _defuse(text.replace("\r", "\\r").replace("\n", "\\n"))
+    return "\\" + text if _COMMAND_START.match(text) else text
+
+
 class Log:
     """Where every user-facing line goes."""
 
@@ -80,7 +120,7 @@ class Log:
         return self._output
 
     def info(self, message: str) -> None:
-        print(message, file=self.stream, flush=True)
+        print(plain_line(message), file=self.stream, flush=True)
 
     def _annotate(
         self, kind: str, message: str, file: str | None, line: int | None, title: str | None = None
@@ -98,7 +138,7 @@ class Log:
         else:
             where = f"{file}:{line}: " if file and line else f"{file}: " if file else ""
             what = f"{title}: " if title else ""
-            print(f"{kind}: {where}{what}{message}", file=self.stream, flush=True)
+            print(plain_line(f"{kind}: {where}{what}{message}"), file=self.stream, flush=True)
 
     def warning(
         self,
@@ -123,6 +163,11 @@ class Log:
     def notice(self, message: str) -> None:
         self._annotate("notice", message, None, None)
 
+    def traceback(self, text: str) -> None:
+        """Print a traceback to stderr, each of its lines neutralised like any other."""
+        for line in text.splitlines():
+            print(plain_line(line), file=sys.stderr, flush=True)
+
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:
         """Fold the lines printed inside into one section of the runner's log."""
@@ -137,9 +182,21 @@ class Log:
                 print("::endgroup::", file=self.stream, flush=True)
 
 
-def append_output(path: Path, name: str, value: str) -> None:
-    """Set a step output through ``$GITHUB_OUTPUT`` (multi-line safe)."""
-    delimiter = f"ivy_matrix_{uuid.uuid4().hex}"
+def _random_delimiter() -> str:
+    return f"ivy_matrix_{uuid.uuid4().hex}"
+
+
+def append_output(
+    path: Path, name: str, value: str, *, new_delimiter: Callable[[], str] = _random_delimiter
+) -> None:
+    """Set a step output through ``$GITHUB_OUTPUT`` (multi-line safe).
+
+    A multi-line value is framed by a random delimiter that does not occur in it, so no value
+    can end its frame early and set other outputs.
+    """
+    delimiter = new_delimiter()
+    while delimiter in value:
+        delimiter = new_delimiter()
     with path.open("a", encoding="utf-8") as handle:
         if "\n" in value or "\r" in value:
             handle.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")

@@ -14,6 +14,7 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from tabulate import tabulate
 
+from ivy_matrix.adopt import MAX_ADOPT_BYTES
 from ivy_matrix.cli import main
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.stores.local import LocalStore
@@ -812,6 +813,38 @@ def test_adopting_a_table_that_is_not_utf8_exits_1(workdir, capsys):
     assert "t.md" in capsys.readouterr().out.splitlines()[-1]
 
 
+def test_adopt_reports_every_unreadable_cell_and_stores_nothing(workdir, capsys):
+    """Each hostile cell is one error line naming its row and column; nothing is adopted."""
+    good = ivy_cell("https://github.com/o/r/actions/runs/3/job/4", Outcome.SUCCESS)
+    rows = [
+        ["test_a", ivy_cell("javascript:alert(1)", Outcome.SUCCESS), good],
+        ["test_b", good, good + "<script>alert(1)</script>"],
+        ["test_c", good, good],
+    ]
+    table = tabulate(rows, headers=["", "torch", "jax"], tablefmt="pipe", stralign="left")
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+
+    code = main(["adopt", "--dashboard", "core/x", "t.md"], {"GITHUB_ACTIONS": "true"})
+
+    errors = error_lines(capsys.readouterr().out)
+    assert code == 1
+    assert "cannot adopt core/x: 2 problem(s)" in errors[0]
+    assert [line.split(": cannot read the cell")[0] for line in errors[1:]] == [
+        "::error::row 'test_a', column 'torch'",
+        "::error::row 'test_b', column 'jax'",
+    ]
+    assert not (workdir / ".ivy-matrix").exists()
+
+
+def test_adopting_a_file_over_the_size_limit_exits_1(workdir, capsys):
+    """A table file larger than adopt reads is refused by name before it is read whole."""
+    with (workdir / "big.md").open("wb") as handle:
+        handle.truncate(MAX_ADOPT_BYTES + 1)
+
+    assert main(["adopt", "--dashboard", "core/x", "big.md"], {}) == 1
+    assert "big.md: it is larger than" in capsys.readouterr().out
+
+
 # --- the entry point as a process -----------------------------------------------------------
 
 
@@ -891,3 +924,152 @@ def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdi
     assert "leg-metadata needs the leg's backend and run" in error_lines(out)[0]
     assert not (workdir / ".ivy-matrix").exists()
     assert not (workdir / "leg.json").exists()
+
+
+# --- hostile names never become workflow commands -----------------------------------------
+
+_HOSTILE = [
+    "\n::error title=X::pwned",
+    "%0A::add-mask::secret",
+    "\r::stop-commands::tok",
+    "\n  ::warning::indented",
+    "x ##[error]old-style",
+    "\u2028::error::separator",
+]
+_OWN_COMMANDS = {"warning", "error", "notice", "group", "endgroup"}
+
+
+def command_lines(out: str) -> list[str]:
+    """Every line of a captured log that the runner would run as a workflow command.
+
+    The runner splits at CR and LF, runs ``::name ...::`` after leading blanks, and the old
+    ``##[name]`` anywhere in a line.
+    """
+    lines = [line for chunk in out.split("\n") for line in chunk.split("\r")]
+    return [line for line in lines if line.lstrip().startswith("::") or "##[" in line]
+
+
+def test_hostile_names_and_file_names_write_no_workflow_command(workdir, capsys):
+    """Test names, classnames and file names holding workflow commands are printed neutralised."""
+    results = workdir / "results"
+    for index, payload in enumerate(_HOSTILE):
+        cases = [(f"test_{index}{payload}", "failed"), (f"test_ok{payload}", "passed")]
+        write_junit(results / f"r{index}{payload}.xml", cases, classname=f"mod{payload}")
+    (results / f"broken{_HOSTILE[0]}.xml").write_text("<testsuite><testcase", encoding="utf-8")
+    code = main(
+        ["update", "--junit", "results/**/*.xml", "--backend", "torch"],
+        {"GITHUB_ACTIONS": "true"},
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    commands = command_lines(out + "\n" + err)
+    for line in commands:
+        name = line.lstrip()[2:].split("::", 1)[0].split(" ", 1)[0]
+        assert name in _OWN_COMMANDS, line
+        assert "##[" not in line, line
+        assert not line.lstrip().startswith("::error"), line
+    # The names are still there, escaped: one annotation per failed test, the bad file named.
+    annotations = [line for line in commands if line.startswith("::warning file=")]
+    assert len([a for a in annotations if "failed on torch" in a]) == len(_HOSTILE)
+    assert any("broken%0A%3A%3Aerror title=X%3A%3Apwned.xml" in a for a in annotations)
+    assert "mod%0A::error title=X::pwned" not in out
+    assert "\\n::error title=X::pwned" in out
+
+
+@pytest.mark.parametrize("github_actions", ["true", "false"])
+def test_no_plain_log_line_can_start_a_command(workdir, capsys, github_actions):
+    """A plain line that would start with ``::`` (a file name here) gets a backslash in front."""
+    write_junit(workdir / "::error::x.xml", [("test_x", "passed")])
+    write_junit(workdir / " \ufeff::add-mask::y.xml", [("test_y", "passed")])
+    code = main(
+        ["update", "--junit", "*.xml", "--backend", "torch"], {"GITHUB_ACTIONS": github_actions}
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    commands = command_lines(out)
+    assert [line for line in commands if "::error::x" in line or "add-mask" in line] == []
+    assert "\\::error::x.xml: 1 tests" in out
+    assert "\\ \ufeff::add-mask::y.xml: 1 tests" in out
+
+
+# --- fan-in: leg metadata is checked against this run ---------------------------------------
+
+
+def leg_env(run_id: int, attempt: int = 2) -> dict[str, str]:
+    """The variables a runner gives a fan-in job of run ``run_id`` of repository o/r."""
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_RUN_ID": str(run_id),
+        "GITHUB_RUN_ATTEMPT": str(attempt),
+        "GITHUB_REPOSITORY": "o/r",
+        "GITHUB_SERVER_URL": "https://github.com",
+    }
+
+
+def write_leg(folder: Path, backend: str, status: str, **metadata: object) -> None:
+    """A downloaded leg artifact: one result file and the leg's metadata beside it."""
+    write_junit(folder / backend / "junit.xml", [("test_x", status)])
+    document = {"format": "ivy-matrix-leg", "version": 1, "backend": backend} | metadata
+    (folder / backend / "ivy-matrix-leg.json").write_text(json.dumps(document), encoding="utf-8")
+
+
+FORGED: dict[str, dict[str, object]] = {
+    "jax": {"run_id": 999_999_999_999_999_999, "job_url": "https://evil.example/phish"},
+    "numpy": {"job_url": "https://evil.example/o/r/actions/runs/100/job/12"},
+    "paddle": {"job_url": "https://github.com/x/r/actions/runs/100/job/12"},
+    "tensorflow": {"job_url": "https://github.com/o/r/actions/runs/100/job/13"},
+    "mxnet": {"run_attempt": 3},
+}
+
+
+def test_forged_leg_metadata_is_named_and_its_cells_link_this_run(workdir, capsys):
+    """Metadata of another run, host, repo, job or a later attempt is a warning, never a cell."""
+    legs = workdir / "legs"
+    genuine: dict[str, object] = {"run_id": 100, "run_attempt": 1, "job_id": 11}
+    write_leg(
+        legs, "torch", "passed", **genuine, job_url="https://github.com/o/r/actions/runs/100/job/11"
+    )
+    for backend, change in FORGED.items():
+        fields = genuine | {
+            "job_id": 12,
+            "job_url": "https://github.com/o/r/actions/runs/100/job/12",
+        }
+        write_leg(legs, backend, "failed", **(fields | change))
+    argv = ["update", "--junit", "legs/**/*.xml", "--backend-from-path", "legs/(?P<backend>[^/]+)/"]
+
+    assert main(argv, leg_env(100)) == 0
+
+    out = capsys.readouterr().out
+    state = load()
+    assert (
+        latest(state, "test_x", "torch").source.url
+        == "https://github.com/o/r/actions/runs/100/job/11"
+    )
+    for backend in FORGED:
+        entry = latest(state, "test_x", backend)
+        assert entry.source.url == "https://github.com/o/r/actions/runs/100", backend
+        assert entry.run == RunKey(100, 2, -1), backend
+        (warning,) = [
+            line
+            for line in out.splitlines()
+            if f"legs/{backend}/ivy-matrix-leg.json is not used" in line
+        ]
+        assert warning.startswith(f"::warning file=legs/{backend}/ivy-matrix-leg.json::"), warning
+
+    # A genuine later run changes the cells as usual.
+    for backend in FORGED:
+        write_leg(
+            legs,
+            backend,
+            "passed",
+            run_id=101,
+            run_attempt=1,
+            job_id=21,
+            job_url="https://github.com/o/r/actions/runs/101/job/21",
+        )
+    assert main(argv, leg_env(101, attempt=1)) == 0
+    state = load()
+    for backend in FORGED:
+        entry = latest(state, "test_x", backend)
+        assert entry.outcome is Outcome.SUCCESS, backend
+        assert entry.source.url == "https://github.com/o/r/actions/runs/101/job/21", backend

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from ivy_matrix.jobs import (
     LegMetadata,
     find_job,
     leg_metadata_json,
+    leg_metadata_problem,
     parse_leg_metadata,
     shown_name,
 )
@@ -253,3 +255,63 @@ def test_writing_invalid_leg_metadata_is_refused():
         leg_metadata_json(
             LegMetadata(backend="x", run_id=0, run_attempt=1, job_id=None, job_url=LEG.job_url)
         )
+
+
+def check(
+    metadata: LegMetadata, run_id: int | None = 4519946746, repository: str | None = "acme/widgets"
+) -> str | None:
+    """Check leg metadata against attempt 3 of run 4519946746 of acme/widgets on github.com."""
+    return leg_metadata_problem(
+        metadata,
+        run_id=run_id,
+        run_attempt=3,
+        repository=repository,
+        server_url="https://github.com",
+    )
+
+
+RUN_PAGE = "https://github.com/acme/widgets/actions/runs/4519946746"
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"run_id": 999_999_999_999_999_999}, "is for run 999999999999999999, not this run"),
+        ({"run_attempt": 4}, "is for attempt 4, later than this one (3)"),
+        (
+            {
+                "job_url": "https://evil.example/acme/widgets/actions/runs/4519946746/job/12345678901"
+            },
+            "job_url",
+        ),
+        (
+            {"job_url": "https://github.com/other/widgets/actions/runs/4519946746/job/12345678901"},
+            "job_url",
+        ),
+        ({"job_url": "https://evil.example/phish"}, "job_url"),
+        ({"job_id": 12345678902}, "is not " + RUN_PAGE + "/job/12345678902"),
+        ({"job_id": None}, "is not " + RUN_PAGE),
+        ({"job_url": LEG.job_url + "/../../../9/job/1"}, "job_url"),
+    ],
+)
+def test_leg_metadata_of_another_run_repository_or_link_is_refused(change, reason):
+    """Leg metadata must name this run, an attempt up to this one, and this repository's job."""
+    problem = check(replace(LEG, **change))
+    assert problem is not None
+    assert reason in problem
+
+
+def test_leg_metadata_of_this_run_and_earlier_attempts_is_accepted():
+    """A leg of this run, of this attempt or an earlier one, with its job's page, is accepted."""
+    assert check(LEG) is None
+    assert check(replace(LEG, run_attempt=1)) is None
+    no_job = replace(LEG, job_id=None, job_url=RUN_PAGE)
+    assert check(no_job) is None
+    upper = replace(LEG, job_url=LEG.job_url.replace("acme/widgets", "Acme/Widgets"))
+    assert check(upper) is None
+
+
+def test_leg_metadata_cannot_be_checked_without_this_run():
+    """Without this job's run id or repository, leg metadata is not trusted."""
+    assert check(LEG, run_id=None) is not None
+    assert check(LEG, repository=None) is not None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabulate import tabulate
@@ -103,16 +105,58 @@ def test_escaping_is_safe_and_reversible(name):
     """Any escaped name has no bare pipe, tag, backtick, line break or mention, and reads back."""
     escaped = escape_name(name)
     assert not re.search(r"(?<!\\)(?:\\\\)*\|", escaped.replace("\\\\", ""))
-    assert "<" not in escaped
-    assert ">" not in escaped
+    # The one tag escaping writes: a dollar in a span, so that it cannot start math.
+    assert "<" not in escaped.replace("<span>$</span>", "")
+    assert ">" not in escaped.replace("<span>$</span>", "")
     assert "\n" not in escaped
     assert "\r" not in escaped
     assert not re.search(r"(?<!\\)`", escaped)
     assert not re.search(r"@[A-Za-z0-9]", escaped)
-    assert unescape_name(escaped) == re.sub(
-        r"[\x00-\x1f\x7f]", lambda m: " " if m.group(0) in "\n\r\t" else "\ufffd", name
-    )
+    assert not re.search(r"(?<!&)#(?!&#8203;)", escaped)
+    assert "$" not in escaped.replace("<span>$</span>", "")
+    assert unescape_name(escaped) == "".join(map(shown_as, name))
     assert len(split_row(f"| {escaped} | x |")) == 2
+
+
+def shown_as(char: str) -> str:
+    """What a name's character reads back as: line breaks a space, hidden characters U+FFFD."""
+    if char in "\n\r\t":
+        return " "
+    return "\ufffd" if unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp"} else char
+
+
+@pytest.mark.parametrize(
+    ("name", "escaped"),
+    [
+        ("test_issue_#123", "test_issue_#&#8203;123"),
+        ("test_owner/repo#7", "test_owner/repo#&#8203;7"),
+        ("test_GH-12_and_gh-3", "test_GH-&#8203;12_and_gh-&#8203;3"),
+        ("test_$x^2$", "test_<span>$</span>x^2<span>$</span>"),
+        (
+            "test_\u202eevil\u2066x\u2069\u200e\u200f\u061c",
+            "test_\ufffdevil\ufffdx\ufffd\ufffd\ufffd\ufffd",
+        ),
+        (
+            "test_zero\u200b\u200c\u200d\u2060\ufeffwidth",
+            "test_zero\ufffd\ufffd\ufffd\ufffd\ufffdwidth",
+        ),
+        ("test_plain[torch-cpu]", "test_plain\\[torch-cpu\\]"),
+    ],
+)
+def test_references_math_and_hidden_characters_are_neutralised(name, escaped):
+    """Issue references do not link, dollars do not start math, hidden characters show as U+FFFD."""
+    assert escape_name(name) == escaped
+    assert unescape_name(escaped) == "".join(map(shown_as, name))
+
+
+def test_every_hidden_character_this_python_knows_is_replaced():
+    """Each control, separator and format character of this Python's Unicode shows as U+FFFD."""
+    hidden = [
+        chr(c)
+        for c in range(0x110000)
+        if unicodedata.category(chr(c)) in {"Cc", "Cf", "Zl", "Zp"} and chr(c) not in "\n\r\t"
+    ]
+    assert escape_name("".join(hidden)) == "\ufffd" * len(hidden)
 
 
 CELL_TEXT = st.text(
@@ -137,3 +181,20 @@ def test_table_matches_tabulate_byte_for_byte(header_and_rows):
         rows, headers=header, tablefmt="pipe", stralign="left", disable_numparse=True
     )
     assert table(header, rows) == expected
+
+
+def test_a_stored_link_that_is_not_http_is_never_drawn():
+    """A cell whose stored link is javascript:, data: or relative shows its badge with no link."""
+    for url in ["javascript:alert(1)", "data:text/html,x", "//evil.example", "null"]:
+        source = Source(run=RunKey(1, 1, 1), url=url)
+        batch = Batch(
+            dashboard=DashboardId(title="x"),
+            cells={"test_x": {"torch": Entry(source=source, outcome=Outcome.FAILURE)}},
+        )
+        state = apply_batch(None, batch).state
+        compact = render_dashboard(state, Style.COMPACT)
+        assert "](" not in compact, url
+        assert "❌" in compact
+        ivy = render_dashboard(state)
+        assert "href" not in ivy or url == "null", url
+        assert "<img src=https://img.shields.io/badge/-failure-red>" in ivy

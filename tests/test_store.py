@@ -58,15 +58,7 @@ def sample_state(dashboard: DashboardId = GRADIENTS) -> DashboardState:
                             Entry(source=old, outcome=Outcome.SUCCESS),
                         )
                     ),
-                    "numpy": Cell(
-                        entries=(
-                            Entry(
-                                source=adopted,
-                                outcome=Outcome.SUCCESS,
-                                text='<a href="null">x</a>',
-                            ),
-                        )
-                    ),
+                    "numpy": Cell(entries=(Entry(source=adopted, outcome=Outcome.SUCCESS),)),
                 },
             ),
             Row(
