@@ -21,19 +21,11 @@ from typing import NoReturn
 
 from ivy_matrix import __version__
 from ivy_matrix.adopt import MAX_ADOPT_BYTES, adopt_table
-from ivy_matrix.config import (
-    OPTIONS,
-    Kind,
-    Settings,
-    Target,
-    environ,
-    is_github_actions,
-    load_settings,
-    parse_dashboard,
-)
+from ivy_matrix.config import Settings, environ, is_github_actions, load_settings, parse_dashboard
 from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
 from ivy_matrix.merge import Merged
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.options import OPTIONS, Kind, Target
 from ivy_matrix.remote import GitHub, Remote
 from ivy_matrix.render import render_files
 from ivy_matrix.stores.local import LocalStore

@@ -18,9 +18,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ivy_matrix.collect import Collected, Collector
-from ivy_matrix.config import IfNoFilesFound, Settings
+from ivy_matrix.config import Settings
 from ivy_matrix.errors import InputError
 from ivy_matrix.naming import Namer
+from ivy_matrix.options import IfNoFilesFound
 from ivy_matrix.workflow_commands import Log
 
 

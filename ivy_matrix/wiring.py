@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from functools import partial
 
-from ivy_matrix.config import Settings, Target
+from ivy_matrix.config import Settings
+from ivy_matrix.options import Target
 from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, is_read_only_event
 from ivy_matrix.render import render_files
 from ivy_matrix.stores import AfterSave, Store

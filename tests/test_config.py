@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ivy_matrix.config import MAX_CONFIG_BYTES, OPTION_BY_NAME, FailOn, Settings, load_settings
+from ivy_matrix.config import Settings, load_settings
+from ivy_matrix.config_file import MAX_CONFIG_BYTES
 from ivy_matrix.errors import InputError
 from ivy_matrix.links import DEFAULT_SERVER_URL
+from ivy_matrix.options import OPTION_BY_NAME, FailOn
 from ivy_matrix.render import Style
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "entrypoint.py"

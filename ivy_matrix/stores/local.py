@@ -28,6 +28,7 @@ from pathlib import Path
 from ivy_matrix.atomic import write_atomic
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.options import DEFAULT_LOCK_TIMEOUT
 from ivy_matrix.paths import relative_path
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
@@ -35,7 +36,6 @@ from ivy_matrix.stores import AfterSave, Change, Saved
 
 # --------------------------------------------------------------------------- the lock
 
-DEFAULT_LOCK_TIMEOUT = 600
 _POLL_SECONDS = 0.1
 _HOLDER_BYTES = 4096
 
