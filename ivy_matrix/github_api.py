@@ -7,15 +7,9 @@ says what failed, why, and what to do.
 
 **Retries are ours** (PLATFORM.md section 1.3). PyGithub's own retry is switched off
 (``retry=None``): its default retries POST after a 5xx, which duplicates creates, and never
-retries PATCH. Instead :meth:`GitHubClient._call` retries every request of this module on
-
-- 5xx answers and network errors: exponential backoff with jitter, from about 1 s;
-- rate limits (403/429): ``retry-after`` seconds if given; else, when
-  ``x-ratelimit-remaining`` is 0, until ``x-ratelimit-reset``; else (a secondary limit without
-  ``retry-after``) at least a minute, as GitHub asks;
-
-at most ``retries`` times and never waiting more than ``max_wait`` seconds in all for one call,
-after which a clear error says how long GitHub asked to wait. Retrying is safe because every
+retries PATCH. Instead :meth:`GitHubClient._call` retries every request of this module, as
+``github_retry.py`` decides (5xx, network errors and rate limits; bounded in tries and in
+time, with a clear error when GitHub asks for longer). Retrying is safe because every
 request here is idempotent at our level: reads; blobs, trees and commits (content-addressed:
 a duplicate is the same object, or an unreferenced one); creating a ref (a second attempt that
 finds "Reference already exists" reports a conflict and the caller re-reads); and moving a ref
@@ -34,12 +28,20 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
 from github import Auth, Github, GithubException
 
-from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
+from ivy_matrix.errors import GitHubAPIError
+from ivy_matrix.github_retry import (
+    DEFAULT_MAX_WAIT,
+    DEFAULT_RETRIES,
+    SECONDARY_WAIT,
+    RetryPolicy,
+    Wait,
+    translate_error,
+)
+from ivy_matrix.github_types import Issue, IssueComment, Tree
 from ivy_matrix.jobs import Job
 
 _T = TypeVar("_T")
@@ -49,24 +51,7 @@ CONTENTS_WRITE = "contents: write"
 ACTIONS_READ = "actions: read"
 ISSUES_WRITE = "issues: write"
 
-# Eight retries with backoff from 1 s (capped at 60 s) ride out about three minutes of
-# transient errors, inside DEFAULT_MAX_WAIT, before the step gives up with a clear message.
-DEFAULT_RETRIES = 8
-DEFAULT_MAX_WAIT = 300.0
-# Without retry-after and with budget left, GitHub says: wait at least one minute.
-SECONDARY_WAIT = 60.0
-BACKOFF_START = 1.0
-BACKOFF_CAP = 60.0
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
-_READ_ONLY = "resource not accessible by integration"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tree:
-    """A git tree listed recursively: its sha and every file in it (path -> blob sha)."""
-
-    sha: str
-    files: Mapping[str, str]
 
 
 def _repo_path(repo: str) -> str:
@@ -102,45 +87,6 @@ def _lower_headers(headers: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in (headers or {}).items()}
 
 
-def _advice(status: int, permission: str) -> str:
-    if status == 401:  # noqa: PLR2004  -- HTTP status
-        return "the token was refused; check the 'token' input (it defaults to github.token)"
-    if status == 403:  # noqa: PLR2004
-        return (
-            f"the token may not do this; give the job 'permissions: {permission}' "
-            f"(and note that a pull request from a fork only gets a read-only token)"
-        )
-    if status == 404:  # noqa: PLR2004
-        return (
-            f"it does not exist or the token cannot see it; check the repository name, and "
-            f"give the job 'permissions: {permission}'"
-        )
-    if status == 422:  # noqa: PLR2004
-        return "GitHub refused the request as invalid; please report this to ivy-matrix"
-    return "re-run the job; if it keeps failing, check https://www.githubstatus.com"
-
-
-def _translate(what: str, permission: str, status: int, message: str) -> GitHubAPIError:
-    said = f"{status} {message}".strip()
-    if status == 403 and _READ_ONLY in message.lower():  # noqa: PLR2004
-        return ReadOnlyTokenError(
-            f"{what} failed: GitHub answered {said!r}: the token is read-only here. That is "
-            f"expected on pull requests from forks and from Dependabot; otherwise give the job "
-            f"'permissions: {permission}'",
-            status=status,
-        )
-    return GitHubAPIError(
-        f"{what} failed: GitHub answered {said!r}; {_advice(status, permission)}", status=status
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Wait:
-    seconds: float
-    rate_limited: bool
-    why: str
-
-
 class GitHubClient:
     """The GitHub calls ivy-matrix makes; build it with :func:`make_client`.
 
@@ -161,12 +107,10 @@ class GitHubClient:
     ) -> None:
         self._github = github
         self._requester = github.requester
-        self.retries = max(retries, 0)
-        self.max_wait = max_wait
-        self.secondary_wait = secondary_wait
+        self._retry = RetryPolicy(
+            retries=retries, max_wait=max_wait, secondary_wait=secondary_wait, clock=clock, rng=rng
+        )
         self._sleep = sleep
-        self._clock = clock
-        self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
         self._jobs: dict[tuple[str, int, int], list[Job]] = {}
         self._lock = threading.Lock()
 
@@ -180,39 +124,6 @@ class GitHubClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ------------------------------------------------------------------ retry policy
-
-    def _backoff(self, attempt: int) -> float:
-        return min(BACKOFF_CAP, BACKOFF_START * 2.0**attempt) * self._rng.uniform(0.5, 1.5)
-
-    def _wait_for(
-        self, status: int, headers: Mapping[str, str], message: str, attempt: int
-    ) -> _Wait | None:
-        """How long to wait before retrying this answer, or None if retrying cannot help."""
-        lowered = message.lower()
-        if status in {403, 429}:
-            retry_after = headers.get("retry-after", "").strip()
-            if retry_after:
-                try:
-                    seconds = max(float(retry_after), 0.0)
-                except ValueError:
-                    seconds = self.secondary_wait
-                return _Wait(seconds, rate_limited=True, why=f"retry-after {retry_after} s")
-            if headers.get("x-ratelimit-remaining") == "0":
-                try:
-                    reset = float(headers.get("x-ratelimit-reset", ""))
-                except ValueError:
-                    reset = self._clock() + self.secondary_wait
-                seconds = max(reset - self._clock(), 0.0) + 1
-                return _Wait(seconds, rate_limited=True, why="the rate limit resets")
-            if status == 429 or "rate limit" in lowered:  # noqa: PLR2004
-                seconds = max(self.secondary_wait, self._backoff(attempt))
-                return _Wait(seconds, rate_limited=True, why="secondary rate limit")
-            return None
-        if 500 <= status <= 599 and status != 501:  # noqa: PLR2004
-            return _Wait(self._backoff(attempt), rate_limited=False, why="server error")
-        return None
-
     def _call(self, what: str, permission: str, request: Callable[[], _T]) -> _T:
         """Run ``request``, retrying transient failures (see the module docstring)."""
         waited = 0.0
@@ -222,41 +133,21 @@ class GitHubClient:
                 return request()
             except GithubException as error:
                 message = _message(error.data)
-                wait = self._wait_for(error.status, _lower_headers(error.headers), message, attempt)
+                headers = _lower_headers(error.headers)
+                wait = self._retry.wait_for(error.status, headers, message, attempt)
                 if wait is None:
-                    raise _translate(what, permission, error.status, message) from None
+                    raise translate_error(what, permission, error.status, message) from None
                 status: int | None = error.status
                 said = f"{error.status} {message}".strip()
             except OSError as error:  # requests' connection errors and timeouts are OSErrors
-                wait = _Wait(self._backoff(attempt), rate_limited=False, why="network error")
+                wait = Wait(self._retry.backoff(attempt), rate_limited=False, why="network error")
                 status, said = None, str(error) or type(error).__name__
-            self._give_up_unless_retryable(
+            self._retry.give_up_unless_retryable(
                 what, wait, status=status, said=said, attempt=attempt, waited=waited
             )
             self._sleep(wait.seconds)
             waited += wait.seconds
             attempt += 1
-
-    def _give_up_unless_retryable(
-        self, what: str, wait: _Wait, *, status: int | None, said: str, attempt: int, waited: float
-    ) -> None:
-        tries = attempt + 1
-        if wait.rate_limited and waited + wait.seconds > self.max_wait:
-            raise RateLimitError(
-                f"{what} failed: GitHub rate limited the token ({said!r}) and asks to wait "
-                f"{math.ceil(wait.seconds)} s ({wait.why}); ivy-matrix waits at most "
-                f"{math.ceil(self.max_wait)} s in all. Re-run later, or make fewer requests "
-                f"(for example one fan-in job instead of a write from every matrix leg)",
-                status=status,
-            )
-        if attempt >= self.retries or waited + wait.seconds > self.max_wait:
-            kind = "rate limited" if wait.rate_limited else wait.why
-            raise (RateLimitError if wait.rate_limited else GitHubAPIError)(
-                f"{what} failed: {kind} ({said!r}) {tries} time(s) in a row over "
-                f"{math.ceil(waited)} s; re-run the job later, and if it keeps failing check "
-                f"https://www.githubstatus.com",
-                status=status,
-            )
 
     def _json(
         self,
@@ -678,31 +569,6 @@ def make_client(
         clock=clock,
         rng=rng,
     )
-
-
-# ---------------------------------------------------------------------------- issues: our types
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Issue:
-    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none."""
-
-    number: int
-    node_id: str
-    title: str
-    body: str
-    state: str
-    html_url: str
-    labels: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IssueComment:
-    """A comment on an issue. ``body`` is "" when GitHub returns none."""
-
-    id: int
-    body: str
-    html_url: str
 
 
 def _issue(item: Any) -> Issue:

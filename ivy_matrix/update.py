@@ -31,6 +31,7 @@ from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote
 from ivy_matrix.sources import read_results
 from ivy_matrix.stores import Change, Saved, Store
 from ivy_matrix.targets import Published
+from ivy_matrix.targets.issues import publish_from_branch
 from ivy_matrix.targets.summary import (
     annotate_failures,
     log_dashboards,
@@ -136,8 +137,6 @@ def _save_and_publish(
         saved = store.update(change)
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets and Target.BRANCH in targets:
-            from ivy_matrix.targets.issues import publish_from_branch  # noqa: PLC0415  -- PyGithub only when needed
-
             published = publish_from_branch(settings, saved, github, log, published)
     except ReadOnlyTokenError:
         log.warning(READ_ONLY_ADVICE)

@@ -21,6 +21,7 @@ from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, is_read_only_event
 from ivy_matrix.render import render_files
 from ivy_matrix.stores import AfterSave, Store
 from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.issues import IssueStore
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import write_output
 from ivy_matrix.workflow_commands import Log
@@ -82,8 +83,6 @@ def open_store(
             server_url=settings.server_url,
             sleep=github.remote.sleep,
         )
-    from ivy_matrix.stores.issues import IssueStore  # noqa: PLC0415  -- PyGithub only when needed
-
     log.warning(ISSUE_STORE_WARNING)
     return IssueStore(
         github.client,

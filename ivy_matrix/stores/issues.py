@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Callable, Collection, Sequence
 
-from ivy_matrix.github_api import GitHubClient, Issue
+from ivy_matrix.github_types import Issue, IssueAPI
 from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, extract_state
 from ivy_matrix.merge import DEFAULT_HISTORY, Merged, union_states
 from ivy_matrix.model import DashboardId, DashboardState
@@ -45,7 +45,7 @@ class IssueStore:
 
     def __init__(
         self,
-        client: GitHubClient,
+        client: IssueAPI,
         repo: str,
         *,
         label: str = DEFAULT_LABEL,

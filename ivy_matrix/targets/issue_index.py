@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ivy_matrix.errors import GitHubAPIError
-from ivy_matrix.github_api import Issue
+from ivy_matrix.github_types import Issue
 from ivy_matrix.issue_bodies import INDEX_TITLE, compose_index
 from ivy_matrix.model import DashboardState
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult

@@ -1,6 +1,6 @@
 """Writing one dashboard's issue: find ours by marker, write bodies that took, keep one of each.
 
-I/O, through :class:`~ivy_matrix.github_api.GitHubClient` only; the bodies come from
+I/O, through :class:`~ivy_matrix.github_api.IssueAPI` only; the bodies come from
 ``issue_bodies.py``. Every call needs ``permissions: issues: write``; a read-only token (fork
 or Dependabot pull request) raises :class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the
 update turns into "step summary only". ``targets/issues.py`` (dashboards published from the
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ivy_matrix.github_api import GitHubClient, Issue, IssueComment
+from ivy_matrix.github_types import Issue, IssueAPI, IssueComment
 from ivy_matrix.issue_bodies import (
     IssueBodies,
     compose_issue,
@@ -71,7 +71,7 @@ class IssueWriter:
 
     def __init__(
         self,
-        client: GitHubClient,
+        client: IssueAPI,
         repo: str,
         *,
         label: str,

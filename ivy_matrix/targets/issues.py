@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ivy_matrix.config import Settings
-from ivy_matrix.github_api import GitHubClient
+from ivy_matrix.github_types import IssueAPI
 from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, parse_revision
 from ivy_matrix.model import DashboardState
 from ivy_matrix.progress import Progress, Quiet
@@ -33,7 +33,7 @@ SETTLE_ROUNDS = 2
 
 
 def publish_issues(
-    client: GitHubClient,
+    client: IssueAPI,
     repo: str,
     states: Sequence[DashboardState],
     *,
