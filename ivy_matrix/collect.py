@@ -96,6 +96,8 @@ class Collector:
             self._dashboards.append(dashboard)
         return index
 
+    # Longer than the usual 60 lines: ``on_case`` runs once per test case (millions), so it is
+    # one flat closure over local names, with no call it can avoid.
     def add_file(self, stream: BinaryIO, *, source: str) -> FileCounts:  # noqa: C901, PLR0915  -- the per-case closure is the hot loop, kept flat
         """Read one result file; its cells count only if all of it could be read."""
         namer = self.namer

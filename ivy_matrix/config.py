@@ -150,33 +150,7 @@ def is_github_actions(env: Mapping[str, str]) -> bool:
 def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
     """Resolve every setting from the command line, the environment and the config file."""
     env = environ() if env is None else env
-    chosen: dict[str, tuple[object, str]] = {}
-    for name, value in given.items():
-        if value not in (None, "", [], ()):
-            chosen[name] = (value, f"option {OPTION_BY_NAME[name].flag}")
-    for option in OPTIONS:
-        value = env.get(option.env, "")
-        if option.name not in chosen and value.strip():
-            chosen[option.name] = (value, f"input '{option.name.replace('_', '-')}' ({option.env})")
-    rules: tuple[DashboardRule, ...] = ()
-    if "config" in chosen:
-        config_path = Path(str(chosen["config"][0]))
-        from_file, rules = read_config_file(config_path, OPTION_BY_NAME)
-        for name, value in from_file.items():
-            if name not in chosen and value not in (None, ""):
-                chosen[name] = (value, f"setting '{name.replace('_', '-')}' in {config_path}")
-    for option in OPTIONS:
-        if option.name in chosen:
-            continue
-        runner = env.get(option.runner_env, "").strip() if option.runner_env else ""
-        if runner:
-            chosen[option.name] = (runner, option.runner_env or "")
-        elif option.default is not None:
-            chosen[option.name] = (option.default, "default")
-    values = {
-        name: convert(OPTION_BY_NAME[name], value, origin)
-        for name, (value, origin) in chosen.items()
-    }
+    values, rules = _resolve(given, env)
     settings = Settings(
         junit=_get(values, "junit", tuple) or (),
         if_no_files_found=IfNoFilesFound(_value(values, "if_no_files_found", str)),
@@ -220,6 +194,40 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
     )
     _check(settings)
     return settings
+
+
+def _resolve(
+    given: Mapping[str, object], env: Mapping[str, str]
+) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+    """Each option's value from the first layer that gives one, converted; and the rules."""
+    chosen: dict[str, tuple[object, str]] = {}
+    for name, value in given.items():
+        if value not in (None, "", [], ()):
+            chosen[name] = (value, f"option {OPTION_BY_NAME[name].flag}")
+    for option in OPTIONS:
+        value = env.get(option.env, "")
+        if option.name not in chosen and value.strip():
+            chosen[option.name] = (value, f"input '{option.name.replace('_', '-')}' ({option.env})")
+    rules: tuple[DashboardRule, ...] = ()
+    if "config" in chosen:
+        config_path = Path(str(chosen["config"][0]))
+        from_file, rules = read_config_file(config_path, OPTION_BY_NAME)
+        for name, value in from_file.items():
+            if name not in chosen and value not in (None, ""):
+                chosen[name] = (value, f"setting '{name.replace('_', '-')}' in {config_path}")
+    for option in OPTIONS:
+        if option.name in chosen:
+            continue
+        runner = env.get(option.runner_env, "").strip() if option.runner_env else ""
+        if runner:
+            chosen[option.name] = (runner, option.runner_env or "")
+        elif option.default is not None:
+            chosen[option.name] = (option.default, "default")
+    values = {
+        name: convert(OPTION_BY_NAME[name], value, origin)
+        for name, (value, origin) in chosen.items()
+    }
+    return values, rules
 
 
 def _check(settings: Settings) -> None:

@@ -122,6 +122,8 @@ def _note_run(
     runs.add(run.run_id)
 
 
+# Longer than the usual 60 lines: the loop over rows and cells runs once per result of a
+# leg (tens of thousands), and reads and runs best flat, without a call per cell.
 def apply_batch(
     state: DashboardState | None, batch: Batch, *, history: int = DEFAULT_HISTORY
 ) -> MergeResult:

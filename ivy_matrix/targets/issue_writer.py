@@ -260,6 +260,21 @@ class IssueWriter:
                 closed_duplicates=closed,
             )
             return Written(current, result)
+        return self._update(
+            state, current, closed, revision=revision, with_state=with_state, verify=verify
+        )
+
+    def _update(
+        self,
+        state: DashboardState,
+        current: Issue,
+        closed: tuple[int, ...],
+        *,
+        revision: int | None,
+        with_state: bool,
+        verify: bool,
+    ) -> Written:
+        """Bring an existing issue (and its continuation comments) to the new bodies."""
         bodies = self._compose(state, current.body, revision, with_state=with_state)
         listing: list[IssueComment] | None = []
         if bodies.continuations or parse_parts(current.body):

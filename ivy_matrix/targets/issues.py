@@ -25,7 +25,7 @@ from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.issue_index import publish_index
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
-from ivy_matrix.targets.issue_writer import IssueWriter, Written, dedupe_created
+from ivy_matrix.targets.issue_writer import Found, IssueWriter, Written, dedupe_created
 
 # After writing with a revision: wait this long (seconds, jittered), then check once more.
 SETTLE_DELAY = (1.0, 3.0)
@@ -65,22 +65,8 @@ def publish_issues(
         client, repo, label=label, dry_run=dry_run, log=log or Quiet(), style=style, budget=budget
     )
     found = writer.find()
-    written: dict[str, Written] = {}
-    for state in sorted(states, key=lambda s: s.key):
-        candidates = found.by_key.get(state.key, [])
-        if candidates and state.key not in touched:
-            keep = candidates[0]
-            result = IssueResult(
-                key=state.key, action=IssueAction.UNCHANGED, number=keep.number, url=keep.html_url
-            )
-            written[state.key] = Written(keep, result)
-            continue
-        written[state.key] = writer.publish(state, candidates, revision=revision)
+    written = _publish_dashboards(writer, found, states, touched=touched, revision=revision)
     by_key = {s.key: s for s in states}
-    for key, (keep, mine) in dedupe_created(writer, written).items():
-        # Another job created this dashboard's issue first: ours is closed, theirs is written.
-        writer.log.info(f"dashboard {key}: issue #{keep.number} came first; closing #{mine.number}")
-        written[key] = writer.publish(by_key[key], [keep, mine], revision=revision)
     if revision is not None and not dry_run:
         _settle(
             writer,
@@ -102,6 +88,34 @@ def publish_issues(
         planned=tuple(writer.planned),
         warnings=tuple(writer.warnings),
     )
+
+
+def _publish_dashboards(
+    writer: IssueWriter,
+    found: Found,
+    states: Sequence[DashboardState],
+    *,
+    touched: Collection[str],
+    revision: int | None,
+) -> dict[str, Written]:
+    """Each dashboard's issue: written when touched or missing, kept as it is otherwise."""
+    written: dict[str, Written] = {}
+    for state in sorted(states, key=lambda s: s.key):
+        candidates = found.by_key.get(state.key, [])
+        if candidates and state.key not in touched:
+            keep = candidates[0]
+            result = IssueResult(
+                key=state.key, action=IssueAction.UNCHANGED, number=keep.number, url=keep.html_url
+            )
+            written[state.key] = Written(keep, result)
+            continue
+        written[state.key] = writer.publish(state, candidates, revision=revision)
+    by_key = {s.key: s for s in states}
+    for key, (keep, mine) in dedupe_created(writer, written).items():
+        # Another job created this dashboard's issue first: ours is closed, theirs is written.
+        writer.log.info(f"dashboard {key}: issue #{keep.number} came first; closing #{mine.number}")
+        written[key] = writer.publish(by_key[key], [keep, mine], revision=revision)
+    return written
 
 
 def _settle(
