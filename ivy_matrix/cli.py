@@ -3,9 +3,13 @@
 I/O. Commands:
 
 - ``update``: read result files, fold them into the stored dashboards, publish them
-  (update.py);
-- ``adopt``: take an existing dashboard table into the store, cell by cell;
+  (update.py holds the pipeline's order; ARCHITECTURE.md maps it);
+- ``adopt``: take an existing dashboard table into the store, cell by cell (through the same
+  ``store.update`` as ``update``, in the store wiring.py picks);
 - ``render``: write every stored dashboard and the index.
+
+``main`` takes a :class:`~ivy_matrix.remote.Remote` (the GitHub client factory and the waits)
+so that tests can run the whole command in-process against a fast client.
 
 Exit codes: 0 done (warnings included), 1 something the user must fix (the message says what),
 2 a bug in ivy-matrix (a traceback is printed; please report it).

@@ -1,6 +1,6 @@
 """Dashboard issues: their bodies, hidden markers, size budget and hidden state block.
 
-Pure: no I/O (``targets/issues.py`` does the GitHub side). A dashboard issue body looks like::
+Pure: no I/O (``targets/issue_writer.py`` and ``stores/issues.py`` do the GitHub side). A dashboard issue body looks like::
 
     <!-- ivy-matrix:dashboard=core/gradients -->        how the action finds its own issue
     Anything a maintainer writes here is kept verbatim.

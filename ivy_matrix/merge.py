@@ -9,6 +9,10 @@ Pure: no I/O. The rules:
 - A row or column is ordered by where it first appeared: the oldest run that had it, then its
   position in that run's results.
 
+:func:`merge_batches` applies one update's batches and the retirement policy and returns a
+:class:`Merged` (with a typed :class:`DashboardReport` per dashboard): the change every store
+folds in (stores/__init__.py). :func:`union_states` joins two states by the same rules.
+
 Together these make applying results idempotent (the same results twice change nothing) and
 order-independent (results of different runs give the same state in any order), which is what
 lets concurrent writers retry freely.
