@@ -17,14 +17,14 @@ then skipped (or refused by GitHub and caught), with a warning that explains the
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 
 from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.config import Settings, require_update_inputs
 from ivy_matrix.errors import InputError, ReadOnlyTokenError
 from ivy_matrix.lookup import Links, check_leg_metadata, resolve_links, write_leg_metadata
-from ivy_matrix.merge import Batch, Merged, merge_batches
+from ivy_matrix.merge import Merged, merge_batches
 from ivy_matrix.model import DashboardId, DashboardState, Totals
 from ivy_matrix.options import FailOn, Target
 from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote
@@ -95,24 +95,26 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
 
 
 def _change(settings: Settings, collected: Collected, links: Links, log: Log) -> Change:
-    """The store's change: fold this update's results into the states it reads (pure)."""
+    """The store's change: fold this update's results into the states it reads (pure).
 
-    def merge(states: Mapping[DashboardId, DashboardState], batches: Sequence[Batch]) -> Merged:
+    The batches are built on each call and dropped after the merge, so they do not stay in
+    memory while the store renders and writes (a retried branch commit builds them again).
+    """
+
+    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+        run_id = settings.run_id
+        if run_id is None:
+            # Not on GitHub Actions: number local runs after everything the store has seen.
+            run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
+            log.info(f"no run id given: recording these results as local run {run_id}")
         return merge_batches(
-            states, batches, history=settings.history, retire_after_runs=settings.retire_after_runs
+            states,
+            build_batches(collected, links.sources(run_id)),
+            history=settings.history,
+            retire_after_runs=settings.retire_after_runs,
         )
 
-    if settings.run_id is not None:
-        batches = build_batches(collected, links.sources(settings.run_id))
-        return lambda states: merge(states, batches)
-
-    def local_run(states: Mapping[DashboardId, DashboardState]) -> Merged:
-        # Not on GitHub Actions: number local runs after everything the store has seen.
-        run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
-        log.info(f"no run id given: recording these results as local run {run_id}")
-        return merge(states, build_batches(collected, links.sources(run_id)))
-
-    return local_run
+    return change
 
 
 def _commit_message(settings: Settings, collected: Collected) -> str:
