@@ -6,7 +6,8 @@ I/O. Commands:
   (update.py holds the pipeline's order; ARCHITECTURE.md maps it);
 - ``adopt``: take an existing dashboard table into the store, cell by cell (through the same
   ``store.update`` as ``update``, in the store wiring.py picks);
-- ``render``: write every stored dashboard and the index.
+- ``render``: write every stored dashboard and the index;
+- ``prune``: remove named dashboards, backends or rows from the store on purpose (prune.py).
 
 ``main`` takes a :class:`~ivy_matrix.remote.Remote` (the GitHub client factory and the waits)
 so that tests can run the whole command in-process against a fast client.
@@ -25,11 +26,12 @@ from typing import NoReturn
 
 from ivy_matrix import __version__
 from ivy_matrix.adopt import MAX_ADOPT_BYTES, adopt_table
+from ivy_matrix.changes import Merged
 from ivy_matrix.config import Settings, environ, is_github_actions, load_settings, parse_dashboard
 from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
-from ivy_matrix.merge import Merged
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.options import OPTIONS, Kind, Target
+from ivy_matrix.prune import run_prune
 from ivy_matrix.remote import GitHub, Remote
 from ivy_matrix.render import render_files
 from ivy_matrix.stores.local import LocalStore
@@ -63,6 +65,8 @@ _KIND_METAVARS = {
     Kind.BOOL: "VALUE",
 }
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
+_BRANCH_OPTIONS = ("targets", "branch", "token", "api_url", "repository", "dry_run")
+_PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -112,24 +116,43 @@ def _parser() -> argparse.ArgumentParser:
     adopt.add_argument("--dashboard", required=True, help="[category/]title of the dashboard")
     adopt.add_argument("file", type=Path, help="the markdown file holding the table")
     adopt.add_argument("--force", action="store_true", help="replace a dashboard already stored")
-    add_options(
-        adopt,
-        (
-            "store",
-            "lock_timeout",
-            "config",
-            "targets",
-            "branch",
-            "token",
-            "api_url",
-            "repository",
-            "style",
-            "dry_run",
-        ),
-    )
+    add_options(adopt, ("store", "lock_timeout", "config", *_BRANCH_OPTIONS, "style"))
     render = commands.add_parser("render", help="write every stored dashboard and the index")
     add_options(render, _STORE_OPTIONS)
+    prune = commands.add_parser(
+        "prune", help="remove named dashboards, backends or rows from the store on purpose"
+    )
+    _prune_arguments(prune)
+    add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
     return parser
+
+
+def _prune_arguments(prune: argparse.ArgumentParser) -> None:
+    """What ``prune`` removes: dashboards, backends (columns) and rows."""
+    prune.add_argument(
+        "--dashboard",
+        dest="prune_dashboards",
+        action="append",
+        default=[],
+        metavar="[CATEGORY/]TITLE",
+        help="a dashboard to remove; with --backend or --row, where they are removed (repeatable)",
+    )
+    prune.add_argument(
+        "--backend",
+        dest="prune_backends",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a backend (column) to remove, from every dashboard or the named ones (repeatable)",
+    )
+    prune.add_argument(
+        "--row",
+        dest="prune_rows",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a row (test) to remove from the named dashboard(s) (repeatable)",
+    )
 
 
 def main(
@@ -143,7 +166,8 @@ def main(
     log = Log(github_actions=is_github_actions(env))
     try:
         args = _parser().parse_args(argv)
-        given = {k: v for k, v in vars(args).items() if k not in {"command", "file", "force"}}
+        skip = {"command", "file", "force", *_PRUNE_NAMES}
+        given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
@@ -152,6 +176,15 @@ def main(
         if args.command == "adopt":
             return _adopt(
                 settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
+            )
+        if args.command == "prune":
+            return run_prune(
+                settings,
+                log,
+                remote,
+                dashboards=args.prune_dashboards,
+                backends=args.prune_backends,
+                rows=args.prune_rows,
             )
         return _render(settings, log)
     except IvyMatrixError as error:

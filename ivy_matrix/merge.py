@@ -9,19 +9,18 @@ Pure: no I/O. The rules:
 - A row or column is ordered by where it first appeared: the oldest run that had it, then its
   position in that run's results.
 
-:func:`merge_batches` applies one update's batches and the retirement policy and returns a
-:class:`Merged` (with a typed :class:`DashboardReport` per dashboard): the change every store
-folds in (stores/__init__.py). :func:`union_states` joins two states by the same rules.
-
 Together these make applying results idempotent (the same results twice change nothing) and
 order-independent (results of different runs give the same state in any order), which is what
 lets concurrent writers retry freely.
+
+Retirement and prune are in retirement.py; changes.py folds one update's batches into the
+store's states with both. :func:`union_states` joins two states by the rules above.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
 
@@ -100,10 +99,6 @@ def _sorted_backends(backends: Mapping[str, Seen]) -> tuple[tuple[str, Seen], ..
     return tuple(sorted(backends.items(), key=lambda item: (item[1], item[0])))
 
 
-def _kept_runs(runs: set[int]) -> tuple[int, ...]:
-    return tuple(sorted(runs, reverse=True)[:RUNS_KEPT])
-
-
 def _note_backend(backends: dict[str, Seen], backend: str, seen: Seen) -> int:
     """Record where a column was seen; return 1 if it is new."""
     known = backends.get(backend)
@@ -126,8 +121,6 @@ def _note_run(
     runs.add(run.run_id)
 
 
-# Longer than the usual 60 lines: the loop over rows and cells runs once per result of a
-# leg (tens of thousands), and reads and runs best flat, without a call per cell.
 def apply_batch(
     state: DashboardState | None, batch: Batch, *, history: int = DEFAULT_HISTORY
 ) -> MergeResult:
@@ -180,7 +173,7 @@ def apply_batch(
         id=state.id,
         backends=_sorted_backends(backends),
         rows=_sorted_rows(rows) if state_changed else state.rows,
-        runs=_kept_runs(runs),
+        runs=tuple(sorted(runs, reverse=True)[:RUNS_KEPT]),
     )
     if not state_changed and new_state == state:
         return MergeResult(
@@ -226,92 +219,5 @@ def union_states(
         id=a.id,
         backends=_sorted_backends(backends),
         rows=_sorted_rows(rows),
-        runs=_kept_runs(set(a.runs) | set(b.runs)),
+        runs=tuple(sorted(set(a.runs) | set(b.runs), reverse=True)[:RUNS_KEPT]),
     )
-
-
-def row_newest_run_id(row: Row) -> int:
-    """The newest run id that reported this row on any backend."""
-    return max((cell.latest.run.run_id for cell in row.cells.values()), default=-1)
-
-
-def retire_rows(state: DashboardState, after_runs: int) -> tuple[DashboardState, tuple[str, ...]]:
-    """Drop rows that none of the dashboard's last ``after_runs`` runs reported.
-
-    ``after_runs <= 0`` keeps every row. The names of the dropped rows are returned so that the
-    caller can say what it retired.
-    """
-    if after_runs <= 0 or len(state.runs) < after_runs:
-        return state, ()
-    threshold = state.runs[after_runs - 1]
-    kept = tuple(row for row in state.rows if row_newest_run_id(row) >= threshold)
-    if len(kept) == len(state.rows):
-        return state, ()
-    kept_names = {row.name for row in kept}
-    retired = tuple(row.name for row in state.rows if row.name not in kept_names)
-    used = {backend for row in kept for backend in row.cells}
-    backends = tuple(item for item in state.backends if item[0] in used)
-    return DashboardState(id=state.id, backends=backends, rows=kept, runs=state.runs), retired
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DashboardReport:
-    """What one update changed in one dashboard it reached (``--summary-json`` shows these)."""
-
-    changed_cells: int
-    new_rows: int
-    new_backends: int
-    retired_rows: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Merged:
-    """Every dashboard's state after an update, and what the update changed.
-
-    ``changed`` are the keys whose state must be saved (anything changed, history included);
-    ``reports`` has one entry per dashboard the update's results reached. This is what a store's
-    ``update`` folds in and hands back (stores/__init__.py).
-    """
-
-    states: Mapping[DashboardId, DashboardState]
-    changed: tuple[str, ...] = ()
-    reports: Mapping[str, DashboardReport] = field(default_factory=dict)
-
-    @property
-    def changed_cells(self) -> int:
-        return sum(report.changed_cells for report in self.reports.values())
-
-    def ordered(self) -> list[DashboardState]:
-        """Every dashboard's state, by key."""
-        return sorted(self.states.values(), key=lambda s: s.key)
-
-    def to_save(self) -> dict[DashboardId, DashboardState]:
-        """The states whose key is in ``changed``, in that order."""
-        by_key = {state.key: state for state in self.states.values()}
-        return {by_key[key].id: by_key[key] for key in self.changed}
-
-
-def merge_batches(
-    states: Mapping[DashboardId, DashboardState],
-    batches: Sequence[Batch],
-    *,
-    history: int = DEFAULT_HISTORY,
-    retire_after_runs: int = 0,
-) -> Merged:
-    """Apply every batch, then the retirement policy. Safe to repeat on a fresh read."""
-    merged = dict(states)
-    changed: list[str] = []
-    reports: dict[str, DashboardReport] = {}
-    for batch in batches:
-        result = apply_batch(merged.get(batch.dashboard), batch, history=history)
-        state, retired = retire_rows(result.state, retire_after_runs)
-        merged[state.id] = state
-        if result.state_changed or retired:
-            changed.append(state.key)
-        reports[state.key] = DashboardReport(
-            changed_cells=result.changed_cells,
-            new_rows=result.new_rows,
-            new_backends=result.new_backends,
-            retired_rows=retired,
-        )
-    return Merged(states=merged, changed=tuple(changed), reports=reports)

@@ -183,7 +183,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "retire_after_runs",
         Kind.INT,
-        "drop rows no run reported in this many runs (0: never)",
+        "retire rows, columns and dashboards no run reported in the store's last N runs (0: never)",
         default=str(DEFAULT_RETIRE_AFTER_RUNS),
     ),
 )

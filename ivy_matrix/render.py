@@ -11,6 +11,7 @@ backend name can end a cell, start HTML, mention a user or break a line.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -65,20 +66,16 @@ _ESCAPES = {
 # could break a terminal: they show as U+FFFD. These are the C0 and C1 controls, the line and
 # paragraph separators, and every format character (Unicode category Cf: bidi controls such as
 # U+202E and U+2066-U+2069, U+200E/U+200F, U+061C; zero-width characters U+200B-U+200D, U+2060,
-# U+FEFF; the soft hyphen; tag characters; ...), as of Unicode 14.
-_FORMAT_RANGES = (
-    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F),
-    (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E),
-    (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
-    (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
-    (0xE0001, 0xE0001), (0xE0020, 0xE007F),
-)  # fmt: skip
+# U+FEFF; the soft hyphen; tag characters; ...) of the running Python's Unicode database, so a
+# newer Python's new format characters are covered too. Format characters live in the first two
+# planes and the tag block: scanning those takes a few milliseconds.
+_FORMAT_SCAN = (range(0x20000), range(0xE0000, 0xE0080))
 _HIDDEN = [
     *range(32),
     *range(0x7F, 0xA0),
     0x2028,
     0x2029,
-    *(c for first, last in _FORMAT_RANGES for c in range(first, last + 1)),
+    *(c for block in _FORMAT_SCAN for c in block if unicodedata.category(chr(c)) == "Cf"),
 ]
 _CONTROLS = {chr(c): "\ufffd" for c in _HIDDEN if chr(c) not in _ESCAPES}
 _ESCAPE_TABLE = str.maketrans({**_CONTROLS, **_ESCAPES})
@@ -351,10 +348,16 @@ def render_job_summary(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RenderedFile:
-    """One file of the output folder (or the dashboard branch): where it goes, what it holds."""
+    """One file of the output folder (or the dashboard branch): where it goes, what it holds
+    (``None``: delete it)."""
 
     path: str
-    text: str
+    text: str | None
+
+
+def removed_files(states: Iterable[DashboardState]) -> list[RenderedFile]:
+    """The files of dashboards that are gone: to be deleted."""
+    return [RenderedFile(path=dashboard_file(state), text=None) for state in states]
 
 
 def render_files(

@@ -20,11 +20,11 @@ import time
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 
+from ivy_matrix.changes import Merged, merge_batches
 from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.config import Settings, require_update_inputs
 from ivy_matrix.errors import InputError, ReadOnlyTokenError
 from ivy_matrix.lookup import Links, check_leg_metadata, resolve_links, write_leg_metadata
-from ivy_matrix.merge import Merged, merge_batches
 from ivy_matrix.model import DashboardId, DashboardState, Totals
 from ivy_matrix.options import FailOn, Target
 from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote

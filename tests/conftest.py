@@ -11,6 +11,7 @@ import pytest
 
 from ivy_matrix.github_api import GitHubClient, make_client
 from tests.fake_github import FakeGitHub
+from tests.memory_github import MemoryGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -72,3 +73,9 @@ def fake_client(fake: FakeGitHub, **options) -> GitHubClient:
     options.setdefault("retries", 3)
     options.setdefault("sleep", quick_sleep)
     return make_client(token="t", api_url=fake.base_url, throttle=False, timeout=10, **options)
+
+
+@pytest.fixture(name="memory")
+def memory_fixture() -> MemoryGitHub:
+    """A fresh in-memory GitHub (git data and issues of acme/widgets) for store logic tests."""
+    return MemoryGitHub()

@@ -1,4 +1,8 @@
-"""Tests for stores/branch.py: state and dashboards on a branch, one CAS commit per update."""
+"""Tests for branch_store.py: state and dashboards on a branch, one CAS commit per update.
+
+Store logic and the races run on the in-memory model (tests/memory_github.py); the tests of
+what goes over the wire run through real PyGithub on the HTTP fake.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from collections.abc import Mapping
 
 import pytest
 
+from ivy_matrix.changes import Merged
 from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.github_api import GitHubClient
-from ivy_matrix.merge import Batch, Merged, apply_batch
+from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import RenderedFile, Style, render_files
 from ivy_matrix.statefile import dump_state, load_state
@@ -19,6 +24,7 @@ from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import BranchStore, git_blob_sha
 from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub
+from tests.memory_github import MemoryGitHub
 
 REPO = "acme/widgets"
 BRANCH = "ivy-matrix"
@@ -33,9 +39,12 @@ ROWS = 40
 OUTCOMES = (Outcome.SUCCESS, Outcome.FAILURE, Outcome.SKIPPED)
 
 
-def client(fake: FakeGitHub, **options) -> GitHubClient:
+def client(github: FakeGitHub | MemoryGitHub, **options) -> GitHubClient:
+    """Our client on the HTTP fake, or the in-memory model itself."""
+    if isinstance(github, MemoryGitHub):
+        return github.as_client()
     options.setdefault("retries", 10)
-    return fake_client(fake, **options)
+    return fake_client(github, **options)
 
 
 def store(gh: GitHubClient, seed: int = 0) -> BranchStore:
@@ -95,7 +104,7 @@ def leg_change(leg: int, *, rows: int = ROWS, calls: list[int] | None = None):
     return change
 
 
-def branch_states(fake: FakeGitHub) -> dict[DashboardId, DashboardState]:
+def branch_states(fake: FakeGitHub | MemoryGitHub) -> dict[DashboardId, DashboardState]:
     files = fake.files(BRANCH)
     states = [
         load_state(data.decode(), where=path)
@@ -105,7 +114,7 @@ def branch_states(fake: FakeGitHub) -> dict[DashboardId, DashboardState]:
     return {state.id: state for state in states}
 
 
-def history(fake: FakeGitHub) -> list[str]:
+def history(fake: FakeGitHub | MemoryGitHub) -> list[str]:
     """Commits from the branch tip back to its root commit (the branch starts with no parent)."""
     sha = fake.ref_sha(f"heads/{BRANCH}")
     chain = []
@@ -117,7 +126,7 @@ def history(fake: FakeGitHub) -> list[str]:
     return chain
 
 
-def assert_every_cell_landed(fake: FakeGitHub, legs: int, rows: int = ROWS) -> None:
+def assert_every_cell_landed(fake: FakeGitHub | MemoryGitHub, legs: int, rows: int = ROWS) -> None:
     """Every (dashboard, row, backend) cell is in the branch's state and in its markdown."""
     states = branch_states(fake)
     assert set(states) == set(DASHBOARDS)
@@ -233,15 +242,15 @@ def test_blob_sha_is_gits():
     assert git_blob_sha("hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
-def test_load_of_a_missing_branch_is_empty_and_a_foreign_state_file_is_refused(fake):
+def test_load_of_a_missing_branch_is_empty_and_a_foreign_state_file_is_refused(memory):
     """No branch means no state; a state file in the wrong place is a clear StoreError."""
-    with client(fake) as gh:
+    with client(memory) as gh:
         branch = store(gh)
         assert branch.load() == {}
         commit(branch, leg_change(0, rows=1), "first")
         state = branch.load()[DASHBOARDS[0]]
         misplaced = dump_state(state)
-        tip = fake.ref_sha(f"heads/{BRANCH}")
+        tip = memory.ref_sha(f"heads/{BRANCH}")
         assert tip is not None
         tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, {f"{STATE_DIR}/x.json": misplaced})
         assert gh.update_branch(REPO, BRANCH, gh.create_commit(REPO, "x", tree, [tip]))
@@ -249,9 +258,9 @@ def test_load_of_a_missing_branch_is_empty_and_a_foreign_state_file_is_refused(f
             branch.load()
 
 
-def test_rendered_paths_must_stay_outside_the_state_folder(fake):
+def test_rendered_paths_must_stay_outside_the_state_folder(memory):
     """A rendered file that would overwrite state or escape the branch root is refused."""
-    with client(fake) as gh:
+    with client(memory) as gh:
         branch = store(gh)
         for path in (f"{STATE_DIR}/core/gradients.json", "../x.md", "/abs.md", "a//b.md"):
 
@@ -260,7 +269,7 @@ def test_rendered_paths_must_stay_outside_the_state_folder(fake):
 
             with pytest.raises(ValueError, match=r"plain relative path|state folder"):
                 commit(branch, change, "bad")
-    assert fake.writes() == []
+    assert memory.writes() == []
 
 
 def test_read_only_token_error_reaches_the_caller(fake):
@@ -270,20 +279,21 @@ def test_read_only_token_error_reaches_the_caller(fake):
         commit(store(gh), leg_change(0, rows=1), "ro")
 
 
-def test_gives_up_after_max_attempts_with_a_clear_error(fake):
+def test_gives_up_after_max_attempts_with_a_clear_error(memory):
     """When the tip moves before every PATCH, the update stops after max_attempts."""
-    with client(fake) as gh:
+    with client(memory) as gh:
         commit(store(gh), leg_change(0, rows=1), "seed")
-        fake.inject(
-            method="PATCH",
-            path=r"/git/refs/",
-            status=422,
-            message="Update is not a fast forward",
+        moves = iter(range(3))
+        memory.inject(
+            "update_branch",
+            status=None,
+            before=lambda: memory.push(BRANCH, {"other.md": f"{next(moves)}"}),
             times=3,
         )
         branch = BranchStore(gh, REPO, BRANCH, sleep=lambda _s: None, max_attempts=3)
         with pytest.raises(StoreError, match="moved it 3 times"):
             commit(branch, leg_change(1, rows=1), "never")
+    assert memory.read_file("other.md", BRANCH) == "2"
 
 
 # --------------------------------------------------------------------------- races
@@ -324,15 +334,15 @@ def test_commit_post_that_landed_before_a_502_gives_one_commit(fake):
     assert history(fake) == [result.commit_sha]
 
 
-@pytest.mark.parametrize("fail_rate", [0.0, 0.2])
-def test_sixteen_concurrent_legs_never_lose_a_cell(fake, fail_rate):
+@pytest.mark.parametrize("faults", [False, True])
+def test_sixteen_concurrent_legs_never_lose_a_cell(memory, faults):
     """16 legs merge their own column into 3 dashboards at once; every cell lands, one commit each."""
     legs = 16
-    fake.configure(latency=(0.005, 0.03), fail_rate=fail_rate, rate_limit=1_000_000, seed=7)
-    if fail_rate:
-        # Writes that land and are then answered 502: retried safely, never duplicated.
-        fake.inject(method="PATCH", path=r"/git/refs/", status=502, after_write=True, times=3)
-        fake.inject(method="POST", path=r"/git/commits$", status=502, after_write=True, times=3)
+    memory.latency = (0.0, 0.002)  # every call pauses, so the legs really interleave
+    if faults:
+        # Writes that land and are then answered 502: the client's retry repeats them.
+        memory.inject("update_branch", after_write=True, retried=True, times=3)
+        memory.inject("create_commit", after_write=True, retried=True, times=3)
     barrier = threading.Barrier(legs)
     outcomes: dict[int, Saved] = {}
     errors: list[BaseException] = []
@@ -340,7 +350,7 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(fake, fail_rate):
 
     def run_leg(leg: int) -> None:
         try:
-            with client(fake) as gh:
+            with client(memory) as gh:
                 branch = store(gh, leg)
                 barrier.wait(timeout=10)
                 outcomes[leg] = commit(branch, leg_change(leg, calls=calls), f"leg {leg}")
@@ -355,21 +365,21 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(fake, fail_rate):
         thread.join(timeout=60)
     assert errors == []
     assert sorted(outcomes) == list(range(legs))
-    fake.configure(fail_rate=0.0, latency=(0.0, 0.0))
-    assert_every_cell_landed(fake, legs=legs)
+    memory.latency = (0.0, 0.0)
+    assert_every_cell_landed(memory, legs=legs)
     # Each leg's column landed in exactly one commit: no lost and no duplicated update.
-    chain = history(fake)
+    chain = history(memory)
     assert len(chain) == legs
     assert {o.commit_sha for o in outcomes.values()} - {None} <= set(chain)
     assert len(calls) == sum(o.attempts for o in outcomes.values())
     assert time.monotonic() - started < 60
 
 
-def test_revision_rises_by_one_per_commit_across_legs(fake):
+def test_revision_rises_by_one_per_commit_across_legs(memory):
     """Each commit raises the branch revision by exactly one, whichever leg makes it."""
-    with client(fake) as gh:
+    with client(memory) as gh:
         first = commit(store(gh), leg_change(0), "a")
         second = commit(store(gh), leg_change(1), "b")
         unchanged = commit(store(gh), leg_change(1), "c")
     assert (first.revision, second.revision, unchanged.revision) == (1, 2, 2)
-    assert fake.read_file(f"{STATE_DIR}/REVISION", BRANCH) == "2\n"
+    assert memory.read_file(f"{STATE_DIR}/REVISION", BRANCH) == "2\n"

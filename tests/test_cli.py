@@ -205,7 +205,14 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
     out = capsys.readouterr().out
     assert code == 0
     summary = read_json(workdir / "summary.json")
-    assert sorted(summary) == ["dashboards", "files", "index_url", "totals", "version"]
+    assert sorted(summary) == [
+        "dashboards",
+        "files",
+        "index_url",
+        "removed_dashboards",
+        "totals",
+        "version",
+    ]
     assert summary["index_url"] is None  # nothing published on GitHub
     assert summary["version"] == 1
     files = {f["path"]: f for f in summary["files"]}
@@ -254,6 +261,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
             "new_rows": 8,
             "new_backends": 1,
             "retired_rows": [],
+            "retired_backends": [],
         },
         "nn/layers": {
             "file": "nn/layers.md",
@@ -264,6 +272,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
             "new_rows": 4,
             "new_backends": 1,
             "retired_rows": [],
+            "retired_backends": [],
         },
     }
 

@@ -26,13 +26,6 @@ def client(url: str, sleeps: Sleeps | None = None, **options) -> GitHubClient:
     return make_client(token="t", api_url=url, throttle=False, timeout=5, **options)
 
 
-def read_main(gh: GitHubClient) -> str:
-    """The tip of main, read through the client."""
-    tip = gh.get_branch_head(REPO, "main")
-    assert tip is not None
-    return tip
-
-
 def main_tip(fake: FakeGitHub) -> str:
     sha = fake.ref_sha("heads/main")
     assert sha is not None
@@ -89,7 +82,7 @@ def test_missing_run_names_the_actions_read_permission(fake):
 def test_git_data_round_trip_tree_blob_commit_and_fast_forward(fake):
     """Read the tip and tree, write a tree and commit on it, and fast-forward the branch."""
     with client(fake.base_url) as gh:
-        tip = read_main(gh)
+        tip = main_tip(fake)
         tree = gh.get_tree(REPO, tip)
         assert tree.files == {"README.md": git_blob_sha(b"# acme/widgets\n")}
         assert gh.get_blob_text(REPO, tree.files["README.md"]) == "# acme/widgets\n"
@@ -105,7 +98,7 @@ def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake
     """A missing branch is None; creating it works once, then reports False (already exists)."""
     with client(fake.base_url) as gh:
         assert gh.get_branch_head(REPO, "ivy-matrix") is None
-        tip = read_main(gh)
+        tip = main_tip(fake)
         assert gh.create_branch(REPO, "ivy-matrix", tip) is True
         assert gh.create_branch(REPO, "ivy-matrix", tip) is False
         assert gh.get_branch_head(REPO, "ivy-matrix") == tip
@@ -143,7 +136,7 @@ def test_server_errors_on_get_are_retried_with_growing_jittered_backoff(fake):
     fake.inject(method="GET", path=r"/git/ref/", status=502, times=2)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps) as gh:
-        assert read_main(gh) == main_tip(fake)
+        assert gh.get_branch_head(REPO, "main") == main_tip(fake)
     assert len(sleeps) == 2
     assert 0.5 <= sleeps[0] <= 1.5
     assert 1.0 <= sleeps[1] <= 3.0
@@ -188,7 +181,7 @@ def test_rate_limit_with_retry_after_waits_that_long(fake, status):
     fake.inject(method="GET", path=r"/git/ref/", status=status, retry_after=7)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps) as gh:
-        assert read_main(gh) == main_tip(fake)
+        assert gh.get_branch_head(REPO, "main") == main_tip(fake)
     assert sleeps == [7.0]
 
 
@@ -210,7 +203,7 @@ def test_secondary_limit_longer_than_max_wait_fails_at_once(fake):
     fake.inject(method="GET", status=429)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps, max_wait=30) as gh, pytest.raises(RateLimitError) as caught:
-        read_main(gh)
+        gh.get_branch_head(REPO, "main")
     assert sleeps == []
     assert caught.value.status == 429
     message = str(caught.value)
@@ -230,8 +223,8 @@ def test_exhausted_primary_limit_waits_until_reset(fake):
 
     sleeps = Sleeps()
     with client(fake.base_url, clock=lambda: now, sleep=sleep) as gh:
-        read_main(gh)  # the last request of the budget
-        assert read_main(gh) == main_tip(fake)
+        # The first read spends the budget of 1; the second waits for the reset.
+        assert [gh.get_branch_head(REPO, "main") for _ in range(2)] == [main_tip(fake)] * 2
     assert sleeps == [21.0]
 
 
@@ -240,7 +233,7 @@ def test_exhausted_primary_limit_beyond_max_wait_is_a_clear_error(fake):
     fake.configure(rate_limit=0)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps, max_wait=300) as gh, pytest.raises(RateLimitError) as caught:
-        read_main(gh)
+        gh.get_branch_head(REPO, "main")
     assert sleeps == []
     assert caught.value.status == 403
     message = str(caught.value)
@@ -255,7 +248,7 @@ def test_repeated_rate_limits_stop_within_max_wait(fake):
     sleeps = Sleeps()
     gh = client(fake.base_url, sleeps, retries=10, max_wait=100)
     with gh, pytest.raises(RateLimitError, match="asks to wait 40 s"):
-        read_main(gh)
+        gh.get_branch_head(REPO, "main")
     assert sleeps == [40.0, 40.0]
     assert sum(sleeps) <= 100
 
@@ -278,7 +271,7 @@ def test_retries_zero_fails_on_the_first_transient_error(fake):
         client(fake.base_url, retries=0) as gh,
         pytest.raises(GitHubAPIError, match="server error"),
     ):
-        read_main(gh)
+        gh.get_branch_head(REPO, "main")
     assert len(fake.requests) == 1
 
 
@@ -290,7 +283,7 @@ def test_network_errors_are_retried_then_reported():
     sleeps = Sleeps()
     gh = client(f"http://127.0.0.1:{port}", sleeps, retries=1)
     with gh, pytest.raises(GitHubAPIError, match="network error"):
-        read_main(gh)
+        gh.get_branch_head(REPO, "main")
     assert len(sleeps) == 1
 
 
@@ -302,7 +295,8 @@ def test_read_only_token_is_detected_as_its_own_error(fake):
     fake.configure(read_only=True)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps) as gh:
-        tip = read_main(gh)  # reads still work
+        tip = gh.get_branch_head(REPO, "main")  # reads still work
+        assert tip is not None
         with pytest.raises(ReadOnlyTokenError) as caught:
             gh.create_branch(REPO, "ivy-matrix", tip)
     assert isinstance(caught.value, GitHubAPIError)
@@ -328,7 +322,7 @@ def test_other_403_names_the_permission_to_grant(fake):
 def test_missing_repository_404_names_the_permission(fake):
     """A 404 on a repository read says it may not exist or be invisible, and names contents: read."""
     with client(fake.base_url) as gh, pytest.raises(GitHubAPIError) as caught:
-        gh.get_tree("acme/nope", "main")
+        gh.get_tree("acme/nope", "0" * 40)
     assert caught.value.status == 404
     assert "permissions: contents: read" in str(caught.value)
 
@@ -350,7 +344,6 @@ def test_ghes_api_prefix_is_kept_for_every_request_and_page(fake):
     fake.add_run(REPO, 5, 1, [{"name": "leg", "matrix": [i]} for i in range(150)])
     with client(fake.ghes_url + "/") as gh:
         assert len(gh.list_run_jobs(REPO, 5, 1)) == 150
-        tip = read_main(gh)
-        assert gh.create_branch(REPO, "ivy-matrix", tip) is True
+        assert gh.create_branch(REPO, "ivy-matrix", main_tip(fake)) is True
     assert {r.prefix for r in fake.requests} == {"/api/v3"}
     assert all(r.authorization == "token t" for r in fake.requests)

@@ -1,4 +1,8 @@
-"""Tests for targets/issues.py: dashboard issues, the index and the issue-body store on FakeGitHub."""
+"""Tests for issue_target.py: dashboard issues, the index and the issue-body store.
+
+What goes over the wire runs through real PyGithub on FakeGitHub; the races and the store's
+round trips run on the in-memory model (tests/memory_github.py).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ivy_matrix.changes import Merged
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.issue_bodies import (
@@ -23,7 +28,7 @@ from ivy_matrix.issue_bodies import (
     parse_revision,
     utf16_len,
 )
-from ivy_matrix.merge import Batch, Merged, apply_batch
+from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style
 from ivy_matrix.stores.issues import IssueStore
@@ -31,6 +36,7 @@ from ivy_matrix.targets.issue_results import IssueAction, IssuesReport
 from ivy_matrix.targets.issues import publish_issues
 from tests.conftest import fake_client, quick_sleep
 from tests.fake_github import FakeGitHub, RequestRecord
+from tests.memory_github import MemoryGitHub
 
 REPO = "acme/widgets"
 LABEL = "ivy-matrix"
@@ -38,9 +44,12 @@ GRADIENTS = DashboardId(title="gradients", category="core")
 RANDOM = DashboardId(title="random", category="core")
 
 
-def client(fake: FakeGitHub, **options) -> GitHubClient:
+def client(github: FakeGitHub | MemoryGitHub, **options) -> GitHubClient:
+    """Our client on the HTTP fake, or the in-memory model itself."""
+    if isinstance(github, MemoryGitHub):
+        return github.as_client()
     options.setdefault("retries", 3)
-    return fake_client(fake, **options)
+    return fake_client(github, **options)
 
 
 class Lines:
@@ -86,14 +95,18 @@ def make_state(
     return state
 
 
-def publish(fake: FakeGitHub, states, *, touched=None, revision=None, **options) -> IssuesReport:
+def publish(
+    fake: FakeGitHub | MemoryGitHub, states, *, touched=None, revision=None, **options
+) -> IssuesReport:
     with client(fake) as gh:
         keys = [s.key for s in states] if touched is None else touched
         options.setdefault("sleep", quick_sleep)
         return publish_issues(gh, REPO, states, touched=keys, revision=revision, **options)
 
 
-def ours(fake: FakeGitHub, key: str, *, state: str | None = "open") -> list[dict[str, Any]]:
+def ours(
+    fake: FakeGitHub | MemoryGitHub, key: str, *, state: str | None = "open"
+) -> list[dict[str, Any]]:
     """The fake's issues whose body carries the marker of ``key``."""
     with fake.lock:
         return [
@@ -107,7 +120,7 @@ def bodies_sent(records: list[RequestRecord]) -> list[str]:
     return [r.body["body"] for r in records if isinstance(r.body, dict) and "body" in r.body]
 
 
-def comment_bodies(fake: FakeGitHub, number: int) -> list[str]:
+def comment_bodies(fake: FakeGitHub | MemoryGitHub, number: int) -> list[str]:
     with fake.lock:
         return [c["body"] for c in fake.comments[number]]
 
@@ -229,10 +242,11 @@ def test_continuation_comments_are_updated_in_place_and_extras_removed(fake):
 # --------------------------------------------------------------------------- races and retries
 
 
-def test_two_concurrent_creators_end_with_one_open_issue_per_dashboard(fake):
+def test_two_concurrent_creators_end_with_one_open_issue_per_dashboard(memory):
     """Two jobs that both find no issue both create one; one per dashboard stays open."""
-    # Hold every create until both jobs have listed, so both see no issue.
-    fake.inject(method="POST", path=r"/issues$", status=None, delay=0.3, times=6)
+    # Hold each job's first create until both jobs have listed, so both see no issue.
+    both_listed = threading.Barrier(2)
+    memory.inject("create_issue", status=None, before=lambda: both_listed.wait(10), times=2)
     barrier = threading.Barrier(2)
     reports: list[IssuesReport] = []
 
@@ -242,7 +256,7 @@ def test_two_concurrent_creators_end_with_one_open_issue_per_dashboard(fake):
             make_state(RANDOM, 2, (backend,), run=run),
         ]
         barrier.wait()
-        reports.append(publish(fake, states, index=False))
+        reports.append(publish(memory, states, index=False))
 
     threads = [threading.Thread(target=job, args=args) for args in (("torch", 1), ("jax", 2))]
     for thread in threads:
@@ -251,12 +265,12 @@ def test_two_concurrent_creators_end_with_one_open_issue_per_dashboard(fake):
         thread.join()
     assert len(reports) == 2
     for key in ("core/gradients", "core/random"):
-        assert len(ours(fake, key, state=None)) == 2  # both jobs really created one
-        [kept] = ours(fake, key)
-        [closed] = ours(fake, key, state="closed")
+        assert len(ours(memory, key, state=None)) == 2  # both jobs really created one
+        [kept] = ours(memory, key)
+        [closed] = ours(memory, key, state="closed")
         assert kept["number"] < closed["number"]
         assert LABEL not in closed["labels"]
-        assert f"Duplicate of #{kept['number']}" in comment_bodies(fake, closed["number"])[0]
+        assert f"Duplicate of #{kept['number']}" in comment_bodies(memory, closed["number"])[0]
         assert {r.result(key).number for r in reports} == {kept["number"]}
 
 
@@ -389,35 +403,36 @@ def leg_change(backend: str, job: int, dashboards=(GRADIENTS, RANDOM), rows: int
 
 
 def store(gh: GitHubClient, seed: int = 0, **options) -> IssueStore:
-    options.setdefault("min_delay", 0.02)
-    options.setdefault("max_delay", 0.1)
+    options.setdefault("min_delay", 0.002)
+    options.setdefault("max_delay", 0.01)
     return IssueStore(gh, REPO, sleep=time.sleep, rng=random.Random(seed), **options)
 
 
-def test_issue_store_round_trips_state_and_an_unchanged_update_writes_nothing(fake):
+def test_issue_store_round_trips_state_and_an_unchanged_update_writes_nothing(memory):
     """The store writes state into the issues, loads it back, and a repeat only reads."""
-    with client(fake) as gh:
+    with client(memory) as gh:
         outcome = store(gh).update(leg_change("torch", 1))
         assert outcome.converged
         loaded = store(gh).load()
         assert set(loaded) == {GRADIENTS, RANDOM}
         assert loaded[GRADIENTS].backend_names == ("torch",)
-        writes = len(fake.writes())
+        writes = len(memory.writes())
         again = store(gh).update(leg_change("torch", 1))
     assert again.converged
-    assert len(fake.writes()) == writes
-    [issue] = ours(fake, "core/gradients")
+    assert len(memory.writes()) == writes
+    [issue] = ours(memory, "core/gradients")
     assert extract_state(issue["body"]) == loaded[GRADIENTS]
 
 
-def test_issue_store_with_four_concurrent_writers_keeps_every_cell(fake):
+def test_issue_store_with_four_concurrent_writers_keeps_every_cell(memory):
     """Four legs writing at once converge: one issue per dashboard holding all four columns."""
     backends = ("torch", "jax", "numpy", "tensorflow")
+    memory.latency = (0.0, 0.002)  # every call pauses, so the writers really interleave
     barrier = threading.Barrier(len(backends))
     outcomes = []
 
     def leg(index: int) -> None:
-        with client(fake, retries=5) as gh:
+        with client(memory, retries=5) as gh:
             barrier.wait()
             change = leg_change(backends[index], index + 1)
             outcomes.append(store(gh, seed=index).update(change))
@@ -430,7 +445,7 @@ def test_issue_store_with_four_concurrent_writers_keeps_every_cell(fake):
     assert len(outcomes) == len(backends)
     assert all(o.attempts <= 6 for o in outcomes)
     for key in ("core/gradients", "core/random"):
-        [issue] = ours(fake, key)
+        [issue] = ours(memory, key)
         state = extract_state(issue["body"])
         assert state is not None
         assert sorted(state.backend_names) == sorted(backends)
@@ -462,10 +477,10 @@ def test_an_applied_edit_needs_no_read_back(fake):
     assert len(fake.requests_to("GET", rf"/issues/{number}$")) <= before + 1
 
 
-def test_the_newest_writer_restores_its_revision_after_a_slower_job_overwrote_it(fake):
+def test_the_newest_writer_restores_its_revision_after_a_slower_job_overwrote_it(memory):
     """A slower job that writes revision 3 after revision 5 was written is corrected at once."""
     number = (
-        publish(fake, [make_state(GRADIENTS, 4, run=104)], revision=4)
+        publish(memory, [make_state(GRADIENTS, 4, run=104)], revision=4)
         .result("core/gradients")
         .number
     )
@@ -473,17 +488,17 @@ def test_the_newest_writer_restores_its_revision_after_a_slower_job_overwrote_it
 
     def overwrite_with_an_older_revision(_seconds: float) -> None:
         # What a slower job does between our write and our check: it writes revision 3.
-        with fake.lock:
-            body = fake.issues[number]["body"]
-            fake.issues[number]["body"] = body.replace("revision=5", "revision=3")
+        with memory.lock:
+            body = memory.issues[number]["body"]
+            memory.issues[number]["body"] = body.replace("revision=5", "revision=3")
 
     lines = Lines()
     publish(
-        fake,
+        memory,
         [make_state(GRADIENTS, 5, run=105)],
         revision=5,
         log=lines,
         sleep=overwrite_with_an_older_revision,
     )
-    assert "<!-- ivy-matrix:revision=5 -->" in fake.issues[number]["body"]
+    assert "<!-- ivy-matrix:revision=5 -->" in memory.issues[number]["body"]
     assert any("an older revision replaced ours; writing again" in line for line in lines.infos)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ivy_matrix.merge import Batch, apply_batch, merge_cell, retire_rows
+from ivy_matrix.changes import Merged, merge_batches
+from ivy_matrix.config import Settings
+from ivy_matrix.merge import Batch, apply_batch, merge_cell
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.retirement import Removal, retire, retirement_horizon, store_runs
 
 DASH = DashboardId(title="gradients", category="core")
 
@@ -113,12 +117,13 @@ def test_retire_drops_rows_not_reported_in_the_last_runs():
         ]
     )
     assert state is not None
-    unchanged, none = retire_rows(state, 3)
-    assert (unchanged, none) == (state, ())
-    retired_state, retired = retire_rows(state, 2)
-    assert retired == ("old",)
-    assert [r.name for r in retired_state.rows] == ["kept"]
-    assert retire_rows(state, 0) == (state, ())
+    assert retire(state, retirement_horizon(state.runs, 3)) == Removal(state=state)
+    removal = retire(state, retirement_horizon(state.runs, 2))
+    assert removal.rows == ("old",)
+    assert removal.state is not None
+    assert [r.name for r in removal.state.rows] == ["kept"]
+    assert retirement_horizon(state.runs, 0) is None
+    assert retire(state, None) == Removal(state=state)
 
 
 OUTCOMES = st.sampled_from(list(Outcome))
@@ -182,3 +187,163 @@ def test_every_order_of_three_runs_agrees():
     assert all(s == states[0] for s in states)
     assert states[0] is not None
     assert isinstance(states[0].rows[0].cells["torch"], Cell)
+
+
+# --- retirement across the store ----------------------------------------------------------
+
+OTHER = DashboardId(title="layers", category="nn")
+IDLE = DashboardId(title="pytest")
+
+
+def update(
+    states: Mapping[DashboardId, DashboardState], batches: list[Batch], after_runs: int
+) -> Merged:
+    """One ``update``'s merge of ``batches`` into the store, with a retirement setting."""
+    return merge_batches(states, batches, history=Settings().history, retire_after_runs=after_runs)
+
+
+def leg(cells: dict[str, dict[str, Entry]], dashboard: DashboardId = DASH) -> Batch:
+    """One leg's batch for ``dashboard``."""
+    return Batch(dashboard=dashboard, cells=cells)
+
+
+def test_a_column_no_recent_run_reported_retires_with_its_cells():
+    """A backend dropped from the matrix loses its column; rows still reported stay."""
+    state = apply_all(
+        [
+            batch({"t": {"torch": entry(1), "jax": entry(1)}, "u": {"jax": entry(1)}}),
+            batch({"t": {"torch": entry(2)}}),
+            batch({"t": {"torch": entry(3)}}),
+        ]
+    )
+    assert state is not None
+    removal = retire(state, retirement_horizon(state.runs, 2))
+    assert removal.backends == ("jax",)
+    assert removal.rows == ("u",)
+    assert removal.state is not None
+    assert removal.state.backend_names == ("torch",)
+    assert [(r.name, sorted(r.cells)) for r in removal.state.rows] == [("t", ["torch"])]
+
+
+def test_a_dashboard_whose_rows_all_retire_is_removed():
+    """When no row is left, the removal says the dashboard itself goes."""
+    state = apply_all([batch({"a": {"torch": entry(1)}, "b": {"jax": entry(1)}})])
+    assert state is not None
+    removal = retire(state, 2)
+    assert removal == Removal(state=None, rows=("a", "b"), backends=("torch", "jax"))
+
+
+def test_a_dashboard_that_gets_no_results_ages_with_the_store_and_goes():
+    """An idle dashboard's rows retire after N runs of the store, and the dashboard is removed."""
+    states: dict[DashboardId, DashboardState] = {}
+    first = update(states, [leg({"collect": {"torch": entry(1, Outcome.FAILURE)}}, IDLE)], 2)
+    states = dict(first.states)
+    for run in (2, 3):
+        outcome = update(states, [leg({"t": {"torch": entry(run)}})], 2)
+        states = dict(outcome.states)
+        if run == 2:
+            assert IDLE in states
+            assert outcome.removed == ()
+    assert IDLE not in states
+    assert [s.id for s in outcome.removed] == [IDLE]
+    assert list(outcome.reports[IDLE.key].retired_rows) == ["collect"]
+    assert outcome.reports[IDLE.key].removed is True
+    assert IDLE.key not in outcome.changed
+
+
+def test_legs_and_attempts_of_one_run_age_the_store_once():
+    """Any number of legs and attempts of one run count as one run of the store."""
+    states = update({}, [leg({"collect": {"torch": entry(1)}}, IDLE)], 2).states
+    for job, attempt in [(1, 1), (2, 1), (3, 1), (1, 2)]:
+        cells = {"t": {f"b{job}": entry(2, attempt=attempt, job=job)}}
+        states = update(states, [leg(cells)], 2).states
+    assert IDLE in states  # runs 2 and 1 are the last two: nothing retired yet
+    states = update(states, [leg({"t": {"torch": entry(3)}})], 2).states
+    assert IDLE not in states
+
+
+def test_retire_after_zero_runs_never_retires_an_idle_dashboard():
+    """--retire-after-runs 0 keeps every row of every dashboard forever."""
+    states = update({}, [leg({"collect": {"torch": entry(1)}}, IDLE)], 0).states
+    for run in range(2, 30):
+        states = update(states, [leg({"t": {"torch": entry(run)}})], 0).states
+    assert IDLE in states
+    assert [r.name for r in states[IDLE].rows] == ["collect"]
+
+
+DASHBOARDS = st.sampled_from([DASH, OTHER, IDLE])
+
+
+@st.composite
+def store_and_updates(
+    draw: st.DrawFn,
+) -> tuple[dict[DashboardId, DashboardState], list[list[Batch]]]:
+    """A store, and updates to it: each one run (possibly a leg of a run seen before)."""
+    start: dict[DashboardId, DashboardState] = {}
+    for dashboard in draw(st.lists(DASHBOARDS, unique=True)):
+        cells: dict[str, dict[str, Entry]] = {}
+        for row, backend, run in draw(
+            st.lists(st.tuples(ROWS, BACKENDS, st.integers(1, 5)), min_size=1, max_size=6)
+        ):
+            cells.setdefault(row, {})[backend] = entry(run, job=9)
+        start[dashboard] = apply_batch(None, leg(cells, dashboard)).state
+    updates = []
+    for run, job in draw(
+        st.lists(st.tuples(st.integers(3, 9), st.integers(1, 3)), max_size=5, unique=True)
+    ):
+        legs = []
+        for dashboard in draw(st.lists(st.sampled_from([DASH, OTHER]), min_size=1, unique=True)):
+            cells = {}
+            for row, backend in draw(st.lists(st.tuples(ROWS, BACKENDS), min_size=1, max_size=4)):
+                cells.setdefault(row, {})[backend] = entry(run, job=job)
+            legs.append(leg(cells, dashboard))
+        updates.append(legs)
+    return start, updates
+
+
+def run_updates(
+    start: dict[DashboardId, DashboardState], updates: list[list[Batch]], after_runs: int
+) -> dict[DashboardId, DashboardState]:
+    states = dict(start)
+    for batches in updates:
+        states = dict(update(states, batches, after_runs).states)
+    return states
+
+
+@settings(max_examples=150, deadline=None)
+@given(store_and_updates(), st.integers(0, 4))
+def test_an_update_applied_again_changes_nothing_even_with_retirement(case, after_runs):
+    """Idempotence: an update applied to the store it produced changes, removes nothing."""
+    start, updates = case
+    states = run_updates(start, updates, after_runs)
+    for batches in updates:
+        again = update(states, batches, after_runs)
+        assert again.states == states
+        assert list(again.changed) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(store_and_updates(), st.integers(1, 4), st.randoms(use_true_random=False))
+def test_dashboards_no_update_reaches_age_the_same_in_any_order(case, after_runs, rnd):
+    """Order independence: an idle dashboard ends as the store's final runs retire it."""
+    start, updates = case
+    shuffled = list(updates)
+    rnd.shuffle(shuffled)
+    ends = [run_updates(start, order, after_runs) for order in (updates, shuffled)]
+    # The window (the newest runs) is the same; older runs may or may not be remembered.
+    windows = [store_runs(end.values())[:after_runs] for end in ends]
+    assert windows[0] == windows[1]
+    if IDLE in start and updates:  # the store ages when an update runs
+        horizon = retirement_horizon(store_runs(ends[0].values()), after_runs)
+        expected = retire(start[IDLE], horizon).state
+        assert [end.get(IDLE) for end in ends] == [expected, expected]
+
+
+@settings(max_examples=150, deadline=None)
+@given(store_and_updates(), st.randoms(use_true_random=False))
+def test_without_retirement_the_store_is_the_same_in_any_order(case, rnd):
+    """With retire-after-runs 0, every order of updates gives one store."""
+    start, updates = case
+    shuffled = list(updates)
+    rnd.shuffle(shuffled)
+    assert run_updates(start, updates, 0) == run_updates(start, shuffled, 0)

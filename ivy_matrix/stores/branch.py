@@ -13,7 +13,8 @@ One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM
    holds only the dashboards; when another leg created it first, GitHub answers "Reference
    already exists" and we merge into what it wrote);
 2. list T's tree once and read every state file (one blob each, cached by sha across tries);
-3. call ``change(states)``: it returns the states to save and the rendered files;
+3. call ``change(states)`` (a :class:`~ivy_matrix.changes.Merged`: the states to save and
+   the dashboards to delete), and render the pages of the changed dashboards and the index;
 4. compare each file's git blob sha with T's: when nothing differs, stop (no write at all);
 5. otherwise one tree (base T's tree), one commit (parent T), and move the branch with
    ``force=false``. If another writer moved it first, GitHub refuses (not a fast forward),
@@ -35,12 +36,12 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 from urllib.parse import quote
 
+from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
-from ivy_matrix.merge import Merged
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file, relative_path
 from ivy_matrix.progress import Progress, Quiet
-from ivy_matrix.render import RenderedFile
+from ivy_matrix.render import RenderedFile, removed_files
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores import AfterSave, Change, Saved
 
@@ -201,11 +202,14 @@ class BranchStore:
     def _changes(
         self,
         snapshot: _Snapshot,
-        states: Mapping[DashboardId, DashboardState],
+        states: Mapping[DashboardId, DashboardState | None],
         files: Sequence[RenderedFile],
-    ) -> dict[str, str]:
-        wanted: dict[str, str] = {}
+    ) -> dict[str, str | None]:
+        wanted: dict[str, str | None] = {}
         for dashboard, state in states.items():
+            if state is None:
+                wanted[self.state_path(dashboard)] = None
+                continue
             if state.id != dashboard:
                 raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
             wanted[self.state_path(dashboard)] = dump_state(state)
@@ -216,7 +220,9 @@ class BranchStore:
             wanted[path] = file.text
         current = snapshot.tree.files
         return {
-            path: text for path, text in wanted.items() if current.get(path) != git_blob_sha(text)
+            path: text
+            for path, text in wanted.items()
+            if (path in current if text is None else current.get(path) != git_blob_sha(text))
         }
 
     def _delay(self, attempt: int) -> float:
@@ -249,7 +255,9 @@ class BranchStore:
         snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
         merged = change(dict(snapshot.states))
         files = self.render(merged.ordered(), merged.changed) if self.render else []
-        writes = self._changes(snapshot, merged.to_save(), files)
+        states: dict[DashboardId, DashboardState | None] = dict(merged.to_save())
+        states.update((gone.id, None) for gone in merged.removed)
+        writes = self._changes(snapshot, states, [*files, *removed_files(merged.removed)])
         revision = snapshot.revision
         if not writes:
             return Saved(merged=merged, attempts=attempt, revision=revision)
@@ -271,7 +279,7 @@ class BranchStore:
         if not landed:
             return None
         for path, text in writes.items():
-            if self._is_state_file(path) or path == self.revision_path:
+            if text is not None and (self._is_state_file(path) or path == self.revision_path):
                 self._blobs[git_blob_sha(text)] = text
         return Saved(
             merged=merged,

@@ -18,9 +18,10 @@ import random
 import time
 from collections.abc import Callable, Collection, Sequence
 
+from ivy_matrix.changes import Merged
 from ivy_matrix.github_types import Issue, IssueAPI
 from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, extract_state
-from ivy_matrix.merge import DEFAULT_HISTORY, Merged, union_states
+from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import Style

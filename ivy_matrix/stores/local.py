@@ -175,12 +175,21 @@ class LocalStore:
         with contextlib.nullcontext() if self.dry_run else locked:
             merged = change({state.id: state for state in self.load_all()})
             to_save = merged.to_save()
-            written = tuple(self.path_of(d).as_posix() for d in to_save)
+            written = tuple(
+                self.path_of(d).as_posix() for d in [*to_save, *(s.id for s in merged.removed)]
+            )
             for state in to_save.values():
                 if self.dry_run:
                     self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
                 else:
                     self.save(state)
+            for state in merged.removed:
+                if self.dry_run:
+                    self.log.info(
+                        f"dry run: would remove the state of {state.key} from {self.root}"
+                    )
+                else:
+                    self.delete(state.id)
             # Still under the lock: a slower process must not overwrite newer files.
             output = self.after_save(merged) if self.after_save else ()
         return Saved(merged=merged, written=written, output=output)
@@ -259,6 +268,17 @@ class LocalStore:
                 )
             states.append(state)
         return sorted(states, key=lambda s: s.key)
+
+    def delete(self, dashboard: DashboardId) -> None:
+        """Remove one dashboard's state (nothing to do when it has none)."""
+        path = self.path_of(dashboard)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            raise StoreError(
+                f"cannot remove {path}: {error.strerror or error}; "
+                f"check that the folder is writable or pass another --store"
+            ) from None
 
     def save(self, state: DashboardState) -> None:
         """Write one dashboard's state atomically."""

@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ivy_matrix.atomic import write_atomic
+from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
-from ivy_matrix.merge import Merged
 from ivy_matrix.progress import Progress
-from ivy_matrix.render import RenderedFile, Style, render_files
+from ivy_matrix.render import RenderedFile, Style, removed_files, render_files
 
 
 def write_output(
@@ -29,7 +29,7 @@ def write_output(
     dashboard renders are the user's and are left alone. Returns the paths written (in a dry
     run: the paths a real run would write, writing nothing).
     """
-    files = render_files(merged.ordered(), style=style)
+    files = render_files(merged.ordered(), style=style) + removed_files(merged.removed)
     written = write_files(output_dir, files, dry_run=dry_run)
     if dry_run:
         for path in written:
@@ -40,7 +40,8 @@ def write_output(
 def write_files(
     output_dir: Path, files: Iterable[RenderedFile], *, dry_run: bool = False
 ) -> list[str]:
-    """Write the files whose text differs from what the folder holds; return their paths.
+    """Write the files whose text differs from what the folder holds, and delete those whose
+    dashboard is gone (text ``None``); return their paths.
 
     With ``dry_run``, write nothing and return the same list: what a real run would write.
     """
@@ -48,9 +49,14 @@ def write_files(
     for file in files:
         path = output_dir / file.path
         try:
-            if path.is_file() and path.read_bytes() == file.text.encode("utf-8"):
+            if file.text is None:
+                if not path.is_file():
+                    continue
+                if not dry_run:
+                    path.unlink()
+            elif path.is_file() and path.read_bytes() == file.text.encode("utf-8"):
                 continue
-            if not dry_run:
+            elif not dry_run:
                 write_atomic(path, file.text)
         except OSError as error:
             raise StoreError(

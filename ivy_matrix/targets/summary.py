@@ -12,10 +12,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ivy_matrix.atomic import write_atomic
+from ivy_matrix.changes import DashboardReport, Merged
 from ivy_matrix.collect import Collected
 from ivy_matrix.config import Settings
 from ivy_matrix.errors import InputError
-from ivy_matrix.merge import DashboardReport, Merged
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import backend_counts, render_job_summary
 from ivy_matrix.targets import Published
@@ -42,6 +42,11 @@ def _log_dashboard(log: Log, key: str, report: DashboardReport) -> None:
             " ..." if len(retired) > RETIRED_SHOWN else ""
         )
         parts.append(f"retired {len(retired)} row(s) no recent run reported: {shown}")
+    if report.retired_backends:
+        gone = ", ".join(report.retired_backends)
+        parts.append(f"retired backend(s) no recent run reported: {gone}")
+    if report.removed:
+        parts.append("removed: every row retired, so its state, file and index entry are gone")
     log.info(f"dashboard {key}: " + "; ".join(parts))
 
 
@@ -81,7 +86,7 @@ def write_summary_json(
             "backends": {b: {"passing": p, "total": t} for b, (p, t) in counts.items()},
             "updated": report is not None,
             **({"url": published.urls[state.key]} if state.key in published.urls else {}),
-            **(asdict(report) if report is not None else {}),
+            **(_report_json(report) if report is not None else {}),
         }
     document = {
         "version": 1,
@@ -89,11 +94,26 @@ def write_summary_json(
         "files": [asdict(f) for f in collected.files],
         "totals": asdict(collected.totals()),
         "dashboards": dashboards,
+        "removed_dashboards": {
+            state.key: {
+                "file": dashboard_file(state),
+                **_report_json(merged.reports.get(state.key, DashboardReport())),
+            }
+            for state in merged.removed
+        },
     }
     try:
         write_atomic(path, json.dumps(document, indent=2) + "\n")
     except OSError as error:
         raise InputError(f"cannot write --summary-json {path}: {error.strerror or error}") from None
+
+
+def _report_json(report: DashboardReport) -> dict[str, object]:
+    """A dashboard's report as the summary JSON shows it (``removed`` only when it was)."""
+    document = asdict(report)
+    if not report.removed:
+        del document["removed"]
+    return document
 
 
 def publish_job_summary(

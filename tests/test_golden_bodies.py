@@ -1,0 +1,101 @@
+"""Golden files for what ivy-matrix writes into GitHub: issue bodies, the index, the job summary.
+
+Each test builds a small fixed state and compares the pure composer's output with
+tests/golden/<name>.md (``pytest --update-goldens`` rewrites them; read the diff before
+committing one). The tables themselves have their own goldens in test_render.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ivy_matrix.issue_bodies import compose_index, compose_issue, extract_state
+from ivy_matrix.merge import Batch, apply_batch
+from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source, Totals
+from ivy_matrix.render import render_job_summary
+
+RUN = 4519909128
+ISSUES = "https://github.com/unifyai/ivy/issues"
+BACKENDS = ("torch", "jax", "numpy")
+CYCLE = (Outcome.SUCCESS, Outcome.SUCCESS, Outcome.FAILURE, Outcome.SKIPPED, Outcome.FLAKY)
+
+
+def source(job: int) -> Source:
+    return Source(
+        run=RunKey(RUN, 1, job),
+        url=f"https://github.com/unifyai/ivy/actions/runs/{RUN}/job/{job}",
+        time="2026-11-21T10:00:00Z",
+    )
+
+
+def dashboard(title: str, category: str, rows: int) -> DashboardState:
+    """A dashboard of ``rows`` tests over three backends, outcomes in a fixed pattern."""
+    state = None
+    for job, backend in enumerate(BACKENDS, start=7960678746):
+        cells = {
+            f"test_{title}_{row:02d}": {
+                backend: Entry(source=source(job), outcome=CYCLE[(row + job) % len(CYCLE)])
+            }
+            for row in range(rows)
+            if (row, backend) != (1, "numpy")  # one empty cell
+        }
+        batch = Batch(dashboard=DashboardId(title=title, category=category), cells=cells)
+        state = apply_batch(state, batch).state
+    assert state is not None
+    return state
+
+
+GRADIENTS = dashboard("gradients", "core", 4)
+LAYERS = dashboard("layers", "stateful", 3)
+
+
+def test_dashboard_issue_body_keeps_the_maintainers_text(golden):
+    """The body holds the markers, the revision and the table; text outside the region stays."""
+    existing = compose_issue(GRADIENTS, existing_body=None, revision=6).body
+    existing = "Owner: @ml-team\n" + existing + "\nSee also #7\n"
+    bodies = compose_issue(GRADIENTS, existing_body=existing, revision=7)
+    assert bodies.continuations == ()
+    golden("issue_body", bodies.body)
+
+
+def test_a_table_over_the_budget_is_split_into_continuation_comments(golden):
+    """Over the budget, the table goes compact and its rows continue in numbered comments."""
+    state = dashboard("random", "core", 20)
+    bodies = compose_issue(state, existing_body=None, revision=3, budget=1200)
+    assert len(bodies.continuations) == 2
+    golden("issue_split_body", bodies.body)
+    for part, comment in enumerate(bodies.continuations, start=1):
+        golden(f"issue_split_comment_{part}", comment)
+
+
+def test_the_issue_store_body_carries_the_state_block(golden):
+    """With the state kept in the issue, the body ends its region with the hidden state block."""
+    body = compose_issue(LAYERS, existing_body=None, revision=None, with_state=True).body
+    assert extract_state(body) == LAYERS
+    # The block is zlib output (it may differ between zlib builds), checked above; the golden
+    # holds the body around it.
+    shown = re.sub(
+        r"(<!-- ivy-matrix:state\n)[A-Za-z0-9+/=\n]+?(\n-->)",
+        r"\1(base64 of the compressed state file)\2",
+        body,
+    )
+    assert shown != body
+    golden("issue_state_block", shown)
+
+
+def test_index_issue_links_each_dashboard_issue(golden):
+    """The index lists every dashboard with an issue, passing/total per backend, linked."""
+    links = {GRADIENTS.key: f"{ISSUES}/41", LAYERS.key: f"{ISSUES}/42"}
+    golden("index_issue", compose_index([LAYERS, GRADIENTS], links))
+
+
+def test_job_summary_shows_totals_counts_problems_and_the_rows_to_look_at(golden):
+    """The summary has the totals, per-dashboard counts, unreadable files, and failing rows."""
+    summary = render_job_summary(
+        [GRADIENTS, LAYERS],
+        totals=Totals(tests=19, failed=4, errors=0, skipped=6),
+        problems=[("results/jax.xml", "not a JUnit XML file (line 1: syntax error)")],
+        links={GRADIENTS.key: f"{ISSUES}/41"},
+        index_url=f"{ISSUES}/40",
+    )
+    golden("job_summary", summary)
