@@ -3,10 +3,14 @@
 I/O. Commands:
 
 - ``update``: read result files, fold them into the stored dashboards, publish them
-  (update.py);
-- ``adopt``: take an existing dashboard table into the store, cell by cell;
+  (update.py holds the pipeline's order; ARCHITECTURE.md maps it);
+- ``adopt``: take an existing dashboard table into the store, cell by cell (through the same
+  ``store.update`` as ``update``, in the store wiring.py picks);
 - ``render``: write every stored dashboard and the index;
-- ``prune``: remove named dashboards, backends or rows from the store on purpose.
+- ``prune``: remove named dashboards, backends or rows from the store on purpose (prune.py).
+
+``main`` takes a :class:`~ivy_matrix.remote.Remote` (the GitHub client factory and the waits)
+so that tests can run the whole command in-process against a fast client.
 
 Exit codes: 0 done (warnings included), 1 something the user must fix (the message says what),
 2 a bug in ivy-matrix (a traceback is printed; please report it).
@@ -15,7 +19,6 @@ Exit codes: 0 done (warnings included), 1 something the user must fix (the messa
 from __future__ import annotations
 
 import argparse
-import contextlib
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,19 +26,18 @@ from typing import NoReturn
 
 from ivy_matrix import __version__
 from ivy_matrix.adopt import MAX_ADOPT_BYTES, adopt_table
-from ivy_matrix.config import (
-    OPTIONS,
-    Settings,
-    Target,
-    environ,
-    load_settings,
-    parse_dashboard,
-)
+from ivy_matrix.changes import Merged
+from ivy_matrix.config import Settings, environ, is_github_actions, load_settings, parse_dashboard
 from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
-from ivy_matrix.model import DashboardId
-from ivy_matrix.publish import render_files, write_files
-from ivy_matrix.store import LocalStore
-from ivy_matrix.update import EXIT_OK, EXIT_USER, adopt_into_branch, run_prune, run_update
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.options import OPTIONS, Kind, Target
+from ivy_matrix.prune import run_prune
+from ivy_matrix.remote import GitHub, Remote
+from ivy_matrix.render import render_files
+from ivy_matrix.stores.local import LocalStore
+from ivy_matrix.targets.files import write_files
+from ivy_matrix.update import EXIT_OK, EXIT_USER, run_update
+from ivy_matrix.wiring import open_store
 from ivy_matrix.workflow_commands import Log
 
 EXIT_BUG = 2
@@ -55,7 +57,13 @@ _METAVARS = {
     "config": "FILE",
     "summary_json": "FILE",
 }
-_KIND_METAVARS = {"list": "GLOB", "int": "N", "path": "PATH", "str": "VALUE"}
+_KIND_METAVARS = {
+    Kind.LIST: "GLOB",
+    Kind.INT: "N",
+    Kind.PATH: "PATH",
+    Kind.STR: "VALUE",
+    Kind.BOOL: "VALUE",
+}
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
 _BRANCH_OPTIONS = ("targets", "branch", "token", "api_url", "repository", "dry_run")
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
@@ -85,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
                 continue
             default = f" (default: {option.default})" if option.default else ""
             help_text = option.help + default
-            if option.kind == "list":
+            if option.kind is Kind.LIST:
                 sub.add_argument(
                     option.flag, dest=option.name, action="append", metavar="GLOB", help=help_text
                 )
@@ -114,6 +122,13 @@ def _parser() -> argparse.ArgumentParser:
     prune = commands.add_parser(
         "prune", help="remove named dashboards, backends or rows from the store on purpose"
     )
+    _prune_arguments(prune)
+    add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
+    return parser
+
+
+def _prune_arguments(prune: argparse.ArgumentParser) -> None:
+    """What ``prune`` removes: dashboards, backends (columns) and rows."""
     prune.add_argument(
         "--dashboard",
         dest="prune_dashboards",
@@ -138,14 +153,17 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="a row (test) to remove from the named dashboard(s) (repeatable)",
     )
-    add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
-    return parser
 
 
-def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
-    """Run one command; return the exit code."""
+def main(
+    argv: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    remote: Remote | None = None,
+) -> int:
+    """Run one command; return the exit code. ``remote``: how to reach GitHub (tests)."""
     env = environ() if env is None else env
-    log = Log(github_actions=env.get("GITHUB_ACTIONS") == "true")
+    log = Log(github_actions=is_github_actions(env))
     try:
         args = _parser().parse_args(argv)
         skip = {"command", "file", "force", *_PRUNE_NAMES}
@@ -154,13 +172,16 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
             given.pop("dashboard")
         settings = load_settings(given, env)
         if args.command == "update":
-            return run_update(settings, log)
+            return run_update(settings, log, remote)
         if args.command == "adopt":
-            return _adopt(settings, log, dashboard=args.dashboard, file=args.file, force=args.force)
+            return _adopt(
+                settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
+            )
         if args.command == "prune":
             return run_prune(
                 settings,
                 log,
+                remote,
                 dashboards=args.prune_dashboards,
                 backends=args.prune_backends,
                 rows=args.prune_rows,
@@ -177,7 +198,15 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return EXIT_BUG
 
 
-def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: bool) -> int:
+def _adopt(
+    settings: Settings,
+    log: Log,
+    remote: Remote | None,
+    *,
+    dashboard: str,
+    file: Path,
+    force: bool,
+) -> int:
     dashboard_id: DashboardId = parse_dashboard(dashboard)
     try:
         with file.open("rb") as handle:
@@ -195,24 +224,29 @@ def _adopt(settings: Settings, log: Log, *, dashboard: str, file: Path, force: b
     state = adopt_table(text, dashboard_id)
     cells = sum(len(row.cells) for row in state.rows)
     summary = f"{len(state.rows)} rows, {len(state.backends)} backends, {cells} cells"
-    if Target.BRANCH in settings.targets:
-        adopt_into_branch(settings, state, force=force, log=log)
-        log.info(f"adopted {file} as dashboard {dashboard_id.key} on the branch: {summary}")
+    on_branch = Target.BRANCH in settings.targets
+    where = f"on branch {settings.branch}" if on_branch else f"in {settings.store}"
+    replace = "pass --force to replace it" + ("" if on_branch else f" with {file}")
+
+    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+        if state.id in states and not force:
+            raise InputError(f"dashboard {state.key!r} already has state {where}; {replace}")
+        return Merged(states={**states, state.id: state}, changed=(state.key,))
+
+    with GitHub(settings, remote) as github:
+        store = open_store(
+            settings,
+            github,
+            log,
+            remote={Target.BRANCH} if on_branch else set(),
+            message=f"ivy-matrix: adopt {state.key}",
+            after_save=None,
+        )
+        store.update(change)
+    if settings.dry_run:
         return EXIT_OK
-    store = LocalStore(settings.store)
-    # A dry run takes no lock: the lock file (and the store folder) would be a write.
-    locked = store.locked(timeout=settings.lock_timeout, on_wait=log.info)
-    with contextlib.nullcontext() if settings.dry_run else locked:
-        if store.load(dashboard_id) is not None and not force:
-            raise InputError(
-                f"dashboard {dashboard_id.key!r} already has state in {settings.store}; "
-                f"pass --force to replace it with {file}"
-            )
-        if settings.dry_run:
-            log.info(f"dry run: would save the state of {dashboard_id.key} in {settings.store}")
-            return EXIT_OK
-        store.save(state)
-    log.info(f"adopted {file} as dashboard {dashboard_id.key}: {summary}")
+    shown = " on the branch" if on_branch else ""
+    log.info(f"adopted {file} as dashboard {dashboard_id.key}{shown}: {summary}")
     return EXIT_OK
 
 

@@ -24,9 +24,10 @@ from ivy_matrix.model import (
     Outcome,
     ParseProblem,
     Source,
+    Totals,
     worst,
 )
-from ivy_matrix.naming import UNNAMED, Namer, test_id
+from ivy_matrix.naming import UNNAMED, Namer, row_name, test_id
 
 
 @dataclass(slots=True)
@@ -50,11 +51,29 @@ class Collected:
                 found.update(dict.fromkeys(cells))
         return list(found)
 
+    def totals(self) -> Totals:
+        """The tallies over every file read."""
+        files = self.files
+        return Totals(
+            files=len(files),
+            tests=sum(f.tests for f in files),
+            passed=sum(f.passed for f in files),
+            failed=sum(f.failed for f in files),
+            errors=sum(f.errors for f in files),
+            skipped=sum(f.skipped for f in files),
+            flaky=sum(f.flaky for f in files),
+            problems=len(self.problems),
+            unassigned=sum(self.unassigned.values()),
+        )
+
 
 FAILURES_KEPT = 50
-# Outcomes as small ints while gathering, so that "worst wins" is an int comparison.
-_CODES = (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
-_SKIPPED, _SUCCESS, _FLAKY, _FAILURE = range(4)
+# Outcomes as their severity (model.py) while gathering, so "worst wins" is an int comparison.
+_CODES = tuple(sorted(Outcome, key=lambda outcome: outcome.severity))
+_SKIPPED, _SUCCESS, _FLAKY, _FAILURE = (
+    outcome.severity
+    for outcome in (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
+)
 
 
 class Collector:
@@ -66,7 +85,8 @@ class Collector:
         self._dashboards: list[DashboardId] = []
         self._dashboard_index: dict[DashboardId, int] = {}
         # (classname, file, suite) -> (dashboard index, row prefix): the same few classnames
-        # come back for every case, so the split is done once per classname.
+        # come back for every case, so the split is done once per classname (the one cache
+        # of naming: Namer itself is stateless).
         self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
 
     def _index(self, dashboard: DashboardId) -> int:
@@ -76,6 +96,8 @@ class Collector:
             self._dashboards.append(dashboard)
         return index
 
+    # Longer than the usual 60 lines: ``on_case`` runs once per test case (millions), so it is
+    # one flat closure over local names, with no call it can avoid.
     def add_file(self, stream: BinaryIO, *, source: str) -> FileCounts:  # noqa: C901, PLR0915  -- the per-case closure is the hot loop, kept flat
         """Read one result file; its cells count only if all of it could be read."""
         namer = self.namer
@@ -89,28 +111,28 @@ class Collector:
         failures: list[Failure] = []
         room = FAILURES_KEPT - len(self.collected.failures)
 
-        def on_case(case: CaseResult) -> None:  # noqa: PLR0912  -- the hot loop, kept flat
+        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
             nonlocal unassigned
             backend = file_backend
-            if per_case:
-                if backend is None:
-                    backend = namer.backend_for_case(case)
-                    if backend is None:
-                        unassigned += 1
-                        return
+            if backend is None and per_case:
+                backend = namer.backend_for_case(case)
+                if backend is not None:
                     backend = cap_name(backend)
-                dashboard, row = namer.place(case)
-                index = self._index(dashboard)
+            if backend is None:
+                unassigned += 1
+                return
+            key = (case.classname, case.file, case.suite)
+            place = places.get(key)
+            if place is None:
+                dashboard, prefix = namer.locate(case)
+                place = places[key] = (self._index(dashboard), prefix)
+            index, prefix = place
+            if per_case:
+                ruled = namer.ruled(case)
+                if ruled is not None:
+                    index = self._index(ruled)
+                row = row_name(prefix, case.name)
             else:
-                if backend is None:
-                    unassigned += 1
-                    return
-                key = (case.classname, case.file, case.suite)
-                place = places.get(key)
-                if place is None:
-                    dashboard, prefix = namer.locate(case)
-                    place = places[key] = (self._index(dashboard), prefix)
-                index, prefix = place
                 name = case.name
                 if name[-1:] == "]":
                     head = name.partition("[")[0]

@@ -12,174 +12,32 @@ from __future__ import annotations
 
 import os
 import re
-import string
-from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
-
+from ivy_matrix.config_file import compile_regex, read_config_file
 from ivy_matrix.errors import InputError
-from ivy_matrix.links import DEFAULT_SERVER_URL
-from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
+from ivy_matrix.options import (
+    MAX_RETIRE_AFTER_RUNS,
+    OPTION_BY_NAME,
+    OPTIONS,
+    FailOn,
+    IfNoFilesFound,
+    Target,
+    convert,
+    option_default,
+)
 from ivy_matrix.render import Style
-from ivy_matrix.store import DEFAULT_LOCK_TIMEOUT
 
 _T = TypeVar("_T")
 
-ENV_PREFIX = "IVY_MATRIX_"
-DEFAULT_STORE = ".ivy-matrix"
-DEFAULT_RETIRE_AFTER_RUNS = 100
-MAX_RETIRE_AFTER_RUNS = RUNS_KEPT
 
-
-class FailOn(StrEnum):
-    """When ``update`` exits 1 because of what the results say."""
-
-    FAILURES = "failures"
-    ERRORS = "errors"
-    NOTHING = "nothing"
-
-
-class IfNoFilesFound(StrEnum):
-    """What ``update`` does when the ``junit`` patterns select no file at all."""
-
-    ERROR = "error"
-    WARN = "warn"
-    IGNORE = "ignore"
-
-
-class Target(StrEnum):
-    """Where ``update`` publishes the dashboards."""
-
-    SUMMARY = "summary"
-    FILE = "file"
-    BRANCH = "branch"
-    ISSUE = "issue"
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One setting: its name, kind, where runner variables can fill it, and its help."""
-
-    name: str
-    kind: str  # "str", "int", "list", "path"
-    help: str
-    runner_env: str | None = None
-    default: str | None = None
-    choices: tuple[str, ...] = ()
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.name.upper()
-
-
-OPTIONS: tuple[Option, ...] = (
-    Option("junit", "list", "result files: glob, directory or !exclude; repeatable"),
-    Option(
-        "if_no_files_found",
-        "str",
-        "when the junit patterns select no file: error (exit 1), warn, or ignore",
-        default="error",
-        choices=tuple(IfNoFilesFound),
-    ),
-    Option("backend", "str", "the backend (column) of every result, for one matrix leg"),
-    Option(
-        "backend_from_path", "str", "regex with a group (?P<backend>...) searched in file paths"
-    ),
-    Option("backend_from_test", "str", "regex with a group (?P<backend>...) searched in test ids"),
-    Option("dashboard", "str", "put every result in this dashboard ([category/]title)"),
-    Option("run_id", "int", "the workflow run id", runner_env="GITHUB_RUN_ID"),
-    Option("run_attempt", "int", "the run attempt", runner_env="GITHUB_RUN_ATTEMPT", default="1"),
-    Option("job_id", "int", "the job id (the action passes job.check_run_id)"),
-    Option("job_url", "str", "link cells to this URL instead of building one"),
-    Option("repository", "str", "OWNER/REPO for links", runner_env="GITHUB_REPOSITORY"),
-    Option(
-        "server_url",
-        "str",
-        "GitHub's web address",
-        runner_env="GITHUB_SERVER_URL",
-        default=DEFAULT_SERVER_URL,
-    ),
-    Option("store", "path", "the local state directory", default=DEFAULT_STORE),
-    Option(
-        "lock_timeout",
-        "int",
-        "seconds to wait for the store's lock while another update holds it, then exit 1 "
-        "naming the holder (0: do not wait)",
-        default=str(DEFAULT_LOCK_TIMEOUT),
-    ),
-    Option("output_dir", "path", "write the dashboards and the index here"),
-    Option("config", "path", "a YAML config file"),
-    Option("summary_json", "path", "write a JSON summary of the update here"),
-    Option(
-        "fail_on",
-        "str",
-        "exit 1 when results have failures/errors",
-        default="nothing",
-        choices=tuple(FailOn),
-    ),
-    Option(
-        "targets",
-        "list",
-        "where to publish: summary (job summary and step outputs), file (--output-dir), "
-        "branch (state and dashboards committed to --branch), issue (one issue per dashboard)",
-        default="summary\nfile",
-    ),
-    Option("branch", "str", "the branch the branch target commits to", default="ivy-matrix"),
-    Option("token", "str", "GitHub token for the branch and issue targets and job lookup"),
-    Option(
-        "api_url",
-        "str",
-        "GitHub's REST API address",
-        runner_env="GITHUB_API_URL",
-        default="https://api.github.com",
-    ),
-    Option(
-        "job_name",
-        "str",
-        "display name of the matrix jobs, with {backend}, e.g. 'tests ({backend})', to find "
-        "each backend's job when no job id is given",
-    ),
-    Option(
-        "leg_metadata",
-        "path",
-        "write this leg's backend, run and job to this file (upload it with the results; a "
-        "fan-in job reads ivy-matrix-leg.json files beside result files)",
-    ),
-    Option("issue_label", "str", "the label that marks dashboard issues", default="ivy-matrix"),
-    Option(
-        "pin_index",
-        "str",
-        "pin the index issue (GitHub allows 3 pinned issues; a failure is only a warning)",
-        default="false",
-        choices=("true", "false"),
-    ),
-    Option(
-        "dry_run",
-        "str",
-        "do everything but write (store, files, branch, issues); show what would be written",
-        default="false",
-        choices=("true", "false"),
-    ),
-    Option("style", "str", "cell style of the dashboards", default="ivy", choices=tuple(Style)),
-    Option("history", "int", "results kept per cell", default=str(DEFAULT_HISTORY)),
-    Option(
-        "retire_after_runs",
-        "int",
-        "retire rows, columns and dashboards no run reported in the store's last N runs (0: never)",
-        default=str(DEFAULT_RETIRE_AFTER_RUNS),
-    ),
-)
-OPTION_BY_NAME = {option.name: option for option in OPTIONS}
+def _defaults(name: str, kind: type[_T]) -> Callable[[], _T]:
+    return lambda: option_default(name, kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,35 +45,39 @@ class Settings:
     """Everything one command needs, resolved and checked."""
 
     junit: tuple[str, ...] = ()
-    if_no_files_found: IfNoFilesFound = IfNoFilesFound.ERROR
+    if_no_files_found: IfNoFilesFound = field(
+        default_factory=lambda: IfNoFilesFound(option_default("if_no_files_found", str))
+    )
     backend: str | None = None
     backend_from_path: str | None = None
     backend_from_test: str | None = None
     dashboard: str | None = None
     run_id: int | None = None
-    run_attempt: int = 1
+    run_attempt: int = field(default_factory=_defaults("run_attempt", int))
     job_id: int | None = None
     job_url: str | None = None
     repository: str | None = None
-    server_url: str = DEFAULT_SERVER_URL
-    store: Path = Path(DEFAULT_STORE)
-    lock_timeout: int = DEFAULT_LOCK_TIMEOUT
+    server_url: str = field(default_factory=_defaults("server_url", str))
+    store: Path = field(default_factory=_defaults("store", Path))
+    lock_timeout: int = field(default_factory=_defaults("lock_timeout", int))
     output_dir: Path | None = None
     config: Path | None = None
     summary_json: Path | None = None
-    fail_on: FailOn = FailOn.NOTHING
-    style: Style = Style.IVY
-    history: int = DEFAULT_HISTORY
-    retire_after_runs: int = DEFAULT_RETIRE_AFTER_RUNS
-    targets: tuple[Target, ...] = (Target.SUMMARY, Target.FILE)
-    branch: str = "ivy-matrix"
+    fail_on: FailOn = field(default_factory=lambda: FailOn(option_default("fail_on", str)))
+    style: Style = field(default_factory=lambda: Style(option_default("style", str)))
+    history: int = field(default_factory=_defaults("history", int))
+    retire_after_runs: int = field(default_factory=_defaults("retire_after_runs", int))
+    targets: tuple[Target, ...] = field(
+        default_factory=lambda: _targets(option_default("targets", tuple))
+    )
+    branch: str = field(default_factory=_defaults("branch", str))
     token: str | None = None
-    api_url: str = "https://api.github.com"
+    api_url: str = field(default_factory=_defaults("api_url", str))
     job_name: str | None = None
     leg_metadata: Path | None = None
-    issue_label: str = "ivy-matrix"
-    pin_index: bool = False
-    dry_run: bool = False
+    issue_label: str = field(default_factory=_defaults("issue_label", str))
+    pin_index: bool = field(default_factory=_defaults("pin_index", bool))
+    dry_run: bool = field(default_factory=_defaults("dry_run", bool))
     dashboard_rules: tuple[DashboardRule, ...] = ()
     github_actions: bool = False
     # Files the runner names: the job summary and the step outputs.
@@ -231,8 +93,12 @@ class Settings:
         """The naming rules these settings describe (regexes compiled)."""
         return NamingRules(
             backend=self.backend,
-            backend_from_path=_regex(self.backend_from_path, "backend-from-path", group=True),
-            backend_from_test=_regex(self.backend_from_test, "backend-from-test", group=True),
+            backend_from_path=compile_regex(
+                self.backend_from_path, "backend-from-path", group=True
+            ),
+            backend_from_test=compile_regex(
+                self.backend_from_test, "backend-from-test", group=True
+            ),
             dashboard=parse_dashboard(self.dashboard) if self.dashboard else None,
             rules=self.dashboard_rules,
         )
@@ -246,177 +112,9 @@ def parse_dashboard(value: str) -> DashboardId:
     return DashboardId(title=title, category=category)
 
 
-def _regex(value: str | None, name: str, *, group: bool) -> re.Pattern[str] | None:
-    if not value:
-        return None
-    try:
-        pattern = re.compile(value)
-    except re.error as error:
-        raise InputError(f"input '{name}' got {value!r}: not a valid regex ({error})") from None
-    if group and "backend" not in pattern.groupindex:
-        raise InputError(
-            f"input '{name}' got {value!r}: it needs a named group (?P<backend>...) "
-            f"that captures the backend name"
-        )
-    return pattern
-
-
 def environ() -> Mapping[str, str]:
     """The process environment (the one place it is read)."""
     return os.environ
-
-
-def _split_list(value: str) -> list[str]:
-    # Action inputs are multi-line strings; one pattern per line (commas may be part of a glob).
-    return [line.strip() for line in value.splitlines() if line.strip()]
-
-
-MAX_CONFIG_BYTES = 1024 * 1024
-
-
-class _AliasError(yaml.YAMLError):
-    """The config file uses a YAML alias (``*name``)."""
-
-    def __init__(self, anchor: str, line: int) -> None:
-        super().__init__(anchor, line)
-        self.anchor = anchor
-        self.line = line
-
-
-class _NoAliasLoader(yaml.SafeLoader):
-    """YAML's safe loader without aliases: ``*name`` is refused, so no alias bomb can expand."""
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in PyYAML's stubs
-            raise _AliasError(str(event.anchor), event.start_mark.line + 1)
-        return super().compose_node(parent, index)
-
-
-def _read_config(path: Path) -> str:
-    """The config file's text: at most MAX_CONFIG_BYTES of UTF-8, whatever kind of file it is."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as error:
-        raise InputError(
-            f"input 'config' got {str(path)!r}: cannot read it ({error.strerror or error})"
-        ) from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise InputError(
-            f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file "
-            f"holds settings and dashboard rules: give a smaller file"
-        )
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise InputError(f"config file {path} is not UTF-8 text ({error.reason})") from None
-
-
-def _from_file(path: Path) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
-    text = _read_config(path)
-    try:
-        raw = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506  -- a SafeLoader subclass
-    except _AliasError as error:
-        raise InputError(
-            f"config file {path} line {error.line}: the YAML alias *{error.anchor} is not "
-            f"allowed (a config file has no need for anchors and aliases); write the value out"
-        ) from None
-    except yaml.YAMLError as error:
-        raise InputError(f"config file {path} is not valid YAML: {error}") from None
-    except RecursionError:
-        raise InputError(
-            f"config file {path} is nested too deeply to be an ivy-matrix config; "
-            f"a config file is a mapping of settings"
-        ) from None
-    if raw is None:
-        return {}, ()
-    if not isinstance(raw, dict):
-        raise InputError(f"config file {path} must be a mapping of settings")
-    values: dict[str, object] = {}
-    rules: tuple[DashboardRule, ...] = ()
-    for key, value in raw.items():
-        name = str(key).replace("-", "_")
-        if name == "dashboards":
-            rules = _rules(value, path)
-        elif name in OPTION_BY_NAME and name != "config":
-            values[name] = value
-        else:
-            known = ", ".join([*sorted(o.name.replace("_", "-") for o in OPTIONS), "dashboards"])
-            raise InputError(f"config file {path}: unknown setting {key!r}; known: {known}")
-    return values, rules
-
-
-_RULE_KEYS = {"match", "title", "category"}
-
-
-def _check_placeholders(
-    template: str, pattern: re.Pattern[str], path: Path, index: int, key: str
-) -> None:
-    """Every ``{name}`` in a rule's title or category must be a named group of its regex."""
-    try:
-        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
-    except ValueError as error:
-        raise InputError(
-            f"config file {path}: dashboards rule {index} {key} {template!r}: {error}"
-        ) from None
-    for name in fields:
-        if name not in pattern.groupindex:
-            groups = ", ".join(pattern.groupindex) or "none"
-            raise InputError(
-                f"config file {path}: dashboards rule {index} {key} uses {{{name}}}, which is "
-                f"not a named group of its 'match' regex (named groups: {groups})"
-            )
-
-
-def _rules(value: object, path: Path) -> tuple[DashboardRule, ...]:
-    if not isinstance(value, list):
-        raise InputError(f"config file {path}: 'dashboards' must be a list of rules")
-    rules = []
-    for index, item in enumerate(value, start=1):
-        if not isinstance(item, dict) or "match" not in item or "title" not in item:
-            raise InputError(
-                f"config file {path}: dashboards rule {index} needs 'match' (a regex on the "
-                f"test id) and 'title' (and may have 'category')"
-            )
-        unknown = sorted(str(key) for key in item if key not in _RULE_KEYS)
-        if unknown:
-            raise InputError(
-                f"config file {path}: dashboards rule {index} has unknown key(s) "
-                f"{', '.join(map(repr, unknown))}; known: match, title, category"
-            )
-        pattern = _regex(str(item["match"]), f"dashboards[{index}].match", group=False)
-        assert pattern is not None
-        for key in ("title", "category"):
-            _check_placeholders(str(item.get(key) or ""), pattern, path, index, key)
-        rules.append(
-            DashboardRule(
-                pattern=pattern,
-                title=str(item["title"]),
-                category=str(item.get("category") or ""),
-            )
-        )
-    return tuple(rules)
-
-
-def _convert(option: Option, value: object, origin: str) -> object:
-    if option.kind == "list":
-        if isinstance(value, str):
-            return tuple(_split_list(value))
-        if isinstance(value, list | tuple):
-            return tuple(str(v) for v in value)
-        raise InputError(f"{origin} must be a list of strings, got {value!r}")
-    text = str(value).strip().lower() if isinstance(value, bool) else str(value).strip()
-    if option.choices and text not in option.choices:
-        raise InputError(f"{origin} got {text!r}; allowed values: {', '.join(option.choices)}")
-    if option.kind == "int":
-        try:
-            return int(text)
-        except ValueError:
-            raise InputError(f"{origin} got {text!r}: not a whole number") from None
-    if option.kind == "path":
-        return Path(text)
-    return text
 
 
 def _get(values: Mapping[str, object], name: str, kind: type[_T]) -> _T | None:
@@ -438,13 +136,70 @@ def _runner_file(env: Mapping[str, str], name: str) -> Path | None:
     return Path(value) if value else None
 
 
-def _default(value: int | None, default: int) -> int:
-    return default if value is None else value
+def _value(values: Mapping[str, object], name: str, kind: type[_T]) -> _T:
+    """A setting that has a default: the value resolved, else the option's default."""
+    value = _get(values, name, kind)
+    return option_default(name, kind) if value is None else value
+
+
+def is_github_actions(env: Mapping[str, str]) -> bool:
+    """Whether this runs on GitHub Actions (the runner sets GITHUB_ACTIONS=true)."""
+    return env.get("GITHUB_ACTIONS") == "true"
 
 
 def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
     """Resolve every setting from the command line, the environment and the config file."""
     env = environ() if env is None else env
+    values, rules = _resolve(given, env)
+    settings = Settings(
+        junit=_get(values, "junit", tuple) or (),
+        if_no_files_found=IfNoFilesFound(_value(values, "if_no_files_found", str)),
+        backend=_get(values, "backend", str),
+        backend_from_path=_get(values, "backend_from_path", str),
+        backend_from_test=_get(values, "backend_from_test", str),
+        dashboard=_get(values, "dashboard", str),
+        run_id=_get(values, "run_id", int),
+        run_attempt=_value(values, "run_attempt", int),
+        job_id=_get(values, "job_id", int),
+        job_url=_get(values, "job_url", str),
+        repository=_get(values, "repository", str),
+        server_url=_value(values, "server_url", str),
+        store=_value(values, "store", Path),
+        lock_timeout=_value(values, "lock_timeout", int),
+        output_dir=_get(values, "output_dir", Path),
+        config=_get(values, "config", Path),
+        summary_json=_get(values, "summary_json", Path),
+        fail_on=FailOn(_value(values, "fail_on", str)),
+        style=Style(_value(values, "style", str)),
+        history=_value(values, "history", int),
+        retire_after_runs=_value(values, "retire_after_runs", int),
+        targets=_targets(_get(values, "targets", tuple) or ()),
+        branch=_value(values, "branch", str),
+        token=_get(values, "token", str),
+        api_url=_value(values, "api_url", str),
+        job_name=_get(values, "job_name", str),
+        leg_metadata=_get(values, "leg_metadata", Path),
+        issue_label=_value(values, "issue_label", str),
+        pin_index=_value(values, "pin_index", bool),
+        dry_run=_value(values, "dry_run", bool),
+        dashboard_rules=rules,
+        github_actions=is_github_actions(env),
+        step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
+        github_output=_runner_file(env, "GITHUB_OUTPUT"),
+        runner_name=env.get("RUNNER_NAME", "").strip() or None,
+        actor=env.get("GITHUB_ACTOR", "").strip() or None,
+        event_name=env.get("GITHUB_EVENT_NAME", "").strip() or None,
+        event_path=_runner_file(env, "GITHUB_EVENT_PATH"),
+        graphql_url=env.get("GITHUB_GRAPHQL_URL", "").strip() or None,
+    )
+    _check(settings)
+    return settings
+
+
+def _resolve(
+    given: Mapping[str, object], env: Mapping[str, str]
+) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+    """Each option's value from the first layer that gives one, converted; and the rules."""
     chosen: dict[str, tuple[object, str]] = {}
     for name, value in given.items():
         if value not in (None, "", [], ()):
@@ -456,7 +211,7 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
     rules: tuple[DashboardRule, ...] = ()
     if "config" in chosen:
         config_path = Path(str(chosen["config"][0]))
-        from_file, rules = _from_file(config_path)
+        from_file, rules = read_config_file(config_path, OPTION_BY_NAME)
         for name, value in from_file.items():
             if name not in chosen and value not in (None, ""):
                 chosen[name] = (value, f"setting '{name.replace('_', '-')}' in {config_path}")
@@ -469,54 +224,10 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         elif option.default is not None:
             chosen[option.name] = (option.default, "default")
     values = {
-        name: _convert(OPTION_BY_NAME[name], value, origin)
+        name: convert(OPTION_BY_NAME[name], value, origin)
         for name, (value, origin) in chosen.items()
     }
-    settings = Settings(
-        junit=_get(values, "junit", tuple) or (),
-        if_no_files_found=IfNoFilesFound(
-            _get(values, "if_no_files_found", str) or IfNoFilesFound.ERROR
-        ),
-        backend=_get(values, "backend", str),
-        backend_from_path=_get(values, "backend_from_path", str),
-        backend_from_test=_get(values, "backend_from_test", str),
-        dashboard=_get(values, "dashboard", str),
-        run_id=_get(values, "run_id", int),
-        run_attempt=_default(_get(values, "run_attempt", int), 1),
-        job_id=_get(values, "job_id", int),
-        job_url=_get(values, "job_url", str),
-        repository=_get(values, "repository", str),
-        server_url=_get(values, "server_url", str) or DEFAULT_SERVER_URL,
-        store=_get(values, "store", Path) or Path(DEFAULT_STORE),
-        lock_timeout=_default(_get(values, "lock_timeout", int), DEFAULT_LOCK_TIMEOUT),
-        output_dir=_get(values, "output_dir", Path),
-        config=_get(values, "config", Path),
-        summary_json=_get(values, "summary_json", Path),
-        fail_on=FailOn(_get(values, "fail_on", str) or FailOn.NOTHING),
-        style=Style(_get(values, "style", str) or Style.IVY),
-        history=_default(_get(values, "history", int), DEFAULT_HISTORY),
-        retire_after_runs=_default(_get(values, "retire_after_runs", int), 0),
-        targets=_targets(_get(values, "targets", tuple) or ()),
-        branch=_get(values, "branch", str) or "ivy-matrix",
-        token=_get(values, "token", str),
-        api_url=_get(values, "api_url", str) or "https://api.github.com",
-        job_name=_get(values, "job_name", str),
-        leg_metadata=_get(values, "leg_metadata", Path),
-        issue_label=_get(values, "issue_label", str) or "ivy-matrix",
-        pin_index=_get(values, "pin_index", str) == "true",
-        dry_run=_get(values, "dry_run", str) == "true",
-        dashboard_rules=rules,
-        github_actions=env.get("GITHUB_ACTIONS") == "true",
-        step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
-        github_output=_runner_file(env, "GITHUB_OUTPUT"),
-        runner_name=env.get("RUNNER_NAME", "").strip() or None,
-        actor=env.get("GITHUB_ACTOR", "").strip() or None,
-        event_name=env.get("GITHUB_EVENT_NAME", "").strip() or None,
-        event_path=_runner_file(env, "GITHUB_EVENT_PATH"),
-        graphql_url=env.get("GITHUB_GRAPHQL_URL", "").strip() or None,
-    )
-    _check(settings)
-    return settings
+    return values, rules
 
 
 def _check(settings: Settings) -> None:

@@ -5,7 +5,7 @@ output to the next one without either of them being able to change it.
 
 The stages are::
 
-    result file --junit--> CaseResult --naming--> CellKey + Outcome
+    result file --junit--> CaseResult --naming--> (dashboard, row, backend) + Outcome
                 --merge--> DashboardState (cells with run-ordered history) --render--> markdown
 """
 
@@ -101,6 +101,21 @@ class FileCounts:
     skipped: int = 0
     flaky: int = 0
     problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Totals:
+    """One update's tallies over every result file (the job summary, outputs and summary JSON)."""
+
+    files: int = 0
+    tests: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    flaky: int = 0
+    problems: int = 0
+    unassigned: int = 0
 
 
 class RunKey(NamedTuple):
@@ -209,12 +224,3 @@ class DashboardState:
     @property
     def backend_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.backends)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CellKey:
-    """Where a test case lands: dashboard, row and column."""
-
-    dashboard: str
-    row: str
-    backend: str

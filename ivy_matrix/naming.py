@@ -114,11 +114,13 @@ def split_classname(classname: str, file: str = "", suite: str = "") -> tuple[Da
 
 
 class Namer:
-    """Names cases with caching: a run repeats the same classnames and ids many times."""
+    """Names cases by the rules: backend, dashboard and row.
+
+    Stateless: the caller caches what repeats (collect.py keeps one place per classname).
+    """
 
     def __init__(self, rules: NamingRules) -> None:
         self._rules = rules
-        self._locations: dict[tuple[str, str, str], tuple[DashboardId, str]] = {}
 
     def backend_for_file(self, path: str) -> str | None:
         """The backend for every case of a file, when it does not depend on the case."""
@@ -145,38 +147,32 @@ class Namer:
 
     def locate(self, case: CaseResult) -> tuple[DashboardId, str]:
         """The dashboard and row prefix that a case's classname alone decides."""
-        dashboard, prefix = self._location(case)
+        dashboard, prefix = split_classname(case.classname, case.file, case.suite)
         if self._rules.dashboard is not None:
             dashboard = self._rules.dashboard
         return dashboard, prefix
 
+    def ruled(self, case: CaseResult) -> DashboardId | None:
+        """The dashboard the first matching ``dashboards`` rule names for the case's id."""
+        if not self._rules.rules:
+            return None
+        tid = test_id(case)
+        for rule in self._rules.rules:
+            match = rule.pattern.search(tid)
+            if match:
+                groups = {k: v or "" for k, v in match.groupdict().items()}
+                return DashboardId(
+                    title=rule.title.format(**groups), category=rule.category.format(**groups)
+                )
+        return None
+
     def place(self, case: CaseResult) -> tuple[DashboardId, str]:
         """Return the dashboard and row of a case."""
-        if self._rules.rules:
-            tid = test_id(case)
-            for rule in self._rules.rules:
-                match = rule.pattern.search(tid)
-                if match:
-                    groups = {k: v or "" for k, v in match.groupdict().items()}
-                    dashboard = DashboardId(
-                        title=rule.title.format(**groups), category=rule.category.format(**groups)
-                    )
-                    _, prefix = self._location(case)
-                    return dashboard, prefix + _row(case.name)
-        dashboard, prefix = self._location(case)
-        if self._rules.dashboard is not None:
-            dashboard = self._rules.dashboard
-        return dashboard, prefix + _row(case.name)
-
-    def _location(self, case: CaseResult) -> tuple[DashboardId, str]:
-        key = (case.classname, case.file, case.suite)
-        found = self._locations.get(key)
-        if found is None:
-            found = split_classname(case.classname, case.file, case.suite)
-            self._locations[key] = found
-        return found
+        dashboard, prefix = self.locate(case)
+        return self.ruled(case) or dashboard, row_name(prefix, case.name)
 
 
-def _row(name: str) -> str:
+def row_name(prefix: str, name: str) -> str:
+    """The row of a case: its classes' prefix and its name without the parametrization."""
     # Not cached: parametrized ids are mostly unique, and a cache would grow with the cases.
-    return strip_parametrization(name) or UNNAMED
+    return prefix + (strip_parametrization(name) or UNNAMED)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
-from ivy_matrix.model import DashboardState, Entry, Outcome
+from ivy_matrix.model import DashboardState, Entry, Outcome, Totals
+from ivy_matrix.paths import INDEX_NAME, dashboard_file
 
 
 class Style(StrEnum):
@@ -234,20 +236,40 @@ def backend_counts(state: DashboardState) -> dict[str, tuple[int, int]]:
     return {b: (p, t) for b, (p, t) in counts.items()}
 
 
-def render_index(states: Sequence[DashboardState], link: Callable[[DashboardState], str]) -> str:
-    """The index page: each dashboard x backend as passing/total, linked to the dashboard."""
+def counts_table(
+    states: Sequence[DashboardState],
+    link: Callable[[DashboardState], str | None],
+    *,
+    link_counts: bool = False,
+) -> tuple[list[str], list[list[str]]]:
+    """The passing/total table: its header, and a row per dashboard, per backend.
+
+    Backends are in first-seen order over ``states``; a dashboard's name links to
+    ``link(state)`` when that is not None, and so do its counts with ``link_counts``.
+    """
     backends: dict[str, None] = {}
     for state in states:
         backends.update(dict.fromkeys(state.backend_names))
     rows = []
     for state in states:
-        target = escape_url(link(state)).replace(")", "%29")
+        url = link(state)
+        target = escape_url(url).replace(")", "%29") if url else None
         counts = backend_counts(state)
-        cells = [
-            f"[{counts[b][0]}/{counts[b][1]}]({target})" if b in counts else "" for b in backends
-        ]
-        rows.append([f"[{escape_name(state.key)}]({target})", *cells])
-    header = ["dashboard", *(escape_name(b) for b in backends)]
+        cells = []
+        for backend in backends:
+            if backend not in counts:
+                cells.append("")
+                continue
+            text = f"{counts[backend][0]}/{counts[backend][1]}"
+            cells.append(f"[{text}]({target})" if link_counts and target else text)
+        name = escape_name(state.key)
+        rows.append([f"[{name}]({target})" if target else name, *cells])
+    return ["dashboard", *(escape_name(b) for b in backends)], rows
+
+
+def render_index(states: Sequence[DashboardState], link: Callable[[DashboardState], str]) -> str:
+    """The index page: each dashboard x backend as passing/total, linked to the dashboard."""
+    header, rows = counts_table(states, link, link_counts=True)
     intro = (
         "# Test dashboards\n\n"
         "Passing/total tests per backend, by each test's latest result; a pass after reruns "
@@ -273,7 +295,7 @@ def _needs_a_look(state: DashboardState) -> DashboardState:
 def render_job_summary(
     states: Sequence[DashboardState],
     *,
-    totals: Mapping[str, int],
+    totals: Totals,
     problems: Sequence[tuple[str, str]],
     links: Mapping[str, str] | None = None,
     index_url: str | None = None,
@@ -285,27 +307,16 @@ def render_job_summary(
     in one closing line, so the summary never passes the runner's limit.
     """
     head = (
-        f"## ivy-matrix: {totals['tests']} test cases, {totals['failed']} failed, "
-        f"{totals['errors']} errors, {totals['skipped']} skipped\n\n"
+        f"## ivy-matrix: {totals.tests} test cases, {totals.failed} failed, "
+        f"{totals.errors} errors, {totals.skipped} skipped\n\n"
     )
     parts = [head]
     if index_url:
         parts.append(f"All dashboards: {escape_url(index_url)}\n\n")
     links = links or {}
     if states:
-        backends: dict[str, None] = {}
-        for state in states:
-            backends.update(dict.fromkeys(state.backend_names))
-        rows = []
-        for state in states:
-            counts = backend_counts(state)
-            name = escape_name(state.key)
-            if state.key in links:
-                name = f"[{name}]({escape_url(links[state.key]).replace(')', '%29')})"
-            rows.append(
-                [name] + [f"{counts[b][0]}/{counts[b][1]}" if b in counts else "" for b in backends]
-            )
-        parts.append(table(["dashboard", *(escape_name(b) for b in backends)], rows) + "\n\n")
+        header, rows = counts_table(states, lambda state: links.get(state.key))
+        parts.append(table(header, rows) + "\n\n")
     if problems:
         parts.append(f"{len(problems)} result file(s) could not be read:\n\n")
         parts.extend(f"- {escape_name(path)}: {escape_name(why)}\n" for path, why in problems)
@@ -333,3 +344,31 @@ def render_job_summary(
             + "\n"
         )
     return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RenderedFile:
+    """One file of the output folder (or the dashboard branch): where it goes, what it holds
+    (``None``: delete it)."""
+
+    path: str
+    text: str | None
+
+
+def removed_files(states: Iterable[DashboardState]) -> list[RenderedFile]:
+    """The files of dashboards that are gone: to be deleted."""
+    return [RenderedFile(path=dashboard_file(state), text=None) for state in states]
+
+
+def render_files(
+    states: Sequence[DashboardState], *, style: Style, only: Iterable[str] | None = None
+) -> list[RenderedFile]:
+    """The dashboards (all, or those whose keys are in ``only``) and the index page."""
+    wanted = None if only is None else set(only)
+    files = [
+        RenderedFile(path=dashboard_file(state), text=render_dashboard(state, style))
+        for state in states
+        if wanted is None or state.key in wanted
+    ]
+    files.append(RenderedFile(path=INDEX_NAME, text=render_index(states, dashboard_file)))
+    return files

@@ -1,14 +1,13 @@
-"""The ``update`` command: result files in, dashboards out, wherever the targets say.
+"""The ``update`` command: result files in, dashboards out, in the pipeline's order.
 
-I/O: the imperative shell of the pipeline. In order:
+I/O: the imperative shell. It only orders the stages; each lives in its own module:
 
-1. read the result files (collect.py) and name every case's cell;
-2. find the link of each backend's cells: the leg metadata beside the results (fan-in), the
-   given job id or URL, else one listing of the run's jobs, else the run's page;
-3. fold the results into the stored state, under the local store's lock, or with
-   compare-and-swap on the dashboard branch (target ``branch``);
-4. publish: dashboard files (``file``), dashboard issues (``issue``), the job summary and
-   step outputs (``summary``), and the JSON summary.
+1. read the result files and name every case's cell (sources.py -> collect.py);
+2. find each backend's job link (lookup.py);
+3. ``store.update(merge)``: fold the results into the stored state (merge.py), in whichever
+   store the settings name (wiring.py; stores/), which also keeps ``--output-dir`` in step;
+4. publish: the dashboard issues (targets/issues.py), the job summary, step outputs and
+   summary JSON (targets/summary.py).
 
 Pull requests from forks and Dependabot get a read-only token: branch and issue writes are
 then skipped (or refused by GitHub and caught), with a warning that explains the
@@ -17,1094 +16,145 @@ then skipped (or refused by GitHub and caught), with a warning that explains the
 
 from __future__ import annotations
 
-import contextlib
-import json
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import quote
 
-from ivy_matrix.collect import Collected, Collector, build_batches
-from ivy_matrix.config import (
-    FailOn,
-    IfNoFilesFound,
-    Settings,
-    Target,
-    parse_dashboard,
-    require_update_inputs,
+from ivy_matrix.changes import Merged, merge_batches
+from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.config import Settings, require_update_inputs
+from ivy_matrix.errors import InputError, ReadOnlyTokenError
+from ivy_matrix.lookup import Links, check_leg_metadata, resolve_links, write_leg_metadata
+from ivy_matrix.model import DashboardId, DashboardState, Totals
+from ivy_matrix.options import FailOn, Target
+from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote
+from ivy_matrix.sources import read_results
+from ivy_matrix.stores import Change, Saved, Store
+from ivy_matrix.targets import Published
+from ivy_matrix.targets.issues import publish_from_branch
+from ivy_matrix.targets.summary import (
+    annotate_failures,
+    log_dashboards,
+    publish_job_summary,
+    write_summary_json,
 )
-from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
-from ivy_matrix.joblinks import (
-    LEG_METADATA_NAME,
-    Job,
-    LegMetadata,
-    find_job,
-    leg_metadata_json,
-    leg_metadata_problem,
-    read_leg_metadata,
-)
-from ivy_matrix.links import cell_url
-from ivy_matrix.merge import (
-    Batch,
-    Removal,
-    apply_batch,
-    batch_runs,
-    prune,
-    retire,
-    retirement_horizon,
-    store_runs,
-    within_window,
-)
-from ivy_matrix.model import DashboardId, DashboardState, RunKey, Source
-from ivy_matrix.naming import Namer
-from ivy_matrix.publish import (
-    INDEX_NAME,
-    RenderedFile,
-    dashboard_file,
-    removed_files,
-    render_files,
-    write_files,
-)
-from ivy_matrix.render import backend_counts, render_job_summary
-from ivy_matrix.sources import find_result_files
-from ivy_matrix.store import LocalStore, write_atomic
-from ivy_matrix.workflow_commands import Log, append_output, append_summary
-
-if TYPE_CHECKING:
-    from ivy_matrix.github_api import GitHubClient
-    from ivy_matrix.issue_target import IssuesReport
+from ivy_matrix.wiring import open_store, output_folder, remote_targets
+from ivy_matrix.workflow_commands import Log
 
 EXIT_OK = 0
 EXIT_USER = 1
-# GitHub shows at most 10 warning annotations per step; more only fill the log.
-ANNOTATIONS = 10
 COMMIT_BACKENDS = 8  # backends named in a commit message
 
-READ_ONLY_ADVICE = (
-    "the token is read-only here (a pull request from a fork, or Dependabot), so the "
-    "dashboards are in the job summary only. To publish them, upload the result files as an "
-    "artifact and run ivy-matrix in a workflow triggered by workflow_run, which gets a token "
-    "that can write (see the README, 'Pull requests from forks')"
-)
 
-
-@dataclass(slots=True)
-class MergeOutcome:
-    """What folding one update's results into the states did."""
-
-    states: dict[DashboardId, DashboardState]
-    report: dict[str, dict[str, object]] = field(default_factory=dict)
-    changed: list[str] = field(default_factory=list)
-    # Dashboards whose every row retired: gone from the store, their files and the index.
-    removed: list[DashboardState] = field(default_factory=list)
-    # Where people read the published dashboards (issue or branch file), and the index.
-    urls: dict[str, str] = field(default_factory=dict)
-    index_url: str | None = None
-
-
-def merge_batches(
-    states: Mapping[DashboardId, DashboardState], batches: Sequence[Batch], settings: Settings
-) -> MergeOutcome:
-    """Apply every batch, then the retirement policy. Pure: safe to repeat on a fresh read.
-
-    Retirement looks at every dashboard of the store, not only those that got results: rows and
-    columns age against the runs the whole store has seen (merge.retire).
-    """
-    outcome = MergeOutcome(states=dict(states))
-    runs = set(store_runs(states.values())) | batch_runs(batches)
-    horizon = retirement_horizon(sorted(runs, reverse=True), settings.retire_after_runs)
-    for given in batches:
-        batch = within_window(given, horizon)
-        if not batch.cells and batch.dashboard not in outcome.states:
-            continue  # only results older than the window, for a dashboard that is gone
-        result = apply_batch(outcome.states.get(batch.dashboard), batch, history=settings.history)
-        state = result.state
-        outcome.states[state.id] = state
-        if result.state_changed:
-            outcome.changed.append(state.key)
-        outcome.report[state.key] = {
-            "changed_cells": result.changed_cells,
-            "new_rows": result.new_rows,
-            "new_backends": result.new_backends,
-            "retired_rows": [],
-            "retired_backends": [],
-        }
-    horizon = retirement_horizon(store_runs(outcome.states.values()), settings.retire_after_runs)
-    for dashboard, state in sorted(outcome.states.items(), key=lambda item: item[1].key):
-        removal = retire(state, horizon)
-        if removal.state is state:
-            continue
-        entry = outcome.report.setdefault(
-            state.key, {"changed_cells": 0, "new_rows": 0, "new_backends": 0}
-        )
-        entry["retired_rows"] = list(removal.rows)
-        entry["retired_backends"] = list(removal.backends)
-        if removal.state is None:
-            del outcome.states[dashboard]
-            outcome.removed.append(state)
-            entry["removed"] = True
-            if state.key in outcome.changed:
-                outcome.changed.remove(state.key)
-        elif removal.state == states.get(dashboard):
-            # Results older than the window came back and retired again: nothing to save.
-            outcome.states[dashboard] = states[dashboard]
-            if state.key in outcome.changed:
-                outcome.changed.remove(state.key)
-        else:
-            outcome.states[dashboard] = removal.state
-            if state.key not in outcome.changed:
-                outcome.changed.append(state.key)
-    return outcome
-
-
-def read_results(settings: Settings, log: Log) -> Collected:
-    """Find and read every result file; problems become warnings naming the file."""
-    files, warnings = find_result_files(settings.junit, root=Path.cwd())
-    if not files:
-        _no_files_found(settings, log)
-    elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
-        for warning in warnings:
-            log.warning(warning)
-    collector = Collector(Namer(settings.naming_rules()))
-    with log.group(f"Reading {len(files)} result file(s)"):
-        for path in files:
-            shown = _shown(path)
-            try:
-                with path.open("rb") as stream:
-                    counts = collector.add_file(stream, source=shown)
-            except OSError as error:
-                log.warning(f"cannot read result file: {error.strerror or error}", file=shown)
-                continue
-            if counts.problem is None:
-                log.info(
-                    f"{shown}: {counts.tests} tests, {counts.failed} failed, "
-                    f"{counts.errors} errors, {counts.skipped} skipped"
-                )
-    collected = collector.collected
-    for problem in collected.problems:
-        log.warning(
-            f"result file skipped: {problem.message}", file=problem.source, line=problem.line
-        )
-    for source, count in collected.unassigned.items():
-        log.warning(
-            f"{count} test case(s) have no backend: neither backend-from-path nor "
-            f"backend-from-test matched; they were not recorded",
-            file=source,
-        )
-    return collected
-
-
-def _no_files_found(settings: Settings, log: Log) -> None:
-    """No result file at all: usually a wrong path, which must not look like success."""
-    patterns = ", ".join(repr(p) for p in settings.junit)
-    message = f"no result files matched the junit pattern(s) {patterns} (in {Path.cwd()})"
-    if settings.if_no_files_found is IfNoFilesFound.ERROR:
-        raise InputError(
-            f"{message}; check the paths, or set if-no-files-found to warn or ignore if a "
-            f"run may have no results"
-        )
-    if settings.if_no_files_found is IfNoFilesFound.WARN:
-        log.warning(f"{message}; nothing to publish (if-no-files-found: warn)")
-
-
-def _shown(path: Path) -> str:
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-# --------------------------------------------------------------------------- GitHub access
-
-
-class GitHub:
-    """Opens the GitHub client on first use, so runs that need no API never import PyGithub."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._client: GitHubClient | None = None
-
-    @property
-    def available(self) -> bool:
-        return bool(self.settings.token and self.settings.repository)
-
-    @property
-    def repository(self) -> str:
-        if not self.settings.repository:
-            raise InputError(
-                "no repository: pass --repository OWNER/REPO (on a runner GITHUB_REPOSITORY "
-                "sets it)"
-            )
-        return self.settings.repository
-
-    @property
-    def client(self) -> GitHubClient:
-        if self._client is None:
-            if not self.settings.token:
-                raise InputError(
-                    "the branch and issue targets need a token: pass --token, or set the "
-                    "'token' input (it defaults to github.token) / IVY_MATRIX_TOKEN"
-                )
-            from ivy_matrix.github_api import make_client  # noqa: PLC0415  -- PyGithub only when needed
-
-            self._client = make_client(token=self.settings.token, api_url=self.settings.api_url)
-        return self._client
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-
-
-def is_read_only_event(settings: Settings) -> bool:
-    """A pull request from a fork (or Dependabot's) runs with a read-only token."""
-    if settings.actor == "dependabot[bot]":
-        return True
-    if settings.event_name != "pull_request" or settings.event_path is None:
-        return False
-    try:
-        payload = json.loads(settings.event_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    pull = payload.get("pull_request") if isinstance(payload, dict) else None
-    if not isinstance(pull, dict):
-        return False
-    head = (pull.get("head") or {}).get("repo") or {}
-    base = (pull.get("base") or {}).get("repo") or {}
-    return bool(head.get("fork")) or (
-        bool(head.get("full_name")) and head.get("full_name") != base.get("full_name")
-    )
-
-
-# --------------------------------------------------------------------------- job links
-
-
-def _leg_metadata(
-    settings: Settings, collected: Collected, log: Log
-) -> tuple[dict[str, LegMetadata], set[str]]:
-    """Metadata files that legs left beside their results (fan-in), by backend.
-
-    Each is checked against this run (:func:`leg_metadata_problem`); the backends of refused
-    files are returned too, so that their cells link this run rather than any job.
-    """
-    found: dict[str, LegMetadata] = {}
-    refused: set[str] = set()
-    seen: set[Path] = set()
-    for counts in collected.files:
-        path = Path(counts.path).parent / LEG_METADATA_NAME
-        if path in seen or not path.is_file():
-            continue
-        seen.add(path)
-        try:
-            metadata = read_leg_metadata(path)
-        except InputError as error:
-            log.warning(str(error), file=path.as_posix())
-            continue
-        problem = leg_metadata_problem(
-            metadata,
-            run_id=settings.run_id,
-            run_attempt=settings.run_attempt,
-            repository=settings.repository,
-            server_url=settings.server_url,
-        )
-        if problem is not None:
-            log.warning(
-                f"leg metadata {path} is not used: {problem}; the cells of backend "
-                f"{metadata.backend!r:.100} link this run",
-                file=path.as_posix(),
-            )
-            refused.add(metadata.backend)
-            continue
-        found.setdefault(metadata.backend, metadata)
-    return found, refused - found.keys()
-
-
-def _find_jobs(
-    settings: Settings, backends: Sequence[str], github: GitHub, log: Log
-) -> dict[str, Job]:
-    """Each backend's job, from one listing of the run's jobs (``actions: read``)."""
-    by_runner = bool(settings.backend and settings.runner_name)
-    if (
-        not backends
-        or not github.available
-        or settings.run_id is None
-        or not (settings.job_name or by_runner)
-    ):
-        return {}
-    try:
-        listing = github.client.list_run_jobs(
-            github.repository, settings.run_id, settings.run_attempt
-        )
-    except GitHubAPIError as error:
-        # A missing link must not stop the update: the cells link the run instead.
-        log.warning(f"cannot find this run's jobs: {error}; cells link the run")
-        return {}
-    found = {}
-    for backend in backends:
-        job = find_job(
-            listing,
-            runner_name=settings.runner_name if by_runner else None,
-            name_pattern=settings.job_name,
-            backend=backend,
-        )
-        if job is not None:
-            found[backend] = job
-    return found
-
-
-def resolve_sources(
-    settings: Settings,
-    collected: Collected,
-    github: GitHub,
-    log: Log,
-    *,
-    run_id: int,
-    now: str,
-) -> Callable[[str], Source]:
-    """Which job each backend's results came from, and the link its cells get.
-
-    In order: the leg's metadata file; the given job URL; the given job id (one leg); a job
-    of the run found by runner name or ``job-name`` (one listing of the run's jobs); the run.
-    """
-
-    def source(job_id: int | None, url: str | None = None) -> Source:
-        link = settings.job_url or url
-        if not link:
-            link = cell_url(
-                server_url=settings.server_url,
-                repository=settings.repository,
-                run_id=settings.run_id,
-                job_id=job_id,
-            )
-        run = RunKey(run_id, settings.run_attempt, -1 if job_id is None else job_id)
-        return Source(run=run, url=link, time=now)
-
-    metadata, refused = _leg_metadata(settings, collected, log)
-    backends = collected.backends
-    given = settings.job_url or settings.job_id is not None
-    jobs = (
-        {}
-        if given
-        else _find_jobs(
-            settings, [b for b in backends if b not in metadata and b not in refused], github, log
-        )
-    )
-    sources: dict[str, Source] = {}
-    for backend in backends:
-        if backend in metadata:
-            leg = metadata[backend]
-            # The link is built here (it was checked to be exactly this one), not copied.
-            link = cell_url(
-                server_url=settings.server_url,
-                repository=settings.repository,
-                run_id=leg.run_id,
-                job_id=leg.job_id,
-            )
-            sources[backend] = Source(run=leg.run, url=link, time=now)
-        elif backend in refused:
-            sources[backend] = source(None)
-        elif backend in jobs:
-            sources[backend] = source(jobs[backend].id, jobs[backend].html_url)
-        else:
-            sources[backend] = source(settings.job_id)
-    fallback = source(settings.job_id)
-    return lambda backend: sources.get(backend, fallback)
-
-
-def _check_leg_metadata(settings: Settings) -> None:
-    """Refuse up front (before any write) what leg-metadata cannot describe."""
-    if settings.leg_metadata is None:
-        return
-    if not settings.backend or settings.run_id is None:
-        raise InputError(
-            "leg-metadata needs the leg's backend and run: give --backend and --run-id "
-            "(on a runner, GITHUB_RUN_ID gives the run)"
-        )
-    if not (settings.repository or settings.job_url):
-        raise InputError(
-            "leg-metadata needs a link for the leg's cells: give --repository OWNER/REPO "
-            "(on a runner, GITHUB_REPOSITORY gives it) or --job-url"
-        )
-
-
-def _write_leg_metadata(settings: Settings, source: Source, log: Log) -> None:
-    if settings.leg_metadata is None or settings.backend is None or settings.run_id is None:
-        return
-    metadata = LegMetadata(
-        backend=settings.backend,
-        run_id=settings.run_id,
-        run_attempt=settings.run_attempt,
-        job_id=None if source.run.job_id < 0 else source.run.job_id,
-        job_url=source.url,
-    )
-    if settings.dry_run:
-        log.info(f"dry run: would write {settings.leg_metadata}")
-        return
-    try:
-        write_atomic(settings.leg_metadata, leg_metadata_json(metadata))
-    except OSError as error:
-        raise InputError(
-            f"cannot write --leg-metadata {settings.leg_metadata}: {error.strerror or error}"
-        ) from None
-    log.info(f"wrote this leg's metadata to {settings.leg_metadata}")
-
-
-# --------------------------------------------------------------------------- stores
-
-
-def _update_local(
-    settings: Settings,
-    collected: Collected,
-    github: GitHub,
-    log: Log,
-    now: str,
-) -> tuple[MergeOutcome, Callable[[str], Source], list[str]]:
-    store = LocalStore(settings.store)
-    # A dry run takes no lock: the lock file (and the store folder) would be a write.
-    locked = store.locked(timeout=settings.lock_timeout, on_wait=log.info)
-    with contextlib.nullcontext() if settings.dry_run else locked:
-        states = {state.id: state for state in store.load_all()}
-        run_id = settings.run_id
-        if run_id is None:
-            # Not on GitHub Actions: number local runs after everything the store has seen.
-            run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
-            log.info(f"no run id given: recording these results as local run {run_id}")
-        source_for = resolve_sources(settings, collected, github, log, run_id=run_id, now=now)
-        outcome = merge_batches(states, build_batches(collected, source_for), settings)
-        if settings.dry_run:
-            for key in outcome.changed:
-                log.info(f"dry run: would save the state of {key} in {settings.store}")
-            for state in outcome.removed:
-                log.info(f"dry run: would remove the state of {state.key} from {settings.store}")
-        else:
-            by_key = {state.key: state for state in outcome.states.values()}
-            for key in outcome.changed:
-                store.save(by_key[key])
-            for state in outcome.removed:
-                store.delete(state.id)
-        # Still under the lock: a slower process must not overwrite newer files.
-        written = _write_output(settings, outcome, log)
-    return outcome, source_for, written
-
-
-def _write_output(settings: Settings, outcome: MergeOutcome, log: Log) -> list[str]:
-    """Make the output folder show the whole state, whatever an earlier run left there.
-
-    Every dashboard is rendered and compared with its file, not only those this update
-    changed: a run without ``--output-dir``, or one stopped after saving the store, leaves
-    files behind the state. Files that are already right are not rewritten; files that no
-    dashboard renders are the user's and are left alone.
-    """
-    if Target.FILE not in settings.targets or settings.output_dir is None:
-        return []
-    ordered = sorted(outcome.states.values(), key=lambda s: s.key)
-    files = render_files(ordered, style=settings.style)
-    files += removed_files(outcome.removed)
-    written = write_files(settings.output_dir, files, dry_run=settings.dry_run)
-    if settings.dry_run:
-        for path in written:
-            log.info(f"dry run: would write {settings.output_dir / path}")
-    return written
-
-
-@dataclass(slots=True)
-class BranchResult:
-    """What the branch target did."""
-
-    revision: int | None = None
-    commit: str | None = None
-    files: tuple[str, ...] = ()
-
-
-def _update_branch(
-    settings: Settings,
-    batches: Sequence[Batch],
-    github: GitHub,
-    log: Log,
-) -> tuple[MergeOutcome, BranchResult]:
-    from ivy_matrix.branch_store import BranchStore  # noqa: PLC0415  -- only with the branch target
-
-    store = BranchStore(github.client, github.repository, settings.branch)
-    last: list[MergeOutcome] = []
-
-    def change(
-        states: Mapping[DashboardId, DashboardState],
-    ) -> tuple[dict[DashboardId, DashboardState | None], list[RenderedFile]]:
-        outcome = merge_batches(states, batches, settings)
-        last[:] = [outcome]
-        ordered = sorted(outcome.states.values(), key=lambda s: s.key)
-        changed: dict[DashboardId, DashboardState | None] = {
-            s.id: s for s in ordered if s.key in outcome.changed
-        }
-        changed.update((s.id, None) for s in outcome.removed)
-        files = render_files(ordered, style=settings.style, only=outcome.changed)
-        return changed, files + removed_files(outcome.removed)
-
-    backends = sorted({b for batch in batches for row in batch.cells.values() for b in row})
-    shown = ", ".join(backends[:COMMIT_BACKENDS]) + (
-        ", ..." if len(backends) > COMMIT_BACKENDS else ""
-    )
-    message = f"ivy-matrix: run {settings.run_id} attempt {settings.run_attempt} ({shown})"
-    result = store.update(change, message, dry_run=settings.dry_run)
-    outcome = last[0] if last else merge_batches({}, batches, settings)
-    where = f"branch {settings.branch} of {github.repository}"
-    if settings.dry_run:
-        log.info(f"dry run: would commit {len(result.files_changed)} file(s) to {where}")
-        for path in result.files_changed:
-            log.info(f"  {path}")
-    elif result.commit_sha:
-        log.info(
-            f"committed {len(result.files_changed)} file(s) to {where} "
-            f"(revision {result.revision}, {result.attempts} attempt(s))"
-        )
-    else:
-        log.info(f"{where} already shows these results: nothing to commit")
-    if not settings.dry_run:
-        base = (
-            f"{settings.server_url.rstrip('/')}/{github.repository}/blob/{quote(settings.branch)}"
-        )
-        outcome.urls = {
-            state.key: f"{base}/{quote(dashboard_file(state))}" for state in outcome.states.values()
-        }
-        outcome.index_url = f"{base}/{INDEX_NAME}"
-    return outcome, BranchResult(
-        revision=result.revision, commit=result.commit_sha, files=result.files_changed
-    )
-
-
-def _update_issue_store(
-    settings: Settings, batches: Sequence[Batch], github: GitHub, log: Log
-) -> MergeOutcome:
-    """The issue target without the branch: state lives hidden in the dashboard issues."""
-    from ivy_matrix.issue_target import IssueStore  # noqa: PLC0415  -- only with the issue target
-
-    log.warning(
-        "the issue target without the branch target keeps the state in the issue bodies, "
-        "where concurrent writers can overwrite each other (GitHub has no conditional issue "
-        "edits); add 'branch' to targets (contents: write), or publish from one fan-in job"
-    )
-    last: list[MergeOutcome] = []
-
-    def change(
-        states: Mapping[DashboardId, DashboardState],
-    ) -> dict[DashboardId, DashboardState]:
-        outcome = merge_batches(states, batches, settings)
-        last[:] = [outcome]
-        return outcome.states
-
-    if settings.dry_run:
-        store_states = IssueStore(
-            github.client, github.repository, label=settings.issue_label, style=settings.style
-        ).load()
-        outcome = merge_batches(store_states, batches, settings)
-        for key in outcome.changed:
-            log.info(f"dry run: would update the issue of dashboard {key}")
-        return outcome
-    store = IssueStore(
-        github.client,
-        github.repository,
-        label=settings.issue_label,
-        style=settings.style,
-        history=settings.history,
-        log=log,
-    )
-    result = store.update(change)
-    _note_issue_urls(last[0] if last else None, result.report)
-    if not result.converged:
-        log.warning(
-            "other jobs kept rewriting the dashboard issues while this one wrote; some cells "
-            "may be missing until the next run (use the branch target to avoid this)"
-        )
-    return last[0] if last else merge_batches({}, batches, settings)
-
-
-def _publish_issues(
-    settings: Settings, outcome: MergeOutcome, github: GitHub, log: Log, *, revision: int | None
-) -> None:
-    """One issue per dashboard this update touched, and the index issue."""
-    if Target.BRANCH not in settings.targets:
-        return  # the issue-body store wrote them already
-    from ivy_matrix.issue_target import publish_issues  # noqa: PLC0415  -- only with the issue target
-
-    ordered = sorted(outcome.states.values(), key=lambda s: s.key)
-    report = publish_issues(
-        github.client,
-        github.repository,
-        ordered,
-        touched=list(outcome.report),
-        revision=revision,
-        label=settings.issue_label,
-        pin_index=settings.pin_index,
-        graphql_url=settings.graphql_url,
-        dry_run=settings.dry_run,
-        log=log,
-        style=settings.style,
-    )
-    for result in report.dashboards:
-        log.info(f"issue of {result.key}: {result.action} {result.url or ''}".rstrip())
-    if report.index_url:
-        log.info(f"index issue: {report.index_url}")
-    _note_issue_urls(outcome, report)
-
-
-def _note_issue_urls(outcome: MergeOutcome | None, report: IssuesReport) -> None:
-    """Dashboard issues are where people read the dashboards: their URLs win."""
-    if outcome is None:
-        return
-    for result in report.dashboards:
-        if result.url:
-            outcome.urls[result.key] = result.url
-    if report.index_url:
-        outcome.index_url = report.index_url
-
-
-def adopt_into_branch(
-    settings: Settings, state: DashboardState, *, force: bool, log: Log
-) -> tuple[str, ...]:
-    """Put an adopted dashboard on the dashboard branch (one commit); return the files written."""
-    from ivy_matrix.branch_store import BranchStore  # noqa: PLC0415  -- only with the branch target
-
-    github = GitHub(settings)
-    try:
-        store = BranchStore(github.client, github.repository, settings.branch)
-
-        def change(
-            states: Mapping[DashboardId, DashboardState],
-        ) -> tuple[dict[DashboardId, DashboardState], list[RenderedFile]]:
-            if state.id in states and not force:
-                raise InputError(
-                    f"dashboard {state.key!r} already has state on branch {settings.branch}; "
-                    f"pass --force to replace it"
-                )
-            ordered = sorted({**states, state.id: state}.values(), key=lambda s: s.key)
-            return {state.id: state}, render_files(ordered, style=settings.style, only=[state.key])
-
-        result = store.update(change, f"ivy-matrix: adopt {state.key}", dry_run=settings.dry_run)
-    finally:
-        github.close()
-    where = f"branch {settings.branch} of {github.repository}"
-    verb = "would commit" if settings.dry_run else "committed"
-    log.info(f"{verb} {len(result.files_changed)} file(s) to {where}")
-    return result.files_changed
-
-
-# --------------------------------------------------------------------------- prune
-
-Plan = Callable[[Mapping[DashboardId, DashboardState], str], dict[DashboardId, Removal]]
-
-
-def run_prune(
-    settings: Settings,
-    log: Log,
-    *,
-    dashboards: Sequence[str] = (),
-    backends: Sequence[str] = (),
-    rows: Sequence[str] = (),
-) -> int:
-    """Run ``ivy-matrix prune``: remove named dashboards, backends or rows on purpose.
-
-    From the local store, or with the branch target from the dashboard branch (one commit that
-    also rewrites or deletes the rendered files and the index); ``--output-dir`` is refreshed
-    too. With ``--dry-run`` it says what would go and writes nothing.
-    """
-    named = [parse_dashboard(name) for name in dashboards]
-
-    def plan(
-        states: Mapping[DashboardId, DashboardState], where: str
-    ) -> dict[DashboardId, Removal]:
-        return prune(states, dashboards=named, backends=backends, rows=rows, where=where)
-
-    whole = not (backends or rows)
-    what = (
-        f"dashboard(s) {', '.join(d.key for d in named)}"
-        if whole
-        else "; ".join(
-            part
-            for part in (
-                f"backend(s) {', '.join(backends)}" if backends else "",
-                f"row(s) {', '.join(rows)}" if rows else "",
-                f"from {', '.join(d.key for d in named)}" if named else "",
-            )
-            if part
-        )
-    )
-    report = _RemovalLog(log, dry_run=settings.dry_run, whole=whole)
-    if Target.BRANCH in settings.targets:
-        _prune_branch(settings, plan, report, message=f"ivy-matrix: prune {what}")
-    else:
-        _prune_local(settings, plan, report)
-    return EXIT_OK
-
-
-@dataclass(slots=True)
-class _RemovalLog:
-    """Says what a prune removes (or would remove, in a dry run)."""
-
-    log: Log
-    dry_run: bool
-    whole: bool
-
-    def __call__(
-        self, states: Mapping[DashboardId, DashboardState], removals: Mapping[DashboardId, Removal]
-    ) -> None:
-        verb = "would remove" if self.dry_run else "removed"
-        for dashboard, removal in sorted(removals.items(), key=lambda item: item[0].key):
-            self.log.info(_removal_line(verb, states[dashboard], removal, whole=self.whole))
-
-
-def _removal_line(verb: str, state: DashboardState, removal: Removal, *, whole: bool) -> str:
-    if whole:
-        return (
-            f"{verb} dashboard {state.key}: {len(state.rows)} row(s), "
-            f"{len(state.backends)} backend(s), its state, file and index entry"
-        )
-    parts = []
-    if removal.backends:
-        parts.append(f"backend(s) {', '.join(removal.backends)}")
-    if removal.rows:
-        parts.append(f"{len(removal.rows)} row(s): {', '.join(removal.rows)}")
-    line = f"{verb} from dashboard {state.key}: " + "; ".join(parts)
-    if removal.state is None:
-        line += "; nothing is left, so the dashboard goes too (state, file and index entry)"
-    return line
-
-
-def _left(
-    states: Mapping[DashboardId, DashboardState], removals: Mapping[DashboardId, Removal]
-) -> list[DashboardState]:
-    """The dashboards after ``removals``, sorted by key."""
-    left = dict(states)
-    for dashboard, removal in removals.items():
-        if removal.state is None:
-            del left[dashboard]
-        else:
-            left[dashboard] = removal.state
-    return sorted(left.values(), key=lambda s: s.key)
-
-
-def _pruned_files(
-    settings: Settings,
-    states: Mapping[DashboardId, DashboardState],
-    removals: Mapping[DashboardId, Removal],
-) -> list[RenderedFile]:
-    """The rendered files after ``removals``: changed dashboards, the index, and deletions."""
-    changed = [d.key for d, removal in removals.items() if removal.state is not None]
-    gone = [states[d] for d, removal in removals.items() if removal.state is None]
-    files = render_files(_left(states, removals), style=settings.style, only=changed)
-    return files + removed_files(gone)
-
-
-def _prune_output(
-    settings: Settings,
-    states: Mapping[DashboardId, DashboardState],
-    removals: Mapping[DashboardId, Removal],
-    log: Log,
-) -> None:
-    if settings.output_dir is None:
-        return
-    files = _pruned_files(settings, states, removals)
-    if settings.dry_run:
-        for file in files:
-            path = settings.output_dir / file.path
-            if file.text is None:
-                if path.is_file():
-                    log.info(f"dry run: would remove {path}")
-            elif _differs(path, file.text):
-                log.info(f"dry run: would write {path}")
-        return
-    written = write_files(settings.output_dir, files)
-    log.info(f"{len(written)} file(s) of {settings.output_dir} changed")
-
-
-def _differs(path: Path, text: str) -> bool:
-    """Whether writing ``text`` would change ``path`` (an unreadable file would be rewritten)."""
-    try:
-        return path.read_text(encoding="utf-8") != text
-    except (OSError, UnicodeDecodeError):
-        return True
-
-
-def _prune_local(settings: Settings, plan: Plan, report: _RemovalLog) -> None:
-    if not settings.store.is_dir():
-        raise InputError(
-            f"cannot prune --store {settings.store}: there is no store there; pass the folder "
-            f"that update writes to (default .ivy-matrix), or --targets branch for the branch"
-        )
-    store = LocalStore(settings.store)
-    where = f"the store {settings.store}"
-    if settings.dry_run:
-        # No lock: a dry run writes nothing, not even the lock file.
-        states = {state.id: state for state in store.load_all()}
-        removals = plan(states, where)
-        report(states, removals)
-        _prune_output(settings, states, removals, report.log)
-        return
-    with store.locked(timeout=settings.lock_timeout, on_wait=report.log.info):
-        states = {state.id: state for state in store.load_all()}
-        removals = plan(states, where)
-        for dashboard, removal in removals.items():
-            if removal.state is None:
-                store.delete(dashboard)
-            else:
-                store.save(removal.state)
-        report(states, removals)
-        # Still under the lock, like update: no slower process overwrites newer files.
-        _prune_output(settings, states, removals, report.log)
-
-
-def _prune_branch(settings: Settings, plan: Plan, report: _RemovalLog, *, message: str) -> None:
-    from ivy_matrix.branch_store import BranchStore  # noqa: PLC0415  -- only with the branch target
-
-    github = GitHub(settings)
-    last: list[tuple[dict[DashboardId, DashboardState], dict[DashboardId, Removal]]] = []
-    try:
-        store = BranchStore(github.client, github.repository, settings.branch)
-        where = f"branch {settings.branch} of {github.repository}"
-
-        def change(
-            states: Mapping[DashboardId, DashboardState],
-        ) -> tuple[dict[DashboardId, DashboardState | None], list[RenderedFile]]:
-            removals = plan(states, where)
-            last[:] = [(dict(states), removals)]
-            saved = {dashboard: removal.state for dashboard, removal in removals.items()}
-            return saved, _pruned_files(settings, states, removals)
-
-        result = store.update(change, message, dry_run=settings.dry_run)
-    finally:
-        github.close()
-    states, removals = last[0]
-    report(states, removals)
-    verb = "would commit" if settings.dry_run else "committed"
-    report.log.info(f"{verb} {len(result.files_changed)} file(s) to {where}")
-    if settings.dry_run:
-        for path in result.files_changed:
-            report.log.info(f"  {path}")
-    _prune_output(settings, states, removals, report.log)
-
-
-# --------------------------------------------------------------------------- the command
-
-
-def run_update(settings: Settings, log: Log) -> int:
-    """Run ``ivy-matrix update``; return the exit code."""
+def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> int:
+    """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
     started = time.monotonic()
     require_update_inputs(settings)
-    _check_leg_metadata(settings)
+    check_leg_metadata(settings)
     collected = read_results(settings, log)
     read_seconds = time.monotonic() - started
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    github = GitHub(settings)
-    try:
-        remote = {Target.BRANCH, Target.ISSUE} & set(settings.targets)
-        read_only = bool(remote) and is_read_only_event(settings)
-        if read_only:
-            log.warning(READ_ONLY_ADVICE)
-        written: list[str] = []
-        revision: int | None = None
-        if remote and not read_only:
-            if settings.run_id is None:
-                raise InputError(
-                    f"the {' and '.join(sorted(remote))} target(s) need the run id: pass "
-                    f"--run-id (on a runner GITHUB_RUN_ID gives it)"
-                )
-            source_for = resolve_sources(
-                settings, collected, github, log, run_id=settings.run_id, now=now
+    with GitHub(settings, remote) as github:
+        targets = remote_targets(settings, log)
+        if targets and settings.run_id is None:
+            raise InputError(
+                f"the {' and '.join(sorted(targets))} target(s) need the run id: pass "
+                f"--run-id (on a runner GITHUB_RUN_ID gives it)"
             )
-            batches = build_batches(collected, source_for)
-            try:
-                if Target.BRANCH in settings.targets:
-                    outcome, branch = _update_branch(settings, batches, github, log)
-                    revision = branch.revision
-                else:
-                    outcome = _update_issue_store(settings, batches, github, log)
-                if Target.ISSUE in settings.targets:
-                    _publish_issues(settings, outcome, github, log, revision=revision)
-            except ReadOnlyTokenError:
-                log.warning(READ_ONLY_ADVICE)
-                outcome = merge_batches({}, batches, settings)
-            # The store holds every leg's cells: the output folder gets all of it.
-            written = _write_output(settings, outcome, log)
-        else:
-            outcome, source_for, written = _update_local(settings, collected, github, log, now)
-        if settings.backend:
-            _write_leg_metadata(settings, source_for(settings.backend), log)
-    finally:
-        github.close()
-    for key, entry in outcome.report.items():
-        _log_dashboard(log, key, entry)
-    _annotate_failures(collected, log)
-    ordered = sorted(outcome.states.values(), key=lambda s: s.key)
-    totals = _totals(collected)
-    changed_cells = sum(int(str(r["changed_cells"])) for r in outcome.report.values())
-    _write_summary(settings, collected, totals, ordered, outcome=outcome, log=log)
-    if Target.SUMMARY in settings.targets:
-        touched = [s for s in ordered if s.key in outcome.report]
-        _publish_job_summary(
+        links = resolve_links(settings, collected, github, log, now=now)
+        store = open_store(
             settings,
-            collected,
-            totals,
-            touched,
-            changed_cells=changed_cells,
-            outcome=outcome,
-            log=log,
+            github,
+            log,
+            remote=targets,
+            message=_commit_message(settings, collected),
+            after_save=output_folder(settings, log),
         )
+        change = _change(settings, collected, links, log)
+        saved, published = _save_and_publish(settings, store, change, github, log, targets=targets)
+        if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
+            write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
+    merged = saved.merged
+    log_dashboards(log, merged)
+    annotate_failures(collected, log)
+    if settings.summary_json is not None and settings.dry_run:
+        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
+    elif settings.summary_json is not None:
+        write_summary_json(settings.summary_json, collected, merged, published)
+    if Target.SUMMARY in settings.targets:
+        publish_job_summary(settings, collected, merged, published, log)
+    totals = collected.totals()
     log.info(
-        f"ivy-matrix: {totals['files']} file(s), {totals['tests']} test cases "
-        f"({totals['failed']} failed, {totals['errors']} errors, {totals['skipped']} skipped) "
-        f"into {len(outcome.report)} dashboard(s); {changed_cells} cell(s) changed; "
-        f"{len(written)} file(s) {'to write' if settings.dry_run else 'written'}; "
+        f"ivy-matrix: {totals.files} file(s), {totals.tests} test cases "
+        f"({totals.failed} failed, {totals.errors} errors, {totals.skipped} skipped) "
+        f"into {len(merged.reports)} dashboard(s); {merged.changed_cells} cell(s) changed; "
+        f"{len(saved.output)} file(s) {'to write' if settings.dry_run else 'written'}; "
         f"read in {read_seconds:.2f} s, done in {time.monotonic() - started:.2f} s"
     )
     return _exit_code(settings.fail_on, totals, log)
 
 
-def _annotate_failures(collected: Collected, log: Log) -> None:
-    """One annotation per failed test, for the first few; the rest are counted.
+def _change(settings: Settings, collected: Collected, links: Links, log: Log) -> Change:
+    """The store's change: fold this update's results into the states it reads (pure).
 
-    Warnings, not errors: failing tests are what a dashboard shows, and they fail the step
-    only with ``fail-on``.
+    The batches are built on each call and dropped after the merge, so they do not stay in
+    memory while the store renders and writes (a retried branch commit builds them again).
     """
-    failed = sum(f.failed + f.errors for f in collected.files if f.problem is None)
-    shown = collected.failures[:ANNOTATIONS]
-    for failure in shown:
-        message = failure.message or "failed"
-        log.warning(
-            message,
-            file=failure.test_file or failure.result_file,
-            title=f"{failure.test} failed on {failure.backend}",
+
+    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+        run_id = settings.run_id
+        if run_id is None:
+            # Not on GitHub Actions: number local runs after everything the store has seen.
+            run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
+            log.info(f"no run id given: recording these results as local run {run_id}")
+        return merge_batches(
+            states,
+            build_batches(collected, links.sources(run_id)),
+            history=settings.history,
+            retire_after_runs=settings.retire_after_runs,
         )
-    if failed > len(shown):
-        log.notice(
-            f"{failed - len(shown)} more failed test case(s) are not annotated; the dashboards "
-            f"and the job summary have them all"
-        )
+
+    return change
 
 
-def _log_dashboard(log: Log, key: str, entry: Mapping[str, object]) -> None:
-    parts = [f"{entry['changed_cells']} cell(s) changed"]
-    if entry["new_rows"]:
-        parts.append(f"{entry['new_rows']} new row(s)")
-    retired = entry["retired_rows"]
-    if isinstance(retired, list) and retired:
-        shown = ", ".join(map(str, retired[:10])) + (" ..." if len(retired) > 10 else "")  # noqa: PLR2004  -- log brevity
-        parts.append(f"retired {len(retired)} row(s) no recent run reported: {shown}")
-    gone = entry.get("retired_backends")
-    if isinstance(gone, list) and gone:
-        parts.append(f"retired backend(s) no recent run reported: {', '.join(map(str, gone))}")
-    if entry.get("removed"):
-        parts.append("removed: every row retired, so its state, file and index entry are gone")
-    log.info(f"dashboard {key}: " + "; ".join(parts))
+def _commit_message(settings: Settings, collected: Collected) -> str:
+    backends = sorted(collected.backends)
+    shown = ", ".join(backends[:COMMIT_BACKENDS]) + (
+        ", ..." if len(backends) > COMMIT_BACKENDS else ""
+    )
+    return f"ivy-matrix: run {settings.run_id} attempt {settings.run_attempt} ({shown})"
 
 
-def _totals(collected: Collected) -> dict[str, int]:
-    files = collected.files
-    return {
-        "files": len(files),
-        "tests": sum(f.tests for f in files),
-        "passed": sum(f.passed for f in files),
-        "failed": sum(f.failed for f in files),
-        "errors": sum(f.errors for f in files),
-        "skipped": sum(f.skipped for f in files),
-        "flaky": sum(f.flaky for f in files),
-        "problems": len(collected.problems),
-        "unassigned": sum(collected.unassigned.values()),
-    }
-
-
-def _write_summary(
+def _save_and_publish(
     settings: Settings,
-    collected: Collected,
-    totals: Mapping[str, int],
-    states: Sequence[DashboardState],
-    *,
-    outcome: MergeOutcome,
+    store: Store,
+    change: Change,
+    github: GitHub,
     log: Log,
-) -> None:
-    if settings.summary_json is None:
-        return
-    if settings.dry_run:
-        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
-        return
-    report = outcome.report
-    dashboards = {}
-    for state in states:
-        counts = backend_counts(state)
-        dashboards[state.key] = {
-            "file": dashboard_file(state),
-            "rows": len(state.rows),
-            "backends": {b: {"passing": p, "total": t} for b, (p, t) in counts.items()},
-            "updated": state.key in report,
-            **({"url": outcome.urls[state.key]} if state.key in outcome.urls else {}),
-            **report.get(state.key, {}),
-        }
-    document = {
-        "version": 1,
-        "index_url": outcome.index_url,
-        "files": [asdict(f) for f in collected.files],
-        "totals": dict(totals),
-        "dashboards": dashboards,
-        "removed_dashboards": {
-            state.key: {"file": dashboard_file(state), **report.get(state.key, {})}
-            for state in outcome.removed
-        },
-    }
-    try:
-        write_atomic(settings.summary_json, json.dumps(document, indent=2) + "\n")
-    except OSError as error:
-        raise InputError(
-            f"cannot write --summary-json {settings.summary_json}: {error.strerror or error}"
-        ) from None
-
-
-def _publish_job_summary(
-    settings: Settings,
-    collected: Collected,
-    totals: Mapping[str, int],
-    touched: Sequence[DashboardState],
     *,
-    changed_cells: int,
-    outcome: MergeOutcome,
-    log: Log,
-) -> None:
-    """Write the job summary and the step outputs, when the runner provides their files."""
+    targets: Collection[Target],
+) -> tuple[Saved, Published]:
+    """``store.update(change)``, then the dashboard issues; the summary only if read-only."""
     try:
-        if settings.step_summary is not None:
-            problems = [(p.source, p.message) for p in collected.problems]
-            append_summary(
-                settings.step_summary,
-                render_job_summary(
-                    touched,
-                    totals=totals,
-                    problems=problems,
-                    links=outcome.urls,
-                    index_url=outcome.index_url,
-                ),
-            )
-        if settings.github_output is not None:
-            outputs = {name.replace("_", "-"): str(value) for name, value in totals.items()}
-            outputs["changed-cells"] = str(changed_cells)
-            outputs["dashboard-urls"] = json.dumps(outcome.urls, sort_keys=True)
-            if outcome.index_url:
-                outputs["index-url"] = outcome.index_url
-            if settings.summary_json is not None:
-                outputs["summary-json"] = str(settings.summary_json)
-            if settings.output_dir is not None:
-                outputs["output-dir"] = str(settings.output_dir)
-            for name, value in outputs.items():
-                append_output(settings.github_output, name, value)
-    except OSError as error:
-        log.warning(f"cannot write the job summary or step outputs: {error.strerror or error}")
+        saved = store.update(change)
+        published = Published(urls=saved.urls, index_url=saved.index_url)
+        if Target.ISSUE in targets and Target.BRANCH in targets:
+            published = publish_from_branch(settings, saved, github, log, published)
+    except ReadOnlyTokenError:
+        log.warning(READ_ONLY_ADVICE)
+        merged = change({})
+        write = output_folder(settings, log)
+        return Saved(merged=merged, output=write(merged) if write else ()), Published()
+    return saved, published
 
 
-def _exit_code(fail_on: FailOn, totals: Mapping[str, int], log: Log) -> int:
-    if fail_on is FailOn.FAILURES and totals["failed"] + totals["errors"]:
+def _exit_code(fail_on: FailOn, totals: Totals, log: Log) -> int:
+    if fail_on is FailOn.FAILURES and totals.failed + totals.errors:
         log.error(
-            f"{totals['failed']} test(s) failed and {totals['errors']} had errors (fail-on: failures)"
+            f"{totals.failed} test(s) failed and {totals.errors} had errors (fail-on: failures)"
         )
         return EXIT_USER
-    if fail_on is FailOn.ERRORS and totals["errors"]:
-        log.error(f"{totals['errors']} test(s) had errors (fail-on: errors)")
+    if fail_on is FailOn.ERRORS and totals.errors:
+        log.error(f"{totals.errors} test(s) had errors (fail-on: errors)")
         return EXIT_USER
     return EXIT_OK

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Self, TypeVar, cast
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
-from ivy_matrix.github_api import GitHubClient, Issue, IssueComment, Tree
-from ivy_matrix.joblinks import Job
+from ivy_matrix.github_api import GitHubClient
+from ivy_matrix.github_types import Issue, IssueComment, Tree
+from ivy_matrix.jobs import Job
 from tests.fake_github import git_blob_sha, tree_sha
 
 _T = TypeVar("_T")
@@ -136,7 +137,7 @@ class MemoryGitHub:
         times: int = 1,
     ) -> MemoryFault:
         """Queue a fault for the next ``times`` calls of ``method`` (see :class:`MemoryFault`)."""
-        if not callable(getattr(self, method, None)) or method not in vars(GitHubClient):
+        if not callable(getattr(self, method, None)) or not _is_client_method(method):
             raise TypeError(f"GitHubClient has no method {method!r}")
         fault = MemoryFault(method, status, after_write, retried, before, times)
         with self.lock:
@@ -591,3 +592,8 @@ class MemoryGitHub:
             return list(jobs)
 
         return self._call("list_run_jobs", apply)
+
+
+def _is_client_method(name: str) -> bool:
+    """Whether GitHubClient has a method ``name`` (its calls live in mixin classes)."""
+    return any(name in vars(klass) for klass in GitHubClient.__mro__ if klass is not object)

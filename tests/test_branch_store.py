@@ -13,14 +13,15 @@ from collections.abc import Mapping
 
 import pytest
 
-from ivy_matrix.branch_store import BranchStore, CommitOutcome, git_blob_sha
+from ivy_matrix.changes import Merged
 from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.publish import RenderedFile, render_files
-from ivy_matrix.render import Style
+from ivy_matrix.render import RenderedFile, Style, render_files
 from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.stores import Saved
+from ivy_matrix.stores.branch import BranchStore, git_blob_sha
 from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub
 from tests.memory_github import MemoryGitHub
@@ -57,6 +58,20 @@ def store(gh: GitHubClient, seed: int = 0) -> BranchStore:
         base_delay=0.02,
         max_delay=0.5,
     )
+
+
+def commit(branch: BranchStore, change, message: str) -> Saved:
+    """One update whose ``change`` returns (every state, the rendered files), as ``message``."""
+    rendered: list[RenderedFile] = []
+
+    def merged(states: Mapping[DashboardId, DashboardState]) -> Merged:
+        new, files = change(states)
+        rendered[:] = files
+        return Merged(states=new, changed=tuple(state.key for state in new.values()))
+
+    branch.message = message
+    branch.render = lambda _states, _keys: list(rendered)
+    return branch.update(merged)
 
 
 def job_url(job_id: int) -> str:
@@ -141,11 +156,11 @@ def assert_every_cell_landed(fake: FakeGitHub | MemoryGitHub, legs: int, rows: i
 def test_first_update_creates_the_branch_and_makes_one_commit(fake):
     """A missing branch is created with a root commit that holds every file, and nothing else."""
     with client(fake) as gh:
-        outcome_ = store(gh).update(leg_change(0), "ivy-matrix: run 1")
+        outcome_ = commit(store(gh), leg_change(0), "ivy-matrix: run 1")
     assert outcome_.attempts == 1
     assert outcome_.commit_sha == fake.ref_sha(f"heads/{BRANCH}")
     assert outcome_.revision == 1
-    assert outcome_.files_changed == (
+    assert outcome_.written == (
         ".ivy-matrix/state/REVISION",
         ".ivy-matrix/state/core/gradients.json",
         ".ivy-matrix/state/core/random.json",
@@ -162,7 +177,7 @@ def test_first_update_creates_the_branch_and_makes_one_commit(fake):
         ("POST", "commits"),
         ("POST", "refs"),
     ]
-    assert sorted(fake.files(BRANCH)) == sorted(outcome_.files_changed)
+    assert sorted(fake.files(BRANCH)) == sorted(outcome_.written)
     assert_every_cell_landed(fake, legs=1)
     assert fake.read_file("README.md", BRANCH).startswith("# Test dashboards")
 
@@ -171,12 +186,12 @@ def test_unchanged_update_makes_no_write_request(fake):
     """Running the same update again reads the branch and writes nothing at all."""
     with client(fake) as gh:
         branch = store(gh)
-        branch.update(leg_change(0), "first")
+        commit(branch, leg_change(0), "first")
         writes = len(fake.writes())
         tip = fake.ref_sha(f"heads/{BRANCH}")
-        again = branch.update(leg_change(0), "second")
-        fresh = store(gh).update(leg_change(0), "third")  # a new store: no blob cache
-    assert again == CommitOutcome(commit_sha=None, attempts=1, files_changed=(), revision=1)
+        again = commit(branch, leg_change(0), "second")
+        fresh = commit(store(gh), leg_change(0), "third")  # a new store: no blob cache
+    assert (again.commit_sha, again.attempts, again.written, again.revision) == (None, 1, (), 1)
     assert fresh.commit_sha is None
     assert len(fake.writes()) == writes
     assert fake.ref_sha(f"heads/{BRANCH}") == tip
@@ -186,9 +201,9 @@ def test_state_files_are_read_once_per_blob_and_cached_across_updates(fake):
     """A second update reads the tree but no blob it already knows."""
     with client(fake) as gh:
         branch = store(gh)
-        branch.update(leg_change(0), "first")
+        commit(branch, leg_change(0), "first")
         before = len(fake.requests_to("GET", r"/git/blobs/"))
-        branch.update(leg_change(1), "second")
+        commit(branch, leg_change(1), "second")
         assert len(fake.requests_to("GET", r"/git/blobs/")) == before
         assert len(store(gh).load()) == 3
     # A new store reads the three state files and the revision counter once each.
@@ -199,7 +214,7 @@ def test_only_changed_files_are_written(fake):
     """A second leg that changes one dashboard writes that one, its page and the index."""
     with client(fake) as gh:
         branch = store(gh)
-        branch.update(leg_change(0), "first")
+        commit(branch, leg_change(0), "first")
 
         def one_more_row(states):
             dashboard = DASHBOARDS[0]
@@ -210,8 +225,8 @@ def test_only_changed_files_are_written(fake):
             new = {**states, dashboard: apply_batch(states[dashboard], batch).state}
             return new, render_files(sorted(new.values(), key=lambda s: s.key), style=Style.IVY)
 
-        result = branch.update(one_more_row, "second")
-    assert result.files_changed == (
+        result = commit(branch, one_more_row, "second")
+    assert result.written == (
         ".ivy-matrix/state/REVISION",
         ".ivy-matrix/state/core/gradients.json",
         "README.md",
@@ -219,7 +234,7 @@ def test_only_changed_files_are_written(fake):
     )
     assert result.revision == 2
     tree_posts = fake.requests_to("POST", r"/git/trees$")
-    assert sorted(e["path"] for e in tree_posts[-1].body["tree"]) == list(result.files_changed)
+    assert sorted(e["path"] for e in tree_posts[-1].body["tree"]) == list(result.written)
 
 
 def test_blob_sha_is_gits():
@@ -232,7 +247,7 @@ def test_load_of_a_missing_branch_is_empty_and_a_foreign_state_file_is_refused(m
     with client(memory) as gh:
         branch = store(gh)
         assert branch.load() == {}
-        branch.update(leg_change(0, rows=1), "first")
+        commit(branch, leg_change(0, rows=1), "first")
         state = branch.load()[DASHBOARDS[0]]
         misplaced = dump_state(state)
         tip = memory.ref_sha(f"heads/{BRANCH}")
@@ -253,7 +268,7 @@ def test_rendered_paths_must_stay_outside_the_state_folder(memory):
                 return dict(states), [RenderedFile(path=path, text="x")]
 
             with pytest.raises(ValueError, match=r"plain relative path|state folder"):
-                branch.update(change, "bad")
+                commit(branch, change, "bad")
     assert memory.writes() == []
 
 
@@ -261,13 +276,13 @@ def test_read_only_token_error_reaches_the_caller(fake):
     """With a read-only token the update fails with GitHub's 403 mapped to ReadOnlyTokenError."""
     fake.configure(read_only=True)
     with client(fake) as gh, pytest.raises(GitHubAPIError, match="read-only"):
-        store(gh).update(leg_change(0, rows=1), "ro")
+        commit(store(gh), leg_change(0, rows=1), "ro")
 
 
 def test_gives_up_after_max_attempts_with_a_clear_error(memory):
     """When the tip moves before every PATCH, the update stops after max_attempts."""
     with client(memory) as gh:
-        store(gh).update(leg_change(0, rows=1), "seed")
+        commit(store(gh), leg_change(0, rows=1), "seed")
         moves = iter(range(3))
         memory.inject(
             "update_branch",
@@ -277,7 +292,7 @@ def test_gives_up_after_max_attempts_with_a_clear_error(memory):
         )
         branch = BranchStore(gh, REPO, BRANCH, sleep=lambda _s: None, max_attempts=3)
         with pytest.raises(StoreError, match="moved it 3 times"):
-            branch.update(leg_change(1, rows=1), "never")
+            commit(branch, leg_change(1, rows=1), "never")
     assert memory.read_file("other.md", BRANCH) == "2"
 
 
@@ -288,11 +303,11 @@ def test_two_legs_creating_the_branch_at_once_both_land(fake):
     """Leg A's branch creation is held until leg B created it and committed; A re-reads and lands."""
     release = threading.Event()
     hold = fake.inject(method="POST", path=r"/git/refs$", status=None, wait=release)
-    results: dict[str, CommitOutcome] = {}
+    results: dict[str, Saved] = {}
 
     def leg_a() -> None:
         with client(fake) as gh:
-            results["a"] = store(gh, 1).update(leg_change(0), "leg a")
+            results["a"] = commit(store(gh, 1), leg_change(0), "leg a")
 
     thread = threading.Thread(target=leg_a)
     thread.start()
@@ -301,7 +316,7 @@ def test_two_legs_creating_the_branch_at_once_both_land(fake):
         time.sleep(0.005)
     assert hold.hits == 1
     with client(fake) as gh:
-        results["b"] = store(gh, 2).update(leg_change(1), "leg b")
+        results["b"] = commit(store(gh, 2), leg_change(1), "leg b")
     release.set()
     thread.join(timeout=30)
     assert results["b"].attempts == 1
@@ -315,7 +330,7 @@ def test_commit_post_that_landed_before_a_502_gives_one_commit(fake):
     """A 502 after the commit was stored is retried; the branch still gets exactly one commit."""
     fake.inject(method="POST", path=r"/git/commits$", status=502, after_write=True)
     with client(fake) as gh:
-        result = store(gh).update(leg_change(0), "once")
+        result = commit(store(gh), leg_change(0), "once")
     assert history(fake) == [result.commit_sha]
 
 
@@ -329,7 +344,7 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(memory, faults):
         memory.inject("update_branch", after_write=True, retried=True, times=3)
         memory.inject("create_commit", after_write=True, retried=True, times=3)
     barrier = threading.Barrier(legs)
-    outcomes: dict[int, CommitOutcome] = {}
+    outcomes: dict[int, Saved] = {}
     errors: list[BaseException] = []
     calls: list[int] = []
 
@@ -338,7 +353,7 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(memory, faults):
             with client(memory) as gh:
                 branch = store(gh, leg)
                 barrier.wait(timeout=10)
-                outcomes[leg] = branch.update(leg_change(leg, calls=calls), f"leg {leg}")
+                outcomes[leg] = commit(branch, leg_change(leg, calls=calls), f"leg {leg}")
         except BaseException as error:  # noqa: BLE001  -- reported by the main thread
             errors.append(error)
 
@@ -363,8 +378,8 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(memory, faults):
 def test_revision_rises_by_one_per_commit_across_legs(memory):
     """Each commit raises the branch revision by exactly one, whichever leg makes it."""
     with client(memory) as gh:
-        first = store(gh).update(leg_change(0), "a")
-        second = store(gh).update(leg_change(1), "b")
-        unchanged = store(gh).update(leg_change(1), "c")
+        first = commit(store(gh), leg_change(0), "a")
+        second = commit(store(gh), leg_change(1), "b")
+        unchanged = commit(store(gh), leg_change(1), "c")
     assert (first.revision, second.revision, unchanged.revision) == (1, 2, 2)
     assert memory.read_file(f"{STATE_DIR}/REVISION", BRANCH) == "2\n"

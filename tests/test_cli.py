@@ -17,7 +17,7 @@ from tabulate import tabulate
 from ivy_matrix.adopt import MAX_ADOPT_BYTES
 from ivy_matrix.cli import main
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey
-from ivy_matrix.store import LocalStore
+from ivy_matrix.stores.local import LocalStore
 from tests.conftest import SHARED, shared_dir
 
 pytestmark = pytest.mark.timeout(60)

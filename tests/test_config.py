@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from ivy_matrix.config import MAX_CONFIG_BYTES, FailOn, load_settings
+from ivy_matrix.config import Settings, load_settings
+from ivy_matrix.config_file import MAX_CONFIG_BYTES
 from ivy_matrix.errors import InputError
 from ivy_matrix.links import DEFAULT_SERVER_URL
+from ivy_matrix.options import OPTION_BY_NAME, FailOn
 from ivy_matrix.render import Style
 
 ENTRYPOINT = Path(__file__).resolve().parents[1] / "entrypoint.py"
@@ -379,3 +381,17 @@ def test_a_config_file_that_is_not_utf8_is_refused_by_name(tmp_path):
 
     with pytest.raises(InputError, match=r"latin\.yml"):
         load_settings({"config": config}, {})
+
+
+def test_settings_defaults_are_the_option_defaults():
+    """Settings built from nothing equal settings resolved from no input: OPTIONS' defaults."""
+    assert Settings() == load_settings({}, {})
+    assert Settings().retire_after_runs == int(OPTION_BY_NAME["retire_after_runs"].default or "")
+
+
+@pytest.mark.parametrize(("value", "expected"), [("true", True), ("false", False), (True, True)])
+def test_boolean_options_are_real_booleans(value, expected):
+    """dry-run and pin-index are bools, from the command line, the environment or YAML."""
+    settings = load_settings({"dry_run": value, "pin_index": value}, {})
+    assert settings.dry_run is expected
+    assert settings.pin_index is expected

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from ivy_matrix.issues import compose_index, compose_issue, extract_state
+from ivy_matrix.issue_bodies import compose_index, compose_issue, extract_state
 from ivy_matrix.merge import Batch, apply_batch
-from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source, Totals
 from ivy_matrix.render import render_job_summary
 
 RUN = 4519909128
@@ -93,7 +93,7 @@ def test_job_summary_shows_totals_counts_problems_and_the_rows_to_look_at(golden
     """The summary has the totals, per-dashboard counts, unreadable files, and failing rows."""
     summary = render_job_summary(
         [GRADIENTS, LAYERS],
-        totals={"tests": 19, "failed": 4, "errors": 0, "skipped": 6},
+        totals=Totals(tests=19, failed=4, errors=0, skipped=6),
         problems=[("results/jax.xml", "not a JUnit XML file (line 1: syntax error)")],
         links={GRADIENTS.key: f"{ISSUES}/41"},
         index_url=f"{ISSUES}/40",

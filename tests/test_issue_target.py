@@ -14,15 +14,10 @@ from typing import Any
 
 import pytest
 
+from ivy_matrix.changes import Merged
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
-from ivy_matrix.issue_target import (
-    IssueAction,
-    IssuesReport,
-    IssueStore,
-    publish_issues,
-)
-from ivy_matrix.issues import (
+from ivy_matrix.issue_bodies import (
     BODY_LIMIT,
     END,
     continuation_part,
@@ -36,6 +31,9 @@ from ivy_matrix.issues import (
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style
+from ivy_matrix.stores.issues import IssueStore
+from ivy_matrix.targets.issue_results import IssueAction, IssuesReport
+from ivy_matrix.targets.issues import publish_issues
 from tests.conftest import fake_client, quick_sleep
 from tests.fake_github import FakeGitHub, RequestRecord
 from tests.memory_github import MemoryGitHub
@@ -399,7 +397,7 @@ def leg_change(backend: str, job: int, dashboards=(GRADIENTS, RANDOM), rows: int
             new[dashboard] = apply_batch(
                 new.get(dashboard), Batch(dashboard=dashboard, cells=cells)
             ).state
-        return new
+        return Merged(states=new)
 
     return change
 
@@ -445,7 +443,7 @@ def test_issue_store_with_four_concurrent_writers_keeps_every_cell(memory):
     for thread in threads:
         thread.join()
     assert len(outcomes) == len(backends)
-    assert all(o.rounds <= 6 for o in outcomes)
+    assert all(o.attempts <= 6 for o in outcomes)
     for key in ("core/gradients", "core/random"):
         [issue] = ours(memory, key)
         state = extract_state(issue["body"])

@@ -1,4 +1,4 @@
-"""Tests for issues.py: issue bodies, markers, the size budget and the hidden state block."""
+"""Tests for issue_bodies.py: issue bodies, markers, the size budget and the hidden state block."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.issues import (
+from ivy_matrix.issue_bodies import (
     BEGIN,
     BODY_LIMIT,
     END,
@@ -31,10 +31,9 @@ from ivy_matrix.issues import (
     issue_title,
     parse_parts,
     parse_revision,
-    union_states,
     utf16_len,
 )
-from ivy_matrix.merge import Batch, apply_batch
+from ivy_matrix.merge import Batch, apply_batch, union_states
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style, escape_name, render_dashboard
 

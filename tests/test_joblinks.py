@@ -1,4 +1,4 @@
-"""Tests for joblinks.py: matching the current job by runner and display name, and leg metadata."""
+"""Tests for jobs.py: matching the current job by runner and display name, and leg metadata."""
 
 from __future__ import annotations
 
@@ -9,18 +9,17 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.errors import InputError
-from ivy_matrix.joblinks import (
+from ivy_matrix.jobs import (
     LEG_METADATA_NAME,
     Job,
     LegMetadata,
     find_job,
-    jobs_by_backend,
     leg_metadata_json,
     leg_metadata_problem,
     parse_leg_metadata,
-    read_leg_metadata,
     shown_name,
 )
+from ivy_matrix.lookup import read_leg_metadata
 from ivy_matrix.model import RunKey
 from tests.fake_github import job_display_name
 
@@ -168,14 +167,6 @@ def test_backend_that_is_a_prefix_of_another_does_not_match_it():
     assert (
         find_job(jobs, runner_name=None, name_pattern="tests ({backend})", backend="torch") is None
     )
-
-
-def test_jobs_by_backend_maps_each_finished_leg_for_a_fan_in_job():
-    """The fan-in job maps every backend to its completed leg and leaves out unknown ones."""
-    legs = [job(i, f"tests ({b})", status="completed") for i, b in enumerate(["torch", "jax"], 1)]
-    jobs = [*legs, job(3, "dashboard")]
-    mapping = jobs_by_backend(jobs, "tests ({backend})", ["torch", "jax", "mxnet"])
-    assert mapping == {"torch": legs[0], "jax": legs[1]}
 
 
 # --------------------------------------------------------------------------- leg metadata

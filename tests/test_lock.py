@@ -12,7 +12,7 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.errors import StoreError
-from ivy_matrix.store import LocalStore
+from ivy_matrix.stores.local import LocalStore
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Holds the store's lock (through LocalStore, as a hung update would) until stdin has a line.
 _HOLDER = (
-    "import sys; from pathlib import Path; from ivy_matrix.store import LocalStore\n"
+    "import sys; from pathlib import Path; from ivy_matrix.stores.local import LocalStore\n"
     "with LocalStore(Path(sys.argv[1])).locked():\n"
     "    print('held', flush=True)\n"
     "    sys.stdin.readline()\n"

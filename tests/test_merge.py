@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ivy_matrix.changes import Merged, merge_batches
 from ivy_matrix.config import Settings
-from ivy_matrix.merge import (
-    Batch,
-    Removal,
-    apply_batch,
-    merge_cell,
-    retire,
-    retirement_horizon,
-    store_runs,
-)
+from ivy_matrix.merge import Batch, apply_batch, merge_cell
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.update import MergeOutcome, merge_batches
+from ivy_matrix.retirement import Removal, retire, retirement_horizon, store_runs
 
 DASH = DashboardId(title="gradients", category="core")
 
@@ -202,10 +196,10 @@ IDLE = DashboardId(title="pytest")
 
 
 def update(
-    states: dict[DashboardId, DashboardState], batches: list[Batch], after_runs: int
-) -> MergeOutcome:
+    states: Mapping[DashboardId, DashboardState], batches: list[Batch], after_runs: int
+) -> Merged:
     """One ``update``'s merge of ``batches`` into the store, with a retirement setting."""
-    return merge_batches(states, batches, Settings(retire_after_runs=after_runs))
+    return merge_batches(states, batches, history=Settings().history, retire_after_runs=after_runs)
 
 
 def leg(cells: dict[str, dict[str, Entry]], dashboard: DashboardId = DASH) -> Batch:
@@ -243,17 +237,17 @@ def test_a_dashboard_that_gets_no_results_ages_with_the_store_and_goes():
     """An idle dashboard's rows retire after N runs of the store, and the dashboard is removed."""
     states: dict[DashboardId, DashboardState] = {}
     first = update(states, [leg({"collect": {"torch": entry(1, Outcome.FAILURE)}}, IDLE)], 2)
-    states = first.states
+    states = dict(first.states)
     for run in (2, 3):
         outcome = update(states, [leg({"t": {"torch": entry(run)}})], 2)
-        states = outcome.states
+        states = dict(outcome.states)
         if run == 2:
             assert IDLE in states
-            assert outcome.removed == []
+            assert outcome.removed == ()
     assert IDLE not in states
     assert [s.id for s in outcome.removed] == [IDLE]
-    assert outcome.report[IDLE.key]["retired_rows"] == ["collect"]
-    assert outcome.report[IDLE.key]["removed"] is True
+    assert list(outcome.reports[IDLE.key].retired_rows) == ["collect"]
+    assert outcome.reports[IDLE.key].removed is True
     assert IDLE.key not in outcome.changed
 
 
@@ -312,7 +306,7 @@ def run_updates(
 ) -> dict[DashboardId, DashboardState]:
     states = dict(start)
     for batches in updates:
-        states = update(states, batches, after_runs).states
+        states = dict(update(states, batches, after_runs).states)
     return states
 
 
@@ -325,7 +319,7 @@ def test_an_update_applied_again_changes_nothing_even_with_retirement(case, afte
     for batches in updates:
         again = update(states, batches, after_runs)
         assert again.states == states
-        assert again.changed == []
+        assert list(again.changed) == []
 
 
 @settings(max_examples=150, deadline=None)

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from ivy_matrix.branch_store import BranchStore
+from ivy_matrix.changes import Merged
 from ivy_matrix.cli import main
 from ivy_matrix.model import DashboardId
-from ivy_matrix.publish import render_files
-from ivy_matrix.render import Style
+from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import load_state
-from ivy_matrix.store import LocalStore
+from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.local import LocalStore
 from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub
 
@@ -274,13 +274,13 @@ def seeded_fixture(fake: FakeGitHub, store: LocalStore) -> FakeGitHub:
     states = {state.id: state for state in store.load_all()}
     client = fake_client(fake)
     try:
-        BranchStore(client, REPO).update(
-            lambda _: (
-                states,
-                render_files(sorted(states.values(), key=lambda s: s.key), style=Style.IVY),
-            ),
-            "seed",
-        )
+        BranchStore(
+            client,
+            REPO,
+            "ivy-matrix",
+            message="seed",
+            render=lambda ordered, _keys: render_files(ordered, style=Style.IVY),
+        ).update(lambda _: Merged(states=states, changed=tuple(s.key for s in states.values())))
     finally:
         client.close()
     return fake

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.publish import INDEX_NAME, dashboard_file, render_files, write_files
-from ivy_matrix.render import Style
+from ivy_matrix.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.render import Style, render_files
+from ivy_matrix.targets.files import write_files
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ivy_matrix.sources import find_result_files, open_result
+from ivy_matrix.sources import find_result_files
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -130,12 +130,6 @@ def test_explicitly_named_non_xml_files_are_included(tree: Path) -> None:
     """A file the user names is taken whatever its extension."""
     files, _ = find_result_files(["numpy/notes.txt"], root=tree)
     assert rel(files, tree) == ["numpy/notes.txt"]
-
-
-def test_open_result_reads_bytes(tree: Path) -> None:
-    """open_result gives a binary stream of the file."""
-    with open_result(tree / "top.xml") as f:
-        assert f.read() == b"<testsuite/>"
 
 
 # --- symbolic links ----------------------------------------------------------------------------

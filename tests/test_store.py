@@ -1,4 +1,4 @@
-"""Tests for store.py: the local directory store, its errors, and concurrent writers."""
+"""Tests for stores/local.py: the local directory store, its errors, and concurrent writers."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ivy_matrix.atomic import write_atomic
 from ivy_matrix.cli import main
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import (
@@ -25,7 +26,7 @@ from ivy_matrix.model import (
     Source,
 )
 from ivy_matrix.statefile import FORMAT, VERSION
-from ivy_matrix.store import LocalStore, write_atomic
+from ivy_matrix.stores.local import LocalStore
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -1,22 +1,31 @@
-"""End to end: ``python entrypoint.py update`` as matrix legs, against the fake GitHub server.
+"""End to end: ``ivy-matrix update`` as matrix legs, against the fake GitHub server.
 
-Each test starts the fake on 127.0.0.1 and runs the entrypoint as a subprocess with a
-runner-like environment (GITHUB_* variables, step summary and output files), then asserts on
-the fake's state: the branch's files, the request log, and the cells' links.
+Each test starts the fake on 127.0.0.1 and runs the command with a runner-like environment
+(GITHUB_* variables, step summary and output files), then asserts on the fake's state: the
+branch's files, the request log, and the cells' links. The command runs in-process
+(``cli.main``) with a client without PyGithub's throttling and shortened waits; one test runs
+``python entrypoint.py`` as a subprocess with the production client.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ivy_matrix.cli import main
+from ivy_matrix.github_api import GitHubClient, make_client
 from ivy_matrix.model import DashboardId
+from ivy_matrix.remote import Remote
 from ivy_matrix.statefile import load_state
 from tests.conftest import shared_dir
 from tests.fake_github import FakeGitHub
@@ -66,9 +75,34 @@ def runner_env(fake: FakeGitHub, work: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def brief_sleep(seconds: float) -> None:
+    """Every wait of the stores, targets and client, a tenth as long (at most half a second)."""
+    time.sleep(min(seconds / 10, 0.5))
+
+
+def fast_client(token: str, api_url: str) -> GitHubClient:
+    """The production client's retry policy, without PyGithub's pauses between requests."""
+    return make_client(token=token, api_url=api_url, throttle=False, timeout=10, sleep=brief_sleep)
+
+
+FAST = Remote(client=fast_client, sleep=brief_sleep)
+
+
 def run(
     work: Path, env: dict[str, str], *args: str, command: str = "update"
 ) -> subprocess.CompletedProcess[str]:
+    """Run the command in-process in ``work``; its exit code and what it printed."""
+    work.mkdir(parents=True, exist_ok=True)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(work), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([command, *args], env, remote=FAST)
+    return subprocess.CompletedProcess([command, *args], code, out.getvalue(), err.getvalue())
+
+
+def run_entrypoint(
+    work: Path, env: dict[str, str], *args: str, command: str = "update"
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python entrypoint.py`` as a subprocess in ``work``, as the action does."""
     work.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
         [sys.executable, str(ENTRYPOINT), command, *args],
@@ -89,7 +123,7 @@ def test_a_leg_commits_its_column_linked_to_its_job(fake, tmp_path):
     """One leg with a job id commits state, dashboards and index; its cells link its job."""
     write_results(tmp_path / "results" / "junit.xml", "torch")
     env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
-    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    result = run_entrypoint(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
     assert result.returncode == 0, result.stdout + result.stderr
     files = fake.files("ivy-matrix")
     assert {"README.md", "core/gradients.md", STATE} <= set(files)
@@ -256,12 +290,12 @@ def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_pat
     assert "token" in result.stdout
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(120)
 def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
-    """16 leg processes start at once, with latency and 20% transient faults: nothing is lost.
+    """16 legs start at once, with latency and 20% transient faults: nothing is lost.
 
-    (tests/test_branch_store.py runs the same race in threads with and without faults, with
-    the waits shortened; this one runs the real command with its real waits.)
+    (The legs are threads running the whole command, with its waits shortened;
+    tests/test_branch_store.py runs the store's own race with and without faults.)
     """
     fail_rate = 0.2
     # Transient faults that GitHub answers with a short or no wait: 5xx, and secondary rate
@@ -274,40 +308,28 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
         seed=11,
     )
     backends = [f"b{leg:02d}" for leg in range(16)]
-    processes = []
+    legs = []
     for leg, backend in enumerate(backends):
         work = tmp_path / backend
         write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
         env = runner_env(
             fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="branch, issue"
         )
-        processes.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    str(ENTRYPOINT),
-                    "update",
-                    "--junit",
-                    "*.xml",
-                    "--backend",
-                    backend,
-                ],
-                cwd=work,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
-    try:
-        for process in processes:
-            output, _ = process.communicate(timeout=200)
-            assert process.returncode == 0, output[-3000:]
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+        # Threads share the working directory: each leg names its results by absolute path.
+        legs.append((["update", "--junit", str(work / "*.xml"), "--backend", backend], env))
+    barrier = threading.Barrier(len(legs))
+    codes: dict[str, int] = {}
+
+    def run_leg(argv: list[str], env: dict[str, str]) -> None:
+        barrier.wait(timeout=30)
+        codes[argv[-1]] = main(argv, env, remote=FAST)
+
+    threads = [threading.Thread(target=run_leg, args=leg) for leg in legs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=100)
+    assert codes == dict.fromkeys(backends, 0)
     state = branch_state(fake)
     assert sorted(state.backend_names) == backends
     assert [row.name for row in state.rows] == [f"test_{i:02d}" for i in range(12)]

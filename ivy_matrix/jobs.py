@@ -1,6 +1,6 @@
 """Which job of a workflow run produced a leg's results, and the small file that says so.
 
-Pure: no I/O, except :func:`read_leg_metadata`, which reads one small file.
+Pure: no I/O (``lookup.py`` lists the jobs and reads and writes the metadata files).
 
 **Finding the current job** (when ``job.check_run_id`` is not available: GHES, act, other
 runners). The jobs of the current run attempt are listed once (``github_api.list_run_jobs``)
@@ -17,8 +17,8 @@ and :func:`find_job` picks one:
 
 A job is returned only when the match is unique; otherwise ``None`` and the caller links the run.
 
-**Fan-in**: a job that renders the results of several legs maps each backend to its leg with
-:func:`jobs_by_backend`, or, better, reads the metadata each leg wrote beside its results.
+**Fan-in**: a job that renders the results of several legs reads the metadata each leg wrote
+beside its results.
 
 **Leg metadata file** ``ivy-matrix-leg.json`` (UTF-8 JSON, one object, at most 64 KiB)::
 
@@ -48,7 +48,6 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from ivy_matrix.errors import InputError
 from ivy_matrix.links import job_url, run_url
@@ -168,18 +167,6 @@ def _best_by_name(jobs: Iterable[Job], pattern: str, backend: str | None) -> Job
     best = max(quality for quality, _ in scored)
     winners = [job for quality, job in scored if quality == best]
     return winners[0] if len(winners) == 1 else None
-
-
-def jobs_by_backend(
-    jobs: Sequence[Job], name_pattern: str, backends: Iterable[str]
-) -> dict[str, Job]:
-    """For a fan-in job: each backend's leg, by display name; backends with no sure match are left out."""
-    found: dict[str, Job] = {}
-    for backend in backends:
-        job = _best_by_name(jobs, name_pattern, backend)
-        if job is not None:
-            found[backend] = job
-    return found
 
 
 # --------------------------------------------------------------------------- leg metadata
@@ -302,19 +289,3 @@ def leg_metadata_problem(
     if metadata.job_url.casefold() != expected.casefold():
         return f"its job_url {metadata.job_url!r:.100} is not {expected}"
     return None
-
-
-def read_leg_metadata(path: Path) -> LegMetadata:
-    """Read one leg metadata file (at most 64 KiB); :class:`InputError` naming it if unusable."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_LEG_METADATA_BYTES + 1)
-    except OSError as error:
-        raise InputError(f"cannot read leg metadata {path}: {error.strerror or error}") from None
-    if len(data) > MAX_LEG_METADATA_BYTES:
-        raise InputError(f"leg metadata {path}: larger than {MAX_LEG_METADATA_BYTES} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"leg metadata {path}: not UTF-8 text") from None
-    return parse_leg_metadata(text, where=str(path))

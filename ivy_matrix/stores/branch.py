@@ -13,7 +13,8 @@ One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM
    holds only the dashboards; when another leg created it first, GitHub answers "Reference
    already exists" and we merge into what it wrote);
 2. list T's tree once and read every state file (one blob each, cached by sha across tries);
-3. call ``change(states)``: it returns the states to save and the rendered files;
+3. call ``change(states)`` (a :class:`~ivy_matrix.changes.Merged`: the states to save and
+   the dashboards to delete), and render the pages of the changed dashboards and the index;
 4. compare each file's git blob sha with T's: when nothing differs, stop (no write at all);
 5. otherwise one tree (base T's tree), one commit (parent T), and move the branch with
    ``force=false``. If another writer moved it first, GitHub refuses (not a fast forward),
@@ -30,18 +31,20 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
+from urllib.parse import quote
 
+from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.publish import RenderedFile
+from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file, relative_path
+from ivy_matrix.progress import Progress, Quiet
+from ivy_matrix.render import RenderedFile, removed_files
 from ivy_matrix.statefile import dump_state, load_state
-from ivy_matrix.store import relative_path
+from ivy_matrix.stores import AfterSave, Change, Saved
 
-DEFAULT_BRANCH = "ivy-matrix"
 DEFAULT_STATE_DIR = ".ivy-matrix/state"
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
@@ -51,12 +54,8 @@ MAX_DELAY = 15.0
 # show, so that a slow writer never replaces a newer projection with an older one.
 REVISION_NAME = "REVISION"
 
-# The states to save (``None``: delete that dashboard's state) and the rendered files to write
-# (a file whose text is ``None`` is deleted).
-Change = Callable[
-    [Mapping[DashboardId, DashboardState]],
-    tuple[Mapping[DashboardId, DashboardState | None], list[RenderedFile]],
-]
+# The pages to commit beside the states: (every state by key, the keys that changed) -> files.
+Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile]]
 
 
 class TreeListing(Protocol):
@@ -74,8 +73,6 @@ class GitData(Protocol):
 
     def get_branch_head(self, repo: str, branch: str) -> str | None: ...
 
-    def get_default_branch_head(self, repo: str) -> str: ...
-
     def create_branch(self, repo: str, branch: str, sha: str) -> bool: ...
 
     def get_tree(self, repo: str, tree_ish: str) -> TreeListing: ...
@@ -91,34 +88,10 @@ class GitData(Protocol):
     def update_branch(self, repo: str, branch: str, sha: str) -> bool: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommitOutcome:
-    """What an update did: the new commit (None when nothing changed), tries, changed paths."""
-
-    commit_sha: str | None
-    attempts: int
-    files_changed: tuple[str, ...]
-    # The branch's revision after the update: +1 with every commit (see REVISION_NAME).
-    revision: int = 0
-
-
 def git_blob_sha(text: str) -> str:
     """The git object id of a blob holding ``text`` as UTF-8 (``git hash-object``)."""
     data = text.encode("utf-8")
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-def _checked_path(path: str) -> str:
-    parts = PurePosixPath(path).parts
-    if (
-        not parts
-        or path.startswith("/")
-        or "\\" in path
-        or any(part in {"", ".", ".."} for part in parts)
-        or path != "/".join(parts)
-    ):
-        raise ValueError(f"rendered file path {path!r} is not a plain relative path")
-    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +117,7 @@ class BranchStore:
         self,
         client: GitData,
         repo: str,
-        branch: str = DEFAULT_BRANCH,
+        branch: str,
         state_dir: str = DEFAULT_STATE_DIR,
         *,
         sleep: Callable[[float], None] = time.sleep,
@@ -152,11 +125,23 @@ class BranchStore:
         max_attempts: int = MAX_ATTEMPTS,
         base_delay: float = BASE_DELAY,
         max_delay: float = MAX_DELAY,
+        message: str = "ivy-matrix: update",
+        render: Render | None = None,
+        dry_run: bool = False,
+        log: Progress | None = None,
+        after_save: AfterSave | None = None,
+        server_url: str | None = None,
     ) -> None:
         self.client = client
+        self.message = message
+        self.render = render
+        self.dry_run = dry_run
+        self.log: Progress = log or Quiet()
+        self.after_save = after_save
+        self.server_url = server_url
         self.repo = repo
         self.branch = branch.removeprefix("refs/heads/")
-        self.state_dir = _checked_path(state_dir.strip("/"))
+        self.state_dir = checked_path(state_dir.strip("/"))
         self._sleep = sleep
         self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
         self.max_attempts = max(max_attempts, 1)
@@ -218,7 +203,7 @@ class BranchStore:
         self,
         snapshot: _Snapshot,
         states: Mapping[DashboardId, DashboardState | None],
-        files: list[RenderedFile],
+        files: Sequence[RenderedFile],
     ) -> dict[str, str | None]:
         wanted: dict[str, str | None] = {}
         for dashboard, state in states.items():
@@ -229,7 +214,7 @@ class BranchStore:
                 raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
             wanted[self.state_path(dashboard)] = dump_state(state)
         for file in files:
-            path = _checked_path(file.path)
+            path = checked_path(file.path)
             if path == self.state_dir or path.startswith(self.state_dir + "/"):
                 raise ValueError(f"rendered file {path!r} would overwrite the state folder")
             wanted[path] = file.text
@@ -244,51 +229,18 @@ class BranchStore:
         # "Full jitter": spreads legs that collided over the whole window, so they rarely meet again.
         return self._rng.uniform(0, min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)))
 
-    def update(self, change: Change, message: str, *, dry_run: bool = False) -> CommitOutcome:
+    def update(self, change: Change) -> Saved:
         """Read, ``change``, and commit what differs, retrying on conflicts; one commit at most.
 
         With ``dry_run``, stop before the first write and report the files that would change.
         """
         for attempt in range(1, self.max_attempts + 1):
-            tip = self.client.get_branch_head(self.repo, self.branch)
-            snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
-            states, files = change(dict(snapshot.states))
-            writes = self._changes(snapshot, states, files)
-            revision = snapshot.revision
-            if not writes:
-                return CommitOutcome(
-                    commit_sha=None, attempts=attempt, files_changed=(), revision=revision
-                )
-            writes[self.revision_path] = f"{revision + 1}\n"
-            if dry_run:
-                return CommitOutcome(
-                    commit_sha=None,
-                    attempts=attempt,
-                    files_changed=tuple(sorted(writes)),
-                    revision=revision,
-                )
-            tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
-            if tip is None:
-                # A new branch starts from its own root commit: it holds only dashboards, not
-                # the project's files. If another leg created it first, GitHub answers
-                # "Reference already exists" and we merge into what that leg wrote.
-                commit = self.client.create_commit(self.repo, message, tree, [])
-                landed = self.client.create_branch(self.repo, self.branch, commit)
-            else:
-                commit = self.client.create_commit(self.repo, message, tree, [tip])
-                landed = self.client.update_branch(self.repo, self.branch, commit)
-            if landed:
-                for path, text in writes.items():
-                    if text is not None and (
-                        self._is_state_file(path) or path == self.revision_path
-                    ):
-                        self._blobs[git_blob_sha(text)] = text
-                return CommitOutcome(
-                    commit_sha=commit,
-                    attempts=attempt,
-                    files_changed=tuple(sorted(writes)),
-                    revision=revision + 1,
-                )
+            saved = self._try(change, attempt)
+            if saved is not None:
+                self._report(saved)
+                output = self.after_save(saved.merged) if self.after_save else ()
+                urls, index_url = self._links(saved.merged)
+                return replace(saved, output=output, urls=urls, index_url=index_url)
             if attempt < self.max_attempts:
                 self._sleep(self._delay(attempt))
         raise StoreError(
@@ -296,3 +248,65 @@ class BranchStore:
             f"{self.max_attempts} times while this update was being written; too many jobs write "
             f"at once, so write from one fan-in job, or re-run this job"
         )
+
+    def _try(self, change: Change, attempt: int) -> Saved | None:
+        """One read-change-commit; None when another writer moved the branch first."""
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
+        merged = change(dict(snapshot.states))
+        files = self.render(merged.ordered(), merged.changed) if self.render else []
+        states: dict[DashboardId, DashboardState | None] = dict(merged.to_save())
+        states.update((gone.id, None) for gone in merged.removed)
+        writes = self._changes(snapshot, states, [*files, *removed_files(merged.removed)])
+        revision = snapshot.revision
+        if not writes:
+            return Saved(merged=merged, attempts=attempt, revision=revision)
+        writes[self.revision_path] = f"{revision + 1}\n"
+        if self.dry_run:
+            return Saved(
+                merged=merged, attempts=attempt, written=tuple(sorted(writes)), revision=revision
+            )
+        tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
+        if tip is None:
+            # A new branch starts from its own root commit: it holds only dashboards, not
+            # the project's files. If another leg created it first, GitHub answers
+            # "Reference already exists" and we merge into what that leg wrote.
+            commit = self.client.create_commit(self.repo, self.message, tree, [])
+            landed = self.client.create_branch(self.repo, self.branch, commit)
+        else:
+            commit = self.client.create_commit(self.repo, self.message, tree, [tip])
+            landed = self.client.update_branch(self.repo, self.branch, commit)
+        if not landed:
+            return None
+        for path, text in writes.items():
+            if text is not None and (self._is_state_file(path) or path == self.revision_path):
+                self._blobs[git_blob_sha(text)] = text
+        return Saved(
+            merged=merged,
+            commit_sha=commit,
+            attempts=attempt,
+            written=tuple(sorted(writes)),
+            revision=revision + 1,
+        )
+
+    def _report(self, saved: Saved) -> None:
+        where = f"branch {self.branch} of {self.repo}"
+        if self.dry_run:
+            self.log.info(f"dry run: would commit {len(saved.written)} file(s) to {where}")
+            for path in saved.written:
+                self.log.info(f"  {path}")
+        elif saved.commit_sha:
+            self.log.info(
+                f"committed {len(saved.written)} file(s) to {where} "
+                f"(revision {saved.revision}, {saved.attempts} attempt(s))"
+            )
+        else:
+            self.log.info(f"{where} already shows these results: nothing to commit")
+
+    def _links(self, merged: Merged) -> tuple[dict[str, str], str | None]:
+        """Where people read the committed pages (none in a dry run, or without a server)."""
+        if self.dry_run or self.server_url is None:
+            return {}, None
+        base = f"{self.server_url.rstrip('/')}/{self.repo}/blob/{quote(self.branch)}"
+        urls = {s.key: f"{base}/{quote(dashboard_file(s))}" for s in merged.states.values()}
+        return urls, f"{base}/{INDEX_NAME}"

@@ -16,11 +16,8 @@ lost and no reader sees half a file.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
-import secrets
 import socket
 import sys
 import time
@@ -28,72 +25,17 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ivy_matrix.atomic import write_atomic
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.options import DEFAULT_LOCK_TIMEOUT
+from ivy_matrix.paths import relative_path
+from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-# 255 bytes of a file name, less what the temporary file adds: "." + ".json" + ".XXXXXXXX.tmp"
-# (write_atomic names it with 8 hex digits).
-_SLUG_MAX = 236
-
-
-def slug(part: str) -> str:
-    """A file-name-safe form of a dashboard title or category.
-
-    Names that need changing get a short hash, so two different names never share a file.
-    A name too long for a file name (its temporary file's name over 255 bytes) is cut to its
-    first 200 characters before the hash.
-    """
-    cleaned = _UNSAFE.sub("-", part).strip("-.") or "_"
-    if cleaned == part and len(part) <= _SLUG_MAX:
-        return part
-    digest = hashlib.sha256(part.encode()).hexdigest()[:8]
-    if len(cleaned) + 9 > _SLUG_MAX:
-        cleaned = cleaned[:200]
-    return f"{cleaned}-{digest}"
-
-
-def relative_path(dashboard: DashboardId, suffix: str) -> Path:
-    """``category/title.suffix``, with both parts made safe for file names."""
-    name = slug(dashboard.title) + suffix
-    return Path(slug(dashboard.category), name) if dashboard.category else Path(name)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that readers see the old file or the new, never half.
-
-    The file gets the permissions of any new file (``0o666`` less the umask), whether or not it
-    existed before: the temporary file is created with ``os.open`` mode ``0o666``, so the
-    process's umask applies as it does for any ordinary tool.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = _create_temp(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        temp.replace(path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-
-
-def _create_temp(path: Path) -> tuple[int, Path]:
-    """A new, empty temporary file beside ``path``: its descriptor and its path."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            return os.open(temp, flags, 0o666), temp
-        except FileExistsError:  # pragma: no cover  -- 32 random bits collided
-            continue
-
+from ivy_matrix.stores import AfterSave, Change, Saved
 
 # --------------------------------------------------------------------------- the lock
 
-DEFAULT_LOCK_TIMEOUT = 600
 _POLL_SECONDS = 0.1
 _HOLDER_BYTES = 4096
 
@@ -204,11 +146,53 @@ class _Lock:
 
 
 class LocalStore:
-    """Dashboard state in a local directory, safe for concurrent writers on one machine."""
+    """Dashboard state in a local directory, safe for concurrent writers on one machine.
 
-    def __init__(self, root: Path) -> None:
+    ``after_save`` (the output folder) is called under the lock too, so that a slower process
+    never overwrites newer pages. A dry run takes no lock: the lock file (and the store
+    folder) would be a write.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        dry_run: bool = False,
+        log: Progress | None = None,
+        after_save: AfterSave | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> None:
         self.root = root
         self._state_dir = root / "state"
+        self.dry_run = dry_run
+        self.log: Progress = log or Quiet()
+        self.after_save = after_save
+        self.lock_timeout = lock_timeout
+
+    def update(self, change: Change) -> Saved:
+        """Under the lock: read every state, ``change`` them, save what changed."""
+        locked = self.locked(timeout=self.lock_timeout, on_wait=self.log.info)
+        with contextlib.nullcontext() if self.dry_run else locked:
+            merged = change({state.id: state for state in self.load_all()})
+            to_save = merged.to_save()
+            written = tuple(
+                self.path_of(d).as_posix() for d in [*to_save, *(s.id for s in merged.removed)]
+            )
+            for state in to_save.values():
+                if self.dry_run:
+                    self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
+                else:
+                    self.save(state)
+            for state in merged.removed:
+                if self.dry_run:
+                    self.log.info(
+                        f"dry run: would remove the state of {state.key} from {self.root}"
+                    )
+                else:
+                    self.delete(state.id)
+            # Still under the lock: a slower process must not overwrite newer files.
+            output = self.after_save(merged) if self.after_save else ()
+        return Saved(merged=merged, written=written, output=output)
 
     @contextlib.contextmanager
     def locked(

@@ -1,6 +1,6 @@
 """Dashboard issues: their bodies, hidden markers, size budget and hidden state block.
 
-Pure: no I/O (``issue_target.py`` does the GitHub side). A dashboard issue body looks like::
+Pure: no I/O (``targets/issue_writer.py`` and ``stores/issues.py`` do the GitHub side). A dashboard issue body looks like::
 
     <!-- ivy-matrix:dashboard=core/gradients -->        how the action finds its own issue
     Anything a maintainer writes here is kept verbatim.
@@ -39,24 +39,22 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from wcwidth import wcswidth
-
 from ivy_matrix.errors import IvyMatrixError, StoreError
-from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT, merge_cell
-from ivy_matrix.model import Cell, DashboardState, Row, Seen
+from ivy_matrix.model import DashboardState
 from ivy_matrix.render import (
     Style,
-    backend_counts,
     compact_cell,
     compact_table,
+    counts_table,
     escape_name,
-    escape_url,
     render_dashboard,
     render_index,
     table,
 )
 from ivy_matrix.statefile import dump_state, load_state
 
+# The label that marks dashboard issues (the issue-label option's default).
+DEFAULT_LABEL = "ivy-matrix"
 BODY_LIMIT = 65_536
 # Room for what the budget cannot see: GitHub may count differently than we do.
 MARGIN = 1_000
@@ -273,42 +271,6 @@ def extract_state(body: str | None, *, where: str = "the issue body") -> Dashboa
     return load_state(text, where=where)
 
 
-def union_states(
-    a: DashboardState, b: DashboardState, *, history: int = DEFAULT_HISTORY
-) -> DashboardState:
-    """Both states' results in one, with the merge rules of merge.py (newest run shows).
-
-    Used when two issues of one dashboard turn up (two jobs created one at once): what was
-    written into the one that is closed is folded into the one that is kept.
-    """
-    rows: dict[str, Row] = {row.name: row for row in a.rows}
-    for row in b.rows:
-        mine = rows.get(row.name)
-        if mine is None:
-            rows[row.name] = row
-            continue
-        cells: dict[str, Cell] = dict(mine.cells)
-        for backend, cell in row.cells.items():
-            merged = cells.get(backend)
-            for entry in cell.entries:
-                merged = merge_cell(merged, entry, history)
-            if merged is not None:
-                cells[backend] = merged
-        rows[row.name] = Row(
-            name=row.name, first_seen=min(mine.first_seen, row.first_seen), cells=cells
-        )
-    backends: dict[str, Seen] = dict(a.backends)
-    for name, seen in b.backends:
-        known = backends.get(name)
-        backends[name] = seen if known is None else min(known, seen)
-    return DashboardState(
-        id=a.id,
-        backends=tuple(sorted(backends.items(), key=lambda item: (item[1], item[0]))),
-        rows=tuple(sorted(rows.values(), key=lambda r: (r.first_seen, r.name))),
-        runs=tuple(sorted(set(a.runs) | set(b.runs), reverse=True)[:RUNS_KEPT]),
-    )
-
-
 # ----------------------------------------------------------------------------- dashboard bodies
 
 
@@ -341,11 +303,6 @@ class _Frame:
             f"{continuation_marker(self.key, part)}\n"
             f"**{escape_name(self.key)}**, continued ({part} of {parts})\n\n{table_text}\n"
         )
-
-
-def _width(text: str) -> int:
-    width = wcswidth(text)
-    return width if width >= 0 else len(text)
 
 
 def _fit(header: Sequence[str], rows: Sequence[Sequence[str]], start: int, room: int) -> int:
@@ -455,18 +412,7 @@ def compose_index(
     body = wrap(render_index(linked, lambda s: links[s.key]))
     if utf16_len(body) <= budget:
         return body
-    backends: dict[str, None] = {}
-    for state in linked:
-        backends.update(dict.fromkeys(state.backend_names))
-    header = ["dashboard", *(escape_name(b) for b in backends)]
-    rows = []
-    for state in linked:
-        counts = backend_counts(state)
-        target = escape_url(links[state.key]).replace(")", "%29")
-        rows.append(
-            [f"[{escape_name(state.key)}]({target})"]
-            + [f"{counts[b][0]}/{counts[b][1]}" if b in counts else "" for b in backends]
-        )
+    header, rows = counts_table(linked, lambda s: links[s.key])
     shown = len(rows)
     while True:
         more = len(rows) - shown

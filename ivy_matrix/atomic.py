@@ -1,0 +1,41 @@
+"""Replace a local file so that readers see the old text or the new one, never half.
+
+I/O: the one way ivy-matrix writes a local file (state, pages, summary JSON, leg metadata).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that readers see the old file or the new, never half.
+
+    The file gets the permissions of any new file (``0o666`` less the umask), whether or not it
+    existed before: the temporary file is created with ``os.open`` mode ``0o666``, so the
+    process's umask applies as it does for any ordinary tool.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = _create_temp(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        temp.replace(path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def _create_temp(path: Path) -> tuple[int, Path]:
+    """A new, empty temporary file beside ``path``: its descriptor and its path."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(temp, flags, 0o666), temp
+        except FileExistsError:  # pragma: no cover  -- 32 random bits collided
+            continue

@@ -1,0 +1,167 @@
+"""The YAML config file (``--config``): settings and dashboard rules, read as untrusted input.
+
+I/O: reads one file, at most 1 MiB of UTF-8, with YAML's safe loader and no aliases; config.py
+merges what it holds with the other layers. Every problem is an InputError naming the file.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Collection
+from pathlib import Path
+
+import yaml
+
+from ivy_matrix.errors import InputError
+from ivy_matrix.naming import DashboardRule
+
+
+def compile_regex(value: str | None, name: str, *, group: bool) -> re.Pattern[str] | None:
+    """``value`` compiled (None when empty); an InputError naming the input when it is bad."""
+    if not value:
+        return None
+    try:
+        pattern = re.compile(value)
+    except re.error as error:
+        raise InputError(f"input '{name}' got {value!r}: not a valid regex ({error})") from None
+    if group and "backend" not in pattern.groupindex:
+        raise InputError(
+            f"input '{name}' got {value!r}: it needs a named group (?P<backend>...) "
+            f"that captures the backend name"
+        )
+    return pattern
+
+
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+class _AliasError(yaml.YAMLError):
+    """The config file uses a YAML alias (``*name``)."""
+
+    def __init__(self, anchor: str, line: int) -> None:
+        super().__init__(anchor, line)
+        self.anchor = anchor
+        self.line = line
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML's safe loader without aliases: ``*name`` is refused, so no alias bomb can expand."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in PyYAML's stubs
+            raise _AliasError(str(event.anchor), event.start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+def _read_config(path: Path) -> str:
+    """The config file's text: at most MAX_CONFIG_BYTES of UTF-8, whatever kind of file it is."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise InputError(
+            f"input 'config' got {str(path)!r}: cannot read it ({error.strerror or error})"
+        ) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InputError(
+            f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file "
+            f"holds settings and dashboard rules: give a smaller file"
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(f"config file {path} is not UTF-8 text ({error.reason})") from None
+
+
+def read_config_file(
+    path: Path, known: Collection[str]
+) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+    """The settings (by option name, among ``known``) and dashboard rules a config file holds.
+
+    ``config`` itself is not a setting a config file can give.
+    """
+    text = _read_config(path)
+    try:
+        raw = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506  -- a SafeLoader subclass
+    except _AliasError as error:
+        raise InputError(
+            f"config file {path} line {error.line}: the YAML alias *{error.anchor} is not "
+            f"allowed (a config file has no need for anchors and aliases); write the value out"
+        ) from None
+    except yaml.YAMLError as error:
+        raise InputError(f"config file {path} is not valid YAML: {error}") from None
+    except RecursionError:
+        raise InputError(
+            f"config file {path} is nested too deeply to be an ivy-matrix config; "
+            f"a config file is a mapping of settings"
+        ) from None
+    if raw is None:
+        return {}, ()
+    if not isinstance(raw, dict):
+        raise InputError(f"config file {path} must be a mapping of settings")
+    values: dict[str, object] = {}
+    rules: tuple[DashboardRule, ...] = ()
+    for key, value in raw.items():
+        name = str(key).replace("-", "_")
+        if name == "dashboards":
+            rules = _rules(value, path)
+        elif name in known and name != "config":
+            values[name] = value
+        else:
+            names = ", ".join([*sorted(n.replace("_", "-") for n in known), "dashboards"])
+            raise InputError(f"config file {path}: unknown setting {key!r}; known: {names}")
+    return values, rules
+
+
+_RULE_KEYS = {"match", "title", "category"}
+
+
+def _check_placeholders(
+    template: str, pattern: re.Pattern[str], path: Path, index: int, key: str
+) -> None:
+    """Every ``{name}`` in a rule's title or category must be a named group of its regex."""
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as error:
+        raise InputError(
+            f"config file {path}: dashboards rule {index} {key} {template!r}: {error}"
+        ) from None
+    for name in fields:
+        if name not in pattern.groupindex:
+            groups = ", ".join(pattern.groupindex) or "none"
+            raise InputError(
+                f"config file {path}: dashboards rule {index} {key} uses {{{name}}}, which is "
+                f"not a named group of its 'match' regex (named groups: {groups})"
+            )
+
+
+def _rules(value: object, path: Path) -> tuple[DashboardRule, ...]:
+    if not isinstance(value, list):
+        raise InputError(f"config file {path}: 'dashboards' must be a list of rules")
+    rules = []
+    for index, item in enumerate(value, start=1):
+        if not isinstance(item, dict) or "match" not in item or "title" not in item:
+            raise InputError(
+                f"config file {path}: dashboards rule {index} needs 'match' (a regex on the "
+                f"test id) and 'title' (and may have 'category')"
+            )
+        unknown = sorted(str(key) for key in item if key not in _RULE_KEYS)
+        if unknown:
+            raise InputError(
+                f"config file {path}: dashboards rule {index} has unknown key(s) "
+                f"{', '.join(map(repr, unknown))}; known: match, title, category"
+            )
+        pattern = compile_regex(str(item["match"]), f"dashboards[{index}].match", group=False)
+        assert pattern is not None
+        for key in ("title", "category"):
+            _check_placeholders(str(item.get(key) or ""), pattern, path, index, key)
+        rules.append(
+            DashboardRule(
+                pattern=pattern,
+                title=str(item["title"]),
+                category=str(item.get("category") or ""),
+            )
+        )
+    return tuple(rules)

@@ -1,0 +1,194 @@
+"""The Actions and git-data calls: the run's jobs, branch tips, trees, blobs, commits, refs.
+
+I/O through :class:`~ivy_matrix.github_http.Transport` (no PyGithub here). Every call returns
+our own types (``jobs.Job``, ``github_types.Tree``, shas) and is retried by the transport;
+each is idempotent at our level (see github_api.py). ``update_branch`` is the compare-and-swap
+the branch store relies on.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from ivy_matrix.errors import GitHubAPIError
+from ivy_matrix.github_http import (
+    ACTIONS_READ,
+    CONTENTS_READ,
+    CONTENTS_WRITE,
+    HTTPError,
+    Transport,
+    bind,
+    branch_path,
+    error_message,
+    repo_path,
+)
+from ivy_matrix.github_types import Tree
+from ivy_matrix.jobs import Job
+
+
+class GitCalls(Transport):
+    """The Actions and git-data calls of :class:`~ivy_matrix.github_api.GitHubClient`."""
+
+    # Job listings, one per (repository, run, attempt): set up by the client.
+    _jobs: dict[tuple[str, int, int], list[Job]]
+    _lock: threading.Lock
+
+    def list_run_jobs(self, repo: str, run_id: int, attempt: int) -> list[Job]:
+        """Every job of one run attempt (all pages); listed once per client and cached."""
+        key = (repo, run_id, attempt)
+        with self._lock:
+            cached = self._jobs.get(key)
+        if cached is not None:
+            return list(cached)
+        url = f"{repo_path(repo)}/actions/runs/{run_id}/attempts/{attempt}/jobs"
+        what = f"listing the jobs of run {run_id} attempt {attempt} in {repo}"
+        jobs = [
+            job_from_json(item, attempt)
+            for page in self._get_all(what, ACTIONS_READ, url, {"per_page": 100})
+            for item in (page.get("jobs") or [] if isinstance(page, dict) else [])
+        ]
+        with self._lock:
+            self._jobs[key] = jobs
+        return list(jobs)
+
+    def get_branch_head(self, repo: str, branch: str) -> str | None:
+        """The commit sha ``branch`` points at, or None if there is no such branch."""
+        url = f"{repo_path(repo)}/git/ref/heads/{branch_path(branch)}"
+
+        def request() -> str | None:
+            try:
+                _, data = self._json("GET", url)
+            except HTTPError as error:
+                # 404: no such ref; 409: "Git Repository is empty."
+                if error.status in {404, 409}:
+                    return None
+                raise
+            return str(data["object"]["sha"])
+
+        return self._call(f"reading branch {branch!r} of {repo}", CONTENTS_READ, request)
+
+    def get_tree(self, repo: str, tree_ish: str) -> Tree:
+        """A tree (or a commit's tree) listed recursively, in one request."""
+        url = f"{repo_path(repo)}/git/trees/{urllib.parse.quote(tree_ish, safe='')}"
+        _, data = self._call(
+            f"listing the files of {tree_ish[:12]} in {repo}",
+            CONTENTS_READ,
+            bind(self._json, "GET", url, {"recursive": "1"}),
+        )
+        if data.get("truncated"):
+            raise GitHubAPIError(
+                f"listing the files of {tree_ish[:12]} in {repo} failed: GitHub cut the listing "
+                f"short (more than 100,000 files); use a dedicated branch for ivy-matrix"
+            )
+        files = {
+            str(entry["path"]): str(entry["sha"])
+            for entry in data.get("tree") or []
+            if entry.get("type") == "blob"
+        }
+        return Tree(sha=str(data["sha"]), files=files)
+
+    def get_blob_text(self, repo: str, sha: str) -> str:
+        """The UTF-8 text of one blob."""
+        url = f"{repo_path(repo)}/git/blobs/{sha}"
+        what = f"reading blob {sha[:12]} of {repo}"
+        _, data = self._call(what, CONTENTS_READ, bind(self._json, "GET", url, None))
+        content = str(data.get("content") or "")
+        raw = base64.b64decode(content) if data.get("encoding") == "base64" else content.encode()
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise GitHubAPIError(f"{what} failed: it is not UTF-8 text") from None
+
+    # ------------------------------------------------------------------ git data: writes
+
+    def create_tree(self, repo: str, base_tree: str | None, files: Mapping[str, str | None]) -> str:
+        """A tree: ``base_tree`` with each path set to its text, or deleted where it is None."""
+        entries: list[dict[str, Any]] = [
+            {"path": path, "mode": "100644", "type": "blob", "sha": None}
+            if text is None
+            else {"path": path, "mode": "100644", "type": "blob", "content": text}
+            for path, text in sorted(files.items())
+        ]
+        body: dict[str, Any] = {"tree": entries}
+        if base_tree is not None:
+            body["base_tree"] = base_tree
+        _, data = self._call(
+            f"writing a tree of {len(entries)} file(s) to {repo}",
+            CONTENTS_WRITE,
+            bind(self._json, "POST", f"{repo_path(repo)}/git/trees", None, body),
+        )
+        return str(data["sha"])
+
+    def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str:
+        """A commit of ``tree`` on ``parents``; return its sha (no branch moves)."""
+        body = {"message": message, "tree": tree, "parents": list(parents)}
+        _, data = self._call(
+            f"writing a commit to {repo}",
+            CONTENTS_WRITE,
+            bind(self._json, "POST", f"{repo_path(repo)}/git/commits", None, body),
+        )
+        return str(data["sha"])
+
+    def create_branch(self, repo: str, branch: str, sha: str) -> bool:
+        """Create ``branch`` at ``sha``; False if it already exists (re-read it then)."""
+        body = {"ref": f"refs/heads/{branch.removeprefix('refs/heads/')}", "sha": sha}
+        what = f"creating branch {branch!r} in {repo}"
+
+        def request() -> bool:
+            try:
+                self._json("POST", f"{repo_path(repo)}/git/refs", body=body)
+            except HTTPError as error:
+                message = error_message(error.data).lower()
+                if error.status == 422 and "already exists" in message:  # noqa: PLR2004
+                    return False
+                if error.status == 409:  # noqa: PLR2004  -- "Git Repository is empty."
+                    raise GitHubAPIError(
+                        f"{what} failed: the repository is empty; push a first commit to its "
+                        f"default branch and re-run",
+                        status=409,
+                    ) from None
+                raise
+            return True
+
+        return self._call(what, CONTENTS_WRITE, request)
+
+    def update_branch(self, repo: str, branch: str, sha: str) -> bool:
+        """Move ``branch`` to ``sha`` if that is a fast-forward; False if the branch moved on.
+
+        ``force`` is always false, so this is a compare-and-swap on the branch tip: False means
+        another writer got there first (422 "not a fast forward", 409, or the branch was
+        deleted), and the caller re-reads and tries again.
+        """
+        url = f"{repo_path(repo)}/git/refs/heads/{branch_path(branch)}"
+
+        def request() -> bool:
+            try:
+                self._json("PATCH", url, body={"sha": sha, "force": False})
+            except HTTPError as error:
+                message = error_message(error.data).lower()
+                if error.status == 409:  # noqa: PLR2004
+                    return False
+                if error.status == 422 and (  # noqa: PLR2004
+                    "fast forward" in message or "reference does not exist" in message
+                ):
+                    return False
+                raise
+            return True
+
+        return self._call(f"moving branch {branch!r} of {repo}", CONTENTS_WRITE, request)
+
+
+def job_from_json(item: Any, attempt: int) -> Job:
+    runner = item.get("runner_name")
+    return Job(
+        id=int(item["id"]),
+        name=str(item.get("name") or ""),
+        runner_name=str(runner) if runner else None,
+        html_url=str(item.get("html_url") or ""),
+        status=str(item.get("status") or ""),
+        run_attempt=int(item.get("run_attempt") or attempt),
+    )

@@ -1,0 +1,57 @@
+"""Where dashboard state lives between runs: a local folder, a branch, or issue bodies.
+
+Every store offers the same :class:`Store` protocol: ``update(change)`` reads every dashboard's
+state, calls ``change`` (pure; it may be called again on a fresher read, so it must depend
+only on the states it is given), saves what the change says changed, and hands back a
+:class:`Saved`. A store built with ``dry_run`` reads and calls ``change`` the same way, then
+logs what it would write instead of writing it.
+
+- ``stores/local.py``: a folder on this machine, under a file lock;
+- ``stores/branch.py``: a branch of the repository, by git compare-and-swap;
+- ``stores/issues.py``: hidden blocks of the dashboard issues (best effort).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ivy_matrix.changes import Merged
+from ivy_matrix.model import DashboardId, DashboardState
+
+Change = Callable[[Mapping[DashboardId, DashboardState]], Merged]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Saved:
+    """What a store's update ended with.
+
+    ``merged`` is the change's result on the states the store last read (the one it saved);
+    ``revision`` the branch's revision after the update (None for stores without one);
+    ``written`` what the store wrote, or in a dry run would write: paths in the store, or the
+    keys of the dashboards whose issue it wrote; ``output`` what its ``after_save`` wrote (the
+    output folder). ``urls`` and ``index_url`` are where people read the dashboards, when the
+    store is also where they are published.
+    """
+
+    merged: Merged
+    revision: int | None = None
+    written: tuple[str, ...] = ()
+    output: tuple[str, ...] = ()
+    commit_sha: str | None = None
+    attempts: int = 1
+    converged: bool = True
+    urls: Mapping[str, str] = field(default_factory=dict)
+    index_url: str | None = None
+
+
+class Store(Protocol):
+    """Dashboard state, read and saved in one step (see the module docstring)."""
+
+    def update(self, change: Change) -> Saved: ...
+
+
+# Called with an update's result once it is saved (the local store: still under its lock);
+# returns the paths it wrote. The output folder is kept this way (targets/files.py).
+AfterSave = Callable[[Merged], tuple[str, ...]]

@@ -1,0 +1,73 @@
+"""What the issue writer did to each issue: typed results, and where its progress lines go.
+
+Pure: value types only. :class:`IssuesReport` is the issue target's result (and the issue-body
+store's record of the issues it wrote).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ivy_matrix.render import Style
+
+
+class IssueAction(StrEnum):
+    """What a call did (or, in a dry run, would do) to one issue."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    SKIPPED_OLDER = "skipped-older"  # the issue shows a newer revision than this run's
+    WOULD_CREATE = "would-create"
+    WOULD_UPDATE = "would-update"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IssueResult:
+    """One dashboard's (or the index's) issue after a call.
+
+    ``number`` and ``url`` are None only for a dry run's issue that does not exist yet.
+    ``comment_ids`` are the continuation comments in part order; ``closed_duplicates`` the
+    issues of the same dashboard this call closed; ``verified`` is False when the read-back
+    still differed after one retry.
+    """
+
+    key: str
+    action: IssueAction
+    number: int | None
+    url: str | None
+    comment_ids: tuple[int, ...] = ()
+    closed_duplicates: tuple[int, ...] = ()
+    style: Style | None = None
+    verified: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedWrite:
+    """A write a dry run would have made: method, what it targets, and the text it sends."""
+
+    method: str
+    target: str
+    body: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IssuesReport:
+    """What :func:`publish_issues` (or :meth:`IssueStore.update`) did, per dashboard key."""
+
+    dashboards: tuple[IssueResult, ...]
+    index: IssueResult | None = None
+    planned: tuple[PlannedWrite, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def index_url(self) -> str | None:
+        return self.index.url if self.index else None
+
+    def result(self, key: str) -> IssueResult:
+        """The result for one dashboard key (KeyError if it was not part of the call)."""
+        for item in self.dashboards:
+            if item.key == key:
+                return item
+        raise KeyError(key)

@@ -1,0 +1,185 @@
+"""The issue target: one GitHub issue per dashboard and an index issue, from the branch state.
+
+I/O, through :class:`~ivy_matrix.targets.issue_writer.IssueWriter` (which says how issues are
+found, written and de-duplicated). :func:`publish_issues` writes the dashboards this update
+touched, gives the others an issue only when they have none, then the index issue. With the
+branch store's ``revision`` the newest writer checks once more, after a jittered moment, that
+no slower job replaced its bodies with an older revision (issue edits have no
+compare-and-swap).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from ivy_matrix.config import Settings
+from ivy_matrix.github_types import IssueAPI
+from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, parse_revision
+from ivy_matrix.model import DashboardState
+from ivy_matrix.progress import Progress, Quiet
+from ivy_matrix.remote import GitHub
+from ivy_matrix.render import Style
+from ivy_matrix.stores import Saved
+from ivy_matrix.targets import Published
+from ivy_matrix.targets.issue_index import publish_index
+from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
+from ivy_matrix.targets.issue_writer import Found, IssueWriter, Written, dedupe_created
+
+# After writing with a revision: wait this long (seconds, jittered), then check once more.
+SETTLE_DELAY = (1.0, 3.0)
+SETTLE_ROUNDS = 2
+
+
+def publish_issues(
+    client: IssueAPI,
+    repo: str,
+    states: Sequence[DashboardState],
+    *,
+    touched: Collection[str],
+    revision: int | None,
+    label: str = DEFAULT_LABEL,
+    index: bool = True,
+    pin_index: bool = False,
+    dry_run: bool = False,
+    log: Progress | None = None,
+    style: Style = Style.IVY,
+    graphql_url: str | None = None,
+    budget: int = DEFAULT_BUDGET,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+    settle: tuple[float, float] = SETTLE_DELAY,
+) -> IssuesReport:
+    """Publish each dashboard as an issue, and the index issue; see the module docstring.
+
+    Dashboards whose keys are in ``touched`` are (re)written; the others only get an issue if
+    they have none yet. ``states`` are every dashboard (the index counts them all). With
+    ``dry_run`` nothing is written: the report lists the writes in ``planned``.
+
+    With ``revision``, after writing it waits a jittered moment (``settle`` seconds), lists
+    the issues again and rewrites any that a slower job meanwhile replaced with an older
+    revision: issue edits have no compare-and-swap, so the newest writer checks its work.
+    """
+    writer = IssueWriter(
+        client, repo, label=label, dry_run=dry_run, log=log or Quiet(), style=style, budget=budget
+    )
+    found = writer.find()
+    written = _publish_dashboards(writer, found, states, touched=touched, revision=revision)
+    by_key = {s.key: s for s in states}
+    if revision is not None and not dry_run:
+        _settle(
+            writer,
+            by_key,
+            written,
+            revision=revision,
+            sleep=sleep,
+            rng=rng or random.Random(),  # noqa: S311  -- jitter, not cryptography
+            delay=settle,
+        )
+    index_result = None
+    if index:
+        index_result = publish_index(
+            writer, states, written, found, pin=pin_index, graphql_url=graphql_url
+        )
+    return IssuesReport(
+        dashboards=tuple(w.result for w in written.values()),
+        index=index_result,
+        planned=tuple(writer.planned),
+        warnings=tuple(writer.warnings),
+    )
+
+
+def _publish_dashboards(
+    writer: IssueWriter,
+    found: Found,
+    states: Sequence[DashboardState],
+    *,
+    touched: Collection[str],
+    revision: int | None,
+) -> dict[str, Written]:
+    """Each dashboard's issue: written when touched or missing, kept as it is otherwise."""
+    written: dict[str, Written] = {}
+    for state in sorted(states, key=lambda s: s.key):
+        candidates = found.by_key.get(state.key, [])
+        if candidates and state.key not in touched:
+            keep = candidates[0]
+            result = IssueResult(
+                key=state.key, action=IssueAction.UNCHANGED, number=keep.number, url=keep.html_url
+            )
+            written[state.key] = Written(keep, result)
+            continue
+        written[state.key] = writer.publish(state, candidates, revision=revision)
+    by_key = {s.key: s for s in states}
+    for key, (keep, mine) in dedupe_created(writer, written).items():
+        # Another job created this dashboard's issue first: ours is closed, theirs is written.
+        writer.log.info(f"dashboard {key}: issue #{keep.number} came first; closing #{mine.number}")
+        written[key] = writer.publish(by_key[key], [keep, mine], revision=revision)
+    return written
+
+
+def _settle(
+    writer: IssueWriter,
+    by_key: Mapping[str, DashboardState],
+    written: dict[str, Written],
+    *,
+    revision: int,
+    sleep: Callable[[float], None],
+    rng: random.Random,
+    delay: tuple[float, float],
+) -> None:
+    """Rewrite issues that a slower job replaced with an older revision after we wrote them.
+
+    A job that read revision 14, then wrote 15 after this job wrote 16, leaves revision 15
+    showing. The newest writer notices on one more listing and writes again.
+    """
+    ours = {
+        key
+        for key, w in written.items()
+        if w.result.action in {IssueAction.CREATED, IssueAction.UPDATED}
+    }
+    for _ in range(SETTLE_ROUNDS):
+        if not ours:
+            return
+        sleep(rng.uniform(*delay))
+        found = writer.find()
+        stale = [
+            key
+            for key in sorted(ours)
+            if found.by_key.get(key) and (parse_revision(found.by_key[key][0].body) or 0) < revision
+        ]
+        if not stale:
+            return
+        for key in stale:
+            writer.log.info(f"dashboard {key}: an older revision replaced ours; writing again")
+            written[key] = writer.publish(by_key[key], found.by_key[key], revision=revision)
+
+
+def publish_from_branch(
+    settings: Settings, saved: Saved, github: GitHub, log: Progress, published: Published
+) -> Published:
+    """The issue target beside the branch store: publish its state at its revision.
+
+    The dashboard issues' URLs replace the branch files' URLs: people read them there.
+    """
+    merged = saved.merged
+    report = publish_issues(
+        github.client,
+        github.repository,
+        merged.ordered(),
+        touched=list(merged.reports),
+        revision=saved.revision,
+        label=settings.issue_label,
+        pin_index=settings.pin_index,
+        graphql_url=settings.graphql_url,
+        dry_run=settings.dry_run,
+        log=log,
+        style=settings.style,
+        sleep=github.remote.sleep,
+    )
+    for result in report.dashboards:
+        log.info(f"issue of {result.key}: {result.action} {result.url or ''}".rstrip())
+    if report.index_url:
+        log.info(f"index issue: {report.index_url}")
+    urls = {**published.urls, **{r.key: r.url for r in report.dashboards if r.url}}
+    return Published(urls=urls, index_url=report.index_url or published.index_url)
