@@ -48,7 +48,7 @@ SHORT_SHA = 7
 # Visible sections, most important first; they are cut in the reverse order.
 _SECTIONS = (
     (Verdict.NEW, "New failures"),
-    (Verdict.NO_BASELINE, "Failing, with no baseline (new tests or backends)"),
+    (Verdict.NO_BASELINE, "No baseline: new tests or backends"),
     (Verdict.PRE_EXISTING, "Pre-existing failures"),
     (Verdict.FLAKY, "Flaky"),
     (Verdict.FIXED, "Fixed"),
@@ -186,7 +186,7 @@ def _compose(
     backends_shown: int,
     block: str,
 ) -> str:
-    names = [name for name, _ in state.backends]
+    names = [name for name, _, _ in state.backends]
     parts = [
         comment_marker(state.pr),
         f"\n<!-- ivy-matrix:head={re.sub(r'[^0-9A-Za-z]', '', state.head)} -->\n",
@@ -198,13 +198,14 @@ def _compose(
         parts.append(f"- ... and {len(names) - backends_shown} more backends\n")
     parts.append("\n")
     cut: list[str] = []
+    counts = state.counts()
     for verdict, title in _SECTIONS:
-        count = state.counts()[verdict]
-        if not count:
-            continue
+        count = counts[verdict]
         listed = "".join(lines[verdict][: shown[verdict]])
         if count > shown[verdict]:
             cut.append(f"{count - shown[verdict]} {verdict.value}")
+        if not listed:
+            continue
         if verdict is Verdict.NEW:
             parts.append(f"### {title}\n\n{listed}\n")
         else:

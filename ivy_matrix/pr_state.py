@@ -47,8 +47,9 @@ _T = TypeVar("_T")
 class CommentState:
     """What one comment is about and every cell it holds (see the module docstring).
 
-    ``backends`` maps each backend with results to its rank (display order); ``omitted``
-    counts, per (backend, verdict), cells the hidden block had no room for.
+    ``backends`` lists each backend with results: its rank (display order) and the run its
+    results came from; ``omitted`` counts, per (backend, verdict), cells the hidden block had
+    no room for.
     """
 
     pr: int
@@ -56,7 +57,7 @@ class CommentState:
     run: RunKey
     located: bool = False
     cells: tuple[CellVerdict, ...] = ()
-    backends: tuple[tuple[str, int], ...] = ()
+    backends: tuple[tuple[str, int, RunKey], ...] = ()
     omitted: tuple[tuple[str, Verdict, int], ...] = ()
 
     def counts(self, backend: str | None = None) -> dict[Verdict, int]:
@@ -68,7 +69,7 @@ class CommentState:
 
     @property
     def baseline(self) -> BaselineKind:
-        return Comparison(cells=self.cells, backends=(), located=self.located).baseline
+        return Comparison(cells=self.cells, backend_runs=(), located=self.located).baseline
 
 
 def comment_state(comparison: Comparison, *, pr: int, head: str, run: RunKey) -> CommentState:
@@ -79,7 +80,9 @@ def comment_state(comparison: Comparison, *, pr: int, head: str, run: RunKey) ->
         run=run,
         located=comparison.located,
         cells=tuple(sorted(comparison.cells, key=lambda c: c.order)),
-        backends=tuple((name, rank) for rank, name in enumerate(comparison.backends)),
+        backends=tuple(
+            (name, rank, run) for rank, (name, run) in enumerate(comparison.backend_runs)
+        ),
     )
 
 
@@ -92,31 +95,59 @@ def _cell_rank(cell: CellVerdict) -> tuple[object, ...]:
     return (cell.run, _cell_record(cell))
 
 
+def backend_runs(state: CommentState) -> dict[str, RunKey]:
+    """Each backend of a state and the run its cells came from (the state's run if unsaid)."""
+    runs = {cell.backend: state.run for cell in state.cells}
+    runs.update((name, run) for name, _, run in state.backends)
+    return runs
+
+
+def _united(
+    name: str, states: Sequence[CommentState]
+) -> tuple[list[CellVerdict], dict[Verdict, int]]:
+    """One backend's cells and left-out counts, from the states with its newest run."""
+    cells: dict[tuple[str, str, str], CellVerdict] = {}
+    omitted: dict[Verdict, int] = {}
+    for state in states:
+        for cell in state.cells:
+            known = cells.get(cell.key)
+            if cell.backend == name and (known is None or _cell_rank(cell) > _cell_rank(known)):
+                cells[cell.key] = cell
+        for backend, verdict, count in state.omitted:
+            if backend == name:
+                omitted[verdict] = max(count, omitted.get(verdict, 0))
+    return list(cells.values()), omitted
+
+
 def merge_states(a: CommentState, b: CommentState) -> CommentState:
     """Both writers' cells in one (a join: see the module docstring)."""
     if a.pr != b.pr:
         raise ValueError(f"cannot merge the comments of pull requests {a.pr} and {b.pr}")
     if (a.run.run_id, a.head) != (b.run.run_id, b.head):
         return a if (a.run.run_id, a.head) > (b.run.run_id, b.head) else b
-    cells: dict[tuple[str, str, str], CellVerdict] = {}
-    for cell in (*a.cells, *b.cells):
-        known = cells.get(cell.key)
-        if known is None or _cell_rank(cell) > _cell_rank(known):
-            cells[cell.key] = cell
+    runs = {id(a): backend_runs(a), id(b): backend_runs(b)}
     ranks: dict[str, int] = {}
-    for name, rank in (*a.backends, *b.backends):
+    for name, rank, _ in (*a.backends, *b.backends):
         ranks[name] = min(rank, ranks.get(name, rank))
-    omitted: dict[tuple[str, Verdict], int] = {}
-    for name, verdict, count in (*a.omitted, *b.omitted):
-        omitted[name, verdict] = max(count, omitted.get((name, verdict), 0))
+    cells: list[CellVerdict] = []
+    backends: list[tuple[str, int, RunKey]] = []
+    omitted: list[tuple[str, Verdict, int]] = []
+    for name in sorted(runs[id(a)].keys() | runs[id(b)].keys()):
+        newest = max(r[name] for r in runs.values() if name in r)
+        sources = [s for s in (a, b) if runs[id(s)].get(name) == newest]
+        found, left_out = _united(name, sources)
+        cells.extend(found)
+        omitted.extend((name, verdict, count) for verdict, count in left_out.items())
+        if name in ranks:
+            backends.append((name, ranks[name], newest))
     return CommentState(
         pr=a.pr,
         head=a.head,
         run=max(a.run, b.run),
         located=a.located or b.located,
-        cells=tuple(sorted(cells.values(), key=lambda c: c.order)),
-        backends=tuple(sorted(ranks.items(), key=lambda item: (item[1], item[0]))),
-        omitted=tuple(sorted((n, v, c) for (n, v), c in omitted.items())),
+        cells=tuple(sorted(cells, key=lambda c: c.order)),
+        backends=tuple(sorted(backends, key=lambda item: (item[1], item[0]))),
+        omitted=tuple(sorted(omitted)),
     )
 
 
@@ -149,7 +180,7 @@ def _cell_from(record: Sequence[object]) -> CellVerdict:
         backend=_typed(backend, str),
         verdict=Verdict(_typed(verdict, str)),
         link=None if link is None else _typed(link, str),
-        run=RunKey(*(_typed(part, int) for part in _typed(run, list))),
+        run=_run(run),
         baseline=None if baseline is None else BaselineKind(_typed(baseline, str)),
         baseline_link=None if baseline_link is None else _typed(baseline_link, str),
         failing_since=None
@@ -169,6 +200,11 @@ def _typed(value: object, kind: type[_T]) -> _T:
     return value
 
 
+def _run(value: object) -> RunKey:
+    run_id, attempt, job_id = _typed(value, list)
+    return RunKey(_typed(run_id, int), _typed(attempt, int), _typed(job_id, int))
+
+
 def pack_state(state: CommentState) -> str:
     """The hidden block holding ``state``."""
     document = {
@@ -177,7 +213,7 @@ def pack_state(state: CommentState) -> str:
         "head": state.head,
         "run": list(state.run),
         "located": state.located,
-        "backends": [list(item) for item in state.backends],
+        "backends": [[name, rank, list(run)] for name, rank, run in state.backends],
         "omitted": [[name, verdict.value, count] for name, verdict, count in state.omitted],
         "cells": [_cell_record(cell) for cell in state.cells],
     }
@@ -199,11 +235,12 @@ def unpack_state(data: str) -> CommentState:
     return CommentState(
         pr=_typed(document["pr"], int),
         head=_typed(document["head"], str),
-        run=RunKey(*(_typed(part, int) for part in _typed(document["run"], list))),
+        run=_run(document["run"]),
         located=_typed(document["located"], bool),
         cells=tuple(_cell_from(_typed(r, list)) for r in _typed(document["cells"], list)),
         backends=tuple(
-            (_typed(n, str), _typed(r, int)) for n, r in _typed(document["backends"], list)
+            (_typed(n, str), _typed(r, int), _run(run))
+            for n, r, run in _typed(document["backends"], list)
         ),
         omitted=tuple(
             (_typed(n, str), Verdict(_typed(v, str)), _typed(c, int))

@@ -174,11 +174,16 @@ def tally(cells: Iterable[CellVerdict]) -> dict[Verdict, int]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Comparison:
-    """A pull request's verdicts: the listed cells and every backend it has results for."""
+    """A pull request's verdicts: the listed cells, and every backend it has results for with
+    the newest run those results came from (display order)."""
 
     cells: tuple[CellVerdict, ...]
-    backends: tuple[str, ...]
+    backend_runs: tuple[tuple[str, RunKey], ...]
     located: bool
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.backend_runs)
 
     @property
     def baseline(self) -> BaselineKind:
@@ -291,7 +296,7 @@ def _dashboard_cells(
     state: DashboardState | None,
     ancestry: Ancestry,
     branches: Collection[str],
-) -> list[tuple[tuple[int, int], str, CellVerdict | None]]:
+) -> list[tuple[tuple[int, int], str, RunKey, CellVerdict | None]]:
     """Each of a dashboard's pull-request cells with its position, backend and verdict."""
     known_rows = {row.name: row for row in state.rows} if state else {}
     row_at = _positions(rows, [row.name for row in state.rows] if state else [])
@@ -312,7 +317,7 @@ def _dashboard_cells(
                 ancestry=ancestry,
                 branches=branches,
             )
-            found.append((position, backend, listed))
+            found.append((position, backend, max(e.run for e in entries), listed))
     return found
 
 
@@ -326,13 +331,17 @@ def compare(
     """The verdicts of a pull request's results against the default branch's states."""
     by_key = {state.key: state for state in states}
     cells: list[CellVerdict] = []
-    backends: dict[str, None] = {}
+    runs: dict[str, RunKey] = {}
     for key, rows in sorted(_pr_cells(batches).items()):
         found = _dashboard_cells(key, rows, by_key.get(key), ancestry, branches)
         found.sort(key=lambda item: (item[0], item[1]))
-        backends.update((backend, None) for _, backend, _ in found)
-        cells.extend(listed for _, _, listed in found if listed is not None)
-    return Comparison(cells=tuple(cells), backends=tuple(backends), located=ancestry.located)
+        for _, backend, run, listed in found:
+            runs[backend] = max(run, runs.get(backend, run))
+            if listed is not None:
+                cells.append(listed)
+    return Comparison(
+        cells=tuple(cells), backend_runs=tuple(runs.items()), located=ancestry.located
+    )
 
 
 def _counts_json(counts: Mapping[Verdict, int]) -> dict[str, int]:

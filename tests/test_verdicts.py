@@ -28,10 +28,12 @@ def pr_url(job: int) -> str:
     return f"https://github.com/o/r/actions/runs/{PR_RUN}/job/{job}"
 
 
-def pr_entry(outcome: Outcome, *, job: int = 1, attempt: int = 1, base_sha: str = "") -> Entry:
+def pr_entry(
+    outcome: Outcome, *, job: int = 1, attempt: int = 1, base_sha: str = "", run_id: int = PR_RUN
+) -> Entry:
     """A pull request's result (PR 7, head sha 'head'), from job ``job`` of run 500."""
     source = Source(
-        run=RunKey(PR_RUN, attempt, job),
+        run=RunKey(run_id, attempt, job),
         url=pr_url(job),
         sha="head",
         event="pull_request",
