@@ -26,6 +26,16 @@ Pure: no I/O. Everything is computed from a cell's stored entries (newest first,
 
 The projections (index sections, the section below a dashboard issue's table, the summary JSON
 data) are functions here; they are not yet called by the publishing code (issue 10 wiring).
+
+**Wiring (the next phase of issue 10).** ``update`` records provenance on every ``Source``
+(see ``model.Source``) and, for a pull request's results, does not merge them into the default
+branch's states (``is_default_branch`` on the sources ``build_batches`` made, with the
+configured branches). The index appends ``render_index_sections(histories, link)`` below its
+table (``histories = [dashboard_history(s, branches) for s in states]``, ``link`` the same
+dashboard link ``render_index`` uses); a dashboard issue appends
+``render_issue_section(dashboard_history(state))`` after the table inside its managed region
+(counted in its size budget: lower ``limit`` or leave it out when it does not fit); the
+summary JSON gets ``"history": summary_cells(...)`` per dashboard.
 """
 
 from __future__ import annotations

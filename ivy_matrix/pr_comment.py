@@ -26,6 +26,17 @@ half the budget); cells it has no room for are left out least important first an
 (per backend and verdict) instead. The visible part is then cut least important first: fixed,
 then flaky, pre-existing and no-baseline cells, then new failures, then the per-backend lines;
 the comment says what was cut, and its counts always include every cell.
+
+**Wiring (the next phase of issue 10).** The ``pr-comment`` target lists the PR's issue
+comments, keeps those whose first line is ``comment_marker(pr)`` *and* whose author is the
+token's own user (never another bot's copy), takes the oldest as the comment (deleting later
+duplicates a retried POST made), and in a compare-and-swap loop: ``body =
+comment_update(existing_body, state)``; ``None`` means no write; otherwise PATCH it (or POST
+when there is none, then re-list to dedupe), re-read, and retry if another writer's cells are
+missing (``parse_comment`` of the re-read body merged with ``state`` differs from it). With
+"nothing" configured for an all-green PR, it skips the POST when ``has_failures(state)`` is
+false and no comment exists. In the ``workflow_run`` fork recipe the PR number and head sha
+come from ``github.event.workflow_run`` (never from the artifact).
 """
 
 from __future__ import annotations

@@ -126,18 +126,10 @@ def dump_state(state: DashboardState) -> str:
             found = source_index.get(source)
             if found is None:
                 found = source_index[source] = len(sources)
-                run = source.run
-                record: list[object] = [
-                    run.run_id,
-                    run.run_attempt,
-                    run.job_id,
-                    source.url,
-                    source.time,
-                ]
+                # RunKey is a tuple: run id, run attempt, job id.
+                record: list[object] = [*source.run, source.url, source.time]
                 provenance = _provenance(source)
-                if provenance:
-                    record.append(provenance)
-                sources.append(record)
+                sources.append([*record, provenance] if provenance else record)
             by_identity[id(source)] = found
         return found
 
