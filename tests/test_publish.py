@@ -90,6 +90,7 @@ def test_the_index_links_each_dashboard_to_its_own_file():
     """The index page links README-named and case-twin dashboards to the files they are written to."""
     files = render_files([state(d) for d in TRICKY], style=Style.IVY)
     index = next(f for f in files if f.path == INDEX_NAME)
+    assert index.text is not None
 
     for dashboard in TRICKY:
         assert f"({dashboard_file(state(dashboard))})" in index.text
