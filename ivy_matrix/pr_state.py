@@ -9,9 +9,11 @@ idempotent), so retries and any order of writers give the same state:
 - states about different (run id, head sha) pairs do not mix: the one with the larger run id
   (then head sha, as a tie-break) wins whole, so a comment about a newer push or run is never
   replaced by an older one, and a new run starts afresh;
-- states of the same run and head (its legs, and its re-run attempts) are united: per cell the
-  result of the newest attempt/job wins; backends, and the counts of cells a block had no room
-  for (``omitted``, per backend and verdict: the largest count wins), are united.
+- states of the same run and head (its legs, and its re-run attempts) are united backend by
+  backend: a backend's cells, and the counts of its cells a block had no room for
+  (``omitted``), come from the writers whose results for it are newest (a re-run attempt's
+  leg replaces that backend's cells, including cells that now pass and so are not listed);
+  writers of the same newest job are united cell by cell.
 """
 
 from __future__ import annotations
