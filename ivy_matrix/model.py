@@ -145,17 +145,35 @@ class DashboardId:
         return f"{self.category}/{self.title}" if self.category else self.title
 
 
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Source:
     """The job that produced results: its place in run order, its URL and when it was recorded.
 
     ``time`` is an ISO-8601 UTC timestamp, or "" when unknown (adopted cells). Many cells share
     one source, so it is stored once per dashboard.
+
+    Provenance, each empty when unknown (older states, adopted cells, local runs): ``sha`` the
+    commit tested, ``event`` the workflow event (``push``, ``pull_request``, ``schedule``, ...),
+    ``ref`` the git ref (``refs/heads/main``), and for a pull request its number ``pr`` and the
+    ``base_sha`` it is compared with.
     """
 
     run: RunKey
     url: str
     time: str = ""
+    sha: str = ""
+    event: str = ""
+    ref: str = ""
+    pr: int | None = None
+    base_sha: str = ""
+
+    @property
+    def is_pull_request(self) -> bool:
+        """Whether this job tested a pull request (its number is known, or its event says so)."""
+        return self.pr is not None or self.event in PULL_REQUEST_EVENTS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,7 +16,11 @@ Pure: no I/O; the stores read and write the text. Version 1 looks like this::
     }
 
 - ``sources`` lists each job once: run id, run attempt, job id (``-1`` when unknown), URL,
-  and the time it was recorded (``""`` when unknown).
+  and the time it was recorded (``""`` when unknown); then, only when some is known, an object
+  of the job's provenance holding only the known fields: ``sha`` (the commit), ``event``,
+  ``ref``, and for a pull request ``pr`` (its number) and ``base_sha``, e.g.
+  ``{"sha": "9f2c...", "event": "push", "ref": "refs/heads/main"}``. Sources without it are
+  written exactly as before, and documents without it load with empty provenance.
 - ``cells`` lists each distinct cell history once, newest first: ``[source index, outcome]``
   (older versions added the original text of adopted cells as a third item; it is ignored).
   (Most cells of a run are alike: one job, one outcome. A dashboard of 50,000 rows has only a
@@ -76,12 +80,45 @@ def _run(value: object) -> RunKey:
     return RunKey(_int(run_id), _int(attempt), _int(job_id))
 
 
+def _provenance(source: Source) -> dict[str, object]:
+    """The known provenance fields of a source (empty when none is known)."""
+    fields: dict[str, object] = {
+        "sha": source.sha,
+        "event": source.event,
+        "ref": source.ref,
+        "pr": source.pr,
+        "base_sha": source.base_sha,
+    }
+    return {name: value for name, value in fields.items() if value not in {"", None}}
+
+
+def _source(item: object) -> Source:
+    values = _list(item)
+    if len(values) not in {5, 6}:
+        raise _MalformedError(f"expected a source of 5 or 6 items, got {len(values)}")
+    run_id, attempt, job_id, url, time = values[:5]
+    provenance = values[5] if len(values) == 6 else {}  # noqa: PLR2004  -- the optional item
+    if not isinstance(provenance, dict):
+        raise _MalformedError(f"expected an object of provenance, got {provenance!r:.60}")
+    pr = provenance.get("pr")
+    return Source(
+        run=RunKey(_int(run_id), _int(attempt), _int(job_id)),
+        url=_str(url),
+        time=_str(time),
+        sha=_str(provenance.get("sha", "")),
+        event=_str(provenance.get("event", "")),
+        ref=_str(provenance.get("ref", "")),
+        pr=None if pr is None else _int(pr),
+        base_sha=_str(provenance.get("base_sha", "")),
+    )
+
+
 def dump_state(state: DashboardState) -> str:
     """Serialize one dashboard's state (deterministic: same state, same text)."""
     source_index: dict[Source, int] = {}
     # Many cells share one Source object; looking it up by identity first saves hashing it.
     by_identity: dict[int, int] = {}
-    sources: list[list[int | str]] = []
+    sources: list[list[object]] = []
 
     def index_of(source: Source) -> int:
         found = by_identity.get(id(source))
@@ -89,8 +126,10 @@ def dump_state(state: DashboardState) -> str:
             found = source_index.get(source)
             if found is None:
                 found = source_index[source] = len(sources)
-                run = source.run
-                sources.append([run.run_id, run.run_attempt, run.job_id, source.url, source.time])
+                # RunKey is a tuple: run id, run attempt, job id.
+                record: list[object] = [*source.run, source.url, source.time]
+                provenance = _provenance(source)
+                sources.append([*record, provenance] if provenance else record)
             by_identity[id(source)] = found
         return found
 
@@ -176,11 +215,7 @@ def _cell(history: list[object], sources: list[Source], outcomes: dict[str, Outc
 
 
 def _decode(document: dict[str, object]) -> DashboardState:
-    sources = []
-    for item in _list(document["sources"]):
-        run_id, attempt, job_id, url, time = _list(item)
-        run = RunKey(_int(run_id), _int(attempt), _int(job_id))
-        sources.append(Source(run=run, url=_str(url), time=_str(time)))
+    sources = [_source(item) for item in _list(document["sources"])]
     outcomes = {o.value: o for o in Outcome}
     # Decoded once each and shared by every row that has them: quick to load, small in memory.
     cells = [_cell(_list(history), sources, outcomes) for history in _list(document["cells"])]

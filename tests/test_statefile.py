@@ -98,3 +98,67 @@ def test_cell_indexes_out_of_range_are_malformed():
     }
     with pytest.raises(StoreError, match="cell index 0 out of range"):
         load_state(json.dumps(document), where="f.json")
+
+
+def test_provenance_round_trips_and_is_written_only_when_known():
+    """A source's commit, event, ref, PR number and base sha survive dump and load; a source
+    without provenance is written as the five items it always had."""
+    with_provenance = Source(
+        run=RunKey(5, 1, 50),
+        url="https://x/actions/runs/5/job/50",
+        sha="9f2c0de",
+        event="pull_request",
+        ref="refs/pull/7/merge",
+        pr=7,
+        base_sha="1a2b3c4",
+    )
+    partial = Source(run=RunKey(4, 1, 40), url="u4", sha="abc", event="push")
+    bare = Source(run=RunKey(3, 1, 30), url="u3")
+    cells = {
+        "a": {"torch": Entry(source=with_provenance, outcome=Outcome.FAILURE)},
+        "b": {"torch": Entry(source=partial, outcome=Outcome.SUCCESS)},
+        "c": {"torch": Entry(source=bare, outcome=Outcome.SKIPPED)},
+    }
+    state = apply_batch(None, Batch(dashboard=DASH, cells=cells)).state
+    dumped = dump_state(state)
+    loaded = load_state(dumped, where="x")
+    assert loaded == state
+    by_name = {row.name: row for row in loaded.rows}
+    assert by_name["a"].cells["torch"].latest.source.pr == 7
+    records = {record[3]: record for record in json.loads(dumped)["sources"]}
+    assert records["https://x/actions/runs/5/job/50"][5] == {
+        "sha": "9f2c0de",
+        "event": "pull_request",
+        "ref": "refs/pull/7/merge",
+        "pr": 7,
+        "base_sha": "1a2b3c4",
+    }
+    assert records["u4"][5] == {"sha": "abc", "event": "push"}
+    assert records["u3"] == [3, 1, 30, "u3", ""]
+
+
+def test_state_without_provenance_loads_with_empty_provenance():
+    """A state file written before provenance existed loads, its sources with none."""
+    document = {
+        "format": FORMAT,
+        "version": 1,
+        "title": "t",
+        "category": "",
+        "runs": [1],
+        "sources": [[1, 1, 1, "u", ""]],
+        "cells": [[[0, "success"]]],
+        "backends": [["torch", [1, 1, 1], 0]],
+        "rows": [["x", [1, 1, 1], 0, {"torch": 0}]],
+    }
+    source = load_state(json.dumps(document), where="f.json").rows[0].cells["torch"].latest.source
+    assert source == Source(run=RunKey(1, 1, 1), url="u")
+    assert (source.sha, source.event, source.ref, source.pr, source.base_sha) == (
+        "",
+        "",
+        "",
+        None,
+        "",
+    )
+    document["sources"] = [[1, 1, 1, "u", "", "not an object"]]
+    with pytest.raises(StoreError, match="provenance"):
+        load_state(json.dumps(document), where="f.json")

@@ -1,0 +1,340 @@
+"""What a cell's recorded results say over time: failing since when, last pass, flaky or not.
+
+Pure: no I/O. Everything is computed from a cell's stored entries (newest first, at most
+``--history`` of them), so there is no database beside the state. The rules:
+
+- **Default branch only.** A result counts when it was recorded on the default branch: not a
+  pull request's (``Source.is_pull_request``) and, when ``branches`` are given, with a ``ref``
+  among them (``main`` and ``refs/heads/main`` are the same branch). A result with no
+  provenance (older states, adopted cells, local runs) counts as the default branch's.
+- **One result per run.** Entries of one run id (its attempts and jobs) make one result: a run
+  whose attempts disagree (an attempt failed and a re-run attempt passed, or the other way)
+  is *flaky*, as is one whose result is ``flaky`` (passed only after reruns: surefire and
+  nextest ``flakyFailure``, pytest-rerunfailures); otherwise the worst outcome of the run.
+- **Failing since.** The current failure streak is the newest results that are failures, from
+  the newest on. A skipped result neither breaks nor extends a streak (it says nothing about
+  whether the test passes); a flaky result breaks it, because the test passed in that run (as
+  the index counts flaky as passing). ``failing_since`` is the streak's oldest run; ``runs``
+  the number of runs in it; ``since_oldest`` says the streak reaches back to the oldest result
+  kept, so it may be older than the history shows. ``last_pass`` is the newest run that passed
+  (``success`` or ``flaky``), whether or not the cell fails now.
+- **Flaky.** Among the newest ``FLAKY_WINDOW`` (10) runs with a result that is not skipped:
+  one is flaky (reason ``rerun``), or the results flip between passing and failing at least
+  ``FLIPS_FOR_FLAKY`` (2) times (reason ``flips``): fail, pass, fail is flaky; pass, fail, fail
+  is a breakage.
+- **Newly failing**: a streak of one run. **Failing for more than N runs**: a streak longer.
+
+The projections (index sections, the section below a dashboard issue's table, the summary JSON
+data) are functions here; they are not yet called by the publishing code (issue 10 wiring).
+
+**Wiring (the next phase of issue 10).** ``update`` records provenance on every ``Source``
+(see ``model.Source``) and, for a pull request's results, does not merge them into the default
+branch's states (``is_default_branch`` on the sources ``build_batches`` made, with the
+configured branches). The index appends ``render_index_sections(histories, link)`` below its
+table (``histories = [dashboard_history(s, branches) for s in states]``, ``link`` the same
+dashboard link ``render_index`` uses); a dashboard issue appends
+``render_issue_section(dashboard_history(state))`` after the table inside its managed region
+(counted in its size budget: lower ``limit`` or leave it out when it does not fit); the
+summary JSON gets ``"history": summary_cells(...)`` per dashboard.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ivy_matrix.model import DashboardState, Entry, Outcome, Source, worst
+from ivy_matrix.render import escape_name, escape_url, safe_link
+
+FLAKY_WINDOW = 10
+FLIPS_FOR_FLAKY = 2
+# "Failing for more than N runs", unless the caller says otherwise.
+DEFAULT_LONG_FAILING = 3
+# Entries listed per section before "... and N more".
+DEFAULT_SECTION_LIMIT = 50
+SHORT_SHA = 7
+_PASSING = frozenset({Outcome.SUCCESS, Outcome.FLAKY})
+
+
+class FlakyReason(StrEnum):
+    """Why a cell counts as flaky."""
+
+    RERUN = "rerun"
+    FLIPS = "flips"
+
+
+def _branch(ref: str) -> str:
+    return ref.removeprefix("refs/heads/")
+
+
+def is_default_branch(source: Source, branches: Collection[str] = ()) -> bool:
+    """Whether a result feeds the dashboards (see the module docstring)."""
+    if source.is_pull_request:
+        return False
+    if branches and source.ref:
+        return _branch(source.ref) in {_branch(b) for b in branches}
+    return True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRef:
+    """A run a history points at: its id, its commit (None when unknown) and the job's URL."""
+
+    run_id: int
+    sha: str | None
+    url: str
+
+    @classmethod
+    def of(cls, entry: Entry) -> RunRef:
+        return cls(run_id=entry.run.run_id, sha=entry.source.sha or None, url=entry.source.url)
+
+    def to_json(self) -> dict[str, object]:
+        return {"run_id": self.run_id, "sha": self.sha}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunResult:
+    """One run's result for a cell: its newest entry and the outcome of the whole run."""
+
+    entry: Entry
+    outcome: Outcome
+
+
+def _run_outcome(entries: Sequence[Entry]) -> Outcome:
+    """The outcome of one run from its entries: flaky when its attempts disagree."""
+    by_attempt: dict[int, Outcome] = {}
+    for entry in entries:
+        attempt = entry.run.run_attempt
+        known = by_attempt.get(attempt)
+        by_attempt[attempt] = entry.outcome if known is None else worst(known, entry.outcome)
+    outcomes = set(by_attempt.values())
+    if Outcome.FLAKY in outcomes or (Outcome.FAILURE in outcomes and Outcome.SUCCESS in outcomes):
+        return Outcome.FLAKY
+    return max(outcomes, key=lambda o: o.severity)
+
+
+def run_results(entries: Iterable[Entry], branches: Collection[str] = ()) -> list[RunResult]:
+    """A cell's default-branch results, one per run id, newest run first."""
+    return runs_of(e for e in entries if is_default_branch(e.source, branches))
+
+
+def runs_of(entries: Iterable[Entry]) -> list[RunResult]:
+    """Entries as one result per run id, newest run first, whatever branch they are from."""
+    runs: dict[int, list[Entry]] = {}
+    for entry in entries:
+        runs.setdefault(entry.run.run_id, []).append(entry)
+    ordered = sorted(runs.values(), key=lambda group: group[0].run.run_id, reverse=True)
+    return [
+        RunResult(entry=max(group, key=lambda e: e.run), outcome=_run_outcome(group))
+        for group in ordered
+    ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CellHistory:
+    """What a cell's default-branch results say (see the module docstring for the rules)."""
+
+    failing_since: RunRef | None = None
+    runs: int = 0
+    since_oldest: bool = False
+    last_pass: RunRef | None = None
+    flaky: FlakyReason | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.failing_since is not None
+
+
+def _flaky(results: Sequence[RunResult]) -> FlakyReason | None:
+    window = [r.outcome for r in results if r.outcome is not Outcome.SKIPPED][:FLAKY_WINDOW]
+    if Outcome.FLAKY in window:
+        return FlakyReason.RERUN
+    passing = [outcome in _PASSING for outcome in window]
+    flips = sum(a != b for a, b in itertools.pairwise(passing))
+    return FlakyReason.FLIPS if flips >= FLIPS_FOR_FLAKY else None
+
+
+def history_of(results: Sequence[RunResult]) -> CellHistory:
+    """The history of a cell from its run results (newest first, as :func:`run_results`)."""
+    since: Entry | None = None
+    runs = 0
+    last_pass: Entry | None = None
+    for result in results:
+        if result.outcome is Outcome.SKIPPED:
+            continue
+        if result.outcome is Outcome.FAILURE:
+            since, runs = result.entry, runs + 1
+            continue
+        last_pass = result.entry
+        break
+    return CellHistory(
+        failing_since=None if since is None else RunRef.of(since),
+        runs=runs,
+        since_oldest=since is not None and last_pass is None,
+        last_pass=None if last_pass is None else RunRef.of(last_pass),
+        flaky=_flaky(results),
+    )
+
+
+def cell_history(entries: Iterable[Entry], branches: Collection[str] = ()) -> CellHistory:
+    """The history of a cell from its stored entries."""
+    return history_of(run_results(entries, branches))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CellReport:
+    """A cell worth a look: failing now, or flaky. ``latest`` is its newest default result."""
+
+    row: str
+    backend: str
+    latest: Entry
+    history: CellHistory
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DashboardHistory:
+    """A dashboard's failing and flaky cells, in the order the dashboard shows them."""
+
+    key: str
+    cells: tuple[CellReport, ...]
+
+    def newly_failing(self) -> tuple[CellReport, ...]:
+        return tuple(c for c in self.cells if c.history.runs == 1)
+
+    def failing_longer(self, runs: int) -> tuple[CellReport, ...]:
+        return tuple(c for c in self.cells if c.history.runs > runs)
+
+    def flaky(self) -> tuple[CellReport, ...]:
+        return tuple(c for c in self.cells if c.history.flaky is not None)
+
+
+def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> DashboardHistory:
+    """The failing and flaky cells of a dashboard (rows, then backends, in display order)."""
+    # Rows share cell objects (most cells of a run are alike): each history is worked out once.
+    known: dict[int, tuple[CellHistory, Entry | None]] = {}
+    reports = []
+    for row in state.rows:
+        for backend in state.backend_names:
+            cell = row.cells.get(backend)
+            if cell is None:
+                continue
+            found = known.get(id(cell))
+            if found is None:
+                results = run_results(cell.entries, branches)
+                latest = results[0].entry if results else None
+                found = known[id(cell)] = (history_of(results), latest)
+            history, latest = found
+            if latest is not None and (history.failing or history.flaky is not None):
+                reports.append(
+                    CellReport(row=row.name, backend=backend, latest=latest, history=history)
+                )
+    return DashboardHistory(key=state.key, cells=tuple(reports))
+
+
+# ----------------------------------------------------------------------------- projections
+
+
+def _target(url: str) -> str:
+    return escape_url(url).replace(")", "%29")
+
+
+def _run(ref: RunRef) -> str:
+    sha = f" ({escape_name(ref.sha[:SHORT_SHA])})" if ref.sha else ""
+    return f"run {ref.run_id}{sha}"
+
+
+def describe(report: CellReport) -> str:
+    """One cell in words: test, backend, a link to its job, since when it fails, flakiness."""
+    history = report.history
+    url = safe_link(report.latest.source.url)
+    outcome = report.latest.outcome.value
+    shown = f"[{outcome}]({_target(url)})" if url else outcome
+    parts = [f"{escape_name(report.row)} · {escape_name(report.backend)}: {shown}"]
+    if history.failing_since is not None:
+        at_least = "at least " if history.since_oldest else ""
+        noun = "run" if history.runs == 1 else "runs"
+        parts.append(
+            f"failing since {_run(history.failing_since)}, {at_least}{history.runs} {noun}"
+        )
+    if history.last_pass is not None and history.failing:
+        parts.append(f"last passed in {_run(history.last_pass)}")
+    if history.flaky is FlakyReason.RERUN:
+        parts.append("flaky: passed only after reruns")
+    elif history.flaky is FlakyReason.FLIPS:
+        parts.append("flaky: flips between passing and failing")
+    return ", ".join(parts)
+
+
+def _section(title: str, lines: Sequence[str], limit: int) -> str:
+    if not lines:
+        return ""
+    shown = [f"- {line}\n" for line in lines[:limit]]
+    if len(lines) > limit:
+        shown.append(f"- ... and {len(lines) - limit} more\n")
+    return f"{title}\n\n" + "".join(shown) + "\n"
+
+
+def render_index_sections(
+    histories: Sequence[DashboardHistory],
+    link: Callable[[str], str],
+    *,
+    more_than: int = DEFAULT_LONG_FAILING,
+    limit: int = DEFAULT_SECTION_LIMIT,
+) -> str:
+    """The index's "Newly failing", "Failing for more than N runs" and "Flaky" sections.
+
+    Each entry links its dashboard (``link(key)``) and the job of its newest result; empty
+    sections are left out ("" when all are empty). At most ``limit`` entries per section.
+    """
+
+    def lines(pick: Callable[[DashboardHistory], Sequence[CellReport]]) -> list[str]:
+        return [
+            f"[{escape_name(history.key)}]({_target(link(history.key))}) · {describe(report)}"
+            for history in histories
+            for report in pick(history)
+        ]
+
+    return "".join(
+        (
+            _section("## Newly failing", lines(DashboardHistory.newly_failing), limit),
+            _section(
+                f"## Failing for more than {more_than} runs",
+                lines(lambda h: h.failing_longer(more_than)),
+                limit,
+            ),
+            _section("## Flaky", lines(DashboardHistory.flaky), limit),
+        )
+    )
+
+
+def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECTION_LIMIT) -> str:
+    """The section below the table of a dashboard issue: its failing and flaky cells.
+
+    "" when the dashboard has none. At most ``limit`` entries (the issue's size budget).
+    """
+    failing = [describe(r) for r in history.cells if r.history.failing]
+    flaky = [describe(r) for r in history.cells if not r.history.failing]
+    return _section("### Failing", failing, limit) + _section("### Flaky", flaky, limit)
+
+
+def summary_cells(history: DashboardHistory) -> list[dict[str, object]]:
+    """The summary JSON's data of a dashboard: each failing or flaky cell's history."""
+    return [
+        {
+            "row": report.row,
+            "backend": report.backend,
+            "failing_since": (
+                None
+                if report.history.failing_since is None
+                else report.history.failing_since.to_json()
+            ),
+            "failing_runs": report.history.runs,
+            "last_pass": (
+                None if report.history.last_pass is None else report.history.last_pass.to_json()
+            ),
+            "flaky": report.history.flaky is not None,
+        }
+        for report in history.cells
+    ]

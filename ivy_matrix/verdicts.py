@@ -1,0 +1,380 @@
+"""Verdicts for a pull request: each of its cells against the default branch's history.
+
+Pure: no I/O. The inputs are the pull request's results in the form ``update`` builds
+(:func:`ivy_matrix.collect.build_batches`: one :class:`~ivy_matrix.merge.Batch` per dashboard,
+row -> backend -> entry; several batches of one dashboard, e.g. from several legs or attempts,
+are combined) and the default branch's states (what the store holds).
+
+**Baseline** of a cell: its newest default-branch result (:mod:`ivy_matrix.history`: one result
+per run, skipped results left out, since they say neither pass nor fail) that comes from the
+pull request's merge base or an ancestor of it ("merge-base"), else its newest default-branch
+result ("latest"), else none. Which results are ancestors is an :class:`Ancestry`:
+
+- :func:`commit_ancestry` wraps a real test (``is_ancestor(sha) -> bool | None``, e.g.
+  ``git merge-base --is-ancestor``); a result with no recorded sha is not known to be one.
+- :func:`run_order_ancestry` needs no git: it finds the newest default-branch run that recorded
+  the merge-base sha, and counts every default-branch result of that run or an earlier one as
+  an ancestor. That is exact for a default branch that only moves forward (runs start in
+  commit order); a force-push or a run of an older commit started late can mislead it. When
+  no run recorded the merge base (not set, or older than the history), nothing is an ancestor
+  and every baseline is "latest".
+
+**Verdicts**, the first that applies, in this order (a flaky cell is never blamed on the pull
+request, nor shown as a steady failure):
+
+1. ``flaky``: fails in the pull request (``failure``, or ``flaky``: failed, then passed on a
+   rerun or a re-run attempt) and the cell is flaky here (its result is ``flaky``) or on the
+   default branch (its whole default-branch history, see :mod:`ivy_matrix.history`);
+2. ``new``: fails in the pull request, passed in the baseline (``success`` or ``flaky``);
+3. ``pre-existing``: fails in the pull request and in the baseline; ``failing_since`` is the
+   oldest run of the baseline's failure streak;
+4. ``no-baseline``: fails in the pull request, and the cell has no baseline (a new test or
+   backend);
+5. ``fixed``: passes in the pull request, failed in the baseline.
+
+Cells that pass in both, or are skipped in the pull request, are not listed. Cells are listed
+by dashboard key, then in the order the dashboard shows rows and backends (the default
+branch's order, then new rows and backends in the order the pull request reported them).
+
+The overall baseline (:attr:`Comparison.baseline`) is "merge-base" when the merge base was
+located and every listed cell with a baseline took it from the merge base; else "latest".
+
+**Wiring (the next phase of issue 10).** ``ivy-matrix compare`` reads the PR's result files
+as ``update`` does (``Collector`` then ``build_batches`` with a ``source_for`` that records
+the PR's provenance), loads the store's states without locking or writing, builds
+``ancestry = run_order_ancestry(states, base_sha or pr_base_sha(batches), branches)`` (or
+``commit_ancestry`` when a git checkout can answer), calls ``compare(batches, states,
+ancestry=ancestry, branches=branches)``, writes ``compare_document(...)`` as ``--json`` and
+``pr_comment.render_comment(pr_state.comment_state(...))`` as ``--markdown``.
+``fail-on: new`` fails the step when ``comparison.counts()[Verdict.NEW]`` is not 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ivy_matrix.history import (
+    RunRef,
+    RunResult,
+    history_of,
+    is_default_branch,
+    run_results,
+    runs_of,
+)
+from ivy_matrix.merge import Batch
+from ivy_matrix.model import DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.render import IVY_NO_LINK
+
+
+class Verdict(StrEnum):
+    """What a pull request's result of a cell means against the default branch."""
+
+    NEW = "new"
+    PRE_EXISTING = "pre-existing"
+    FIXED = "fixed"
+    FLAKY = "flaky"
+    NO_BASELINE = "no-baseline"
+
+
+# The order of the counts in the JSON and the comment.
+COUNT_ORDER = (Verdict.NEW, Verdict.PRE_EXISTING, Verdict.FIXED, Verdict.FLAKY, Verdict.NO_BASELINE)
+FAILING_VERDICTS = frozenset(
+    {Verdict.NEW, Verdict.PRE_EXISTING, Verdict.FLAKY, Verdict.NO_BASELINE}
+)
+
+
+class BaselineKind(StrEnum):
+    """Where a baseline came from."""
+
+    MERGE_BASE = "merge-base"
+    LATEST = "latest"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ancestry:
+    """Which recorded jobs tested the merge base or an ancestor of it (None: unknown).
+
+    ``located`` says whether the merge base itself is known at all.
+    """
+
+    test: Callable[[Source], bool | None]
+    located: bool
+
+    def __call__(self, source: Source) -> bool | None:
+        return self.test(source)
+
+
+NO_ANCESTRY = Ancestry(test=lambda _source: None, located=False)
+
+
+def commit_ancestry(is_ancestor: Callable[[str], bool | None]) -> Ancestry:
+    """An ancestry from a real test of commits (``is_ancestor(sha)``, None when unknown)."""
+    return Ancestry(test=lambda s: is_ancestor(s.sha) if s.sha else None, located=True)
+
+
+def run_order_ancestry(
+    states: Iterable[DashboardState], base_sha: str, branches: Collection[str] = ()
+) -> Ancestry:
+    """An ancestry from run order alone (see the module docstring for the approximation)."""
+    if not base_sha:
+        return NO_ANCESTRY
+    anchor = -1
+    seen: set[int] = set()
+    for state in states:
+        for row in state.rows:
+            for cell in row.cells.values():
+                if id(cell) in seen:
+                    continue
+                seen.add(id(cell))
+                for entry in cell.entries:
+                    source = entry.source
+                    if source.sha == base_sha and is_default_branch(source, branches):
+                        anchor = max(anchor, source.run.run_id)
+    if anchor < 0:
+        return NO_ANCESTRY
+    return Ancestry(test=lambda s: s.run.run_id <= anchor, located=True)
+
+
+def pr_base_sha(batches: Iterable[Batch]) -> str:
+    """The base sha the pull request's newest result recorded ("" when none did)."""
+    entries = [e for b in batches for cells in b.cells.values() for e in cells.values()]
+    newest = max(entries, key=lambda e: e.run, default=None)
+    return "" if newest is None else newest.source.base_sha
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CellVerdict:
+    """One listed cell: where it is, its verdict, and the jobs behind it.
+
+    ``link`` is the job of the pull request's result, ``baseline_link`` the baseline's (None
+    when there is no baseline, or it has no link); ``run`` orders results of one cell when
+    comments of several legs are merged; ``position`` is (row, backend) in display order.
+    """
+
+    dashboard: str
+    row: str
+    backend: str
+    verdict: Verdict
+    link: str | None
+    run: RunKey
+    baseline: BaselineKind | None = None
+    baseline_link: str | None = None
+    failing_since: RunRef | None = None
+    position: tuple[int, int] = (0, 0)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.dashboard, self.row, self.backend)
+
+    @property
+    def order(self) -> tuple[str, int, str, int, str]:
+        return (self.dashboard, self.position[0], self.row, self.position[1], self.backend)
+
+
+def tally(cells: Iterable[CellVerdict]) -> dict[Verdict, int]:
+    """How many cells have each verdict (every verdict present, in ``COUNT_ORDER``)."""
+    counts = dict.fromkeys(COUNT_ORDER, 0)
+    for cell in cells:
+        counts[cell.verdict] += 1
+    return counts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison:
+    """A pull request's verdicts: the listed cells, and every backend it has results for with
+    the newest run those results came from (display order)."""
+
+    cells: tuple[CellVerdict, ...]
+    backend_runs: tuple[tuple[str, RunKey], ...]
+    located: bool
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.backend_runs)
+
+    @property
+    def baseline(self) -> BaselineKind:
+        if self.located and all(c.baseline is not BaselineKind.LATEST for c in self.cells):
+            return BaselineKind.MERGE_BASE
+        return BaselineKind.LATEST
+
+    def counts(self) -> dict[Verdict, int]:
+        return tally(self.cells)
+
+    def backend_counts(self) -> dict[str, dict[Verdict, int]]:
+        return {b: tally(c for c in self.cells if c.backend == b) for b in self.backends}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Baseline:
+    result: RunResult
+    kind: BaselineKind
+    failing_since: RunRef | None
+
+
+def _baseline(
+    entries: Sequence[Entry], ancestry: Ancestry, branches: Collection[str]
+) -> tuple[_Baseline | None, bool]:
+    """A cell's baseline (None when it has none), and whether it is flaky on the default branch."""
+    results = run_results(entries, branches)
+    flaky = history_of(results).flaky is not None
+    counted = [i for i, r in enumerate(results) if r.outcome is not Outcome.SKIPPED]
+    if not counted:
+        return None, flaky
+    chosen, kind = counted[0], BaselineKind.LATEST
+    for index in counted:
+        if ancestry(results[index].entry.source) is True:
+            chosen, kind = index, BaselineKind.MERGE_BASE
+            break
+    since = history_of(results[chosen:]).failing_since
+    return _Baseline(result=results[chosen], kind=kind, failing_since=since), flaky
+
+
+def verdict_of(pr: Outcome, baseline: Outcome | None, *, flaky: bool) -> Verdict | None:
+    """The verdict of one cell (see the module docstring), None when it is not listed."""
+    if pr is Outcome.FLAKY or (pr is Outcome.FAILURE and flaky):
+        return Verdict.FLAKY
+    if pr is Outcome.FAILURE:
+        if baseline is None:
+            return Verdict.NO_BASELINE
+        return Verdict.PRE_EXISTING if baseline is Outcome.FAILURE else Verdict.NEW
+    if pr is Outcome.SUCCESS and baseline is Outcome.FAILURE:
+        return Verdict.FIXED
+    return None
+
+
+def _link(url: str) -> str | None:
+    return url if url and url != IVY_NO_LINK else None
+
+
+def _pr_cells(batches: Iterable[Batch]) -> dict[str, dict[str, dict[str, list[Entry]]]]:
+    """The pull request's entries: dashboard key -> row -> backend -> entries, in batch order."""
+    found: dict[str, dict[str, dict[str, list[Entry]]]] = {}
+    for batch in batches:
+        rows = found.setdefault(batch.dashboard.key, {})
+        for row, cells in batch.cells.items():
+            by_backend = rows.setdefault(row, {})
+            for backend, entry in cells.items():
+                by_backend.setdefault(backend, []).append(entry)
+    return found
+
+
+def _positions(names: Iterable[str], known: Sequence[str]) -> dict[str, int]:
+    """Display positions: the dashboard's own order first, then new names as they came."""
+    positions = {name: index for index, name in enumerate(known)}
+    for name in names:
+        positions.setdefault(name, len(positions))
+    return positions
+
+
+def _cell_verdict(
+    place: tuple[str, str, str],
+    entries: Sequence[Entry],
+    baseline_entries: Sequence[Entry],
+    position: tuple[int, int],
+    *,
+    ancestry: Ancestry,
+    branches: Collection[str],
+) -> CellVerdict | None:
+    """The verdict of one pull-request cell, None when it is not listed."""
+    pr = runs_of(entries)[0]
+    base, flaky = _baseline(baseline_entries, ancestry, branches)
+    verdict = verdict_of(pr.outcome, base.result.outcome if base else None, flaky=flaky)
+    if verdict is None:
+        return None
+    dashboard, row, backend = place
+    return CellVerdict(
+        dashboard=dashboard,
+        row=row,
+        backend=backend,
+        verdict=verdict,
+        link=_link(pr.entry.source.url),
+        run=pr.entry.run,
+        baseline=base.kind if base else None,
+        baseline_link=_link(base.result.entry.source.url) if base else None,
+        failing_since=base.failing_since if base and verdict is Verdict.PRE_EXISTING else None,
+        position=position,
+    )
+
+
+def _dashboard_cells(
+    key: str,
+    rows: Mapping[str, Mapping[str, Sequence[Entry]]],
+    state: DashboardState | None,
+    ancestry: Ancestry,
+    branches: Collection[str],
+) -> list[tuple[tuple[int, int], str, RunKey, CellVerdict | None]]:
+    """Each of a dashboard's pull-request cells with its position, backend and verdict."""
+    known_rows = {row.name: row for row in state.rows} if state else {}
+    row_at = _positions(rows, [row.name for row in state.rows] if state else [])
+    backend_at = _positions(
+        (b for cells in rows.values() for b in cells), state.backend_names if state else ()
+    )
+    found = []
+    for row, cells in rows.items():
+        old = known_rows.get(row)
+        for backend, entries in cells.items():
+            cell = old.cells.get(backend) if old else None
+            position = (row_at[row], backend_at[backend])
+            listed = _cell_verdict(
+                (key, row, backend),
+                entries,
+                cell.entries if cell else (),
+                position,
+                ancestry=ancestry,
+                branches=branches,
+            )
+            found.append((position, backend, max(e.run for e in entries), listed))
+    return found
+
+
+def compare(
+    batches: Iterable[Batch],
+    states: Iterable[DashboardState],
+    *,
+    ancestry: Ancestry = NO_ANCESTRY,
+    branches: Collection[str] = (),
+) -> Comparison:
+    """The verdicts of a pull request's results against the default branch's states."""
+    by_key = {state.key: state for state in states}
+    cells: list[CellVerdict] = []
+    runs: dict[str, RunKey] = {}
+    for key, rows in sorted(_pr_cells(batches).items()):
+        found = _dashboard_cells(key, rows, by_key.get(key), ancestry, branches)
+        found.sort(key=lambda item: (item[0], item[1]))
+        for _, backend, run, listed in found:
+            runs[backend] = max(run, runs.get(backend, run))
+            if listed is not None:
+                cells.append(listed)
+    return Comparison(
+        cells=tuple(cells), backend_runs=tuple(runs.items()), located=ancestry.located
+    )
+
+
+def _counts_json(counts: Mapping[Verdict, int]) -> dict[str, int]:
+    return {verdict.value: counts[verdict] for verdict in COUNT_ORDER}
+
+
+def compare_document(comparison: Comparison) -> dict[str, object]:
+    """The ``compare --json`` document (see the README)."""
+    return {
+        "baseline": comparison.baseline.value,
+        "counts": _counts_json(comparison.counts()),
+        "backends": {b: _counts_json(c) for b, c in comparison.backend_counts().items()},
+        "cells": [
+            {
+                "dashboard": cell.dashboard,
+                "row": cell.row,
+                "backend": cell.backend,
+                "verdict": cell.verdict.value,
+                "link": cell.link,
+                "baseline_link": cell.baseline_link,
+                "failing_since": None
+                if cell.failing_since is None
+                else cell.failing_since.to_json(),
+            }
+            for cell in comparison.cells
+        ],
+    }
