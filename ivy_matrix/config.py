@@ -75,6 +75,8 @@ class Settings:
     api_url: str = field(default_factory=_defaults("api_url", str))
     job_name: str | None = None
     leg_metadata: Path | None = None
+    matrix_size: int | None = None
+    matrix_index: int | None = None
     issue_label: str = field(default_factory=_defaults("issue_label", str))
     pin_index: bool = field(default_factory=_defaults("pin_index", bool))
     dry_run: bool = field(default_factory=_defaults("dry_run", bool))
@@ -178,6 +180,8 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         token=_get(values, "token", str),
         api_url=_value(values, "api_url", str),
         job_name=_get(values, "job_name", str),
+        matrix_size=_get(values, "matrix_size", int),
+        matrix_index=_get(values, "matrix_index", int),
         leg_metadata=_get(values, "leg_metadata", Path),
         issue_label=_value(values, "issue_label", str),
         pin_index=_value(values, "pin_index", bool),
@@ -230,6 +234,21 @@ def _resolve(
     return values, rules
 
 
+def _check_matrix(size: int | None, index: int | None) -> None:
+    if size is None and index is None:
+        return
+    if size is None or index is None:
+        raise InputError(
+            "inputs 'matrix-size' and 'matrix-index' go together: pass both "
+            "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
+        )
+    if not 0 <= index < size:
+        raise InputError(
+            f"input 'matrix-index' got {index} with 'matrix-size' {size}: the index must be "
+            f"0 to {size - 1} (pass strategy.job-index and strategy.job-total)"
+        )
+
+
 def _check(settings: Settings) -> None:
     if settings.run_attempt < 1:
         raise InputError(f"input 'run-attempt' got {settings.run_attempt}: attempts start at 1")
@@ -244,6 +263,7 @@ def _check(settings: Settings) -> None:
             f"input 'retire-after-runs' got {settings.retire_after_runs}; "
             f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
         )
+    _check_matrix(settings.matrix_size, settings.matrix_index)
     if settings.repository is not None and not re.fullmatch(
         r"[^/\s]+/[^/\s]+", settings.repository
     ):

@@ -163,6 +163,13 @@ OPTIONS: tuple[Option, ...] = (
         "write this leg's backend, run and job to this file (upload it with the results; a "
         "fan-in job reads ivy-matrix-leg.json files beside result files)",
     ),
+    Option(
+        "matrix_size",
+        Kind.INT,
+        "the number of legs of the matrix (strategy.job-total): each leg then commits only its "
+        "own results, and the leg that completes the run renders the dashboards",
+    ),
+    Option("matrix_index", Kind.INT, "this leg's index (strategy.job-index), with matrix-size"),
     Option("issue_label", Kind.STR, "the label that marks dashboard issues", default=DEFAULT_LABEL),
     Option(
         "pin_index",

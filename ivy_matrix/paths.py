@@ -76,6 +76,18 @@ def dashboard_file(state: DashboardState) -> str:
     return f"{_file_part(category, folder=True, top_level=True)}/{title}.md"
 
 
+def column_file(dashboard: DashboardId, backend: str) -> str:
+    """Where one backend's column of a dashboard is kept, relative to the state folder.
+
+    ``core/gradients.d/torch.json``: the dashboard's page path (:func:`dashboard_file`, unique
+    even where case is ignored) with ``.d`` for ``.md``, and the backend named the same way, so
+    no two columns share a file, and no folder meets a one-file state (``core/gradients.json``
+    of older versions: those end in ``.json``, these folders in ``.d``).
+    """
+    folder = dashboard_file(DashboardState(id=dashboard)).removesuffix(".md")
+    return f"{folder}.d/{_file_part(backend, folder=False, top_level=False)}.json"
+
+
 def checked_path(path: str) -> str:
     """``path`` itself if it is a plain relative posix path; ValueError otherwise."""
     parts = PurePosixPath(path).parts

@@ -35,8 +35,10 @@ Readers refuse documents of another format or of a newer version, with a message
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 
 from ivy_matrix.errors import StoreError
+from ivy_matrix.merge import RUNS_KEPT
 from ivy_matrix.model import (
     Cell,
     DashboardId,
@@ -243,3 +245,105 @@ def _decode(document: dict[str, object]) -> DashboardState:
         rows=tuple(rows),
         runs=tuple(_int(r) for r in _list(document["runs"])),
     )
+
+
+# --------------------------------------------------------------------------- columns
+
+
+def split_columns(state: DashboardState) -> dict[str, DashboardState]:
+    """One dashboard as one state per backend (column): that backend's cells, the rows that
+    have one, and the dashboard's runs. Each is a document of this same format.
+
+    :func:`join_columns` puts them back together: ``join_columns(split_columns(s))`` equals
+    ``s`` for every state whose rows and columns are in first-seen order (merge.py keeps them
+    so). The branch store keeps one object per column, so a matrix leg rewrites only its own.
+    """
+    columns: dict[str, list[Row]] = {name: [] for name in state.backend_names}
+    for row in state.rows:
+        for backend, cell in row.cells.items():
+            columns.setdefault(backend, []).append(
+                Row(name=row.name, first_seen=row.first_seen, cells={backend: cell})
+            )
+    seen = dict(state.backends)
+    return {
+        backend: DashboardState(
+            id=state.id,
+            backends=((backend, seen[backend]),) if backend in seen else (),
+            rows=tuple(rows),
+            runs=state.runs,
+        )
+        for backend, rows in columns.items()
+        if rows
+    }
+
+
+def join_columns(columns: Iterable[DashboardState]) -> DashboardState:
+    """The dashboard whose columns are ``columns`` (states of one dashboard, any backends).
+
+    Cells of a backend found in two of them: the first one's wins (each column is kept once).
+    A row appears where its earliest column first saw it, a column likewise; the runs are the
+    union (newest first), so joining is order-independent.
+    """
+    given = list(columns)
+    if not given:
+        raise ValueError("join_columns needs at least one column")
+    rows: dict[str, Row] = {}
+    backends: dict[str, Seen] = {}
+    runs: set[int] = set()
+    for column in given:
+        runs.update(column.runs)
+        for name, seen in column.backends:
+            if name not in backends or seen < backends[name]:
+                backends[name] = seen
+        for row in column.rows:
+            mine = rows.get(row.name)
+            if mine is None:
+                rows[row.name] = Row(row.name, row.first_seen, dict(row.cells))
+                continue
+            cells = dict(row.cells)
+            cells.update(mine.cells)
+            rows[row.name] = Row(row.name, min(mine.first_seen, row.first_seen), cells)
+    return DashboardState(
+        id=given[0].id,
+        backends=tuple(sorted(backends.items(), key=lambda item: (item[1], item[0]))),
+        rows=tuple(sorted(rows.values(), key=lambda r: (r.first_seen, r.name))),
+        runs=tuple(sorted(runs, reverse=True)[:RUNS_KEPT]),
+    )
+
+
+# --------------------------------------------------------------------------- runs of a matrix
+
+RUNS_FORMAT = "ivy-matrix-runs"
+RUNS_KEPT_FOR_LEGS = 50  # runs whose finished legs are remembered
+
+
+def dump_runs(done: Mapping[int, tuple[int, frozenset[int]]]) -> str:
+    """The matrix legs that finished, per run id: ``{run: (matrix size, leg indexes)}``.
+
+    Only the newest ``RUNS_KEPT_FOR_LEGS`` runs are kept. Deterministic, so an unchanged record
+    is the same blob.
+    """
+    kept = sorted(done.items(), reverse=True)[:RUNS_KEPT_FOR_LEGS]
+    runs = {str(run): {"size": size, "done": sorted(legs)} for run, (size, legs) in kept}
+    document = {"format": RUNS_FORMAT, "version": 1, "runs": runs}
+    return json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n"
+
+
+def load_runs(text: str, *, where: str) -> dict[int, tuple[int, frozenset[int]]]:
+    """Parse :func:`dump_runs`' text; :class:`StoreError` naming ``where`` if it is not one."""
+    try:
+        document = json.loads(text)
+        if not isinstance(document, dict) or document.get("format") != RUNS_FORMAT:
+            raise _MalformedError(f"not an {RUNS_FORMAT} document")
+        runs = document["runs"]
+        if not isinstance(runs, dict):
+            raise _MalformedError("'runs' is not an object")
+        return {
+            int(run): (_int(entry["size"]), frozenset(_int(i) for i in _list(entry["done"])))
+            for run, entry in runs.items()
+        }
+    except (ValueError, KeyError, TypeError) as error:
+        raise StoreError(
+            f"cannot read the finished matrix legs {where}: {error}; delete the file (the "
+            f"next run that finishes renders every dashboard again)"
+        ) from None

@@ -30,6 +30,7 @@ from ivy_matrix.options import FailOn, Target
 from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote
 from ivy_matrix.sources import read_results
 from ivy_matrix.stores import Change, Saved, Store
+from ivy_matrix.stores.branch import Leg
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.issues import publish_from_branch
 from ivy_matrix.targets.summary import (
@@ -62,6 +63,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
                 f"--run-id (on a runner GITHUB_RUN_ID gives it)"
             )
         links = resolve_links(settings, collected, github, log, now=now)
+        change = _change(settings, collected, links, log)
         store = open_store(
             settings,
             github,
@@ -69,8 +71,8 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
             remote=targets,
             message=_commit_message(settings, collected),
             after_save=output_folder(settings, log),
+            leg=_leg(settings, collected, links, log),
         )
-        change = _change(settings, collected, links, log)
         saved, published = _save_and_publish(settings, store, change, github, log, targets=targets)
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
@@ -94,11 +96,28 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
     return _exit_code(settings.fail_on, totals, log)
 
 
-def _change(settings: Settings, collected: Collected, links: Links, log: Log) -> Change:
+def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Leg | None:
+    """This matrix leg's part in its run (``--matrix-size``), for the branch store."""
+    if settings.matrix_size is None or settings.matrix_index is None or settings.run_id is None:
+        return None
+    return Leg(
+        run_id=settings.run_id,
+        index=settings.matrix_index,
+        size=settings.matrix_size,
+        dashboards=frozenset(collected.dashboards),
+        backends=frozenset(collected.backends),
+        change=_change(settings, collected, links, log, retire=False),
+    )
+
+
+def _change(
+    settings: Settings, collected: Collected, links: Links, log: Log, *, retire: bool = True
+) -> Change:
     """The store's change: fold this update's results into the states it reads (pure).
 
     The batches are built on each call and dropped after the merge, so they do not stay in
     memory while the store renders and writes (a retried branch commit builds them again).
+    Without ``retire``, no store-wide retirement (a matrix leg reads only its own columns).
     """
 
     def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
@@ -111,7 +130,7 @@ def _change(settings: Settings, collected: Collected, links: Links, log: Log) ->
             states,
             build_batches(collected, links.sources(run_id)),
             history=settings.history,
-            retire_after_runs=settings.retire_after_runs,
+            retire_after_runs=settings.retire_after_runs if retire else 0,
         )
 
     return change
@@ -138,7 +157,7 @@ def _save_and_publish(
     try:
         saved = store.update(change)
         published = Published(urls=saved.urls, index_url=saved.index_url)
-        if Target.ISSUE in targets and Target.BRANCH in targets:
+        if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
             published = publish_from_branch(settings, saved, github, log, published)
     except ReadOnlyTokenError:
         log.warning(READ_ONLY_ADVICE)

@@ -20,7 +20,7 @@ from ivy_matrix.options import Target
 from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, is_read_only_event
 from ivy_matrix.render import render_files
 from ivy_matrix.stores import AfterSave, Store
-from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.branch import BranchStore, Leg
 from ivy_matrix.stores.issues import IssueStore
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import write_output
@@ -60,6 +60,7 @@ def open_store(
     remote: Collection[Target],
     message: str,
     after_save: AfterSave | None,
+    leg: Leg | None = None,
 ) -> Store:
     """The store for ``remote`` (the GitHub targets this run writes); see the module docstring."""
     if not remote:
@@ -82,6 +83,7 @@ def open_store(
             after_save=after_save,
             server_url=settings.server_url,
             sleep=github.remote.sleep,
+            leg=leg,
         )
     log.warning(ISSUE_STORE_WARNING)
     return IssueStore(

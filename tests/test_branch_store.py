@@ -19,7 +19,7 @@ from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import RenderedFile, Style, render_files
-from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.statefile import dump_state, join_columns, load_state
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import BranchStore, git_blob_sha
 from tests.conftest import fake_client
@@ -106,12 +106,12 @@ def leg_change(leg: int, *, rows: int = ROWS, calls: list[int] | None = None):
 
 def branch_states(fake: FakeGitHub | MemoryGitHub) -> dict[DashboardId, DashboardState]:
     files = fake.files(BRANCH)
-    states = [
-        load_state(data.decode(), where=path)
-        for path, data in files.items()
-        if path.startswith(STATE_DIR + "/") and path.endswith(".json")
-    ]
-    return {state.id: state for state in states}
+    columns: dict[DashboardId, list[DashboardState]] = {}
+    for path, data in files.items():
+        if path.startswith(STATE_DIR + "/") and path.endswith(".json"):
+            state = load_state(data.decode(), where=path)
+            columns.setdefault(state.id, []).append(state)
+    return {dashboard: join_columns(parts) for dashboard, parts in columns.items()}
 
 
 def history(fake: FakeGitHub | MemoryGitHub) -> list[str]:
@@ -162,9 +162,9 @@ def test_first_update_creates_the_branch_and_makes_one_commit(fake):
     assert outcome_.revision == 1
     assert outcome_.written == (
         ".ivy-matrix/state/REVISION",
-        ".ivy-matrix/state/core/gradients.json",
-        ".ivy-matrix/state/core/random.json",
-        ".ivy-matrix/state/stateful/layers.json",
+        ".ivy-matrix/state/core/gradients.d/b00.json",
+        ".ivy-matrix/state/core/random.d/b00.json",
+        ".ivy-matrix/state/stateful/layers.d/b00.json",
         "README.md",
         "core/gradients.md",
         "core/random.md",
@@ -206,8 +206,9 @@ def test_state_files_are_read_once_per_blob_and_cached_across_updates(fake):
         commit(branch, leg_change(1), "second")
         assert len(fake.requests_to("GET", r"/git/blobs/")) == before
         assert len(store(gh).load()) == 3
-    # A new store reads the three state files and the revision counter once each.
-    assert len(fake.requests_to("GET", r"/git/blobs/")) == before + 4
+    # A new store reads the six columns (two backends in three dashboards) and the revision
+    # counter once each.
+    assert len(fake.requests_to("GET", r"/git/blobs/")) == before + 7
 
 
 def test_only_changed_files_are_written(fake):
@@ -228,7 +229,7 @@ def test_only_changed_files_are_written(fake):
         result = commit(branch, one_more_row, "second")
     assert result.written == (
         ".ivy-matrix/state/REVISION",
-        ".ivy-matrix/state/core/gradients.json",
+        ".ivy-matrix/state/core/gradients.d/b00.json",
         "README.md",
         "core/gradients.md",
     )

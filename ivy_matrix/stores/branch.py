@@ -39,10 +39,23 @@ from urllib.parse import quote
 from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file, relative_path
+from ivy_matrix.paths import (
+    INDEX_NAME,
+    checked_path,
+    column_file,
+    dashboard_file,
+    relative_path,
+)
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import RenderedFile, removed_files
-from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.statefile import (
+    dump_runs,
+    dump_state,
+    join_columns,
+    load_runs,
+    load_state,
+    split_columns,
+)
 from ivy_matrix.stores import AfterSave, Change, Saved
 
 DEFAULT_STATE_DIR = ".ivy-matrix/state"
@@ -53,6 +66,9 @@ MAX_DELAY = 15.0
 # so revisions are strictly increasing; projections (issue bodies) carry the revision they
 # show, so that a slow writer never replaces a newer projection with an older one.
 REVISION_NAME = "REVISION"
+# The matrix legs that finished, per run (statefile.dump_runs): the leg that completes a run
+# renders the dashboards. Upper case, so no (lower-case) category folder meets it.
+LEGS_NAME = "LEGS"
 
 # The pages to commit beside the states: (every state by key, the keys that changed) -> files.
 Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile]]
@@ -102,12 +118,34 @@ class _EmptyTree:
     files: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Leg:
+    """One matrix leg's part in a run: what it reads, and when the run is complete.
+
+    ``dashboards`` and ``backends`` are what its results touch (it reads only those columns);
+    ``change`` is its change without store-wide retirement (that needs every dashboard, so it
+    runs in the leg that completes the run, with the store's own change). ``index`` is the
+    leg's ``strategy.job-index``, ``size`` the ``strategy.job-total``.
+    """
+
+    run_id: int
+    index: int
+    size: int
+    dashboards: frozenset[DashboardId]
+    backends: frozenset[str]
+    change: Change
+
+
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
     tip: str | None
     tree: TreeListing
     states: dict[DashboardId, DashboardState]
     revision: int = 0
+    legs: dict[int, tuple[int, frozenset[int]]] = field(default_factory=dict)
+    # Every dashboard's state files on the branch (columns, and the one-file form of older
+    # versions), by dashboard; only for the dashboards read.
+    paths: dict[DashboardId, set[str]] = field(default_factory=dict)
 
 
 class BranchStore:
@@ -131,6 +169,7 @@ class BranchStore:
         log: Progress | None = None,
         after_save: AfterSave | None = None,
         server_url: str | None = None,
+        leg: Leg | None = None,
     ) -> None:
         self.client = client
         self.message = message
@@ -147,15 +186,24 @@ class BranchStore:
         self.max_attempts = max(max_attempts, 1)
         self.base_delay = base_delay
         self.max_delay = max_delay
+        self.leg = leg
         self._blobs: dict[str, str] = {}
 
     @property
     def revision_path(self) -> str:
         return f"{self.state_dir}/{REVISION_NAME}"
 
+    @property
+    def legs_path(self) -> str:
+        return f"{self.state_dir}/{LEGS_NAME}"
+
     def state_path(self, dashboard: DashboardId) -> str:
-        """Where a dashboard's state file lives on the branch."""
+        """Where older versions kept a dashboard's whole state, in one file (read, migrated)."""
         return f"{self.state_dir}/{relative_path(dashboard, '.json').as_posix()}"
+
+    def column_path(self, dashboard: DashboardId, backend: str) -> str:
+        """Where one backend's column of a dashboard lives on the branch."""
+        return f"{self.state_dir}/{column_file(dashboard, backend)}"
 
     def _is_state_file(self, path: str) -> bool:
         return path.startswith(self.state_dir + "/") and path.endswith(".json")
@@ -166,21 +214,43 @@ class BranchStore:
             text = self._blobs[sha] = self.client.get_blob_text(self.repo, sha)
         return text
 
-    def _read(self, tip: str) -> _Snapshot:
+    def _load(self, path: str, sha: str) -> DashboardState:
+        """One state file (a column, or an older one-file state), checked against its path."""
+        where = f"{path} on branch {self.branch} of {self.repo}"
+        state = load_state(self._blob(sha), where=where)
+        expected = {self.state_path(state.id)}
+        expected.update(self.column_path(state.id, name) for name in state.backend_names)
+        if path not in expected or (path != self.state_path(state.id) and len(expected) != 2):  # noqa: PLR2004  -- a column holds one backend
+            raise StoreError(
+                f"cannot read dashboard state {where}: it holds dashboard {state.key!r}, "
+                f"whose state belongs in {self.state_path(state.id)} or its columns in "
+                f"{self.state_dir}/{column_file(state.id, '*')}; move or delete the file"
+            )
+        return state
+
+    def _read(self, tip: str | None, leg: Leg | None = None) -> _Snapshot:
+        """The branch at ``tip``: every dashboard, or (with ``leg``) only the leg's columns."""
+        if tip is None:
+            return _Snapshot(None, _EmptyTree(), {})
         tree = self.client.get_tree(self.repo, tip)
-        states: dict[DashboardId, DashboardState] = {}
+        legs = self._legs(tree)
+        wanted: dict[str, DashboardId] | None = None
+        if leg is not None:
+            wanted = {}
+            for dashboard in leg.dashboards:
+                wanted[self.state_path(dashboard)] = dashboard
+                for backend in leg.backends:
+                    wanted[self.column_path(dashboard, backend)] = dashboard
+        parts: dict[DashboardId, list[DashboardState]] = {}
+        paths: dict[DashboardId, set[str]] = {}
         for path, sha in sorted(tree.files.items()):
-            if not self._is_state_file(path):
+            if not self._is_state_file(path) or (wanted is not None and path not in wanted):
                 continue
-            where = f"{path} on branch {self.branch} of {self.repo}"
-            state = load_state(self._blob(sha), where=where)
-            if self.state_path(state.id) != path:
-                raise StoreError(
-                    f"cannot read dashboard state {where}: it holds dashboard {state.key!r}, "
-                    f"whose state belongs in {self.state_path(state.id)}; move or delete the file"
-                )
-            states[state.id] = state
-        return _Snapshot(tip=tip, tree=tree, states=states, revision=self._revision(tree))
+            state = self._load(path, sha)
+            parts.setdefault(state.id, []).append(state)
+            paths.setdefault(state.id, set()).add(path)
+        states = {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
+        return _Snapshot(tip, tree, states, self._revision(tree), legs, paths)
 
     def _revision(self, tree: TreeListing) -> int:
         sha = tree.files.get(self.revision_path)
@@ -194,25 +264,39 @@ class BranchStore:
             )
         return int(text)
 
+    def _legs(self, tree: TreeListing) -> dict[int, tuple[int, frozenset[int]]]:
+        sha = tree.files.get(self.legs_path)
+        if sha is None:
+            return {}
+        return load_runs(self._blob(sha), where=f"{self.legs_path} on branch {self.branch}")
+
     def load(self) -> dict[DashboardId, DashboardState]:
         """Every dashboard's state at the branch tip (empty if the branch does not exist yet)."""
-        tip = self.client.get_branch_head(self.repo, self.branch)
-        return {} if tip is None else self._read(tip).states
+        return self._read(self.client.get_branch_head(self.repo, self.branch)).states
 
-    def _changes(
-        self,
-        snapshot: _Snapshot,
-        states: Mapping[DashboardId, DashboardState | None],
-        files: Sequence[RenderedFile],
+    def _state_writes(
+        self, snapshot: _Snapshot, merged: Merged, *, complete: bool
     ) -> dict[str, str | None]:
+        """The state files a change's result needs: its dashboards' columns; the one-file
+        states it replaces; with ``complete`` (everything read) the columns that went."""
         wanted: dict[str, str | None] = {}
-        for dashboard, state in states.items():
-            if state is None:
-                wanted[self.state_path(dashboard)] = None
-                continue
+        for dashboard, state in merged.to_save().items():
             if state.id != dashboard:
                 raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
-            wanted[self.state_path(dashboard)] = dump_state(state)
+            for backend, column in split_columns(state).items():
+                wanted[self.column_path(dashboard, backend)] = dump_state(column)
+            old = snapshot.paths.get(dashboard, set())
+            for path in old:
+                if path not in wanted and (complete or path == self.state_path(dashboard)):
+                    wanted[path] = None
+        for gone in merged.removed:
+            for path in snapshot.paths.get(gone.id, set()):
+                wanted[path] = None
+        return wanted
+
+    def _changes(
+        self, snapshot: _Snapshot, wanted: dict[str, str | None], files: Sequence[RenderedFile]
+    ) -> dict[str, str | None]:
         for file in files:
             path = checked_path(file.path)
             if path == self.state_dir or path.startswith(self.state_dir + "/"):
@@ -238,7 +322,9 @@ class BranchStore:
             saved = self._try(change, attempt)
             if saved is not None:
                 self._report(saved)
-                output = self.after_save(saved.merged) if self.after_save else ()
+                output: tuple[str, ...] = ()
+                if self.after_save and saved.rendered:
+                    output = self.after_save(saved.merged)
                 urls, index_url = self._links(saved.merged)
                 return replace(saved, output=output, urls=urls, index_url=index_url)
             if attempt < self.max_attempts:
@@ -249,22 +335,62 @@ class BranchStore:
             f"at once, so write from one fan-in job, or re-run this job"
         )
 
+    def _finished_legs(
+        self, snapshot: _Snapshot
+    ) -> tuple[dict[int, tuple[int, frozenset[int]]], bool]:
+        """The finished-legs record with this leg in it, and whether its run is complete."""
+        leg = self.leg
+        if leg is None:
+            return snapshot.legs, True
+        size, done = snapshot.legs.get(leg.run_id, (leg.size, frozenset()))
+        size = max(size, leg.size)
+        done |= {leg.index}
+        legs = {**snapshot.legs, leg.run_id: (size, done)}
+        return legs, done >= frozenset(range(size))
+
     def _try(self, change: Change, attempt: int) -> Saved | None:
         """One read-change-commit; None when another writer moved the branch first."""
         tip = self.client.get_branch_head(self.repo, self.branch)
-        snapshot = self._read(tip) if tip else _Snapshot(None, _EmptyTree(), {})
-        merged = change(dict(snapshot.states))
-        files = self.render(merged.ordered(), merged.changed) if self.render else []
-        states: dict[DashboardId, DashboardState | None] = dict(merged.to_save())
-        states.update((gone.id, None) for gone in merged.removed)
-        writes = self._changes(snapshot, states, [*files, *removed_files(merged.removed)])
+        snapshot = self._read(tip, self.leg)
+        legs, complete = self._finished_legs(snapshot)
+        if self.leg is not None and complete:
+            # This leg completes its run: read everything, apply the store's own change
+            # (store-wide retirement; this leg's results again, which changes nothing more)
+            # and render every dashboard and the index, in the same commit.
+            leg_merged = self.leg.change(dict(snapshot.states))
+            snapshot = replace(self._read(tip), legs=snapshot.legs)
+            full = dict(snapshot.states)
+            full.update(leg_merged.to_save())
+            merged = change(full)
+            merged = replace(
+                merged, changed=tuple(dict.fromkeys([*leg_merged.changed, *merged.changed]))
+            )
+            keys: Collection[str] = [state.key for state in merged.ordered()]
+        elif self.leg is not None:
+            merged = self.leg.change(dict(snapshot.states))
+            keys = ()
+        else:
+            merged = change(dict(snapshot.states))
+            keys = merged.changed
+        files = []
+        if complete:
+            files = self.render(merged.ordered(), keys) if self.render else []
+            files += removed_files(merged.removed)
+        wanted = self._state_writes(snapshot, merged, complete=complete)
+        if self.leg is not None and legs != snapshot.legs:
+            wanted[self.legs_path] = dump_runs(legs)
+        writes = self._changes(snapshot, wanted, files)
         revision = snapshot.revision
         if not writes:
-            return Saved(merged=merged, attempts=attempt, revision=revision)
+            return Saved(merged=merged, attempts=attempt, revision=revision, rendered=complete)
         writes[self.revision_path] = f"{revision + 1}\n"
         if self.dry_run:
             return Saved(
-                merged=merged, attempts=attempt, written=tuple(sorted(writes)), revision=revision
+                merged=merged,
+                attempts=attempt,
+                written=tuple(sorted(writes)),
+                revision=revision,
+                rendered=complete,
             )
         tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
         if tip is None:
@@ -279,7 +405,7 @@ class BranchStore:
         if not landed:
             return None
         for path, text in writes.items():
-            if text is not None and (self._is_state_file(path) or path == self.revision_path):
+            if text is not None and path.startswith(self.state_dir + "/"):
                 self._blobs[git_blob_sha(text)] = text
         return Saved(
             merged=merged,
@@ -287,6 +413,7 @@ class BranchStore:
             attempts=attempt,
             written=tuple(sorted(writes)),
             revision=revision + 1,
+            rendered=complete,
         )
 
     def _report(self, saved: Saved) -> None:
