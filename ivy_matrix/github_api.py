@@ -103,7 +103,7 @@ def make_client(
     token: str,
     api_url: str,
     retries: int = DEFAULT_RETRIES,
-    throttle: bool = True,
+    write_pause: float | None = None,
     timeout: float = 15,
     max_wait: float = DEFAULT_MAX_WAIT,
     secondary_wait: float = SECONDARY_WAIT,
@@ -113,8 +113,13 @@ def make_client(
 ) -> GitHubClient:
     """A client for the API at ``api_url`` (``GITHUB_API_URL``; GHES: ``https://host/api/v3``).
 
-    ``throttle=False`` turns off PyGithub's pauses between requests (for tests); ``retries``
-    and ``max_wait`` bound our own retries (see the module docstring).
+    Reads are never paced: a leg's reads are few (a tree listing and the blobs it needs), and
+    PyGithub's 0.25 s between requests was most of a leg's time. ``write_pause`` (seconds between
+    writes, PyGithub's) is off by default: it would stretch the window between reading the
+    branch tip and moving it, where other legs' commits make this one retry; GitHub's
+    content-creation limits are met with our retries, which honour ``retry-after``, and the
+    branch store's backoff between commit tries. ``retries`` and ``max_wait`` bound our own
+    retries (see the module docstring).
     """
     if not token.strip():
         raise GitHubAPIError(
@@ -125,8 +130,8 @@ def make_client(
         base_url=api_url.rstrip("/"),
         timeout=max(math.ceil(timeout), 1),
         retry=None,
-        seconds_between_requests=0.25 if throttle else None,
-        seconds_between_writes=1.0 if throttle else None,
+        seconds_between_requests=None,
+        seconds_between_writes=write_pause,
         per_page=100,
     )
     return GitHubClient(

@@ -29,6 +29,9 @@ from ivy_matrix.github_http import (
 from ivy_matrix.github_types import Tree
 from ivy_matrix.jobs import Job
 
+# Files bigger than this (bytes of UTF-8) are sent as blobs of their own, not inside the tree.
+INLINE_LIMIT = 1 << 20
+
 
 class GitCalls(Transport):
     """The Actions and git-data calls of :class:`~ivy_matrix.github_api.GitHubClient`."""
@@ -72,24 +75,41 @@ class GitCalls(Transport):
         return self._call(f"reading branch {branch!r} of {repo}", CONTENTS_READ, request)
 
     def get_tree(self, repo: str, tree_ish: str) -> Tree:
-        """A tree (or a commit's tree) listed recursively, in one request."""
+        """A tree (or a commit's tree) with every file in it: one request, recursive.
+
+        When GitHub cuts a recursive listing short (``truncated``: over 100,000 entries or
+        7 MB), the tree's top level is listed alone and each folder in it the same way, so
+        the answer is whole however big the branch is.
+        """
+        data = self._list_tree(repo, tree_ish, recursive=True)
+        sha = str(data["sha"])
+        if not data.get("truncated"):
+            return Tree(sha=sha, files=_blobs(data, ""))
+        return Tree(sha=sha, files=self._tree_files(repo, sha, ""))
+
+    def _tree_files(self, repo: str, sha: str, prefix: str) -> dict[str, str]:
+        """Every file of a tree whose recursive listing was cut short, folder by folder."""
+        files: dict[str, str] = {}
+        for entry in self._list_tree(repo, sha, recursive=False).get("tree") or []:
+            path = prefix + str(entry["path"])
+            if entry.get("type") == "blob":
+                files[path] = str(entry["sha"])
+            elif entry.get("type") == "tree":
+                below = self._list_tree(repo, str(entry["sha"]), recursive=True)
+                if below.get("truncated"):
+                    files.update(self._tree_files(repo, str(entry["sha"]), path + "/"))
+                else:
+                    files.update(_blobs(below, path + "/"))
+        return files
+
+    def _list_tree(self, repo: str, tree_ish: str, *, recursive: bool) -> Any:
         url = f"{repo_path(repo)}/git/trees/{urllib.parse.quote(tree_ish, safe='')}"
         _, data = self._call(
             f"listing the files of {tree_ish[:12]} in {repo}",
             CONTENTS_READ,
-            bind(self._json, "GET", url, {"recursive": "1"}),
+            bind(self._json, "GET", url, {"recursive": "1"} if recursive else None),
         )
-        if data.get("truncated"):
-            raise GitHubAPIError(
-                f"listing the files of {tree_ish[:12]} in {repo} failed: GitHub cut the listing "
-                f"short (more than 100,000 files); use a dedicated branch for ivy-matrix"
-            )
-        files = {
-            str(entry["path"]): str(entry["sha"])
-            for entry in data.get("tree") or []
-            if entry.get("type") == "blob"
-        }
-        return Tree(sha=str(data["sha"]), files=files)
+        return data
 
     def get_blob_text(self, repo: str, sha: str) -> str:
         """The UTF-8 text of one blob."""
@@ -106,13 +126,22 @@ class GitCalls(Transport):
     # ------------------------------------------------------------------ git data: writes
 
     def create_tree(self, repo: str, base_tree: str | None, files: Mapping[str, str | None]) -> str:
-        """A tree: ``base_tree`` with each path set to its text, or deleted where it is None."""
-        entries: list[dict[str, Any]] = [
-            {"path": path, "mode": "100644", "type": "blob", "sha": None}
-            if text is None
-            else {"path": path, "mode": "100644", "type": "blob", "content": text}
-            for path, text in sorted(files.items())
-        ]
+        """A tree: ``base_tree`` with each path set to its text, or deleted where it is None.
+
+        Texts up to ``INLINE_LIMIT`` bytes go inside the tree request; bigger ones (a dashboard
+        of tens of MB) are sent first as blobs of their own and named by sha, so no request
+        carries more than one big file.
+        """
+        entries: list[dict[str, Any]] = []
+        for path, text in sorted(files.items()):
+            entry: dict[str, Any] = {"path": path, "mode": "100644", "type": "blob"}
+            if text is None:
+                entry["sha"] = None
+            elif len(text) > INLINE_LIMIT // 4 and len(text.encode()) > INLINE_LIMIT:
+                entry["sha"] = self.create_blob(repo, text)
+            else:
+                entry["content"] = text
+            entries.append(entry)
         body: dict[str, Any] = {"tree": entries}
         if base_tree is not None:
             body["base_tree"] = base_tree
@@ -120,6 +149,16 @@ class GitCalls(Transport):
             f"writing a tree of {len(entries)} file(s) to {repo}",
             CONTENTS_WRITE,
             bind(self._json, "POST", f"{repo_path(repo)}/git/trees", None, body),
+        )
+        return str(data["sha"])
+
+    def create_blob(self, repo: str, text: str) -> str:
+        """Store ``text`` (UTF-8) as a blob; return its sha (content-addressed: safe to retry)."""
+        body = {"content": text, "encoding": "utf-8"}
+        _, data = self._call(
+            f"writing a blob of {len(text)} characters to {repo}",
+            CONTENTS_WRITE,
+            bind(self._json, "POST", f"{repo_path(repo)}/git/blobs", None, body),
         )
         return str(data["sha"])
 
@@ -180,6 +219,15 @@ class GitCalls(Transport):
             return True
 
         return self._call(f"moving branch {branch!r} of {repo}", CONTENTS_WRITE, request)
+
+
+def _blobs(listing: Any, prefix: str) -> dict[str, str]:
+    """The files (path -> blob sha) of one tree listing, under ``prefix``."""
+    return {
+        prefix + str(entry["path"]): str(entry["sha"])
+        for entry in listing.get("tree") or []
+        if entry.get("type") == "blob"
+    }
 
 
 def job_from_json(item: Any, attempt: int) -> Job:

@@ -1,9 +1,9 @@
 """The GitHub connection of one command: opened on first use, from a factory that can be swapped.
 
 I/O. :class:`Remote` holds what a command needs to reach GitHub: a client factory (by default
-:func:`~ivy_matrix.github_api.make_client` with PyGithub's production throttling) and the
-``sleep`` the stores and targets wait with. Tests pass a factory without throttling and a
-short sleep; nothing else changes. The client is opened only when a target needs the API, so
+:func:`~ivy_matrix.github_api.make_client`) and the
+``sleep`` the stores and targets wait with. Tests pass a factory with short waits; nothing
+else changes. The client is opened only when a target needs the API, so
 local runs never import PyGithub.
 """
 
@@ -33,7 +33,7 @@ READ_ONLY_ADVICE = (
 
 
 def production_client(token: str, api_url: str) -> GitHubClient:
-    """The client a real run uses: PyGithub's throttling on, our retry policy."""
+    """The client a real run uses: our retry policy, no pause between reads (make_client)."""
     from ivy_matrix.github_api import make_client  # noqa: PLC0415  -- PyGithub only when needed
 
     return make_client(token=token, api_url=api_url)

@@ -69,10 +69,10 @@ def quick_sleep(seconds: float) -> None:
 
 
 def fake_client(fake: FakeGitHub, **options) -> GitHubClient:
-    """Our GitHub client for the fake, with throttling off and short waits."""
+    """Our GitHub client for the fake, with short waits."""
     options.setdefault("retries", 3)
     options.setdefault("sleep", quick_sleep)
-    return make_client(token="t", api_url=fake.base_url, throttle=False, timeout=10, **options)
+    return make_client(token="t", api_url=fake.base_url, timeout=10, **options)
 
 
 @pytest.fixture(name="memory")

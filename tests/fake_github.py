@@ -3,7 +3,7 @@
 Stdlib only. ``FakeGitHub`` keeps GitHub's state (jobs, issues, comments, labels, git blobs,
 trees, commits and refs) as plain dicts under one lock and serves exactly the operations
 ``ivy_matrix/github_api.py`` calls: the jobs of a run attempt; git refs (get, create, update),
-blobs (get), trees (create, get) and commits (create); issues (list, get, create, edit), their
+blobs (create, get), trees (create, get) and commits (create); issues (list, get, create, edit), their
 comments (list, create, edit, delete) and labels (get, create). GraphQL (pinning) answers 404.
 Bodies have the shapes of ``../shared/github-api/openapi-subset.json``, errors the texts of
 ``../shared/design/PLATFORM.md`` (sections 1-3). Store logic is tested on the in-memory model
@@ -104,6 +104,9 @@ class FakeConfig:
     retry_after: tuple[int, ...] = (0, 1)
     seed: int = 0
     read_only: bool = False
+    # A recursive tree listing with more entries than this is cut short and says
+    # "truncated": true, as GitHub does past 100,000 entries or 7 MB (0: never).
+    tree_limit: int = 0
 
 
 @dataclass
@@ -720,6 +723,7 @@ class FakeGitHub:
             ("POST", repo + r"/git/refs", self._post_ref),
             ("PATCH", repo + r"/git/refs/(?P<ref>.+)", self._patch_ref),
             ("GET", repo + r"/git/blobs/(?P<sha>[0-9a-f]{40})", self._get_blob),
+            ("POST", repo + r"/git/blobs", self._post_blob),
             ("POST", repo + r"/git/trees", self._post_tree),
             ("GET", repo + r"/git/trees/(?P<sha>[^/]+)", self._get_tree),
             ("POST", repo + r"/git/commits", self._post_commit),
@@ -879,7 +883,12 @@ class FakeGitHub:
             return entries
 
         url = f"{api}/repos/{repo}/git/trees/{sha}"
-        return {"sha": sha, "url": url, "tree": walk(self.trees[sha], ""), "truncated": False}
+        entries = walk(self.trees[sha], "")
+        limit = self.config.tree_limit
+        truncated = recursive and 0 < limit < len(entries)
+        return {"sha": sha, "url": url, "tree": entries[:limit] if truncated else entries} | {
+            "truncated": truncated
+        }
 
     # ----------------------------------------------------------------- state helpers
 
@@ -1174,6 +1183,16 @@ class FakeGitHub:
             "encoding": "base64",
         }
         return 200, blob, {}
+
+    def _post_blob(self, req: _Req) -> Response:
+        content, encoding = req.fields.get("content"), req.fields.get("encoding", "utf-8")
+        if not isinstance(content, str):
+            raise _Fail(422, 'Invalid request.\n\n"content" wasn\'t supplied.')
+        if encoding not in {"utf-8", "base64"}:
+            raise _Fail(422, f"encoding {encoding!r} is not supported")
+        data = base64.b64decode(content) if encoding == "base64" else content.encode()
+        sha = self._store_blob(data)
+        return 201, {"sha": sha, "url": f"{req.api}/repos/{req.repo_name}/git/blobs/{sha}"}, {}
 
     def _post_tree(self, req: _Req) -> Response:
         entries, base = req.fields.get("tree"), req.fields.get("base_tree")

@@ -31,6 +31,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # The operations of the subset that ivy_matrix/github_api.py calls: exactly what the fake serves.
 LIVE = {
     "actions/list-jobs-for-workflow-run-attempt",
+    "git/create-blob",
     "git/create-commit",
     "git/create-ref",
     "git/create-tree",
@@ -501,6 +502,8 @@ def _openapi_scenario(fake: FakeGitHub) -> list[tuple[str, str, object]]:
         ("GET", f"{R}/git/ref/heads/main", None),
         ("GET", f"{R}/git/ref/heads/absent", None),
         ("GET", f"{R}/git/blobs/{readme}", None),
+        ("POST", f"{R}/git/blobs", {"content": "big page", "encoding": "utf-8"}),
+        ("POST", f"{R}/git/blobs", {"encoding": "utf-8"}),
         ("POST", f"{R}/git/trees", {"base_tree": tree, "tree": [new_file]}),
         ("POST", f"{R}/git/trees", {"base_tree": "0" * 40, "tree": [new_file]}),
         ("GET", f"{R}/git/trees/{tip}?recursive=1", None),

@@ -8,6 +8,8 @@ import pytest
 
 from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient, make_client
+from ivy_matrix.github_git import INLINE_LIMIT
+from ivy_matrix.remote import production_client
 from tests.fake_github import FIRST_JOB_ID, FakeGitHub, git_blob_sha
 
 REPO = "acme/widgets"
@@ -23,7 +25,7 @@ class Sleeps(list[float]):
 def client(url: str, sleeps: Sleeps | None = None, **options) -> GitHubClient:
     options.setdefault("retries", 3)
     options.setdefault("sleep", Sleeps() if sleeps is None else sleeps)
-    return make_client(token="t", api_url=url, throttle=False, timeout=5, **options)
+    return make_client(token="t", api_url=url, timeout=5, **options)
 
 
 def main_tip(fake: FakeGitHub) -> str:
@@ -92,6 +94,62 @@ def test_git_data_round_trip_tree_blob_commit_and_fast_forward(fake):
         assert gh.get_branch_head(REPO, "main") == commit
         assert gh.get_tree(REPO, commit).files == {"dash/a.md": git_blob_sha("é ✅\n".encode())}
     assert fake.files() == {"dash/a.md": "é ✅\n".encode()}
+
+
+def test_a_truncated_recursive_listing_is_completed_folder_by_folder(fake):
+    """When GitHub cuts a recursive listing short, every file is still listed, folder by folder."""
+    files = {
+        f"{folder}/{sub}/{n}.md": f"{folder}{sub}{n}"
+        for folder in "ab"
+        for sub in "xy"
+        for n in range(2)
+    }
+    files |= {f"a/x/{n}.json": str(n) for n in range(4)} | {"top.md": "top"}
+    with client(fake.base_url) as gh:
+        tip = main_tip(fake)
+        tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, files)
+        commit = gh.create_commit(REPO, "many", tree, [tip])
+        fake.configure(tree_limit=3)
+        before = len(fake.requests_to("GET", r"/git/trees/"))
+        listed = gh.get_tree(REPO, commit)
+    assert listed.sha == tree
+    expected = {path: git_blob_sha(text.encode()) for path, text in files.items()}
+    expected["README.md"] = git_blob_sha(b"# acme/widgets\n")
+    assert listed.files == expected
+    listings = fake.requests_to("GET", r"/git/trees/")[before:]
+    # Cut short, the tree is listed again by its top level, then each folder recursively,
+    # and a folder that is cut too (over 3 entries: a, a/x, b) by its top level in turn.
+    assert [r.query.get("recursive") for r in listings] == [
+        *("1", None),  # the whole tree, then its top level
+        *("1", None, "1", None, "1"),  # a (cut), a/x (cut), a/y
+        *("1", None, "1", "1"),  # b (cut), b/x, b/y
+    ]
+    assert [r.path.rsplit("/", 1)[1] for r in listings[:2]] == [commit, tree]
+
+
+def test_a_big_file_goes_as_a_blob_of_its_own_and_small_ones_inline(fake):
+    """A text over the inline limit is sent with POST /git/blobs, then named by sha in the tree."""
+    big = "| test | ✅ |\n" * (INLINE_LIMIT // 10)
+    with client(fake.base_url) as gh:
+        tip = main_tip(fake)
+        tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, {"big.md": big, "small.md": "s"})
+        commit = gh.create_commit(REPO, "big", tree, [tip])
+        assert gh.update_branch(REPO, "main", commit) is True
+    assert fake.files()["big.md"] == big.encode()
+    (blob_post,) = fake.requests_to("POST", r"/git/blobs$")
+    assert blob_post.body == {"content": big, "encoding": "utf-8"}
+    entries = {e["path"]: e for e in fake.requests_to("POST", r"/git/trees$")[-1].body["tree"]}
+    assert entries["big.md"]["sha"] == git_blob_sha(big.encode())
+    assert "content" not in entries["big.md"]
+    assert entries["small.md"]["content"] == "s"
+
+
+def test_the_production_client_does_not_pause_between_requests():
+    """production_client turns PyGithub's pauses between requests and between writes off."""
+    with production_client("t", "http://127.0.0.1:9/api") as gh:
+        requester = gh._requester  # noqa: SLF001  -- the pauses live only in PyGithub's requester
+        assert requester._Requester__seconds_between_requests is None  # noqa: SLF001  -- idem
+        assert requester._Requester__seconds_between_writes is None  # noqa: SLF001  -- idem
 
 
 def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake):

@@ -26,7 +26,7 @@ from ivy_matrix.cli import main
 from ivy_matrix.github_api import GitHubClient, make_client
 from ivy_matrix.model import DashboardId
 from ivy_matrix.remote import Remote
-from ivy_matrix.statefile import load_state
+from ivy_matrix.statefile import join_columns, load_state
 from tests.conftest import shared_dir
 from tests.fake_github import FakeGitHub
 
@@ -36,7 +36,7 @@ REPO = "acme/widgets"
 RUN = 9_000_000_001
 MODULE = "ivy_tests.test_ivy.test_functional.test_core.test_gradients"
 GRADIENTS = DashboardId(title="gradients", category="core")
-STATE = ".ivy-matrix/state/core/gradients.json"
+STATE = ".ivy-matrix/state/core/gradients.d/torch.json"
 
 
 @pytest.fixture(name="fake")
@@ -82,7 +82,7 @@ def brief_sleep(seconds: float) -> None:
 
 def fast_client(token: str, api_url: str) -> GitHubClient:
     """The production client's retry policy, without PyGithub's pauses between requests."""
-    return make_client(token=token, api_url=api_url, throttle=False, timeout=10, sleep=brief_sleep)
+    return make_client(token=token, api_url=api_url, timeout=10, sleep=brief_sleep)
 
 
 FAST = Remote(client=fast_client, sleep=brief_sleep)
@@ -116,7 +116,13 @@ def run_entrypoint(
 
 
 def branch_state(fake: FakeGitHub):
-    return load_state(fake.read_file(STATE, "ivy-matrix"), where=STATE)
+    """core/gradients as its columns on the branch say."""
+    columns = [
+        load_state(data.decode(), where=path)
+        for path, data in fake.files("ivy-matrix").items()
+        if path.startswith(".ivy-matrix/state/core/gradients.d/")
+    ]
+    return join_columns(columns)
 
 
 def test_a_leg_commits_its_column_linked_to_its_job(fake, tmp_path):
@@ -272,11 +278,13 @@ def test_requests_per_leg_do_not_grow_with_the_number_of_tests(fake, tmp_path):
         write_results(work / "junit.xml", f"b{index}", tests=tests)
         before = len(fake.requests)
         env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(100 + index))
-        result = run(work, env, "--junit", "*.xml", "--backend", f"b{index}")
+        matrix = ("--matrix-size", "4", "--matrix-index", str(index))
+        result = run(work, env, "--junit", "*.xml", "--backend", f"b{index}", *matrix)
         assert result.returncode == 0, result.stdout + result.stderr
         counts.append(len(fake.requests) - before)
-    # The first leg creates the branch; every later leg reads the ref, the tree, one state
-    # file and the revision, then writes one tree, one commit and the ref.
+    # The first leg creates the branch; every later leg (of a run of 4 legs, not complete yet)
+    # reads the ref, the tree, the finished legs and the revision (its own column is new),
+    # then writes one tree, one commit and the ref.
     assert counts[1:] == [7, 7]
 
 
