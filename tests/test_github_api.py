@@ -147,9 +147,9 @@ def test_a_big_file_goes_as_a_blob_of_its_own_and_small_ones_inline(fake):
 def test_the_production_client_does_not_pause_between_requests():
     """production_client turns PyGithub's pauses between requests and between writes off."""
     with production_client("t", "http://127.0.0.1:9/api") as gh:
-        requester = gh._requester  # noqa: SLF001  -- the pauses live only in PyGithub's requester
-        assert requester._Requester__seconds_between_requests is None  # noqa: SLF001  -- idem
-        assert requester._Requester__seconds_between_writes is None  # noqa: SLF001  -- idem
+        requester = gh._requester
+        assert requester._Requester__seconds_between_requests is None
+        assert requester._Requester__seconds_between_writes is None
 
 
 def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake):
