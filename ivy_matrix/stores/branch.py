@@ -146,6 +146,7 @@ class _Snapshot:
     # Every dashboard's state files on the branch (columns, and the one-file form of older
     # versions), by dashboard; only for the dashboards read.
     paths: dict[DashboardId, set[str]] = field(default_factory=dict)
+    whole: bool = True  # every dashboard was read
 
 
 class BranchStore:
@@ -228,14 +229,16 @@ class BranchStore:
             )
         return state
 
-    def _read(self, tip: str | None, leg: Leg | None = None) -> _Snapshot:
-        """The branch at ``tip``: every dashboard, or (with ``leg``) only the leg's columns."""
+    def _read(self, tip: str | None, *, whole: bool = True) -> _Snapshot:
+        """The branch at ``tip``: every dashboard, or only this leg's columns (``whole``
+        False), unless this leg completes its run (then it reads everything: it renders)."""
         if tip is None:
-            return _Snapshot(None, _EmptyTree(), {})
+            return _Snapshot(None, _EmptyTree(), {}, whole=whole or self._complete({})[1])
         tree = self.client.get_tree(self.repo, tip)
         legs = self._legs(tree)
+        leg = self.leg
         wanted: dict[str, DashboardId] | None = None
-        if leg is not None:
+        if not whole and leg is not None and not self._complete(legs)[1]:
             wanted = {}
             for dashboard in leg.dashboards:
                 wanted[self.state_path(dashboard)] = dashboard
@@ -250,7 +253,7 @@ class BranchStore:
             parts.setdefault(state.id, []).append(state)
             paths.setdefault(state.id, set()).add(path)
         states = {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
-        return _Snapshot(tip, tree, states, self._revision(tree), legs, paths)
+        return _Snapshot(tip, tree, states, self._revision(tree), legs, paths, whole=wanted is None)
 
     def _revision(self, tree: TreeListing) -> int:
         sha = tree.files.get(self.revision_path)
@@ -335,43 +338,37 @@ class BranchStore:
             f"at once, so write from one fan-in job, or re-run this job"
         )
 
-    def _finished_legs(
-        self, snapshot: _Snapshot
+    def _complete(
+        self, legs: dict[int, tuple[int, frozenset[int]]]
     ) -> tuple[dict[int, tuple[int, frozenset[int]]], bool]:
-        """The finished-legs record with this leg in it, and whether its run is complete."""
+        """The finished-legs record with this leg in it, and whether its run is complete
+        (always, without a leg: every update renders)."""
         leg = self.leg
         if leg is None:
-            return snapshot.legs, True
-        size, done = snapshot.legs.get(leg.run_id, (leg.size, frozenset()))
+            return legs, True
+        size, done = legs.get(leg.run_id, (leg.size, frozenset()))
         size = max(size, leg.size)
         done |= {leg.index}
-        legs = {**snapshot.legs, leg.run_id: (size, done)}
-        return legs, done >= frozenset(range(size))
+        return {**legs, leg.run_id: (size, done)}, done >= frozenset(range(size))
 
     def _try(self, change: Change, attempt: int) -> Saved | None:
         """One read-change-commit; None when another writer moved the branch first."""
         tip = self.client.get_branch_head(self.repo, self.branch)
-        snapshot = self._read(tip, self.leg)
-        legs, complete = self._finished_legs(snapshot)
-        if self.leg is not None and complete:
-            # This leg completes its run: read everything, apply the store's own change
-            # (store-wide retirement; this leg's results again, which changes nothing more)
-            # and render every dashboard and the index, in the same commit.
-            leg_merged = self.leg.change(dict(snapshot.states))
-            snapshot = replace(self._read(tip), legs=snapshot.legs)
-            full = dict(snapshot.states)
-            full.update(leg_merged.to_save())
-            merged = change(full)
-            merged = replace(
-                merged, changed=tuple(dict.fromkeys([*leg_merged.changed, *merged.changed]))
-            )
-            keys: Collection[str] = [state.key for state in merged.ordered()]
-        elif self.leg is not None:
-            merged = self.leg.change(dict(snapshot.states))
-            keys = ()
-        else:
+        snapshot = self._read(tip, whole=False)
+        legs, _ = self._complete(snapshot.legs)
+        complete = snapshot.whole
+        if complete:
+            # Every dashboard was read: the store's own change (store-wide retirement), and
+            # the pages of the changed dashboards and the index; a leg that completes its run
+            # renders every dashboard (the legs before it rendered none).
             merged = change(dict(snapshot.states))
-            keys = merged.changed
+            keys: Collection[str] = merged.changed
+            if self.leg is not None:
+                keys = [state.key for state in merged.ordered()]
+        else:
+            # Only a leg reads part of the branch: its own change, without retirement.
+            merged = (self.leg.change if self.leg else change)(dict(snapshot.states))
+            keys = ()
         files = []
         if complete:
             files = self.render(merged.ordered(), keys) if self.render else []
