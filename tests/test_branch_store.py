@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from ivy_matrix.changes import Merged
+from ivy_matrix.changes import Merged, merge_batches
 from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.merge import Batch, apply_batch
@@ -21,7 +21,7 @@ from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.render import RenderedFile, Style, render_files
 from ivy_matrix.statefile import dump_state, join_columns, load_state
 from ivy_matrix.stores import Saved
-from ivy_matrix.stores.branch import BranchStore, git_blob_sha
+from ivy_matrix.stores.branch import MAX_ATTEMPTS, BranchStore, Leg, git_blob_sha
 from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub
 from tests.memory_github import MemoryGitHub
@@ -384,3 +384,184 @@ def test_revision_rises_by_one_per_commit_across_legs(memory):
         unchanged = commit(store(gh), leg_change(1), "c")
     assert (first.revision, second.revision, unchanged.revision) == (1, 2, 2)
     assert memory.read_file(f"{STATE_DIR}/REVISION", BRANCH) == "2\n"
+
+
+# --------------------------------------------------------------------------- matrix legs
+
+
+def column_change(leg: int, *, rows: int = ROWS, run: int = RUN, attempt: int = 1, flip: int = 0):
+    """The change of matrix leg ``leg``: its backend's column in every dashboard (pure)."""
+    backend, job_id = f"b{leg:02d}", 1000 + leg + 100 * (attempt - 1)
+    source = Source(
+        run=RunKey(run, attempt, job_id),
+        url=f"https://github.com/{REPO}/actions/runs/{run}/job/{job_id}",
+        time="2026-11-21T10:00:00Z",
+    )
+    batches = [
+        Batch(
+            dashboard=dashboard,
+            cells={
+                f"test_{row:02d}": {backend: Entry(source=source, outcome=outcome(leg + flip, row))}
+                for row in range(rows)
+            },
+        )
+        for dashboard in DASHBOARDS
+    ]
+
+    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+        return merge_batches(states, batches)
+
+    return change
+
+
+def matrix_store(
+    gh: GitHubClient, leg: int, size: int, change, *, seed: int = 0, run: int = RUN
+) -> BranchStore:
+    """The branch store of leg ``leg`` of a matrix of ``size`` legs in run ``run``."""
+    return BranchStore(
+        gh,
+        REPO,
+        BRANCH,
+        STATE_DIR,
+        sleep=time.sleep,
+        rng=random.Random(seed),
+        base_delay=0.02,
+        max_delay=0.5,
+        render=lambda states, keys: render_files(states, style=Style.IVY, only=keys),
+        leg=Leg(
+            run_id=run,
+            index=leg,
+            size=size,
+            dashboards=frozenset(DASHBOARDS),
+            backends=frozenset({f"b{leg:02d}"}),
+            change=change,
+        ),
+    )
+
+
+def run_leg(gh: GitHubClient, leg: int, size: int, **options) -> Saved:
+    change = column_change(leg, **options)
+    run = options.get("run", RUN)
+    return matrix_store(gh, leg, size, change, run=run).update(change)
+
+
+def assert_markdown_is_a_render_of_the_state(github: FakeGitHub | MemoryGitHub) -> None:
+    """Every page and the index on the branch are what rendering its state gives, no more."""
+    states = sorted(branch_states(github).values(), key=lambda s: s.key)
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY)}
+    files = github.files(BRANCH)
+    pages = {path: data.decode() for path, data in files.items() if path.endswith(".md")}
+    assert pages == expected
+
+
+def test_matrix_legs_write_only_their_column_and_the_last_one_renders(memory):
+    """Legs of a 3-leg run commit only their column; the leg that completes it renders all."""
+    with client(memory) as gh:
+        first = run_leg(gh, 0, 3)
+        second = run_leg(gh, 1, 3)
+        assert not any(path.endswith(".md") for path in memory.files(BRANCH))
+        last = run_leg(gh, 2, 3)
+    assert (first.rendered, second.rendered, last.rendered) == (False, False, True)
+    assert second.written == (
+        f"{STATE_DIR}/LEGS",
+        f"{STATE_DIR}/REVISION",
+        f"{STATE_DIR}/core/gradients.d/b01.json",
+        f"{STATE_DIR}/core/random.d/b01.json",
+        f"{STATE_DIR}/stateful/layers.d/b01.json",
+    )
+    assert {"README.md", "core/gradients.md", "core/random.md", "stateful/layers.md"} <= set(
+        last.written
+    )
+    assert_every_cell_landed(memory, legs=3)
+    assert_markdown_is_a_render_of_the_state(memory)
+
+
+def test_a_leg_reads_only_its_own_columns_until_the_run_is_complete(memory):
+    """A leg reads the tree, the finished legs and its own columns; never another leg's."""
+    with client(memory) as gh:
+        for leg in range(3):
+            run_leg(gh, leg, 5)
+        before = len(memory.calls)
+        run_leg(gh, 1, 5, run=RUN + 1)  # a new run: its column b01 has the old run's results
+    calls = memory.calls[before:]
+    # ref, tree, LEGS, REVISION, three b01 columns; then tree, commit, ref.
+    assert calls.count("get_blob_text") == 5
+    assert len(calls) == 10
+
+
+def test_an_identical_re_run_of_a_leg_writes_nothing(memory):
+    """A leg that runs again with the same results, after its run completed, writes nothing."""
+    with client(memory) as gh:
+        for leg in range(2):
+            run_leg(gh, leg, 2)
+        writes = len(memory.writes())
+        again = run_leg(gh, 1, 2)
+    assert again.commit_sha is None
+    assert len(memory.writes()) == writes
+
+
+def test_a_re_run_attempt_of_a_failed_leg_finds_the_run_complete_and_renders(memory):
+    """Leg 1 of a done run runs again (attempt 2, new outcomes): it renders the new state."""
+    with client(memory) as gh:
+        for leg in range(3):
+            run_leg(gh, leg, 3)
+        again = run_leg(gh, 1, 3, attempt=2, flip=1)
+    assert again.rendered
+    assert "core/gradients.md" in again.written
+    assert_markdown_is_a_render_of_the_state(memory)
+    state = branch_states(memory)[DASHBOARDS[0]]
+    assert state.rows[0].cells["b01"].latest.source.run.run_attempt == 2
+
+
+def test_a_one_file_state_of_an_older_version_is_read_and_split_when_written(memory):
+    """An older one-file state is read as it is, and replaced by its columns when a leg writes."""
+    dashboard = DASHBOARDS[0]
+    old = column_change(7, rows=3)(column_change(8, rows=3)({}).states).states[dashboard]
+    legacy = f"{STATE_DIR}/core/gradients.json"
+    memory.push(BRANCH, {legacy: dump_state(old)})
+    with client(memory) as gh:
+        assert store(gh).load() == {dashboard: old}
+        saved = run_leg(gh, 1, 4, rows=3)
+    files = memory.files(BRANCH)
+    assert legacy not in files
+    assert legacy in saved.written
+    columns = sorted(p for p in files if p.startswith(f"{STATE_DIR}/core/gradients.d/"))
+    assert columns == [f"{STATE_DIR}/core/gradients.d/b{n:02d}.json" for n in (1, 7, 8)]
+    state = branch_states(memory)[dashboard]
+    assert state.backend_names == ("b01", "b07", "b08")
+    assert [row.cells["b07"] for row in state.rows] == [row.cells["b07"] for row in old.rows]
+
+
+@pytest.mark.timeout(60)
+def test_thirty_two_matrix_legs_at_once_all_land_in_few_tries(memory):
+    """32 legs of one run race: every cell lands, no leg retries more than a few times, the
+    legs' changes run once per try, and the markdown is a render of the state at the end."""
+    legs = 32
+    memory.latency = (0.0, 0.002)
+    barrier = threading.Barrier(legs)
+    outcomes: dict[int, Saved] = {}
+    errors: list[BaseException] = []
+
+    def leg_thread(leg: int) -> None:
+        try:
+            with client(memory) as gh:
+                change = column_change(leg, rows=5)
+                branch = matrix_store(gh, leg, legs, change, seed=leg)
+                barrier.wait(timeout=10)
+                outcomes[leg] = branch.update(change)
+        except BaseException as error:  # noqa: BLE001  -- reported by the main thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=leg_thread, args=(leg,)) for leg in range(legs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=50)
+    assert errors == []
+    memory.latency = (0.0, 0.0)
+    assert_every_cell_landed(memory, legs=legs, rows=5)
+    assert_markdown_is_a_render_of_the_state(memory)
+    tries = sorted(o.attempts for o in outcomes.values())
+    assert sum(o.rendered for o in outcomes.values()) == 1
+    assert tries[-1] <= MAX_ATTEMPTS
+    print(f"tries: max {tries[-1]}, mean {sum(tries) / legs:.2f}")
