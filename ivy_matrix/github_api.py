@@ -28,9 +28,10 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from github import Auth, Github, GithubException
+from github.Requester import Requester
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github_git import GitCalls
@@ -38,6 +39,10 @@ from ivy_matrix.github_http import HTTPError, OffHostError
 from ivy_matrix.github_issues import IssueCalls
 from ivy_matrix.github_retry import DEFAULT_MAX_WAIT, DEFAULT_RETRIES, SECONDARY_WAIT, RetryPolicy
 from ivy_matrix.jobs import Job
+
+# Blob reads sent at once by get_blob_texts: well under GitHub's 100 concurrent requests, even
+# with a few legs reading at the same moment.
+PARALLEL_READS = 8
 
 
 class GitHubClient(GitCalls, IssueCalls):
@@ -52,6 +57,7 @@ class GitHubClient(GitCalls, IssueCalls):
         self,
         github: Github,
         *,
+        more: Callable[[], Github] | None = None,
         retries: int = DEFAULT_RETRIES,
         max_wait: float = DEFAULT_MAX_WAIT,
         secondary_wait: float = SECONDARY_WAIT,
@@ -64,13 +70,40 @@ class GitHubClient(GitCalls, IssueCalls):
         )
         super().__init__(retry=retry, sleep=sleep)
         self._github = github
-        self._requester = github.requester
+        self._main_requester = github.requester
         self._jobs: dict[tuple[str, int, int], list[Job]] = {}
         self._lock = threading.Lock()
+        # PyGithub's requester is not safe across threads (one connection object holds the
+        # request being sent): parallel reads (get_blob_texts) get one Github per thread.
+        self._more = more
+        self._local = threading.local()
+        self._others: list[Github] = []
+        self._owner = threading.get_ident()
+
+    @property
+    def _requester(self) -> Requester:
+        if threading.get_ident() == self._owner or self._more is None:
+            return self._main_requester
+        requester = getattr(self._local, "requester", None)
+        if requester is None:
+            github = self._more()
+            with self._lock:
+                self._others.append(github)
+            requester = self._local.requester = github.requester
+        return cast("Requester", requester)
+
+    @property
+    def parallel_reads(self) -> int:
+        """How many reads :meth:`get_blob_texts` sends at once (1: one after another)."""
+        return PARALLEL_READS if self._more is not None else 1
 
     def close(self) -> None:
         """Close the HTTP connections."""
         self._github.close()
+        with self._lock:
+            others, self._others = self._others, []
+        for github in others:
+            github.close()
 
     def __enter__(self) -> Self:
         return self
@@ -125,17 +158,21 @@ def make_client(
         raise GitHubAPIError(
             "no GitHub token: set the 'token' input (it defaults to github.token) or GITHUB_TOKEN"
         )
-    github = Github(
-        auth=Auth.Token(token),
-        base_url=api_url.rstrip("/"),
-        timeout=max(math.ceil(timeout), 1),
-        retry=None,
-        seconds_between_requests=None,
-        seconds_between_writes=write_pause,
-        per_page=100,
-    )
+
+    def github() -> Github:
+        return Github(
+            auth=Auth.Token(token),
+            base_url=api_url.rstrip("/"),
+            timeout=max(math.ceil(timeout), 1),
+            retry=None,
+            seconds_between_requests=None,
+            seconds_between_writes=write_pause,
+            per_page=100,
+        )
+
     return GitHubClient(
-        github,
+        github(),
+        more=github,
         retries=retries,
         max_wait=max_wait,
         secondary_wait=secondary_wait,

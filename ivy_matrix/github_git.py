@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ivy_matrix.errors import GitHubAPIError
@@ -122,6 +123,21 @@ class GitCalls(Transport):
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             raise GitHubAPIError(f"{what} failed: it is not UTF-8 text") from None
+
+    @property
+    def parallel_reads(self) -> int:
+        """How many reads :meth:`get_blob_texts` sends at once (the client says)."""
+        return 1
+
+    def get_blob_texts(self, repo: str, shas: Collection[str]) -> dict[str, str]:
+        """The text of each blob (sha -> text), read ``parallel_reads`` at a time."""
+        wanted = list(dict.fromkeys(shas))
+        workers = min(self.parallel_reads, len(wanted))
+        if workers <= 1:
+            return {sha: self.get_blob_text(repo, sha) for sha in wanted}
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            texts = list(pool.map(lambda sha: self.get_blob_text(repo, sha), wanted))
+        return dict(zip(wanted, texts, strict=True))
 
     # ------------------------------------------------------------------ git data: writes
 

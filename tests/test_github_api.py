@@ -144,6 +144,18 @@ def test_a_big_file_goes_as_a_blob_of_its_own_and_small_ones_inline(fake):
     assert entries["small.md"]["content"] == "s"
 
 
+def test_many_blobs_are_read_at_once_each_on_its_own_connection(fake):
+    """get_blob_texts reads 40 blobs with several threads; every text comes back under its sha."""
+    files = {f"f{n}.md": f"text {n} é" * n for n in range(40)}
+    with client(fake.base_url) as gh:
+        tree = gh.create_tree(REPO, None, files)
+        shas = gh.get_tree(REPO, tree).files
+        assert gh.parallel_reads > 1
+        texts = gh.get_blob_texts(REPO, list(shas.values()))
+    assert {path: texts[sha] for path, sha in shas.items()} == files
+    assert len(fake.requests_to("GET", r"/git/blobs/")) == 40
+
+
 def test_the_production_client_does_not_pause_between_requests():
     """production_client turns PyGithub's pauses between requests and between writes off."""
     with production_client("t", "http://127.0.0.1:9/api") as gh:

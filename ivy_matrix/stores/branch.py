@@ -95,6 +95,8 @@ class GitData(Protocol):
 
     def get_blob_text(self, repo: str, sha: str) -> str: ...
 
+    def get_blob_texts(self, repo: str, shas: Collection[str]) -> dict[str, str]: ...
+
     def create_tree(
         self, repo: str, base_tree: str | None, files: Mapping[str, str | None]
     ) -> str: ...
@@ -244,11 +246,18 @@ class BranchStore:
                 wanted[self.state_path(dashboard)] = dashboard
                 for backend in leg.backends:
                     wanted[self.column_path(dashboard, backend)] = dashboard
+        files = {
+            path: sha
+            for path, sha in sorted(tree.files.items())
+            if self._is_state_file(path) and (wanted is None or path in wanted)
+        }
+        # Every blob not read before, in one batch (the client reads several at once).
+        missing = {sha for sha in files.values() if sha not in self._blobs}
+        if missing:
+            self._blobs.update(self.client.get_blob_texts(self.repo, missing))
         parts: dict[DashboardId, list[DashboardState]] = {}
         paths: dict[DashboardId, set[str]] = {}
-        for path, sha in sorted(tree.files.items()):
-            if not self._is_state_file(path) or (wanted is not None and path not in wanted):
-                continue
+        for path, sha in files.items():
             state = self._load(path, sha)
             parts.setdefault(state.id, []).append(state)
             paths.setdefault(state.id, set()).add(path)
