@@ -32,6 +32,7 @@ from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.options import OPTIONS, Kind, Target
 from ivy_matrix.prune import run_prune
+from ivy_matrix.publish import run_publish
 from ivy_matrix.remote import GitHub, Remote
 from ivy_matrix.render import render_files
 from ivy_matrix.stores.local import LocalStore
@@ -66,6 +67,11 @@ _KIND_METAVARS = {
 }
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
 _BRANCH_OPTIONS = ("targets", "branch", "token", "api_url", "repository", "dry_run")
+_PUBLISH_OPTIONS = (
+    *_BRANCH_OPTIONS,
+    *("output_dir", "config", "style", "history", "retire_after_runs"),
+    *("issue_label", "pin_index", "server_url"),
+)
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 
 
@@ -119,6 +125,10 @@ def _parser() -> argparse.ArgumentParser:
     add_options(adopt, ("store", "lock_timeout", "config", *_BRANCH_OPTIONS, "style"))
     render = commands.add_parser("render", help="write every stored dashboard and the index")
     add_options(render, _STORE_OPTIONS)
+    publish = commands.add_parser(
+        "publish", help="render the dashboards, issues and index from the branch state"
+    )
+    add_options(publish, _PUBLISH_OPTIONS)
     prune = commands.add_parser(
         "prune", help="remove named dashboards, backends or rows from the store on purpose"
     )
@@ -171,8 +181,9 @@ def main(
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
-        if args.command == "update":
-            return run_update(settings, log, remote)
+        if args.command in {"update", "publish"}:
+            run = run_update if args.command == "update" else run_publish
+            return run(settings, log, remote)
         if args.command == "adopt":
             return _adopt(
                 settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force

@@ -27,6 +27,7 @@ from ivy_matrix.errors import InputError, ReadOnlyTokenError
 from ivy_matrix.lookup import Links, check_leg_metadata, resolve_links, write_leg_metadata
 from ivy_matrix.model import DashboardId, DashboardState, Totals
 from ivy_matrix.options import FailOn, Target
+from ivy_matrix.publish import every_dashboard
 from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote
 from ivy_matrix.sources import read_results
 from ivy_matrix.stores import Change, Saved, Store
@@ -158,7 +159,9 @@ def _save_and_publish(
         saved = store.update(change)
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
-            published = publish_from_branch(settings, saved, github, log, published)
+            # The leg that completes a matrix run publishes what every leg brought.
+            shown = every_dashboard(saved) if settings.matrix_size else saved
+            published = publish_from_branch(settings, shown, github, log, published)
     except ReadOnlyTokenError:
         log.warning(READ_ONLY_ADVICE)
         merged = change({})

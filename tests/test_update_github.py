@@ -26,6 +26,7 @@ from ivy_matrix.cli import main
 from ivy_matrix.github_api import GitHubClient, make_client
 from ivy_matrix.model import DashboardId
 from ivy_matrix.remote import Remote
+from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import join_columns, load_state
 from tests.conftest import shared_dir
 from tests.fake_github import FakeGitHub
@@ -509,3 +510,61 @@ def test_adopted_ivy_table_on_the_branch_then_one_leg_changes_one_cell(fake, tmp
     ]
     assert changed == [2]
     assert "/job/888" in after[2]
+
+
+def branch_pages_are_a_render_of_its_state(fake: FakeGitHub) -> bool:
+    """Whether the branch's markdown is exactly what rendering its state gives."""
+    states = [branch_state(fake)]
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY)}
+    files = fake.files("ivy-matrix")
+    return {p: d.decode() for p, d in files.items() if p.endswith(".md")} == expected
+
+
+def test_matrix_legs_commit_results_and_the_last_leg_renders_and_publishes(fake, tmp_path):
+    """With matrix-size 3, legs 0 and 1 commit only their columns; leg 2 renders the
+    dashboards and writes the issues; the index issue and dashboard issue show all three."""
+    for leg in range(3):
+        work = tmp_path / f"leg{leg}"
+        write_results(work / "junit.xml", f"b{leg}")
+        env = runner_env(
+            fake, work, IVY_MATRIX_JOB_ID=str(700 + leg), IVY_MATRIX_TARGETS="branch, issue"
+        )
+        matrix = ("--matrix-size", "3", "--matrix-index", str(leg))
+        result = run(work, env, "--junit", "*.xml", "--backend", f"b{leg}", *matrix)
+        assert result.returncode == 0, result.stdout + result.stderr
+        pages = [path for path in fake.files("ivy-matrix") if path.endswith(".md")]
+        assert pages == ([] if leg < 2 else ["README.md", "core/gradients.md"])
+        assert (len(dashboard_issues(fake)) > 0) == (leg == 2)
+    assert branch_pages_are_a_render_of_its_state(fake)
+    assert branch_state(fake).backend_names == ("b0", "b1", "b2")
+    body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    assert all(f"/job/{700 + leg}" in body for leg in range(3))
+
+
+def test_publish_renders_the_branch_state_once_and_then_writes_nothing(fake, tmp_path):
+    """Legs of an unfinished run leave no pages; publish renders them and the issues; a second
+    publish finds everything in place and writes nothing."""
+    for leg in range(2):
+        work = tmp_path / f"leg{leg}"
+        write_results(work / "junit.xml", f"b{leg}")
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(700 + leg))
+        matrix = ("--matrix-size", "5", "--matrix-index", str(leg))
+        assert run(work, env, "--junit", "*.xml", "--backend", f"b{leg}", *matrix).returncode == 0
+    assert not any(path.endswith(".md") for path in fake.files("ivy-matrix"))
+    env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="branch, issue")
+    result = run(tmp_path, env, command="publish")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert branch_pages_are_a_render_of_its_state(fake)
+    assert "<!-- ivy-matrix:dashboard=core/gradients -->" in dashboard_issues(fake)
+    writes = len(fake.writes())
+    again = run(tmp_path, env, command="publish")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake.writes()) == writes
+
+
+def test_publish_without_the_branch_target_is_a_clear_user_error(fake, tmp_path):
+    """publish needs the branch state: without the branch target it exits 1 saying so."""
+    env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="issue")
+    result = run(tmp_path, env, command="publish")
+    assert result.returncode == 1
+    assert "add 'branch' to" in result.stdout

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 from urllib.parse import quote
@@ -61,7 +61,10 @@ from ivy_matrix.stores import AfterSave, Change, Saved
 DEFAULT_STATE_DIR = ".ivy-matrix/state"
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
-MAX_DELAY = 15.0
+MAX_DELAY = 60.0
+# A leg that lost the branch waits a random moment in this many times (legs still to land) x
+# (one try's duration): see BranchStore._delay.
+CONTENTION_SPREAD = 2.0
 # A counter in the state folder, raised by one in every commit. Commits are compare-and-swap,
 # so revisions are strictly increasing; projections (issue bodies) carry the revision they
 # show, so that a slow writer never replaces a newer projection with an older one.
@@ -190,7 +193,12 @@ class BranchStore:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.leg = leg
+        # Render every dashboard, not only those the change changed (``publish``).
+        self.render_all = False
         self._blobs: dict[str, str] = {}
+        # What the last try saw and took: the legs of this run not landed yet, its duration.
+        self._pending = 1
+        self._try_seconds = 0.0
 
     @property
     def revision_path(self) -> str:
@@ -217,6 +225,12 @@ class BranchStore:
             text = self._blobs[sha] = self.client.get_blob_text(self.repo, sha)
         return text
 
+    def _fetch(self, shas: Iterable[str]) -> None:
+        """Read every blob not read before, in one batch (the client reads several at once)."""
+        missing = {sha for sha in shas if sha not in self._blobs}
+        if missing:
+            self._blobs.update(self.client.get_blob_texts(self.repo, missing))
+
     def _load(self, path: str, sha: str) -> DashboardState:
         """One state file (a column, or an older one-file state), checked against its path."""
         where = f"{path} on branch {self.branch} of {self.repo}"
@@ -237,8 +251,20 @@ class BranchStore:
         if tip is None:
             return _Snapshot(None, _EmptyTree(), {}, whole=whole or self._complete({})[1])
         tree = self.client.get_tree(self.repo, tip)
-        legs = self._legs(tree)
         leg = self.leg
+        # The small files every try needs, and this leg's columns, in one batch of reads.
+        first = [tree.files.get(self.legs_path), tree.files.get(self.revision_path)]
+        if leg is not None:
+            first += [
+                tree.files.get(path)
+                for dashboard in leg.dashboards
+                for path in (
+                    self.state_path(dashboard),
+                    *(self.column_path(dashboard, backend) for backend in leg.backends),
+                )
+            ]
+        self._fetch(sha for sha in first if sha is not None)
+        legs = self._legs(tree)
         wanted: dict[str, DashboardId] | None = None
         if not whole and leg is not None and not self._complete(legs)[1]:
             wanted = {}
@@ -251,10 +277,7 @@ class BranchStore:
             for path, sha in sorted(tree.files.items())
             if self._is_state_file(path) and (wanted is None or path in wanted)
         }
-        # Every blob not read before, in one batch (the client reads several at once).
-        missing = {sha for sha in files.values() if sha not in self._blobs}
-        if missing:
-            self._blobs.update(self.client.get_blob_texts(self.repo, missing))
+        self._fetch(files.values())
         parts: dict[DashboardId, list[DashboardState]] = {}
         paths: dict[DashboardId, set[str]] = {}
         for path, sha in files.items():
@@ -322,8 +345,16 @@ class BranchStore:
         }
 
     def _delay(self, attempt: int) -> float:
-        # "Full jitter": spreads legs that collided over the whole window, so they rarely meet again.
-        return self._rng.uniform(0, min(self.max_delay, self.base_delay * 2.0 ** (attempt - 1)))
+        """How long to wait before trying again: "full jitter" over a window that grows with
+        the tries, and (for a matrix leg) with the legs of its run still to land.
+
+        k legs that all want the branch can land at best one per try's duration d (read to
+        ref update), so they need about k x d; each leg that lost picks a random moment in
+        twice that window (and at least the exponential one), so the next tries rarely meet.
+        """
+        window = self.base_delay * 2.0 ** (attempt - 1)
+        window = max(window, CONTENTION_SPREAD * self._pending * self._try_seconds)
+        return self._rng.uniform(0, min(self.max_delay, window))
 
     def update(self, change: Change) -> Saved:
         """Read, ``change``, and commit what differs, retrying on conflicts; one commit at most.
@@ -331,7 +362,9 @@ class BranchStore:
         With ``dry_run``, stop before the first write and report the files that would change.
         """
         for attempt in range(1, self.max_attempts + 1):
+            started = time.monotonic()
             saved = self._try(change, attempt)
+            self._try_seconds = time.monotonic() - started
             if saved is not None:
                 self._report(saved)
                 output: tuple[str, ...] = ()
@@ -360,24 +393,29 @@ class BranchStore:
         done |= {leg.index}
         return {**legs, leg.run_id: (size, done)}, done >= frozenset(range(size))
 
+    def _apply(self, change: Change, snapshot: _Snapshot) -> tuple[Merged, Collection[str]]:
+        """The change's result on ``snapshot``, and the keys of the dashboards to render."""
+        if snapshot.whole:
+            # Every dashboard was read: the store's own change (store-wide retirement), and
+            # the pages of the changed dashboards and the index; a leg that completes its run
+            # renders every dashboard (the legs before it rendered none), as does ``publish``.
+            merged = change(dict(snapshot.states))
+            if self.leg is not None or self.render_all:
+                return merged, [state.key for state in merged.ordered()]
+            return merged, merged.changed
+        # Only a leg reads part of the branch: its own change, without retirement, no pages.
+        return (self.leg.change if self.leg else change)(dict(snapshot.states)), ()
+
     def _try(self, change: Change, attempt: int) -> Saved | None:
         """One read-change-commit; None when another writer moved the branch first."""
         tip = self.client.get_branch_head(self.repo, self.branch)
         snapshot = self._read(tip, whole=False)
         legs, _ = self._complete(snapshot.legs)
+        if self.leg is not None:
+            size, done = legs[self.leg.run_id]
+            self._pending = max(size - len(done) + 1, 1)
         complete = snapshot.whole
-        if complete:
-            # Every dashboard was read: the store's own change (store-wide retirement), and
-            # the pages of the changed dashboards and the index; a leg that completes its run
-            # renders every dashboard (the legs before it rendered none).
-            merged = change(dict(snapshot.states))
-            keys: Collection[str] = merged.changed
-            if self.leg is not None:
-                keys = [state.key for state in merged.ordered()]
-        else:
-            # Only a leg reads part of the branch: its own change, without retirement.
-            merged = (self.leg.change if self.leg else change)(dict(snapshot.states))
-            keys = ()
+        merged, keys = self._apply(change, snapshot)
         files = []
         if complete:
             files = self.render(merged.ordered(), keys) if self.render else []
