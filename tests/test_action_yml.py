@@ -11,7 +11,7 @@ from ivy_matrix.options import OPTIONS, Option
 
 ROOT = Path(__file__).resolve().parents[1]
 # Inputs the action's own shell steps consume; they are not ivy-matrix settings.
-ACTION_ONLY = {"python"}
+ACTION_ONLY = {"python", "command"}
 
 
 def action():
