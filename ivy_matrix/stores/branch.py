@@ -3,27 +3,54 @@
 I/O, through a :class:`GitData` client (``github_api.GitHubClient``). The branch
 (``ivy-matrix`` by default) holds::
 
-    README.md                          the index page          (rendered, from the caller)
-    core/gradients.md                  one page per dashboard  (rendered, from the caller)
-    .ivy-matrix/state/core/gradients.json   one state file per dashboard (statefile.py)
+    README.md                                   the index page      (rendered, from the caller)
+    core/gradients.md                           one page per dashboard
+    .ivy-matrix/state/core/gradients.d/torch.json   one state object per backend column
+    .ivy-matrix/state/LEGS                       the matrix legs that finished, per run
+    .ivy-matrix/state/REVISION                   raised by one in every commit
 
 One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM.md 3.2):
 
 1. read the tip T (a missing branch is created with the first commit, as a root commit that
    holds only the dashboards; when another leg created it first, GitHub answers "Reference
    already exists" and we merge into what it wrote);
-2. list T's tree once and read every state file (one blob each, cached by sha across tries);
+2. list T's tree once (recursively; a listing cut short is completed folder by folder), and
+   read the blobs needed, several at once, each once per store (cached by sha across tries);
 3. call ``change(states)`` (a :class:`~ivy_matrix.changes.Merged`: the states to save and
    the dashboards to delete), and render the pages of the changed dashboards and the index;
 4. compare each file's git blob sha with T's: when nothing differs, stop (no write at all);
-5. otherwise one tree (base T's tree), one commit (parent T), and move the branch with
-   ``force=false``. If another writer moved it first, GitHub refuses (not a fast forward),
-   and we wait a jittered, growing delay and redo everything from a fresh read.
+5. otherwise one tree (base T's tree, only the changed entries), one commit (parent T), and
+   move the branch with ``force=false``. If another writer moved it first, GitHub refuses
+   (not a fast forward), and we wait and redo it from a fresh read.
 
 So concurrent matrix legs never lose each other's cells: each retry merges into the newest
 state, and merging is order-independent and idempotent (merge.py). ``change`` may therefore be
-called several times and must depend only on the states it is given; the last call is the one
-whose result was committed. Every update makes one commit for all the files it changes.
+called several times and must depend only on the states it is given.
+
+**Design, chosen by measurement** (``bench/store_scale.py``, Ivy's shape, 20-80 ms a request):
+
+- *One object per column.* A dashboard's state is split by backend (``statefile.split_columns``;
+  each part is an ordinary state document and ``join_columns`` puts them back), so a leg that
+  brings one backend's results reads and rewrites only that backend's columns: a leg of ~900
+  cases sends ~90 KB instead of every dashboard it touched. Older one-file states
+  (``core/gradients.json``) are read as they are and replaced by their columns when written.
+- *Render once per run.* With a :class:`Leg` (``--matrix-size``), a leg reads only its
+  columns, the finished-legs record and the revision (6 requests a try, plus one per column
+  it touches, read 8 at a time; not one per dashboard of the branch), merges without retirement, and commits no markdown: a new run id changes
+  every cell's link, so rendering in every leg re-sent MBs. The leg whose commit completes the
+  run's set of legs reads everything, applies the store's change (store-wide retirement needs
+  every dashboard's runs) and renders every dashboard and the index in the same commit; a
+  re-run of failed legs finds the set complete and renders again. Without a leg (local runs,
+  a fan-in job, ``publish``) every update reads everything and renders, as before.
+- *Cheap, spread retries.* A retry re-reads the ref and the listing and only the blobs whose
+  sha changed. Legs that lost wait a random moment ("full jitter") in a window of at least
+  ``base_delay`` doubled per try and, for a leg, ``CONTENTION_SPREAD`` x (legs of the run not
+  landed) x (one try's duration): k legs can land at best one per try, so spreading them over
+  about twice that keeps the number of tries low (32 legs: at most 3-5) at the price of wall
+  time (the run takes about k tries' time; commits are serial by nature).
+- *Not done:* batching several legs' results into one commit (per-leg result refs folded in by
+  any writer): that is what a run of 128 committing legs needs to finish within a few legs'
+  time; see the README for the set-ups that keep a matrix within GitHub's limits.
 """
 
 from __future__ import annotations
