@@ -565,3 +565,28 @@ def test_thirty_two_matrix_legs_at_once_all_land_in_few_tries(memory):
     assert sum(o.rendered for o in outcomes.values()) == 1
     assert tries[-1] <= MAX_ATTEMPTS
     print(f"tries: max {tries[-1]}, mean {sum(tries) / legs:.2f}")
+
+
+def test_a_branch_whose_listing_github_cuts_short_is_still_read_whole(fake):
+    """With GitHub truncating every listing of over 4 entries, a second leg still merges into
+    every dashboard the first one wrote (nothing is taken for missing)."""
+    with client(fake) as gh:
+        commit(store(gh), leg_change(0), "first")
+        fake.configure(tree_limit=4)
+        commit(store(gh), leg_change(1), "second")
+    assert any(r.query == {} for r in fake.requests_to("GET", r"/git/trees/"))
+    assert_every_cell_landed(fake, legs=2)
+
+
+def test_a_page_of_megabytes_is_committed_through_a_blob_of_its_own(fake):
+    """A rendered page over the inline limit is sent with POST /git/blobs and lands whole."""
+    big = "| test | ✅ |\n" * 200_000
+
+    def with_big_page(states):
+        new, files = leg_change(0, rows=2)(states)
+        return new, [*files, RenderedFile(path="big.md", text=big)]
+
+    with client(fake) as gh:
+        commit(store(gh), with_big_page, "big")
+    assert fake.files(BRANCH)["big.md"] == big.encode()
+    assert len(fake.requests_to("POST", r"/git/blobs$")) == 1
