@@ -10,7 +10,16 @@ from ivy_matrix.adopt import adopt_table
 from ivy_matrix.errors import StoreError
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
-from ivy_matrix.statefile import FORMAT, VERSION, dump_state, load_state
+from ivy_matrix.statefile import (
+    FORMAT,
+    VERSION,
+    dump_runs,
+    dump_state,
+    join_columns,
+    load_runs,
+    load_state,
+    split_columns,
+)
 from tests.conftest import shared_dir
 
 DASH = DashboardId(title="gradients", category="core")
@@ -162,3 +171,43 @@ def test_state_without_provenance_loads_with_empty_provenance():
     document["sources"] = [[1, 1, 1, "u", "", "not an object"]]
     with pytest.raises(StoreError, match="provenance"):
         load_state(json.dumps(document), where="f.json")
+
+
+def _three_backends():
+    """A dashboard that three runs built: rows and columns first seen in different runs."""
+    dashboard = DashboardId(title="gradients", category="core")
+    state = None
+    for run, backends, rows in ((3, ("jax",), 2), (1, ("torch", "numpy"), 3), (2, ("jax",), 4)):
+        for job, backend in enumerate(backends):
+            source = Source(run=RunKey(run, 1, 10 * run + job), url=f"https://x/{run}/{job}")
+            cells = {
+                f"test_{r}": {backend: Entry(source=source, outcome=Outcome.FAILURE)}
+                for r in range(rows)
+            }
+            state = apply_batch(state, Batch(dashboard=dashboard, cells=cells)).state
+    assert state is not None
+    return state
+
+
+def test_a_dashboard_split_into_columns_joins_back_to_itself_in_any_order():
+    """split_columns gives one state per backend; joining them, in any order, gives it back."""
+    state = _three_backends()
+    columns = split_columns(state)
+    assert sorted(columns) == ["jax", "numpy", "torch"]
+    assert all(column.backend_names == (name,) for name, column in columns.items())
+    assert [row.name for row in columns["numpy"].rows] == ["test_0", "test_1", "test_2"]
+    assert join_columns(columns.values()) == state
+    assert join_columns(reversed(list(columns.values()))) == state
+    texts = {name: dump_state(column) for name, column in columns.items()}
+    loaded = [load_state(text, where=name) for name, text in texts.items()]
+    assert join_columns(loaded) == state
+
+
+def test_the_finished_legs_record_round_trips_keeps_50_runs_and_refuses_garbage():
+    """dump_runs/load_runs keep each run's size and legs; a bad record names its file."""
+    legs = {run: (4, frozenset({0, run % 4})) for run in range(60)}
+    loaded = load_runs(dump_runs(legs), where="LEGS")
+    assert loaded == {run: legs[run] for run in range(10, 60)}
+    for bad in ("[]", '{"format": "ivy-matrix-runs", "runs": {"1": {"size": "x"}}}', "{"):
+        with pytest.raises(StoreError, match=r"finished matrix legs LEGS: .*delete the file"):
+            load_runs(bad, where="LEGS")
