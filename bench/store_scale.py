@@ -17,7 +17,9 @@ tries (max, mean); content-creating requests (tree, commit, ref writes) in all a
 of the run; cells lost (each leg's cells must show its job on the branch); whether the
 branch's markdown is a render of its state at the end. Speed is reported, never asserted.
 
-    .venv/bin/python bench/store_scale.py [--legs 1 4 32 128] [--no-matrix]
+    .venv/bin/python bench/store_scale.py [--legs 1 4 32 128] [--no-matrix] [--size N]
+
+``--size 8 --legs 1``: one leg of a run of 8 that does not complete it (it renders nothing).
 """
 
 from __future__ import annotations
@@ -145,7 +147,7 @@ def measure(legs: int, args: argparse.Namespace) -> dict[str, Any]:
             leg = Leg(
                 run_id=101,
                 index=index,
-                size=len(plan),
+                size=args.size or len(plan),
                 dashboards=frozenset(shard),
                 backends=frozenset({backend}),
                 change=change,
@@ -237,6 +239,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=70)
     parser.add_argument("--latency", type=float, nargs=2, default=(20.0, 80.0), help="ms")
     parser.add_argument("--no-matrix", action="store_true", help="every leg renders (no Leg)")
+    parser.add_argument("--size", type=int, default=0, help="matrix size (default: the legs)")
     parser.add_argument("--spread", type=float, default=branch.CONTENTION_SPREAD)
     args = parser.parse_args()
     branch.CONTENTION_SPREAD = args.spread
