@@ -46,9 +46,9 @@ called several times and must depend only on the states it is given.
   sha changed. Legs that lost wait a random moment ("full jitter") in a window of at least
   ``base_delay`` doubled per try and, for a leg, ``CONTENTION_SPREAD`` x (legs of the run not
   landed) x (one try's duration): k legs can land at best one per try, so spreading them over
-  that keeps the number of tries low (measured: 32 legs at most 5 tries, mean 2.2; 128 legs
-  at most 7, mean 2.8; twice the window gave 3 and 7 tries, but 62 s instead of 37 s for 32
-  legs), at the price of wall time: the run takes at least k tries' time, since commits to
+  that keeps the number of tries low (measured: 32 legs at most 4-5 tries, mean 2.2-2.3; 128
+  legs at most 7-8, mean 2.8-2.9; twice the window gave 3 and 7 tries, but 62 s instead of
+  37 s for 32 legs), at the price of wall time: the run takes at least k tries' time, since commits to
   one branch are serial by nature.
 - *Not done:* batching several legs' results into one commit (per-leg result refs folded in by
   any writer): that is what a run of 128 committing legs needs to finish within a few legs'
