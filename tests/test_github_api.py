@@ -159,9 +159,10 @@ def test_many_blobs_are_read_at_once_each_on_its_own_connection(fake):
 def test_the_production_client_does_not_pause_between_requests():
     """production_client turns PyGithub's pauses between requests and between writes off."""
     with production_client("t", "http://127.0.0.1:9/api") as gh:
-        requester = gh._requester
-        assert requester._Requester__seconds_between_requests is None
-        assert requester._Requester__seconds_between_writes is None
+        # The pauses are private to PyGithub's requester (name-mangled attributes).
+        pauses = vars(gh._requester)
+        assert pauses["_Requester__seconds_between_requests"] is None
+        assert pauses["_Requester__seconds_between_writes"] is None
 
 
 def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake):
