@@ -342,8 +342,10 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     table = fake.read_file("core/gradients.md", "ivy-matrix")
     assert table.count("badge/-failure-red") == 16
     assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "16\n"
-    # Each issue exists once (duplicates from racing creators are closed), and the dashboard
-    # issue shows the newest revision with every leg's column.
+    # Each issue was created once (its git-ref lock decides who creates it), none was closed
+    # as a duplicate, and the dashboard issue shows the newest revision with every column.
+    assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
+    assert not any("Duplicate of" in c["body"] for cs in fake.comments.values() for c in cs)
     issues = dashboard_issues(fake)
     assert set(issues) == {
         "<!-- ivy-matrix:dashboard=core/gradients -->",

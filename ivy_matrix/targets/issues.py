@@ -15,8 +15,15 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ivy_matrix.config import Settings
-from ivy_matrix.github_types import IssueAPI
-from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, parse_revision
+from ivy_matrix.errors import GitHubAPIError
+from ivy_matrix.github_types import Issue, IssueAPI
+from ivy_matrix.issue_bodies import (
+    DEFAULT_BUDGET,
+    DEFAULT_LABEL,
+    dashboard_key,
+    is_index,
+    parse_revision,
+)
 from ivy_matrix.model import DashboardState
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.remote import GitHub
@@ -24,12 +31,23 @@ from ivy_matrix.render import Style
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.issue_index import publish_index
+from ivy_matrix.targets.issue_locks import Claim, IssueLocks
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
-from ivy_matrix.targets.issue_writer import Found, IssueWriter, Written, dedupe_created
+from ivy_matrix.targets.issue_writer import (
+    INDEX_KEY,
+    Found,
+    IssueWriter,
+    Written,
+    dedupe_created,
+)
 
 # After writing with a revision: wait this long (seconds, jittered), then check once more.
 SETTLE_DELAY = (1.0, 3.0)
 SETTLE_ROUNDS = 2
+# While another job holds the lock of an issue it is creating: look again this often (seconds,
+# jittered), this many times (about a minute), then leave that issue to that job.
+LOCK_POLL = (1.0, 3.0)
+LOCK_POLLS = 30
 
 
 def publish_issues(
@@ -50,6 +68,7 @@ def publish_issues(
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
     settle: tuple[float, float] = SETTLE_DELAY,
+    locks: IssueLocks | None = None,
 ) -> IssuesReport:
     """Publish each dashboard as an issue, and the index issue; see the module docstring.
 
@@ -60,28 +79,42 @@ def publish_issues(
     With ``revision``, after writing it waits a jittered moment (``settle`` seconds), lists
     the issues again and rewrites any that a slower job meanwhile replaced with an older
     revision: issue edits have no compare-and-swap, so the newest writer checks its work.
+
+    With ``locks`` (git-ref locks, ``issue_locks.py``) an issue is created only by the job
+    that holds its lock; the others wait for it to appear and then write it.
     """
     writer = IssueWriter(
-        client, repo, label=label, dry_run=dry_run, log=log or Quiet(), style=style, budget=budget
+        client,
+        repo,
+        label=label,
+        dry_run=dry_run,
+        log=log or Quiet(),
+        style=style,
+        budget=budget,
+        sleep=sleep,
     )
+    jitter = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
+    creator = None if locks is None or dry_run else _Creator(writer, locks, jitter)
     found = writer.find()
-    written = _publish_dashboards(writer, found, states, touched=touched, revision=revision)
+    written = _publish_dashboards(
+        writer, found, states, touched=touched, revision=revision, creator=creator
+    )
     by_key = {s.key: s for s in states}
     if revision is not None and not dry_run:
-        _settle(
-            writer,
-            by_key,
-            written,
-            revision=revision,
-            sleep=sleep,
-            rng=rng or random.Random(),  # noqa: S311  -- jitter, not cryptography
-            delay=settle,
-        )
+        _settle(writer, by_key, written, revision=revision, sleep=sleep, rng=jitter, delay=settle)
     index_result = None
+    claim = None
+    if index and creator is not None and not found.by_key.get(INDEX_KEY):
+        claimed = creator.find_or_claim(INDEX_KEY)
+        index = claimed is not None
+        if claimed is not None:
+            found.by_key[INDEX_KEY], claim = claimed
     if index:
         index_result = publish_index(
             writer, states, written, found, pin=pin_index, graphql_url=graphql_url
         )
+        if claim is not None and creator is not None and index_result.number is not None:
+            creator.record(INDEX_KEY, claim, index_result.number)
     return IssuesReport(
         dashboards=tuple(w.result for w in written.values()),
         index=index_result,
@@ -97,6 +130,7 @@ def _publish_dashboards(
     *,
     touched: Collection[str],
     revision: int | None,
+    creator: _Creator | None,
 ) -> dict[str, Written]:
     """Each dashboard's issue: written when touched or missing, kept as it is otherwise."""
     written: dict[str, Written] = {}
@@ -109,13 +143,78 @@ def _publish_dashboards(
             )
             written[state.key] = Written(keep, result)
             continue
-        written[state.key] = writer.publish(state, candidates, revision=revision)
+        claim = None
+        if not candidates and creator is not None:
+            claimed = creator.find_or_claim(state.key)
+            if claimed is None:
+                continue  # another job is still creating it; that job writes it
+            candidates, claim = claimed
+        written[state.key] = done = writer.publish(state, candidates, revision=revision)
+        if claim is not None and creator is not None and done.result.number is not None:
+            creator.record(state.key, claim, done.result.number)
     by_key = {s.key: s for s in states}
     for key, (keep, mine) in dedupe_created(writer, written).items():
         # Another job created this dashboard's issue first: ours is closed, theirs is written.
         writer.log.info(f"dashboard {key}: issue #{keep.number} came first; closing #{mine.number}")
         written[key] = writer.publish(by_key[key], [keep, mine], revision=revision)
     return written
+
+
+class _Creator:
+    """Decides, with the git-ref locks, whether this job creates a missing issue."""
+
+    def __init__(self, writer: IssueWriter, locks: IssueLocks, rng: random.Random) -> None:
+        self.writer = writer
+        self.locks = locks
+        self.rng = rng
+
+    def _get(self, key: str, number: int) -> Issue | None:
+        """Issue ``number`` if it still is ``key``'s issue (None if gone or not ours)."""
+        try:
+            issue = self.writer.client.get_issue(self.writer.repo, number)
+        except GitHubAPIError as error:
+            if error.status in {404, 410}:
+                return None
+            raise
+        mine = is_index(issue.body) if key == INDEX_KEY else dashboard_key(issue.body) == key
+        return issue if mine else None
+
+    def find_or_claim(self, key: str) -> tuple[list[Issue], Claim | None] | None:
+        """The issue(s) of ``key`` and None, or no issue and the lock this job now holds.
+
+        None when another job holds the lock and its issue did not appear while we waited.
+        """
+        claim = None
+        for poll in range(LOCK_POLLS + 1):
+            claim = self.locks.claim(key)
+            if claim.number is not None and claim.commit is not None:
+                issue = self._get(key, claim.number)
+                if issue is not None:
+                    return [issue], None
+                claim = self.locks.take_over(key, claim.commit)  # the issue is gone
+            if claim.mine:
+                landed = self.writer.find().by_key.get(key) if claim.takeover else None
+                if landed:  # the job that died had created it after all
+                    self.record(key, claim, landed[0].number)
+                    return landed, None
+                return [], claim
+            if poll == LOCK_POLLS:
+                break
+            self.writer.sleep(self.rng.uniform(*LOCK_POLL))
+            landed = self.writer.find().by_key.get(key)
+            if landed:
+                return landed, None
+        name = "the index" if key == INDEX_KEY else f"dashboard {key}"
+        holder = claim.holder if claim else "(unknown)"
+        self.writer.warn(
+            f"the issue of {name} is being created by another job ({holder}), which has not "
+            f"finished; this job leaves it to that job"
+        )
+        return None
+
+    def record(self, key: str, claim: Claim, number: int) -> None:
+        if not self.locks.record(key, claim, number):
+            self.writer.log.info(f"issue #{number}: another job took its lock over meanwhile")
 
 
 def _settle(
@@ -176,6 +275,13 @@ def publish_from_branch(
         log=log,
         style=settings.style,
         sleep=github.remote.sleep,
+        locks=IssueLocks(
+            github.client,
+            github.repository,
+            label=settings.issue_label,
+            holder=f"run {settings.run_id} attempt {settings.run_attempt} job "
+            f"{settings.job_id or '?'} backend {settings.backend or '?'}",
+        ),
     )
     for result in report.dashboards:
         log.info(f"issue of {result.key}: {result.action} {result.url or ''}".rstrip())
