@@ -413,6 +413,7 @@ def leg_change(backend: str, job: int, dashboards=(GRADIENTS, RANDOM), rows: int
 def store(gh: GitHubClient, seed: int = 0, **options) -> IssueStore:
     options.setdefault("min_delay", 0.002)
     options.setdefault("max_delay", 0.01)
+    options.setdefault("lock_poll", (0.001, 0.005))
     return IssueStore(gh, REPO, sleep=time.sleep, rng=random.Random(seed), **options)
 
 
