@@ -57,6 +57,10 @@ LABEL_COLOR = "0e8a16"
 LABEL_DESCRIPTION = "Test dashboards kept up to date by ivy-matrix"
 INDEX_KEY = "\0index"  # cannot collide with a dashboard key in the maps below
 CREATE_TRIES = 4  # create POSTs per issue, each after listing finds it did not land
+# GitHub allows about 80 content-creating requests a minute per repository (PLATFORM.md 1.2):
+# a dashboard split over more comments than PACE_FROM has its comment writes spaced this far.
+PACE_FROM = 20
+PACE_SECONDS = 60 / 80
 
 
 @dataclass(slots=True)
@@ -240,11 +244,15 @@ class IssueWriter:
                 for comment_id in deletes:
                     self.plan("DELETE", f"comment {comment_id} on issue #{number}")
                 return ids, True
-            for _, text in creates:
+            pace = len(creates) + len(updates) + len(deletes) > PACE_FROM
+            for step, (_, text) in enumerate(creates):
+                self._pace(wait=pace and step > 0)
                 self.client.create_issue_comment(self.repo, number, text)
             for comment_id, text in updates:
+                self._pace(wait=pace)
                 self.client.update_issue_comment(self.repo, comment_id, text)
             for comment_id in deletes:
+                self._pace(wait=pace)
                 self.client.delete_issue_comment(self.repo, comment_id)
             wrote = True
             listing = self.client.list_issue_comments(self.repo, number)
@@ -253,6 +261,10 @@ class IssueWriter:
             f"second write; they may be out of date"
         )
         return ids, wrote
+
+    def _pace(self, *, wait: bool) -> None:
+        if wait:
+            self.sleep(PACE_SECONDS)
 
     # ----------------------------------------------------------------- one dashboard
 
