@@ -31,7 +31,9 @@ REPO = "acme/widgets"
 BACKENDS = ("torch", "jax", "numpy", "tensorflow")
 
 
-def states_of(dashboards: int, rows: int, backends: tuple[str, ...], run: int) -> list[DashboardState]:
+def states_of(
+    dashboards: int, rows: int, backends: tuple[str, ...], run: int
+) -> list[DashboardState]:
     return [
         make_state(DashboardId(title=f"d{n:03d}", category="ivy"), rows, backends, run=run)
         for n in range(dashboards)
@@ -61,7 +63,7 @@ def scenarios(dashboards: int, rows: int, legs: int) -> list[dict[str, object]]:
     revision = 0
     for run in (1, 2):
         leg_writes = []
-        for leg, backend in enumerate(backends):
+        for leg in range(len(backends)):
             revision += 1
             # A leg publishes every dashboard, each with the columns landed so far.
             states = states_of(dashboards, rows, backends[: leg + 1], run=100 * run)

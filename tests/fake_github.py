@@ -1228,7 +1228,6 @@ class FakeGitHub:
         sha = self._store_commit(tree, parents, message)
         return 201, self._commit_json(req.api, req.repo_name, sha), {}
 
-
     def _get_commit(self, req: _Req) -> Response:
         if req.params["sha"] not in self.commits:
             raise _not_found()

@@ -5,15 +5,16 @@ I/O, through :class:`RefAPI` (``github_api.GitHubClient`` has the calls; they ne
 issues, but ``POST /git/refs`` is one (PLATFORM.md 3.2): a ref that exists is refused with
 "Reference already exists". So before creating the issue of a dashboard that has none, a job
 creates ``refs/ivy-matrix/issues/<slug>-<hash>`` pointing at a small commit whose message names
-the job and the time. The job whose ref create succeeds creates the issue and then moves the
-ref (a fast-forward) to a commit that records the issue number; every other job waits for the
-issue to appear, or reads its number from the ref. The ref stays: it is the record of the
-issue, read only when the issue listing does not show it (its label removed, say).
+the job and the time (one such commit per job, renewed every quarter of the expiry, so a lock
+costs one write besides the issue). The job whose ref create succeeds creates the issue; every
+other job waits for the issue to appear in the listing. The ref stays and is read again only
+when the listing does not show the issue.
 
-A job that died between lock and create leaves a lock without a number. After
+A job that died between lock and create leaves a lock whose issue never appears. After
 :data:`LOCK_EXPIRY` seconds any job takes it over by a fast-forward from the stale commit
 (compare-and-swap: of several jobs taking over at once, one wins), lists the issues once more
-(the dead job may have created it) and creates it only if it is still missing.
+(the dead job may have created it) and creates it only if it is still missing. An issue whose
+label was removed is, after the expiry, created again (as before the locks).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import Protocol
 LOCK_PREFIX = "refs/ivy-matrix/issues"
 LOCK_EXPIRY = 600.0  # seconds: longer than any create with its retries and rate-limit waits
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
-_ISSUE = re.compile(r"^issue: #(?P<n>\d{1,12})$", re.MULTILINE)
 _SINCE = re.compile(r"^since: (?P<t>\d{1,14})$", re.MULTILINE)
 _HOLDER = re.compile(r"^holder: (?P<h>.*)$", re.MULTILINE)
 
@@ -57,14 +57,13 @@ class Claim:
 
     ``mine``: this job holds the lock (``commit`` is its lock commit) and may create the
     issue; ``takeover`` when it took a stale lock over (list again before creating).
-    ``number``: the issue the lock records. Neither: another job (``holder``) is creating it.
+    Otherwise another job (``holder``) holds it.
     """
 
     ref: str
     commit: str | None = None
     mine: bool = False
     takeover: bool = False
-    number: int | None = None
     holder: str = ""
 
 
@@ -88,6 +87,7 @@ class IssueLocks:
         self.clock = clock
         self.expiry = expiry
         self._tree: str | None = None
+        self._commit_at: tuple[str, float] | None = None  # this job's lock commit, made when
 
     def ref(self, key: str) -> str:
         """The lock ref of one dashboard (``key``) of this label: readable, and unique by hash."""
@@ -95,22 +95,26 @@ class IssueLocks:
         slug = _SLUG.sub("-", key).strip("-")[:60] or "issue"
         return f"{LOCK_PREFIX}/{slug}-{digest}"
 
-    def _commit(self, key: str, text: str, parents: list[str]) -> str:
+    def _commit(self, parents: list[str]) -> str:
+        """A lock commit naming this job and the time; without parents, one per job (renewed)."""
+        now = self.clock()
+        if not parents and self._commit_at and now - self._commit_at[1] < self.expiry / 4:
+            return self._commit_at[0]
         if self._tree is None:
             self._tree = self.client.create_tree(self.repo, None, {"LOCK": "ivy-matrix\n"})
-        message = f"ivy-matrix issue lock\n\ndashboard: {key!r}\n{text}\n"
-        return self.client.create_commit(self.repo, message, self._tree, parents)
-
-    def _hold_text(self) -> str:
-        return f"holder: {self.holder}\nsince: {int(self.clock())}"
+        message = f"ivy-matrix issue lock\n\nholder: {self.holder}\nsince: {int(now)}\n"
+        commit = self.client.create_commit(self.repo, message, self._tree, parents)
+        if not parents:
+            self._commit_at = (commit, now)
+        return commit
 
     def claim(self, key: str) -> Claim:
-        """Try to take the lock of ``key``'s issue, or say who holds it or which issue it is."""
+        """Try to take the lock of ``key``'s issue, or say who holds it."""
         ref = self.ref(key)
         sha = self.client.get_ref(self.repo, ref)
         mine = None
         if sha is None:
-            mine = self._commit(key, self._hold_text(), [])
+            mine = self._commit([])
             if self.client.create_ref(self.repo, ref, mine):
                 return Claim(ref, mine, mine=True)
             sha = self.client.get_ref(self.repo, ref)
@@ -119,9 +123,6 @@ class IssueLocks:
         if sha == mine:  # our create landed, and a retry of it was refused
             return Claim(ref, mine, mine=True)
         message = self.client.get_commit_message(self.repo, sha)
-        number = _ISSUE.search(message)
-        if number:
-            return Claim(ref, sha, number=int(number.group("n")))
         holder = _HOLDER.search(message)
         since = _SINCE.search(message)
         if since is None or self.clock() - int(since.group("t")) > self.expiry:
@@ -129,16 +130,9 @@ class IssueLocks:
         return Claim(ref, sha, holder=holder.group("h") if holder else "(unknown)")
 
     def take_over(self, key: str, stale: str) -> Claim:
-        """Take a lock whose holder is gone (or whose issue is gone) by a fast-forward."""
+        """Take a lock whose holder is gone by a fast-forward from its commit."""
         ref = self.ref(key)
-        commit = self._commit(key, self._hold_text(), [stale])
+        commit = self._commit([stale])
         if self.client.move_ref(self.repo, ref, commit):
             return Claim(ref, commit, mine=True, takeover=True)
         return Claim(ref, stale, holder="(another job taking it over)")
-
-    def record(self, key: str, claim: Claim, number: int) -> bool:
-        """Move the lock held in ``claim`` to a commit that records issue ``number``."""
-        if claim.commit is None:
-            return False
-        commit = self._commit(key, f"issue: #{number}", [claim.commit])
-        return self.client.move_ref(self.repo, claim.ref, commit)

@@ -58,7 +58,7 @@ LABEL_DESCRIPTION = "Test dashboards kept up to date by ivy-matrix"
 INDEX_KEY = "\0index"  # cannot collide with a dashboard key in the maps below
 CREATE_TRIES = 4  # create POSTs per issue, each after listing finds it did not land
 # GitHub allows about 80 content-creating requests a minute per repository (PLATFORM.md 1.2):
-# a dashboard split over more comments than PACE_FROM has its comment writes spaced this far.
+# a writer's first PACE_FROM writes go at once, every later one PACE_SECONDS after the last.
 PACE_FROM = 20
 PACE_SECONDS = 60 / 80
 
@@ -104,6 +104,7 @@ class IssueWriter:
         self.planned: list[PlannedWrite] = []
         self.warnings: list[str] = []
         self._label_ready = False
+        self.writes = 0  # content-creating requests made (see _pace)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -150,6 +151,7 @@ class IssueWriter:
         key = INDEX_KEY if is_index(body) else dashboard_key(body)
         tries = 0
         while True:
+            self._pace()
             try:
                 return self.client.create_issue(
                     self.repo, title=title, body=body, labels=[self.label]
@@ -174,6 +176,7 @@ class IssueWriter:
         """
         back = issue
         for attempt in range(2):
+            self._pace()
             back = self.client.update_issue(self.repo, issue.number, body=body)
             if back.body == body:
                 return back, True  # the answer to the edit shows it applied
@@ -244,15 +247,14 @@ class IssueWriter:
                 for comment_id in deletes:
                     self.plan("DELETE", f"comment {comment_id} on issue #{number}")
                 return ids, True
-            pace = len(creates) + len(updates) + len(deletes) > PACE_FROM
-            for step, (_, text) in enumerate(creates):
-                self._pace(wait=pace and step > 0)
+            for _, text in creates:
+                self._pace()
                 self.client.create_issue_comment(self.repo, number, text)
             for comment_id, text in updates:
-                self._pace(wait=pace)
+                self._pace()
                 self.client.update_issue_comment(self.repo, comment_id, text)
             for comment_id in deletes:
-                self._pace(wait=pace)
+                self._pace()
                 self.client.delete_issue_comment(self.repo, comment_id)
             wrote = True
             listing = self.client.list_issue_comments(self.repo, number)
@@ -262,9 +264,11 @@ class IssueWriter:
         )
         return ids, wrote
 
-    def _pace(self, *, wait: bool) -> None:
-        if wait:
+    def _pace(self) -> None:
+        """Count a content-creating write; past the first PACE_FROM, wait before it."""
+        if self.writes >= PACE_FROM:
             self.sleep(PACE_SECONDS)
+        self.writes += 1
 
     # ----------------------------------------------------------------- one dashboard
 
@@ -334,6 +338,7 @@ class IssueWriter:
             elif verify:
                 current, verified = self.write_body(current, bodies.body, revision=revision)
             else:
+                self._pace()
                 current = self.client.update_issue(self.repo, current.number, body=bodies.body)
         changed = body_written or comments_written
         action = IssueAction.UNCHANGED

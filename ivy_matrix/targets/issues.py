@@ -15,15 +15,8 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ivy_matrix.config import Settings
-from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github_types import Issue, IssueAPI
-from ivy_matrix.issue_bodies import (
-    DEFAULT_BUDGET,
-    DEFAULT_LABEL,
-    dashboard_key,
-    is_index,
-    parse_revision,
-)
+from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, parse_revision
 from ivy_matrix.model import DashboardState
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.remote import GitHub
@@ -31,7 +24,7 @@ from ivy_matrix.render import Style
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.issue_index import publish_index
-from ivy_matrix.targets.issue_locks import Claim, IssueLocks
+from ivy_matrix.targets.issue_locks import IssueLocks
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
 from ivy_matrix.targets.issue_writer import (
     INDEX_KEY,
@@ -103,18 +96,16 @@ def publish_issues(
     if revision is not None and not dry_run:
         _settle(writer, by_key, written, revision=revision, sleep=sleep, rng=jitter, delay=settle)
     index_result = None
-    claim = None
     if index and creator is not None and not found.by_key.get(INDEX_KEY):
         claimed = creator.find_or_claim(INDEX_KEY)
         index = claimed is not None
         if claimed is not None:
-            found.by_key[INDEX_KEY], claim = claimed
+            found.by_key[INDEX_KEY] = claimed
     if index:
         index_result = publish_index(
             writer, states, written, found, pin=pin_index, graphql_url=graphql_url
         )
-        if claim is not None and creator is not None and index_result.number is not None:
-            creator.record(INDEX_KEY, claim, index_result.number)
+
     return IssuesReport(
         dashboards=tuple(w.result for w in written.values()),
         index=index_result,
@@ -143,15 +134,12 @@ def _publish_dashboards(
             )
             written[state.key] = Written(keep, result)
             continue
-        claim = None
         if not candidates and creator is not None:
             claimed = creator.find_or_claim(state.key)
             if claimed is None:
                 continue  # another job is still creating it; that job writes it
-            candidates, claim = claimed
-        written[state.key] = done = writer.publish(state, candidates, revision=revision)
-        if claim is not None and creator is not None and done.result.number is not None:
-            creator.record(state.key, claim, done.result.number)
+            candidates = claimed  # empty: this job holds the lock and creates it
+        written[state.key] = writer.publish(state, candidates, revision=revision)
     by_key = {s.key: s for s in states}
     for key, (keep, mine) in dedupe_created(writer, written).items():
         # Another job created this dashboard's issue first: ours is closed, theirs is written.
@@ -168,42 +156,23 @@ class _Creator:
         self.locks = locks
         self.rng = rng
 
-    def _get(self, key: str, number: int) -> Issue | None:
-        """Issue ``number`` if it still is ``key``'s issue (None if gone or not ours)."""
-        try:
-            issue = self.writer.client.get_issue(self.writer.repo, number)
-        except GitHubAPIError as error:
-            if error.status in {404, 410}:
-                return None
-            raise
-        mine = is_index(issue.body) if key == INDEX_KEY else dashboard_key(issue.body) == key
-        return issue if mine else None
-
-    def find_or_claim(self, key: str) -> tuple[list[Issue], Claim | None] | None:
-        """The issue(s) of ``key`` and None, or no issue and the lock this job now holds.
+    def find_or_claim(self, key: str) -> list[Issue] | None:
+        """The issue(s) of ``key``, or none when this job now holds its lock (create it then).
 
         None when another job holds the lock and its issue did not appear while we waited.
         """
         claim = None
         for poll in range(LOCK_POLLS + 1):
             claim = self.locks.claim(key)
-            if claim.number is not None and claim.commit is not None:
-                issue = self._get(key, claim.number)
-                if issue is not None:
-                    return [issue], None
-                claim = self.locks.take_over(key, claim.commit)  # the issue is gone
             if claim.mine:
                 landed = self.writer.find().by_key.get(key) if claim.takeover else None
-                if landed:  # the job that died had created it after all
-                    self.record(key, claim, landed[0].number)
-                    return landed, None
-                return [], claim
+                return landed or []  # the job that died may have created it after all
             if poll == LOCK_POLLS:
                 break
             self.writer.sleep(self.rng.uniform(*LOCK_POLL))
             landed = self.writer.find().by_key.get(key)
             if landed:
-                return landed, None
+                return landed
         name = "the index" if key == INDEX_KEY else f"dashboard {key}"
         holder = claim.holder if claim else "(unknown)"
         self.writer.warn(
@@ -211,10 +180,6 @@ class _Creator:
             f"finished; this job leaves it to that job"
         )
         return None
-
-    def record(self, key: str, claim: Claim, number: int) -> None:
-        if not self.locks.record(key, claim, number):
-            self.writer.log.info(f"issue #{number}: another job took its lock over meanwhile")
 
 
 def _settle(
