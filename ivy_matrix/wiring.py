@@ -4,8 +4,8 @@ I/O (it builds the stores). The one place that decides between the stores, so th
 (update.py) and ``adopt`` call ``store.update(change)`` without knowing which store they hold:
 
 - the branch target: :class:`~ivy_matrix.stores.branch.BranchStore` (compare-and-swap);
-- the issue target alone: :class:`~ivy_matrix.stores.issues.IssueStore` (best effort, with a
-  warning);
+- the issue target alone: :class:`~ivy_matrix.stores.issues.IssueStore` (jobs take turns,
+  with a warning);
 - otherwise, and whenever the token is read-only: the local folder
   (:class:`~ivy_matrix.stores.local.LocalStore`).
 """
