@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.issue_bodies import dashboard_key, extract_state, is_index
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.issue_lock import CommentLock, ConcurrentWritersError
@@ -128,5 +129,25 @@ def test_a_claim_left_by_a_job_that_died_expires(memory):
     dead.acquire(index["number"])
     saved = store(memory, 2, lock_wait=0.01).update(leg_change("jax", 2))
     assert saved.converged
+    with memory.lock:
+        assert memory.comments[index["number"]] == []
+
+
+def test_an_error_while_waiting_removes_the_claim(memory):
+    """When a request fails while a job waits for its turn, its claim comment is removed, so
+    the other jobs need not wait for it to expire."""
+    store(memory, 1).update(leg_change("torch", 1))
+    [index] = [i for i in all_issues(memory) if is_index(i["body"])]
+    memory.inject("list_issue_comments", status=502)
+    lock = CommentLock(
+        memory.as_client(),
+        REPO,
+        holder="j",
+        log=Lines(),
+        sleep=lambda _s: None,
+        rng=random.Random(0),
+    )
+    with pytest.raises(GitHubAPIError):
+        lock.acquire(index["number"])
     with memory.lock:
         assert memory.comments[index["number"]] == []

@@ -97,8 +97,19 @@ class CommentLock:
             self.log.info(f"could not remove lock comment {comment_id}: {error}")
 
     def acquire(self, host: int) -> None:
-        """Wait until this job holds the lock on issue ``host``, or raise after ``wait`` s."""
+        """Wait until this job holds the lock on issue ``host``, or raise after ``wait`` s.
+
+        Whatever goes wrong while waiting, this job's claim is removed before the error
+        propagates, so that the others need not wait for it to expire.
+        """
         self._host, self._nonce = host, secrets.token_hex(8)
+        try:
+            self._queue(host)
+        except BaseException:
+            self.release()
+            raise
+
+    def _queue(self, host: int) -> None:
         self.client.create_issue_comment(self.repo, host, self._claim_text())
         confirmed = False
         while True:
@@ -117,7 +128,6 @@ class CommentLock:
                 continue
             confirmed = False
             if self.waited >= self.wait:
-                self.release()
                 raise ConcurrentWritersError(_refusal(first.body, self.waited))
             delay = self._rng.uniform(*self.poll)
             self._sleep(delay)
