@@ -28,8 +28,9 @@ from ivy_matrix.progress import Progress
 
 LOCK_WAIT = 180.0  # seconds a job waits for the lock before it refuses to write
 LOCK_EXPIRY = 600.0  # a claim older than this is a job that died holding the lock
-LOCK_POLL = (1.0, 3.0)  # seconds between listings while waiting (jittered)
-LOCK_SETTLE = (0.5, 1.0)  # between the two listings that confirm a hold
+LOCK_POLL = (1.0, 3.0)  # seconds between listings while waiting, per job ahead (jittered)
+LOCK_POLL_AHEAD = 8  # ... counting at most this many jobs ahead
+LOCK_SETTLE = (0.2, 0.4)  # between the two listings that confirm a hold
 _CLAIM = re.compile(r"\A<!-- ivy-matrix:lock nonce=(?P<nonce>[0-9a-f]+) since=(?P<since>\d+) -->")
 
 
@@ -120,6 +121,7 @@ class CommentLock:
                 confirmed = False
                 continue
             first, nonce = claims[0]
+            ahead = next(n for n, (_, mine) in enumerate(claims) if mine == self._nonce)
             if nonce == self._nonce:
                 if confirmed:
                     return
@@ -129,7 +131,9 @@ class CommentLock:
             confirmed = False
             if self.waited >= self.wait:
                 raise ConcurrentWritersError(_refusal(first.body, self.waited))
-            delay = self._rng.uniform(*self.poll)
+            # Jobs ahead take a turn each: wait longer the further back, so that a long
+            # queue does not spend the repository's request budget on listings.
+            delay = self._rng.uniform(*self.poll) * min(ahead, LOCK_POLL_AHEAD)
             self._sleep(delay)
             self.waited += delay
 
