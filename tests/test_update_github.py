@@ -293,7 +293,8 @@ def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_pat
 
 @pytest.mark.timeout(120)
 def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
-    """16 legs start at once, with latency and 20% transient faults: nothing is lost.
+    """16 legs start at once, with latency and 20% transient faults: nothing is lost, and
+    each issue is created once.
 
     (The legs are threads running the whole command, with its waits shortened;
     tests/test_branch_store.py runs the store's own race with and without faults.)
@@ -307,6 +308,10 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
         fail_kinds=("502", "503", "403-secondary", "429"),
         retry_after=(0, 0),
         seed=11,
+    )
+    # And two issue creates that land, then answer 502 (the client must not resend them).
+    landed_then_502 = fake.inject(
+        method="POST", path=r"/issues$", status=502, after_write=True, times=2
     )
     backends = [f"b{leg:02d}" for leg in range(16)]
     legs = []
@@ -345,6 +350,7 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "16\n"
     # Each issue was created once (its git-ref lock decides who creates it), none was closed
     # as a duplicate, and the dashboard issue shows the newest revision with every column.
+    assert landed_then_502.hits == 2
     assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
     assert not any("Duplicate of" in c["body"] for cs in fake.comments.values() for c in cs)
     issues = dashboard_issues(fake)
