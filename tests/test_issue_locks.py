@@ -13,7 +13,7 @@ import pytest
 
 from ivy_matrix.issue_bodies import dashboard_key, is_index
 from ivy_matrix.targets.issue_locks import IssueLocks
-from ivy_matrix.targets.issue_results import IssuesReport
+from ivy_matrix.targets.issue_results import IssueAction, IssuesReport
 from ivy_matrix.targets.issues import publish_issues
 from tests.memory_github import MemoryGitHub
 from tests.test_issue_target import GRADIENTS, RANDOM, Lines, make_state
@@ -132,3 +132,26 @@ def test_a_dry_run_takes_no_lock(memory):
     """A dry run plans the creates and writes no ref."""
     publish_leg(memory, 5, dry_run=True)
     assert memory.writes() == []
+
+
+def test_issues_another_job_is_creating_are_waited_for_together_after_the_rest(memory):
+    """A job finding two issues locked by another job writes everything else first, then
+    waits for both at once and writes them when they appear: no issue is created twice."""
+    holder = locks(memory, "job A")
+    assert holder.claim("core/gradients").mine
+    assert holder.claim("core/random").mine
+    waits: list[float] = []
+
+    def other_job_creates_them(seconds: float) -> None:
+        waits.append(seconds)
+        if len(waits) == 1:  # while this job waits, job A creates both (it holds the locks)
+            publish_leg(memory, 1, locks=holder, index=False)
+
+    report = publish_leg(memory, 2, sleep=other_job_creates_them)
+    assert len(waits) == 1  # one wait, one listing: both had appeared
+    for key in ("core/gradients", "core/random"):
+        [issue] = issues_of(memory, key)
+        assert report.result(key).number == issue["number"]
+        assert report.result(key).action is IssueAction.UPDATED  # job A created it
+        assert "b02" in issue["body"]  # then this job wrote its own state
+    assert report.warnings == ()

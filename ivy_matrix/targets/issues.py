@@ -41,6 +41,7 @@ SETTLE_ROUNDS = 2
 # jittered), this many times (about a minute), then leave that issue to that job.
 LOCK_POLL = (1.0, 3.0)
 LOCK_POLLS = 30
+LOCK_CHECK_EVERY = 10  # polls between reads of the locks' holders (to take over a dead one)
 
 
 def publish_issues(
@@ -74,7 +75,8 @@ def publish_issues(
     revision: issue edits have no compare-and-swap, so the newest writer checks its work.
 
     With ``locks`` (git-ref locks, ``issue_locks.py``) an issue is created only by the job
-    that holds its lock; the others wait for it to appear and then write it.
+    that holds its lock; the others write the rest first, then wait for those issues to
+    appear (one listing a poll for all of them) and write them.
     """
     writer = IssueWriter(
         client,
@@ -97,7 +99,9 @@ def publish_issues(
         _settle(writer, by_key, written, revision=revision, sleep=sleep, rng=jitter, delay=settle)
     index_result = None
     if index and creator is not None and not found.by_key.get(INDEX_KEY):
-        claimed = creator.find_or_claim(INDEX_KEY)
+        claimed = creator.claim(INDEX_KEY)
+        if claimed is None:
+            claimed = creator.wait_for([INDEX_KEY]).get(INDEX_KEY)
         index = claimed is not None
         if claimed is not None:
             found.by_key[INDEX_KEY] = claimed
@@ -125,6 +129,7 @@ def _publish_dashboards(
 ) -> dict[str, Written]:
     """Each dashboard's issue: written when touched or missing, kept as it is otherwise."""
     written: dict[str, Written] = {}
+    deferred: list[DashboardState] = []
     for state in sorted(states, key=lambda s: s.key):
         candidates = found.by_key.get(state.key, [])
         if candidates and state.key not in touched:
@@ -135,11 +140,17 @@ def _publish_dashboards(
             written[state.key] = Written(keep, result)
             continue
         if not candidates and creator is not None:
-            claimed = creator.find_or_claim(state.key)
+            claimed = creator.claim(state.key)
             if claimed is None:
-                continue  # another job is still creating it; that job writes it
+                deferred.append(state)  # another job is creating it: written once it appears
+                continue
             candidates = claimed  # empty: this job holds the lock and creates it
         written[state.key] = writer.publish(state, candidates, revision=revision)
+    if deferred and creator is not None:
+        appeared = creator.wait_for([s.key for s in deferred])
+        for state in deferred:
+            if state.key in appeared:
+                written[state.key] = writer.publish(state, appeared[state.key], revision=revision)
     by_key = {s.key: s for s in states}
     for key, (keep, mine) in dedupe_created(writer, written).items():
         # Another job created this dashboard's issue first: ours is closed, theirs is written.
@@ -155,31 +166,51 @@ class _Creator:
         self.writer = writer
         self.locks = locks
         self.rng = rng
+        self.holders: dict[str, str] = {}  # who holds each lock this job found taken
 
-    def find_or_claim(self, key: str) -> list[Issue] | None:
-        """The issue(s) of ``key``, or none when this job now holds its lock (create it then).
+    def claim(self, key: str, *, check: bool = False) -> list[Issue] | None:
+        """No issue when this job now holds the lock of ``key`` (create it then), the issue(s)
+        if a takeover found the dead job's issue, None when another job holds the lock.
 
-        None when another job holds the lock and its issue did not appear while we waited.
+        Only with ``check`` is the holder's lock read (one more request), to take it over
+        when its job died.
         """
-        claim = None
-        for poll in range(LOCK_POLLS + 1):
-            claim = self.locks.claim(key)
-            if claim.mine:
-                landed = self.writer.find().by_key.get(key) if claim.takeover else None
-                return landed or []  # the job that died may have created it after all
-            if poll == LOCK_POLLS:
-                break
+        claim = self.locks.claim(key, check=check)
+        self.holders[key] = claim.holder
+        if not claim.mine:
+            return None
+        landed = self.writer.find().by_key.get(key) if claim.takeover else None
+        return landed or []  # the job that died may have created it after all
+
+    def wait_for(self, keys: Sequence[str]) -> dict[str, list[Issue]]:
+        """Wait until the issues of ``keys`` (locked by other jobs) appear; list them for all
+        keys at once. A lock whose job died is taken over, and this job creates that issue
+        (an empty list). What never appears is left to its holder, with a warning."""
+        done: dict[str, list[Issue]] = {}
+        waiting = list(keys)
+        for poll in range(1, LOCK_POLLS + 1):
             self.writer.sleep(self.rng.uniform(*LOCK_POLL))
-            landed = self.writer.find().by_key.get(key)
-            if landed:
-                return landed
-        name = "the index" if key == INDEX_KEY else f"dashboard {key}"
-        holder = claim.holder if claim else "(unknown)"
-        self.writer.warn(
-            f"the issue of {name} is being created by another job ({holder}), which has not "
-            f"finished; this job leaves it to that job"
-        )
-        return None
+            found = self.writer.find()
+            for key in list(waiting):
+                if found.by_key.get(key):
+                    done[key] = found.by_key[key]
+                    waiting.remove(key)
+            if poll % LOCK_CHECK_EVERY == 0:  # now and then: has a holder died?
+                for key in list(waiting):
+                    claimed = self.claim(key, check=True)
+                    if claimed is not None:
+                        done[key] = claimed
+                        waiting.remove(key)
+            if not waiting:
+                break
+        for key in waiting:
+            name = "the index" if key == INDEX_KEY else f"dashboard {key}"
+            self.writer.warn(
+                f"the issue of {name} is being created by another job "
+                f"({self.holders.get(key) or 'unknown'}), which has not finished; this job "
+                f"leaves it to that job"
+            )
+        return done
 
 
 def _settle(
