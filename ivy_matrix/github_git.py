@@ -236,6 +236,70 @@ class GitCalls(Transport):
 
         return self._call(f"moving branch {branch!r} of {repo}", CONTENTS_WRITE, request)
 
+    # ------------------------------------------------------------------ other refs (issue locks)
+
+    def get_ref(self, repo: str, ref: str) -> str | None:
+        """The commit a full ref name (``refs/...``) points at, or None if there is none."""
+        url = f"{repo_path(repo)}/git/ref/{_ref_path(ref)}"
+
+        def request() -> str | None:
+            try:
+                _, data = self._json("GET", url)
+            except HTTPError as error:
+                if error.status in {404, 409}:
+                    return None
+                raise
+            return str(data["object"]["sha"])
+
+        return self._call(f"reading ref {ref!r} of {repo}", CONTENTS_READ, request)
+
+    def create_ref(self, repo: str, ref: str, sha: str) -> bool:
+        """Create ``ref`` at ``sha`` if absent (atomic); False if it already exists."""
+        what = f"creating ref {ref!r} in {repo}"
+
+        def request() -> bool:
+            try:
+                self._json("POST", f"{repo_path(repo)}/git/refs", body={"ref": ref, "sha": sha})
+            except HTTPError as error:
+                message = error_message(error.data).lower()
+                if error.status == 422 and "already exists" in message:  # noqa: PLR2004
+                    return False
+                raise
+            return True
+
+        return self._call(what, CONTENTS_WRITE, request)
+
+    def move_ref(self, repo: str, ref: str, sha: str) -> bool:
+        """Move ``ref`` to ``sha`` if that is a fast-forward (compare-and-swap); else False."""
+        url = f"{repo_path(repo)}/git/refs/{_ref_path(ref)}"
+
+        def request() -> bool:
+            try:
+                self._json("PATCH", url, body={"sha": sha, "force": False})
+            except HTTPError as error:
+                message = error_message(error.data).lower()
+                if error.status == 409 or (  # noqa: PLR2004
+                    error.status == 422  # noqa: PLR2004
+                    and ("fast forward" in message or "does not exist" in message)
+                ):
+                    return False
+                raise
+            return True
+
+        return self._call(f"moving ref {ref!r} of {repo}", CONTENTS_WRITE, request)
+
+    def get_commit_message(self, repo: str, sha: str) -> str:
+        """The message of one commit (``GET /repos/{owner}/{repo}/git/commits/{sha}``)."""
+        url = f"{repo_path(repo)}/git/commits/{sha}"
+        what = f"reading commit {sha[:12]} of {repo}"
+        _, data = self._call(what, CONTENTS_READ, bind(self._json, "GET", url, None))
+        return str(data.get("message") or "")
+
+
+def _ref_path(ref: str) -> str:
+    """A full ref name as the path after ``git/ref/`` (without ``refs/``, slashes kept)."""
+    return urllib.parse.quote(ref.removeprefix("refs/"), safe="/")
+
 
 def _blobs(listing: Any, prefix: str) -> dict[str, str]:
     """The files (path -> blob sha) of one tree listing, under ``prefix``."""

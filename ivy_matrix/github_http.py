@@ -116,8 +116,16 @@ class Transport:
         """The GraphQL endpoint beside the REST API."""
         raise NotImplementedError
 
-    def _call(self, what: str, permission: str, request: Callable[[], _T]) -> _T:
-        """Run ``request``, retrying transient failures (see the module docstring)."""
+    def _call(
+        self, what: str, permission: str, request: Callable[[], _T], *, resend: bool = True
+    ) -> _T:
+        """Run ``request``, retrying transient failures (see the module docstring).
+
+        With ``resend=False`` (creates that must not be repeated blindly) a 5xx answer or a
+        network error is raised at once as a :class:`GitHubAPIError` (``status`` None for a
+        network error): the write may have landed, so the caller looks before sending again.
+        Rate-limit answers are still waited out: GitHub refused those requests.
+        """
         waited = 0.0
         attempt = 0
         while True:
@@ -134,6 +142,10 @@ class Transport:
             except OSError as error:  # requests' connection errors and timeouts are OSErrors
                 wait = Wait(self._retry.backoff(attempt), rate_limited=False, why="network error")
                 status, said = None, str(error) or type(error).__name__
+            if not resend and not wait.rate_limited:
+                raise GitHubAPIError(
+                    f"{what} failed: {said!r}; the write may or may not have landed", status=status
+                )
             self._retry.give_up_unless_retryable(
                 what, wait, status=status, said=said, attempt=attempt, waited=waited
             )

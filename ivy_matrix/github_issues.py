@@ -26,10 +26,12 @@ class IssueCalls(Transport):
     """The issue calls of :class:`~ivy_matrix.github_api.GitHubClient`."""
 
     # Every call here needs 'issues: write' in the end, so that is the permission 403/404
-    # messages name. Reads and deletes are retried by _call as usual; so are creates (POST),
-    # which can duplicate an issue or comment when a 5xx came after the write landed: callers
-    # find their objects by marker afterwards and remove duplicates (targets/issue_writer.py). Edits
-    # (PATCH) send the whole new body, so repeating one is harmless.
+    # messages name. Reads and deletes are retried by _call as usual; so are comment creates
+    # (POST), which can duplicate a comment when a 5xx came after the write landed: callers
+    # find their comments by marker afterwards and remove duplicates. Issue creates are never
+    # resent blindly: a 5xx or network error is raised, and the caller lists the issues by
+    # marker before creating again (targets/issue_writer.py). Edits (PATCH) send the whole new
+    # body, so repeating one is harmless.
 
     def list_issues(self, repo: str, *, label: str, state: str = "all") -> list[Issue]:
         """Every issue with ``label`` (all pages of 100), pull requests left out.
@@ -55,12 +57,13 @@ class IssueCalls(Transport):
         return issue_from_json(data)
 
     def create_issue(self, repo: str, *, title: str, body: str, labels: list[str]) -> Issue:
-        """A new issue (``POST /repos/{owner}/{repo}/issues``); see the section note on retries."""
+        """A new issue (``POST /repos/{owner}/{repo}/issues``); never resent after a 5xx."""
         payload = {"title": title, "body": body, "labels": list(labels)}
         _, data = self._call(
             f"creating an issue in {repo}",
             ISSUES_WRITE,
             bind(self._json, "POST", f"{repo_path(repo)}/issues", None, payload),
+            resend=False,
         )
         return issue_from_json(data)
 

@@ -14,12 +14,9 @@ direct children of ``<testcase>``, error > failure > skipped > passed; ``<flakyF
 ``<flakyError>`` without a final failure or error is a flaky pass; ``<rerunFailure>`` and
 ``<rerunError>`` change nothing, and ``status=`` attributes are ignored.
 
-Encodings: expat reads UTF-8, UTF-16, ISO-8859-1 and US-ASCII itself, and those bytes reach it
-untouched. Any other encoding Python knows as text (declared, or UTF-32 found by its byte
-order mark or first bytes) is decoded incrementally chunk by chunk and handed to expat as UTF-8,
-with the declaration rewritten to say so. A declared encoding Python does not know, a codec
-that is not a text encoding (``rot13``, ``base64``), or bytes that do not decode are a problem
-for the file, never an exception.
+Encodings are found and, where expat cannot read them, transcoded to UTF-8 by
+``xml_input.py``; an encoding that cannot be read is a problem for the file, never an
+exception.
 
 Input limits, so that memory stays flat whatever the file holds: names (``name``,
 ``classname``, ``file``, suite names) longer than :data:`NAME_CAP` characters are shortened with
@@ -31,13 +28,12 @@ one with elements nested deeper than :data:`DEPTH_CAP`.
 
 from __future__ import annotations
 
-import codecs
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import BinaryIO, NoReturn
 from xml.parsers import expat
 
 from ivy_matrix.model import CaseResult, CaseStatus, FileCounts, ParseProblem
+from ivy_matrix.xml_input import HEAD_BYTES, BadInputError, plan_decoding, raw_chunks, utf8_chunks
 
 MESSAGE_CAP = 500
 """Longest message kept for a case, in characters."""
@@ -50,29 +46,6 @@ MARKUP_CAP = 1 << 20
 
 DEPTH_CAP = 1000
 """Deepest element nesting read."""
-
-# The start of a file that is looked at for a byte order mark and the XML declaration.
-_HEAD = 4096
-# Byte order marks, then the first bytes of "<?" in the encodings XML autodetects without one.
-_BOMS = (
-    (b"\x00\x00\xfe\xff", "utf-32-be"),
-    (b"\xff\xfe\x00\x00", "utf-32-le"),
-    (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xfe\xff", "utf-16-be"),
-    (b"\xff\xfe", "utf-16-le"),
-)
-_UNMARKED = (
-    (b"\x00\x00\x00<", "utf-32-be"),
-    (b"<\x00\x00\x00", "utf-32-le"),
-    (b"\x00<\x00?", "utf-16-be"),
-    (b"<\x00?\x00", "utf-16-le"),
-    (b"\x4c\x6f\xa7\x94", "cp037"),  # "<?xm" in EBCDIC
-)
-# Byte layouts that expat reads itself, and the encoding names it knows (case-insensitive).
-_EXPAT_LAYOUTS = frozenset({None, "utf-8", "utf-16-le", "utf-16-be"})
-_EXPAT_NAMES = frozenset({"utf-8", "utf-16", "utf-16le", "utf-16be", "iso-8859-1", "us-ascii"})
-_DECLARATION = re.compile(r"<\?xml[ \t\r\n].*?\?>", re.DOTALL)
-_ENCODING = re.compile(r"([ \t\r\n]encoding[ \t\r\n]*=[ \t\r\n]*)(?:\"([^\"]*)\"|'([^']*)')")
 
 # Raw text buffered from a failure without a message attribute: enough to find its first
 # non-blank line even after some leading blank lines, and never more.
@@ -99,19 +72,10 @@ REFUSED_ENTITIES = (
 REFUSED_EXTERNAL = "refused: the file references an external entity (possible XXE attack)"
 
 
-class _BadInputError(Exception):
-    """Raised inside a handler to stop the parse; becomes a ParseProblem, never escapes."""
-
-    def __init__(self, message: str, line: int | None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-
-
 def _refuse_external(*_args: object) -> NoReturn:
     # Unreachable while parameter-entity parsing is off and entity declarations are refused;
     # kept so that no future change can make expat fetch anything.
-    raise _BadInputError(REFUSED_EXTERNAL, None)
+    raise BadInputError(REFUSED_EXTERNAL, None)
 
 
 def cap_name(name: str) -> str:
@@ -131,130 +95,8 @@ def cap_name(name: str) -> str:
     return f"{name[: NAME_CAP - 13]}…{digest}"
 
 
-def _layout(head: bytes) -> tuple[str | None, int]:
-    """Return how the bytes are laid out (None: ASCII-compatible) and the length of the BOM."""
-    for mark, codec in _BOMS:
-        if head.startswith(mark):
-            return codec, len(mark)
-    for mark, codec in _UNMARKED:
-        if head.startswith(mark):
-            return codec, 0
-    return None, 0
-
-
-def _plan(head: bytes, *, complete: bool) -> tuple[str | None, int]:
-    """Return the codec to transcode the file with (None: expat reads it) and the bytes to skip.
-
-    ``head`` is the start of the file (all of it when ``complete``). Raises _BadInputError for
-    a declared encoding that Python cannot decode as text.
-    """
-    layout, bom = _layout(head)
-    text = head[bom : bom + _HEAD].decode(layout or "latin-1", errors="replace")
-    declared = None
-    if text.startswith("<?xml") and text[5:6] in {" ", "\t", "\r", "\n"}:
-        end = text.find("?>")
-        if end < 0:
-            if complete:  # expat says what is wrong with a file that ends inside it
-                return None, 0
-            raise _BadInputError(
-                f"the XML declaration does not end within the first {_HEAD} bytes; "
-                "check that this is an XML file",
-                1,
-            )
-        found = _ENCODING.search(text, 0, end)
-        if found is not None:
-            declared = found.group(2) if found.group(2) is not None else found.group(3)
-    if declared is None:
-        return (None, 0) if layout in _EXPAT_LAYOUTS else (layout, bom)
-    try:
-        info = codecs.lookup(declared)
-    except (LookupError, ValueError, TypeError):
-        info = None
-    if info is None or info.incrementaldecoder is None:
-        raise _BadInputError(
-            f"the file declares encoding {declared!r}, which is not an encoding Python knows; "
-            "write it in UTF-8 (or declare the encoding it is written in)",
-            1,
-        )
-    if not getattr(info, "_is_text_encoding", True):
-        raise _BadInputError(
-            f"the file declares encoding {declared!r}, which is not a text encoding; "
-            "write it in UTF-8 (or declare the encoding it is written in)",
-            1,
-        )
-    if layout in _EXPAT_LAYOUTS and declared.lower() in _EXPAT_NAMES:
-        return None, 0
-    # A byte order mark, or a wide layout, decides; otherwise the declaration does.
-    return (info.name, 0) if layout in {None, "cp037"} else (layout, bom)
-
-
-def _pending(decoder: codecs.IncrementalDecoder) -> int:
-    """How many bytes an incremental decoder holds back."""
-    return len(decoder.getstate()[0])
-
-
-def _raw(head: bytes, stream: BinaryIO, chunk_size: int) -> Iterator[bytes]:
-    """Yield the file's bytes as they are, in chunks of ``chunk_size``."""
-    for start in range(0, len(head), chunk_size):
-        yield head[start : start + chunk_size]
-    del head  # one chunk in memory at a time
-    read = stream.read
-    chunk = read(chunk_size)
-    while chunk:
-        yield chunk
-        chunk = read(chunk_size)
-
-
-def _transcoded(
-    head: bytes, stream: BinaryIO, chunk_size: int, codec: str, skip: int
-) -> Iterator[bytes]:
-    """Yield the file decoded with ``codec`` and encoded as UTF-8, declaration rewritten.
-
-    Decodes chunk by chunk with an incremental decoder: memory stays flat. Bytes that do not
-    decode raise _BadInputError naming the codec and the byte offset.
-    """
-    decoder = codecs.getincrementaldecoder(codec)()
-    offset = base = skip
-    try:
-        text = decoder.decode(head[skip:])
-        offset = len(head)
-        del head  # one chunk in memory at a time
-        found = _DECLARATION.match(text.removeprefix("\ufeff"))
-        if found is None and text.lstrip("\ufeff").startswith("<?xml"):
-            raise _BadInputError(
-                f"the XML declaration does not end within the first {_HEAD} bytes "
-                f"once decoded as {codec}; check the declared encoding",
-                1,
-            )
-        if found is not None:
-            declaration = _ENCODING.sub(r'\1"utf-8"', found.group())
-            text = declaration + text.removeprefix("\ufeff")[found.end() :]
-        for start in range(0, len(text), chunk_size):
-            yield text[start : start + chunk_size].encode("utf-8")
-        del text
-        read = stream.read
-        chunk = read(chunk_size)
-        while chunk:
-            # An error's offset counts from the bytes the decoder still holds.
-            base = offset - _pending(decoder)
-            yield decoder.decode(chunk).encode("utf-8")
-            offset += len(chunk)
-            chunk = read(chunk_size)
-        base = offset - _pending(decoder)
-        yield decoder.decode(b"", final=True).encode("utf-8")
-    except UnicodeError as exc:
-        where = getattr(exc, "start", None)
-        at = f" at byte {base + where}" if isinstance(where, int) else ""
-        reason = getattr(exc, "reason", None) or str(exc)
-        raise _BadInputError(
-            f"the file does not decode as {codec}{at} ({reason}); "
-            "check that it is written in the encoding it declares",
-            None,
-        ) from None
-
-
 def _refuse_long_markup(line: int) -> NoReturn:
-    raise _BadInputError(
+    raise BadInputError(
         f"a single tag, comment or declaration is longer than {MARKUP_CAP >> 20} MiB "
         f"(from line {line}); ivy-matrix does not read markup that long",
         line,
@@ -305,7 +147,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
 
     def refuse_entities(*_args: object) -> NoReturn:
-        raise _BadInputError(REFUSED_ENTITIES, parser.CurrentLineNumber)
+        raise BadInputError(REFUSED_ENTITIES, parser.CurrentLineNumber)
 
     parser.EntityDeclHandler = refuse_entities
     parser.UnparsedEntityDeclHandler = refuse_entities
@@ -342,7 +184,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
         if name == "testcase":
             if case is not None:
                 if depth > DEPTH_CAP:
-                    raise _BadInputError(_too_deep(), parser.CurrentLineNumber)
+                    raise BadInputError(_too_deep(), parser.CurrentLineNumber)
                 outer.append((case, case_depth, rank, flaky, message))
             case = attrs
             case_depth = depth
@@ -352,7 +194,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             return
         if depth != case_depth + 1:
             if depth > DEPTH_CAP:
-                raise _BadInputError(_too_deep(), parser.CurrentLineNumber)
+                raise BadInputError(_too_deep(), parser.CurrentLineNumber)
             if name == "testsuite":
                 outer_suites.append(suite)
                 suite = cap_name(attrs.get("name", ""))
@@ -425,7 +267,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
 
     def start_root(name: str, attrs: dict[str, str]) -> None:
         if name not in _JUNIT_ROOTS:
-            raise _BadInputError(
+            raise BadInputError(
                 f"not a JUnit XML file: root element is <{name}>, "
                 "expected <testsuites> or <testsuite>",
                 parser.CurrentLineNumber,
@@ -443,14 +285,14 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
     else:
         try:
             more = head
-            while more and len(head) < _HEAD:
+            while more and len(head) < HEAD_BYTES:
                 more = stream.read(chunk_size)
                 head += more
-            codec, skip = _plan(head, complete=not more)
+            codec, skip = plan_decoding(head, complete=not more)
             chunks = (
-                _raw(head, stream, chunk_size)
+                raw_chunks(head, stream, chunk_size)
                 if codec is None
-                else _transcoded(head, stream, chunk_size, codec, skip)
+                else utf8_chunks(head, stream, chunk_size, codec, skip)
             )
             del head, more  # the generator holds the start of the file until it is fed
             fed = 0
@@ -467,7 +309,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                 message=f"not well-formed XML: {expat.ErrorString(exc.code)} (line {exc.lineno})",
                 line=exc.lineno,
             )
-        except _BadInputError as exc:
+        except BadInputError as exc:
             problem = ParseProblem(source=source, message=exc.message, line=exc.line)
     if problem is not None:
         return FileCounts(path=source, problem=problem.message), problem

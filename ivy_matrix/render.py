@@ -66,18 +66,14 @@ _ESCAPES = {
 # could break a terminal: they show as U+FFFD. These are the C0 and C1 controls, the line and
 # paragraph separators, and every format character (Unicode category Cf: bidi controls such as
 # U+202E and U+2066-U+2069, U+200E/U+200F, U+061C; zero-width characters U+200B-U+200D, U+2060,
-# U+FEFF; the soft hyphen; tag characters; ...) of the running Python's Unicode database, so a
-# newer Python's new format characters are covered too. Format characters live in the first two
-# planes and the tag block: scanning those takes a few milliseconds.
-_FORMAT_SCAN = (range(0x20000), range(0xE0000, 0xE0080))
-_HIDDEN = [
-    *range(32),
-    *range(0x7F, 0xA0),
-    0x2028,
-    0x2029,
-    *(c for block in _FORMAT_SCAN for c in block if unicodedata.category(chr(c)) == "Cf"),
-]
-_CONTROLS = {chr(c): "\ufffd" for c in _HIDDEN if chr(c) not in _ESCAPES}
+# U+FEFF; the soft hyphen; tag characters; ...). Format characters are found with the running
+# Python's Unicode database, so a newer Python's new ones are covered too; only names that are
+# not plain ASCII are looked at.
+_CONTROLS = {
+    chr(c): "\ufffd"
+    for c in (*range(32), *range(0x7F, 0xA0), 0x2028, 0x2029)
+    if chr(c) not in _ESCAPES
+}
 _ESCAPE_TABLE = str.maketrans({**_CONTROLS, **_ESCAPES})
 _GH_REFERENCE = re.compile(r"(gh-)(?=[0-9])", re.IGNORECASE)
 _UNESCAPE = re.compile(r"\\([\\|*\[\]~`])|&amp;|&lt;|&gt;|&#8203;|<span>\$</span>")
@@ -86,6 +82,8 @@ _UNESCAPED = {"&amp;": "&", "&lt;": "<", "&gt;": ">", _ZWSP: "", "<span>$</span>
 
 def escape_name(name: str) -> str:
     """Make a test or backend name safe inside a markdown table cell (see the README)."""
+    if not name.isascii():
+        name = "".join("\ufffd" if unicodedata.category(c) == "Cf" else c for c in name)
     return _GH_REFERENCE.sub(r"\1" + _ZWSP, name.translate(_ESCAPE_TABLE))
 
 

@@ -4,8 +4,8 @@ I/O (it builds the stores). The one place that decides between the stores, so th
 (update.py) and ``adopt`` call ``store.update(change)`` without knowing which store they hold:
 
 - the branch target: :class:`~ivy_matrix.stores.branch.BranchStore` (compare-and-swap);
-- the issue target alone: :class:`~ivy_matrix.stores.issues.IssueStore` (best effort, with a
-  warning);
+- the issue target alone: :class:`~ivy_matrix.stores.issues.IssueStore` (jobs take turns,
+  with a warning);
 - otherwise, and whenever the token is read-only: the local folder
   (:class:`~ivy_matrix.stores.local.LocalStore`).
 """
@@ -30,7 +30,8 @@ REMOTE = frozenset({Target.BRANCH, Target.ISSUE})
 ISSUE_STORE_WARNING = (
     "the issue target without the branch target keeps the state in the issue bodies, "
     "where concurrent writers can overwrite each other (GitHub has no conditional issue "
-    "edits); add 'branch' to targets (contents: write), or publish from one fan-in job"
+    "edits), so jobs take turns and one that waits too long refuses; add 'branch' to "
+    "targets (contents: write), or publish from one fan-in job"
 )
 
 
@@ -96,4 +97,6 @@ def open_store(
         sleep=github.remote.sleep,
         dry_run=settings.dry_run,
         after_save=after_save,
+        holder=f"run {settings.run_id} attempt {settings.run_attempt} job "
+        f"{settings.job_id or '?'} backend {settings.backend or '?'}",
     )

@@ -727,6 +727,7 @@ class FakeGitHub:
             ("POST", repo + r"/git/trees", self._post_tree),
             ("GET", repo + r"/git/trees/(?P<sha>[^/]+)", self._get_tree),
             ("POST", repo + r"/git/commits", self._post_commit),
+            ("GET", repo + r"/git/commits/(?P<sha>[0-9a-f]{40})", self._get_commit),
         ]
         return [(verb, re.compile(pattern), handler) for verb, pattern, handler in table]
 
@@ -1245,6 +1246,11 @@ class FakeGitHub:
             raise _Fail(422, "Parent SHA does not exist or is not a commit object")
         sha = self._store_commit(tree, parents, message)
         return 201, self._commit_json(req.api, req.repo_name, sha), {}
+
+    def _get_commit(self, req: _Req) -> Response:
+        if req.params["sha"] not in self.commits:
+            raise _not_found()
+        return 200, self._commit_json(req.api, req.repo_name, req.params["sha"]), {}
 
 
 _INVALID_JSON = object()

@@ -343,6 +343,49 @@ class MemoryGitHub:
 
         return self._call("update_branch", apply)
 
+    def get_ref(self, repo: str, ref: str) -> str | None:
+        """The commit a full ref name points at, or None."""
+        return self._call("get_ref", lambda: self._repo(repo).get(ref))
+
+    def create_ref(self, repo: str, ref: str, sha: str) -> bool:
+        """Create ``ref`` at ``sha``; False if it exists ("Reference already exists")."""
+
+        def apply() -> bool:
+            refs = self._repo(repo)
+            self._writable("create_ref")
+            if sha not in self.commits:
+                raise _error(f"creating ref {ref!r}", 422, "Object does not exist")
+            if ref in refs:
+                return False
+            refs[ref] = sha
+            return True
+
+        return self._call("create_ref", apply)
+
+    def move_ref(self, repo: str, ref: str, sha: str) -> bool:
+        """Move ``ref`` to ``sha`` if that is a fast-forward; False otherwise."""
+
+        def apply() -> bool:
+            refs = self._repo(repo)
+            self._writable("move_ref")
+            if ref not in refs or not self._is_ancestor(refs[ref], sha):
+                return False
+            refs[ref] = sha
+            return True
+
+        return self._call("move_ref", apply)
+
+    def get_commit_message(self, repo: str, sha: str) -> str:
+        """The message of one commit."""
+
+        def apply() -> str:
+            self._repo(repo)
+            if sha not in self.commits:
+                raise _error(f"reading commit {sha[:12]}", 404, "Not Found")
+            return str(self.commits[sha]["message"])
+
+        return self._call("get_commit_message", apply)
+
     def _store_tree(self, base_tree: str | None, files: Mapping[str, str | None]) -> str:
         flat = dict(self.trees[base_tree]) if base_tree else {}
         for path, text in files.items():

@@ -36,6 +36,7 @@ LIVE = {
     "git/create-ref",
     "git/create-tree",
     "git/get-blob",
+    "git/get-commit",
     "git/get-ref",
     "git/get-tree",
     "git/update-ref",
@@ -514,6 +515,8 @@ def _openapi_scenario(fake: FakeGitHub) -> list[tuple[str, str, object]]:
         ("POST", f"{R}/git/refs", {"ref": "refs/heads/ivy-matrix", "sha": tip}),
         ("PATCH", f"{R}/git/refs/heads/ivy-matrix", {"sha": tip, "force": False}),
         ("PATCH", f"{R}/git/refs/heads/gone", {"sha": tip, "force": False}),
+        ("GET", f"{R}/git/commits/{tip}", None),
+        ("GET", f"{R}/git/commits/{'0' * 40}", None),
     ]
 
 

@@ -175,6 +175,34 @@ def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake
         assert gh.get_branch_head(REPO, "ivy-matrix") == tip
 
 
+def test_lock_refs_are_create_if_absent_and_move_only_forward(fake):
+    """A ref outside refs/heads is created once, moves by fast-forward only, and its commit
+    message reads back."""
+    lock = "refs/ivy-matrix/issues/core-gradients-0123456789abcdef"
+    with client(fake.base_url) as gh:
+        tree = gh.create_tree(REPO, None, {"LOCK": "x\n"})
+        first = gh.create_commit(REPO, "holder: a", tree, [])
+        other = gh.create_commit(REPO, "holder: b", tree, [])
+        assert gh.get_ref(REPO, lock) is None
+        assert gh.create_ref(REPO, lock, first) is True
+        assert gh.create_ref(REPO, lock, other) is False
+        assert gh.move_ref(REPO, lock, other) is False  # not a descendant of the lock
+        recorded = gh.create_commit(REPO, "issue: #7", tree, [first])
+        assert gh.move_ref(REPO, lock, recorded) is True
+        assert gh.get_ref(REPO, lock) == recorded
+        assert gh.get_commit_message(REPO, recorded) == "issue: #7"
+    assert fake.ref_sha(lock) == recorded
+
+
+def test_an_issue_create_is_not_resent_after_a_502(fake):
+    """The client sends an issue-creating POST once; a 502 is raised, never blindly retried."""
+    fake.inject(method="POST", path=r"/issues$", status=502, after_write=True)
+    with client(fake.base_url) as gh, pytest.raises(GitHubAPIError) as raised:
+        gh.create_issue(REPO, title="t", body="b", labels=[])
+    assert raised.value.status == 502
+    assert len(fake.requests_to("POST", r"/issues$")) == 1
+
+
 def test_stale_tip_is_a_conflict_not_an_error(fake):
     """Moving a branch to a commit that is not a fast-forward returns False and changes nothing."""
     with client(fake.base_url) as gh:

@@ -274,19 +274,27 @@ def test_two_concurrent_creators_end_with_one_open_issue_per_dashboard(memory):
         assert {r.result(key).number for r in reports} == {kept["number"]}
 
 
-def test_a_create_that_landed_before_a_502_is_deduplicated(fake):
-    """A POST retried after a 5xx makes a second issue; it is closed, the first is kept."""
+def test_a_create_that_landed_before_a_502_is_found_not_repeated(fake):
+    """A create POST answered 502 after it landed is found by listing: one issue, none closed."""
     fake.inject(method="POST", path=r"/issues$", status=502, after_write=True)
     report = publish(fake, [make_state(GRADIENTS, 3)], index=False)
-    [kept] = ours(fake, "core/gradients")
-    [closed] = ours(fake, "core/gradients", state="closed")
-    assert kept["number"] < closed["number"]
+    [kept] = ours(fake, "core/gradients", state=None)
+    assert len(fake.requests_to("POST", r"/issues$")) == 1
     result = report.result("core/gradients")
     assert result.number == kept["number"]
-    assert result.closed_duplicates == (closed["number"],)
+    assert result.closed_duplicates == ()
     assert "test_00002" in kept["body"]
     again = publish(fake, [make_state(GRADIENTS, 3)], index=False)
     assert again.result("core/gradients").action is IssueAction.UNCHANGED
+
+
+def test_a_create_that_failed_with_a_502_is_sent_again_after_looking(fake):
+    """A create POST answered 502 that did not land is sent again once the listing lacks it."""
+    fake.inject(method="POST", path=r"/issues$", status=502)
+    report = publish(fake, [make_state(GRADIENTS, 3)], index=False)
+    [kept] = ours(fake, "core/gradients", state=None)
+    assert len(fake.requests_to("POST", r"/issues$")) == 2
+    assert report.result("core/gradients").number == kept["number"]
 
 
 def test_an_older_revision_never_replaces_a_newer_one(fake):
@@ -405,6 +413,7 @@ def leg_change(backend: str, job: int, dashboards=(GRADIENTS, RANDOM), rows: int
 def store(gh: GitHubClient, seed: int = 0, **options) -> IssueStore:
     options.setdefault("min_delay", 0.002)
     options.setdefault("max_delay", 0.01)
+    options.setdefault("lock_poll", (0.001, 0.005))
     return IssueStore(gh, REPO, sleep=time.sleep, rng=random.Random(seed), **options)
 
 

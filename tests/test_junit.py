@@ -28,6 +28,7 @@ from ivy_matrix.junit import (
     scan_junit,
 )
 from ivy_matrix.model import CaseResult, CaseStatus, FileCounts, ParseProblem
+from ivy_matrix.xml_input import BadInputError
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -787,7 +788,7 @@ def test_an_external_dtd_is_never_loaded(tmp_path: Path, kind: str) -> None:
 
 def test_the_external_entity_handler_refuses() -> None:
     """The last-resort external entity handler raises instead of fetching anything."""
-    with pytest.raises(junit._BadInputError, match="external entity"):
+    with pytest.raises(BadInputError, match="external entity"):
         junit._refuse_external("ctx", None, "file:///etc/passwd", None)
 
 

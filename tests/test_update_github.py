@@ -24,6 +24,7 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.github_api import GitHubClient, make_client
+from ivy_matrix.issue_bodies import extract_state
 from ivy_matrix.model import DashboardId
 from ivy_matrix.remote import Remote
 from ivy_matrix.render import Style, render_files
@@ -301,7 +302,8 @@ def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_pat
 
 @pytest.mark.timeout(120)
 def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
-    """16 legs start at once, with latency and 20% transient faults: nothing is lost.
+    """16 legs start at once, with latency and 20% transient faults: nothing is lost, and
+    each issue is created once.
 
     (The legs are threads running the whole command, with its waits shortened;
     tests/test_branch_store.py runs the store's own race with and without faults.)
@@ -315,6 +317,10 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
         fail_kinds=("502", "503", "403-secondary", "429"),
         retry_after=(0, 0),
         seed=11,
+    )
+    # And two issue creates that land, then answer 502 (the client must not resend them).
+    landed_then_502 = fake.inject(
+        method="POST", path=r"/issues$", status=502, after_write=True, times=2
     )
     backends = [f"b{leg:02d}" for leg in range(16)]
     legs = []
@@ -351,8 +357,11 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     table = fake.read_file("core/gradients.md", "ivy-matrix")
     assert table.count("badge/-failure-red") == 16
     assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "16\n"
-    # Each issue exists once (duplicates from racing creators are closed), and the dashboard
-    # issue shows the newest revision with every leg's column.
+    # Each issue was created once (its git-ref lock decides who creates it), none was closed
+    # as a duplicate, and the dashboard issue shows the newest revision with every column.
+    assert landed_then_502.hits == 2
+    assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
+    assert not any("Duplicate of" in c["body"] for cs in fake.comments.values() for c in cs)
     issues = dashboard_issues(fake)
     assert set(issues) == {
         "<!-- ivy-matrix:dashboard=core/gradients -->",
@@ -362,6 +371,63 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     assert "<!-- ivy-matrix:revision=16 -->" in body
     assert body.count("badge/-failure-red") == 16
     assert all(len(issue["body"]) <= 65_536 for issue in fake.issues.values())
+
+
+@pytest.mark.timeout(120)
+def test_sixteen_concurrent_legs_on_the_issue_store_lose_nothing_and_duplicate_nothing(
+    fake, tmp_path
+):
+    """16 legs with only the issue target, with latency and 20% transient faults: each leg
+    lands every cell or refuses with exit 1 saying to grant contents: write; no issue is
+    created twice."""
+    fake.configure(
+        latency=(0.002, 0.02),
+        fail_rate=0.2,
+        fail_kinds=("502", "503", "403-secondary", "429"),
+        retry_after=(0, 0),
+        seed=12,
+    )
+    backends = [f"b{leg:02d}" for leg in range(16)]
+    barrier = threading.Barrier(len(backends))
+    results: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def run_leg(leg: int, backend: str) -> None:
+        work = tmp_path / backend
+        write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="issue")
+        argv = ["update", "--junit", str(work / "*.xml"), "--backend", backend]
+        out = io.StringIO()
+        barrier.wait(timeout=30)
+        with contextlib.redirect_stdout(out):
+            code = main(argv, env, remote=FAST)
+        results[backend] = subprocess.CompletedProcess(argv, code, out.getvalue(), "")
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        threads = [threading.Thread(target=run_leg, args=a) for a in enumerate(backends)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=110)
+    assert len(results) == len(backends)
+    landed = sorted(b for b, r in results.items() if r.returncode == 0)
+    for result in results.values():
+        assert result.returncode in {0, 1}, result.stdout
+        if result.returncode == 1:
+            assert "contents: write" in result.stdout
+    assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
+    body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    with fake.lock:
+        state = load_state_of(body)
+    assert sorted(state.backend_names) == landed
+    assert all(set(row.cells) == set(landed) and len(row.cells) for row in state.rows)
+    assert len(state.rows) == 12
+    assert len(landed) == 16  # the default wait gives every leg its turn
+
+
+def load_state_of(body: str):
+    state = extract_state(body)
+    assert state is not None
+    return state
 
 
 def dashboard_issues(fake: FakeGitHub):

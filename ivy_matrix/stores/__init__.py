@@ -8,7 +8,7 @@ logs what it would write instead of writing it.
 
 - ``stores/local.py``: a folder on this machine, under a file lock;
 - ``stores/branch.py``: a branch of the repository, by git compare-and-swap;
-- ``stores/issues.py``: hidden blocks of the dashboard issues (best effort).
+- ``stores/issues.py``: hidden blocks of the dashboard issues (writers take turns).
 """
 
 from __future__ import annotations

@@ -1,15 +1,17 @@
 """The issue-body store: dashboard state kept in hidden blocks of the dashboard issues.
 
 I/O, through :class:`~ivy_matrix.targets.issue_writer.IssueWriter`; for jobs without
-``contents: write``. What it can and cannot promise: GitHub has no conditional write for
-issues (PLATFORM.md 3.3), so a body edit is last-writer-wins and two jobs writing the same
-issue at once can drop each other's cells. The store makes that unlikely, not impossible: after
-writing it waits a jittered moment, reads the body back, and if another writer's body replaced
-its own without its cells, it merges again and rewrites, for a bounded number of rounds. A
-writer that finishes can still be overwritten later by a slower one that read before it wrote;
-the next run that touches the same cells repairs the table, but nothing guarantees it in
-between. When matrix legs run concurrently, use the branch target (git compare-and-swap, no
-lost cells) or publish from one fan-in job after the matrix.
+``contents: write``. GitHub has no conditional write for issues (PLATFORM.md 3.3), so a body
+edit is last-writer-wins and two jobs writing the same issue at once would drop each other's
+cells. So jobs take turns: each update holds a lock made of comments on the index issue
+(``stores/issue_lock.py``) while it reads, merges and writes, and creates no issue outside it.
+A job that waits too long for the lock refuses with a message that says to use the branch
+target; it never writes without the lock, so nothing is lost and no issue is duplicated.
+
+The index issue hosts the lock, so it is created first: by the one job whose create of the
+``<label>-index`` label succeeds (labels are create-if-absent); the others wait for it.
+Without the lock (``lock=False``) the store falls back to best effort: after writing it waits,
+reads the bodies back and merges again for a bounded number of rounds.
 """
 
 from __future__ import annotations
@@ -20,16 +22,24 @@ from collections.abc import Callable, Collection, Sequence
 
 from ivy_matrix.changes import Merged
 from ivy_matrix.github_types import Issue, IssueAPI
-from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, extract_state
+from ivy_matrix.issue_bodies import (
+    DEFAULT_BUDGET,
+    DEFAULT_LABEL,
+    INDEX_TITLE,
+    compose_index,
+    extract_state,
+)
 from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import Style
 from ivy_matrix.stores import AfterSave, Change, Saved
+from ivy_matrix.stores.issue_lock import LOCK_POLL, LOCK_WAIT, CommentLock
 from ivy_matrix.targets.issue_index import publish_index
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
 from ivy_matrix.targets.issue_writer import (
     INDEX_KEY,
+    Found,
     IssueWriter,
     Written,
     dedupe_created,
@@ -63,8 +73,16 @@ class IssueStore:
         budget: int = DEFAULT_BUDGET,
         dry_run: bool = False,
         after_save: AfterSave | None = None,
+        lock: bool = True,
+        holder: str = "another job",
+        lock_wait: float = LOCK_WAIT,
+        lock_poll: tuple[float, float] = LOCK_POLL,
     ) -> None:
         self.client = client
+        self.lock = lock
+        self.holder = holder
+        self.lock_wait = lock_wait
+        self.lock_poll = lock_poll
         self.dry_run = dry_run
         self.after_save = after_save
         self.repo = repo
@@ -90,6 +108,7 @@ class IssueStore:
             log=self.log,
             style=self.style,
             budget=self.budget,
+            sleep=self._sleep,
         )
 
     def _state_of(self, issues: Sequence[Issue]) -> DashboardState | None:
@@ -116,9 +135,64 @@ class IssueStore:
         return states
 
     def update(self, change: Change) -> Saved:
-        """Load, ``change``, write the bodies, then verify and re-merge (see the module docs)."""
+        """Under the lock: load, ``change``, write the bodies (see the module docstring)."""
         writer = self._writer()
         found = writer.find()
+        if self.dry_run or not self.lock:
+            return self._update(writer, found, change, locked=False)
+        if not self._pending(found, change):
+            # These results are in the issues already: nothing to write, so no lock needed.
+            return self._update(writer, found, change, locked=True)
+        lock = CommentLock(
+            self.client,
+            self.repo,
+            holder=self.holder,
+            log=self.log,
+            sleep=self._sleep,
+            rng=self._rng,
+            wait=self.lock_wait,
+            poll=self.lock_poll,
+        )
+        lock.acquire(self._host(writer, found))
+        try:
+            return self._update(writer, writer.find(), change, locked=True)
+        finally:
+            lock.release()
+
+    def _pending(self, found: Found, change: Change) -> bool:
+        """Whether ``change`` would write anything to the issues as listed."""
+        if not found.by_key.get(INDEX_KEY):
+            return True
+        current: dict[DashboardId, DashboardState] = {}
+        for key, listed in found.by_key.items():
+            state = self._state_of(listed) if key != INDEX_KEY else None
+            if state is not None:
+                current[state.id] = state
+        merged = change(current)
+        return any(
+            state != current.get(d) or d.key not in found.by_key
+            for d, state in merged.states.items()
+        )
+
+    def _host(self, writer: IssueWriter, found: Found) -> int:
+        """The index issue's number (it holds the lock), created by one job if missing."""
+        token = f"{self.label}-index"[:50]
+        waited = 0.0
+        while not found.by_key.get(INDEX_KEY):
+            if self.client.ensure_label(
+                self.repo, token, description="ivy-matrix: its creator created the index issue"
+            ):
+                return writer.create(INDEX_TITLE, compose_index([], {})).number
+            if waited >= self.lock_wait:
+                self.log.info("the index issue did not appear; creating it")
+                return writer.create(INDEX_TITLE, compose_index([], {})).number
+            delay = self._rng.uniform(*self.lock_poll)
+            self._sleep(delay)
+            waited += delay
+            found = writer.find()
+        return found.by_key[INDEX_KEY][0].number
+
+    def _update(self, writer: IssueWriter, found: Found, change: Change, *, locked: bool) -> Saved:
         current: dict[DashboardId, DashboardState] = {}
         # By key: an issue without a state block (made by the branch mode) is still the one.
         issues = {key: listed for key, listed in found.by_key.items() if key != INDEX_KEY}
@@ -134,7 +208,13 @@ class IssueStore:
             return Saved(merged=merged, written=merged.changed, output=output)
         written: dict[str, Written] = {}
         merged, rounds, converged = self._rounds(
-            writer, issues=issues, current=current, merged=merged, change=change, written=written
+            writer,
+            issues=issues,
+            current=current,
+            merged=merged,
+            change=change,
+            written=written,
+            locked=locked,
         )
         for key, listed in issues.items():
             if key not in written and listed:
@@ -181,8 +261,12 @@ class IssueStore:
         merged: Merged,
         change: Change,
         written: dict[str, Written],
+        locked: bool,
     ) -> tuple[Merged, int, bool]:
-        """Write, wait, read back and write again until confirmed; (last merge, rounds, converged)."""
+        """Write, wait, read back and write again until confirmed; (last merge, rounds, converged).
+
+        Under the lock one write is enough: no other job writes meanwhile.
+        """
         wanted = dict(merged.states)
         pending = {d for d, s in wanted.items() if s != current.get(d) or d.key not in issues}
         ours = set(pending)
@@ -201,6 +285,9 @@ class IssueStore:
                 if done.issue is not None:
                     issues[dashboard.key] = [done.issue]
             self._adopt_winners(writer, written, issues)
+            if locked:
+                current.update(wanted)  # what the issues now hold (the index counts it)
+                return merged, rounds, True
             self._sleep(self._rng.uniform(self.min_delay, self.max_delay))
             pending, merged = self._verify(ours, issues, current, change)
             wanted = dict(merged.states)

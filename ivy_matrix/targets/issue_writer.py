@@ -15,6 +15,11 @@ twice (PLATFORM.md 1.3), so after creating, the issues are listed again (:func:`
 the lowest number is kept, the others are closed with a comment pointing to it and lose the
 label, and what was meant for them is written to the one kept.
 
+A create POST is never resent blindly: after a 5xx or a network error (the issue may exist
+anyway) the issues are listed and one with the marker is taken before creating again. With the
+branch target, creating goes through a git-ref lock per dashboard (``issue_locks.py``), so at
+most one job ever creates a given dashboard's issue; the de-duplication stays as a last resort.
+
 **Writing.** A body that did not change is not written. With ``revision`` (the branch store's
 revision of the state the bodies were rendered from) the current body is read just before the
 write and a newer revision is never replaced by an older one. After every write the body is
@@ -27,9 +32,11 @@ of 65,536-character parts), never with the number of tests.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github_types import Issue, IssueAPI, IssueComment
 from ivy_matrix.issue_bodies import (
     IssueBodies,
@@ -49,6 +56,11 @@ from ivy_matrix.targets.issue_results import IssueAction, IssueResult, PlannedWr
 LABEL_COLOR = "0e8a16"
 LABEL_DESCRIPTION = "Test dashboards kept up to date by ivy-matrix"
 INDEX_KEY = "\0index"  # cannot collide with a dashboard key in the maps below
+CREATE_TRIES = 4  # create POSTs per issue, each after listing finds it did not land
+# GitHub allows about 80 content-creating requests a minute per repository (PLATFORM.md 1.2):
+# a writer's first PACE_FROM writes go at once, every later one PACE_SECONDS after the last.
+PACE_FROM = 20
+PACE_SECONDS = 60 / 80
 
 
 @dataclass(slots=True)
@@ -79,8 +91,10 @@ class IssueWriter:
         log: Progress,
         style: Style,
         budget: int,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.client = client
+        self.sleep = sleep
         self.repo = repo
         self.label = label
         self.dry_run = dry_run
@@ -90,6 +104,7 @@ class IssueWriter:
         self.planned: list[PlannedWrite] = []
         self.warnings: list[str] = []
         self._label_ready = False
+        self.writes = 0  # content-creating requests made (see _pace)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -123,12 +138,35 @@ class IssueWriter:
     def create(self, title: str, body: str) -> Issue:
         """A new issue with our label, its body read back and rewritten once if it differs."""
         self._ensure_label()
-        issue = self.client.create_issue(self.repo, title=title, body=body, labels=[self.label])
+        issue = self._post_issue(title, body)
         self.log.info(f"created issue #{issue.number} ({title})")
         back = self.client.get_issue(self.repo, issue.number)
         if back.body != body:
             return self.write_body(back, body, revision=None)[0]
         return back
+
+    def _post_issue(self, title: str, body: str) -> Issue:
+        """POST the issue; after an answer that leaves it unknown whether it landed, list the
+        issues and take ours if it is there, else POST again (at most ``CREATE_TRIES``)."""
+        key = INDEX_KEY if is_index(body) else dashboard_key(body)
+        tries = 0
+        while True:
+            self._pace()
+            try:
+                return self.client.create_issue(
+                    self.repo, title=title, body=body, labels=[self.label]
+                )
+            except GitHubAPIError as error:
+                tries += 1
+                unsure = error.status is None or 500 <= error.status <= 599  # noqa: PLR2004
+                if not unsure or tries >= CREATE_TRIES:
+                    raise
+                self.log.info(f"creating {title!r}: {error}; looking for it before trying again")
+            self.sleep(min(2.0**tries, 30.0))
+            landed = self.find().by_key.get(key) if key is not None else None
+            if landed:
+                self.log.info(f"issue #{landed[0].number} ({title}) was created after all")
+                return landed[0]
 
     def write_body(self, issue: Issue, body: str, *, revision: int | None) -> tuple[Issue, bool]:
         """PATCH the body and check that it took, retry once on a mismatch; (issue, verified).
@@ -138,6 +176,7 @@ class IssueWriter:
         """
         back = issue
         for attempt in range(2):
+            self._pace()
             back = self.client.update_issue(self.repo, issue.number, body=body)
             if back.body == body:
                 return back, True  # the answer to the edit shows it applied
@@ -209,10 +248,13 @@ class IssueWriter:
                     self.plan("DELETE", f"comment {comment_id} on issue #{number}")
                 return ids, True
             for _, text in creates:
+                self._pace()
                 self.client.create_issue_comment(self.repo, number, text)
             for comment_id, text in updates:
+                self._pace()
                 self.client.update_issue_comment(self.repo, comment_id, text)
             for comment_id in deletes:
+                self._pace()
                 self.client.delete_issue_comment(self.repo, comment_id)
             wrote = True
             listing = self.client.list_issue_comments(self.repo, number)
@@ -221,6 +263,12 @@ class IssueWriter:
             f"second write; they may be out of date"
         )
         return ids, wrote
+
+    def _pace(self) -> None:
+        """Count a content-creating write; past the first PACE_FROM, wait before it."""
+        if self.writes >= PACE_FROM:
+            self.sleep(PACE_SECONDS)
+        self.writes += 1
 
     # ----------------------------------------------------------------- one dashboard
 
@@ -290,6 +338,7 @@ class IssueWriter:
             elif verify:
                 current, verified = self.write_body(current, bodies.body, revision=revision)
             else:
+                self._pace()
                 current = self.client.update_issue(self.repo, current.number, body=bodies.body)
         changed = body_written or comments_written
         action = IssueAction.UNCHANGED

@@ -1,0 +1,145 @@
+"""Who creates a dashboard's issue: the one job that creates its git-ref lock first.
+
+I/O, through :class:`RefAPI` (``github_api.GitHubClient`` has the calls; they need
+``contents: write``, which the branch target has anyway). GitHub has no create-if-absent for
+issues, but ``POST /git/refs`` is one (PLATFORM.md 3.2): a ref that exists is refused with
+"Reference already exists". So before creating the issue of a dashboard that has none, a job
+creates ``refs/ivy-matrix/issues/<slug>-<hash>`` pointing at a small commit whose message names
+the job and the time (one such commit per job, renewed every quarter of the expiry, so a lock
+costs one write besides the issue). The job whose ref create succeeds creates the issue; every
+other job waits for the issue to appear in the listing. The ref stays and is read again only
+when the listing does not show the issue.
+
+A job that died between lock and create leaves a lock whose issue never appears. After
+:data:`LOCK_EXPIRY` seconds any job takes it over by a fast-forward from the stale commit
+(compare-and-swap: of several jobs taking over at once, one wins), lists the issues once more
+(the dead job may have created it) and creates it only if it is still missing. An issue whose
+label was removed is, after the expiry, created again (as before the locks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+LOCK_PREFIX = "refs/ivy-matrix/issues"
+LOCK_EXPIRY = 600.0  # seconds: longer than any create with its retries and rate-limit waits
+_SLUG = re.compile(r"[^A-Za-z0-9_-]+")
+_SINCE = re.compile(r"^since: (?P<t>\d{1,14})$", re.MULTILINE)
+_HOLDER = re.compile(r"^holder: (?P<h>.*)$", re.MULTILINE)
+
+
+class RefAPI(Protocol):
+    """The git-data calls the lock makes (``github_api.GitHubClient`` has them)."""
+
+    def get_ref(self, repo: str, ref: str) -> str | None: ...
+
+    def create_ref(self, repo: str, ref: str, sha: str) -> bool: ...
+
+    def move_ref(self, repo: str, ref: str, sha: str) -> bool: ...
+
+    def get_commit_message(self, repo: str, sha: str) -> str: ...
+
+    def create_tree(
+        self, repo: str, base_tree: str | None, files: Mapping[str, str | None]
+    ) -> str: ...
+
+    def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What the lock says about one dashboard's issue.
+
+    ``mine``: this job holds the lock (``commit`` is its lock commit) and may create the
+    issue; ``takeover`` when it took a stale lock over (list again before creating).
+    Otherwise another job (``holder``) holds it.
+    """
+
+    ref: str
+    commit: str | None = None
+    mine: bool = False
+    takeover: bool = False
+    holder: str = ""
+
+
+class IssueLocks:
+    """Git-ref locks for creating dashboard issues; see the module docstring."""
+
+    def __init__(
+        self,
+        client: RefAPI,
+        repo: str,
+        *,
+        label: str,
+        holder: str,
+        clock: Callable[[], float] = time.time,
+        expiry: float = LOCK_EXPIRY,
+    ) -> None:
+        self.client = client
+        self.repo = repo
+        self.label = label
+        self.holder = " ".join(holder.split())
+        self.clock = clock
+        self.expiry = expiry
+        self._tree: str | None = None
+        self._commit_at: tuple[str, float] | None = None  # this job's lock commit, made when
+
+    def ref(self, key: str) -> str:
+        """The lock ref of one dashboard (``key``) of this label: readable, and unique by hash."""
+        digest = hashlib.sha256(f"{self.label}\0{key}".encode()).hexdigest()[:16]
+        slug = _SLUG.sub("-", key).strip("-")[:60] or "issue"
+        return f"{LOCK_PREFIX}/{slug}-{digest}"
+
+    def _commit(self, parents: list[str]) -> str:
+        """A lock commit naming this job and the time; without parents, one per job (renewed)."""
+        now = self.clock()
+        if not parents and self._commit_at and now - self._commit_at[1] < self.expiry / 4:
+            return self._commit_at[0]
+        if self._tree is None:
+            self._tree = self.client.create_tree(self.repo, None, {"LOCK": "ivy-matrix\n"})
+        message = f"ivy-matrix issue lock\n\nholder: {self.holder}\nsince: {int(now)}\n"
+        commit = self.client.create_commit(self.repo, message, self._tree, parents)
+        if not parents:
+            self._commit_at = (commit, now)
+        return commit
+
+    def claim(self, key: str, *, check: bool = True) -> Claim:
+        """Try to take the lock of ``key``'s issue, or say who holds it.
+
+        Without ``check`` a lock held by another job is not read (its holder is not named
+        and a stale one is not taken over): one request less for the common case.
+        """
+        ref = self.ref(key)
+        sha = self.client.get_ref(self.repo, ref)
+        mine = None
+        if sha is None:
+            mine = self._commit([])
+            if self.client.create_ref(self.repo, ref, mine):
+                return Claim(ref, mine, mine=True)
+            sha = self.client.get_ref(self.repo, ref)
+            if sha is None:  # deleted again at once: leave it to the next try
+                return Claim(ref, holder="(unknown)")
+        if sha == mine or (self._commit_at and sha == self._commit_at[0]):
+            # Ours: taken earlier by this job, or our create landed and its retry was refused.
+            return Claim(ref, sha, mine=True)
+        if not check:
+            return Claim(ref, sha, holder="")
+        message = self.client.get_commit_message(self.repo, sha)
+        holder = _HOLDER.search(message)
+        since = _SINCE.search(message)
+        if since is None or self.clock() - int(since.group("t")) > self.expiry:
+            return self.take_over(key, sha)
+        return Claim(ref, sha, holder=holder.group("h") if holder else "(unknown)")
+
+    def take_over(self, key: str, stale: str) -> Claim:
+        """Take a lock whose holder is gone by a fast-forward from its commit."""
+        ref = self.ref(key)
+        commit = self._commit([stale])
+        if self.client.move_ref(self.repo, ref, commit):
+            return Claim(ref, commit, mine=True, takeover=True)
+        return Claim(ref, stale, holder="(another job taking it over)")
