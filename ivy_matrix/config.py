@@ -242,6 +242,10 @@ def _check_matrix(size: int | None, index: int | None) -> None:
             "inputs 'matrix-size' and 'matrix-index' go together: pass both "
             "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
         )
+    if size < 1:
+        raise InputError(
+            f"input 'matrix-size' got {size}: a matrix has at least 1 leg (pass strategy.job-total)"
+        )
     if not 0 <= index < size:
         raise InputError(
             f"input 'matrix-index' got {index} with 'matrix-size' {size}: the index must be "

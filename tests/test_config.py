@@ -200,6 +200,23 @@ def test_history_zero_is_refused():
         load_settings({"history": "0"}, {})
 
 
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"matrix_size": "4"}, "go together"),
+        ({"matrix_index": "0"}, "go together"),
+        ({"matrix_size": "4", "matrix_index": "4"}, "must be 0 to 3"),
+        ({"matrix_size": "0", "matrix_index": "0"}, "at least 1 leg"),
+    ],
+)
+def test_matrix_size_and_index_go_together_and_the_index_is_in_range(given, message):
+    """matrix-size and matrix-index are given both or neither, with 0 <= index < size."""
+    with pytest.raises(InputError, match=message):
+        load_settings(given, {})
+    settings = load_settings({"matrix_size": "4", "matrix_index": "3"}, {})
+    assert (settings.matrix_size, settings.matrix_index) == (4, 3)
+
+
 # --- the YAML file ------------------------------------------------------------------------------
 
 
