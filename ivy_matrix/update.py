@@ -99,7 +99,13 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
 
 def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Leg | None:
     """This matrix leg's part in its run (``--matrix-size``), for the branch store."""
-    if settings.matrix_size is None or settings.matrix_index is None or settings.run_id is None:
+    if settings.matrix_size is None or settings.matrix_index is None:
+        return None
+    if settings.run_id is None or Target.BRANCH not in settings.targets:
+        log.warning(
+            "matrix-size is used by the branch target of a workflow run only (it needs the run "
+            "id): this update renders the dashboards itself"
+        )
         return None
     return Leg(
         run_id=settings.run_id,

@@ -634,3 +634,13 @@ def test_publish_without_the_branch_target_is_a_clear_user_error(fake, tmp_path)
     result = run(tmp_path, env, command="publish")
     assert result.returncode == 1
     assert "add 'branch' to" in result.stdout
+
+
+def test_matrix_size_without_the_branch_target_is_ignored_with_a_warning(fake, tmp_path):
+    """Without the branch target, matrix-size changes nothing: a warning says so."""
+    write_results(tmp_path / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="summary")
+    matrix = ("--matrix-size", "3", "--matrix-index", "0")
+    result = run(tmp_path, env, "--junit", "*.xml", "--backend", "torch", *matrix)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "::warning::matrix-size is used by the branch target" in result.stdout
