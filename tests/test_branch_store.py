@@ -257,6 +257,14 @@ def test_load_of_a_missing_branch_is_empty_and_a_foreign_state_file_is_refused(m
         assert gh.update_branch(REPO, BRANCH, gh.create_commit(REPO, "x", tree, [tip]))
         with pytest.raises(StoreError, match=r"holds dashboard 'core/gradients'"):
             branch.load()
+        # A column under another backend's name is refused the same way.
+        tip = memory.ref_sha(f"heads/{BRANCH}")
+        assert tip is not None
+        wrong = {f"{STATE_DIR}/x.json": None, f"{STATE_DIR}/core/gradients.d/b01.json": misplaced}
+        tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, wrong)
+        assert gh.update_branch(REPO, BRANCH, gh.create_commit(REPO, "y", tree, [tip]))
+        with pytest.raises(StoreError, match=r"gradients.d/b01.json on branch .* holds dashboard"):
+            branch.load()
 
 
 def test_rendered_paths_must_stay_outside_the_state_folder(memory):

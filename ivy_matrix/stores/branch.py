@@ -264,9 +264,9 @@ class BranchStore:
         """One state file (a column, or an older one-file state), checked against its path."""
         where = f"{path} on branch {self.branch} of {self.repo}"
         state = load_state(self._blob(sha), where=where)
-        expected = {self.state_path(state.id)}
-        expected.update(self.column_path(state.id, name) for name in state.backend_names)
-        if path not in expected or (path != self.state_path(state.id) and len(expected) != 2):  # noqa: PLR2004  -- a column holds one backend
+        names = state.backend_names
+        column = len(names) == 1 and path == self.column_path(state.id, names[0])
+        if path != self.state_path(state.id) and not column:
             raise StoreError(
                 f"cannot read dashboard state {where}: it holds dashboard {state.key!r}, "
                 f"whose state belongs in {self.state_path(state.id)} or its columns in "
@@ -294,13 +294,16 @@ class BranchStore:
             ]
         self._fetch(sha for sha in first if sha is not None)
         legs = self._legs(tree)
-        wanted: dict[str, DashboardId] | None = None
+        wanted: set[str] | None = None
         if not whole and leg is not None and not self._complete(legs)[1]:
-            wanted = {}
-            for dashboard in leg.dashboards:
-                wanted[self.state_path(dashboard)] = dashboard
-                for backend in leg.backends:
-                    wanted[self.column_path(dashboard, backend)] = dashboard
+            wanted = {
+                path
+                for dashboard in leg.dashboards
+                for path in (
+                    self.state_path(dashboard),
+                    *(self.column_path(dashboard, backend) for backend in leg.backends),
+                )
+            }
         files = {
             path: sha
             for path, sha in sorted(tree.files.items())
