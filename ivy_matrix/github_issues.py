@@ -222,8 +222,10 @@ def issue_from_json(item: Any) -> Issue:
 
 
 def comment_from_json(item: Any) -> IssueComment:
+    user = item.get("user")
     return IssueComment(
         id=int(item["id"]),
         body=str(item.get("body") or ""),
         html_url=str(item.get("html_url") or ""),
+        author=str((user.get("login") if isinstance(user, dict) else None) or ""),
     )

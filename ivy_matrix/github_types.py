@@ -34,11 +34,13 @@ class Issue:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IssueComment:
-    """A comment on an issue. ``body`` is "" when GitHub returns none."""
+    """A comment on an issue. ``body`` is "" when GitHub returns none; ``author`` is its
+    user's login ("" when unknown)."""
 
     id: int
     body: str
     html_url: str
+    author: str = ""
 
 
 class IssueAPI(Protocol):

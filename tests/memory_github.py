@@ -35,7 +35,7 @@ from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
 from ivy_matrix.github_types import Issue, IssueComment, Tree
 from ivy_matrix.jobs import Job
-from tests.fake_github import git_blob_sha, tree_sha
+from tests.fake_github import BOT_LOGIN, git_blob_sha, tree_sha
 
 _T = TypeVar("_T")
 BODY_LIMIT = 65_536
@@ -192,6 +192,18 @@ class MemoryGitHub:
             issue = self._new_issue(repo, title, body, list(labels))
             issue.update(pull_request=pull_request, state=state)
             return issue
+
+    def add_comment(
+        self, number: int, body: str, *, login: str = BOT_LOGIN, repo: str = "acme/widgets"
+    ) -> JSON:
+        """Add a comment by ``login`` to issue ``number`` directly in state."""
+        with self.lock:
+            self._issue(repo, number)
+            comment = {"id": self._next_comment, "repo": repo, "issue": number, "body": body}
+            comment["login"] = login
+            self._next_comment += 1
+            self.comments[number].append(comment)
+            return comment
 
     def add_jobs(self, repo: str, run_id: int, attempt: int, jobs: Iterable[Job]) -> None:
         """Make ``jobs`` the jobs of one run attempt."""
@@ -382,7 +394,10 @@ class MemoryGitHub:
     def _as_comment(self, comment: JSON) -> IssueComment:
         url = f"{SERVER}/{comment['repo']}/issues/{comment['issue']}"
         return IssueComment(
-            id=comment["id"], body=comment["body"], html_url=f"{url}#issuecomment-{comment['id']}"
+            id=comment["id"],
+            body=comment["body"],
+            html_url=f"{url}#issuecomment-{comment['id']}",
+            author=comment.get("login", BOT_LOGIN),
         )
 
     @staticmethod

@@ -471,7 +471,7 @@ def test_cells_link_to_the_job_then_the_run_and_never_to_null(workdir, extra, en
             {"IVY_MATRIX_FAIL_ON": "sometimes"},
             (
                 "input 'fail-on' (IVY_MATRIX_FAIL_ON) got 'sometimes'; "
-                "allowed values: failures, errors, nothing"
+                "allowed values: failures, errors, new, nothing"
             ),
         ),
         (
@@ -539,7 +539,7 @@ def test_bad_choice_message_lists_plain_values(capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "<FailOn." not in out
-    assert "allowed values: failures, errors, nothing" in out
+    assert "allowed values: failures, errors, new, nothing" in out
 
 
 @pytest.mark.usefixtures("workdir")

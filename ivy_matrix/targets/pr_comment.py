@@ -1,0 +1,160 @@
+"""The pr-comment target: one sticky comment per pull request with its verdicts.
+
+I/O through :class:`CommentAPI` (the issue-comment calls of ``github_api.GitHubClient``; a pull
+request is an issue for comments). The body and the merge of writers' cells are pure
+(``pr_comment.py``, ``pr_state.py``); this module finds the comment and writes it:
+
+- **Ours**: a comment whose first line is ``comment_marker(pr)`` *and* whose author's login is
+  the expected one (``pr-comment-author``, default ``github-actions[bot]``, the login
+  GITHUB_TOKEN comments as). A copy of the marker by anyone else is never read, edited or
+  deleted. ``GET /user`` is not used (installation tokens cannot call it); bot logins end in
+  ``[bot]``, which no user login can, so the login alone names the app.
+- **Compare and swap by re-reading**: GitHub has no conditional comment edit, so a writer
+  lists the comments, merges its cells into the oldest of ours (``comment_update``: ``None``
+  means nothing would change, and nothing is written; a comment about a newer head commit or
+  run is never replaced), PATCHes it, lists again and checks that its cells are still there;
+  if a concurrent writer's PATCH replaced them, it tries again after a random wait.
+- **No duplicates**: with no comment of ours yet, it POSTs one, then lists again. A POST that
+  answered an error may have landed (and the client retries POSTs), so it never POSTs again
+  without listing first; when two or more of ours exist, the oldest is kept, the others'
+  cells are merged into it, and then they are deleted.
+- **All green**: with ``pr-comment-when-green: nothing``, a pull request with no failing cell
+  gets no new comment (an existing one is still brought up to date, so it does not keep
+  saying that tests fail).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
+from ivy_matrix.github_types import IssueComment
+from ivy_matrix.options import WhenGreen
+from ivy_matrix.pr_comment import comment_marker, comment_update, parse_comment, render_comment
+from ivy_matrix.pr_state import CommentState, has_failures, merge_states
+from ivy_matrix.workflow_commands import Log
+
+ROUNDS = 12
+# Seconds: the random wait before round n is uniform in [0, min(WAIT_CAP, WAIT_BASE * 2**n)].
+WAIT_BASE = 0.25
+WAIT_CAP = 4.0
+
+
+class CommentAPI(Protocol):
+    """The issue-comment calls the target makes."""
+
+    def list_issue_comments(self, repo: str, number: int) -> list[IssueComment]: ...
+
+    def create_issue_comment(self, repo: str, number: int, body: str) -> IssueComment: ...
+
+    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> IssueComment: ...
+
+    def delete_issue_comment(self, repo: str, comment_id: int) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommentResult:
+    """What the target did: the comment's URL (None when there is none), and whether it wrote
+    (``written``), found it already up to date, or left it alone (all green, ``nothing``)."""
+
+    url: str | None
+    written: bool
+    rounds: int
+
+
+def is_ours(comment: IssueComment, pr: int, author: str) -> bool:
+    """Whether ``comment`` is this pull request's sticky comment by the expected author."""
+    first = comment.body.split("\n", 1)[0].rstrip("\r")
+    return first == comment_marker(pr) and comment.author.lower() == author.lower()
+
+
+class PullRequestComment:
+    """Writes one writer's :class:`CommentState` into the pull request's sticky comment."""
+
+    def __init__(
+        self,
+        api: CommentAPI,
+        repo: str,
+        *,
+        author: str,
+        when_green: WhenGreen,
+        log: Log,
+        sleep: Callable[[float], None],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.api = api
+        self.repo = repo
+        self.author = author
+        self.when_green = when_green
+        self.log = log
+        self.sleep = sleep
+        self.rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
+
+    def _ours(self, pr: int) -> list[IssueComment]:
+        found = [
+            c for c in self.api.list_issue_comments(self.repo, pr) if is_ours(c, pr, self.author)
+        ]
+        return sorted(found, key=lambda c: c.id)
+
+    def _wait(self, attempt: int) -> None:
+        self.sleep(self.rng.uniform(0, min(WAIT_CAP, WAIT_BASE * 2**attempt)))
+
+    def publish(self, state: CommentState) -> CommentResult:
+        """Merge ``state`` into the comment (see the module docstring); raises
+        :class:`~ivy_matrix.errors.ReadOnlyTokenError` when the token cannot write."""
+        pr = state.pr
+        written = False
+        for attempt in range(ROUNDS):
+            if attempt:
+                self._wait(attempt)
+            ours = self._ours(pr)
+            if not ours:
+                if self.when_green is WhenGreen.NOTHING and not has_failures(state):
+                    self.log.info(f"pull request #{pr}: no failing test, so no comment")
+                    return CommentResult(url=None, written=written, rounds=attempt + 1)
+                self._create(state)
+                written = True
+                continue
+            keep, extras = ours[0], ours[1:]
+            combined = self._with_extras(state, extras)
+            body = comment_update(keep.body, combined)
+            if body is None and not extras:
+                return CommentResult(url=keep.html_url, written=written, rounds=attempt + 1)
+            try:
+                if body is not None:
+                    self.api.update_issue_comment(self.repo, keep.id, body)
+                    written = True
+                for extra in extras:
+                    self.api.delete_issue_comment(self.repo, extra.id)
+                    written = True
+            except ReadOnlyTokenError:
+                raise
+            except GitHubAPIError as error:
+                self.log.warning(f"writing the comment on pull request #{pr}: {error}; retrying")
+        self.log.warning(
+            f"the comment on pull request #{pr} did not settle after {ROUNDS} rounds of "
+            f"concurrent writes; a later run will bring it up to date"
+        )
+        return CommentResult(url=None, written=written, rounds=ROUNDS)
+
+    def _create(self, state: CommentState) -> None:
+        """POST a new comment; an error is only logged, since the comment may have landed
+        (the caller lists again before any retry)."""
+        try:
+            self.api.create_issue_comment(self.repo, state.pr, render_comment(state))
+        except ReadOnlyTokenError:
+            raise
+        except GitHubAPIError as error:
+            self.log.warning(f"commenting on pull request #{state.pr}: {error}; retrying")
+
+    @staticmethod
+    def _with_extras(state: CommentState, extras: Sequence[IssueComment]) -> CommentState:
+        """``state`` with the cells of duplicate comments merged in (they are about to go)."""
+        for extra in extras:
+            found = parse_comment(extra.body)
+            if found is not None and found.pr == state.pr:
+                state = merge_states(state, found)
+        return state
