@@ -532,7 +532,14 @@ class MemoryGitHub:
             None,
         )
 
-    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> IssueComment:
+    def update_issue_comment(
+        self,
+        repo: str,
+        comment_id: int,
+        body: str,
+        *,
+        retry: bool = True,  # noqa: ARG002  -- this model never retries by itself
+    ) -> IssueComment:
         """Replace a comment's body (last writer wins)."""
 
         def apply() -> IssueComment:

@@ -103,7 +103,8 @@ def build_history() -> None:
         )
 
 
-def test_compare_json_has_every_verdict_and_failing_since(workdir):
+@pytest.mark.usefixtures("workdir")
+def test_compare_json_has_every_verdict_and_failing_since():
     """Each pull-request cell gets the verdict its history calls for, with failing-since."""
     build_history()
     code, out = compare("torch", PULL_REQUEST, "--base-sha", "c103")
@@ -138,7 +139,8 @@ def test_compare_json_has_every_verdict_and_failing_since(workdir):
     }
 
 
-def test_without_the_merge_base_the_baseline_is_the_latest_result(workdir):
+@pytest.mark.usefixtures("workdir")
+def test_without_the_merge_base_the_baseline_is_the_latest_result():
     """With no base commit known, each cell is compared with its newest default-branch result."""
     build_history()
     _, out = compare("torch", [("test_base", "failed"), ("test_pre", "failed")])
@@ -149,7 +151,8 @@ def test_without_the_merge_base_the_baseline_is_the_latest_result(workdir):
     assert cells["test_base"]["failing_since"] == {"run_id": 104, "sha": "c104"}
 
 
-def test_compare_records_nothing_and_writes_the_comment(workdir):
+@pytest.mark.usefixtures("workdir")
+def test_compare_records_nothing_and_writes_the_comment():
     """compare leaves the store as it was and writes the comment body as markdown."""
     build_history()
     before = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
@@ -174,14 +177,16 @@ def test_compare_records_nothing_and_writes_the_comment(workdir):
         ([("test_pre", "failed"), ("test_brand_new", "failed")], 0),
     ],
 )
-def test_fail_on_new_fails_only_for_a_new_failure(workdir, cases, expected):
+@pytest.mark.usefixtures("workdir")
+def test_fail_on_new_fails_only_for_a_new_failure(cases, expected):
     """fail-on new exits 1 when a cell newly fails, and 0 for failures that are not new."""
     build_history()
     code, _ = compare("torch", cases, "--fail-on", "new")
     assert code == expected
 
 
-def test_update_on_a_pull_request_records_nothing(workdir, capsys):
+@pytest.mark.usefixtures("workdir")
+def test_update_on_a_pull_request_records_nothing(capsys):
     """update with a pull request's results leaves the dashboards' store untouched."""
     build_history()
     before = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
@@ -199,7 +204,8 @@ def test_update_on_a_pull_request_records_nothing(workdir, capsys):
     assert "1 new" in out
 
 
-def test_a_pull_request_event_is_read_from_the_runner(workdir, tmp_path, capsys):
+@pytest.mark.usefixtures("workdir")
+def test_a_pull_request_event_is_read_from_the_runner(tmp_path):
     """On a pull_request event the number, head and base come from GitHub's payload."""
     build_history()
     event = tmp_path / "event.json"
@@ -231,7 +237,8 @@ def test_a_pull_request_event_is_read_from_the_runner(workdir, tmp_path, capsys)
     assert body.startswith("<!-- ivy-matrix:pr=12 -->\n<!-- ivy-matrix:head=abc1234 -->")
 
 
-def test_a_branch_that_does_not_feed_the_dashboards_records_nothing(workdir, capsys):
+@pytest.mark.usefixtures("workdir")
+def test_a_branch_that_does_not_feed_the_dashboards_records_nothing(capsys):
     """Results from a branch outside dashboard-branches are not recorded."""
     build_history()
     before = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}

@@ -13,7 +13,11 @@ request is an issue for comments). The body and the merge of writers' cells are 
   lists the comments, merges its cells into the oldest of ours (``comment_update``: ``None``
   means nothing would change, and nothing is written; a comment about a newer head commit or
   run is never replaced), PATCHes it, lists again and checks that its cells are still there;
-  if a concurrent writer's PATCH replaced them, it tries again after a random wait.
+  if a concurrent writer's PATCH replaced them, it tries again after a random wait. The PATCH
+  is sent once (never repeated by the client after an error: a late repeat of a stale body
+  would drop the cells written meanwhile), and a writer is done only when it has seen its
+  cells twice, ``SETTLE`` seconds apart, so that a writer which read the comment before they
+  were added and wrote after the first look is caught.
 - **No duplicates**: with no comment of ours yet, it POSTs one, then lists again. A POST that
   answered an error may have landed (and the client retries POSTs), so it never POSTs again
   without listing first; when two or more of ours exist, the oldest is kept, the others'
@@ -37,10 +41,15 @@ from ivy_matrix.pr_comment import comment_marker, comment_update, parse_comment,
 from ivy_matrix.pr_state import CommentState, has_failures, merge_states
 from ivy_matrix.workflow_commands import Log
 
-ROUNDS = 12
+ROUNDS = 16
 # Seconds: the random wait before round n is uniform in [0, min(WAIT_CAP, WAIT_BASE * 2**n)].
 WAIT_BASE = 0.25
 WAIT_CAP = 4.0
+# A writer is done when it has seen its cells in the comment this many times in a row, SETTLE
+# seconds apart: a concurrent writer that read the comment before they were added, and
+# writes after one look, is caught by the next (its read-to-write time is far shorter).
+CONFIRMATIONS = 2
+SETTLE = 2.0
 
 
 class CommentAPI(Protocol):
@@ -50,7 +59,9 @@ class CommentAPI(Protocol):
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> IssueComment: ...
 
-    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> IssueComment: ...
+    def update_issue_comment(
+        self, repo: str, comment_id: int, body: str, *, retry: bool = True
+    ) -> IssueComment: ...
 
     def delete_issue_comment(self, repo: str, comment_id: int) -> bool: ...
 
@@ -104,41 +115,60 @@ class PullRequestComment:
 
     def publish(self, state: CommentState) -> CommentResult:
         """Merge ``state`` into the comment (see the module docstring); raises
-        :class:`~ivy_matrix.errors.ReadOnlyTokenError` when the token cannot write."""
-        pr = state.pr
-        written = False
+        :class:`~ivy_matrix.errors.ReadOnlyTokenError` when the token cannot write.
+
+        Any other error of GitHub's (what the client's own retries did not get past) ends the
+        round, and the next round starts again from a fresh listing.
+        """
+        written: list[bool] = []
+        seen = 0
         for attempt in range(ROUNDS):
-            if attempt:
+            if seen:
+                self.sleep(self.rng.uniform(SETTLE, 1.5 * SETTLE))
+            elif attempt:
                 self._wait(attempt)
-            ours = self._ours(pr)
-            if not ours:
-                if self.when_green is WhenGreen.NOTHING and not has_failures(state):
-                    self.log.info(f"pull request #{pr}: no failing test, so no comment")
-                    return CommentResult(url=None, written=written, rounds=attempt + 1)
-                self._create(state)
-                written = True
-                continue
-            keep, extras = ours[0], ours[1:]
-            combined = self._with_extras(state, extras)
-            body = comment_update(keep.body, combined)
-            if body is None and not extras:
-                return CommentResult(url=keep.html_url, written=written, rounds=attempt + 1)
             try:
-                if body is not None:
-                    self.api.update_issue_comment(self.repo, keep.id, body)
-                    written = True
-                for extra in extras:
-                    self.api.delete_issue_comment(self.repo, extra.id)
-                    written = True
+                before = len(written)
+                done = self._round(state, written)
             except ReadOnlyTokenError:
                 raise
             except GitHubAPIError as error:
-                self.log.warning(f"writing the comment on pull request #{pr}: {error}; retrying")
+                self.log.warning(f"the comment on pull request #{state.pr}: {error}; retrying")
+                seen = 0
+                continue
+            seen = seen + 1 if done is not None and len(written) == before else 0
+            if done == "" or seen >= CONFIRMATIONS:
+                return CommentResult(url=done or None, written=bool(written), rounds=attempt + 1)
         self.log.warning(
-            f"the comment on pull request #{pr} did not settle after {ROUNDS} rounds of "
-            f"concurrent writes; a later run will bring it up to date"
+            f"the comment on pull request #{state.pr} did not settle after {ROUNDS} rounds of "
+            f"concurrent writes or errors; a later run will bring it up to date"
         )
-        return CommentResult(url=None, written=written, rounds=ROUNDS)
+        return CommentResult(url=None, written=bool(written), rounds=ROUNDS)
+
+    def _round(self, state: CommentState, written: list[bool]) -> str | None:
+        """One read-merge-write; the comment's URL ("" for none) when it needs no more."""
+        pr = state.pr
+        ours = self._ours(pr)
+        if not ours:
+            if self.when_green is WhenGreen.NOTHING and not has_failures(state):
+                self.log.info(f"pull request #{pr}: no failing test, so no comment")
+                return ""
+            written.append(True)
+            self._create(state)
+            return None
+        keep, extras = ours[0], ours[1:]
+        combined = self._with_extras(state, extras)
+        body = comment_update(keep.body, combined)
+        if body is None and not extras:
+            return keep.html_url
+        if body is not None:
+            written.append(True)
+            # Sent once: a repeat after a wait could land over a newer writer's cells.
+            self.api.update_issue_comment(self.repo, keep.id, body, retry=False)
+        for extra in extras:
+            written.append(True)
+            self.api.delete_issue_comment(self.repo, extra.id)
+        return None
 
     def _create(self, state: CommentState) -> None:
         """POST a new comment; an error is only logged, since the comment may have landed

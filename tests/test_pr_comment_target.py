@@ -1,0 +1,314 @@
+"""The pr-comment target: one sticky comment per pull request, through races, re-runs, newer
+pushes, duplicates, other bots' copies of the marker and read-only tokens."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+from ivy_matrix.cli import main
+from ivy_matrix.errors import ReadOnlyTokenError
+from ivy_matrix.model import RunKey
+from ivy_matrix.options import WhenGreen
+from ivy_matrix.pr_comment import comment_marker, parse_comment
+from ivy_matrix.pr_state import CommentState
+from ivy_matrix.targets.pr_comment import PullRequestComment
+from ivy_matrix.verdicts import CellVerdict, Verdict
+from ivy_matrix.workflow_commands import Log
+from tests.conftest import quick_sleep
+from tests.fake_github import BOT_LOGIN, FakeGitHub
+from tests.memory_github import MemoryGitHub
+from tests.test_update_github import FAST, runner_env, write_results
+
+pytestmark = pytest.mark.timeout(120)
+
+REPO = "acme/widgets"
+
+
+def leg_state(
+    pr: int,
+    backend: str,
+    *,
+    run: int = 100,
+    attempt: int = 1,
+    head: str = "abc",
+    rows: tuple[str, ...] = ("test_a",),
+    verdict: Verdict = Verdict.NEW,
+) -> CommentState:
+    """One leg's part of the comment: ``rows`` of ``backend`` with ``verdict``."""
+    key = RunKey(run, attempt, 1)
+    cells = tuple(
+        CellVerdict(
+            dashboard="core/gradients",
+            row=row,
+            backend=backend,
+            verdict=verdict,
+            link=f"https://github.com/{REPO}/actions/runs/{run}/job/1",
+            run=key,
+            position=(index, 0),
+        )
+        for index, row in enumerate(rows)
+    )
+    return CommentState(pr=pr, head=head, run=key, cells=cells, backends=((backend, 0, key),))
+
+
+def writer(
+    memory: MemoryGitHub, *, when_green: WhenGreen = WhenGreen.NOTE, seed: int = 0
+) -> PullRequestComment:
+    return PullRequestComment(
+        memory.as_client(),
+        REPO,
+        author=BOT_LOGIN,
+        when_green=when_green,
+        log=Log(github_actions=False),
+        sleep=quick_sleep,
+        rng=random.Random(seed),
+    )
+
+
+def ours(memory: MemoryGitHub, pr: int) -> list[dict]:
+    with memory.lock:
+        return [
+            c
+            for c in memory.comments[pr]
+            if c["body"].startswith(comment_marker(pr)) and c.get("login", BOT_LOGIN) == BOT_LOGIN
+        ]
+
+
+def the_state(memory: MemoryGitHub, pr: int) -> CommentState:
+    found = ours(memory, pr)
+    assert len(found) == 1
+    state = parse_comment(found[0]["body"])
+    assert state is not None
+    return state
+
+
+@pytest.fixture(name="pr")
+def pr_fixture(memory: MemoryGitHub) -> int:
+    """A pull request (an issue for comments) in the in-memory GitHub."""
+    return int(memory.add_issue(title="A change", pull_request=True)["number"])
+
+
+def test_sixteen_legs_racing_with_faults_leave_one_comment_with_every_cell(memory, pr):
+    """16 legs at once, with a POST that lands then answers 500: one comment, every leg's cells."""
+    memory.latency = (0.0, 0.003)
+    # The first POST lands and errors, and the client's retry posts it again: a duplicate.
+    memory.inject("create_issue_comment", status=500, after_write=True, retried=True)
+    memory.inject("update_issue_comment", status=502, times=3)
+    memory.inject("list_issue_comments", status=503, times=2)
+    backends = [f"b{leg:02d}" for leg in range(16)]
+    barrier = threading.Barrier(len(backends))
+    errors: list[BaseException] = []
+
+    def leg(index: int, backend: str) -> None:
+        barrier.wait(timeout=30)
+        try:
+            writer(memory, seed=index).publish(leg_state(pr, backend, rows=("t1", "t2")))
+        except BaseException as error:  # noqa: BLE001  -- reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=leg, args=item) for item in enumerate(backends)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=100)
+    state = the_state(memory, pr)
+    assert {c.backend for c in state.cells} == set(backends)
+    assert len(state.cells) == 32
+    assert state.counts()[Verdict.NEW] == 32
+    assert errors == []
+
+
+def test_a_second_identical_write_writes_nothing(memory, pr):
+    """Publishing the same cells again makes no write."""
+    writer(memory).publish(leg_state(pr, "torch"))
+    before = len(memory.writes())
+    result = writer(memory).publish(leg_state(pr, "torch"))
+    assert len(memory.writes()) == before
+    assert not result.written
+    assert result.url
+
+
+def test_an_older_run_never_replaces_a_newer_push(memory, pr):
+    """A late writer of an older run (and head) leaves the newer comment as it is."""
+    writer(memory).publish(leg_state(pr, "torch", run=200, head="new"))
+    body = ours(memory, pr)[0]["body"]
+    writer(memory).publish(leg_state(pr, "jax", run=100, head="old"))
+    assert ours(memory, pr)[0]["body"] == body
+    state = the_state(memory, pr)
+    assert (state.run.run_id, state.head) == (200, "new")
+
+
+def test_a_newer_push_starts_the_comment_afresh(memory, pr):
+    """A newer run's writer replaces the older run's cells in the same comment."""
+    writer(memory).publish(leg_state(pr, "torch", run=100, head="old"))
+    writer(memory).publish(leg_state(pr, "jax", run=200, head="new", verdict=Verdict.FIXED))
+    state = the_state(memory, pr)
+    assert {c.backend for c in state.cells} == {"jax"}
+    assert state.head == "new"
+
+
+def test_a_rerun_attempt_replaces_its_backends_cells(memory, pr):
+    """A re-run attempt of one leg replaces that backend's cells and keeps the others'."""
+    writer(memory).publish(leg_state(pr, "torch", rows=("t1", "t2")))
+    writer(memory).publish(leg_state(pr, "jax", rows=("t1",)))
+    writer(memory).publish(leg_state(pr, "torch", attempt=2, rows=("t2",)))
+    state = the_state(memory, pr)
+    assert sorted((c.backend, c.row) for c in state.cells) == [("jax", "t1"), ("torch", "t2")]
+
+
+def test_another_bots_copy_of_the_marker_is_never_touched(memory, pr):
+    """A comment by someone else carrying the marker stays as it is; ours is a new comment."""
+    forged = comment_marker(pr) + "\nnot ours"
+    memory.add_comment(pr, forged, login="other-bot[bot]")
+    writer(memory).publish(leg_state(pr, "torch"))
+    with memory.lock:
+        bodies = {c.get("login", BOT_LOGIN): c["body"] for c in memory.comments[pr]}
+    assert bodies["other-bot[bot]"] == forged
+    assert parse_comment(bodies[BOT_LOGIN]) is not None
+
+
+def test_duplicates_are_merged_into_the_oldest_and_deleted(memory, pr):
+    """Two comments of ours (a retried POST): the oldest keeps both cells, the other goes."""
+    first = writer(memory)
+    first.publish(leg_state(pr, "torch"))
+    # A duplicate, as a POST that landed twice leaves it, holding jax's cells.
+    other = MemoryGitHub()
+    other.add_issue(pull_request=True)
+    writer(other).publish(leg_state(1, "jax"))
+    body = other.comments[1][0]["body"].replace(comment_marker(1), comment_marker(pr), 1)
+    body = body.replace('"pr":1', f'"pr":{pr}')
+    memory.add_comment(pr, body)
+    writer(memory).publish(leg_state(pr, "mxnet"))
+    state = the_state(memory, pr)
+    assert {c.backend for c in state.cells} >= {"torch", "mxnet"}
+
+
+def test_all_green_with_nothing_configured_posts_no_comment(memory, pr):
+    """With pr-comment-when-green nothing, an all-green pull request gets no comment."""
+    green = CommentState(pr=pr, head="abc", run=RunKey(100, 1, 1))
+    result = writer(memory, when_green=WhenGreen.NOTHING).publish(green)
+    assert result.url is None
+    assert memory.comments[pr] == []
+    writer(memory, when_green=WhenGreen.NOTE).publish(green)
+    assert "no failing tests" in ours(memory, pr)[0]["body"]
+
+
+def test_a_read_only_token_raises_for_the_caller_to_degrade(pr):
+    """A read-only token's refused POST reaches the caller (which falls back to the summary)."""
+    memory = MemoryGitHub(read_only=True)
+    number = int(memory.add_issue(pull_request=True)["number"])
+    with pytest.raises(ReadOnlyTokenError):
+        writer(memory).publish(leg_state(number, "torch"))
+    assert memory.comments[number] == []
+    assert pr  # the fixture's writable GitHub is not used here
+
+
+# ----------------------------------------------------------------- the command, on the fake
+
+
+def pr_event(tmp_path: Path, number: int, *, fork: bool = False) -> Path:
+    head_repo = "someone/widgets" if fork else REPO
+    path = tmp_path / "event.json"
+    payload = {
+        "pull_request": {
+            "number": number,
+            "head": {"sha": "headsha1", "repo": {"full_name": head_repo, "fork": fork}},
+            "base": {"sha": "basesha", "repo": {"full_name": REPO}},
+        },
+        "repository": {"default_branch": "main"},
+    }
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return path
+
+
+def build_baseline(fake: FakeGitHub, tmp_path: Path, backends: list[str]) -> Path:
+    """A default-branch store in which every test of every backend passes."""
+    store = tmp_path / "baseline"
+    for backend in backends:
+        work = tmp_path / "main" / backend
+        write_results(work / "junit.xml", backend, tests=4, failing="none")
+        env = runner_env(fake, work, IVY_MATRIX_TARGETS="summary", GITHUB_RUN_ID="50")
+        argv = ["update", "--junit", str(work / "junit.xml"), "--backend", backend]
+        assert main([*argv, "--store", str(store), "--job-id", "5"], env, remote=FAST) == 0
+    return store
+
+
+@pytest.mark.timeout(150)
+def test_sixteen_pull_request_legs_through_the_command_leave_one_comment(tmp_path):
+    """16 legs of a pull request run update at once with faults: one comment, every backend."""
+    backends = [f"b{leg:02d}" for leg in range(16)]
+    with FakeGitHub() as fake:
+        store = build_baseline(fake, tmp_path, backends)
+        number = int(fake.add_issue(title="change", pull_request=True)["number"])
+        event = pr_event(tmp_path, number)
+        fake.inject(method="POST", path=r"/issues/\d+/comments$", status=500, after_write=True)
+        fake.configure(latency=(0.001, 0.01), fail_rate=0.1, fail_kinds=("502", "503"), seed=3)
+        legs = []
+        for leg, backend in enumerate(backends):
+            work = tmp_path / "pr" / backend
+            write_results(work / "junit.xml", backend, tests=4, failing=f"test_{leg % 4:02d}")
+            env = runner_env(
+                fake,
+                work,
+                IVY_MATRIX_TARGETS="pr-comment\nsummary",
+                IVY_MATRIX_JOB_ID=str(2000 + leg),
+                GITHUB_RUN_ID="60",
+                GITHUB_EVENT_NAME="pull_request",
+                GITHUB_EVENT_PATH=str(event),
+                IVY_MATRIX_STORE=str(store),
+            )
+            legs.append((["update", "--junit", str(work / "junit.xml"), "--backend", backend], env))
+        barrier = threading.Barrier(len(legs))
+        codes: dict[str, int] = {}
+
+        def run_leg(argv: list[str], env: dict[str, str]) -> None:
+            barrier.wait(timeout=30)
+            codes[argv[-1]] = main(argv, env, remote=FAST)
+
+        threads = [threading.Thread(target=run_leg, args=leg) for leg in legs]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=140)
+        fake.configure(fail_rate=0.0)
+        assert codes == dict.fromkeys(backends, 0)
+        with fake.lock:
+            comments = list(fake.comments[number])
+    assert len(comments) == 1
+    state = parse_comment(comments[0]["body"])
+    assert state is not None
+    assert state.head == "headsha1"
+    assert {c.backend for c in state.cells} == set(backends)
+    assert state.counts()[Verdict.NEW] == 16
+    assert "## ivy-matrix: 16 new failures" in comments[0]["body"]
+
+
+def test_a_fork_pull_request_writes_no_comment_and_fills_the_summary(tmp_path):
+    """A fork's read-only token: no write request at all; the comment goes to the job summary."""
+    with FakeGitHub() as fake:
+        store = build_baseline(fake, tmp_path, ["torch"])
+        number = int(fake.add_issue(title="change", pull_request=True)["number"])
+        work = tmp_path / "pr"
+        write_results(work / "junit.xml", "torch", tests=4, failing="test_01")
+        env = runner_env(
+            fake,
+            work,
+            IVY_MATRIX_TARGETS="pr-comment\nsummary",
+            GITHUB_RUN_ID="60",
+            GITHUB_EVENT_NAME="pull_request",
+            GITHUB_EVENT_PATH=str(pr_event(tmp_path, number, fork=True)),
+            IVY_MATRIX_STORE=str(store),
+        )
+        argv = ["update", "--junit", str(work / "junit.xml"), "--backend", "torch"]
+        assert main(argv, env, remote=FAST) == 0
+        with fake.lock:
+            assert fake.comments[number] == []
+            assert not [r for r in fake.requests if r.write]
+    summary = (work / "summary.md").read_text(encoding="utf-8")
+    assert comment_marker(number) in summary
+    assert "1 new failure" in summary
