@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.errors import ReadOnlyTokenError
+from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.model import RunKey
 from ivy_matrix.options import WhenGreen
 from ivy_matrix.pr_comment import comment_marker, parse_comment
@@ -19,7 +19,7 @@ from ivy_matrix.pr_state import CommentState
 from ivy_matrix.targets.pr_comment import PullRequestComment
 from ivy_matrix.verdicts import CellVerdict, Verdict
 from ivy_matrix.workflow_commands import Log
-from tests.conftest import quick_sleep
+from tests.conftest import fake_client, quick_sleep
 from tests.fake_github import BOT_LOGIN, FakeGitHub
 from tests.memory_github import MemoryGitHub
 from tests.test_update_github import FAST, runner_env, write_results
@@ -312,3 +312,86 @@ def test_a_fork_pull_request_writes_no_comment_and_fills_the_summary(tmp_path):
     summary = (work / "summary.md").read_text(encoding="utf-8")
     assert comment_marker(number) in summary
     assert "1 new failure" in summary
+
+
+def test_the_workflow_run_recipe_comments_on_the_events_pull_request(tmp_path):
+    """A workflow_run job posts the fork's comment on the pull request and head GitHub's event
+    names, links each backend to its leg, and records nothing."""
+    backends = ["torch", "jax"]
+    with FakeGitHub() as fake:
+        store = build_baseline(fake, tmp_path, backends)
+        before = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+        number = int(fake.add_issue(title="from a fork", pull_request=True)["number"])
+        fork_event = pr_event(tmp_path, number, fork=True)
+        artifacts = tmp_path / "download"
+        for leg, backend in enumerate(backends):
+            # The fork's legs: a read-only token; they leave results and leg metadata.
+            folder = artifacts / f"results-{backend}"
+            write_results(folder / "junit.xml", backend, tests=4, failing="test_01")
+            env = runner_env(
+                fake,
+                folder,
+                IVY_MATRIX_TARGETS="summary",
+                GITHUB_RUN_ID="70",
+                IVY_MATRIX_JOB_ID=str(3000 + leg),
+                GITHUB_EVENT_NAME="pull_request",
+                GITHUB_EVENT_PATH=str(fork_event),
+                IVY_MATRIX_STORE=str(tmp_path / "leg-store"),
+                IVY_MATRIX_LEG_METADATA=str(folder / "ivy-matrix-leg.json"),
+            )
+            argv = ["update", "--junit", str(folder / "junit.xml"), "--backend", backend]
+            assert main(argv, env, remote=FAST) == 0
+        assert fake.comments[number] == []
+        event = tmp_path / "workflow_run.json"
+        payload = {
+            "workflow_run": {
+                "id": 70,
+                "run_attempt": 1,
+                "event": "pull_request",
+                "head_sha": "forkhead",
+                "pull_requests": [{"number": number, "base": {"sha": "basesha"}}],
+            },
+            "repository": {"default_branch": "main"},
+        }
+        event.write_text(json.dumps(payload), encoding="utf-8")
+        work = tmp_path / "comment-job"
+        env = runner_env(
+            fake,
+            work,
+            IVY_MATRIX_TARGETS="pr-comment",
+            GITHUB_RUN_ID="80",
+            IVY_MATRIX_RUN_ID="70",
+            GITHUB_EVENT_NAME="workflow_run",
+            GITHUB_EVENT_PATH=str(event),
+            IVY_MATRIX_STORE=str(store),
+            IVY_MATRIX_BACKEND_FROM_PATH=r"results-(?P<backend>[^/]+)/",
+            IVY_MATRIX_FAIL_ON="new",
+        )
+        argv = ["update", "--junit", str(artifacts / "**" / "*.xml")]
+        assert main(argv, env, remote=FAST) == 1  # fail-on: new, and the fork broke test_01
+        with fake.lock:
+            comments = list(fake.comments[number])
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
+    assert len(comments) == 1
+    state = parse_comment(comments[0]["body"])
+    assert state is not None
+    assert (state.pr, state.head) == (number, "forkhead")
+    links = {c.backend: c.link for c in state.cells}
+    assert links == {
+        "torch": f"https://github.com/{REPO}/actions/runs/70/job/3000",
+        "jax": f"https://github.com/{REPO}/actions/runs/70/job/3001",
+    }
+    assert all(c.verdict is Verdict.NEW for c in state.cells)
+
+
+def test_a_pull_request_edit_is_sent_once_when_asked(fake):
+    """update_issue_comment(retry=False) makes one request and reports GitHub's error."""
+    client = fake_client(fake)
+    number = int(fake.add_issue(pull_request=True)["number"])
+    comment = client.create_issue_comment(REPO, number, "hello")
+    fake.inject(method="PATCH", path=r"/issues/comments/\d+$", status=502, times=2)
+    with pytest.raises(GitHubAPIError):
+        client.update_issue_comment(REPO, comment.id, "changed", retry=False)
+    patches = [r for r in fake.requests if r.method == "PATCH"]
+    assert len(patches) == 1
+    assert client.update_issue_comment(REPO, comment.id, "again").body == "again"
