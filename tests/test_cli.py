@@ -343,7 +343,15 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
         stralign="left",
     )
     assert index.startswith("# Test dashboards\n")
-    assert index.endswith(index_table + "\n")
+    table_end = index.index(index_table) + len(index_table)
+    # Below the table: the history sections, each entry linking its dashboard and job.
+    assert index[table_end:] == (
+        "\n\n## Newly failing\n\n"
+        f"- [core/gradients](core/gradients.md) · test_jac · torch: [failure]({url}), "
+        "failing since run 41, at least 1 run\n"
+        f"- [nn/layers](nn/layers.md) · test_linear · torch: [failure]({url}), "
+        "failing since run 41, at least 1 run\n"
+    )
 
 
 # --- update: options from the environment and job links -----------------------------------
