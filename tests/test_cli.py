@@ -251,6 +251,17 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
         "problems": 3,
         "unassigned": 0,
     }
+    history = {key: d.pop("history") for key, d in summary["dashboards"].items()}
+    assert {(c["row"], c["failing_runs"], c["flaky"]) for c in history["core/gradients"]} == {
+        ("test_jac", 1, False),
+        ("test_adam_step", 1, False),
+        ("test_both", 1, False),
+        ("test_skip_fail", 1, False),
+        ("test_flaky", 0, True),
+    }
+    for cell in history["core/gradients"]:
+        failing = cell["failing_runs"] == 1
+        assert cell["failing_since"] == ({"run_id": 100, "sha": None} if failing else None)
     assert summary["dashboards"] == {
         "core/gradients": {
             "file": "core/gradients.md",
@@ -292,6 +303,16 @@ def test_summary_lists_stored_dashboards_this_update_did_not_touch(workdir):
         "rows": 1,
         "backends": {"jax": {"passing": 0, "total": 1}},
         "updated": False,
+        "history": [
+            {
+                "row": "test_linear",
+                "backend": "jax",
+                "failing_since": {"run_id": 5, "sha": None},
+                "failing_runs": 1,
+                "last_pass": None,
+                "flaky": False,
+            }
+        ],
     }
     assert dashboards["core/gradients"]["updated"] is True
 
