@@ -371,7 +371,8 @@ def compose_issue(
 
     The maintainer's text outside the managed region of ``existing_body`` is kept verbatim.
     Below the table go the dashboard's failing and flaky cells (history.py), with fewer
-    entries, or none, when the body would not fit otherwise. The table is drawn in ``style``; over ``budget`` (UTF-16 units) in the compact style; and
+    entries, or none, when the body would not fit otherwise (before the style changes). The
+    table is drawn in ``style``; over ``budget`` (UTF-16 units) in the compact style; and
     if that is still over, its rows are split across the body and continuation comments, each
     a complete table. ``with_state`` adds the hidden state block (issue-body store), which
     must fit in the body itself.
@@ -380,10 +381,10 @@ def compose_issue(
     frame = _Frame(state.key, before, after, revision, state_block(state) if with_state else "")
     history = dashboard_history(state)
     sections = dict.fromkeys(render_issue_section(history, limit=limit) for limit in HISTORY_LIMITS)
-    for section in (*sections, ""):
-        with_history = replace(frame, history=section)
-        for candidate in dict.fromkeys((style, Style.COMPACT)):
-            body = with_history.body(render_dashboard(state, candidate), 0)
+    for candidate in dict.fromkeys((style, Style.COMPACT)):
+        table_text = render_dashboard(state, candidate)
+        for section in (*sections, ""):
+            body = replace(frame, history=section).body(table_text, 0)
             if utf16_len(body) <= budget:
                 return IssueBodies(body=body, style=candidate)
     minimal = utf16_len(frame.body("", _MAX_PARTS))
