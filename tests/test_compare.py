@@ -12,7 +12,10 @@ from typing import Any
 import pytest
 
 from ivy_matrix.cli import main
+from ivy_matrix.config import read_event
+from tests.fake_github import FakeGitHub
 from tests.test_cli import GRADIENTS, write_junit
+from tests.test_update_github import FAST, runner_env, write_results
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -251,3 +254,73 @@ def test_a_branch_that_does_not_feed_the_dashboards_records_nothing(capsys):
     after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
     assert after == before
     assert "results of refs/heads/dev are not recorded" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_push_to_another_branch_than_the_default_records_nothing(tmp_path, capsys):
+    """With no dashboard-branches, the event's default branch alone feeds the dashboards."""
+    build_history()
+    before = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    event = tmp_path / "push.json"
+    event.write_text(json.dumps({"repository": {"default_branch": "main"}}), encoding="utf-8")
+    env = {"GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": str(event)}
+    path = results(Path("dev/r.xml"), [("test_new", "failed")])
+    argv = ["update", "--junit", str(path), "--backend", "torch", "--run-id", "960"]
+    assert run(*argv, "--ref", "refs/heads/feature", env=env) == 0
+    after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    assert after == before
+    assert "only main feed them" in capsys.readouterr().out
+    assert run(*argv, "--ref", "refs/heads/main", env=env) == 0
+    after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    assert after != before
+
+
+@pytest.mark.parametrize(
+    ("event_name", "payload", "expected"),
+    [
+        (
+            "pull_request_target",
+            {"pull_request": {"number": 3, "head": {"sha": "h"}, "base": {"sha": "b"}}},
+            (True, 3, "h", "b"),
+        ),
+        (
+            "workflow_run",
+            {"workflow_run": {"event": "pull_request", "head_sha": "h", "pull_requests": []}},
+            (True, None, "h", None),
+        ),
+        (
+            "workflow_run",
+            {"workflow_run": {"event": "push", "head_sha": "h"}},
+            (False, None, None, None),
+        ),
+        ("pull_request", ["not", "an", "object"], (True, None, None, None)),
+    ],
+)
+def test_the_event_says_whether_results_are_a_pull_requests(
+    tmp_path, event_name, payload, expected
+):
+    """The event payload gives the pull request, its head and base; anything else says nothing."""
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    event = read_event(path, event_name)
+    assert (event.pull_request, event.pr, event.head_sha, event.base_sha) == expected
+
+
+def test_compare_reads_the_baseline_from_the_dashboard_branch(tmp_path):
+    """compare --targets branch reads the dashboard branch's state and writes nothing there."""
+    with FakeGitHub() as fake:
+        work = tmp_path / "main"
+        write_results(work / "junit.xml", "torch", tests=3, failing="test_02")
+        env = runner_env(fake, work, GITHUB_RUN_ID="500", IVY_MATRIX_JOB_ID="5")
+        argv = ["update", "--junit", str(work / "junit.xml"), "--backend", "torch"]
+        assert main(argv, env, remote=FAST) == 0
+        writes = len(fake.writes())
+        pr_work = tmp_path / "pr"
+        write_results(pr_work / "junit.xml", "torch", tests=3, failing="test_01")
+        env = runner_env(fake, pr_work, GITHUB_RUN_ID="600", IVY_MATRIX_JOB_ID="6")
+        out = tmp_path / "v.json"
+        argv = ["compare", "--junit", str(pr_work / "junit.xml"), "--backend", "torch"]
+        assert main([*argv, "--pr", "4", "--json", str(out)], env, remote=FAST) == 0
+        assert len(fake.writes()) == writes
+    verdicts = {c["row"].split("[")[0]: c["verdict"] for c in document(out)["cells"]}
+    assert verdicts == {"test_01": "new", "test_02": "fixed"}
