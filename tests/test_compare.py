@@ -70,7 +70,9 @@ def compare(backend: str, cases: Sequence[tuple[str, str]], *extra: str) -> tupl
 
 
 def document(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8"))
+    found = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(found, dict)
+    return found
 
 
 def by_row(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -7,6 +7,7 @@ import json
 import random
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,7 +71,7 @@ def writer(
     )
 
 
-def ours(memory: MemoryGitHub, pr: int) -> list[dict]:
+def ours(memory: MemoryGitHub, pr: int) -> list[dict[str, Any]]:
     with memory.lock:
         return [
             c
