@@ -396,3 +396,12 @@ def test_a_pull_request_edit_is_sent_once_when_asked(fake):
     patches = [r for r in fake.requests if r.method == "PATCH"]
     assert len(patches) == 1
     assert client.update_issue_comment(REPO, comment.id, "again").body == "again"
+
+
+def test_a_pull_request_that_does_not_exist_ends_at_the_first_listing(memory, capsys):
+    """A listing GitHub refuses for good (404) is not retried: one call, a warning, no comment."""
+    result = writer(memory).publish(leg_state(4242, "torch"))
+    assert result.url is None
+    assert result.rounds == 1
+    assert memory.calls == ["list_issue_comments"]
+    assert "cannot write the comment on pull request #4242" in capsys.readouterr().out

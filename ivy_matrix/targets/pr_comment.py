@@ -52,6 +52,15 @@ CONFIRMATIONS = 2
 SETTLE = 2.0
 
 
+# Answers to a listing that another try will not change (404: no such pull request; 401: a bad
+# token; 410: gone; 400, 422: invalid). Rate limits and 5xx are retried.
+_FOR_GOOD = frozenset({400, 401, 404, 410, 422})
+
+
+class UnlistableError(GitHubAPIError):
+    """The pull request's comments cannot be listed for good (it does not exist, no access)."""
+
+
 class CommentAPI(Protocol):
     """The issue-comment calls the target makes."""
 
@@ -105,9 +114,15 @@ class PullRequestComment:
         self.rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
 
     def _ours(self, pr: int) -> list[IssueComment]:
-        found = [
-            c for c in self.api.list_issue_comments(self.repo, pr) if is_ours(c, pr, self.author)
-        ]
+        try:
+            listed = self.api.list_issue_comments(self.repo, pr)
+        except ReadOnlyTokenError:
+            raise
+        except GitHubAPIError as error:
+            if error.status in _FOR_GOOD:
+                raise UnlistableError(str(error), status=error.status) from None
+            raise
+        found = [c for c in listed if is_ours(c, pr, self.author)]
         return sorted(found, key=lambda c: c.id)
 
     def _wait(self, attempt: int) -> None:
@@ -132,6 +147,9 @@ class PullRequestComment:
                 done = self._round(state, written)
             except ReadOnlyTokenError:
                 raise
+            except UnlistableError as error:
+                self.log.warning(f"cannot write the comment on pull request #{state.pr}: {error}")
+                return CommentResult(url=None, written=bool(written), rounds=attempt + 1)
             except GitHubAPIError as error:
                 self.log.warning(f"the comment on pull request #{state.pr}: {error}; retrying")
                 seen = 0
