@@ -405,3 +405,26 @@ def test_a_pull_request_that_does_not_exist_ends_at_the_first_listing(memory, ca
     assert result.rounds == 1
     assert memory.calls == ["list_issue_comments"]
     assert "cannot write the comment on pull request #4242" in capsys.readouterr().out
+
+
+def test_legs_of_an_older_and_a_newer_push_racing_leave_the_newer_heads_cells(memory, pr):
+    """8 legs of an older run and 8 of a newer push at once: the comment holds the newer's."""
+    memory.latency = (0.0, 0.003)
+    legs = [
+        (run, head, f"b{leg:02d}") for run, head in ((100, "old"), (200, "new")) for leg in range(8)
+    ]
+    barrier = threading.Barrier(len(legs))
+
+    def leg(index: int, run: int, head: str, backend: str) -> None:
+        barrier.wait(timeout=30)
+        writer(memory, seed=index).publish(leg_state(pr, backend, run=run, head=head))
+
+    threads = [threading.Thread(target=leg, args=(index, *item)) for index, item in enumerate(legs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=100)
+    state = the_state(memory, pr)
+    assert (state.run.run_id, state.head) == (200, "new")
+    assert {c.backend for c in state.cells} == {f"b{leg:02d}" for leg in range(8)}
+    assert {c.run.run_id for c in state.cells} == {200}
