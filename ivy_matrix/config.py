@@ -92,6 +92,7 @@ class Settings:
     pull_request: bool = False
     dashboard_branches: tuple[str, ...] = ()
     default_branch: str | None = None
+    pr_head_label: str | None = None
     pr_comment_when_green: WhenGreen = field(
         default_factory=lambda: WhenGreen(option_default("pr_comment_when_green", str))
     )
@@ -236,6 +237,7 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         pull_request=pr is not None or event.pull_request,
         dashboard_branches=_get(values, "dashboard_branches", tuple) or (),
         default_branch=event.default_branch,
+        pr_head_label=event.head_label,
         pr_comment_when_green=WhenGreen(_value(values, "pr_comment_when_green", str)),
         pr_comment_author=_value(values, "pr_comment_author", str),
         github_actions=is_github_actions(env),
@@ -260,6 +262,7 @@ class EventInfo:
     head_sha: str | None = None
     base_sha: str | None = None
     default_branch: str | None = None
+    head_label: str | None = None
 
 
 def _field(data: object, *path: str | int) -> object:
@@ -280,8 +283,10 @@ def read_event(path: Path | None, event_name: str | None) -> EventInfo:
 
     ``pull_request``/``pull_request_target``: the payload's ``pull_request`` (its head sha, not
     GITHUB_SHA, which is a merge commit); ``workflow_run`` of a pull request's workflow:
-    GitHub's ``workflow_run.pull_requests[0]`` and ``head_sha`` (never an artifact's). An
-    unreadable payload says nothing.
+    GitHub's ``workflow_run.pull_requests[0]`` and ``head_sha`` (never an artifact's), and
+    the head's ``owner:branch`` (``head_repository.owner.login``, ``head_branch``), by which
+    the pull request is looked up when ``pull_requests`` is empty (GitHub leaves it empty for
+    pull requests from forks). An unreadable payload says nothing.
     """
     if path is None:
         return EventInfo()
@@ -303,12 +308,15 @@ def read_event(path: Path | None, event_name: str | None) -> EventInfo:
         PULL_REQUEST_EVENTS
     ):
         number = _field(payload, "workflow_run", "pull_requests", 0, "number")
+        owner = _text(_field(payload, "workflow_run", "head_repository", "owner", "login"))
+        branch = _text(_field(payload, "workflow_run", "head_branch"))
         return EventInfo(
             pull_request=True,
             pr=number if isinstance(number, int) and not isinstance(number, bool) else None,
             head_sha=_text(_field(payload, "workflow_run", "head_sha")),
             base_sha=_text(_field(payload, "workflow_run", "pull_requests", 0, "base", "sha")),
             default_branch=default_branch,
+            head_label=f"{owner}:{branch}" if owner and branch else None,
         )
     return EventInfo(default_branch=default_branch)
 

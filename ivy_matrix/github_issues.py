@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github_http import (
     ISSUES_WRITE,
+    PULLS_READ,
     HTTPError,
     OffHostError,
     Transport,
@@ -21,7 +22,7 @@ from ivy_matrix.github_http import (
     repo_path,
 )
 from ivy_matrix.github_retry import translate_error
-from ivy_matrix.github_types import Issue, IssueComment
+from ivy_matrix.github_types import Issue, IssueComment, PullRequest
 
 _T = TypeVar("_T")
 
@@ -159,6 +160,24 @@ class IssueCalls(Transport):
             return True
 
         return self._call(f"deleting comment {comment_id} in {repo}", ISSUES_WRITE, request)
+
+    def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]:
+        """The open pull requests whose head is ``head`` (``owner:branch``).
+
+        ``GET /repos/{owner}/{repo}/pulls?head=<owner:branch>&state=open&per_page=100``.
+        """
+        url = f"{repo_path(repo)}/pulls"
+        params = {"head": head, "state": "open", "per_page": 100}
+        what = f"listing the pull requests of {head} in {repo}"
+        return [
+            PullRequest(
+                number=int(item["number"]),
+                head_sha=str((item.get("head") or {}).get("sha") or ""),
+            )
+            for page in self._get_all(what, PULLS_READ, url, params)
+            for item in (page if isinstance(page, list) else [])
+            if isinstance(item, dict)
+        ]
 
     def ensure_label(
         self, repo: str, name: str, *, color: str = "ededed", description: str = ""

@@ -43,6 +43,14 @@ class IssueComment:
     author: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullRequest:
+    """A pull request as the pr-comment target needs it: its number and head commit."""
+
+    number: int
+    head_sha: str
+
+
 class IssueAPI(Protocol):
     """The issue calls of ``github_api.GitHubClient`` that targets/ and stores/issues.py make."""
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from ivy_matrix.changes import Merged, merge_batches
@@ -35,7 +36,7 @@ from ivy_matrix.compare import (
     pr_comparison,
 )
 from ivy_matrix.config import Settings, require_update_inputs
-from ivy_matrix.errors import InputError, ReadOnlyTokenError
+from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.lookup import Links, check_leg_metadata, resolve_links, write_leg_metadata
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.options import FailOn, Target
@@ -204,13 +205,15 @@ def _pull_request_verdicts(
     log.info(f"pull request verdicts: {counts_line(comparison)}")
     if Target.PR_COMMENT not in settings.targets:
         return comparison
-    state = pr_comment_state(settings, comparison, states)
+    if settings.pr is None:
+        settings = replace(settings, pr=_find_pull_request(settings, github, log))
     if settings.pr is None:
         log.warning(
             "the pr-comment target needs the pull request's number: on a pull_request event or "
             "a workflow_run of one GitHub's event gives it; else pass --pr"
         )
         return comparison
+    state = pr_comment_state(settings, comparison, states)
     if settings.dry_run:
         log.info(f"dry run: would update the comment on pull request #{settings.pr}")
         return comparison
@@ -232,6 +235,26 @@ def _pull_request_verdicts(
     except ReadOnlyTokenError:
         _degrade(settings, state, log)
     return comparison
+
+
+def _find_pull_request(settings: Settings, github: GitHub, log: Log) -> int | None:
+    """The open pull request whose head is the event's ``owner:branch`` at the event's head
+    commit (a workflow_run of a fork's pull request, whose ``pull_requests`` GitHub leaves
+    empty); None when there is not exactly one."""
+    label, head = settings.pr_head_label, settings.head_sha
+    if not (label and head and github.available):
+        return None
+    try:
+        found = github.client.list_pull_requests(github.repository, head=label)
+    except GitHubAPIError as error:
+        log.warning(f"cannot find the pull request of {label}: {error}")
+        return None
+    numbers = {pull.number for pull in found if pull.head_sha == head}
+    if len(numbers) != 1:
+        return None
+    (number,) = numbers
+    log.info(f"the pull request of {label} at {head[:12]} is #{number}")
+    return number
 
 
 def _degrade(settings: Settings, state: CommentState, log: Log) -> None:

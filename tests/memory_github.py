@@ -33,7 +33,7 @@ from typing import Any, Self, TypeVar, cast
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
-from ivy_matrix.github_types import Issue, IssueComment, Tree
+from ivy_matrix.github_types import Issue, IssueComment, PullRequest, Tree
 from ivy_matrix.jobs import Job
 from tests.fake_github import BOT_LOGIN, git_blob_sha, tree_sha
 
@@ -186,11 +186,15 @@ class MemoryGitHub:
         labels: Iterable[str] = (),
         state: str = "open",
         pull_request: bool = False,
+        head: tuple[str, str] | None = None,
     ) -> JSON:
-        """Create an issue (or a pull request item) directly in state."""
+        """Create an issue (or a pull request item, whose ``head`` is its ``owner:branch``
+        label and head sha) directly in state."""
         with self.lock:
             issue = self._new_issue(repo, title, body, list(labels))
             issue.update(pull_request=pull_request, state=state)
+            if head is not None:
+                issue["head"] = head
             return issue
 
     def add_comment(
@@ -496,6 +500,22 @@ class MemoryGitHub:
             return self._as_issue(issue)
 
         return self._call("update_issue", apply)
+
+    def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]:
+        """The open pull requests whose head label is ``head``."""
+
+        def apply() -> list[PullRequest]:
+            self._repo(repo)
+            return [
+                PullRequest(number=number, head_sha=issue["head"][1])
+                for number, issue in sorted(self.issues.items())
+                if issue["repo"] == repo
+                and issue["pull_request"]
+                and issue["state"] == "open"
+                and issue.get("head", ("", ""))[0] == head
+            ]
+
+        return self._call("list_pull_requests", apply)
 
     def list_issue_comments(self, repo: str, number: int) -> list[IssueComment]:
         """Every comment on an issue, oldest first."""

@@ -17,6 +17,7 @@ from ivy_matrix.model import RunKey
 from ivy_matrix.options import WhenGreen
 from ivy_matrix.pr_comment import comment_marker, parse_comment
 from ivy_matrix.pr_state import CommentState
+from ivy_matrix.remote import Remote
 from ivy_matrix.targets.pr_comment import PullRequestComment
 from ivy_matrix.verdicts import CellVerdict, Verdict
 from ivy_matrix.workflow_commands import Log
@@ -428,3 +429,44 @@ def test_legs_of_an_older_and_a_newer_push_racing_leave_the_newer_heads_cells(me
     assert (state.run.run_id, state.head) == (200, "new")
     assert {c.backend for c in state.cells} == {f"b{leg:02d}" for leg in range(8)}
     assert {c.run.run_id for c in state.cells} == {200}
+
+
+def test_a_fork_workflow_run_without_pull_requests_finds_the_pull_request_by_its_head(tmp_path):
+    """With GitHub's pull_requests empty, the comment goes to the one open pull request whose
+    head is the event's owner:branch at the event's head sha."""
+    memory = MemoryGitHub()
+    with FakeGitHub() as fake:  # only for the runner variables
+        store = build_baseline(fake, tmp_path, ["torch"])
+        env = runner_env(fake, tmp_path / "comment-job")
+    other = int(memory.add_issue(pull_request=True, head=("someone:fix", "oldsha"))["number"])
+    number = int(memory.add_issue(pull_request=True, head=("someone:fix", "forkhead"))["number"])
+    work = tmp_path / "download" / "results-torch"
+    write_results(work / "junit.xml", "torch", tests=4, failing="test_02")
+    event = tmp_path / "workflow_run.json"
+    payload = {
+        "workflow_run": {
+            "id": 70,
+            "event": "pull_request",
+            "head_sha": "forkhead",
+            "head_branch": "fix",
+            "head_repository": {"owner": {"login": "someone"}},
+            "pull_requests": [],
+        },
+        "repository": {"default_branch": "main"},
+    }
+    event.write_text(json.dumps(payload), encoding="utf-8")
+    env |= {
+        "IVY_MATRIX_TARGETS": "pr-comment",
+        "IVY_MATRIX_RUN_ID": "70",
+        "GITHUB_EVENT_NAME": "workflow_run",
+        "GITHUB_EVENT_PATH": str(event),
+        "IVY_MATRIX_STORE": str(store),
+    }
+    remote = Remote(client=lambda _token, _url: memory.as_client(), sleep=quick_sleep)
+    argv = ["update", "--junit", str(work / "junit.xml"), "--backend", "torch"]
+    assert main(argv, env, remote=remote) == 0
+    assert memory.comments[other] == []
+    (comment,) = memory.comments[number]
+    state = parse_comment(comment["body"])
+    assert state is not None
+    assert (state.pr, state.head) == (number, "forkhead")
