@@ -83,6 +83,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
         links = resolve_links(settings, collected, github, log, now=now)
         change = _change(settings, collected, links, log)
         if recorded:
+            _log_not_a_pull_request(settings, log)
             store = open_store(
                 settings,
                 github,
@@ -180,6 +181,14 @@ def _comment_target(settings: Settings) -> frozenset[Target]:
     if Target.PR_COMMENT not in settings.targets or not settings.pull_request:
         return frozenset()
     return frozenset({Target.PR_COMMENT})
+
+
+def _log_not_a_pull_request(settings: Settings, log: Log) -> None:
+    if Target.PR_COMMENT in settings.targets or settings.fail_on is FailOn.NEW:
+        log.info(
+            "not a pull request (no --pr, and the event is not one): the pr-comment target and "
+            "fail-on: new have nothing to do"
+        )
 
 
 def _log_not_recorded(settings: Settings, log: Log) -> None:

@@ -326,3 +326,12 @@ def test_compare_reads_the_baseline_from_the_dashboard_branch(tmp_path):
         assert len(fake.writes()) == writes
     verdicts = {c["row"].split("[")[0]: c["verdict"] for c in document(out)["cells"]}
     assert verdicts == {"test_01": "new", "test_02": "fixed"}
+
+
+@pytest.mark.usefixtures("workdir")
+def test_fail_on_new_never_fails_a_default_branch_update(capsys):
+    """On the default branch nothing is new, so fail-on new exits 0 and says why."""
+    path = results(Path("main/r.xml"), [("test_a", "failed")])
+    code = run("update", "--junit", str(path), "--backend", "torch", "--fail-on", "new")
+    assert code == 0
+    assert "fail-on: new have nothing to do" in capsys.readouterr().out
