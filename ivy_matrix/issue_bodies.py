@@ -40,7 +40,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ivy_matrix.errors import IvyMatrixError, StoreError
-from ivy_matrix.history import DEFAULT_SECTION_LIMIT, dashboard_history, render_issue_section
+from ivy_matrix.history import (
+    DEFAULT_SECTION_LIMIT,
+    dashboard_history,
+    render_index_sections,
+    render_issue_section,
+)
 from ivy_matrix.model import DashboardState
 from ivy_matrix.render import (
     Style,
@@ -412,8 +417,9 @@ def compose_index(
 ) -> str:
     """The index issue's body: each dashboard with an issue, per backend passing/total.
 
-    Only dashboards in ``links`` (key -> issue URL) are listed. Over ``budget``, only the
-    dashboard names stay linked; if that is still over, the last dashboards are left out and
+    Only dashboards in ``links`` (key -> issue URL) are listed, and below them the history
+    sections (newly failing, failing for long, flaky; fewer entries, then none, when over
+    ``budget``). Over ``budget`` without them, only the dashboard names stay linked; if that is still over, the last dashboards are left out and
     counted in a closing line.
     """
     linked = sorted((s for s in states if s.key in links), key=lambda s: s.key)
@@ -422,7 +428,14 @@ def compose_index(
     def wrap(text: str) -> str:
         return f"{INDEX_MARKER}\n{before}{BEGIN}\n{text}{END}{after}"
 
-    body = wrap(render_index(linked, lambda s: links[s.key]))
+    index = render_index(linked, lambda s: links[s.key])
+    histories = [dashboard_history(state) for state in linked]
+    for limit in HISTORY_LIMITS:
+        sections = render_index_sections(histories, lambda key: links[key], limit=limit)
+        body = wrap(f"{index}\n{sections.rstrip()}\n" if sections else index)
+        if utf16_len(body) <= budget:
+            return body
+    body = wrap(index)
     if utf16_len(body) <= budget:
         return body
     header, rows = counts_table(linked, lambda s: links[s.key])
