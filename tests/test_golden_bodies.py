@@ -133,3 +133,14 @@ def test_a_compact_dashboard_file_lists_its_failing_and_flaky_cells():
     assert text is not None
     assert text.startswith(render_dashboard(GRADIENTS, Style.COMPACT) + "\n\n### Failing\n")
     assert "### Flaky\n" in text
+
+
+def test_the_index_issue_drops_its_history_before_its_links():
+    """An index issue over budget loses the history sections before anything else."""
+    links = {GRADIENTS.key: f"{ISSUES}/41", LAYERS.key: f"{ISSUES}/42"}
+    full = compose_index([LAYERS, GRADIENTS], links)
+    start = full.index("\n## Newly failing")
+    without = full[:start] + full[full.index(END) :]
+    tight = compose_index([LAYERS, GRADIENTS], links, budget=utf16_len(without))
+    assert tight == without
+    assert f"[2/3]({ISSUES}/41)" in tight
