@@ -460,10 +460,13 @@ class FakeGitHub:
                 issue.update(state="closed", state_reason="completed", closed_at=self._now())
             return issue
 
-    def add_comment(self, number: int, body: str) -> JSON:
-        """Add a comment to issue ``number`` directly in state."""
+    def add_comment(self, number: int, body: str, *, login: str | None = None) -> JSON:
+        """Add a comment to issue ``number`` directly in state (by ``login``, else the bot)."""
         with self.lock:
-            return self._create_comment(self.issues[number], body)
+            comment = self._create_comment(self.issues[number], body)
+            if login is not None:
+                comment["login"] = login
+            return comment
 
     def ref_sha(self, ref: str, repo: str = "acme/widgets") -> str | None:
         """The commit sha ``ref`` (``heads/x`` or ``refs/heads/x``) points at, or None."""
@@ -824,7 +827,8 @@ class FakeGitHub:
             "url": f"{api}/repos/{name}/issues/comments/{comment['id']}",
             "html_url": self._html(name, "issues", f"{number}#issuecomment-{comment['id']}"),
             "body": comment["body"],
-            "user": self._user(api),
+            "user": self._user(api)
+            | ({"login": comment["login"], "type": "User"} if "login" in comment else {}),
             "created_at": comment["created_at"],
             "updated_at": comment["updated_at"],
             "issue_url": f"{api}/repos/{name}/issues/{number}",
