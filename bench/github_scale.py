@@ -18,8 +18,8 @@ token, so the fake's request log attributes each request to its leg. ivy-matrix 
 as in production: ``make_client``'s PyGithub throttle is on (0.25 s between requests, 1 s
 between writes), since the CLI has no way to turn it off. The fake answers each request after a
 uniform random latency (default 20-80 ms). A configuration still running after ``--cap``
-seconds is stopped (its legs killed) and reported as "stopped at cap" with its partial figures; a leg that exits non-zero
-makes it "legs failed".
+seconds is stopped (its legs killed) and reported as "stopped at cap" with its partial figures;
+a leg that exits non-zero makes it "legs failed".
 
 Figures per configuration: wall time per leg (median, max) and of the whole run; requests and
 bytes sent/received per leg (median, max); commit tries per leg (ref updates, rejected ones
