@@ -522,6 +522,11 @@ def main(argv: list[str] | None = None) -> int:
         "--latency", type=float, nargs=2, default=(0.02, 0.08), metavar=("LOW", "HIGH")
     )
     parser.add_argument("--targets", default="branch", help="--targets of every leg")
+    parser.add_argument(
+        "--seed-targets",
+        help="--targets of the seeding update (default: --targets); 'branch' with legs that "
+        "also publish issues makes the legs create every dashboard's issue at once",
+    )
     parser.add_argument("--cap", type=float, default=600, help="seconds before legs are stopped")
     parser.add_argument("--repeat", type=int, default=1, help="rounds (configurations interleaved)")
     parser.add_argument("--seed", type=int, default=1, help="the stand-in's latency draws")
@@ -544,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.latency[1] * 1000:.0f} ms, targets {args.targets}, cap {args.cap:.0f} s",
         flush=True,
     )
-    seed, seed_info = seed_repository(args, work, args.targets)
+    seed, seed_info = seed_repository(args, work, args.seed_targets or args.targets)
     print(f"  seeded: {json.dumps(seed_info)}", flush=True)
     plans: dict[str, list[Leg]] = {}
     splits: Json = {}
@@ -577,6 +582,7 @@ def main(argv: list[str] | None = None) -> int:
             "dashboards": args.dashboards,
             "latency_s": list(args.latency),
             "targets": args.targets,
+            "seed_targets": args.seed_targets or args.targets,
             "cap_s": args.cap,
             "repeat": args.repeat,
             "splits": splits,
