@@ -104,6 +104,8 @@ class FakeConfig:
     retry_after: tuple[int, ...] = (0, 1)
     seed: int = 0
     read_only: bool = False
+    # Benchmarks (bench/github_scale.py) turn this off: bodies of many large writes add up.
+    keep_bodies: bool = True
 
 
 @dataclass
@@ -150,6 +152,10 @@ class RequestRecord:
     body: Any = None
     authorization: str | None = None
     prefix: str = ""
+    # For benchmarks: when it was answered (time.time()) and the bytes of each body.
+    at: float = 0.0
+    bytes_in: int = 0
+    bytes_out: int = 0
 
 
 @dataclass
@@ -555,12 +561,26 @@ class FakeGitHub:
         with self.lock:
             req = _Req(method, api_path, query, body, self.base_url + prefix)
             status, payload, headers = self._answer(req, h.headers, fault)
-            sent = None if body is _INVALID_JSON else body
+            sent = None if body is _INVALID_JSON or not self.config.keep_bodies else body
             auth = h.headers.get("Authorization")
             write = method in WRITE_METHODS
-            record = RequestRecord(method, api_path, query, status, write, sent, auth, prefix)
+        data = self._encode(payload)  # outside the lock, as before: answers may be large
+        with self.lock:
+            record = RequestRecord(
+                method,
+                api_path,
+                query,
+                status,
+                write,
+                sent,
+                auth,
+                prefix,
+                at=time.time(),
+                bytes_in=len(raw),
+                bytes_out=len(data),
+            )
             self.requests.append(record)
-        self._send(h, status, payload, headers)
+        self._send(h, status, payload, headers, data)
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         with self.lock:
@@ -667,8 +687,19 @@ class FakeGitHub:
         }
 
     @staticmethod
-    def _send(h: _Handler, status: int, payload: Any, headers: Mapping[str, str]) -> None:
-        data = b"" if payload is None else json.dumps(payload, ensure_ascii=False).encode()
+    def _encode(payload: Any) -> bytes:
+        return b"" if payload is None else json.dumps(payload, ensure_ascii=False).encode()
+
+    @classmethod
+    def _send(
+        cls,
+        h: _Handler,
+        status: int,
+        payload: Any,
+        headers: Mapping[str, str],
+        data: bytes | None = None,
+    ) -> None:
+        data = cls._encode(payload) if data is None else data
         h.send_response(status)
         for key, value in headers.items():
             h.send_header(key, value)
