@@ -59,6 +59,18 @@ _METAVARS = {
     "output_dir": "DIR",
     "config": "FILE",
     "summary_json": "FILE",
+    "targets": "TARGETS",
+    "dashboard_branches": "BRANCH",
+    "branch": "BRANCH",
+    "token": "TOKEN",
+    "api_url": "URL",
+    "job_name": "PATTERN",
+    "issue_label": "LABEL",
+    "sha": "SHA",
+    "head_sha": "SHA",
+    "base_sha": "SHA",
+    "ref": "REF",
+    "pr_comment_author": "LOGIN",
 }
 _KIND_METAVARS = {
     Kind.LIST: "GLOB",
@@ -97,8 +109,9 @@ def _parser() -> argparse.ArgumentParser:
             default = f" (default: {option.default})" if option.default else ""
             help_text = option.help + default
             if option.kind is Kind.LIST:
+                metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
                 sub.add_argument(
-                    option.flag, dest=option.name, action="append", metavar="GLOB", help=help_text
+                    option.flag, dest=option.name, action="append", metavar=metavar, help=help_text
                 )
             else:
                 metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
