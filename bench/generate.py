@@ -198,8 +198,12 @@ def plan_modules(seed: int, modules: int) -> list[str]:
     return names
 
 
-def iter_tests(seed: int, rows: int, modules: list[str]) -> Iterator[Test]:
-    """Yield ``rows`` distinct tests spread over the modules, module by module (as pytest runs them)."""
+def iter_tests(seed: int, rows: int, modules: list[str], *, variants: int = 4) -> Iterator[Test]:
+    """Yield ``rows`` distinct tests spread over the modules, module by module (as pytest runs them).
+
+    Each test function gets 1 to ``variants`` parametrizations; ``variants=1`` gives one case
+    per function, so one dashboard row per case (Ivy's hypothesis tests).
+    """
     rng = random.Random(f"tests-{seed}")
     per_module = [
         rows // len(modules) + (1 if m < rows % len(modules) else 0) for m in range(len(modules))
@@ -214,11 +218,13 @@ def iter_tests(seed: int, rows: int, modules: list[str]) -> Iterator[Test]:
             if fn_index >= len(order):
                 fn = f"{fn}_{fn_index // len(order)}"
             fn_index += 1
-            variants = min(count - made, rng.randint(1, 4))
-            for v in range(variants):
+            drawn = min(count - made, rng.randint(1, 4))
+            if variants < 4:
+                drawn = min(drawn, variants)
+            for v in range(drawn):
                 flags = ("False", "True")
                 yield Test(classname, fn, f"{flags[v & 1]}-{flags[v >> 1]}")
-            made += variants
+            made += drawn
 
 
 def plan_outcomes(rng: random.Random, count: int) -> bytearray:
@@ -358,6 +364,7 @@ def generate_set(
     files_per_backend: int,
     backends: tuple[str, ...],
     outcome_seed: int | None = None,
+    variants: int = 4,
 ) -> dict[str, Any]:
     """Write a result set: ``cases`` in total, split evenly over backends, then files by module.
 
@@ -374,7 +381,7 @@ def generate_set(
     files: list[dict[str, object]] = []
     total_bytes = 0
     for backend in backends:
-        tests = iter_tests(seed, rows, mods)
+        tests = iter_tests(seed, rows, mods, variants=variants)
         for f in range(files_per_backend):
             n = sum(per_module[bounds[f] : bounds[f + 1]])
             if n == 0:
@@ -391,6 +398,7 @@ def generate_set(
         "outcome_seed": outcomes,
         "modules": modules,
         "files_per_backend": files_per_backend,
+        "variants": variants,
         "backends": list(backends),
         "bytes": total_bytes,
         "bytes_per_case": round(total_bytes / max(1, rows * len(backends)), 1),

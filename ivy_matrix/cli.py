@@ -4,6 +4,8 @@ I/O. Commands:
 
 - ``update``: read result files, fold them into the stored dashboards, publish them
   (update.py holds the pipeline's order; ARCHITECTURE.md maps it);
+- ``compare``: a pull request's verdicts against the stored dashboards, as JSON and markdown
+  (compare.py); records nothing;
 - ``adopt``: take an existing dashboard table into the store, cell by cell (through the same
   ``store.update`` as ``update``, in the store wiring.py picks);
 - ``render``: write every stored dashboard and the index;
@@ -27,6 +29,7 @@ from typing import NoReturn
 from ivy_matrix import __version__
 from ivy_matrix.adopt import MAX_ADOPT_BYTES, adopt_table
 from ivy_matrix.changes import Merged
+from ivy_matrix.compare import run_compare
 from ivy_matrix.config import Settings, environ, is_github_actions, load_settings, parse_dashboard
 from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
 from ivy_matrix.model import DashboardId, DashboardState
@@ -57,6 +60,18 @@ _METAVARS = {
     "output_dir": "DIR",
     "config": "FILE",
     "summary_json": "FILE",
+    "targets": "TARGETS",
+    "dashboard_branches": "BRANCH",
+    "branch": "BRANCH",
+    "token": "TOKEN",
+    "api_url": "URL",
+    "job_name": "PATTERN",
+    "issue_label": "LABEL",
+    "sha": "SHA",
+    "head_sha": "SHA",
+    "base_sha": "SHA",
+    "ref": "REF",
+    "pr_comment_author": "LOGIN",
 }
 _KIND_METAVARS = {
     Kind.LIST: "GLOB",
@@ -100,8 +115,9 @@ def _parser() -> argparse.ArgumentParser:
             default = f" (default: {option.default})" if option.default else ""
             help_text = option.help + default
             if option.kind is Kind.LIST:
+                metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
                 sub.add_argument(
-                    option.flag, dest=option.name, action="append", metavar="GLOB", help=help_text
+                    option.flag, dest=option.name, action="append", metavar=metavar, help=help_text
                 )
             else:
                 metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
@@ -118,6 +134,16 @@ def _parser() -> argparse.ArgumentParser:
         "update", help="fold result files into the dashboards and write them"
     )
     add_options(update, _UPDATE_OPTIONS)
+    compare = commands.add_parser(
+        "compare", help="a pull request's verdicts against the stored dashboards; records nothing"
+    )
+    compare.add_argument(
+        "--markdown", dest="compare_markdown", type=Path, metavar="FILE", help="write the comment"
+    )
+    compare.add_argument(
+        "--json", dest="compare_json", type=Path, metavar="FILE", help="write the verdicts"
+    )
+    add_options(compare, _UPDATE_OPTIONS)
     adopt = commands.add_parser("adopt", help="take an existing dashboard table into the store")
     adopt.add_argument("--dashboard", required=True, help="[category/]title of the dashboard")
     adopt.add_argument("file", type=Path, help="the markdown file holding the table")
@@ -176,28 +202,12 @@ def main(
     log = Log(github_actions=is_github_actions(env))
     try:
         args = _parser().parse_args(argv)
-        skip = {"command", "file", "force", *_PRUNE_NAMES}
+        skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
-        if args.command in {"update", "publish"}:
-            run = run_update if args.command == "update" else run_publish
-            return run(settings, log, remote)
-        if args.command == "adopt":
-            return _adopt(
-                settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
-            )
-        if args.command == "prune":
-            return run_prune(
-                settings,
-                log,
-                remote,
-                dashboards=args.prune_dashboards,
-                backends=args.prune_backends,
-                rows=args.prune_rows,
-            )
-        return _render(settings, log)
+        return _run(args, settings, log, remote)
     except IvyMatrixError as error:
         log.error(str(error))
         for problem in error.problems if isinstance(error, ProblemsError) else ():
@@ -207,6 +217,31 @@ def main(
         log.traceback(traceback.format_exc())
         log.error("ivy-matrix crashed; please report this with the log above")
         return EXIT_BUG
+
+
+def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> int:
+    """Run the command ``args`` name."""
+    if args.command in {"update", "publish"}:
+        run = run_update if args.command == "update" else run_publish
+        return run(settings, log, remote)
+    if args.command == "compare":
+        return run_compare(
+            settings, log, remote, markdown=args.compare_markdown, json_path=args.compare_json
+        )
+    if args.command == "adopt":
+        return _adopt(
+            settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
+        )
+    if args.command == "prune":
+        return run_prune(
+            settings,
+            log,
+            remote,
+            dashboards=args.prune_dashboards,
+            backends=args.prune_backends,
+            rows=args.prune_rows,
+        )
+    return _render(settings, log)
 
 
 def _adopt(

@@ -10,6 +10,7 @@ an action input that the workflow leaves out arrives as an empty string.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -19,7 +20,7 @@ from typing import TypeVar
 
 from ivy_matrix.config_file import compile_regex, read_config_file
 from ivy_matrix.errors import InputError
-from ivy_matrix.model import DashboardId
+from ivy_matrix.model import PULL_REQUEST_EVENTS, DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.options import (
     MAX_RETIRE_AFTER_RUNS,
@@ -28,6 +29,7 @@ from ivy_matrix.options import (
     FailOn,
     IfNoFilesFound,
     Target,
+    WhenGreen,
     convert,
     option_default,
 )
@@ -81,6 +83,22 @@ class Settings:
     pin_index: bool = field(default_factory=_defaults("pin_index", bool))
     dry_run: bool = field(default_factory=_defaults("dry_run", bool))
     dashboard_rules: tuple[DashboardRule, ...] = ()
+    # Provenance (issue 10): the commit and ref of the results; for a pull request its number,
+    # head and base commits. ``pull_request`` says the results are a pull request's (so they
+    # never enter the dashboards), ``default_branch`` is the repository's, from the event.
+    sha: str | None = None
+    ref: str | None = None
+    pr: int | None = None
+    head_sha: str | None = None
+    base_sha: str | None = None
+    pull_request: bool = False
+    dashboard_branches: tuple[str, ...] = ()
+    default_branch: str | None = None
+    pr_head_label: str | None = None
+    pr_comment_when_green: WhenGreen = field(
+        default_factory=lambda: WhenGreen(option_default("pr_comment_when_green", str))
+    )
+    pr_comment_author: str = field(default_factory=_defaults("pr_comment_author", str))
     github_actions: bool = False
     # Files the runner names: the job summary and the step outputs.
     step_summary: Path | None = None
@@ -90,6 +108,31 @@ class Settings:
     event_name: str | None = None
     event_path: Path | None = None
     graphql_url: str | None = None
+
+    @property
+    def feeds_dashboards(self) -> bool:
+        """Whether these results may enter the dashboards (not a pull request's, and from a
+        dashboard branch: ``dashboard-branches``, else the default branch, else any)."""
+        if self.pull_request:
+            return False
+        branches = self.feeding_branches
+        if not branches or not self.ref:
+            return True
+        return self.ref.removeprefix("refs/heads/") in {
+            b.removeprefix("refs/heads/") for b in branches
+        }
+
+    @property
+    def feeding_branches(self) -> tuple[str, ...]:
+        """The branches whose results feed the dashboards (none: every branch)."""
+        if self.dashboard_branches:
+            return self.dashboard_branches
+        return (self.default_branch,) if self.default_branch else ()
+
+    @property
+    def commit(self) -> str:
+        """The commit the results tested: a pull request's head, else the run's commit."""
+        return (self.head_sha if self.pull_request else None) or self.sha or ""
 
     def naming_rules(self) -> NamingRules:
         """The naming rules these settings describe (regexes compiled)."""
@@ -153,6 +196,9 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
     """Resolve every setting from the command line, the environment and the config file."""
     env = environ() if env is None else env
     values, rules = _resolve(given, env)
+    event_name = env.get("GITHUB_EVENT_NAME", "").strip() or None
+    event = read_event(_runner_file(env, "GITHUB_EVENT_PATH"), event_name)
+    pr = _get(values, "pr", int)
     settings = Settings(
         junit=_get(values, "junit", tuple) or (),
         if_no_files_found=IfNoFilesFound(_value(values, "if_no_files_found", str)),
@@ -187,17 +233,96 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         pin_index=_value(values, "pin_index", bool),
         dry_run=_value(values, "dry_run", bool),
         dashboard_rules=rules,
+        sha=_get(values, "sha", str),
+        ref=_get(values, "ref", str),
+        pr=event.pr if pr is None else pr,
+        head_sha=_get(values, "head_sha", str) or event.head_sha,
+        base_sha=_get(values, "base_sha", str) or event.base_sha,
+        pull_request=pr is not None or event.pull_request,
+        dashboard_branches=_get(values, "dashboard_branches", tuple) or (),
+        default_branch=event.default_branch,
+        pr_head_label=event.head_label,
+        pr_comment_when_green=WhenGreen(_value(values, "pr_comment_when_green", str)),
+        pr_comment_author=_value(values, "pr_comment_author", str),
         github_actions=is_github_actions(env),
         step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
         github_output=_runner_file(env, "GITHUB_OUTPUT"),
         runner_name=env.get("RUNNER_NAME", "").strip() or None,
         actor=env.get("GITHUB_ACTOR", "").strip() or None,
-        event_name=env.get("GITHUB_EVENT_NAME", "").strip() or None,
+        event_name=event_name,
         event_path=_runner_file(env, "GITHUB_EVENT_PATH"),
         graphql_url=env.get("GITHUB_GRAPHQL_URL", "").strip() or None,
     )
     _check(settings)
     return settings
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EventInfo:
+    """What the runner's event payload says about a pull request and the default branch."""
+
+    pull_request: bool = False
+    pr: int | None = None
+    head_sha: str | None = None
+    base_sha: str | None = None
+    default_branch: str | None = None
+    head_label: str | None = None
+
+
+def _field(data: object, *path: str | int) -> object:
+    for key in path:
+        if isinstance(key, int):
+            data = data[key] if isinstance(data, list) and len(data) > key else None
+        else:
+            data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def _text(value: object) -> str | None:
+    return value.strip() or None if isinstance(value, str) else None
+
+
+def read_event(path: Path | None, event_name: str | None) -> EventInfo:
+    """The pull request (number, head and base commits) and default branch of the event.
+
+    ``pull_request``/``pull_request_target``: the payload's ``pull_request`` (its head sha, not
+    GITHUB_SHA, which is a merge commit); ``workflow_run`` of a pull request's workflow:
+    GitHub's ``workflow_run.pull_requests[0]`` and ``head_sha`` (never an artifact's), and
+    the head's ``owner:branch`` (``head_repository.owner.login``, ``head_branch``), by which
+    the pull request is looked up when ``pull_requests`` is empty (GitHub leaves it empty for
+    pull requests from forks). An unreadable payload says nothing.
+    """
+    if path is None:
+        return EventInfo()
+    try:
+        payload: object = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return EventInfo()
+    default_branch = _text(_field(payload, "repository", "default_branch"))
+    if event_name in PULL_REQUEST_EVENTS:
+        number = _field(payload, "pull_request", "number")
+        return EventInfo(
+            pull_request=True,
+            pr=number if isinstance(number, int) and not isinstance(number, bool) else None,
+            head_sha=_text(_field(payload, "pull_request", "head", "sha")),
+            base_sha=_text(_field(payload, "pull_request", "base", "sha")),
+            default_branch=default_branch,
+        )
+    if event_name == "workflow_run" and _field(payload, "workflow_run", "event") in (
+        PULL_REQUEST_EVENTS
+    ):
+        number = _field(payload, "workflow_run", "pull_requests", 0, "number")
+        owner = _text(_field(payload, "workflow_run", "head_repository", "owner", "login"))
+        branch = _text(_field(payload, "workflow_run", "head_branch"))
+        return EventInfo(
+            pull_request=True,
+            pr=number if isinstance(number, int) and not isinstance(number, bool) else None,
+            head_sha=_text(_field(payload, "workflow_run", "head_sha")),
+            base_sha=_text(_field(payload, "workflow_run", "pull_requests", 0, "base", "sha")),
+            default_branch=default_branch,
+            head_label=f"{owner}:{branch}" if owner and branch else None,
+        )
+    return EventInfo(default_branch=default_branch)
 
 
 def _resolve(
@@ -272,7 +397,7 @@ def _check(settings: Settings) -> None:
         r"[^/\s]+/[^/\s]+", settings.repository
     ):
         raise InputError(f"input 'repository' got {settings.repository!r}; expected OWNER/REPO")
-    for name in ("run_id", "job_id"):
+    for name in ("run_id", "job_id", "pr"):
         value = getattr(settings, name)
         if value is not None and value < 0:
             raise InputError(f"input '{name.replace('_', '-')}' got {value}: ids are positive")

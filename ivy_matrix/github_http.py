@@ -23,6 +23,7 @@ CONTENTS_READ = "contents: read"
 CONTENTS_WRITE = "contents: write"
 ACTIONS_READ = "actions: read"
 ISSUES_WRITE = "issues: write"
+PULLS_READ = "pull-requests: read"
 
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 

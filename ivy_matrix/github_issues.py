@@ -7,11 +7,13 @@ I/O through :class:`~ivy_matrix.github_http.Transport` (no PyGithub here); the c
 from __future__ import annotations
 
 import urllib.parse
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github_http import (
     ISSUES_WRITE,
+    PULLS_READ,
     HTTPError,
     OffHostError,
     Transport,
@@ -19,7 +21,10 @@ from ivy_matrix.github_http import (
     error_message,
     repo_path,
 )
-from ivy_matrix.github_types import Issue, IssueComment
+from ivy_matrix.github_retry import translate_error
+from ivy_matrix.github_types import Issue, IssueComment, PullRequest
+
+_T = TypeVar("_T")
 
 
 class IssueCalls(Transport):
@@ -120,15 +125,29 @@ class IssueCalls(Transport):
         )
         return comment_from_json(data)
 
-    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> IssueComment:
-        """Replace a comment's body (``PATCH .../issues/comments/{id}``); last writer wins."""
+    def update_issue_comment(
+        self, repo: str, comment_id: int, body: str, *, retry: bool = True
+    ) -> IssueComment:
+        """Replace a comment's body (``PATCH .../issues/comments/{id}``); last writer wins.
+
+        ``retry=False`` sends it once: a caller that merges concurrent writers' content re-reads
+        before trying again, since a late repeat of a stale body would drop others' edits.
+        """
         url = f"{repo_path(repo)}/issues/comments/{comment_id}"
-        _, data = self._call(
-            f"editing comment {comment_id} in {repo}",
-            ISSUES_WRITE,
-            bind(self._json, "PATCH", url, None, {"body": body}),
-        )
+        what = f"editing comment {comment_id} in {repo}"
+        request = bind(self._json, "PATCH", url, None, {"body": body})
+        _, data = self._call(what, ISSUES_WRITE, request) if retry else self._once(what, request)
         return comment_from_json(data)
+
+    def _once(self, what: str, request: Callable[[], _T]) -> _T:
+        """``request`` without retries; its failure as a GitHubAPIError."""
+        try:
+            return request()
+        except HTTPError as error:
+            message = error_message(error.data)
+            raise translate_error(what, ISSUES_WRITE, error.status, message) from None
+        except OSError as error:
+            raise GitHubAPIError(f"{what} failed: {str(error) or type(error).__name__}") from None
 
     def delete_issue_comment(self, repo: str, comment_id: int) -> bool:
         """Delete a comment; False if it was already gone (a retried delete finds it so)."""
@@ -144,6 +163,24 @@ class IssueCalls(Transport):
             return True
 
         return self._call(f"deleting comment {comment_id} in {repo}", ISSUES_WRITE, request)
+
+    def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]:
+        """The open pull requests whose head is ``head`` (``owner:branch``).
+
+        ``GET /repos/{owner}/{repo}/pulls?head=<owner:branch>&state=open&per_page=100``.
+        """
+        url = f"{repo_path(repo)}/pulls"
+        params = {"head": head, "state": "open", "per_page": 100}
+        what = f"listing the pull requests of {head} in {repo}"
+        return [
+            PullRequest(
+                number=int(item["number"]),
+                head_sha=str((item.get("head") or {}).get("sha") or ""),
+            )
+            for page in self._get_all(what, PULLS_READ, url, params)
+            for item in (page if isinstance(page, list) else [])
+            if isinstance(item, dict)
+        ]
 
     def ensure_label(
         self, repo: str, name: str, *, color: str = "ededed", description: str = ""
@@ -225,8 +262,10 @@ def issue_from_json(item: Any) -> Issue:
 
 
 def comment_from_json(item: Any) -> IssueComment:
+    user = item.get("user")
     return IssueComment(
         id=int(item["id"]),
         body=str(item.get("body") or ""),
         html_url=str(item.get("html_url") or ""),
+        author=str((user.get("login") if isinstance(user, dict) else None) or ""),
     )

@@ -34,11 +34,21 @@ class Issue:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IssueComment:
-    """A comment on an issue. ``body`` is "" when GitHub returns none."""
+    """A comment on an issue. ``body`` is "" when GitHub returns none; ``author`` is its
+    user's login ("" when unknown)."""
 
     id: int
     body: str
     html_url: str
+    author: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullRequest:
+    """A pull request as the pr-comment target needs it: its number and head commit."""
+
+    number: int
+    head_sha: str
 
 
 class IssueAPI(Protocol):

@@ -24,18 +24,12 @@ Pure: no I/O. Everything is computed from a cell's stored entries (newest first,
   is a breakage.
 - **Newly failing**: a streak of one run. **Failing for more than N runs**: a streak longer.
 
-The projections (index sections, the section below a dashboard issue's table, the summary JSON
-data) are functions here; they are not yet called by the publishing code (issue 10 wiring).
-
-**Wiring (the next phase of issue 10).** ``update`` records provenance on every ``Source``
-(see ``model.Source``) and, for a pull request's results, does not merge them into the default
-branch's states (``is_default_branch`` on the sources ``build_batches`` made, with the
-configured branches). The index appends ``render_index_sections(histories, link)`` below its
-table (``histories = [dashboard_history(s, branches) for s in states]``, ``link`` the same
-dashboard link ``render_index`` uses); a dashboard issue appends
-``render_issue_section(dashboard_history(state))`` after the table inside its managed region
-(counted in its size budget: lower ``limit`` or leave it out when it does not fit); the
-summary JSON gets ``"history": summary_cells(...)`` per dashboard.
+The projections are functions here: the index page's sections (``render_files`` in
+render.py appends ``render_index_sections`` below the index table of the output folder and the
+branch), the section below a dashboard issue's table (``issue_bodies.compose_issue``, within
+its size budget) and below a compact dashboard file's, and the summary JSON's ``history``
+(targets/summary.py). A pull request's results never reach these states: ``update`` does not
+record them (config.py ``Settings.feeds_dashboards``).
 """
 
 from __future__ import annotations

@@ -37,9 +37,15 @@ import re
 import urllib.parse
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ivy_matrix.errors import IvyMatrixError, StoreError
+from ivy_matrix.history import (
+    DEFAULT_SECTION_LIMIT,
+    dashboard_history,
+    render_index_sections,
+    render_issue_section,
+)
 from ivy_matrix.model import DashboardState
 from ivy_matrix.render import (
     Style,
@@ -59,6 +65,9 @@ BODY_LIMIT = 65_536
 # Room for what the budget cannot see: GitHub may count differently than we do.
 MARGIN = 1_000
 DEFAULT_BUDGET = BODY_LIMIT - MARGIN
+# Entries of the failing/flaky section below a dashboard issue's table, tried in turn until
+# the body fits (then none).
+HISTORY_LIMITS = (DEFAULT_SECTION_LIMIT, 10)
 
 PREFIX = "<!-- ivy-matrix:"
 BEGIN = "<!-- ivy-matrix:begin -->"
@@ -283,6 +292,7 @@ class _Frame:
     after: str
     revision: int | None
     state: str
+    history: str = ""
 
     def body(self, table_text: str, parts: int) -> str:
         lines = [dashboard_marker(self.key), "\n", self.before, BEGIN, "\n"]
@@ -291,6 +301,8 @@ class _Frame:
         lines.append(f"## {escape_name(self.key)}\n\n")
         if table_text:
             lines.append(table_text + "\n")
+        if self.history:
+            lines.append("\n" + self.history.rstrip("\n") + "\n")
         if parts:
             noun = "comment" if parts == 1 else "comments"
             lines.append(f"\n_The table continues in {parts} {noun} below._\n")
@@ -363,17 +375,23 @@ def compose_issue(
     """The body (and continuation comments) of a dashboard's issue.
 
     The maintainer's text outside the managed region of ``existing_body`` is kept verbatim.
-    The table is drawn in ``style``; over ``budget`` (UTF-16 units) in the compact style; and
+    Below the table go the dashboard's failing and flaky cells (history.py), with fewer
+    entries, or none, when the body would not fit otherwise (before the style changes). The
+    table is drawn in ``style``; over ``budget`` (UTF-16 units) in the compact style; and
     if that is still over, its rows are split across the body and continuation comments, each
     a complete table. ``with_state`` adds the hidden state block (issue-body store), which
     must fit in the body itself.
     """
     before, after = _outside(existing_body)
     frame = _Frame(state.key, before, after, revision, state_block(state) if with_state else "")
+    history = dashboard_history(state)
+    sections = dict.fromkeys(render_issue_section(history, limit=limit) for limit in HISTORY_LIMITS)
     for candidate in dict.fromkeys((style, Style.COMPACT)):
-        body = frame.body(render_dashboard(state, candidate), 0)
-        if utf16_len(body) <= budget:
-            return IssueBodies(body=body, style=candidate)
+        table_text = render_dashboard(state, candidate)
+        for section in (*sections, ""):
+            body = replace(frame, history=section).body(table_text, 0)
+            if utf16_len(body) <= budget:
+                return IssueBodies(body=body, style=candidate)
     minimal = utf16_len(frame.body("", _MAX_PARTS))
     if minimal > budget:
         if with_state and minimal - utf16_len(frame.state) <= budget:
@@ -399,8 +417,9 @@ def compose_index(
 ) -> str:
     """The index issue's body: each dashboard with an issue, per backend passing/total.
 
-    Only dashboards in ``links`` (key -> issue URL) are listed. Over ``budget``, only the
-    dashboard names stay linked; if that is still over, the last dashboards are left out and
+    Only dashboards in ``links`` (key -> issue URL) are listed, and below them the history
+    sections (newly failing, failing for long, flaky; fewer entries, then none, when over
+    ``budget``). Over ``budget`` without them, only the dashboard names stay linked; if that is still over, the last dashboards are left out and
     counted in a closing line.
     """
     linked = sorted((s for s in states if s.key in links), key=lambda s: s.key)
@@ -409,7 +428,14 @@ def compose_index(
     def wrap(text: str) -> str:
         return f"{INDEX_MARKER}\n{before}{BEGIN}\n{text}{END}{after}"
 
-    body = wrap(render_index(linked, lambda s: links[s.key]))
+    index = render_index(linked, lambda s: links[s.key])
+    histories = [dashboard_history(state) for state in linked]
+    for limit in HISTORY_LIMITS:
+        sections = render_index_sections(histories, lambda key: links[key], limit=limit)
+        body = wrap(f"{index}\n{sections.rstrip()}\n" if sections else index)
+        if utf16_len(body) <= budget:
+            return body
+    body = wrap(index)
     if utf16_len(body) <= budget:
         return body
     header, rows = counts_table(linked, lambda s: links[s.key])

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from ivy_matrix.atomic import write_atomic
 from ivy_matrix.collect import Collected
@@ -28,7 +29,7 @@ from ivy_matrix.jobs import (
     parse_leg_metadata,
 )
 from ivy_matrix.links import cell_url
-from ivy_matrix.model import RunKey, Source
+from ivy_matrix.model import PULL_REQUEST_EVENTS, RunKey, Source
 from ivy_matrix.remote import GitHub
 from ivy_matrix.workflow_commands import Log
 
@@ -47,6 +48,33 @@ def read_leg_metadata(path: Path) -> LegMetadata:
     except UnicodeDecodeError:
         raise InputError(f"leg metadata {path}: not UTF-8 text") from None
     return parse_leg_metadata(text, where=str(path))
+
+
+class Provenance(TypedDict):
+    """The provenance fields of a :class:`~ivy_matrix.model.Source`."""
+
+    sha: str
+    event: str
+    ref: str
+    pr: int | None
+    base_sha: str
+
+
+def provenance(settings: Settings) -> Provenance:
+    """Where the results come from: the commit, event and ref; a pull request's number and base.
+
+    A workflow_run job that reports a pull request's run records that pull request's event.
+    """
+    event = settings.event_name or ""
+    if settings.pull_request and event not in PULL_REQUEST_EVENTS:
+        event = "pull_request"
+    return Provenance(
+        sha=settings.commit,
+        event=event,
+        ref=settings.ref or "",
+        pr=settings.pr if settings.pull_request else None,
+        base_sha=(settings.base_sha or "") if settings.pull_request else "",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +99,7 @@ class Links:
                 job_id=job_id,
             )
         run = RunKey(run_id, settings.run_attempt, -1 if job_id is None else job_id)
-        return Source(run=run, url=link, time=self.now)
+        return Source(run=run, url=link, time=self.now, **provenance(settings))
 
     def sources(self, run_id: int) -> Callable[[str], Source]:
         """Each backend's source for results recorded as run ``run_id``."""
@@ -85,7 +113,7 @@ class Links:
                 run_id=leg.run_id,
                 job_id=leg.job_id,
             )
-            found[backend] = Source(run=leg.run, url=link, time=self.now)
+            found[backend] = Source(run=leg.run, url=link, time=self.now, **provenance(settings))
         for backend in self.refused:
             found[backend] = self._source(run_id, None)
         for backend, job in self.jobs.items():

@@ -36,6 +36,7 @@ class FailOn(StrEnum):
 
     FAILURES = "failures"
     ERRORS = "errors"
+    NEW = "new"
     NOTHING = "nothing"
 
 
@@ -54,6 +55,14 @@ class Target(StrEnum):
     FILE = "file"
     BRANCH = "branch"
     ISSUE = "issue"
+    PR_COMMENT = "pr-comment"
+
+
+class WhenGreen(StrEnum):
+    """What the pr-comment target writes for a pull request with no failing cell."""
+
+    NOTE = "note"
+    NOTHING = "nothing"
 
 
 class Kind(StrEnum):
@@ -131,7 +140,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "fail_on",
         Kind.STR,
-        "exit 1 when results have failures/errors",
+        "exit 1 when results have failures/errors; new: when a pull request brings a new failure",
         default="nothing",
         choices=tuple(FailOn),
     ),
@@ -139,7 +148,8 @@ OPTIONS: tuple[Option, ...] = (
         "targets",
         Kind.LIST,
         "where to publish: summary (job summary and step outputs), file (--output-dir), "
-        "branch (state and dashboards committed to --branch), issue (one issue per dashboard)",
+        "branch (state and dashboards committed to --branch), issue (one issue per dashboard), "
+        "pr-comment (one sticky comment on the pull request with its verdicts)",
         default="summary\nfile",
     ),
     Option("branch", Kind.STR, "the branch the branch target commits to", default="ivy-matrix"),
@@ -184,6 +194,30 @@ OPTIONS: tuple[Option, ...] = (
         "do everything but write (store, files, branch, issues); show what would be written",
         default="false",
         choices=("true", "false"),
+    ),
+    Option("sha", Kind.STR, "the commit the results are from", runner_env="GITHUB_SHA"),
+    Option("ref", Kind.STR, "the git ref the results are from", runner_env="GITHUB_REF"),
+    Option("pr", Kind.INT, "the pull request the results are from (default: the event's)"),
+    Option("head_sha", Kind.STR, "the pull request's head commit (default: the event's)"),
+    Option("base_sha", Kind.STR, "the pull request's merge base or base commit"),
+    Option(
+        "dashboard_branches",
+        Kind.LIST,
+        "branches whose results feed the dashboards (default: the repository's default branch; "
+        "with no way to tell, every branch)",
+    ),
+    Option(
+        "pr_comment_when_green",
+        Kind.STR,
+        "what the pr-comment target writes when no test fails: a short note, or nothing",
+        default="note",
+        choices=tuple(WhenGreen),
+    ),
+    Option(
+        "pr_comment_author",
+        Kind.STR,
+        "the login the pr-comment target's token comments as; only its comments are edited",
+        default="github-actions[bot]",
     ),
     Option("style", Kind.STR, "cell style of the dashboards", default="ivy", choices=tuple(Style)),
     Option("history", Kind.INT, "results kept per cell", default=str(DEFAULT_HISTORY)),

@@ -1,7 +1,7 @@
 """The sticky pull-request comment: its body, its markers, and what a writer should write.
 
-Pure: no I/O (the wiring phase of issue 10 adds the ``pr-comment`` target that reads and writes
-it). A comment body looks like::
+Pure: no I/O (``targets/pr_comment.py`` reads and writes the comment). A comment body looks
+like::
 
     <!-- ivy-matrix:pr=7 -->                      how the writer finds it (with the author)
     <!-- ivy-matrix:head=9f2c0de... -->           the head commit the verdicts are about
@@ -27,16 +27,11 @@ half the budget); cells it has no room for are left out least important first an
 then flaky, pre-existing and no-baseline cells, then new failures, then the per-backend lines;
 the comment says what was cut, and its counts always include every cell.
 
-**Wiring (the next phase of issue 10).** The ``pr-comment`` target lists the PR's issue
-comments, keeps those whose first line is ``comment_marker(pr)`` *and* whose author is the
-token's own user (never another bot's copy), takes the oldest as the comment (deleting later
-duplicates a retried POST made), and in a compare-and-swap loop: ``body =
-comment_update(existing_body, state)``; ``None`` means no write; otherwise PATCH it (or POST
-when there is none, then re-list to dedupe), re-read, and retry if another writer's cells are
-missing (``parse_comment`` of the re-read body merged with ``state`` differs from it). With
-"nothing" configured for an all-green PR, it skips the POST when ``has_failures(state)`` is
-false and no comment exists. In the ``workflow_run`` fork recipe the PR number and head sha
-come from ``github.event.workflow_run`` (never from the artifact).
+**Writing it** is ``targets/pr_comment.py``: the comment is the oldest whose first line is
+``comment_marker(pr)`` *and* whose author is the expected login; writers merge with
+``comment_update`` and re-read until their cells are there (its docstring has the details).
+In the ``workflow_run`` fork recipe the PR number and head sha come from
+``github.event.workflow_run`` (config.py ``read_event``), never from the artifact.
 """
 
 from __future__ import annotations

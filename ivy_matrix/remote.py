@@ -79,7 +79,7 @@ class GitHub:
         if self._client is None:
             if not self.settings.token:
                 raise InputError(
-                    "the branch and issue targets need a token: pass --token, or set the "
+                    "the branch, issue and pr-comment targets need a token: pass --token, or set the "
                     "'token' input (it defaults to github.token) / IVY_MATRIX_TOKEN"
                 )
             self._client = self.remote.client(self.settings.token, self.settings.api_url)

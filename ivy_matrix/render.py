@@ -361,12 +361,34 @@ def removed_files(states: Iterable[DashboardState]) -> list[RenderedFile]:
 def render_files(
     states: Sequence[DashboardState], *, style: Style, only: Iterable[str] | None = None
 ) -> list[RenderedFile]:
-    """The dashboards (all, or those whose keys are in ``only``) and the index page."""
+    """The dashboards (all, or those whose keys are in ``only``) and the index page.
+
+    Below the index's table go its history sections (newly failing, failing for long, flaky;
+    history.py); a compact dashboard gets its failing and flaky cells below its table. The
+    Ivy-style table is Ivy's format byte for byte, so nothing is added to it.
+    """
+    # history.py draws with this module's escaping, so it is imported here, not at the top.
+    from ivy_matrix.history import (  # noqa: PLC0415  -- history imports render
+        dashboard_history,
+        render_index_sections,
+        render_issue_section,
+    )
+
     wanted = None if only is None else set(only)
-    files = [
-        RenderedFile(path=dashboard_file(state), text=render_dashboard(state, style))
-        for state in states
-        if wanted is None or state.key in wanted
-    ]
-    files.append(RenderedFile(path=INDEX_NAME, text=render_index(states, dashboard_file)))
+    histories = {state.key: dashboard_history(state) for state in states}
+    files = []
+    for state in states:
+        if wanted is not None and state.key not in wanted:
+            continue
+        text = render_dashboard(state, style)
+        section = render_issue_section(histories[state.key])
+        if style is Style.COMPACT and section:
+            text = f"{text}\n\n{section.rstrip()}"
+        files.append(RenderedFile(path=dashboard_file(state), text=text))
+    paths = {state.key: dashboard_file(state) for state in states}
+    index = render_index(states, dashboard_file)
+    sections = render_index_sections(list(histories.values()), lambda key: paths[key])
+    if sections:
+        index = f"{index}\n{sections.rstrip()}\n"
+    files.append(RenderedFile(path=INDEX_NAME, text=index))
     return files

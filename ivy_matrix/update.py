@@ -9,6 +9,11 @@ I/O: the imperative shell. It only orders the stages; each lives in its own modu
 4. publish: the dashboard issues (targets/issues.py), the job summary, step outputs and
    summary JSON (targets/summary.py).
 
+Results of a pull request (or of a branch that does not feed the dashboards) are never
+recorded: nothing is written to the store, the output folder, the branch or the issues; they
+feed only the pull request's verdicts (compare.py: the pr-comment target and ``fail-on: new``)
+and this run's job summary.
+
 Pull requests from forks and Dependabot get a read-only token: branch and issue writes are
 then skipped (or refused by GitHub and caught), with a warning that explains the
 ``workflow_run`` pattern, and the job summary still gets the dashboards; the step exits 0.
@@ -18,30 +23,42 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from ivy_matrix.changes import Merged, merge_batches
 from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.compare import (
+    baseline_states,
+    counts_line,
+    exit_code,
+    pr_comment_state,
+    pr_comparison,
+)
 from ivy_matrix.config import Settings, require_update_inputs
-from ivy_matrix.errors import InputError, ReadOnlyTokenError
+from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.lookup import Links, check_leg_metadata, resolve_links, write_leg_metadata
-from ivy_matrix.model import DashboardId, DashboardState, Totals
+from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.options import FailOn, Target
+from ivy_matrix.pr_comment import render_comment
+from ivy_matrix.pr_state import CommentState
 from ivy_matrix.publish import every_dashboard
-from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote
+from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote, is_read_only_event
 from ivy_matrix.sources import read_results
 from ivy_matrix.stores import Change, Saved, Store
 from ivy_matrix.stores.branch import Leg
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.issues import publish_from_branch
+from ivy_matrix.targets.pr_comment import PullRequestComment
 from ivy_matrix.targets.summary import (
     annotate_failures,
     log_dashboards,
     publish_job_summary,
     write_summary_json,
 )
+from ivy_matrix.verdicts import Comparison
 from ivy_matrix.wiring import open_store, output_folder, remote_targets
-from ivy_matrix.workflow_commands import Log
+from ivy_matrix.workflow_commands import Log, append_summary
 
 EXIT_OK = 0
 EXIT_USER = 1
@@ -56,8 +73,10 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
     collected = read_results(settings, log)
     read_seconds = time.monotonic() - started
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    comparison: Comparison | None = None
     with GitHub(settings, remote) as github:
-        targets = remote_targets(settings, log)
+        recorded = settings.feeds_dashboards
+        targets = remote_targets(settings, log) if recorded else _comment_target(settings)
         if targets and settings.run_id is None:
             raise InputError(
                 f"the {' and '.join(sorted(targets))} target(s) need the run id: pass "
@@ -65,16 +84,25 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
             )
         links = resolve_links(settings, collected, github, log, now=now)
         change = _change(settings, collected, links, log)
-        store = open_store(
-            settings,
-            github,
-            log,
-            remote=targets,
-            message=_commit_message(settings, collected),
-            after_save=output_folder(settings, log),
-            leg=_leg(settings, collected, links, log),
-        )
-        saved, published = _save_and_publish(settings, store, change, github, log, targets=targets)
+        if recorded:
+            _log_not_a_pull_request(settings, log)
+            store = open_store(
+                settings,
+                github,
+                log,
+                remote=targets,
+                message=_commit_message(settings, collected),
+                after_save=output_folder(settings, log),
+                leg=_leg(settings, collected, links, log),
+            )
+            saved, published = _save_and_publish(
+                settings, store, change, github, log, targets=targets
+            )
+        else:
+            _log_not_recorded(settings, log)
+            saved, published = Saved(merged=change({})), Published()
+            if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
+                comparison = _pull_request_verdicts(settings, collected, links, github, log)
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
@@ -94,7 +122,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
         f"{len(saved.output)} file(s) {'to write' if settings.dry_run else 'written'}; "
         f"read in {read_seconds:.2f} s, done in {time.monotonic() - started:.2f} s"
     )
-    return _exit_code(settings.fail_on, totals, log)
+    return exit_code(settings.fail_on, totals, log, comparison)
 
 
 def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Leg | None:
@@ -176,13 +204,102 @@ def _save_and_publish(
     return saved, published
 
 
-def _exit_code(fail_on: FailOn, totals: Totals, log: Log) -> int:
-    if fail_on is FailOn.FAILURES and totals.failed + totals.errors:
-        log.error(
-            f"{totals.failed} test(s) failed and {totals.errors} had errors (fail-on: failures)"
+def _comment_target(settings: Settings) -> frozenset[Target]:
+    """The pr-comment target, when asked for on a pull request (none else)."""
+    if Target.PR_COMMENT not in settings.targets or not settings.pull_request:
+        return frozenset()
+    return frozenset({Target.PR_COMMENT})
+
+
+def _log_not_a_pull_request(settings: Settings, log: Log) -> None:
+    if Target.PR_COMMENT in settings.targets or settings.fail_on is FailOn.NEW:
+        log.info(
+            "not a pull request (no --pr, and the event is not one): the pr-comment target and "
+            "fail-on: new have nothing to do"
         )
-        return EXIT_USER
-    if fail_on is FailOn.ERRORS and totals.errors:
-        log.error(f"{totals.errors} test(s) had errors (fail-on: errors)")
-        return EXIT_USER
-    return EXIT_OK
+
+
+def _log_not_recorded(settings: Settings, log: Log) -> None:
+    if settings.pull_request:
+        number = f" #{settings.pr}" if settings.pr is not None else ""
+        log.info(
+            f"results of pull request{number} are not recorded into the dashboards: they feed "
+            f"only its verdicts (the pr-comment target, fail-on: new, ivy-matrix compare)"
+        )
+        return
+    log.info(
+        f"results of {settings.ref} are not recorded into the dashboards: only "
+        f"{', '.join(settings.feeding_branches)} feed them (dashboard-branches)"
+    )
+
+
+def _pull_request_verdicts(
+    settings: Settings, collected: Collected, links: Links, github: GitHub, log: Log
+) -> Comparison:
+    """The pull request's verdicts; with the pr-comment target, its sticky comment."""
+    states = baseline_states(settings, github, log)
+    comparison = pr_comparison(settings, collected, links, states)
+    log.info(f"pull request verdicts: {counts_line(comparison)}")
+    if Target.PR_COMMENT not in settings.targets:
+        return comparison
+    if settings.pr is None:
+        settings = replace(settings, pr=_find_pull_request(settings, github, log))
+    if settings.pr is None:
+        log.warning(
+            "the pr-comment target needs the pull request's number: on a pull_request event or "
+            "a workflow_run of one GitHub's event gives it; else pass --pr"
+        )
+        return comparison
+    state = pr_comment_state(settings, comparison, states)
+    if settings.dry_run:
+        log.info(f"dry run: would update the comment on pull request #{settings.pr}")
+        return comparison
+    try:
+        if is_read_only_event(settings):
+            _degrade(settings, state, log)
+            return comparison
+        writer = PullRequestComment(
+            github.client,
+            github.repository,
+            author=settings.pr_comment_author,
+            when_green=settings.pr_comment_when_green,
+            log=log,
+            sleep=github.remote.sleep,
+        )
+        result = writer.publish(state)
+        if result.url:
+            log.info(f"pull request comment: {result.url}")
+    except ReadOnlyTokenError:
+        _degrade(settings, state, log)
+    return comparison
+
+
+def _find_pull_request(settings: Settings, github: GitHub, log: Log) -> int | None:
+    """The open pull request whose head is the event's ``owner:branch`` at the event's head
+    commit (a workflow_run of a fork's pull request, whose ``pull_requests`` GitHub leaves
+    empty); None when there is not exactly one."""
+    label, head = settings.pr_head_label, settings.head_sha
+    if not (label and head and github.available):
+        return None
+    try:
+        found = github.client.list_pull_requests(github.repository, head=label)
+    except GitHubAPIError as error:
+        log.warning(f"cannot find the pull request of {label}: {error}")
+        return None
+    numbers = {pull.number for pull in found if pull.head_sha == head}
+    if len(numbers) != 1:
+        return None
+    (number,) = numbers
+    log.info(f"the pull request of {label} at {head[:12]} is #{number}")
+    return number
+
+
+def _degrade(settings: Settings, state: CommentState, log: Log) -> None:
+    """A read-only token: the comment goes to the job summary, with the fork advice."""
+    log.warning(READ_ONLY_ADVICE)
+    if settings.step_summary is None:
+        return
+    try:
+        append_summary(settings.step_summary, render_comment(state))
+    except OSError as error:
+        log.warning(f"cannot write the job summary: {error.strerror or error}")

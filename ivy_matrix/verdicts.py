@@ -39,14 +39,10 @@ branch's order, then new rows and backends in the order the pull request reporte
 The overall baseline (:attr:`Comparison.baseline`) is "merge-base" when the merge base was
 located and every listed cell with a baseline took it from the merge base; else "latest".
 
-**Wiring (the next phase of issue 10).** ``ivy-matrix compare`` reads the PR's result files
-as ``update`` does (``Collector`` then ``build_batches`` with a ``source_for`` that records
-the PR's provenance), loads the store's states without locking or writing, builds
-``ancestry = run_order_ancestry(states, base_sha or pr_base_sha(batches), branches)`` (or
-``commit_ancestry`` when a git checkout can answer), calls ``compare(batches, states,
-ancestry=ancestry, branches=branches)``, writes ``compare_document(...)`` as ``--json`` and
-``pr_comment.render_comment(pr_state.comment_state(...))`` as ``--markdown``.
-``fail-on: new`` fails the step when ``comparison.counts()[Verdict.NEW]`` is not 0.
+**Used by** compare.py: ``ivy-matrix compare`` and ``update`` on a pull request read the
+pull request's results as ``update`` does, load the default branch's states read-only, and
+call ``compare`` with ``run_order_ancestry`` from the base sha; ``compare_document`` is the
+``--json`` file, and ``fail-on: new`` fails when ``counts()[Verdict.NEW]`` is not 0.
 """
 
 from __future__ import annotations

@@ -107,6 +107,8 @@ class FakeConfig:
     # A recursive tree listing with more entries than this is cut short and says
     # "truncated": true, as GitHub does past 100,000 entries or 7 MB (0: never).
     tree_limit: int = 0
+    # Benchmarks (bench/github_scale.py) turn this off: bodies of many large writes add up.
+    keep_bodies: bool = True
 
 
 @dataclass
@@ -153,6 +155,10 @@ class RequestRecord:
     body: Any = None
     authorization: str | None = None
     prefix: str = ""
+    # For benchmarks: when it was answered (time.time()) and the bytes of each body.
+    at: float = 0.0
+    bytes_in: int = 0
+    bytes_out: int = 0
 
 
 @dataclass
@@ -463,10 +469,13 @@ class FakeGitHub:
                 issue.update(state="closed", state_reason="completed", closed_at=self._now())
             return issue
 
-    def add_comment(self, number: int, body: str) -> JSON:
-        """Add a comment to issue ``number`` directly in state."""
+    def add_comment(self, number: int, body: str, *, login: str | None = None) -> JSON:
+        """Add a comment to issue ``number`` directly in state (by ``login``, else the bot)."""
         with self.lock:
-            return self._create_comment(self.issues[number], body)
+            comment = self._create_comment(self.issues[number], body)
+            if login is not None:
+                comment["login"] = login
+            return comment
 
     def ref_sha(self, ref: str, repo: str = "acme/widgets") -> str | None:
         """The commit sha ``ref`` (``heads/x`` or ``refs/heads/x``) points at, or None."""
@@ -555,12 +564,26 @@ class FakeGitHub:
         with self.lock:
             req = _Req(method, api_path, query, body, self.base_url + prefix)
             status, payload, headers = self._answer(req, h.headers, fault)
-            sent = None if body is _INVALID_JSON else body
+            sent = None if body is _INVALID_JSON or not self.config.keep_bodies else body
             auth = h.headers.get("Authorization")
             write = method in WRITE_METHODS
-            record = RequestRecord(method, api_path, query, status, write, sent, auth, prefix)
+        data = self._encode(payload)  # outside the lock, as before: answers may be large
+        with self.lock:
+            record = RequestRecord(
+                method,
+                api_path,
+                query,
+                status,
+                write,
+                sent,
+                auth,
+                prefix,
+                at=time.time(),
+                bytes_in=len(raw),
+                bytes_out=len(data),
+            )
             self.requests.append(record)
-        self._send(h, status, payload, headers)
+        self._send(h, status, payload, headers, data)
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         with self.lock:
@@ -667,8 +690,19 @@ class FakeGitHub:
         }
 
     @staticmethod
-    def _send(h: _Handler, status: int, payload: Any, headers: Mapping[str, str]) -> None:
-        data = b"" if payload is None else json.dumps(payload, ensure_ascii=False).encode()
+    def _encode(payload: Any) -> bytes:
+        return b"" if payload is None else json.dumps(payload, ensure_ascii=False).encode()
+
+    @classmethod
+    def _send(
+        cls,
+        h: _Handler,
+        status: int,
+        payload: Any,
+        headers: Mapping[str, str],
+        data: bytes | None = None,
+    ) -> None:
+        data = cls._encode(payload) if data is None else data
         h.send_response(status)
         for key, value in headers.items():
             h.send_header(key, value)
@@ -828,7 +862,8 @@ class FakeGitHub:
             "url": f"{api}/repos/{name}/issues/comments/{comment['id']}",
             "html_url": self._html(name, "issues", f"{number}#issuecomment-{comment['id']}"),
             "body": comment["body"],
-            "user": self._user(api),
+            "user": self._user(api)
+            | ({"login": comment["login"], "type": "User"} if "login" in comment else {}),
             "created_at": comment["created_at"],
             "updated_at": comment["updated_at"],
             "issue_url": f"{api}/repos/{name}/issues/{number}",

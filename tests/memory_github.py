@@ -34,9 +34,9 @@ from typing import Any, Self, TypeVar, cast
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
-from ivy_matrix.github_types import Issue, IssueComment, Tree
+from ivy_matrix.github_types import Issue, IssueComment, PullRequest, Tree
 from ivy_matrix.jobs import Job
-from tests.fake_github import git_blob_sha, tree_sha
+from tests.fake_github import BOT_LOGIN, git_blob_sha, tree_sha
 
 _T = TypeVar("_T")
 BODY_LIMIT = 65_536
@@ -187,12 +187,28 @@ class MemoryGitHub:
         labels: Iterable[str] = (),
         state: str = "open",
         pull_request: bool = False,
+        head: tuple[str, str] | None = None,
     ) -> JSON:
-        """Create an issue (or a pull request item) directly in state."""
+        """Create an issue (or a pull request item, whose ``head`` is its ``owner:branch``
+        label and head sha) directly in state."""
         with self.lock:
             issue = self._new_issue(repo, title, body, list(labels))
             issue.update(pull_request=pull_request, state=state)
+            if head is not None:
+                issue["head"] = head
             return issue
+
+    def add_comment(
+        self, number: int, body: str, *, login: str = BOT_LOGIN, repo: str = "acme/widgets"
+    ) -> JSON:
+        """Add a comment by ``login`` to issue ``number`` directly in state."""
+        with self.lock:
+            self._issue(repo, number)
+            comment = {"id": self._next_comment, "repo": repo, "issue": number, "body": body}
+            comment["login"] = login
+            self._next_comment += 1
+            self.comments[number].append(comment)
+            return comment
 
     def add_jobs(self, repo: str, run_id: int, attempt: int, jobs: Iterable[Job]) -> None:
         """Make ``jobs`` the jobs of one run attempt."""
@@ -438,7 +454,10 @@ class MemoryGitHub:
     def _as_comment(self, comment: JSON) -> IssueComment:
         url = f"{SERVER}/{comment['repo']}/issues/{comment['issue']}"
         return IssueComment(
-            id=comment["id"], body=comment["body"], html_url=f"{url}#issuecomment-{comment['id']}"
+            id=comment["id"],
+            body=comment["body"],
+            html_url=f"{url}#issuecomment-{comment['id']}",
+            author=comment.get("login", BOT_LOGIN),
         )
 
     @staticmethod
@@ -538,6 +557,22 @@ class MemoryGitHub:
 
         return self._call("update_issue", apply)
 
+    def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]:
+        """The open pull requests whose head label is ``head``."""
+
+        def apply() -> list[PullRequest]:
+            self._repo(repo)
+            return [
+                PullRequest(number=number, head_sha=issue["head"][1])
+                for number, issue in sorted(self.issues.items())
+                if issue["repo"] == repo
+                and issue["pull_request"]
+                and issue["state"] == "open"
+                and issue.get("head", ("", ""))[0] == head
+            ]
+
+        return self._call("list_pull_requests", apply)
+
     def list_issue_comments(self, repo: str, number: int) -> list[IssueComment]:
         """Every comment on an issue, oldest first."""
 
@@ -573,7 +608,14 @@ class MemoryGitHub:
             None,
         )
 
-    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> IssueComment:
+    def update_issue_comment(
+        self,
+        repo: str,
+        comment_id: int,
+        body: str,
+        *,
+        retry: bool = True,  # noqa: ARG002  -- this model never retries by itself
+    ) -> IssueComment:
         """Replace a comment's body (last writer wins)."""
 
         def apply() -> IssueComment:

@@ -52,3 +52,38 @@ def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
         assert results[name]["cases"] == 2_000
     assert report["checks"] == [], report["checks"]
     assert {t["status"].split()[0] for t in report["targets"]} <= {"met", "MISSED", "n/a"}
+
+
+def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -> None:
+    """`bench/github_scale.py --quick` seeds the stand-in, runs one leg and reports its figures."""
+    out = tmp_path / "github.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "bench/github_scale.py",
+            "--quick",
+            "--work",
+            str(tmp_path / "work"),
+            "--json",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert report["seed"]["cells_linked"] == report["seed"]["cells_expected"] > 0
+    config = report["configs"]["1"]
+    assert config["status"] == "ok", config
+    assert config["lost_cells"]["lost"] == 0
+    assert config["lost_cells"]["found"] == config["lost_cells"]["expected"] > 0
+    (leg,) = config["per_leg"]
+    assert leg["exit"] == 0
+    assert leg["tries"] == 1
+    assert leg["requests"] > 0
+    assert leg["sent_kb"] > 0
+    assert leg["received_kb"] > 0
+    assert config["content_creating"]["total"] == leg["writes"] > 0

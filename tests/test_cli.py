@@ -251,6 +251,17 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
         "problems": 3,
         "unassigned": 0,
     }
+    history = {key: d.pop("history") for key, d in summary["dashboards"].items()}
+    assert {(c["row"], c["failing_runs"], c["flaky"]) for c in history["core/gradients"]} == {
+        ("test_jac", 1, False),
+        ("test_adam_step", 1, False),
+        ("test_both", 1, False),
+        ("test_skip_fail", 1, False),
+        ("test_flaky", 0, True),
+    }
+    for cell in history["core/gradients"]:
+        failing = cell["failing_runs"] == 1
+        assert cell["failing_since"] == ({"run_id": 100, "sha": None} if failing else None)
     assert summary["dashboards"] == {
         "core/gradients": {
             "file": "core/gradients.md",
@@ -292,6 +303,16 @@ def test_summary_lists_stored_dashboards_this_update_did_not_touch(workdir):
         "rows": 1,
         "backends": {"jax": {"passing": 0, "total": 1}},
         "updated": False,
+        "history": [
+            {
+                "row": "test_linear",
+                "backend": "jax",
+                "failing_since": {"run_id": 5, "sha": None},
+                "failing_runs": 1,
+                "last_pass": None,
+                "flaky": False,
+            }
+        ],
     }
     assert dashboards["core/gradients"]["updated"] is True
 
@@ -343,7 +364,15 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
         stralign="left",
     )
     assert index.startswith("# Test dashboards\n")
-    assert index.endswith(index_table + "\n")
+    table_end = index.index(index_table) + len(index_table)
+    # Below the table: the history sections, each entry linking its dashboard and job.
+    assert index[table_end:] == (
+        "\n\n## Newly failing\n\n"
+        f"- [core/gradients](core/gradients.md) · test_jac · torch: [failure]({url}), "
+        "failing since run 41, at least 1 run\n"
+        f"- [nn/layers](nn/layers.md) · test_linear · torch: [failure]({url}), "
+        "failing since run 41, at least 1 run\n"
+    )
 
 
 # --- update: options from the environment and job links -----------------------------------
@@ -471,7 +500,7 @@ def test_cells_link_to_the_job_then_the_run_and_never_to_null(workdir, extra, en
             {"IVY_MATRIX_FAIL_ON": "sometimes"},
             (
                 "input 'fail-on' (IVY_MATRIX_FAIL_ON) got 'sometimes'; "
-                "allowed values: failures, errors, nothing"
+                "allowed values: failures, errors, new, nothing"
             ),
         ),
         (
@@ -539,7 +568,7 @@ def test_bad_choice_message_lists_plain_values(capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "<FailOn." not in out
-    assert "allowed values: failures, errors, nothing" in out
+    assert "allowed values: failures, errors, new, nothing" in out
 
 
 @pytest.mark.usefixtures("workdir")

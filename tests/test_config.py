@@ -175,7 +175,7 @@ def test_config_keys_may_be_kebab_or_snake_case(tmp_path):
         ({"history": "x"}, {}, "", "option --history got 'x': not a whole number"),
         ({}, {"IVY_MATRIX_JOB_ID": "1.5"}, "", "input 'job-id' (IVY_MATRIX_JOB_ID) got '1.5'"),
         ({}, {}, "history: many\n", "setting 'history' in "),
-        ({}, {}, "fail-on: always\n", "allowed values: failures, errors, nothing"),
+        ({}, {}, "fail-on: always\n", "allowed values: failures, errors, new, nothing"),
         ({}, {}, "junit: 5\n", "must be a list of strings, got 5"),
         ({}, {"GITHUB_RUN_ID": "-3"}, "", "input 'run-id' got -3: ids are positive"),
         ({}, {"IVY_MATRIX_RETIRE_AFTER_RUNS": "5000"}, "", "allowed: 0 (never) to 1000"),

@@ -325,6 +325,20 @@ def test_requests_without_authorization_get_401(fake):
     assert json.loads(caught.value.read())["message"] == "Requires authentication"
 
 
+def test_request_records_carry_time_and_body_sizes_and_bodies_can_be_dropped(fake):
+    """Each record has its answer time and the bytes of both bodies; keep_bodies=False drops the body."""
+    before = time.time()
+    body = {"title": "Dashboard", "body": "v1"}
+    _, headers, _ = call(f"{fake.base_url}{R}/issues", "POST", body)
+    fake.configure(keep_bodies=False)
+    call(f"{fake.base_url}{R}/issues", "POST", body)
+    first, second = fake.requests
+    assert before <= first.at <= second.at <= time.time()
+    assert first.bytes_in == second.bytes_in == len(json.dumps(body).encode())
+    assert first.bytes_out == int(headers["Content-Length"]) > 0
+    assert (first.body, second.body) == (body, None)
+
+
 def test_ghes_api_v3_prefix_is_kept_in_urls_and_links(fake):
     """Under .../api/v3 the URLs in bodies and Link headers keep the prefix."""
     fake.add_run(REPO, 5, jobs=[{"name": f"leg {i}"} for i in range(5)])

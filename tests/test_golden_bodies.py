@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from ivy_matrix.issue_bodies import compose_index, compose_issue, extract_state
+from ivy_matrix.issue_bodies import END, compose_index, compose_issue, extract_state, utf16_len
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source, Totals
-from ivy_matrix.render import render_job_summary
+from ivy_matrix.render import Style, render_dashboard, render_files, render_job_summary
 
 RUN = 4519909128
 ISSUES = "https://github.com/unifyai/ivy/issues"
@@ -99,3 +99,48 @@ def test_job_summary_shows_totals_counts_problems_and_the_rows_to_look_at(golden
         index_url=f"{ISSUES}/40",
     )
     golden("job_summary", summary)
+
+
+def test_the_history_section_shrinks_then_goes_before_the_table_does():
+    """An issue body over budget loses history entries first, then the section, then the style."""
+    full = compose_issue(GRADIENTS, existing_body=None, revision=1)
+    assert "### Failing" in full.body
+    assert full.style.value == "ivy"
+    without = full.body.replace(
+        full.body[full.body.index("\n### Failing") : full.body.index(END)], ""
+    )
+    # A budget the body fits only without the section: the Ivy table stays, the section goes.
+    tight = compose_issue(GRADIENTS, existing_body=None, revision=1, budget=utf16_len(without))
+    assert "### Failing" not in tight.body
+    assert tight.style.value == "ivy"
+    assert tight.body == without
+
+
+def test_the_index_page_lists_history_below_its_table(golden):
+    """The index page of the files and the branch ends with its history sections."""
+    files = render_files([GRADIENTS, LAYERS], style=Style.IVY)
+    (index,) = [f.text for f in files if f.path == "README.md"]
+    assert index is not None
+    golden("index_page_history", index)
+
+
+def test_a_compact_dashboard_file_lists_its_failing_and_flaky_cells():
+    """A compact dashboard file has its history below the table; an Ivy one is the table alone."""
+    compact = {f.path: f.text for f in render_files([GRADIENTS], style=Style.COMPACT)}
+    ivy = {f.path: f.text for f in render_files([GRADIENTS], style=Style.IVY)}
+    assert ivy["core/gradients.md"] == render_dashboard(GRADIENTS, Style.IVY)
+    text = compact["core/gradients.md"]
+    assert text is not None
+    assert text.startswith(render_dashboard(GRADIENTS, Style.COMPACT) + "\n\n### Failing\n")
+    assert "### Flaky\n" in text
+
+
+def test_the_index_issue_drops_its_history_before_its_links():
+    """An index issue over budget loses the history sections before anything else."""
+    links = {GRADIENTS.key: f"{ISSUES}/41", LAYERS.key: f"{ISSUES}/42"}
+    full = compose_index([LAYERS, GRADIENTS], links)
+    start = full.index("\n## Newly failing")
+    without = full[:start] + full[full.index(END) :]
+    tight = compose_index([LAYERS, GRADIENTS], links, budget=utf16_len(without))
+    assert tight == without
+    assert f"[2/3]({ISSUES}/41)" in tight

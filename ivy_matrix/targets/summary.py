@@ -16,6 +16,7 @@ from ivy_matrix.changes import DashboardReport, Merged
 from ivy_matrix.collect import Collected
 from ivy_matrix.config import Settings
 from ivy_matrix.errors import InputError
+from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import backend_counts, render_job_summary
 from ivy_matrix.targets import Published
@@ -75,7 +76,8 @@ def annotate_failures(collected: Collected, log: Log) -> None:
 def write_summary_json(
     path: Path, collected: Collected, merged: Merged, published: Published
 ) -> None:
-    """``--summary-json``: totals, files, and every dashboard's counts, link and changes."""
+    """``--summary-json``: totals, files, and every dashboard's counts, link and changes, and
+    its failing and flaky cells' history (failing since, last pass, flaky)."""
     dashboards = {}
     for state in merged.ordered():
         counts = backend_counts(state)
@@ -85,6 +87,7 @@ def write_summary_json(
             "rows": len(state.rows),
             "backends": {b: {"passing": p, "total": t} for b, (p, t) in counts.items()},
             "updated": report is not None,
+            "history": summary_cells(dashboard_history(state)),
             **({"url": published.urls[state.key]} if state.key in published.urls else {}),
             **(_report_json(report) if report is not None else {}),
         }
