@@ -290,6 +290,10 @@ def run_config(
                 job_id=leg.job_id,
             )
             cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
+            if args.matrix:
+                # The 1-leg reference is one leg of a matrix of 4 x single-shards legs.
+                size = len(legs) if len(legs) > 1 else 4 * args.single_shards
+                cmd += ["--matrix-size", str(size), "--matrix-index", str(leg.index)]
             log = leg_dir / "log.txt"
             with log.open("wb") as out:
                 procs.append(
@@ -526,6 +530,12 @@ def main(argv: list[str] | None = None) -> int:
         "--seed-targets",
         help="--targets of the seeding update (default: --targets); 'branch' with legs that "
         "also publish issues makes the legs create every dashboard's issue at once",
+    )
+    parser.add_argument(
+        "--matrix",
+        action="store_true",
+        help="legs pass --matrix-size/--matrix-index: they commit their columns only, and the "
+        "leg that completes the run renders",
     )
     parser.add_argument("--cap", type=float, default=600, help="seconds before legs are stopped")
     parser.add_argument("--repeat", type=int, default=1, help="rounds (configurations interleaved)")
