@@ -107,60 +107,74 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=_Parser
     )
-
-    def add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
-        for option in OPTIONS:
-            if option.name not in names:
-                continue
-            default = f" (default: {option.default})" if option.default else ""
-            help_text = option.help + default
-            if option.kind is Kind.LIST:
-                metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
-                sub.add_argument(
-                    option.flag, dest=option.name, action="append", metavar=metavar, help=help_text
-                )
-            else:
-                metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
-                sub.add_argument(
-                    option.flag,
-                    dest=option.name,
-                    # Choices are checked by config.py, so that a bad value on the command line
-                    # and in IVY_MATRIX_* gets the same message and exit code.
-                    metavar="{" + ",".join(option.choices) + "}" if option.choices else metavar,
-                    help=help_text,
-                )
-
     update = commands.add_parser(
         "update", help="fold result files into the dashboards and write them"
     )
-    add_options(update, _UPDATE_OPTIONS)
-    compare = commands.add_parser(
-        "compare", help="a pull request's verdicts against the stored dashboards; records nothing"
+    _add_options(update, _UPDATE_OPTIONS)
+    _compare_arguments(
+        commands.add_parser(
+            "compare",
+            help="a pull request's verdicts against the stored dashboards; records nothing",
+        )
     )
+    _adopt_arguments(
+        commands.add_parser("adopt", help="take an existing dashboard table into the store")
+    )
+    render = commands.add_parser("render", help="write every stored dashboard and the index")
+    _add_options(render, _STORE_OPTIONS)
+    publish = commands.add_parser(
+        "publish", help="render the dashboards, issues and index from the branch state"
+    )
+    _add_options(publish, _PUBLISH_OPTIONS)
+    prune = commands.add_parser(
+        "prune", help="remove named dashboards, backends or rows from the store on purpose"
+    )
+    _prune_arguments(prune)
+    _add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
+    return parser
+
+
+def _add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """The options of ``OPTIONS`` named in ``names``, in ``OPTIONS``' order."""
+    for option in OPTIONS:
+        if option.name not in names:
+            continue
+        default = f" (default: {option.default})" if option.default else ""
+        help_text = option.help + default
+        if option.kind is Kind.LIST:
+            metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
+            sub.add_argument(
+                option.flag, dest=option.name, action="append", metavar=metavar, help=help_text
+            )
+        else:
+            metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
+            sub.add_argument(
+                option.flag,
+                dest=option.name,
+                # Choices are checked by config.py, so that a bad value on the command line
+                # and in IVY_MATRIX_* gets the same message and exit code.
+                metavar="{" + ",".join(option.choices) + "}" if option.choices else metavar,
+                help=help_text,
+            )
+
+
+def _compare_arguments(compare: argparse.ArgumentParser) -> None:
+    """``compare``: where the comment and the verdicts go, then the options of ``update``."""
     compare.add_argument(
         "--markdown", dest="compare_markdown", type=Path, metavar="FILE", help="write the comment"
     )
     compare.add_argument(
         "--json", dest="compare_json", type=Path, metavar="FILE", help="write the verdicts"
     )
-    add_options(compare, _UPDATE_OPTIONS)
-    adopt = commands.add_parser("adopt", help="take an existing dashboard table into the store")
+    _add_options(compare, _UPDATE_OPTIONS)
+
+
+def _adopt_arguments(adopt: argparse.ArgumentParser) -> None:
+    """``adopt``: the dashboard and the file holding its table, then the store's options."""
     adopt.add_argument("--dashboard", required=True, help="[category/]title of the dashboard")
     adopt.add_argument("file", type=Path, help="the markdown file holding the table")
     adopt.add_argument("--force", action="store_true", help="replace a dashboard already stored")
-    add_options(adopt, ("store", "lock_timeout", "config", *_BRANCH_OPTIONS, "style"))
-    render = commands.add_parser("render", help="write every stored dashboard and the index")
-    add_options(render, _STORE_OPTIONS)
-    publish = commands.add_parser(
-        "publish", help="render the dashboards, issues and index from the branch state"
-    )
-    add_options(publish, _PUBLISH_OPTIONS)
-    prune = commands.add_parser(
-        "prune", help="remove named dashboards, backends or rows from the store on purpose"
-    )
-    _prune_arguments(prune)
-    add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
-    return parser
+    _add_options(adopt, ("store", "lock_timeout", "config", *_BRANCH_OPTIONS, "style"))
 
 
 def _prune_arguments(prune: argparse.ArgumentParser) -> None:

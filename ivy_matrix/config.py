@@ -14,13 +14,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
 from ivy_matrix.config_file import compile_regex, read_config_file
 from ivy_matrix.errors import InputError
-from ivy_matrix.model import PULL_REQUEST_EVENTS, DashboardId
+from ivy_matrix.event import EventInfo, parse_event
+from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.options import (
     MAX_RETIRE_AFTER_RUNS,
@@ -30,8 +31,10 @@ from ivy_matrix.options import (
     IfNoFilesFound,
     Target,
     WhenGreen,
+    check_matrix,
     convert,
     option_default,
+    parse_targets,
 )
 from ivy_matrix.render import Style
 
@@ -70,7 +73,7 @@ class Settings:
     history: int = field(default_factory=_defaults("history", int))
     retire_after_runs: int = field(default_factory=_defaults("retire_after_runs", int))
     targets: tuple[Target, ...] = field(
-        default_factory=lambda: _targets(option_default("targets", tuple))
+        default_factory=lambda: parse_targets(option_default("targets", tuple))
     )
     branch: str = field(default_factory=_defaults("branch", str))
     token: str | None = None
@@ -167,15 +170,6 @@ def _get(values: Mapping[str, object], name: str, kind: type[_T]) -> _T | None:
     return value if isinstance(value, kind) else None
 
 
-def _targets(values: tuple[str, ...]) -> tuple[Target, ...]:
-    names = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
-    allowed = ", ".join(t.value for t in Target)
-    for name in names:
-        if name not in {t.value for t in Target}:
-            raise InputError(f"input 'targets' got {name!r}; allowed values: {allowed}")
-    return tuple(dict.fromkeys(Target(n) for n in names))
-
-
 def _runner_file(env: Mapping[str, str], name: str) -> Path | None:
     value = env.get(name, "").strip()
     return Path(value) if value else None
@@ -196,10 +190,14 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
     """Resolve every setting from the command line, the environment and the config file."""
     env = environ() if env is None else env
     values, rules = _resolve(given, env)
-    event_name = env.get("GITHUB_EVENT_NAME", "").strip() or None
-    event = read_event(_runner_file(env, "GITHUB_EVENT_PATH"), event_name)
-    pr = _get(values, "pr", int)
-    settings = Settings(
+    settings = _with_runner(_with_event(_from_options(values, rules), values, env), env)
+    _check(settings)
+    return settings
+
+
+def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]) -> Settings:
+    """The settings the resolved options give (the event and the runner add the rest)."""
+    return Settings(
         junit=_get(values, "junit", tuple) or (),
         if_no_files_found=IfNoFilesFound(_value(values, "if_no_files_found", str)),
         backend=_get(values, "backend", str),
@@ -221,7 +219,7 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         style=Style(_value(values, "style", str)),
         history=_value(values, "history", int),
         retire_after_runs=_value(values, "retire_after_runs", int),
-        targets=_targets(_get(values, "targets", tuple) or ()),
+        targets=parse_targets(_get(values, "targets", tuple) or ()),
         branch=_value(values, "branch", str),
         token=_get(values, "token", str),
         api_url=_value(values, "api_url", str),
@@ -235,94 +233,56 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
         dashboard_rules=rules,
         sha=_get(values, "sha", str),
         ref=_get(values, "ref", str),
+        dashboard_branches=_get(values, "dashboard_branches", tuple) or (),
+        pr_comment_when_green=WhenGreen(_value(values, "pr_comment_when_green", str)),
+        pr_comment_author=_value(values, "pr_comment_author", str),
+    )
+
+
+def _with_event(
+    settings: Settings, values: Mapping[str, object], env: Mapping[str, str]
+) -> Settings:
+    """``settings`` with the pull request and default branch: the options, else the event."""
+    event_name = env.get("GITHUB_EVENT_NAME", "").strip() or None
+    event_path = _runner_file(env, "GITHUB_EVENT_PATH")
+    event = read_event(event_path, event_name)
+    pr = _get(values, "pr", int)
+    return replace(
+        settings,
         pr=event.pr if pr is None else pr,
         head_sha=_get(values, "head_sha", str) or event.head_sha,
         base_sha=_get(values, "base_sha", str) or event.base_sha,
         pull_request=pr is not None or event.pull_request,
-        dashboard_branches=_get(values, "dashboard_branches", tuple) or (),
         default_branch=event.default_branch,
         pr_head_label=event.head_label,
-        pr_comment_when_green=WhenGreen(_value(values, "pr_comment_when_green", str)),
-        pr_comment_author=_value(values, "pr_comment_author", str),
+        event_name=event_name,
+        event_path=event_path,
+    )
+
+
+def _with_runner(settings: Settings, env: Mapping[str, str]) -> Settings:
+    """``settings`` with what the GitHub runner's variables name (files, runner, actor)."""
+    return replace(
+        settings,
         github_actions=is_github_actions(env),
         step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
         github_output=_runner_file(env, "GITHUB_OUTPUT"),
         runner_name=env.get("RUNNER_NAME", "").strip() or None,
         actor=env.get("GITHUB_ACTOR", "").strip() or None,
-        event_name=event_name,
-        event_path=_runner_file(env, "GITHUB_EVENT_PATH"),
         graphql_url=env.get("GITHUB_GRAPHQL_URL", "").strip() or None,
     )
-    _check(settings)
-    return settings
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EventInfo:
-    """What the runner's event payload says about a pull request and the default branch."""
-
-    pull_request: bool = False
-    pr: int | None = None
-    head_sha: str | None = None
-    base_sha: str | None = None
-    default_branch: str | None = None
-    head_label: str | None = None
-
-
-def _field(data: object, *path: str | int) -> object:
-    for key in path:
-        if isinstance(key, int):
-            data = data[key] if isinstance(data, list) and len(data) > key else None
-        else:
-            data = data.get(key) if isinstance(data, dict) else None
-    return data
-
-
-def _text(value: object) -> str | None:
-    return value.strip() or None if isinstance(value, str) else None
 
 
 def read_event(path: Path | None, event_name: str | None) -> EventInfo:
-    """The pull request (number, head and base commits) and default branch of the event.
-
-    ``pull_request``/``pull_request_target``: the payload's ``pull_request`` (its head sha, not
-    GITHUB_SHA, which is a merge commit); ``workflow_run`` of a pull request's workflow:
-    GitHub's ``workflow_run.pull_requests[0]`` and ``head_sha`` (never an artifact's), and
-    the head's ``owner:branch`` (``head_repository.owner.login``, ``head_branch``), by which
-    the pull request is looked up when ``pull_requests`` is empty (GitHub leaves it empty for
-    pull requests from forks). An unreadable payload says nothing.
-    """
+    """What the event payload at ``path`` says (``event.parse_event``); an unreadable one,
+    nothing."""
     if path is None:
         return EventInfo()
     try:
         payload: object = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return EventInfo()
-    default_branch = _text(_field(payload, "repository", "default_branch"))
-    if event_name in PULL_REQUEST_EVENTS:
-        number = _field(payload, "pull_request", "number")
-        return EventInfo(
-            pull_request=True,
-            pr=number if isinstance(number, int) and not isinstance(number, bool) else None,
-            head_sha=_text(_field(payload, "pull_request", "head", "sha")),
-            base_sha=_text(_field(payload, "pull_request", "base", "sha")),
-            default_branch=default_branch,
-        )
-    if event_name == "workflow_run" and _field(payload, "workflow_run", "event") in (
-        PULL_REQUEST_EVENTS
-    ):
-        number = _field(payload, "workflow_run", "pull_requests", 0, "number")
-        owner = _text(_field(payload, "workflow_run", "head_repository", "owner", "login"))
-        branch = _text(_field(payload, "workflow_run", "head_branch"))
-        return EventInfo(
-            pull_request=True,
-            pr=number if isinstance(number, int) and not isinstance(number, bool) else None,
-            head_sha=_text(_field(payload, "workflow_run", "head_sha")),
-            base_sha=_text(_field(payload, "workflow_run", "pull_requests", 0, "base", "sha")),
-            default_branch=default_branch,
-            head_label=f"{owner}:{branch}" if owner and branch else None,
-        )
-    return EventInfo(default_branch=default_branch)
+    return parse_event(payload, event_name)
 
 
 def _resolve(
@@ -359,25 +319,6 @@ def _resolve(
     return values, rules
 
 
-def _check_matrix(size: int | None, index: int | None) -> None:
-    if size is None and index is None:
-        return
-    if size is None or index is None:
-        raise InputError(
-            "inputs 'matrix-size' and 'matrix-index' go together: pass both "
-            "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
-        )
-    if size < 1:
-        raise InputError(
-            f"input 'matrix-size' got {size}: a matrix has at least 1 leg (pass strategy.job-total)"
-        )
-    if not 0 <= index < size:
-        raise InputError(
-            f"input 'matrix-index' got {index} with 'matrix-size' {size}: the index must be "
-            f"0 to {size - 1} (pass strategy.job-index and strategy.job-total)"
-        )
-
-
 def _check(settings: Settings) -> None:
     if settings.run_attempt < 1:
         raise InputError(f"input 'run-attempt' got {settings.run_attempt}: attempts start at 1")
@@ -392,7 +333,7 @@ def _check(settings: Settings) -> None:
             f"input 'retire-after-runs' got {settings.retire_after_runs}; "
             f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
         )
-    _check_matrix(settings.matrix_size, settings.matrix_index)
+    check_matrix(settings.matrix_size, settings.matrix_index)
     if settings.repository is not None and not re.fullmatch(
         r"[^/\s]+/[^/\s]+", settings.repository
     ):

@@ -1,6 +1,7 @@
 """Every setting ivy-matrix has: its name, kind, default, choices and help (``OPTIONS``).
 
-Pure: definitions, and the conversion of a given value to the option's kind. config.py
+Pure: definitions, the conversion of a given value to the option's kind, and the parsing and
+checks of a few values (``targets``, ``matrix-size`` with ``matrix-index``). config.py
 resolves the values (command line, environment, config file, runner, default); cli.py builds
 the command line from ``OPTIONS``; ``tests/test_action_yml.py`` checks that action.yml and the
 README list the same options with the same defaults. Each default is stated here only:
@@ -266,3 +267,33 @@ def convert(option: Option, value: object, origin: str) -> object:
     if option.kind is Kind.BOOL:
         return text == "true"
     return text
+
+
+def parse_targets(values: tuple[str, ...]) -> tuple[Target, ...]:
+    """The ``targets`` given (comma-separated, any case) as Targets, each once, in order."""
+    names = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
+    allowed = ", ".join(t.value for t in Target)
+    for name in names:
+        if name not in {t.value for t in Target}:
+            raise InputError(f"input 'targets' got {name!r}; allowed values: {allowed}")
+    return tuple(dict.fromkeys(Target(n) for n in names))
+
+
+def check_matrix(size: int | None, index: int | None) -> None:
+    """``matrix-size`` and ``matrix-index``: both or neither, and the index within the size."""
+    if size is None and index is None:
+        return
+    if size is None or index is None:
+        raise InputError(
+            "inputs 'matrix-size' and 'matrix-index' go together: pass both "
+            "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
+        )
+    if size < 1:
+        raise InputError(
+            f"input 'matrix-size' got {size}: a matrix has at least 1 leg (pass strategy.job-total)"
+        )
+    if not 0 <= index < size:
+        raise InputError(
+            f"input 'matrix-index' got {index} with 'matrix-size' {size}: the index must be "
+            f"0 to {size - 1} (pass strategy.job-index and strategy.job-total)"
+        )
