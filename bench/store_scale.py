@@ -44,7 +44,8 @@ from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.render import Style, render_files  # noqa: E402
 from ivy_matrix.statefile import join_columns, load_state  # noqa: E402
 from ivy_matrix.stores import branch  # noqa: E402
-from ivy_matrix.stores.branch import BranchStore, Leg  # noqa: E402
+from ivy_matrix.stores.branch import BranchStore  # noqa: E402
+from ivy_matrix.stores.branch_layout import Leg  # noqa: E402
 from tests.memory_github import MemoryGitHub  # noqa: E402
 
 REPO, BRANCH, STATE_DIR = "acme/widgets", "ivy-matrix", ".ivy-matrix/state"

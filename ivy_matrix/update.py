@@ -46,7 +46,7 @@ from ivy_matrix.publish import every_dashboard
 from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, Remote, is_read_only_event
 from ivy_matrix.sources import read_results
 from ivy_matrix.stores import Change, Saved, Store
-from ivy_matrix.stores.branch import Leg
+from ivy_matrix.stores.branch_layout import Leg
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.issues import publish_from_branch
 from ivy_matrix.targets.pr_comment import PullRequestComment

@@ -20,7 +20,8 @@ from ivy_matrix.options import Target
 from ivy_matrix.remote import READ_ONLY_ADVICE, GitHub, is_read_only_event
 from ivy_matrix.render import render_files
 from ivy_matrix.stores import AfterSave, Store
-from ivy_matrix.stores.branch import BranchStore, Leg
+from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.branch_layout import Leg
 from ivy_matrix.stores.issues import IssueStore
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import write_output

@@ -21,7 +21,9 @@ from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.render import RenderedFile, Style, render_files
 from ivy_matrix.statefile import dump_state, join_columns, load_state
 from ivy_matrix.stores import Saved
-from ivy_matrix.stores.branch import MAX_ATTEMPTS, BranchStore, Leg, git_blob_sha
+from ivy_matrix.stores.branch import MAX_ATTEMPTS, BranchStore
+from ivy_matrix.stores.branch_layout import Leg
+from ivy_matrix.stores.branch_snapshot import git_blob_sha
 from tests.conftest import fake_client
 from tests.fake_github import FakeGitHub
 from tests.memory_github import MemoryGitHub

@@ -7,7 +7,8 @@ only on the states it is given), saves what the change says changed, and hands b
 logs what it would write instead of writing it.
 
 - ``stores/local.py``: a folder on this machine, under a file lock;
-- ``stores/branch.py``: a branch of the repository, by git compare-and-swap;
+- ``stores/branch.py``: a branch of the repository, by git compare-and-swap (reading it:
+  ``branch_snapshot.py``; what is where on it: ``branch_layout.py``);
 - ``stores/issues.py``: hidden blocks of the dashboard issues (writers take turns).
 """
 

@@ -1,13 +1,10 @@
 """Dashboard state and rendered dashboards, committed to a branch of the repository.
 
-I/O, through a :class:`GitData` client (``github_api.GitHubClient``). The branch
-(``ivy-matrix`` by default) holds::
-
-    README.md                                   the index page      (rendered, from the caller)
-    core/gradients.md                           one page per dashboard
-    .ivy-matrix/state/core/gradients.d/torch.json   one state object per backend column
-    .ivy-matrix/state/LEGS                       the matrix legs that finished, per run
-    .ivy-matrix/state/REVISION                   raised by one in every commit
+I/O, through a :class:`GitData` client (``github_api.GitHubClient``): this module holds the
+compare-and-swap update loop; what is where on the branch (one state object per backend
+column, the finished-legs record ``LEGS``, the ``REVISION`` counter) is in
+``branch_layout.py``, and reading the branch at a commit (ref, recursive listing, blobs cached
+by sha) in ``branch_snapshot.py``.
 
 One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM.md 3.2):
 
@@ -29,11 +26,7 @@ called several times and must depend only on the states it is given.
 
 **Design, chosen by measurement** (``bench/store_scale.py``, Ivy's shape, 20-80 ms a request):
 
-- *One object per column.* A dashboard's state is split by backend (``statefile.split_columns``;
-  each part is an ordinary state document and ``join_columns`` puts them back), so a leg that
-  brings one backend's results reads and rewrites only that backend's columns: a leg of ~900
-  cases sends ~90 KB instead of every dashboard it touched. Older one-file states
-  (``core/gradients.json``) are read as they are and replaced by their columns when written.
+- *One object per column*: see ``branch_layout.py``.
 - *Render once per run.* With a :class:`Leg` (``--matrix-size``), a leg reads only its
   columns, the finished-legs record and the revision (6 requests a try, plus one per column
   it touches, read 8 at a time; not one per dashboard of the branch), merges without retirement, and commits no markdown: a new run id changes
@@ -57,77 +50,39 @@ called several times and must depend only on the states it is given.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 from urllib.parse import quote
 
 from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.paths import (
-    INDEX_NAME,
-    checked_path,
-    column_file,
-    dashboard_file,
-    relative_path,
-)
+from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import RenderedFile, removed_files
-from ivy_matrix.statefile import (
-    dump_runs,
-    dump_state,
-    join_columns,
-    load_runs,
-    load_state,
-    split_columns,
-)
+from ivy_matrix.statefile import dump_runs
 from ivy_matrix.stores import AfterSave, Change, Saved
+from ivy_matrix.stores.branch_layout import DEFAULT_STATE_DIR, BranchLayout, Leg, record_leg
+from ivy_matrix.stores.branch_snapshot import BranchReader, GitReads, Snapshot, git_blob_sha
 
-DEFAULT_STATE_DIR = ".ivy-matrix/state"
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
 MAX_DELAY = 60.0
 # A leg that lost the branch waits a random moment in this many times (legs still to land) x
 # (one try's duration): see BranchStore._delay.
 CONTENTION_SPREAD = 1.0
-# A counter in the state folder, raised by one in every commit. Commits are compare-and-swap,
-# so revisions are strictly increasing; projections (issue bodies) carry the revision they
-# show, so that a slow writer never replaces a newer projection with an older one.
-REVISION_NAME = "REVISION"
-# The matrix legs that finished, per run (statefile.dump_runs): the leg that completes a run
-# renders the dashboards. Upper case, so no (lower-case) category folder meets it.
-LEGS_NAME = "LEGS"
 
 # The pages to commit beside the states: (every state by key, the keys that changed) -> files.
 Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile]]
 
 
-class TreeListing(Protocol):
-    """A listed tree: its sha and its files (path -> blob sha)."""
-
-    @property
-    def sha(self) -> str: ...
-
-    @property
-    def files(self) -> Mapping[str, str]: ...
-
-
-class GitData(Protocol):
+class GitData(GitReads, Protocol):
     """The git-data calls the branch store needs (``github_api.GitHubClient`` has them)."""
 
-    def get_branch_head(self, repo: str, branch: str) -> str | None: ...
-
     def create_branch(self, repo: str, branch: str, sha: str) -> bool: ...
-
-    def get_tree(self, repo: str, tree_ish: str) -> TreeListing: ...
-
-    def get_blob_text(self, repo: str, sha: str) -> str: ...
-
-    def get_blob_texts(self, repo: str, shas: Collection[str]) -> dict[str, str]: ...
 
     def create_tree(
         self, repo: str, base_tree: str | None, files: Mapping[str, str | None]
@@ -136,51 +91,6 @@ class GitData(Protocol):
     def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
 
     def update_branch(self, repo: str, branch: str, sha: str) -> bool: ...
-
-
-def git_blob_sha(text: str) -> str:
-    """The git object id of a blob holding ``text`` as UTF-8 (``git hash-object``)."""
-    data = text.encode("utf-8")
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class _EmptyTree:
-    """The tree of a branch that does not exist yet."""
-
-    sha: str = ""
-    files: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Leg:
-    """One matrix leg's part in a run: what it reads, and when the run is complete.
-
-    ``dashboards`` and ``backends`` are what its results touch (it reads only those columns);
-    ``change`` is its change without store-wide retirement (that needs every dashboard, so it
-    runs in the leg that completes the run, with the store's own change). ``index`` is the
-    leg's ``strategy.job-index``, ``size`` the ``strategy.job-total``.
-    """
-
-    run_id: int
-    index: int
-    size: int
-    dashboards: frozenset[DashboardId]
-    backends: frozenset[str]
-    change: Change
-
-
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
-    tip: str | None
-    tree: TreeListing
-    states: dict[DashboardId, DashboardState]
-    revision: int = 0
-    legs: dict[int, tuple[int, frozenset[int]]] = field(default_factory=dict)
-    # Every dashboard's state files on the branch (columns, and the one-file form of older
-    # versions), by dashboard; only for the dashboards read.
-    paths: dict[DashboardId, set[str]] = field(default_factory=dict)
-    whole: bool = True  # every dashboard was read
 
 
 class BranchStore:
@@ -216,6 +126,8 @@ class BranchStore:
         self.repo = repo
         self.branch = branch.removeprefix("refs/heads/")
         self.state_dir = checked_path(state_dir.strip("/"))
+        self.layout = BranchLayout(self.state_dir)
+        self._reader = BranchReader(client, repo, self.branch, self.layout)
         self._sleep = sleep
         self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
         self.max_attempts = max(max_attempts, 1)
@@ -224,149 +136,21 @@ class BranchStore:
         self.leg = leg
         # Render every dashboard, not only those the change changed (``publish``).
         self.render_all = False
-        self._blobs: dict[str, str] = {}
         # What the last try saw and took: the legs of this run not landed yet, its duration.
         self._pending = 1
         self._try_seconds = 0.0
 
-    @property
-    def revision_path(self) -> str:
-        return f"{self.state_dir}/{REVISION_NAME}"
-
-    @property
-    def legs_path(self) -> str:
-        return f"{self.state_dir}/{LEGS_NAME}"
-
-    def state_path(self, dashboard: DashboardId) -> str:
-        """Where older versions kept a dashboard's whole state, in one file (read, migrated)."""
-        return f"{self.state_dir}/{relative_path(dashboard, '.json').as_posix()}"
-
-    def column_path(self, dashboard: DashboardId, backend: str) -> str:
-        """Where one backend's column of a dashboard lives on the branch."""
-        return f"{self.state_dir}/{column_file(dashboard, backend)}"
-
-    def _is_state_file(self, path: str) -> bool:
-        return path.startswith(self.state_dir + "/") and path.endswith(".json")
-
-    def _blob(self, sha: str) -> str:
-        text = self._blobs.get(sha)
-        if text is None:
-            text = self._blobs[sha] = self.client.get_blob_text(self.repo, sha)
-        return text
-
-    def _fetch(self, shas: Iterable[str]) -> None:
-        """Read every blob not read before, in one batch (the client reads several at once)."""
-        missing = {sha for sha in shas if sha not in self._blobs}
-        if missing:
-            self._blobs.update(self.client.get_blob_texts(self.repo, missing))
-
-    def _load(self, path: str, sha: str) -> DashboardState:
-        """One state file (a column, or an older one-file state), checked against its path."""
-        where = f"{path} on branch {self.branch} of {self.repo}"
-        state = load_state(self._blob(sha), where=where)
-        names = state.backend_names
-        column = len(names) == 1 and path == self.column_path(state.id, names[0])
-        if path != self.state_path(state.id) and not column:
-            raise StoreError(
-                f"cannot read dashboard state {where}: it holds dashboard {state.key!r}, "
-                f"whose state belongs in {self.state_path(state.id)} or its columns in "
-                f"{self.state_dir}/{column_file(state.id, '*')}; move or delete the file"
-            )
-        return state
-
-    def _read(self, tip: str | None, *, whole: bool = True) -> _Snapshot:
-        """The branch at ``tip``: every dashboard, or only this leg's columns (``whole``
-        False), unless this leg completes its run (then it reads everything: it renders)."""
-        if tip is None:
-            return _Snapshot(None, _EmptyTree(), {}, whole=whole or self._complete({})[1])
-        tree = self.client.get_tree(self.repo, tip)
-        leg = self.leg
-        # The small files every try needs, and this leg's columns, in one batch of reads.
-        first = [tree.files.get(self.legs_path), tree.files.get(self.revision_path)]
-        if leg is not None:
-            first += [
-                tree.files.get(path)
-                for dashboard in leg.dashboards
-                for path in (
-                    self.state_path(dashboard),
-                    *(self.column_path(dashboard, backend) for backend in leg.backends),
-                )
-            ]
-        self._fetch(sha for sha in first if sha is not None)
-        legs = self._legs(tree)
-        wanted: set[str] | None = None
-        if not whole and leg is not None and not self._complete(legs)[1]:
-            wanted = {
-                path
-                for dashboard in leg.dashboards
-                for path in (
-                    self.state_path(dashboard),
-                    *(self.column_path(dashboard, backend) for backend in leg.backends),
-                )
-            }
-        files = {
-            path: sha
-            for path, sha in sorted(tree.files.items())
-            if self._is_state_file(path) and (wanted is None or path in wanted)
-        }
-        self._fetch(files.values())
-        parts: dict[DashboardId, list[DashboardState]] = {}
-        paths: dict[DashboardId, set[str]] = {}
-        for path, sha in files.items():
-            state = self._load(path, sha)
-            parts.setdefault(state.id, []).append(state)
-            paths.setdefault(state.id, set()).add(path)
-        states = {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
-        return _Snapshot(tip, tree, states, self._revision(tree), legs, paths, whole=wanted is None)
-
-    def _revision(self, tree: TreeListing) -> int:
-        sha = tree.files.get(self.revision_path)
-        if sha is None:
-            return 0
-        text = self._blob(sha).strip()
-        if not text.isdigit():
-            raise StoreError(
-                f"cannot read {self.revision_path} on branch {self.branch} of {self.repo}: "
-                f"expected a number, found {text[:40]!r}; delete the file to start again at 0"
-            )
-        return int(text)
-
-    def _legs(self, tree: TreeListing) -> dict[int, tuple[int, frozenset[int]]]:
-        sha = tree.files.get(self.legs_path)
-        if sha is None:
-            return {}
-        return load_runs(self._blob(sha), where=f"{self.legs_path} on branch {self.branch}")
-
     def load(self) -> dict[DashboardId, DashboardState]:
         """Every dashboard's state at the branch tip (empty if the branch does not exist yet)."""
-        return self._read(self.client.get_branch_head(self.repo, self.branch)).states
-
-    def _state_writes(
-        self, snapshot: _Snapshot, merged: Merged, *, complete: bool
-    ) -> dict[str, str | None]:
-        """The state files a change's result needs: its dashboards' columns; the one-file
-        states it replaces; with ``complete`` (everything read) the columns that went."""
-        wanted: dict[str, str | None] = {}
-        for dashboard, state in merged.to_save().items():
-            if state.id != dashboard:
-                raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
-            for backend, column in split_columns(state).items():
-                wanted[self.column_path(dashboard, backend)] = dump_state(column)
-            old = snapshot.paths.get(dashboard, set())
-            for path in old:
-                if path not in wanted and (complete or path == self.state_path(dashboard)):
-                    wanted[path] = None
-        for gone in merged.removed:
-            for path in snapshot.paths.get(gone.id, set()):
-                wanted[path] = None
-        return wanted
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        return self._reader.read(tip, self.leg).states
 
     def _changes(
-        self, snapshot: _Snapshot, wanted: dict[str, str | None], files: Sequence[RenderedFile]
+        self, snapshot: Snapshot, wanted: dict[str, str | None], files: Sequence[RenderedFile]
     ) -> dict[str, str | None]:
         for file in files:
             path = checked_path(file.path)
-            if path == self.state_dir or path.startswith(self.state_dir + "/"):
+            if self.layout.in_state_dir(path):
                 raise ValueError(f"rendered file {path!r} would overwrite the state folder")
             wanted[path] = file.text
         current = snapshot.tree.files
@@ -412,20 +196,7 @@ class BranchStore:
             f"at once, so write from one fan-in job, or re-run this job"
         )
 
-    def _complete(
-        self, legs: dict[int, tuple[int, frozenset[int]]]
-    ) -> tuple[dict[int, tuple[int, frozenset[int]]], bool]:
-        """The finished-legs record with this leg in it, and whether its run is complete
-        (always, without a leg: every update renders)."""
-        leg = self.leg
-        if leg is None:
-            return legs, True
-        size, done = legs.get(leg.run_id, (leg.size, frozenset()))
-        size = max(size, leg.size)
-        done |= {leg.index}
-        return {**legs, leg.run_id: (size, done)}, done >= frozenset(range(size))
-
-    def _apply(self, change: Change, snapshot: _Snapshot) -> tuple[Merged, Collection[str]]:
+    def _apply(self, change: Change, snapshot: Snapshot) -> tuple[Merged, Collection[str]]:
         """The change's result on ``snapshot``, and the keys of the dashboards to render."""
         if snapshot.whole:
             # Every dashboard was read: the store's own change (store-wide retirement), and
@@ -441,8 +212,8 @@ class BranchStore:
     def _try(self, change: Change, attempt: int) -> Saved | None:
         """One read-change-commit; None when another writer moved the branch first."""
         tip = self.client.get_branch_head(self.repo, self.branch)
-        snapshot = self._read(tip, whole=False)
-        legs, _ = self._complete(snapshot.legs)
+        snapshot = self._reader.read(tip, self.leg, whole=False)
+        legs, _ = record_leg(snapshot.legs, self.leg)
         if self.leg is not None:
             size, done = legs[self.leg.run_id]
             self._pending = max(size - len(done) + 1, 1)
@@ -452,14 +223,14 @@ class BranchStore:
         if complete:
             files = self.render(merged.ordered(), keys) if self.render else []
             files += removed_files(merged.removed)
-        wanted = self._state_writes(snapshot, merged, complete=complete)
+        wanted = self.layout.state_writes(snapshot.paths, merged, complete=complete)
         if self.leg is not None and legs != snapshot.legs:
-            wanted[self.legs_path] = dump_runs(legs)
+            wanted[self.layout.legs_path] = dump_runs(legs)
         writes = self._changes(snapshot, wanted, files)
         revision = snapshot.revision
         if not writes:
             return Saved(merged=merged, attempts=attempt, revision=revision, rendered=complete)
-        writes[self.revision_path] = f"{revision + 1}\n"
+        writes[self.layout.revision_path] = f"{revision + 1}\n"
         if self.dry_run:
             return Saved(
                 merged=merged,
@@ -482,7 +253,7 @@ class BranchStore:
             return None
         for path, text in writes.items():
             if text is not None and path.startswith(self.state_dir + "/"):
-                self._blobs[git_blob_sha(text)] = text
+                self._reader.remember(text)
         return Saved(
             merged=merged,
             commit_sha=commit,

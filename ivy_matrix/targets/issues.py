@@ -98,21 +98,42 @@ def publish_issues(
     if revision is not None and not dry_run:
         _settle(writer, by_key, written, revision=revision, sleep=sleep, rng=jitter, delay=settle)
     index_result = None
-    if index and creator is not None and not found.by_key.get(INDEX_KEY):
+    if index:
+        index_result = _publish_index_issue(
+            writer, states, written, found, creator=creator, pin=pin_index, graphql_url=graphql_url
+        )
+    return _report(writer, written, index_result)
+
+
+def _publish_index_issue(
+    writer: IssueWriter,
+    states: Sequence[DashboardState],
+    written: Mapping[str, Written],
+    found: Found,
+    *,
+    creator: _Creator | None,
+    pin: bool,
+    graphql_url: str | None,
+) -> IssueResult | None:
+    """The index issue, after the dashboards' issues; None when it has none and another job
+    holds its lock and has not created it (that job writes it)."""
+    if creator is not None and not found.by_key.get(INDEX_KEY):
         claimed = creator.claim(INDEX_KEY)
         if claimed is None:
             claimed = creator.wait_for([INDEX_KEY]).get(INDEX_KEY)
-        index = claimed is not None
-        if claimed is not None:
-            found.by_key[INDEX_KEY] = claimed
-    if index:
-        index_result = publish_index(
-            writer, states, written, found, pin=pin_index, graphql_url=graphql_url
-        )
+        if claimed is None:
+            return None
+        found.by_key[INDEX_KEY] = claimed
+    return publish_index(writer, states, written, found, pin=pin, graphql_url=graphql_url)
 
+
+def _report(
+    writer: IssueWriter, written: Mapping[str, Written], index: IssueResult | None
+) -> IssuesReport:
+    """What this publication wrote (or, in a dry run, planned) and warned about."""
     return IssuesReport(
         dashboards=tuple(w.result for w in written.values()),
-        index=index_result,
+        index=index,
         planned=tuple(writer.planned),
         warnings=tuple(writer.warnings),
     )
