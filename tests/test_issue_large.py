@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ivy_matrix.issue_bodies import BODY_LIMIT, continuation_part, parse_parts, utf16_len
+from ivy_matrix.issue_markers import BODY_LIMIT, continuation_part, parse_parts, utf16_len
 from ivy_matrix.render import Style
 from ivy_matrix.targets.issue_writer import PACE_FROM, PACE_SECONDS
 from ivy_matrix.targets.issues import publish_issues

@@ -22,13 +22,9 @@ from collections.abc import Callable, Collection, Sequence
 
 from ivy_matrix.changes import Merged
 from ivy_matrix.github_types import Issue, IssueAPI
-from ivy_matrix.issue_bodies import (
-    DEFAULT_BUDGET,
-    DEFAULT_LABEL,
-    INDEX_TITLE,
-    compose_index,
-    extract_state,
-)
+from ivy_matrix.issue_bodies import compose_index
+from ivy_matrix.issue_markers import DEFAULT_BUDGET, DEFAULT_LABEL, INDEX_TITLE
+from ivy_matrix.issue_state import extract_state
 from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.progress import Progress, Quiet

@@ -38,9 +38,8 @@ from dataclasses import dataclass, field
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github_types import Issue, IssueAPI, IssueComment
-from ivy_matrix.issue_bodies import (
-    IssueBodies,
-    compose_issue,
+from ivy_matrix.issue_bodies import IssueBodies, compose_issue
+from ivy_matrix.issue_markers import (
     continuation_part,
     dashboard_key,
     is_index,

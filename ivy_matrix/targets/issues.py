@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ivy_matrix.config import Settings
 from ivy_matrix.github_types import Issue, IssueAPI
-from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, parse_revision
+from ivy_matrix.issue_markers import DEFAULT_BUDGET, DEFAULT_LABEL, parse_revision
 from ivy_matrix.model import DashboardState
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.remote import GitHub
