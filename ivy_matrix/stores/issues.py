@@ -31,15 +31,10 @@ from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import Style
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.issue_lock import LOCK_POLL, LOCK_WAIT, CommentLock
+from ivy_matrix.targets.issue_finding import INDEX_KEY, Found
 from ivy_matrix.targets.issue_index import publish_index
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
-from ivy_matrix.targets.issue_writer import (
-    INDEX_KEY,
-    Found,
-    IssueWriter,
-    Written,
-    dedupe_created,
-)
+from ivy_matrix.targets.issue_writer import IssueWriter, Written, dedupe_created
 
 
 class IssueStore:

@@ -23,16 +23,11 @@ from ivy_matrix.remote import GitHub
 from ivy_matrix.render import Style
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
+from ivy_matrix.targets.issue_finding import INDEX_KEY, Found
 from ivy_matrix.targets.issue_index import publish_index
 from ivy_matrix.targets.issue_locks import IssueLocks
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
-from ivy_matrix.targets.issue_writer import (
-    INDEX_KEY,
-    Found,
-    IssueWriter,
-    Written,
-    dedupe_created,
-)
+from ivy_matrix.targets.issue_writer import IssueWriter, Written, dedupe_created
 
 # After writing with a revision: wait this long (seconds, jittered), then check once more.
 SETTLE_DELAY = (1.0, 3.0)
