@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ivy_matrix.errors import InputError
-from ivy_matrix.issue_bodies import DEFAULT_LABEL
+from ivy_matrix.issue_markers import DEFAULT_LABEL
 from ivy_matrix.links import DEFAULT_SERVER_URL
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.render import Style

@@ -21,7 +21,7 @@ all-green note (:func:`~ivy_matrix.pr_state.has_failures` lets the caller write 
 instead, when no comment exists yet).
 
 **Size.** The body is kept within ``BUDGET`` UTF-16 units (GitHub refuses comments over 65,536
-characters; measured as issue_bodies.py does). The hidden block gets at most ``BLOCK_BUDGET`` (and
+characters; measured as issue_markers.py does). The hidden block gets at most ``BLOCK_BUDGET`` (and
 half the budget); cells it has no room for are left out least important first and counted
 (per backend and verdict) instead. The visible part is then cut least important first: fixed,
 then flaky, pre-existing and no-baseline cells, then new failures, then the per-backend lines;
@@ -42,7 +42,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ivy_matrix.issue_bodies import DEFAULT_BUDGET, utf16_len
+from ivy_matrix.issue_markers import DEFAULT_BUDGET, utf16_len
 from ivy_matrix.pr_state import CommentState, has_failures, merge_states, pack_state, unpack_state
 from ivy_matrix.render import escape_name, escape_url, safe_link
 from ivy_matrix.verdicts import COUNT_ORDER, BaselineKind, CellVerdict, Verdict

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ivy_matrix.issue_bodies import BODY_LIMIT, continuation_part, parse_parts, utf16_len
+from ivy_matrix.issue_markers import BODY_LIMIT, continuation_part, parse_parts, utf16_len
 from ivy_matrix.render import Style
-from ivy_matrix.targets.issue_writer import PACE_FROM, PACE_SECONDS
+from ivy_matrix.targets.issue_requests import PACE_FROM, PACE_SECONDS
 from ivy_matrix.targets.issues import publish_issues
 from tests.test_issue_target import GRADIENTS, make_state
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from ivy_matrix.errors import GitHubAPIError
-from ivy_matrix.issue_bodies import dashboard_key, extract_state, is_index
+from ivy_matrix.issue_markers import dashboard_key, is_index
+from ivy_matrix.issue_state import extract_state
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.issue_lock import CommentLock, ConcurrentWritersError
 from ivy_matrix.stores.issues import IssueStore

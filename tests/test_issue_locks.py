@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ivy_matrix.issue_bodies import dashboard_key, is_index
+from ivy_matrix.issue_markers import dashboard_key, is_index
 from ivy_matrix.targets.issue_locks import IssueLocks
 from ivy_matrix.targets.issue_results import IssueAction, IssuesReport
 from ivy_matrix.targets.issues import publish_issues

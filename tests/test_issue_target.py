@@ -17,17 +17,17 @@ import pytest
 from ivy_matrix.changes import Merged
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github_api import GitHubClient
-from ivy_matrix.issue_bodies import (
+from ivy_matrix.issue_markers import (
     BODY_LIMIT,
     END,
     continuation_part,
     dashboard_key,
-    extract_state,
     is_index,
     parse_parts,
     parse_revision,
     utf16_len,
 )
+from ivy_matrix.issue_state import extract_state
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style

@@ -1,4 +1,4 @@
-"""Tests for issue_bodies.py: issue bodies, markers, the size budget and the hidden state block."""
+"""Tests for issue_markers.py, issue_state.py and issue_bodies.py: markers, state, bodies, size."""
 
 from __future__ import annotations
 
@@ -11,21 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.issue_bodies import (
+from ivy_matrix.issue_bodies import NAME_CAP, compose_index, compose_issue
+from ivy_matrix.issue_markers import (
     BEGIN,
     BODY_LIMIT,
     END,
     INDEX_MARKER,
-    NAME_CAP,
-    IssueStateTooLargeError,
-    compose_index,
-    compose_issue,
     continuation_marker,
     continuation_part,
     dashboard_key,
     dashboard_marker,
-    embed_state,
-    extract_state,
     is_index,
     is_ours,
     issue_title,
@@ -33,6 +28,7 @@ from ivy_matrix.issue_bodies import (
     parse_revision,
     utf16_len,
 )
+from ivy_matrix.issue_state import IssueStateTooLargeError, embed_state, extract_state
 from ivy_matrix.merge import Batch, apply_batch, union_states
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.render import Style, escape_name, render_dashboard

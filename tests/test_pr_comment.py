@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix.history import RunRef
-from ivy_matrix.issue_bodies import utf16_len
+from ivy_matrix.issue_markers import utf16_len
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import Outcome, RunKey
 from ivy_matrix.pr_comment import (

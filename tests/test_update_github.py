@@ -24,7 +24,7 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.github_api import GitHubClient, make_client
-from ivy_matrix.issue_bodies import extract_state
+from ivy_matrix.issue_state import extract_state
 from ivy_matrix.model import DashboardId
 from ivy_matrix.remote import Remote
 from ivy_matrix.render import Style, render_files

@@ -22,28 +22,19 @@ from collections.abc import Callable, Collection, Sequence
 
 from ivy_matrix.changes import Merged
 from ivy_matrix.github_types import Issue, IssueAPI
-from ivy_matrix.issue_bodies import (
-    DEFAULT_BUDGET,
-    DEFAULT_LABEL,
-    INDEX_TITLE,
-    compose_index,
-    extract_state,
-)
+from ivy_matrix.issue_bodies import compose_index
+from ivy_matrix.issue_markers import DEFAULT_BUDGET, DEFAULT_LABEL, INDEX_TITLE
+from ivy_matrix.issue_state import extract_state
 from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import Style
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.issue_lock import LOCK_POLL, LOCK_WAIT, CommentLock
+from ivy_matrix.targets.issue_finding import INDEX_KEY, Found
 from ivy_matrix.targets.issue_index import publish_index
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
-from ivy_matrix.targets.issue_writer import (
-    INDEX_KEY,
-    Found,
-    IssueWriter,
-    Written,
-    dedupe_created,
-)
+from ivy_matrix.targets.issue_writer import IssueWriter, Written, dedupe_created
 
 
 class IssueStore:

@@ -2,7 +2,8 @@
 
 - ``targets/files.py``: pages in ``--output-dir``;
 - ``targets/issues.py``: one issue per dashboard and the index issue (written through
-  ``issue_writer.py`` and ``issue_index.py``; results in ``issue_results.py``);
+  ``issue_writer.py``, which builds on ``issue_finding.py``, ``issue_verify.py`` and
+  ``issue_requests.py``, and ``issue_index.py``; results in ``issue_results.py``);
 - ``targets/summary.py``: the job summary, step outputs, ``--summary-json`` and annotations.
 """
 

@@ -11,10 +11,12 @@ from collections.abc import Mapping, Sequence
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github_types import Issue
-from ivy_matrix.issue_bodies import INDEX_TITLE, compose_index
+from ivy_matrix.issue_bodies import compose_index
+from ivy_matrix.issue_markers import INDEX_TITLE
 from ivy_matrix.model import DashboardState
+from ivy_matrix.targets.issue_finding import INDEX_KEY, Found
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult
-from ivy_matrix.targets.issue_writer import INDEX_KEY, Found, IssueWriter, Written, dedupe_created
+from ivy_matrix.targets.issue_writer import IssueWriter, Written, dedupe_created
 
 
 def publish_index(

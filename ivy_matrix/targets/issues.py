@@ -16,23 +16,18 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ivy_matrix.config import Settings
 from ivy_matrix.github_types import Issue, IssueAPI
-from ivy_matrix.issue_bodies import DEFAULT_BUDGET, DEFAULT_LABEL, parse_revision
+from ivy_matrix.issue_markers import DEFAULT_BUDGET, DEFAULT_LABEL, parse_revision
 from ivy_matrix.model import DashboardState
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.remote import GitHub
 from ivy_matrix.render import Style
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
+from ivy_matrix.targets.issue_finding import INDEX_KEY, Found
 from ivy_matrix.targets.issue_index import publish_index
 from ivy_matrix.targets.issue_locks import IssueLocks
 from ivy_matrix.targets.issue_results import IssueAction, IssueResult, IssuesReport
-from ivy_matrix.targets.issue_writer import (
-    INDEX_KEY,
-    Found,
-    IssueWriter,
-    Written,
-    dedupe_created,
-)
+from ivy_matrix.targets.issue_writer import IssueWriter, Written, dedupe_created
 
 # After writing with a revision: wait this long (seconds, jittered), then check once more.
 SETTLE_DELAY = (1.0, 3.0)

@@ -1,0 +1,165 @@
+"""Dashboard issues: the hidden markers, how a body is recognised and read, and how it is measured.
+
+Pure: no I/O (``targets/issue_*.py`` and ``stores/issues.py`` do the GitHub side). In:
+issue and comment bodies as GitHub returns them (or None); out: keys, part numbers, revisions,
+the maintainer's text around the managed region, and sizes. Composing bodies is
+``issue_bodies.py``; the hidden state block is ``issue_state.py``. A dashboard issue body looks
+like::
+
+    <!-- ivy-matrix:dashboard=core/gradients -->        how the action finds its own issue
+    Anything a maintainer writes here is kept verbatim.
+    <!-- ivy-matrix:begin -->                            the managed region starts
+    <!-- ivy-matrix:revision=12 -->                      (with the branch store) what it shows
+    ## core/gradients
+
+    | table |
+
+    _The table continues in 2 comments below._          (only when it had to be split)
+    <!-- ivy-matrix:parts=2 -->
+    <!-- ivy-matrix:state                                (issue-body store only) zlib + base64
+    eJy...
+    -->
+    <!-- ivy-matrix:end -->                              the managed region ends
+    Anything a maintainer writes here is kept verbatim too.
+
+Continuation comments start with ``<!-- ivy-matrix:dashboard=<key>:part=N -->`` and are wholly
+owned by the action; the index issue starts with ``<!-- ivy-matrix:index -->``. Keys are
+percent-encoded in markers, so no dashboard name can end the comment or fake another marker.
+
+**Size.** GitHub refuses issue and comment bodies over 65,536 characters (PLATFORM.md 1.1), and
+whether it counts code points or UTF-16 units is unverified, so every body is measured in UTF-16
+code units (:func:`utf16_len`, an emoji counts 2) against a budget with a margin below that
+limit (:data:`DEFAULT_BUDGET`).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+
+# The label that marks dashboard issues (the issue-label option's default).
+DEFAULT_LABEL = "ivy-matrix"
+BODY_LIMIT = 65_536
+# Room for what the budget cannot see: GitHub may count differently than we do.
+MARGIN = 1_000
+DEFAULT_BUDGET = BODY_LIMIT - MARGIN
+
+PREFIX = "<!-- ivy-matrix:"
+BEGIN = "<!-- ivy-matrix:begin -->"
+END = "<!-- ivy-matrix:end -->"
+INDEX_MARKER = "<!-- ivy-matrix:index -->"
+INDEX_TITLE = "ivy-matrix: test dashboards"
+TITLE_PREFIX = "ivy-matrix: "
+TITLE_LIMIT = 256
+
+_KEY = r"(?P<key>[^\s:>]+)"
+_DASHBOARD_LINE = re.compile(rf"^<!-- ivy-matrix:dashboard={_KEY} -->\r?$", re.MULTILINE)
+_MARKER_LINE = re.compile(
+    r"^<!-- ivy-matrix:(?:dashboard=[^\s:>]+|index) -->(?:\r?\n|$)", re.MULTILINE
+)
+_INDEX_LINE = re.compile(r"^<!-- ivy-matrix:index -->\r?$", re.MULTILINE)
+_PART_LINE = re.compile(
+    rf"\A<!-- ivy-matrix:dashboard={_KEY}:part=(?P<part>\d+) -->\r?$", re.MULTILINE
+)
+_REVISION = re.compile(r"<!-- ivy-matrix:revision=(?P<n>\d{1,30}) -->")
+_PARTS = re.compile(r"<!-- ivy-matrix:parts=(?P<n>\d{1,9}) -->")
+
+
+def utf16_len(text: str) -> int:
+    """Length in UTF-16 code units: what a JavaScript ``length`` says (an emoji counts 2)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _quote(key: str) -> str:
+    # No spaces, colons or ">" remain, so a key can neither end the comment nor fake ":part=".
+    return urllib.parse.quote(key, safe="/._~-")
+
+
+def dashboard_marker(key: str) -> str:
+    """The first line of a dashboard issue's body."""
+    return f"<!-- ivy-matrix:dashboard={_quote(key)} -->"
+
+
+def continuation_marker(key: str, part: int) -> str:
+    """The first line of continuation comment ``part`` (1, 2, ...) of a dashboard."""
+    return f"<!-- ivy-matrix:dashboard={_quote(key)}:part={part} -->"
+
+
+def issue_title(key: str) -> str:
+    """The title a new dashboard issue gets (maintainers may rename it; it is never rewritten)."""
+    title = " ".join(f"{TITLE_PREFIX}{key}".split())
+    return title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…"
+
+
+def _head(body: str) -> str:
+    """The part of a body before the managed region (where the marker lives)."""
+    begin = body.find(BEGIN)
+    return body if begin < 0 else body[:begin]
+
+
+def dashboard_key(body: str | None) -> str | None:
+    """The dashboard key of the marker in a body, or None if it has no dashboard marker."""
+    found = _DASHBOARD_LINE.search(_head(body or ""))
+    return urllib.parse.unquote(found.group("key")) if found else None
+
+
+def is_ours(body: str | None, key: str) -> bool:
+    """Tell whether a body is the dashboard issue of ``key`` (its marker, not another's)."""
+    return dashboard_key(body) == key
+
+
+def is_index(body: str | None) -> bool:
+    """Tell whether a body is the index issue's."""
+    return _INDEX_LINE.search(_head(body or "")) is not None
+
+
+def continuation_part(body: str | None, key: str) -> int | None:
+    """The part number if ``body`` is a continuation comment of dashboard ``key``, else None."""
+    found = _PART_LINE.search(body or "")
+    if found is None or urllib.parse.unquote(found.group("key")) != key:
+        return None
+    return int(found.group("part"))
+
+
+def managed_region(body: str) -> str:
+    """The managed region of a body, markers included ("" when it has none; to the end when
+    its end marker is missing)."""
+    begin = body.find(BEGIN)
+    if begin < 0:
+        return ""
+    end = body.find(END, begin)
+    return body[begin:] if end < 0 else body[begin : end + len(END)]
+
+
+def parse_revision(body: str | None) -> int | None:
+    """The revision recorded in the managed region, or None when it records none."""
+    found = _REVISION.search(managed_region(body or ""))
+    return int(found.group("n")) if found else None
+
+
+def parse_parts(body: str | None) -> int:
+    """How many continuation comments the body says the table continues in (0: none)."""
+    found = _PARTS.search(managed_region(body or ""))
+    return int(found.group("n")) if found else 0
+
+
+def outside_region(existing: str | None) -> tuple[str, str]:
+    """The maintainer's text before and after the managed region of an existing body.
+
+    Our own marker line is taken out of the text before (it is written back as the first
+    line); everything else is kept byte for byte. A body with no region keeps all its text
+    before the new region.
+    """
+    if not existing:
+        return "", "\n"
+    begin = existing.find(BEGIN)
+    if begin < 0:
+        before, after = existing, "\n"
+    else:
+        end = existing.find(END, begin)
+        before = existing[:begin]
+        after = "\n" if end < 0 else existing[end + len(END) :]
+    before = _MARKER_LINE.sub("", before, count=1)
+    if before and not before.endswith("\n"):
+        before += "\n"
+    return before, after
