@@ -51,15 +51,19 @@ def relative_path(dashboard: DashboardId, suffix: str) -> Path:
     return Path(slug(dashboard.category), name) if dashboard.category else Path(name)
 
 
-def _file_part(name: str, *, folder: bool, top_level: bool) -> str:
-    """One category or title as a file-name part, unique even where case is ignored."""
+def _file_part(name: str, *, folder: bool, top_level: bool, extension: str = ".md") -> str:
+    """One category or title as a file-name part, unique even where case is ignored.
+
+    A folder name ending in ``extension`` is hashed, so that it never meets the file of a
+    top-level dashboard (category ``x.md`` and title ``x``).
+    """
     safe = slug(name)
     if safe != name:
         return safe  # slug added the hash of the exact name already
     plain = (
         name == name.lower()
         and not _HASHED.fullmatch(name)
-        and not (folder and name.endswith(".md"))
+        and not (folder and name.endswith(extension))
         and not (top_level and not folder and name == INDEX_STEM)
     )
     if plain:
@@ -67,13 +71,31 @@ def _file_part(name: str, *, folder: bool, top_level: bool) -> str:
     return f"{name}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
+def _dashboard_path(dashboard: DashboardId, extension: str) -> str:
+    """``category/title`` + ``extension``, each part made safe and unique by :func:`_file_part`."""
+    category = dashboard.category
+    title = _file_part(dashboard.title, folder=False, top_level=not category, extension=extension)
+    if not category:
+        return f"{title}{extension}"
+    folder = _file_part(category, folder=True, top_level=True, extension=extension)
+    return f"{folder}/{title}{extension}"
+
+
 def dashboard_file(state: DashboardState) -> str:
     """Where a dashboard's markdown goes, relative to the output folder (posix form)."""
-    category = state.id.category
-    title = _file_part(state.id.title, folder=False, top_level=not category)
-    if not category:
-        return f"{title}.md"
-    return f"{_file_part(category, folder=True, top_level=True)}/{title}.md"
+    return _dashboard_path(state.id, ".md")
+
+
+def state_file(dashboard: DashboardId) -> str:
+    """Where a dashboard's one-file state goes, relative to the state folder (posix form).
+
+    Named as :func:`dashboard_file` names the page, with ``.json`` (``Core/Grad`` ->
+    ``Core-70ea1983/Grad-d1c58652.json``), so no two dashboards share a state file even where
+    case is ignored. Lower-case file-safe names, Ivy's among them, keep the path older
+    versions gave them with :func:`relative_path` (``core/gradients.json``), except the few
+    hashed to keep them apart (``readme``, ``x-0123abcd``, a category ``x.json``).
+    """
+    return _dashboard_path(dashboard, ".json")
 
 
 def column_file(dashboard: DashboardId, backend: str) -> str:

@@ -25,7 +25,8 @@ from ivy_matrix.model import (
     Seen,
     Source,
 )
-from ivy_matrix.statefile import FORMAT, VERSION
+from ivy_matrix.paths import relative_path
+from ivy_matrix.statefile import FORMAT, VERSION, dump_state
 from ivy_matrix.stores.local import LocalStore
 
 pytestmark = pytest.mark.timeout(90)
@@ -339,6 +340,136 @@ def test_errors_inside_the_locked_block_are_not_blamed_on_the_lock(tmp_path):
 
     with store.locked():  # and the lock was released
         pass
+
+
+# --- file names, and the layout of older versions ---------------------------------------------
+
+CORE_GRAD = DashboardId(title="Grad", category="Core")
+TWINS = [
+    CORE_GRAD,
+    DashboardId(title="grad", category="core"),
+    DashboardId(title="Grad", category="core"),
+    DashboardId(title="grad", category="CORE"),
+    DashboardId(title="README"),
+    DashboardId(title="readme"),
+    DashboardId(title="x", category="core.json"),
+    DashboardId(title="core"),
+]
+
+
+def write_old_layout(store: LocalStore, state: DashboardState) -> Path:
+    """Write ``state`` where versions before the collision-safe names put it."""
+    path = store.root / "state" / relative_path(state.id, ".json")
+    write_atomic(path, dump_state(state))
+    return path
+
+
+def test_case_twins_get_state_files_that_differ_even_ignoring_case(tmp_path):
+    """Dashboards whose names differ only in case get state files of their own, and round trip."""
+    store = LocalStore(tmp_path)
+    for dashboard in TWINS:
+        store.save(sample_state(dashboard))
+
+    paths = [store.path_of(d).relative_to(tmp_path).as_posix() for d in TWINS]
+    assert len({path.lower() for path in paths}) == len(TWINS)
+    # No file's path is a folder of another's (category ``core.json`` and title ``core``).
+    assert not any(other.startswith(f"{path}/") for path in paths for other in paths)
+    assert [store.load(d) for d in TWINS] == [sample_state(d) for d in TWINS]
+    assert store.load_all() == sorted((sample_state(d) for d in TWINS), key=lambda s: s.key)
+
+
+def test_lower_case_names_keep_the_state_path_of_older_versions(tmp_path):
+    """Ivy's lower-case names stay where they were; other names get a hash of the exact name."""
+    store = LocalStore(tmp_path)
+    for dashboard in [GRADIENTS, DashboardId(title="test_module_depth"), DashboardId(title="a b")]:
+        assert store.path_of(dashboard) == tmp_path / "state" / relative_path(dashboard, ".json")
+    assert store.path_of(CORE_GRAD) == tmp_path / "state/Core-70ea1983/Grad-d1c58652.json"
+
+
+def test_an_old_layout_store_loads_and_moves_to_the_new_path_on_update(
+    tmp_path, monkeypatch, capsys
+):
+    """A state at its old path is read, and an update saves it at the new path, losing no cell."""
+    monkeypatch.chdir(tmp_path)
+    store = LocalStore(Path(".ivy-matrix"))
+    old = write_old_layout(store, sample_state(CORE_GRAD))
+    assert old == Path(".ivy-matrix/state/Core/Grad.json")
+    assert store.load(CORE_GRAD) == sample_state(CORE_GRAD)
+    assert store.load_all() == [sample_state(CORE_GRAD)]
+    (tmp_path / "r.xml").write_text(
+        '<testsuite><testcase classname="x.test_Core.test_Grad" name="test_new"/></testsuite>',
+        encoding="utf-8",
+    )
+
+    code = main(["update", "--junit", "r.xml", "--backend", "jax"], {})
+
+    assert code == 0, capsys.readouterr().out
+    assert not old.exists()
+    assert not old.parent.exists()
+    assert store.path_of(CORE_GRAD).is_file()
+    assert [p.as_posix() for p in Path(".ivy-matrix/state").rglob("*.json")] == [
+        ".ivy-matrix/state/Core-70ea1983/Grad-d1c58652.json"
+    ]
+    (state,) = store.load_all()
+    rows = {row.name: row for row in state.rows}
+    for row in sample_state(CORE_GRAD).rows:
+        assert rows[row.name].cells == row.cells
+    assert set(rows["test_new"].cells) == {"jax"}
+
+
+def test_a_state_at_both_paths_loads_from_the_new_one(tmp_path):
+    """After a save stopped between its two steps, the new file wins and the next save tidies."""
+    store = LocalStore(tmp_path)
+    stale = sample_state(CORE_GRAD)
+    newer = DashboardState(id=CORE_GRAD, runs=(11,))
+    old = write_old_layout(store, stale)
+    write_atomic(store.path_of(CORE_GRAD), dump_state(newer))
+
+    assert store.load(CORE_GRAD) == newer
+    assert store.load_all() == [newer]
+
+    store.save(newer)
+
+    assert not old.exists()
+    assert store.load_all() == [newer]
+
+
+def test_deleting_a_dashboard_removes_its_state_at_both_paths(tmp_path):
+    """delete (prune, retirement) leaves the state neither at the new nor at the old path."""
+    store = LocalStore(tmp_path)
+    old = write_old_layout(store, sample_state(CORE_GRAD))
+    store.save(sample_state(CORE_GRAD))
+    write_old_layout(store, sample_state(CORE_GRAD))
+
+    store.delete(CORE_GRAD)
+
+    assert not old.exists()
+    assert not store.path_of(CORE_GRAD).exists()
+    assert store.load(CORE_GRAD) is None
+    assert store.load_all() == []
+
+
+@pytest.mark.parametrize(
+    ("path", "holds"),
+    [
+        ("state/Core/Grad.json", DashboardId(title="Random", category="Core")),
+        ("state/Core-70ea1983/Grad-d1c58652.json", DashboardId(title="Random", category="Core")),
+        ("state/core/grad.json", CORE_GRAD),
+        ("state/Core/Grad-d1c58652.json", CORE_GRAD),
+    ],
+    ids=["old-path", "new-path", "a-twin's-path", "half-old"],
+)
+def test_a_state_only_loads_from_its_own_old_or_new_path(tmp_path, path, holds):
+    """A file naming another dashboard than either of its path's owners is refused."""
+    store = LocalStore(tmp_path)
+    (tmp_path / path).parent.mkdir(parents=True)
+    (tmp_path / path).write_text(dump_state(sample_state(holds)), encoding="utf-8")
+
+    with pytest.raises(StoreError) as error:
+        store.load_all()
+
+    assert f"cannot read dashboard state {tmp_path / path}: it holds dashboard" in str(error.value)
+    assert f"{holds.key!r}, whose state belongs in {store.path_of(holds)}" in str(error.value)
 
 
 # --- concurrent writers ----------------------------------------------------------------------------

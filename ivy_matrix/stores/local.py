@@ -5,7 +5,12 @@ I/O. The local store is a directory (``.ivy-matrix/`` by default)::
     .ivy-matrix/
       .lock                       held exclusively for a whole read-merge-write; holds the
                                   holder's pid, host and start time (for messages)
-      state/<category>/<title>.json   one serialized dashboard each (see statefile.py)
+      state/<category>/<title>.json   one serialized dashboard each (see statefile.py), named
+                                  by paths.state_file (unique even where case is ignored)
+
+Older versions named the files with ``paths.relative_path``, which differs for names that are
+not lower-case (``state/Core/Grad.json``, now ``state/Core-70ea1983/Grad-d1c58652.json``): a
+state at its old path is still read, and moves to its new path when it is next saved.
 
 Several ``ivy-matrix update`` processes may write one store at the same time: each takes the
 lock before reading and releases it after writing, and each file is replaced atomically (a
@@ -29,7 +34,7 @@ from ivy_matrix.atomic import write_atomic
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.options import DEFAULT_LOCK_TIMEOUT
-from ivy_matrix.paths import relative_path
+from ivy_matrix.paths import relative_path, state_file
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores import AfterSave, Change, Saved
@@ -221,6 +226,11 @@ class LocalStore:
             lock.release()
 
     def path_of(self, dashboard: DashboardId) -> Path:
+        """Where ``dashboard``'s state is saved."""
+        return self._state_dir / state_file(dashboard)
+
+    def _old_path_of(self, dashboard: DashboardId) -> Path:
+        """Where older versions saved ``dashboard``'s state (often :meth:`path_of` itself)."""
         return self._state_dir / relative_path(dashboard, ".json")
 
     def _read(self, path: Path) -> DashboardState:
@@ -231,47 +241,60 @@ class LocalStore:
         return load_state(text, where=str(path))
 
     def load(self, dashboard: DashboardId) -> DashboardState | None:
-        """The stored state of one dashboard, or ``None`` if it has none yet."""
-        path = self.path_of(dashboard)
-        try:
-            state = self._read(path)
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
-        if state.id != dashboard:
-            raise StoreError(
-                f"{path} holds dashboard {state.key!r}, not {dashboard.key!r}; "
-                f"two dashboard names map to one file, rename one of them"
-            )
-        return state
+        """The stored state of one dashboard, or ``None`` if it has none yet.
+
+        Read from its path, or else from the path older versions gave it.
+        """
+        for path in dict.fromkeys((self.path_of(dashboard), self._old_path_of(dashboard))):
+            try:
+                state = self._read(path)
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
+            if state.id != dashboard:
+                raise StoreError(
+                    f"{path} holds dashboard {state.key!r}, not {dashboard.key!r}; "
+                    f"two dashboard names map to one file, rename one of them"
+                )
+            return state
+        return None
 
     def load_all(self) -> list[DashboardState]:
         """Every stored dashboard, sorted by key.
 
         A file whose content names another dashboard than its path (a hand-edited title, say)
-        is refused, never merged into the dashboard it names.
+        is refused, never merged into the dashboard it names; the path older versions gave a
+        dashboard is its path too.
         """
         if not self._state_dir.is_dir():
             return []
-        states = []
+        states: dict[DashboardId, DashboardState] = {}
         for path in sorted(self._state_dir.rglob("*.json")):
             try:
                 state = self._read(path)
             except OSError as error:
                 raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
-            if self.path_of(state.id) != path:
+            new = self.path_of(state.id)
+            if path not in {new, self._old_path_of(state.id)}:
                 raise StoreError(
                     f"cannot read dashboard state {path}: it holds dashboard {state.key!r}, "
-                    f"whose state belongs in {self.path_of(state.id)}; put the title and "
+                    f"whose state belongs in {new}; put the title and "
                     f"category back as they were, or move the file there"
                 )
-            states.append(state)
-        return sorted(states, key=lambda s: s.key)
+            # Both paths exist only if a save stopped between writing the new file and
+            # removing the old one: the new file is the later write, so it wins.
+            if path == new or state.id not in states:
+                states[state.id] = state
+        return sorted(states.values(), key=lambda s: s.key)
 
     def delete(self, dashboard: DashboardId) -> None:
-        """Remove one dashboard's state (nothing to do when it has none)."""
-        path = self.path_of(dashboard)
+        """Remove one dashboard's state, at its path and the old one (none is fine)."""
+        for path in (self.path_of(dashboard), self._old_path_of(dashboard)):
+            self._remove(path)
+
+    @staticmethod
+    def _remove(path: Path) -> None:
         try:
             path.unlink(missing_ok=True)
         except OSError as error:
@@ -281,7 +304,11 @@ class LocalStore:
             ) from None
 
     def save(self, state: DashboardState) -> None:
-        """Write one dashboard's state atomically."""
+        """Write one dashboard's state atomically, then remove it from its old path.
+
+        A crash in between leaves the state at both paths; :meth:`load_all` and :meth:`load`
+        read the new one.
+        """
         path = self.path_of(state.id)
         try:
             write_atomic(path, dump_state(state))
@@ -290,3 +317,9 @@ class LocalStore:
                 f"cannot write {path}: {error.strerror or error}; "
                 f"check that the folder is writable or pass another --store"
             ) from None
+        old = self._old_path_of(state.id)
+        if old != path:
+            self._remove(old)
+            with contextlib.suppress(OSError):  # only tidies up: a folder in use stays
+                if old.parent != self._state_dir:
+                    old.parent.rmdir()
