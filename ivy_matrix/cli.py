@@ -21,6 +21,7 @@ Exit codes: 0 done (warnings included), 1 something the user must fix (the messa
 from __future__ import annotations
 
 import argparse
+import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -47,6 +48,26 @@ from ivy_matrix.workflow_commands import Log
 EXIT_BUG = 2
 
 _UPDATE_OPTIONS = tuple(o.name for o in OPTIONS)
+# What compare does not use: it records nothing, writes no dashboards, issues or leg metadata.
+_NOT_COMPARE = frozenset(
+    {
+        "lock_timeout",
+        "output_dir",
+        "summary_json",
+        "leg_metadata",
+        "matrix_size",
+        "matrix_index",
+        "issue_label",
+        "pin_index",
+        "dry_run",
+        "pr_comment_when_green",
+        "pr_comment_author",
+        "style",
+        "history",
+        "retire_after_runs",
+    }
+)
+_COMPARE_OPTIONS = tuple(name for name in _UPDATE_OPTIONS if name not in _NOT_COMPARE)
 _METAVARS = {
     "backend": "NAME",
     "backend_from_path": "REGEX",
@@ -159,14 +180,14 @@ def _add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
 
 
 def _compare_arguments(compare: argparse.ArgumentParser) -> None:
-    """``compare``: where the comment and the verdicts go, then the options of ``update``."""
+    """``compare``: where the comment and the verdicts go, then the options of ``update`` it uses."""
     compare.add_argument(
         "--markdown", dest="compare_markdown", type=Path, metavar="FILE", help="write the comment"
     )
     compare.add_argument(
         "--json", dest="compare_json", type=Path, metavar="FILE", help="write the verdicts"
     )
-    _add_options(compare, _UPDATE_OPTIONS)
+    _add_options(compare, _COMPARE_OPTIONS)
 
 
 def _adopt_arguments(adopt: argparse.ArgumentParser) -> None:
@@ -205,6 +226,25 @@ def _prune_arguments(prune: argparse.ArgumentParser) -> None:
     )
 
 
+_BOOL_FLAGS = frozenset(option.flag for option in OPTIONS if option.kind is Kind.BOOL)
+_BOOL_WORDS = frozenset({"true", "false"})
+
+
+def _bare_flags(argv: Sequence[str]) -> list[str]:
+    """``--dry-run`` alone means ``--dry-run=true``; ``--dry-run true|false`` still works.
+
+    Rewritten before argparse sees it, so that ``adopt --dry-run FILE`` never takes the file
+    for the flag's value.
+    """
+    out = list(argv)
+    for i, word in enumerate(out):
+        if word == "--":
+            break
+        if word in _BOOL_FLAGS and (i + 1 == len(out) or out[i + 1] not in _BOOL_WORDS):
+            out[i] = f"{word}=true"
+    return out
+
+
 def main(
     argv: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
@@ -215,7 +255,7 @@ def main(
     env = environ() if env is None else env
     log = Log(github_actions=is_github_actions(env))
     try:
-        args = _parser().parse_args(argv)
+        args = _parser().parse_args(_bare_flags(sys.argv[1:] if argv is None else argv))
         skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":

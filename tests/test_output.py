@@ -203,3 +203,38 @@ def test_adopt_with_dry_run_writes_no_store(workdir, capsys):
     assert code == 0
     assert "dry run: would save the state of x in fresh" in capsys.readouterr().out
     assert not (workdir / "fresh").exists()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--dry-run"],
+        ["--dry-run", "true"],
+        ["--dry-run=true"],
+    ],
+)
+def test_a_bare_dry_run_flag_means_true_and_never_takes_the_file(workdir, capsys, flags):
+    """adopt --dry-run FILE is a dry run of FILE: the bare flag does not swallow the file."""
+    write_junit(workdir / "a.xml", [("test_grad", "passed")])
+    assert update("--junit", "a.xml", "--backend", "torch", "--output-dir", "out") == 0
+    table = (workdir / "out" / "core" / "gradients.md").read_text(encoding="utf-8")
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+    capsys.readouterr()
+
+    code = main(["adopt", "--dashboard", "x", *flags, "t.md", "--store", "fresh"], {})
+
+    assert code == 0
+    assert "dry run: would save the state of x in fresh" in capsys.readouterr().out
+    assert not (workdir / "fresh").exists()
+
+
+def test_dry_run_false_still_writes(workdir):
+    """--dry-run false (as the action passes it) is a real run."""
+    write_junit(workdir / "a.xml", [("test_grad", "passed")])
+
+    code = update(
+        "--junit", "a.xml", "--backend", "torch", "--output-dir", "out", "--dry-run", "false"
+    )
+
+    assert code == 0
+    assert (workdir / "out" / "core" / "gradients.md").is_file()
