@@ -48,8 +48,8 @@ called several times and must depend only on the states it is given.
   died cannot block anyone, and refs left by a dead run are folded by the next run's legs
   (results already in change nothing). A crash between the commit and the deletes leaves refs
   whose results are in: folding them again writes nothing for them.
-  Measured (``bench/store_scale.py``, bench/README.md): 128 legs in 16 s instead of 96 s, no
-  failed compare-and-swap, 15 requests per leg (median); each leg costs 3 content-creating
+  Measured (``bench/store_scale.py``, bench/README.md): 128 legs in 14 s instead of 79-96 s, no
+  failed compare-and-swap, 16 requests per leg (median); each leg costs 3 content-creating
   requests for its inbox object and 1 for the deletion of its ref, plus 3 per fold commit.
 - *Cheap, spread retries* (commits without a leg, and folders that lose). A retry re-reads
   the ref and the listing and only the blobs whose sha changed, after a random moment
