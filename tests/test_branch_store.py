@@ -737,3 +737,23 @@ def test_a_dry_run_leg_publishes_nothing_to_the_inbox(memory):
     saved = branch.update(change)
     assert f"{STATE_DIR}/core/gradients.d/b01.json" in saved.written
     assert len(memory.writes()) == writes
+
+
+def test_folding_keeps_as_many_results_per_cell_as_the_legs_history_says(memory):
+    """Folded results keep the leg's ``history`` entries per cell, more than the default too."""
+    gh = memory.as_client()
+    runs = 12
+    for offset in range(runs):
+        change = column_change(0, run=RUN + offset)
+        leg = Leg(
+            run_id=RUN + offset,
+            index=0,
+            size=1,
+            dashboards=frozenset(DASHBOARDS),
+            backends=frozenset({"b00"}),
+            change=change,
+            history=runs,
+        )
+        BranchStore(gh, REPO, BRANCH, STATE_DIR, leg=leg).update(change)
+    for state in branch_states(memory).values():
+        assert {len(row.cells["b00"].entries) for row in state.rows} == {runs}

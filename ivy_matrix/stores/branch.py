@@ -70,7 +70,7 @@ from urllib.parse import quote
 
 from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
-from ivy_matrix.merge import union_states
+from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file
 from ivy_matrix.progress import Progress, Quiet
@@ -412,6 +412,7 @@ class BranchStore:
         deletes them; None when another writer moved the branch first."""
         prefix = inbox_prefix(self.branch)
         finished = [found for ref in pending if (found := parse_inbox_ref(prefix, ref))]
+        history = self.leg.history if self.leg is not None else DEFAULT_HISTORY
         results = self._inbox_states(pending)
         tip = self.client.get_branch_head(self.repo, self.branch)
         layout = self.layout
@@ -422,10 +423,7 @@ class BranchStore:
         }
         snapshot = self._reader.read_paths(tip, paths, lambda legs: record_legs(legs, finished)[1])
         legs, _ = record_legs(snapshot.legs, finished)
-        states = dict(snapshot.states)
-        for result in results:
-            mine = states.get(result.id)
-            states[result.id] = result if mine is None else union_states(mine, result)
+        states = _fold_results(snapshot.states, results, history)
         files: list[RenderedFile] = []
         touched = sorted({states[result.id].key for result in results})
         if snapshot.whole:
@@ -495,3 +493,14 @@ class BranchStore:
         base = f"{self.server_url.rstrip('/')}/{self.repo}/blob/{quote(self.branch)}"
         urls = {s.key: f"{base}/{quote(dashboard_file(s))}" for s in merged.states.values()}
         return urls, f"{base}/{INDEX_NAME}"
+
+
+def _fold_results(
+    states: Mapping[DashboardId, DashboardState], results: Sequence[DashboardState], history: int
+) -> dict[DashboardId, DashboardState]:
+    """``states`` with every result column merged in (idempotent, order-independent)."""
+    folded = dict(states)
+    for result in results:
+        mine = folded.get(result.id)
+        folded[result.id] = result if mine is None else union_states(mine, result, history=history)
+    return folded

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ivy_matrix.changes import Merged
+from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId
 from ivy_matrix.paths import column_file, relative_path
 from ivy_matrix.statefile import dump_state, split_columns
@@ -49,7 +50,8 @@ class Leg:
     ``dashboards`` and ``backends`` are what its results touch (it reads only those columns);
     ``change`` is its change without store-wide retirement (that needs every dashboard, so it
     runs in the leg that completes the run, with the store's own change). ``index`` is the
-    leg's ``strategy.job-index``, ``size`` the ``strategy.job-total``.
+    leg's ``strategy.job-index``, ``size`` the ``strategy.job-total``; ``history`` the
+    results kept per cell (``history``), used when folding results into the branch.
     """
 
     run_id: int
@@ -58,6 +60,7 @@ class Leg:
     dashboards: frozenset[DashboardId]
     backends: frozenset[str]
     change: Change
+    history: int = DEFAULT_HISTORY
 
 
 def record_leg(legs: Runs, leg: Leg | None) -> tuple[Runs, bool]:
