@@ -757,3 +757,13 @@ def test_folding_keeps_as_many_results_per_cell_as_the_legs_history_says(memory)
         BranchStore(gh, REPO, BRANCH, STATE_DIR, leg=leg).update(change)
     for state in branch_states(memory).values():
         assert {len(row.cells["b00"].entries) for row in state.rows} == {runs}
+
+
+def test_a_leg_that_folds_reports_the_cells_its_own_results_changed(memory):
+    """The folding leg's report counts its own changed cells, not the fold's (zero) view."""
+    gh = memory.as_client()
+    first = run_leg(gh, 0, 2)
+    last = run_leg(gh, 1, 2)
+    assert first.commit_sha is not None
+    assert last.rendered
+    assert first.merged.changed_cells == last.merged.changed_cells == ROWS * len(DASHBOARDS)

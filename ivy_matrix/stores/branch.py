@@ -384,7 +384,9 @@ class BranchStore:
             saved = self._fold(change, pending, tries)
             if saved is not None:
                 self._report(saved)
-                return saved
+                # What this leg's results changed, as its own read saw it (the fold merged
+                # them before the change ran, so the fold's reports would say nothing).
+                return replace(saved, merged=_own_reports(saved.merged, merged))
             if tries >= self.max_attempts:
                 raise StoreError(
                     f"cannot update branch {self.branch!r} of {self.repo}: other writers moved "
@@ -504,3 +506,17 @@ def _fold_results(
         mine = folded.get(result.id)
         folded[result.id] = result if mine is None else union_states(mine, result, history=history)
     return folded
+
+
+def _own_reports(folded: Merged, own: Merged) -> Merged:
+    """``folded`` with the cells, rows and columns this leg's results added as ``own`` (its
+    read before publishing) counted them, and the fold's retirement kept."""
+    reports = dict(folded.reports)
+    for key, mine in own.reports.items():
+        reports[key] = replace(
+            reports.get(key, mine),
+            changed_cells=mine.changed_cells,
+            new_rows=mine.new_rows,
+            new_backends=mine.new_backends,
+        )
+    return replace(folded, reports=reports)
