@@ -471,7 +471,9 @@ class BranchStore:
             attempts=attempt,
             written=tuple(sorted(writes)),
             revision=revision,
-            rendered=snapshot.whole,
+            # A fold of results the branch already holds (refs another folder had not deleted
+            # yet) completes nothing new: the pages are already a render of the state.
+            rendered=snapshot.whole and bool(writes),
         )
 
     def _report(self, saved: Saved) -> None:
