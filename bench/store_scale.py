@@ -50,7 +50,14 @@ from tests.memory_github import MemoryGitHub  # noqa: E402
 
 REPO, BRANCH, STATE_DIR = "acme/widgets", "ivy-matrix", ".ivy-matrix/state"
 BACKENDS = ("torch", "numpy", "tensorflow", "jax")
-WRITES = {"create_tree", "create_commit", "update_branch", "create_branch"}
+WRITES = {
+    "create_tree",
+    "create_commit",
+    "update_branch",
+    "create_branch",
+    "create_ref",
+    "delete_ref",
+}
 OUTCOMES = (Outcome.SUCCESS,) * 8 + (Outcome.FAILURE, Outcome.SKIPPED)
 
 

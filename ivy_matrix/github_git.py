@@ -288,6 +288,41 @@ class GitCalls(Transport):
 
         return self._call(f"moving ref {ref!r} of {repo}", CONTENTS_WRITE, request)
 
+    def list_refs(self, repo: str, prefix: str) -> dict[str, str]:
+        """Every ref whose full name starts with ``prefix`` (``refs/...``): name -> sha.
+
+        One request (``GET /repos/{owner}/{repo}/git/matching-refs/{ref}``, not paginated).
+        """
+        url = f"{repo_path(repo)}/git/matching-refs/{_ref_path(prefix)}"
+        _, data = self._call(
+            f"listing refs {prefix!r} of {repo}",
+            CONTENTS_READ,
+            bind(self._json, "GET", url, None),
+        )
+        return {
+            str(item["ref"]): str(item["object"]["sha"])
+            for item in data or []
+            if str(item.get("ref") or "").startswith(prefix)
+        }
+
+    def delete_ref(self, repo: str, ref: str) -> bool:
+        """Delete ``ref``; False if there was no such ref (another writer deleted it)."""
+        url = f"{repo_path(repo)}/git/refs/{_ref_path(ref)}"
+
+        def request() -> bool:
+            try:
+                self._json("DELETE", url)
+            except HTTPError as error:
+                message = error_message(error.data).lower()
+                if error.status == 404 or (  # noqa: PLR2004
+                    error.status == 422 and "does not exist" in message  # noqa: PLR2004
+                ):
+                    return False
+                raise
+            return True
+
+        return self._call(f"deleting ref {ref!r} of {repo}", CONTENTS_WRITE, request)
+
     def get_commit_message(self, repo: str, sha: str) -> str:
         """The message of one commit (``GET /repos/{owner}/{repo}/git/commits/{sha}``)."""
         url = f"{repo_path(repo)}/git/commits/{sha}"

@@ -142,6 +142,7 @@ def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Le
         dashboards=frozenset(collected.dashboards),
         backends=frozenset(collected.backends),
         change=_change(settings, collected, links, log, retire=False),
+        history=settings.history,
     )
 
 

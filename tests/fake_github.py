@@ -756,6 +756,8 @@ class FakeGitHub:
             ("GET", repo + r"/git/ref/(?P<ref>.+)", self._get_ref),
             ("POST", repo + r"/git/refs", self._post_ref),
             ("PATCH", repo + r"/git/refs/(?P<ref>.+)", self._patch_ref),
+            ("DELETE", repo + r"/git/refs/(?P<ref>.+)", self._delete_ref),
+            ("GET", repo + r"/git/matching-refs/(?P<ref>.+)", self._matching_refs),
             ("GET", repo + r"/git/blobs/(?P<sha>[0-9a-f]{40})", self._get_blob),
             ("POST", repo + r"/git/blobs", self._post_blob),
             ("POST", repo + r"/git/trees", self._post_tree),
@@ -1202,6 +1204,22 @@ class FakeGitHub:
             raise _Fail(422, "Update is not a fast forward")
         refs[name] = sha
         return 200, self._ref_json(req.api, req.repo_name, name, sha), {}
+
+    def _delete_ref(self, req: _Req) -> Response:
+        name = "refs/" + req.params["ref"].removeprefix("refs/")
+        if self.refs[req.repo_name].pop(name, None) is None:
+            raise _Fail(422, "Reference does not exist")
+        return 204, None, {}
+
+    def _matching_refs(self, req: _Req) -> Response:
+        prefix = "refs/" + req.params["ref"]
+        refs = self.refs[req.repo_name]
+        found = [
+            self._ref_json(req.api, req.repo_name, name, sha)
+            for name, sha in sorted(refs.items())
+            if name.startswith(prefix)
+        ]
+        return 200, found, {}
 
     def _get_blob(self, req: _Req) -> Response:
         sha = req.params["sha"]

@@ -391,6 +391,23 @@ class MemoryGitHub:
 
         return self._call("move_ref", apply)
 
+    def list_refs(self, repo: str, prefix: str) -> dict[str, str]:
+        """Every ref whose full name starts with ``prefix``: name -> sha, by name."""
+        return self._call(
+            "list_refs",
+            lambda: {r: s for r, s in sorted(self._repo(repo).items()) if r.startswith(prefix)},
+        )
+
+    def delete_ref(self, repo: str, ref: str) -> bool:
+        """Delete ``ref``; False if there is none ("Reference does not exist")."""
+
+        def apply() -> bool:
+            refs = self._repo(repo)
+            self._writable("delete_ref")
+            return refs.pop(ref, None) is not None
+
+        return self._call("delete_ref", apply)
+
     def get_commit_message(self, repo: str, sha: str) -> str:
         """The message of one commit."""
 

@@ -494,9 +494,21 @@ def test_a_leg_reads_only_its_own_columns_until_the_run_is_complete(memory):
         before = len(memory.calls)
         run_leg(gh, 1, 5, run=RUN + 1)  # a new run: its column b01 has the old run's results
     calls = memory.calls[before:]
-    # ref, tree, LEGS, REVISION, three b01 columns; then tree, commit, ref.
+    # ref, tree, LEGS, REVISION, three b01 columns; its results to the inbox (tree, commit,
+    # ref); the inbox listing; the fold: ref (same tip: no listing), tree, commit, ref; the
+    # folded inbox ref deleted.
     assert calls.count("get_blob_text") == 5
-    assert len(calls) == 10
+    assert calls[7:] == [
+        "create_tree",
+        "create_commit",
+        "create_ref",
+        "list_refs",
+        "get_branch_head",
+        "create_tree",
+        "create_commit",
+        "update_branch",
+        "delete_ref",
+    ]
 
 
 def test_an_identical_re_run_of_a_leg_writes_nothing(memory):
@@ -600,3 +612,158 @@ def test_a_page_of_megabytes_is_committed_through_a_blob_of_its_own(fake):
         commit(store(gh), with_big_page, "big")
     assert fake.files(BRANCH)["big.md"] == big.encode()
     assert len(fake.requests_to("POST", r"/git/blobs$")) == 1
+
+
+# --------------------------------------------------------------------------- matrix legs: the inbox
+
+INBOX = f"refs/ivy-matrix/inbox/{BRANCH}/"
+
+
+class FolderDiedError(Exception):
+    """Raised by a hook: the leg that folded the inbox stops before it deletes the refs."""
+
+
+def race_legs(
+    memory: MemoryGitHub, size: int, *, seed: int = 0
+) -> dict[int, Saved | BaseException]:
+    """Every leg of a ``size``-leg run updates at once, each in its own thread and store."""
+    barrier = threading.Barrier(size)
+    outcomes: dict[int, Saved | BaseException] = {}
+
+    def run(leg: int) -> None:
+        change = column_change(leg)
+        branch = matrix_store(memory.as_client(), leg, size, change, seed=seed + leg)
+        barrier.wait(timeout=10)
+        try:
+            outcomes[leg] = branch.update(change)
+        except BaseException as error:  # noqa: BLE001  -- the caller looks at each outcome
+            outcomes[leg] = error
+
+    threads = [threading.Thread(target=run, args=(leg,)) for leg in range(size)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return outcomes
+
+
+def test_thirty_two_legs_with_faults_fold_their_inboxes_and_lose_nothing(memory):
+    """32 racing legs, with inbox refs that land before a 502 and a folder that dies after its
+    commit, put every cell on the branch, render it once complete and stay within 5 tries."""
+    memory.latency = (0.0, 0.002)
+    memory.inject("create_ref", after_write=True, retried=True, times=4)
+
+    def die() -> None:
+        raise FolderDiedError
+
+    memory.inject("delete_ref", status=None, before=die, times=1)
+    outcomes = race_legs(memory, 32)
+    died = [leg for leg, outcome in outcomes.items() if isinstance(outcome, BaseException)]
+    assert len(died) <= 1
+    assert all(isinstance(outcomes[leg], FolderDiedError) for leg in died)
+    saved = [outcome for outcome in outcomes.values() if isinstance(outcome, Saved)]
+    assert max(s.attempts for s in saved) <= 5
+    memory.latency = (0.0, 0.0)
+    with memory.lock:
+        # Left by the folder that died: already on the branch, folded by the next writer.
+        left = [ref for ref in memory.refs[REPO] if ref.startswith(INBOX)]
+    assert len(left) <= 1
+    assert_every_cell_landed(memory, legs=32)
+    assert_markdown_is_a_render_of_the_state(memory)
+
+
+def test_inbox_refs_left_by_a_dead_run_are_folded_by_the_next_leg_and_change_nothing(memory):
+    """A leg folds inbox refs that an earlier run left behind (results already on the branch or
+    not) and deletes them; folding results that are already in writes nothing new."""
+    gh = memory.as_client()
+    run_leg(gh, 0, 2)
+    tip = memory.ref_sha(f"heads/{BRANCH}")
+    # A leg of the old run that published its results, then died before folding them.
+    change = column_change(1)
+    dead = matrix_store(gh, 1, 2, change)
+    assert dead.leg is not None
+
+    def die() -> None:
+        raise FolderDiedError
+
+    memory.inject("list_refs", status=None, before=die)
+    with pytest.raises(FolderDiedError):
+        dead.update(change)
+    assert memory.ref_sha(f"heads/{BRANCH}") == tip
+    with memory.lock:
+        assert len([ref for ref in memory.refs[REPO] if ref.startswith(INBOX)]) == 1
+    # A later run's leg folds it in with its own results, and the old run completes.
+    later = run_leg(gh, 0, 2, run=RUN + 1)
+    assert later.commit_sha is not None
+    with memory.lock:
+        assert not [ref for ref in memory.refs[REPO] if ref.startswith(INBOX)]
+    states = branch_states(memory)
+    assert all("b01" in state.backend_names for state in states.values())
+    assert_markdown_is_a_render_of_the_state(memory)
+
+
+def test_results_folded_before_a_folder_died_are_folded_again_without_change(memory):
+    """A folder that dies after its commit, before deleting its inbox ref, leaves the ref; the
+    next leg folds it again, which changes nothing of its columns, and deletes it."""
+    gh = memory.as_client()
+
+    def die() -> None:
+        raise FolderDiedError
+
+    memory.inject("delete_ref", status=None, before=die)
+    with pytest.raises(FolderDiedError):
+        run_leg(gh, 0, 2)
+    assert len(history(memory)) == 1
+    with memory.lock:
+        assert len([ref for ref in memory.refs[REPO] if ref.startswith(INBOX)]) == 1
+    last = run_leg(gh, 1, 2)
+    assert len(history(memory)) == 2
+    assert not [path for path in last.written if path.endswith("b00.json")]
+    assert last.rendered
+    with memory.lock:
+        assert not [ref for ref in memory.refs[REPO] if ref.startswith(INBOX)]
+    assert_every_cell_landed(memory, legs=2)
+    assert_markdown_is_a_render_of_the_state(memory)
+
+
+def test_a_dry_run_leg_publishes_nothing_to_the_inbox(memory):
+    """A matrix leg in a dry run reports the files it would change and writes no ref or object."""
+    gh = memory.as_client()
+    run_leg(gh, 0, 2)
+    writes = len(memory.writes())
+    change = column_change(1)
+    branch = matrix_store(gh, 1, 2, change)
+    branch.dry_run = True
+    saved = branch.update(change)
+    assert f"{STATE_DIR}/core/gradients.d/b01.json" in saved.written
+    assert len(memory.writes()) == writes
+
+
+def test_folding_keeps_as_many_results_per_cell_as_the_legs_history_says(memory):
+    """Folded results keep the leg's ``history`` entries per cell, more than the default too."""
+    gh = memory.as_client()
+    runs = 12
+    for offset in range(runs):
+        change = column_change(0, run=RUN + offset)
+        leg = Leg(
+            run_id=RUN + offset,
+            index=0,
+            size=1,
+            dashboards=frozenset(DASHBOARDS),
+            backends=frozenset({"b00"}),
+            change=change,
+            history=runs,
+        )
+        BranchStore(gh, REPO, BRANCH, STATE_DIR, leg=leg).update(change)
+    for state in branch_states(memory).values():
+        assert {len(row.cells["b00"].entries) for row in state.rows} == {runs}
+
+
+def test_a_leg_that_folds_reports_the_cells_its_own_results_changed(memory):
+    """The folding leg's report counts its own changed cells, not the fold's (zero) view."""
+    gh = memory.as_client()
+    first = run_leg(gh, 0, 2)
+    last = run_leg(gh, 1, 2)
+    assert first.commit_sha is not None
+    assert last.rendered
+    assert first.merged.changed_cells == last.merged.changed_cells == ROWS * len(DASHBOARDS)

@@ -35,10 +35,12 @@ LIVE = {
     "git/create-commit",
     "git/create-ref",
     "git/create-tree",
+    "git/delete-ref",
     "git/get-blob",
     "git/get-commit",
     "git/get-ref",
     "git/get-tree",
+    "git/list-matching-refs",
     "git/update-ref",
     "issues/create",
     "issues/create-comment",
@@ -529,6 +531,10 @@ def _openapi_scenario(fake: FakeGitHub) -> list[tuple[str, str, object]]:
         ("POST", f"{R}/git/refs", {"ref": "refs/heads/ivy-matrix", "sha": tip}),
         ("PATCH", f"{R}/git/refs/heads/ivy-matrix", {"sha": tip, "force": False}),
         ("PATCH", f"{R}/git/refs/heads/gone", {"sha": tip, "force": False}),
+        ("POST", f"{R}/git/refs", {"ref": "refs/ivy-matrix/inbox/ivy-matrix/1-1-0-ab", "sha": tip}),
+        ("GET", f"{R}/git/matching-refs/ivy-matrix/inbox/ivy-matrix/", None),
+        # (Deleting it again is 422 with GitHub's message, a body the subset leaves out.)
+        ("DELETE", f"{R}/git/refs/ivy-matrix/inbox/ivy-matrix/1-1-0-ab", None),
         ("GET", f"{R}/git/commits/{tip}", None),
         ("GET", f"{R}/git/commits/{'0' * 40}", None),
     ]

@@ -287,8 +287,9 @@ def test_requests_per_leg_do_not_grow_with_the_number_of_tests(fake, tmp_path):
         counts.append(len(fake.requests) - before)
     # The first leg creates the branch; every later leg (of a run of 4 legs, not complete yet)
     # reads the ref, the tree, the finished legs and the revision (its own column is new),
-    # then writes one tree, one commit and the ref.
-    assert counts[1:] == [7, 7]
+    # publishes its results (tree, commit, inbox ref), lists the inbox, folds it (the ref;
+    # then one tree, one commit and the ref) and deletes its inbox ref.
+    assert counts[1:] == [13, 13]
 
 
 def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_path):

@@ -27,45 +27,66 @@ called several times and must depend only on the states it is given.
 **Design, chosen by measurement** (``bench/store_scale.py``, Ivy's shape, 20-80 ms a request):
 
 - *One object per column*: see ``branch_layout.py``.
-- *Render once per run.* With a :class:`Leg` (``--matrix-size``), a leg reads only its
-  columns, the finished-legs record and the revision (6 requests a try, plus one per column
-  it touches, read 8 at a time; not one per dashboard of the branch), merges without retirement, and commits no markdown: a new run id changes
-  every cell's link, so rendering in every leg re-sent MBs. The leg whose commit completes the
-  run's set of legs reads everything, applies the store's change (store-wide retirement needs
-  every dashboard's runs) and renders every dashboard and the index in the same commit; a
-  re-run of failed legs finds the set complete and renders again. Without a leg (local runs,
-  a fan-in job, ``publish``) every update reads everything and renders, as before.
-- *Cheap, spread retries.* A retry re-reads the ref and the listing and only the blobs whose
-  sha changed. Legs that lost wait a random moment ("full jitter") in a window of at least
-  ``base_delay`` doubled per try and, for a leg, ``CONTENTION_SPREAD`` x (legs of the run not
-  landed) x (one try's duration): k legs can land at best one per try, so spreading them over
-  that keeps the number of tries low (measured: 32 legs at most 4-5 tries, mean 2.2-2.3; 128
-  legs at most 7-8, mean 2.8-2.9; twice the window gave 3 and 7 tries, but 62 s instead of
-  37 s for 32 legs), at the price of wall time: the run takes at least k tries' time, since commits to
-  one branch are serial by nature.
-- *Not done:* batching several legs' results into one commit (per-leg result refs folded in by
-  any writer): that is what a run of 128 committing legs needs to finish within a few legs'
-  time; see the README for the set-ups that keep a matrix within GitHub's limits.
+- *Render once per run.* With a :class:`Leg` (``--matrix-size``) a leg never renders; the
+  writer whose commit completes the run's set of legs reads everything, applies the store's
+  change (store-wide retirement needs every dashboard's runs) and renders every dashboard and
+  the index in the same commit; a re-run of failed legs finds the set complete and renders
+  again. Without a leg (local runs, a fan-in job, ``publish``) every update reads everything,
+  renders what it changed and commits with the loop above.
+- *Matrix legs batch through an inbox* (:meth:`BranchStore._update_leg`). A leg reads its
+  own columns (to write nothing when its results are already there, and for a dry run),
+  then publishes its results (its columns merged into nothing: a root commit of one tree, 3
+  content-creating requests) under ``refs/ivy-matrix/inbox/<branch>/<run>-<size>-<index>-<tree>``,
+  a ref nobody else writes (create-if-absent, no contention; the same results always get the
+  same name). Then the leg whose ref is its run's first pending one *folds*: it lists the
+  inbox (one request), reads each pending object once (kept by commit sha), merges all of
+  them into the branch's columns with ``merge.union_states`` (idempotent and
+  order-independent), records every folded leg in ``LEGS`` (rendering when that completes a
+  run), commits with compare-and-swap, and only then deletes the refs it folded. Other legs
+  poll the inbox (windows of 0.5, 1, then 2 s) until their ref is gone, which means their
+  results are on the branch; the k-th pending ref's leg folds itself after ``PATIENCE`` + k
+  polls, so a folder that died is replaced by one leg (not all at once) and cannot block, and
+  refs left by a dead run are folded by the next run's legs (results already in change
+  nothing). A crash between the commit and the deletes leaves refs whose results are in:
+  folding them again writes nothing for them. Measured (``bench/store_scale.py``,
+  bench/README.md): 128 legs in 12.6-14.5 s instead of 79-96 s (3.5-4x one leg), at most 2
+  tries, 15-16 requests per leg (median); each leg costs 3 content-creating requests for its
+  inbox object and 1 for the deletion of its ref, plus 3 per fold commit.
+- *Cheap, spread retries* (commits without a leg, and folders that lose). A retry re-reads
+  the ref and the listing and only the blobs whose sha changed, after a random moment
+  ("full jitter") in a window of at least ``base_delay`` doubled per try.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Protocol
 from urllib.parse import quote
 
 from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
+from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import RenderedFile, removed_files
-from ivy_matrix.statefile import dump_runs
+from ivy_matrix.statefile import dump_runs, dump_state, split_columns
 from ivy_matrix.stores import AfterSave, Change, Saved
-from ivy_matrix.stores.branch_layout import DEFAULT_STATE_DIR, BranchLayout, Leg, record_leg
+from ivy_matrix.stores.branch_layout import (
+    DEFAULT_STATE_DIR,
+    BranchLayout,
+    Leg,
+    inbox_prefix,
+    inbox_ref,
+    parse_inbox_ref,
+    record_leg,
+    record_legs,
+)
 from ivy_matrix.stores.branch_snapshot import BranchReader, GitReads, Snapshot, git_blob_sha
 
 MAX_ATTEMPTS = 30
@@ -74,6 +95,12 @@ MAX_DELAY = 60.0
 # A leg that lost the branch waits a random moment in this many times (legs still to land) x
 # (one try's duration): see BranchStore._delay.
 CONTENTION_SPREAD = 1.0
+
+# A matrix leg whose results wait in the inbox for another leg to fold them polls the inbox
+# this many times before it folds them itself (so a folder that died cannot block anyone).
+PATIENCE = 6
+# Requests sent at once when a folder reads inbox objects or deletes the refs it folded.
+PARALLEL = 16
 
 # The pages to commit beside the states: (every state by key, the keys that changed) -> files.
 Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile]]
@@ -91,6 +118,12 @@ class GitData(GitReads, Protocol):
     def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
 
     def update_branch(self, repo: str, branch: str, sha: str) -> bool: ...
+
+    def create_ref(self, repo: str, ref: str, sha: str) -> bool: ...
+
+    def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
+
+    def delete_ref(self, repo: str, ref: str) -> bool: ...
 
 
 class BranchStore:
@@ -139,6 +172,9 @@ class BranchStore:
         # What the last try saw and took: the legs of this run not landed yet, its duration.
         self._pending = 1
         self._try_seconds = 0.0
+        # Inbox commits read (or written) by this store: commit sha -> its result columns.
+        self._inbox: dict[str, list[DashboardState]] = {}
+        self._lock = threading.Lock()
 
     def load(self) -> dict[DashboardId, DashboardState]:
         """Every dashboard's state at the branch tip (empty if the branch does not exist yet)."""
@@ -177,17 +213,15 @@ class BranchStore:
 
         With ``dry_run``, stop before the first write and report the files that would change.
         """
+        if self.leg is not None:
+            return self._finish(self._update_leg(change, self.leg))
         for attempt in range(1, self.max_attempts + 1):
             started = time.monotonic()
             saved = self._try(change, attempt)
             self._try_seconds = time.monotonic() - started
             if saved is not None:
                 self._report(saved)
-                output: tuple[str, ...] = ()
-                if self.after_save and saved.rendered:
-                    output = self.after_save(saved.merged)
-                urls, index_url = self._links(saved.merged)
-                return replace(saved, output=output, urls=urls, index_url=index_url)
+                return self._finish(saved)
             if attempt < self.max_attempts:
                 self._sleep(self._delay(attempt))
         raise StoreError(
@@ -195,6 +229,13 @@ class BranchStore:
             f"{self.max_attempts} times while this update was being written; too many jobs write "
             f"at once, so write from one fan-in job, or re-run this job"
         )
+
+    def _finish(self, saved: Saved) -> Saved:
+        output: tuple[str, ...] = ()
+        if self.after_save and saved.rendered:
+            output = self.after_save(saved.merged)
+        urls, index_url = self._links(saved.merged)
+        return replace(saved, output=output, urls=urls, index_url=index_url)
 
     def _apply(self, change: Change, snapshot: Snapshot) -> tuple[Merged, Collection[str]]:
         """The change's result on ``snapshot``, and the keys of the dashboards to render."""
@@ -263,6 +304,178 @@ class BranchStore:
             rendered=complete,
         )
 
+    # ------------------------------------------------------------------ matrix legs: the inbox
+
+    def _update_leg(self, change: Change, leg: Leg) -> Saved:
+        """A matrix leg: publish its results under an inbox ref of its own, then fold the
+        inbox into the branch, or wait until another leg has (see the module docstring)."""
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        snapshot = self._reader.read(tip, leg, whole=False)
+        legs, complete = record_leg(snapshot.legs, leg)
+        merged, _ = self._apply(change, snapshot)
+        wanted = self.layout.state_writes(snapshot.paths, merged, complete=False)
+        if legs != snapshot.legs:
+            wanted[self.layout.legs_path] = dump_runs(legs)
+        writes = self._changes(snapshot, wanted, [])
+        revision = snapshot.revision
+        if not writes or self.dry_run:
+            saved = Saved(
+                merged=merged,
+                revision=revision,
+                written=tuple(sorted(writes)),
+                rendered=complete and not writes,
+            )
+            self._report(saved)
+            return saved
+        ref = self._publish(leg)
+        return self._fold_until_in(change, leg, ref, merged)
+
+    def _publish(self, leg: Leg) -> str:
+        """Write ``leg``'s results (its columns, merged into nothing) as one root commit under
+        an inbox ref nobody else writes; return the ref. Three content-creating requests."""
+        columns = [
+            column
+            for state in leg.change({}).to_save().values()
+            for column in split_columns(state).values()
+        ]
+        files = {
+            self.layout.column_path(column.id, column.backend_names[0]): dump_state(column)
+            for column in columns
+        }
+        files[self.layout.legs_path] = dump_runs({leg.run_id: (leg.size, frozenset({leg.index}))})
+        tree = self.client.create_tree(self.repo, None, files)
+        commit = self.client.create_commit(self.repo, f"{self.message} (results)", tree, [])
+        ref = inbox_ref(self.branch, leg, tree)
+        # False: the same results are already waiting under this name (a retried request
+        # that had landed, or an identical re-run): either way they are in the inbox.
+        self.client.create_ref(self.repo, ref, commit)
+        with self._lock:
+            self._inbox[commit] = columns
+        return ref
+
+    def _inbox_refs(self) -> dict[str, str]:
+        """The inbox refs of this branch (name -> commit), by name; other names are ignored."""
+        prefix = inbox_prefix(self.branch)
+        listed = self.client.list_refs(self.repo, prefix)
+        return {ref: listed[ref] for ref in sorted(listed) if parse_inbox_ref(prefix, ref)}
+
+    def _fold_until_in(self, change: Change, leg: Leg, ref: str, merged: Merged) -> Saved:
+        """Until ``ref`` is folded: fold the inbox when this leg's ref is its run's first
+        pending one (or the k-th, after ``PATIENCE`` + k polls), else wait for the folder."""
+        tries = polls = 0
+        run = f"{inbox_prefix(self.branch)}{leg.run_id}-"
+        while True:
+            pending = self._inbox_refs()
+            if ref not in pending:
+                self.log.info(
+                    f"results of this leg are on branch {self.branch} of {self.repo}, "
+                    f"folded in by another leg ({polls} poll(s) of the inbox)"
+                )
+                return Saved(merged=merged, attempts=max(tries, 1), rendered=False)
+            # The run's first pending ref folds; the k-th takes over after PATIENCE + k
+            # polls, so a folder that died is replaced by one leg, not by all at once.
+            rank = sorted(name for name in pending if name.startswith(run)).index(ref)
+            if rank and polls < PATIENCE + rank:
+                polls += 1
+                window = self.base_delay * 2.0 ** min(polls - 1, 2)
+                self._sleep(self._rng.uniform(window / 2, window))
+                continue
+            tries += 1
+            saved = self._fold(change, pending, tries)
+            if saved is not None:
+                self._report(saved)
+                # What this leg's results changed, as its own read saw it (the fold merged
+                # them before the change ran, so the fold's reports would say nothing).
+                return replace(saved, merged=_own_reports(saved.merged, merged))
+            if tries >= self.max_attempts:
+                raise StoreError(
+                    f"cannot update branch {self.branch!r} of {self.repo}: other writers moved "
+                    f"it {tries} times while this leg folded the results waiting in "
+                    f"{inbox_prefix(self.branch)}; they stay there and the next update folds "
+                    f"them, or re-run this job"
+                )
+            self._sleep(self._delay(tries))
+
+    def _inbox_states(self, pending: Mapping[str, str]) -> list[DashboardState]:
+        """The result columns of every pending inbox commit (each listed and read once)."""
+        with self._lock:
+            missing = [sha for sha in dict.fromkeys(pending.values()) if sha not in self._inbox]
+        if missing:
+            with ThreadPoolExecutor(max_workers=min(PARALLEL, len(missing))) as pool:
+                trees = list(pool.map(lambda sha: self.client.get_tree(self.repo, sha), missing))
+            read = self._reader.read_files(trees)
+            with self._lock:
+                self._inbox.update(zip(missing, read, strict=True))
+        with self._lock:
+            return [state for sha in dict.fromkeys(pending.values()) for state in self._inbox[sha]]
+
+    def _fold(self, change: Change, pending: Mapping[str, str], attempt: int) -> Saved | None:
+        """One compare-and-swap that folds every pending inbox ref into the branch, then
+        deletes them; None when another writer moved the branch first."""
+        prefix = inbox_prefix(self.branch)
+        finished = [found for ref in pending if (found := parse_inbox_ref(prefix, ref))]
+        history = self.leg.history if self.leg is not None else DEFAULT_HISTORY
+        results = self._inbox_states(pending)
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        layout = self.layout
+        paths = {layout.state_path(state.id) for state in results} | {
+            layout.column_path(state.id, backend)
+            for state in results
+            for backend in state.backend_names
+        }
+        snapshot = self._reader.read_paths(tip, paths, lambda legs: record_legs(legs, finished)[1])
+        legs, _ = record_legs(snapshot.legs, finished)
+        states = _fold_results(snapshot.states, results, history)
+        files: list[RenderedFile] = []
+        touched = sorted({states[result.id].key for result in results})
+        if snapshot.whole:
+            # The store's change (retirement) on top; the folded dashboards are saved even
+            # where the change finds nothing new (the results were folded in before it).
+            merged = change(states)
+            keys = {state.key for state in merged.states.values()}
+            changed = [*merged.changed, *(key for key in touched if key in keys)]
+            merged = replace(merged, changed=tuple(dict.fromkeys(changed)))
+            if self.render:
+                files = self.render(merged.ordered(), [s.key for s in merged.ordered()])
+            files += removed_files(merged.removed)
+        else:
+            merged = Merged(states=states, changed=tuple(touched))
+        wanted = layout.state_writes(snapshot.paths, merged, complete=snapshot.whole)
+        if legs != snapshot.legs:
+            wanted[layout.legs_path] = dump_runs(legs)
+        writes = self._changes(snapshot, wanted, files)
+        revision = snapshot.revision
+        commit = None
+        if writes:
+            writes[layout.revision_path] = f"{revision + 1}\n"
+            tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
+            parents = [tip] if tip is not None else []
+            commit = self.client.create_commit(self.repo, self.message, tree, parents)
+            if tip is None:
+                landed = self.client.create_branch(self.repo, self.branch, commit)
+            else:
+                landed = self.client.update_branch(self.repo, self.branch, commit)
+            if not landed:
+                return None
+            revision += 1
+            for path, text in writes.items():
+                if text is not None and layout.in_state_dir(path):
+                    self._reader.remember(text)
+        # Only now that the branch holds their results: folding them again changes nothing.
+        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(pending))) as pool:
+            list(pool.map(lambda ref: self.client.delete_ref(self.repo, ref), pending))
+        self.log.info(f"folded {len(pending)} leg(s)' results from {prefix}")
+        return Saved(
+            merged=merged,
+            commit_sha=commit,
+            attempts=attempt,
+            written=tuple(sorted(writes)),
+            revision=revision,
+            # A fold of results the branch already holds (refs another folder had not deleted
+            # yet) completes nothing new: the pages are already a render of the state.
+            rendered=snapshot.whole and bool(writes),
+        )
+
     def _report(self, saved: Saved) -> None:
         where = f"branch {self.branch} of {self.repo}"
         if self.dry_run:
@@ -284,3 +497,28 @@ class BranchStore:
         base = f"{self.server_url.rstrip('/')}/{self.repo}/blob/{quote(self.branch)}"
         urls = {s.key: f"{base}/{quote(dashboard_file(s))}" for s in merged.states.values()}
         return urls, f"{base}/{INDEX_NAME}"
+
+
+def _fold_results(
+    states: Mapping[DashboardId, DashboardState], results: Sequence[DashboardState], history: int
+) -> dict[DashboardId, DashboardState]:
+    """``states`` with every result column merged in (idempotent, order-independent)."""
+    folded = dict(states)
+    for result in results:
+        mine = folded.get(result.id)
+        folded[result.id] = result if mine is None else union_states(mine, result, history=history)
+    return folded
+
+
+def _own_reports(folded: Merged, own: Merged) -> Merged:
+    """``folded`` with the cells, rows and columns this leg's results added as ``own`` (its
+    read before publishing) counted them, and the fold's retirement kept."""
+    reports = dict(folded.reports)
+    for key, mine in own.reports.items():
+        reports[key] = replace(
+            reports.get(key, mine),
+            changed_cells=mine.changed_cells,
+            new_rows=mine.new_rows,
+            new_backends=mine.new_backends,
+        )
+    return replace(folded, reports=reports)

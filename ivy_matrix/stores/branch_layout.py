@@ -20,10 +20,11 @@ replaced by their columns when written (:meth:`BranchLayout.state_writes`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ivy_matrix.changes import Merged
+from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId
 from ivy_matrix.paths import column_file, relative_path
 from ivy_matrix.statefile import dump_state, split_columns
@@ -49,7 +50,8 @@ class Leg:
     ``dashboards`` and ``backends`` are what its results touch (it reads only those columns);
     ``change`` is its change without store-wide retirement (that needs every dashboard, so it
     runs in the leg that completes the run, with the store's own change). ``index`` is the
-    leg's ``strategy.job-index``, ``size`` the ``strategy.job-total``.
+    leg's ``strategy.job-index``, ``size`` the ``strategy.job-total``; ``history`` the
+    results kept per cell (``history``), used when folding results into the branch.
     """
 
     run_id: int
@@ -58,6 +60,7 @@ class Leg:
     dashboards: frozenset[DashboardId]
     backends: frozenset[str]
     change: Change
+    history: int = DEFAULT_HISTORY
 
 
 def record_leg(legs: Runs, leg: Leg | None) -> tuple[Runs, bool]:
@@ -132,3 +135,41 @@ class BranchLayout:
             for path in paths.get(gone.id, set()):
                 wanted[path] = None
         return wanted
+
+
+# Matrix legs publish their results under refs of their own here (``branch.py``): one ref per
+# leg and result, created if absent, so publishing never contends; any writer folds them in.
+INBOX_ROOT = "refs/ivy-matrix/inbox"
+
+
+def inbox_prefix(branch: str) -> str:
+    """The prefix of the inbox refs of ``branch`` (ends with a slash)."""
+    return f"{INBOX_ROOT}/{branch}/"
+
+
+def inbox_ref(branch: str, leg: Leg, tree: str) -> str:
+    """The inbox ref of ``leg``'s results, held in ``tree``: the run, the matrix size and the
+    leg's index (so a folder records the leg without reading more), then the tree's sha, so
+    that the same results always get the same name and different ones never share it."""
+    return f"{inbox_prefix(branch)}{leg.run_id}-{leg.size}-{leg.index}-{tree[:16]}"
+
+
+def parse_inbox_ref(prefix: str, ref: str) -> tuple[int, int, int] | None:
+    """(run id, matrix size, leg index) of an inbox ref, or None for a name not ours."""
+    parts = ref.removeprefix(prefix).split("-")
+    if not ref.startswith(prefix) or len(parts) != 4 or not all(p.isdigit() for p in parts[:3]):  # noqa: PLR2004  -- run-size-index-tree
+        return None
+    run, size, index = (int(part) for part in parts[:3])
+    return (run, size, index) if 0 <= index < size else None
+
+
+def record_legs(legs: Runs, finished: Iterable[tuple[int, int, int]]) -> tuple[Runs, bool]:
+    """The finished-legs record with every (run, size, index) in it, and whether one of their
+    runs is complete with them (then the writer renders, as :func:`record_leg` says)."""
+    record = dict(legs)
+    runs = set()
+    for run, size, index in finished:
+        old_size, done = record.get(run, (size, frozenset()))
+        record[run] = (max(old_size, size), done | {index})
+        runs.add(run)
+    return record, any(record[run][1] >= frozenset(range(record[run][0])) for run in runs)

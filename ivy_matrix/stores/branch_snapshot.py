@@ -22,7 +22,7 @@ whose folder it is in, an older one-file state that dashboard): a misplaced file
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -93,6 +93,7 @@ class BranchReader:
         self.branch = branch
         self.layout = layout
         self._blobs: dict[str, str] = {}
+        self._trees: dict[str, TreeListing] = {}
 
     def remember(self, text: str) -> None:
         """Cache a blob this process wrote, so that the next read does not fetch it."""
@@ -128,19 +129,29 @@ class BranchReader:
     def read(self, tip: str | None, leg: Leg | None, *, whole: bool = True) -> Snapshot:
         """The branch at ``tip``: every dashboard, or only ``leg``'s columns (``whole``
         False), unless this leg completes its run (then it reads everything: it renders)."""
+        if leg is None or whole:
+            return self.read_paths(tip, None, lambda _: True)
+        return self.read_paths(
+            tip, self.layout.leg_paths(leg), lambda legs: record_leg(legs, leg)[1]
+        )
+
+    def read_paths(
+        self, tip: str | None, paths: Collection[str] | None, complete: Callable[[Runs], bool]
+    ) -> Snapshot:
+        """The branch at ``tip``: the state files in ``paths`` (None: every dashboard), or
+        every dashboard when ``complete`` says the finished-legs record at ``tip`` makes a
+        run complete (the writer then renders)."""
         if tip is None:
-            return Snapshot(None, _EmptyTree(), {}, whole=whole or record_leg({}, leg)[1])
-        tree = self.client.get_tree(self.repo, tip)
+            return Snapshot(None, _EmptyTree(), {}, whole=paths is None or complete({}))
+        tree = self._trees.get(tip) or self.client.get_tree(self.repo, tip)
+        self._trees = {tip: tree}  # a commit's tree never changes: kept for the next read
         layout = self.layout
-        # The small files every try needs, and this leg's columns, in one batch of reads.
+        # The small files every try needs, and the wanted columns, in one batch of reads.
         first = [tree.files.get(layout.legs_path), tree.files.get(layout.revision_path)]
-        if leg is not None:
-            first += [tree.files.get(path) for path in layout.leg_paths(leg)]
+        first += [tree.files.get(path) for path in paths or ()]
         self._fetch(sha for sha in first if sha is not None)
         legs = self._legs(tree)
-        wanted: set[str] | None = None
-        if not whole and leg is not None and not record_leg(legs, leg)[1]:
-            wanted = layout.leg_paths(leg)
+        wanted = None if paths is None or complete(legs) else set(paths)
         files = {
             path: sha
             for path, sha in sorted(tree.files.items())
@@ -148,13 +159,23 @@ class BranchReader:
         }
         self._fetch(files.values())
         parts: dict[DashboardId, list[DashboardState]] = {}
-        paths: dict[DashboardId, set[str]] = {}
+        found: dict[DashboardId, set[str]] = {}
         for path, sha in files.items():
             state = self._load(path, sha)
             parts.setdefault(state.id, []).append(state)
-            paths.setdefault(state.id, set()).add(path)
+            found.setdefault(state.id, set()).add(path)
         states = {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
-        return Snapshot(tip, tree, states, self._revision(tree), legs, paths, whole=wanted is None)
+        return Snapshot(tip, tree, states, self._revision(tree), legs, found, whole=wanted is None)
+
+    def read_files(self, trees: Sequence[TreeListing]) -> list[list[DashboardState]]:
+        """The state files of each listed tree that is not the branch (a leg's inbox
+        object), each checked against its path; the blobs of all of them in one batch."""
+        files = [
+            {path: sha for path, sha in tree.files.items() if self.layout.is_state_file(path)}
+            for tree in trees
+        ]
+        self._fetch(sha for found in files for sha in found.values())
+        return [[self._load(path, sha) for path, sha in sorted(f.items())] for f in files]
 
     def _revision(self, tree: TreeListing) -> int:
         path = self.layout.revision_path
