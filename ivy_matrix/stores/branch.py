@@ -33,25 +33,9 @@ called several times and must depend only on the states it is given.
   the index in the same commit; a re-run of failed legs finds the set complete and renders
   again. Without a leg (local runs, a fan-in job, ``publish``) every update reads everything,
   renders what it changed and commits with the loop above.
-- *Matrix legs batch through an inbox* (:meth:`BranchStore._update_leg`). A leg reads its
-  own columns (to write nothing when its results are already there, and for a dry run),
-  then publishes its results (its columns merged into nothing: a root commit of one tree, 3
-  content-creating requests) under ``refs/ivy-matrix/inbox/<branch>/<run>-<size>-<index>-<tree>``,
-  a ref nobody else writes (create-if-absent, no contention; the same results always get the
-  same name). Then the leg whose ref is its run's first pending one *folds*: it lists the
-  inbox (one request), reads each pending object once (kept by commit sha), merges all of
-  them into the branch's columns with ``merge.union_states`` (idempotent and
-  order-independent), records every folded leg in ``LEGS`` (rendering when that completes a
-  run), commits with compare-and-swap, and only then deletes the refs it folded. Other legs
-  poll the inbox (windows of 0.5, 1, then 2 s) until their ref is gone, which means their
-  results are on the branch; the k-th pending ref's leg folds itself after ``PATIENCE`` + k
-  polls, so a folder that died is replaced by one leg (not all at once) and cannot block, and
-  refs left by a dead run are folded by the next run's legs (results already in change
-  nothing). A crash between the commit and the deletes leaves refs whose results are in:
-  folding them again writes nothing for them. Measured (``bench/store_scale.py``,
-  bench/README.md): 128 legs in 12.6-14.5 s instead of 79-96 s (3.5-4x one leg), at most 2
-  tries, 15-16 requests per leg (median); each leg costs 3 content-creating requests for its
-  inbox object and 1 for the deletion of its ref, plus 3 per fold commit.
+- *Matrix legs batch through an inbox* (:meth:`BranchStore._update_leg`,
+  ``branch_inbox.py``): each leg publishes its results under a ref of its own, and one leg at
+  a time folds every pending ref into the branch with one compare-and-swap commit.
 - *Cheap, spread retries* (commits without a leg, and folders that lose). A retry re-reads
   the ref and the listing and only the blobs whose sha changed, after a random moment
   ("full jitter") in a window of at least ``base_delay`` doubled per try.
@@ -60,34 +44,31 @@ called several times and must depend only on the states it is given.
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Protocol
 from urllib.parse import quote
 
 from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
-from ivy_matrix.merge import DEFAULT_HISTORY, union_states
+from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file
 from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import RenderedFile, removed_files
-from ivy_matrix.statefile import dump_runs, dump_state, split_columns
+from ivy_matrix.statefile import dump_runs
 from ivy_matrix.stores import AfterSave, Change, Saved
+from ivy_matrix.stores.branch_inbox import Inbox, InboxAPI, fold_results, own_reports
 from ivy_matrix.stores.branch_layout import (
     DEFAULT_STATE_DIR,
     BranchLayout,
     Leg,
     inbox_prefix,
-    inbox_ref,
-    parse_inbox_ref,
     record_leg,
     record_legs,
 )
-from ivy_matrix.stores.branch_snapshot import BranchReader, GitReads, Snapshot, git_blob_sha
+from ivy_matrix.stores.branch_snapshot import BranchReader, Snapshot, git_blob_sha
 
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
@@ -99,31 +80,17 @@ CONTENTION_SPREAD = 1.0
 # A matrix leg whose results wait in the inbox for another leg to fold them polls the inbox
 # this many times before it folds them itself (so a folder that died cannot block anyone).
 PATIENCE = 6
-# Requests sent at once when a folder reads inbox objects or deletes the refs it folded.
-PARALLEL = 16
 
 # The pages to commit beside the states: (every state by key, the keys that changed) -> files.
 Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile]]
 
 
-class GitData(GitReads, Protocol):
+class GitData(InboxAPI, Protocol):
     """The git-data calls the branch store needs (``github_api.GitHubClient`` has them)."""
 
     def create_branch(self, repo: str, branch: str, sha: str) -> bool: ...
 
-    def create_tree(
-        self, repo: str, base_tree: str | None, files: Mapping[str, str | None]
-    ) -> str: ...
-
-    def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
-
     def update_branch(self, repo: str, branch: str, sha: str) -> bool: ...
-
-    def create_ref(self, repo: str, ref: str, sha: str) -> bool: ...
-
-    def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
-
-    def delete_ref(self, repo: str, ref: str) -> bool: ...
 
 
 class BranchStore:
@@ -172,9 +139,14 @@ class BranchStore:
         # What the last try saw and took: the legs of this run not landed yet, its duration.
         self._pending = 1
         self._try_seconds = 0.0
-        # Inbox commits read (or written) by this store: commit sha -> its result columns.
-        self._inbox: dict[str, list[DashboardState]] = {}
-        self._lock = threading.Lock()
+        self.inbox = Inbox(
+            client,
+            repo,
+            branch=self.branch,
+            layout=self.layout,
+            reader=self._reader,
+            message=message,
+        )
 
     def load(self) -> dict[DashboardId, DashboardState]:
         """Every dashboard's state at the branch tip (empty if the branch does not exist yet)."""
@@ -280,7 +252,24 @@ class BranchStore:
                 revision=revision,
                 rendered=complete,
             )
-        tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
+        commit = self._commit(tip, snapshot.tree.sha or None, writes)
+        if commit is None:
+            return None
+        return Saved(
+            merged=merged,
+            commit_sha=commit,
+            attempts=attempt,
+            written=tuple(sorted(writes)),
+            revision=revision + 1,
+            rendered=complete,
+        )
+
+    def _commit(
+        self, tip: str | None, base_tree: str | None, writes: dict[str, str | None]
+    ) -> str | None:
+        """One tree, one commit, and the branch moved to it with compare-and-swap: the commit,
+        or None when another writer moved the branch first."""
+        tree = self.client.create_tree(self.repo, base_tree, writes)
         if tip is None:
             # A new branch starts from its own root commit: it holds only dashboards, not
             # the project's files. If another leg created it first, GitHub answers
@@ -293,16 +282,9 @@ class BranchStore:
         if not landed:
             return None
         for path, text in writes.items():
-            if text is not None and path.startswith(self.state_dir + "/"):
+            if text is not None and self.layout.in_state_dir(path):
                 self._reader.remember(text)
-        return Saved(
-            merged=merged,
-            commit_sha=commit,
-            attempts=attempt,
-            written=tuple(sorted(writes)),
-            revision=revision + 1,
-            rendered=complete,
-        )
+        return commit
 
     # ------------------------------------------------------------------ matrix legs: the inbox
 
@@ -327,37 +309,8 @@ class BranchStore:
             )
             self._report(saved)
             return saved
-        ref = self._publish(leg)
+        ref = self.inbox.publish(leg)
         return self._fold_until_in(change, leg, ref, merged)
-
-    def _publish(self, leg: Leg) -> str:
-        """Write ``leg``'s results (its columns, merged into nothing) as one root commit under
-        an inbox ref nobody else writes; return the ref. Three content-creating requests."""
-        columns = [
-            column
-            for state in leg.change({}).to_save().values()
-            for column in split_columns(state).values()
-        ]
-        files = {
-            self.layout.column_path(column.id, column.backend_names[0]): dump_state(column)
-            for column in columns
-        }
-        files[self.layout.legs_path] = dump_runs({leg.run_id: (leg.size, frozenset({leg.index}))})
-        tree = self.client.create_tree(self.repo, None, files)
-        commit = self.client.create_commit(self.repo, f"{self.message} (results)", tree, [])
-        ref = inbox_ref(self.branch, leg, tree)
-        # False: the same results are already waiting under this name (a retried request
-        # that had landed, or an identical re-run): either way they are in the inbox.
-        self.client.create_ref(self.repo, ref, commit)
-        with self._lock:
-            self._inbox[commit] = columns
-        return ref
-
-    def _inbox_refs(self) -> dict[str, str]:
-        """The inbox refs of this branch (name -> commit), by name; other names are ignored."""
-        prefix = inbox_prefix(self.branch)
-        listed = self.client.list_refs(self.repo, prefix)
-        return {ref: listed[ref] for ref in sorted(listed) if parse_inbox_ref(prefix, ref)}
 
     def _fold_until_in(self, change: Change, leg: Leg, ref: str, merged: Merged) -> Saved:
         """Until ``ref`` is folded: fold the inbox when this leg's ref is its run's first
@@ -365,7 +318,7 @@ class BranchStore:
         tries = polls = 0
         run = f"{inbox_prefix(self.branch)}{leg.run_id}-"
         while True:
-            pending = self._inbox_refs()
+            pending = self.inbox.pending()
             if ref not in pending:
                 self.log.info(
                     f"results of this leg are on branch {self.branch} of {self.repo}, "
@@ -386,7 +339,7 @@ class BranchStore:
                 self._report(saved)
                 # What this leg's results changed, as its own read saw it (the fold merged
                 # them before the change ran, so the fold's reports would say nothing).
-                return replace(saved, merged=_own_reports(saved.merged, merged))
+                return replace(saved, merged=own_reports(saved.merged, merged))
             if tries >= self.max_attempts:
                 raise StoreError(
                     f"cannot update branch {self.branch!r} of {self.repo}: other writers moved "
@@ -396,26 +349,12 @@ class BranchStore:
                 )
             self._sleep(self._delay(tries))
 
-    def _inbox_states(self, pending: Mapping[str, str]) -> list[DashboardState]:
-        """The result columns of every pending inbox commit (each listed and read once)."""
-        with self._lock:
-            missing = [sha for sha in dict.fromkeys(pending.values()) if sha not in self._inbox]
-        if missing:
-            with ThreadPoolExecutor(max_workers=min(PARALLEL, len(missing))) as pool:
-                trees = list(pool.map(lambda sha: self.client.get_tree(self.repo, sha), missing))
-            read = self._reader.read_files(trees)
-            with self._lock:
-                self._inbox.update(zip(missing, read, strict=True))
-        with self._lock:
-            return [state for sha in dict.fromkeys(pending.values()) for state in self._inbox[sha]]
-
     def _fold(self, change: Change, pending: Mapping[str, str], attempt: int) -> Saved | None:
         """One compare-and-swap that folds every pending inbox ref into the branch, then
         deletes them; None when another writer moved the branch first."""
-        prefix = inbox_prefix(self.branch)
-        finished = [found for ref in pending if (found := parse_inbox_ref(prefix, ref))]
+        finished = self.inbox.legs(pending)
         history = self.leg.history if self.leg is not None else DEFAULT_HISTORY
-        results = self._inbox_states(pending)
+        results = self.inbox.states(pending)
         tip = self.client.get_branch_head(self.repo, self.branch)
         layout = self.layout
         paths = {layout.state_path(state.id) for state in results} | {
@@ -425,7 +364,7 @@ class BranchStore:
         }
         snapshot = self._reader.read_paths(tip, paths, lambda legs: record_legs(legs, finished)[1])
         legs, _ = record_legs(snapshot.legs, finished)
-        states = _fold_results(snapshot.states, results, history)
+        states = fold_results(snapshot.states, results, history)
         files: list[RenderedFile] = []
         touched = sorted({states[result.id].key for result in results})
         if snapshot.whole:
@@ -448,23 +387,13 @@ class BranchStore:
         commit = None
         if writes:
             writes[layout.revision_path] = f"{revision + 1}\n"
-            tree = self.client.create_tree(self.repo, snapshot.tree.sha or None, writes)
-            parents = [tip] if tip is not None else []
-            commit = self.client.create_commit(self.repo, self.message, tree, parents)
-            if tip is None:
-                landed = self.client.create_branch(self.repo, self.branch, commit)
-            else:
-                landed = self.client.update_branch(self.repo, self.branch, commit)
-            if not landed:
+            commit = self._commit(tip, snapshot.tree.sha or None, writes)
+            if commit is None:
                 return None
             revision += 1
-            for path, text in writes.items():
-                if text is not None and layout.in_state_dir(path):
-                    self._reader.remember(text)
         # Only now that the branch holds their results: folding them again changes nothing.
-        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(pending))) as pool:
-            list(pool.map(lambda ref: self.client.delete_ref(self.repo, ref), pending))
-        self.log.info(f"folded {len(pending)} leg(s)' results from {prefix}")
+        self.inbox.delete(pending)
+        self.log.info(f"folded {len(pending)} leg(s)' results from {self.inbox.prefix}")
         return Saved(
             merged=merged,
             commit_sha=commit,
@@ -497,28 +426,3 @@ class BranchStore:
         base = f"{self.server_url.rstrip('/')}/{self.repo}/blob/{quote(self.branch)}"
         urls = {s.key: f"{base}/{quote(dashboard_file(s))}" for s in merged.states.values()}
         return urls, f"{base}/{INDEX_NAME}"
-
-
-def _fold_results(
-    states: Mapping[DashboardId, DashboardState], results: Sequence[DashboardState], history: int
-) -> dict[DashboardId, DashboardState]:
-    """``states`` with every result column merged in (idempotent, order-independent)."""
-    folded = dict(states)
-    for result in results:
-        mine = folded.get(result.id)
-        folded[result.id] = result if mine is None else union_states(mine, result, history=history)
-    return folded
-
-
-def _own_reports(folded: Merged, own: Merged) -> Merged:
-    """``folded`` with the cells, rows and columns this leg's results added as ``own`` (its
-    read before publishing) counted them, and the fold's retirement kept."""
-    reports = dict(folded.reports)
-    for key, mine in own.reports.items():
-        reports[key] = replace(
-            reports.get(key, mine),
-            changed_cells=mine.changed_cells,
-            new_rows=mine.new_rows,
-            new_backends=mine.new_backends,
-        )
-    return replace(folded, reports=reports)
