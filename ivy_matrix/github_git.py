@@ -61,7 +61,12 @@ class GitCalls(Transport):
 
     def get_branch_head(self, repo: str, branch: str) -> str | None:
         """The commit sha ``branch`` points at, or None if there is no such branch."""
-        url = f"{repo_path(repo)}/git/ref/heads/{branch_path(branch)}"
+        path = f"heads/{branch_path(branch)}"
+        return self._read_ref(repo, path, f"reading branch {branch!r} of {repo}")
+
+    def _read_ref(self, repo: str, path: str, what: str) -> str | None:
+        """The commit ``git/ref/{path}`` points at, or None if there is no such ref."""
+        url = f"{repo_path(repo)}/git/ref/{path}"
 
         def request() -> str | None:
             try:
@@ -73,7 +78,7 @@ class GitCalls(Transport):
                 raise
             return str(data["object"]["sha"])
 
-        return self._call(f"reading branch {branch!r} of {repo}", CONTENTS_READ, request)
+        return self._call(what, CONTENTS_READ, request)
 
     def get_tree(self, repo: str, tree_ish: str) -> Tree:
         """A tree (or a commit's tree) with every file in it: one request, recursive.
@@ -240,18 +245,7 @@ class GitCalls(Transport):
 
     def get_ref(self, repo: str, ref: str) -> str | None:
         """The commit a full ref name (``refs/...``) points at, or None if there is none."""
-        url = f"{repo_path(repo)}/git/ref/{_ref_path(ref)}"
-
-        def request() -> str | None:
-            try:
-                _, data = self._json("GET", url)
-            except HTTPError as error:
-                if error.status in {404, 409}:
-                    return None
-                raise
-            return str(data["object"]["sha"])
-
-        return self._call(f"reading ref {ref!r} of {repo}", CONTENTS_READ, request)
+        return self._read_ref(repo, _ref_path(ref), f"reading ref {ref!r} of {repo}")
 
     def create_ref(self, repo: str, ref: str, sha: str) -> bool:
         """Create ``ref`` at ``sha`` if absent (atomic); False if it already exists."""
