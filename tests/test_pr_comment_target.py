@@ -24,7 +24,7 @@ from ivy_matrix.workflow_commands import Log
 from tests.conftest import fake_client, quick_sleep
 from tests.fake_github import BOT_LOGIN, FakeGitHub
 from tests.memory_github import MemoryGitHub
-from tests.test_update_github import FAST, runner_env, write_results
+from tests.test_update_github import FAST, run_legs_at_once, runner_env, write_results
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -265,18 +265,7 @@ def test_sixteen_pull_request_legs_through_the_command_leave_one_comment(tmp_pat
                 IVY_MATRIX_STORE=str(store),
             )
             legs.append((["update", "--junit", str(work / "junit.xml"), "--backend", backend], env))
-        barrier = threading.Barrier(len(legs))
-        codes: dict[str, int] = {}
-
-        def run_leg(argv: list[str], env: dict[str, str]) -> None:
-            barrier.wait(timeout=30)
-            codes[argv[-1]] = main(argv, env, remote=FAST)
-
-        threads = [threading.Thread(target=run_leg, args=leg) for leg in legs]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=140)
+        codes = run_legs_at_once(legs, timeout=140)
         fake.configure(fail_rate=0.0)
         assert codes == dict.fromkeys(backends, 0)
         with fake.lock:

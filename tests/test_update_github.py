@@ -90,6 +90,26 @@ def fast_client(token: str, api_url: str) -> GitHubClient:
 FAST = Remote(client=fast_client, sleep=brief_sleep)
 
 
+def run_legs_at_once(
+    legs: list[tuple[list[str], dict[str, str]]], *, timeout: float
+) -> dict[str, int]:
+    """Run ``cli.main`` for every (argv, env) leg in threads started together; exit code by
+    the leg's last argument (its backend)."""
+    barrier = threading.Barrier(len(legs))
+    codes: dict[str, int] = {}
+
+    def run_leg(argv: list[str], env: dict[str, str]) -> None:
+        barrier.wait(timeout=30)
+        codes[argv[-1]] = main(argv, env, remote=FAST)
+
+    threads = [threading.Thread(target=run_leg, args=leg) for leg in legs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    return codes
+
+
 def run(
     work: Path, env: dict[str, str], *args: str, command: str = "update"
 ) -> subprocess.CompletedProcess[str]:
@@ -334,18 +354,7 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
         )
         # Threads share the working directory: each leg names its results by absolute path.
         legs.append((["update", "--junit", str(work / "*.xml"), "--backend", backend], env))
-    barrier = threading.Barrier(len(legs))
-    codes: dict[str, int] = {}
-
-    def run_leg(argv: list[str], env: dict[str, str]) -> None:
-        barrier.wait(timeout=30)
-        codes[argv[-1]] = main(argv, env, remote=FAST)
-
-    threads = [threading.Thread(target=run_leg, args=leg) for leg in legs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=100)
+    codes = run_legs_at_once(legs, timeout=100)
     assert codes == dict.fromkeys(backends, 0)
     state = branch_state(fake)
     assert sorted(state.backend_names) == backends
