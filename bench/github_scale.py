@@ -10,7 +10,7 @@ to splits as follows (``split_for``):
 - 32 legs: 4 backends x 8 shards (~875 cases each);
 - 128 legs: 4 backends x 32 shards (~219 cases each), Ivy's 128-job matrix.
 
-Each configuration starts a fresh ``tests/fake_github.py`` on 127.0.0.1, pre-seeded with the
+Each configuration starts a fresh ``tests/github/fake_server.py`` on 127.0.0.1, pre-seeded with the
 branch (and issues) a real Ivy repository would have: the git objects written by one full
 ``update`` of all 28,000 cases (run 100) are copied in. Then every leg of run 101 (other
 outcomes) starts at once as its own ``python entrypoint.py update`` process, with its own
@@ -54,7 +54,7 @@ import generate
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))  # the stand-in lives in tests/, beside the product
-from tests.fake_github import FakeGitHub, RequestRecord  # noqa: E402  -- after the path entry
+from tests.github.fake_server import FakeGitHub, RequestRecord  # noqa: E402  -- after the path entry
 
 PYTHON = sys.executable
 ENTRYPOINT = ROOT / "entrypoint.py"

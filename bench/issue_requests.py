@@ -1,7 +1,7 @@
 """What the issue target costs: content-creating requests per leg and per run, and big splits.
 
 ``python bench/issue_requests.py [--dashboards 100] [--rows 70] [--legs 4] [--big 50000]``
-publishes dashboards of Ivy's shape on the in-memory GitHub (``tests/memory_github.py``) the
+publishes dashboards of Ivy's shape on the in-memory GitHub (``tests/github/memory.py``) the
 two ways a matrix can: from every leg (each leg's column in every dashboard, one leg after the
 other) and from one fan-in job per run, for a first run (no issues yet) and a second run (every
 cell links a new job). It counts the writes (content-creating requests: issue and comment
@@ -20,12 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ivy_matrix.issue_bodies import compose_issue
+from ivy_matrix.issues.bodies import compose_issue
+from ivy_matrix.issues.creation_locks import IssueLocks
+from ivy_matrix.issues.publish import publish_issues
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.targets.issue_locks import IssueLocks
-from ivy_matrix.targets.issues import publish_issues
-from tests.memory_github import MemoryGitHub
-from tests.test_issue_target import make_state
+from tests.github.memory import MemoryGitHub
+from tests.issues.test_publish import make_state
 
 REPO = "acme/widgets"
 BACKENDS = ("torch", "jax", "numpy", "tensorflow")

@@ -6,7 +6,7 @@ against the HTTP stand-in; this one isolates the store's design, so its figures 
 layout and the commit protocol cost. Ivy's shape: ``--dashboards`` 100 x ``--rows`` 70 tests x
 4 backends (7,000 tests, 28,000 cells). The branch is seeded with one whole run (run 100); then
 every leg of run 101 starts at once, in its own thread with its own store, against
-``tests/memory_github.py`` with a random latency per call (default 20-80 ms, slept outside the
+``tests/github/memory.py`` with a random latency per call (default 20-80 ms, slept outside the
 model's lock, so the legs really overlap). A leg is one backend x one shard of contiguous
 dashboards, as in ``bench/github_scale.py``: 1 leg = torch, shard 1 of 8; 4 legs = one per
 backend; 32 = 4 x 8 shards; 128 = 4 x 32.
@@ -38,15 +38,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ivy_matrix.changes import Merged, merge_batches  # noqa: E402  -- after the path entry
+from ivy_matrix.fold import Merged, merge_batches  # noqa: E402  -- after the path entry
 from ivy_matrix.merge import Batch  # noqa: E402
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source  # noqa: E402
 from ivy_matrix.render import Style, render_files  # noqa: E402
 from ivy_matrix.statefile import join_columns, load_state  # noqa: E402
 from ivy_matrix.stores import branch  # noqa: E402
 from ivy_matrix.stores.branch import BranchStore  # noqa: E402
-from ivy_matrix.stores.branch_layout import Leg  # noqa: E402
-from tests.memory_github import MemoryGitHub  # noqa: E402
+from ivy_matrix.stores.layout import Leg  # noqa: E402
+from tests.github.memory import MemoryGitHub  # noqa: E402
 
 REPO, BRANCH, STATE_DIR = "acme/widgets", "ivy-matrix", ".ivy-matrix/state"
 BACKENDS = ("torch", "numpy", "tensorflow", "jax")

@@ -11,7 +11,7 @@ I/O. Commands:
 - ``render``: write every stored dashboard and the index;
 - ``prune``: remove named dashboards, backends or rows from the store on purpose (prune.py).
 
-``main`` takes a :class:`~ivy_matrix.remote.Remote` (the GitHub client factory and the waits)
+``main`` takes a :class:`~ivy_matrix.github.connection.Remote` (the GitHub client factory and the waits)
 so that tests can run the whole command in-process against a fast client.
 
 Exit codes: 0 done (warnings included), 1 something the user must fix (the message says what),
@@ -28,22 +28,28 @@ from pathlib import Path
 from typing import NoReturn
 
 from ivy_matrix import __version__
-from ivy_matrix.adopt import MAX_ADOPT_BYTES, adopt_table
-from ivy_matrix.changes import Merged
-from ivy_matrix.compare import run_compare
-from ivy_matrix.config import Settings, environ, is_github_actions, load_settings, parse_dashboard
+from ivy_matrix.commands.choose_store import open_store
+from ivy_matrix.commands.compare import run_compare
+from ivy_matrix.commands.prune import run_prune
+from ivy_matrix.commands.publish import run_publish
+from ivy_matrix.commands.update import EXIT_OK, EXIT_USER, run_update
+from ivy_matrix.config.options import OPTIONS, Kind, Target
+from ivy_matrix.config.settings import (
+    Settings,
+    environ,
+    is_github_actions,
+    load_settings,
+    parse_dashboard,
+)
 from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
+from ivy_matrix.fold import Merged
+from ivy_matrix.github.connection import GitHub, Remote
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.options import OPTIONS, Kind, Target
-from ivy_matrix.prune import run_prune
-from ivy_matrix.publish import run_publish
-from ivy_matrix.remote import GitHub, Remote
+from ivy_matrix.readback import MAX_ADOPT_BYTES, adopt_table
 from ivy_matrix.render import render_files
+from ivy_matrix.runner.log import Log
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import write_files
-from ivy_matrix.update import EXIT_OK, EXIT_USER, run_update
-from ivy_matrix.wiring import open_store
-from ivy_matrix.workflow_commands import Log
 
 EXIT_BUG = 2
 

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from typing import BinaryIO, NoReturn
 from xml.parsers import expat
 
+from ivy_matrix.encodings import HEAD_BYTES, BadInputError, plan_decoding, raw_chunks, utf8_chunks
 from ivy_matrix.model import CaseResult, CaseStatus, FileCounts, ParseProblem
-from ivy_matrix.xml_input import HEAD_BYTES, BadInputError, plan_decoding, raw_chunks, utf8_chunks
 
 MESSAGE_CAP = 500
 """Longest message kept for a case, in characters."""

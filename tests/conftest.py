@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ivy_matrix.github_api import GitHubClient, make_client
-from tests.fake_github import FakeGitHub
-from tests.memory_github import MemoryGitHub
+from ivy_matrix.github.client import GitHubClient, make_client
+from tests.github.fake_server import FakeGitHub
+from tests.github.memory import MemoryGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

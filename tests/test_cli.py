@@ -14,9 +14,9 @@ import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 from tabulate import tabulate
 
-from ivy_matrix.adopt import MAX_ADOPT_BYTES
 from ivy_matrix.cli import main
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey
+from ivy_matrix.readback import MAX_ADOPT_BYTES
 from ivy_matrix.stores.local import LocalStore
 from tests.conftest import SHARED, shared_dir
 

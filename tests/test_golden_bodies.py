@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
-from ivy_matrix.issue_bodies import compose_index, compose_issue
-from ivy_matrix.issue_markers import END, utf16_len
-from ivy_matrix.issue_state import extract_state
+from ivy_matrix.issues.bodies import compose_index, compose_issue
+from ivy_matrix.issues.markers import END, utf16_len
+from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source, Totals
 from ivy_matrix.render import Style, render_dashboard, render_files, render_job_summary

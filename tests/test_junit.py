@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix import junit
+from ivy_matrix.encodings import BadInputError
 from ivy_matrix.junit import (
     DEPTH_CAP,
     MARKUP_CAP,
@@ -28,7 +29,6 @@ from ivy_matrix.junit import (
     scan_junit,
 )
 from ivy_matrix.model import CaseResult, CaseStatus, FileCounts, ParseProblem
-from ivy_matrix.xml_input import BadInputError
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ivy_matrix.changes import Merged, merge_batches
-from ivy_matrix.config import Settings
+from ivy_matrix.config.settings import Settings
+from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.merge import Batch, apply_batch, merge_cell
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.retirement import Removal, retire, retirement_horizon, store_runs

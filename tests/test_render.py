@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabulate import tabulate
 
-from ivy_matrix.adopt import split_row
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.readback import split_row
 from ivy_matrix.render import (
     Style,
     backend_counts,

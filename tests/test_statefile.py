@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from ivy_matrix.adopt import adopt_table
 from ivy_matrix.errors import StoreError
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.readback import adopt_table
 from ivy_matrix.statefile import (
     FORMAT,
     VERSION,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ivy_matrix.changes import Merged
+from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId, DashboardState
 
 Change = Callable[[Mapping[DashboardId, DashboardState]], Merged]

@@ -13,7 +13,7 @@ One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM
    already exists" and we merge into what it wrote);
 2. list T's tree once (recursively; a listing cut short is completed folder by folder), and
    read the blobs needed, several at once, each once per store (cached by sha across tries);
-3. call ``change(states)`` (a :class:`~ivy_matrix.changes.Merged`: the states to save and
+3. call ``change(states)`` (a :class:`~ivy_matrix.fold.Merged`: the states to save and
    the dashboards to delete), and render the pages of the changed dashboards and the index;
 4. compare each file's git blob sha with T's: when nothing differs, stop (no write at all);
 5. otherwise one tree (base T's tree, only the changed entries), one commit (parent T), and
@@ -50,17 +50,17 @@ from dataclasses import replace
 from typing import Protocol
 from urllib.parse import quote
 
-from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
+from ivy_matrix.fold import Merged
 from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file
-from ivy_matrix.progress import Progress, Quiet
 from ivy_matrix.render import RenderedFile, removed_files
+from ivy_matrix.runner.progress import Progress, Quiet
 from ivy_matrix.statefile import dump_runs
 from ivy_matrix.stores import AfterSave, Change, Saved
-from ivy_matrix.stores.branch_inbox import Inbox, InboxAPI, fold_results, own_reports
-from ivy_matrix.stores.branch_layout import (
+from ivy_matrix.stores.inbox import Inbox, InboxAPI, fold_results, own_reports
+from ivy_matrix.stores.layout import (
     DEFAULT_STATE_DIR,
     BranchLayout,
     Leg,
@@ -68,7 +68,7 @@ from ivy_matrix.stores.branch_layout import (
     record_leg,
     record_legs,
 )
-from ivy_matrix.stores.branch_snapshot import BranchReader, Snapshot, git_blob_sha
+from ivy_matrix.stores.snapshot import BranchReader, Snapshot, git_blob_sha
 
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5

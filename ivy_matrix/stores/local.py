@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ivy_matrix.atomic import write_atomic
+from ivy_matrix.config.options import DEFAULT_LOCK_TIMEOUT
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.options import DEFAULT_LOCK_TIMEOUT
 from ivy_matrix.paths import relative_path, state_file
-from ivy_matrix.progress import Progress, Quiet
+from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.progress import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores import AfterSave, Change, Saved
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from ivy_matrix.atomic import write_atomic
-from ivy_matrix.changes import Merged
 from ivy_matrix.errors import StoreError
-from ivy_matrix.progress import Progress
+from ivy_matrix.fold import Merged
 from ivy_matrix.render import RenderedFile, Style, removed_files, render_files
+from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.progress import Progress
 
 
 def write_output(

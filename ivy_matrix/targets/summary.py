@@ -11,16 +11,16 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from ivy_matrix.atomic import write_atomic
-from ivy_matrix.changes import DashboardReport, Merged
 from ivy_matrix.collect import Collected
-from ivy_matrix.config import Settings
+from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
+from ivy_matrix.fold import DashboardReport, Merged
 from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import backend_counts, render_job_summary
+from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.log import Log, append_output, append_summary
 from ivy_matrix.targets import Published
-from ivy_matrix.workflow_commands import Log, append_output, append_summary
 
 # GitHub shows at most 10 warning annotations per step; more only fill the log.
 ANNOTATIONS = 10

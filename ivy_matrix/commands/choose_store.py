@@ -1,0 +1,103 @@
+"""Which store a command's settings name, and what keeps the output folder in step with it.
+
+I/O (it builds the stores). The one place that decides between the stores, so the pipeline
+(update.py) and ``adopt`` call ``store.update(change)`` without knowing which store they hold:
+
+- the branch target: :class:`~ivy_matrix.stores.branch.BranchStore` (compare-and-swap);
+- the issue target alone: :class:`~ivy_matrix.issues.store.IssueStore` (jobs take turns,
+  with a warning);
+- otherwise, and whenever the token is read-only: the local folder
+  (:class:`~ivy_matrix.stores.local.LocalStore`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from functools import partial
+
+from ivy_matrix.config.options import Target
+from ivy_matrix.config.settings import Settings
+from ivy_matrix.github.connection import READ_ONLY_ADVICE, GitHub, is_read_only_event
+from ivy_matrix.issues.store import IssueStore
+from ivy_matrix.render import render_files
+from ivy_matrix.runner.log import Log
+from ivy_matrix.stores import AfterSave, Store
+from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.layout import Leg
+from ivy_matrix.stores.local import LocalStore
+from ivy_matrix.targets.files import write_output
+
+REMOTE = frozenset({Target.BRANCH, Target.ISSUE})
+ISSUE_STORE_WARNING = (
+    "the issue target without the branch target keeps the state in the issue bodies, "
+    "where concurrent writers can overwrite each other (GitHub has no conditional issue "
+    "edits), so jobs take turns and one that waits too long refuses; add 'branch' to "
+    "targets (contents: write), or publish from one fan-in job"
+)
+
+
+def remote_targets(settings: Settings, log: Log) -> frozenset[Target]:
+    """The GitHub targets this run can write (none when the token is read-only)."""
+    remote = REMOTE & frozenset(settings.targets)
+    if remote and is_read_only_event(settings):
+        log.warning(READ_ONLY_ADVICE)
+        return frozenset()
+    return remote
+
+
+def output_folder(settings: Settings, log: Log) -> AfterSave | None:
+    """What keeps ``--output-dir`` in step with the store (None without the file target)."""
+    if Target.FILE not in settings.targets or settings.output_dir is None:
+        return None
+    return partial(
+        write_output, settings.output_dir, style=settings.style, dry_run=settings.dry_run, log=log
+    )
+
+
+def open_store(
+    settings: Settings,
+    github: GitHub,
+    log: Log,
+    *,
+    remote: Collection[Target],
+    message: str,
+    after_save: AfterSave | None,
+    leg: Leg | None = None,
+) -> Store:
+    """The store for ``remote`` (the GitHub targets this run writes); see the module docstring."""
+    if not remote:
+        return LocalStore(
+            settings.store,
+            dry_run=settings.dry_run,
+            log=log,
+            after_save=after_save,
+            lock_timeout=settings.lock_timeout,
+        )
+    if Target.BRANCH in remote:
+        return BranchStore(
+            github.client,
+            github.repository,
+            settings.branch,
+            message=message,
+            render=lambda states, keys: render_files(states, style=settings.style, only=keys),
+            dry_run=settings.dry_run,
+            log=log,
+            after_save=after_save,
+            server_url=settings.server_url,
+            sleep=github.remote.sleep,
+            leg=leg,
+        )
+    log.warning(ISSUE_STORE_WARNING)
+    return IssueStore(
+        github.client,
+        github.repository,
+        label=settings.issue_label,
+        style=settings.style,
+        history=settings.history,
+        log=log,
+        sleep=github.remote.sleep,
+        dry_run=settings.dry_run,
+        after_save=after_save,
+        holder=f"run {settings.run_id} attempt {settings.run_attempt} job "
+        f"{settings.job_id or '?'} backend {settings.backend or '?'}",
+    )

@@ -1,0 +1,166 @@
+"""A pull request's verdicts: the ``compare`` command, and what ``update`` does on a pull request.
+
+I/O: reads the default branch's states (the local store, or with the branch target the
+dashboard branch, read-only: nothing is locked or written), writes ``--json`` and
+``--markdown``. The verdicts themselves are pure (``verdicts.py``), and so is the comment body
+(``pr_comment.py``); the sticky comment is written by ``targets/pr_comment.py``.
+
+The pull request's results are read as ``update`` reads them (the same result, naming and job
+link options) and recorded as the pull request's: its number (``--pr``), head commit
+(``--head-sha``) and base (``--base-sha``), each from the runner's event when not given. The
+baseline's ancestry follows run order from the base commit (``verdicts.run_order_ancestry``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
+from ivy_matrix.commands.result_files import read_results
+from ivy_matrix.config.options import FailOn, Target
+from ivy_matrix.config.settings import Settings, require_update_inputs
+from ivy_matrix.errors import InputError
+from ivy_matrix.github.connection import GitHub, Remote
+from ivy_matrix.model import DashboardState, RunKey, Totals
+from ivy_matrix.pr.body import render_comment
+from ivy_matrix.pr.state import CommentState, comment_state
+from ivy_matrix.pr.verdicts import (
+    COUNT_ORDER,
+    Comparison,
+    Verdict,
+    compare,
+    compare_document,
+    pr_base_sha,
+    run_order_ancestry,
+)
+from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.log import Log
+from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.local import LocalStore
+
+EXIT_OK = 0
+EXIT_USER = 1
+
+
+def baseline_states(settings: Settings, github: GitHub, log: Log) -> list[DashboardState]:
+    """The default branch's dashboards: from the dashboard branch with the branch target (and
+    a token), else from the local store; read only."""
+    if Target.BRANCH in settings.targets and github.available:
+        store = BranchStore(
+            github.client, github.repository, settings.branch, sleep=github.remote.sleep
+        )
+        states = list(store.load().values())
+        where = f"branch {settings.branch}"
+    else:
+        states = LocalStore(settings.store).load_all()
+        where = f"store {settings.store}"
+    if not states:
+        log.warning(
+            f"no default-branch results in {where}: every failing cell has no baseline; "
+            f"point --store (or --targets branch --branch) at the dashboards' state"
+        )
+    return sorted(states, key=lambda s: s.key)
+
+
+def pr_run_id(settings: Settings, states: list[DashboardState]) -> int:
+    """The pull request's run id: the given one, else one after every run the store has seen."""
+    if settings.run_id is not None:
+        return settings.run_id
+    return max((s.runs[0] for s in states if s.runs), default=0) + 1
+
+
+def pr_comparison(
+    settings: Settings, collected: Collected, links: Links, states: list[DashboardState]
+) -> Comparison:
+    """The verdicts of the pull request's results against ``states``."""
+    batches = build_batches(collected, links.sources(pr_run_id(settings, states)))
+    branches = settings.feeding_branches
+    ancestry = run_order_ancestry(states, settings.base_sha or pr_base_sha(batches), branches)
+    return compare(batches, states, ancestry=ancestry, branches=branches)
+
+
+def pr_comment_state(
+    settings: Settings, comparison: Comparison, states: list[DashboardState]
+) -> CommentState:
+    """One writer's part of the comment: its verdicts about the head commit, by this run."""
+    run = RunKey(
+        pr_run_id(settings, states),
+        settings.run_attempt,
+        -1 if settings.job_id is None else settings.job_id,
+    )
+    return comment_state(comparison, pr=settings.pr or 0, head=settings.commit, run=run)
+
+
+def counts_line(comparison: Comparison) -> str:
+    """The verdict counts in words, for the log."""
+    counts = comparison.counts()
+    said = ", ".join(f"{counts[v]} {v.value}" for v in COUNT_ORDER)
+    return f"{said} (baseline: {comparison.baseline.value})"
+
+
+def new_failures_exit(comparison: Comparison, log: Log) -> int:
+    """``fail-on: new``: exit 1 when the pull request brings a new failure."""
+    new = comparison.counts()[Verdict.NEW]
+    if new:
+        log.error(f"the pull request brings {new} new failure(s) (fail-on: new)")
+        return EXIT_USER
+    return EXIT_OK
+
+
+def _write(path: Path, text: str, what: str) -> None:
+    try:
+        write_atomic(path, text)
+    except OSError as error:
+        raise InputError(f"cannot write {what} {path}: {error.strerror or error}") from None
+
+
+def run_compare(
+    settings: Settings,
+    log: Log,
+    remote: Remote | None,
+    *,
+    markdown: Path | None,
+    json_path: Path | None,
+) -> int:
+    """Run ``ivy-matrix compare``: the verdicts, written as JSON and markdown; records nothing."""
+    require_update_inputs(settings)
+    check_leg_metadata(settings)
+    settings = replace(settings, pull_request=True)
+    collected = read_results(settings, log)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with GitHub(settings, remote) as github:
+        links = resolve_links(settings, collected, github, log, now=now)
+        states = baseline_states(settings, github, log)
+    comparison = pr_comparison(settings, collected, links, states)
+    if json_path is not None:
+        text = json.dumps(compare_document(comparison), indent=2, ensure_ascii=False) + "\n"
+        _write(json_path, text, "--json")
+    if markdown is not None:
+        _write(
+            markdown, render_comment(pr_comment_state(settings, comparison, states)), "--markdown"
+        )
+    log.info(
+        f"ivy-matrix compare: {len(comparison.cells)} cell(s) listed: {counts_line(comparison)}"
+    )
+    return exit_code(settings.fail_on, collected.totals(), log, comparison)
+
+
+def exit_code(
+    fail_on: FailOn, totals: Totals, log: Log, comparison: Comparison | None = None
+) -> int:
+    """The exit code ``fail-on`` asks for (``new``: only a pull request's new failures)."""
+    if fail_on is FailOn.NEW:
+        return EXIT_OK if comparison is None else new_failures_exit(comparison, log)
+    if fail_on is FailOn.FAILURES and totals.failed + totals.errors:
+        log.error(
+            f"{totals.failed} test(s) failed and {totals.errors} had errors (fail-on: failures)"
+        )
+        return EXIT_USER
+    if fail_on is FailOn.ERRORS and totals.errors:
+        log.error(f"{totals.errors} test(s) had errors (fail-on: errors)")
+        return EXIT_USER
+    return EXIT_OK

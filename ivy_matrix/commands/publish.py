@@ -1,0 +1,78 @@
+"""The ``publish`` command: render the dashboards, their issues and the index from the branch
+state, with no new results (a fan-in job after the matrix, or a scheduled job).
+
+I/O: the shell around the branch store. One ``store.update`` whose change adds nothing and
+applies the store-wide retirement (``changes.merge_batches`` with no batch), rendering every
+dashboard and the index and committing only the files that differ (nothing at all when the
+branch already shows its state); then, with the ``issue`` target, the dashboard issues and the
+index issue from that state (targets/issues.py), and ``--output-dir`` when given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from ivy_matrix.commands.choose_store import open_store, output_folder, remote_targets
+from ivy_matrix.config.options import Target
+from ivy_matrix.config.settings import Settings
+from ivy_matrix.errors import InputError
+from ivy_matrix.fold import DashboardReport, Merged, merge_batches
+from ivy_matrix.github.connection import GitHub, Remote
+from ivy_matrix.issues.publish import publish_from_branch
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.runner.log import Log
+from ivy_matrix.stores import Saved
+from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.targets import Published
+
+EXIT_OK = 0
+
+
+def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> int:
+    """Run ``ivy-matrix publish``; return the exit code."""
+    with GitHub(settings, remote) as github:
+        targets = remote_targets(settings, log)
+        if Target.BRANCH not in targets:
+            raise InputError(
+                "publish renders from the state on the dashboard branch: add 'branch' to "
+                "--targets (and 'issue' for the issues); the job needs contents: write"
+            )
+        store = open_store(
+            settings,
+            github,
+            log,
+            remote=targets,
+            message="ivy-matrix: publish",
+            after_save=output_folder(settings, log),
+        )
+        if isinstance(store, BranchStore):
+            store.render_all = True
+
+        def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+            return merge_batches(
+                states, [], history=settings.history, retire_after_runs=settings.retire_after_runs
+            )
+
+        saved = store.update(change)
+        published = Published(urls=saved.urls, index_url=saved.index_url)
+        if Target.ISSUE in targets:
+            published = publish_from_branch(
+                settings, every_dashboard(saved), github, log, published
+            )
+    log.info(
+        f"published {len(saved.merged.states)} dashboard(s) from branch {settings.branch}: "
+        f"{len(saved.written)} file(s) {'to commit' if settings.dry_run else 'committed'}"
+        + (f"; index: {published.index_url}" if published.index_url else "")
+    )
+    return EXIT_OK
+
+
+def every_dashboard(saved: Saved) -> Saved:
+    """``saved`` with a report for every dashboard: the issue target rewrites every issue
+    whose body differs (legs of a matrix rendered none), not only the dashboards this change
+    reached."""
+    merged = saved.merged
+    reports = {state.key: DashboardReport() for state in merged.states.values()}
+    reports.update(merged.reports)
+    return replace(saved, merged=replace(merged, reports=reports))

@@ -1,0 +1,311 @@
+"""The ``update`` command: result files in, dashboards out, in the pipeline's order.
+
+I/O: the imperative shell. It only orders the stages; each lives in its own module:
+
+1. read the result files and name every case's cell (sources.py -> collect.py);
+2. find each backend's job link (lookup.py);
+3. ``store.update(merge)``: fold the results into the stored state (merge.py), in whichever
+   store the settings name (wiring.py; stores/), which also keeps ``--output-dir`` in step;
+4. publish: the dashboard issues (targets/issues.py), the job summary, step outputs and
+   summary JSON (targets/summary.py).
+
+Results of a pull request (or of a branch that does not feed the dashboards) are never
+recorded: nothing is written to the store, the output folder, the branch or the issues; they
+feed only the pull request's verdicts (compare.py: the pr-comment target and ``fail-on: new``)
+and this run's job summary.
+
+Pull requests from forks and Dependabot get a read-only token: branch and issue writes are
+then skipped (or refused by GitHub and caught), with a warning that explains the
+``workflow_run`` pattern, and the job summary still gets the dashboards; the step exits 0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.commands.choose_store import open_store, output_folder, remote_targets
+from ivy_matrix.commands.compare import (
+    baseline_states,
+    counts_line,
+    exit_code,
+    pr_comment_state,
+    pr_comparison,
+)
+from ivy_matrix.commands.job_links import (
+    Links,
+    check_leg_metadata,
+    resolve_links,
+    write_leg_metadata,
+)
+from ivy_matrix.commands.publish import every_dashboard
+from ivy_matrix.commands.result_files import read_results
+from ivy_matrix.config.options import FailOn, Target
+from ivy_matrix.config.settings import Settings, require_update_inputs
+from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
+from ivy_matrix.fold import Merged, merge_batches
+from ivy_matrix.github.connection import READ_ONLY_ADVICE, GitHub, Remote, is_read_only_event
+from ivy_matrix.issues.publish import publish_from_branch
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.pr.body import render_comment
+from ivy_matrix.pr.comment import PullRequestComment
+from ivy_matrix.pr.state import CommentState
+from ivy_matrix.pr.verdicts import Comparison
+from ivy_matrix.runner.log import Log, append_summary
+from ivy_matrix.stores import Change, Saved, Store
+from ivy_matrix.stores.layout import Leg
+from ivy_matrix.targets import Published
+from ivy_matrix.targets.summary import (
+    annotate_failures,
+    log_dashboards,
+    publish_job_summary,
+    write_summary_json,
+)
+
+EXIT_OK = 0
+EXIT_USER = 1
+COMMIT_BACKENDS = 8  # backends named in a commit message
+
+
+def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> int:
+    """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
+    started = time.monotonic()
+    require_update_inputs(settings)
+    check_leg_metadata(settings)
+    collected = read_results(settings, log)
+    read_seconds = time.monotonic() - started
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    comparison: Comparison | None = None
+    with GitHub(settings, remote) as github:
+        recorded = settings.feeds_dashboards
+        targets = remote_targets(settings, log) if recorded else _comment_target(settings)
+        if targets and settings.run_id is None:
+            raise InputError(
+                f"the {' and '.join(sorted(targets))} target(s) need the run id: pass "
+                f"--run-id (on a runner GITHUB_RUN_ID gives it)"
+            )
+        links = resolve_links(settings, collected, github, log, now=now)
+        change = _change(settings, collected, links, log)
+        if recorded:
+            _log_not_a_pull_request(settings, log)
+            store = open_store(
+                settings,
+                github,
+                log,
+                remote=targets,
+                message=_commit_message(settings, collected),
+                after_save=output_folder(settings, log),
+                leg=_leg(settings, collected, links, log),
+            )
+            saved, published = _save_and_publish(
+                settings, store, change, github, log, targets=targets
+            )
+        else:
+            _log_not_recorded(settings, log)
+            saved, published = Saved(merged=change({})), Published()
+            if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
+                comparison = _pull_request_verdicts(settings, collected, links, github, log)
+        if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
+            write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
+    merged = saved.merged
+    log_dashboards(log, merged)
+    annotate_failures(collected, log)
+    if settings.summary_json is not None and settings.dry_run:
+        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
+    elif settings.summary_json is not None:
+        write_summary_json(settings.summary_json, collected, merged, published)
+    if Target.SUMMARY in settings.targets:
+        publish_job_summary(settings, collected, merged, published, log)
+    totals = collected.totals()
+    log.info(
+        f"ivy-matrix: {totals.files} file(s), {totals.tests} test cases "
+        f"({totals.failed} failed, {totals.errors} errors, {totals.skipped} skipped) "
+        f"into {len(merged.reports)} dashboard(s); {merged.changed_cells} cell(s) changed; "
+        f"{len(saved.output)} file(s) {'to write' if settings.dry_run else 'written'}; "
+        f"read in {read_seconds:.2f} s, done in {time.monotonic() - started:.2f} s"
+    )
+    return exit_code(settings.fail_on, totals, log, comparison)
+
+
+def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Leg | None:
+    """This matrix leg's part in its run (``--matrix-size``), for the branch store."""
+    if settings.matrix_size is None or settings.matrix_index is None:
+        return None
+    if settings.run_id is None or Target.BRANCH not in settings.targets:
+        log.warning(
+            "matrix-size is used by the branch target of a workflow run only (it needs the run "
+            "id): this update renders the dashboards itself"
+        )
+        return None
+    return Leg(
+        run_id=settings.run_id,
+        index=settings.matrix_index,
+        size=settings.matrix_size,
+        dashboards=frozenset(collected.dashboards),
+        backends=frozenset(collected.backends),
+        change=_change(settings, collected, links, log, retire=False),
+        history=settings.history,
+    )
+
+
+def _change(
+    settings: Settings, collected: Collected, links: Links, log: Log, *, retire: bool = True
+) -> Change:
+    """The store's change: fold this update's results into the states it reads (pure).
+
+    The batches are built on each call and dropped after the merge, so they do not stay in
+    memory while the store renders and writes (a retried branch commit builds them again).
+    Without ``retire``, no store-wide retirement (a matrix leg reads only its own columns).
+    """
+
+    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+        run_id = settings.run_id
+        if run_id is None:
+            # Not on GitHub Actions: number local runs after everything the store has seen.
+            run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
+            log.info(f"no run id given: recording these results as local run {run_id}")
+        return merge_batches(
+            states,
+            build_batches(collected, links.sources(run_id)),
+            history=settings.history,
+            retire_after_runs=settings.retire_after_runs if retire else 0,
+        )
+
+    return change
+
+
+def _commit_message(settings: Settings, collected: Collected) -> str:
+    backends = sorted(collected.backends)
+    shown = ", ".join(backends[:COMMIT_BACKENDS]) + (
+        ", ..." if len(backends) > COMMIT_BACKENDS else ""
+    )
+    return f"ivy-matrix: run {settings.run_id} attempt {settings.run_attempt} ({shown})"
+
+
+def _save_and_publish(
+    settings: Settings,
+    store: Store,
+    change: Change,
+    github: GitHub,
+    log: Log,
+    *,
+    targets: Collection[Target],
+) -> tuple[Saved, Published]:
+    """``store.update(change)``, then the dashboard issues; the summary only if read-only."""
+    try:
+        saved = store.update(change)
+        published = Published(urls=saved.urls, index_url=saved.index_url)
+        if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
+            # The leg that completes a matrix run publishes what every leg brought.
+            shown = every_dashboard(saved) if settings.matrix_size else saved
+            published = publish_from_branch(settings, shown, github, log, published)
+    except ReadOnlyTokenError:
+        log.warning(READ_ONLY_ADVICE)
+        merged = change({})
+        write = output_folder(settings, log)
+        return Saved(merged=merged, output=write(merged) if write else ()), Published()
+    return saved, published
+
+
+def _comment_target(settings: Settings) -> frozenset[Target]:
+    """The pr-comment target, when asked for on a pull request (none else)."""
+    if Target.PR_COMMENT not in settings.targets or not settings.pull_request:
+        return frozenset()
+    return frozenset({Target.PR_COMMENT})
+
+
+def _log_not_a_pull_request(settings: Settings, log: Log) -> None:
+    if Target.PR_COMMENT in settings.targets or settings.fail_on is FailOn.NEW:
+        log.info(
+            "not a pull request (no --pr, and the event is not one): the pr-comment target and "
+            "fail-on: new have nothing to do"
+        )
+
+
+def _log_not_recorded(settings: Settings, log: Log) -> None:
+    if settings.pull_request:
+        number = f" #{settings.pr}" if settings.pr is not None else ""
+        log.info(
+            f"results of pull request{number} are not recorded into the dashboards: they feed "
+            f"only its verdicts (the pr-comment target, fail-on: new, ivy-matrix compare)"
+        )
+        return
+    log.info(
+        f"results of {settings.ref} are not recorded into the dashboards: only "
+        f"{', '.join(settings.feeding_branches)} feed them (dashboard-branches)"
+    )
+
+
+def _pull_request_verdicts(
+    settings: Settings, collected: Collected, links: Links, github: GitHub, log: Log
+) -> Comparison:
+    """The pull request's verdicts; with the pr-comment target, its sticky comment."""
+    states = baseline_states(settings, github, log)
+    comparison = pr_comparison(settings, collected, links, states)
+    log.info(f"pull request verdicts: {counts_line(comparison)}")
+    if Target.PR_COMMENT not in settings.targets:
+        return comparison
+    if settings.pr is None:
+        settings = replace(settings, pr=_find_pull_request(settings, github, log))
+    if settings.pr is None:
+        log.warning(
+            "the pr-comment target needs the pull request's number: on a pull_request event or "
+            "a workflow_run of one GitHub's event gives it; else pass --pr"
+        )
+        return comparison
+    state = pr_comment_state(settings, comparison, states)
+    if settings.dry_run:
+        log.info(f"dry run: would update the comment on pull request #{settings.pr}")
+        return comparison
+    try:
+        if is_read_only_event(settings):
+            _degrade(settings, state, log)
+            return comparison
+        writer = PullRequestComment(
+            github.client,
+            github.repository,
+            author=settings.pr_comment_author,
+            when_green=settings.pr_comment_when_green,
+            log=log,
+            sleep=github.remote.sleep,
+        )
+        result = writer.publish(state)
+        if result.url:
+            log.info(f"pull request comment: {result.url}")
+    except ReadOnlyTokenError:
+        _degrade(settings, state, log)
+    return comparison
+
+
+def _find_pull_request(settings: Settings, github: GitHub, log: Log) -> int | None:
+    """The open pull request whose head is the event's ``owner:branch`` at the event's head
+    commit (a workflow_run of a fork's pull request, whose ``pull_requests`` GitHub leaves
+    empty); None when there is not exactly one."""
+    label, head = settings.pr_head_label, settings.head_sha
+    if not (label and head and github.available):
+        return None
+    try:
+        found = github.client.list_pull_requests(github.repository, head=label)
+    except GitHubAPIError as error:
+        log.warning(f"cannot find the pull request of {label}: {error}")
+        return None
+    numbers = {pull.number for pull in found if pull.head_sha == head}
+    if len(numbers) != 1:
+        return None
+    (number,) = numbers
+    log.info(f"the pull request of {label} at {head[:12]} is #{number}")
+    return number
+
+
+def _degrade(settings: Settings, state: CommentState, log: Log) -> None:
+    """A read-only token: the comment goes to the job summary, with the fork advice."""
+    log.warning(READ_ONLY_ADVICE)
+    if settings.step_summary is None:
+        return
+    try:
+        append_summary(settings.step_summary, render_comment(state))
+    except OSError as error:
+        log.warning(f"cannot write the job summary: {error.strerror or error}")

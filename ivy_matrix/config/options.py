@@ -1,0 +1,299 @@
+"""Every setting ivy-matrix has: its name, kind, default, choices and help (``OPTIONS``).
+
+Pure: definitions, the conversion of a given value to the option's kind, and the parsing and
+checks of a few values (``targets``, ``matrix-size`` with ``matrix-index``). config.py
+resolves the values (command line, environment, config file, runner, default); cli.py builds
+the command line from ``OPTIONS``; ``tests/test_action_yml.py`` checks that action.yml and the
+README list the same options with the same defaults. Each default is stated here only:
+``Settings``' field defaults are :func:`option_default`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TypeVar
+
+from ivy_matrix.errors import InputError
+from ivy_matrix.issues.markers import DEFAULT_LABEL
+from ivy_matrix.links import DEFAULT_SERVER_URL
+from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
+from ivy_matrix.render import Style
+
+_T = TypeVar("_T")
+
+# Seconds an update waits for the local store's lock (stores/local.py).
+DEFAULT_LOCK_TIMEOUT = 600
+
+ENV_PREFIX = "IVY_MATRIX_"
+DEFAULT_STORE = ".ivy-matrix"
+DEFAULT_RETIRE_AFTER_RUNS = 100
+MAX_RETIRE_AFTER_RUNS = RUNS_KEPT
+
+
+class FailOn(StrEnum):
+    """When ``update`` exits 1 because of what the results say."""
+
+    FAILURES = "failures"
+    ERRORS = "errors"
+    NEW = "new"
+    NOTHING = "nothing"
+
+
+class IfNoFilesFound(StrEnum):
+    """What ``update`` does when the ``junit`` patterns select no file at all."""
+
+    ERROR = "error"
+    WARN = "warn"
+    IGNORE = "ignore"
+
+
+class Target(StrEnum):
+    """Where ``update`` publishes the dashboards."""
+
+    SUMMARY = "summary"
+    FILE = "file"
+    BRANCH = "branch"
+    ISSUE = "issue"
+    PR_COMMENT = "pr-comment"
+
+
+class WhenGreen(StrEnum):
+    """What the pr-comment target writes for a pull request with no failing cell."""
+
+    NOTE = "note"
+    NOTHING = "nothing"
+
+
+class Kind(StrEnum):
+    """What an option's value is, once read."""
+
+    STR = "str"
+    INT = "int"
+    LIST = "list"
+    PATH = "path"
+    BOOL = "bool"  # "true" or "false"
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting: its name, kind, where runner variables can fill it, and its help."""
+
+    name: str
+    kind: Kind
+    help: str
+    runner_env: str | None = None
+    default: str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.name.upper()
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("junit", Kind.LIST, "result files: glob, directory or !exclude; repeatable"),
+    Option(
+        "if_no_files_found",
+        Kind.STR,
+        "when the junit patterns select no file: error (exit 1), warn, or ignore",
+        default="error",
+        choices=tuple(IfNoFilesFound),
+    ),
+    Option("backend", Kind.STR, "the backend (column) of every result, for one matrix leg"),
+    Option(
+        "backend_from_path", Kind.STR, "regex with a group (?P<backend>...) searched in file paths"
+    ),
+    Option(
+        "backend_from_test", Kind.STR, "regex with a group (?P<backend>...) searched in test ids"
+    ),
+    Option("dashboard", Kind.STR, "put every result in this dashboard ([category/]title)"),
+    Option("run_id", Kind.INT, "the workflow run id", runner_env="GITHUB_RUN_ID"),
+    Option(
+        "run_attempt", Kind.INT, "the run attempt", runner_env="GITHUB_RUN_ATTEMPT", default="1"
+    ),
+    Option("job_id", Kind.INT, "the job id (the action passes job.check_run_id)"),
+    Option("job_url", Kind.STR, "link cells to this URL instead of building one"),
+    Option("repository", Kind.STR, "OWNER/REPO for links", runner_env="GITHUB_REPOSITORY"),
+    Option(
+        "server_url",
+        Kind.STR,
+        "GitHub's web address",
+        runner_env="GITHUB_SERVER_URL",
+        default=DEFAULT_SERVER_URL,
+    ),
+    Option("store", Kind.PATH, "the local state directory", default=DEFAULT_STORE),
+    Option(
+        "lock_timeout",
+        Kind.INT,
+        "seconds to wait for the store's lock while another update holds it, then exit 1 "
+        "naming the holder (0: do not wait)",
+        default=str(DEFAULT_LOCK_TIMEOUT),
+    ),
+    Option("output_dir", Kind.PATH, "write the dashboards and the index here"),
+    Option("config", Kind.PATH, "a YAML config file"),
+    Option("summary_json", Kind.PATH, "write a JSON summary of the update here"),
+    Option(
+        "fail_on",
+        Kind.STR,
+        "exit 1 when results have failures/errors; new: when a pull request brings a new failure",
+        default="nothing",
+        choices=tuple(FailOn),
+    ),
+    Option(
+        "targets",
+        Kind.LIST,
+        "where to publish: summary (job summary and step outputs), file (--output-dir), "
+        "branch (state and dashboards committed to --branch), issue (one issue per dashboard), "
+        "pr-comment (one sticky comment on the pull request with its verdicts)",
+        default="summary\nfile",
+    ),
+    Option("branch", Kind.STR, "the branch the branch target commits to", default="ivy-matrix"),
+    Option("token", Kind.STR, "GitHub token for the branch and issue targets and job lookup"),
+    Option(
+        "api_url",
+        Kind.STR,
+        "GitHub's REST API address",
+        runner_env="GITHUB_API_URL",
+        default="https://api.github.com",
+    ),
+    Option(
+        "job_name",
+        Kind.STR,
+        "display name of the matrix jobs, with {backend}, e.g. 'tests ({backend})', to find "
+        "each backend's job when no job id is given",
+    ),
+    Option(
+        "leg_metadata",
+        Kind.PATH,
+        "write this leg's backend, run and job to this file (upload it with the results; a "
+        "fan-in job reads ivy-matrix-leg.json files beside result files)",
+    ),
+    Option(
+        "matrix_size",
+        Kind.INT,
+        "the number of legs of the matrix (strategy.job-total): each leg then commits only its "
+        "own results, and the leg that completes the run renders the dashboards",
+    ),
+    Option("matrix_index", Kind.INT, "this leg's index (strategy.job-index), with matrix-size"),
+    Option("issue_label", Kind.STR, "the label that marks dashboard issues", default=DEFAULT_LABEL),
+    Option(
+        "pin_index",
+        Kind.BOOL,
+        "pin the index issue (GitHub allows 3 pinned issues; a failure is only a warning)",
+        default="false",
+        choices=("true", "false"),
+    ),
+    Option(
+        "dry_run",
+        Kind.BOOL,
+        "do everything but write (store, files, branch, issues); show what would be written",
+        default="false",
+        choices=("true", "false"),
+    ),
+    Option("sha", Kind.STR, "the commit the results are from", runner_env="GITHUB_SHA"),
+    Option("ref", Kind.STR, "the git ref the results are from", runner_env="GITHUB_REF"),
+    Option("pr", Kind.INT, "the pull request the results are from (default: the event's)"),
+    Option("head_sha", Kind.STR, "the pull request's head commit (default: the event's)"),
+    Option("base_sha", Kind.STR, "the pull request's merge base or base commit"),
+    Option(
+        "dashboard_branches",
+        Kind.LIST,
+        "branches whose results feed the dashboards (default: the repository's default branch; "
+        "with no way to tell, every branch)",
+    ),
+    Option(
+        "pr_comment_when_green",
+        Kind.STR,
+        "what the pr-comment target writes when no test fails: a short note, or nothing",
+        default="note",
+        choices=tuple(WhenGreen),
+    ),
+    Option(
+        "pr_comment_author",
+        Kind.STR,
+        "the login the pr-comment target's token comments as; only its comments are edited",
+        default="github-actions[bot]",
+    ),
+    Option("style", Kind.STR, "cell style of the dashboards", default="ivy", choices=tuple(Style)),
+    Option("history", Kind.INT, "results kept per cell", default=str(DEFAULT_HISTORY)),
+    Option(
+        "retire_after_runs",
+        Kind.INT,
+        "retire rows, columns and dashboards no run reported in the store's last N runs (0: never)",
+        default=str(DEFAULT_RETIRE_AFTER_RUNS),
+    ),
+)
+OPTION_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+def option_default(name: str, kind: type[_T]) -> _T:
+    """An option's default (as OPTIONS states it), converted like a given value."""
+    option = OPTION_BY_NAME[name]
+    value = convert(option, option.default, "default")
+    if not isinstance(value, kind):
+        raise TypeError(f"the default of option {name!r} is not a {kind.__name__}: {value!r}")
+    return value
+
+
+def _split_list(value: str) -> list[str]:
+    # Action inputs are multi-line strings; one pattern per line (commas may be part of a glob).
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def convert(option: Option, value: object, origin: str) -> object:
+    """``value`` as the option's kind; an InputError saying where it came from if it is not."""
+    if option.kind is Kind.LIST:
+        if isinstance(value, str):
+            return tuple(_split_list(value))
+        if isinstance(value, list | tuple):
+            return tuple(str(v) for v in value)
+        raise InputError(f"{origin} must be a list of strings, got {value!r}")
+    text = str(value).strip().lower() if isinstance(value, bool) else str(value).strip()
+    if option.choices and text not in option.choices:
+        raise InputError(f"{origin} got {text!r}; allowed values: {', '.join(option.choices)}")
+    if option.kind is Kind.INT:
+        try:
+            return int(text)
+        except ValueError:
+            raise InputError(f"{origin} got {text!r}: not a whole number") from None
+    if option.kind is Kind.PATH:
+        return Path(text)
+    if option.kind is Kind.BOOL:
+        return text == "true"
+    return text
+
+
+def parse_targets(values: tuple[str, ...]) -> tuple[Target, ...]:
+    """The ``targets`` given (comma-separated, any case) as Targets, each once, in order."""
+    names = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
+    allowed = ", ".join(t.value for t in Target)
+    for name in names:
+        if name not in {t.value for t in Target}:
+            raise InputError(f"input 'targets' got {name!r}; allowed values: {allowed}")
+    return tuple(dict.fromkeys(Target(n) for n in names))
+
+
+def check_matrix(size: int | None, index: int | None) -> None:
+    """``matrix-size`` and ``matrix-index``: both or neither, and the index within the size."""
+    if size is None and index is None:
+        return
+    if size is None or index is None:
+        raise InputError(
+            "inputs 'matrix-size' and 'matrix-index' go together: pass both "
+            "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
+        )
+    if size < 1:
+        raise InputError(
+            f"input 'matrix-size' got {size}: a matrix has at least 1 leg (pass strategy.job-total)"
+        )
+    if not 0 <= index < size:
+        raise InputError(
+            f"input 'matrix-index' got {index} with 'matrix-size' {size}: the index must be "
+            f"0 to {size - 1} (pass strategy.job-index and strategy.job-total)"
+        )

@@ -1,0 +1,358 @@
+"""Settings: command-line options, ``IVY_MATRIX_*`` variables, a YAML file, runner variables.
+
+The only module that reads the environment. Each setting is one option ``--kebab-name``, one
+variable ``IVY_MATRIX_UPPER_NAME`` (the action's input of the same kebab name reaches Python
+through it) and one ``Settings`` field ``snake_name``. Where several give a value, the first of
+these wins: the command line, the ``IVY_MATRIX_*`` variable, the config file, the GitHub runner
+variable (``GITHUB_RUN_ID`` and friends), the default. Empty values count as not given, because
+an action input that the workflow leaves out arrives as an empty string.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TypeVar
+
+from ivy_matrix.config.event import EventInfo, parse_event
+from ivy_matrix.config.file import compile_regex, read_config_file
+from ivy_matrix.config.options import (
+    MAX_RETIRE_AFTER_RUNS,
+    OPTION_BY_NAME,
+    OPTIONS,
+    FailOn,
+    IfNoFilesFound,
+    Target,
+    WhenGreen,
+    check_matrix,
+    convert,
+    option_default,
+    parse_targets,
+)
+from ivy_matrix.errors import InputError
+from ivy_matrix.model import DashboardId
+from ivy_matrix.naming import DashboardRule, NamingRules
+from ivy_matrix.render import Style
+
+_T = TypeVar("_T")
+
+
+def _defaults(name: str, kind: type[_T]) -> Callable[[], _T]:
+    return lambda: option_default(name, kind)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything one command needs, resolved and checked."""
+
+    junit: tuple[str, ...] = ()
+    if_no_files_found: IfNoFilesFound = field(
+        default_factory=lambda: IfNoFilesFound(option_default("if_no_files_found", str))
+    )
+    backend: str | None = None
+    backend_from_path: str | None = None
+    backend_from_test: str | None = None
+    dashboard: str | None = None
+    run_id: int | None = None
+    run_attempt: int = field(default_factory=_defaults("run_attempt", int))
+    job_id: int | None = None
+    job_url: str | None = None
+    repository: str | None = None
+    server_url: str = field(default_factory=_defaults("server_url", str))
+    store: Path = field(default_factory=_defaults("store", Path))
+    lock_timeout: int = field(default_factory=_defaults("lock_timeout", int))
+    output_dir: Path | None = None
+    config: Path | None = None
+    summary_json: Path | None = None
+    fail_on: FailOn = field(default_factory=lambda: FailOn(option_default("fail_on", str)))
+    style: Style = field(default_factory=lambda: Style(option_default("style", str)))
+    history: int = field(default_factory=_defaults("history", int))
+    retire_after_runs: int = field(default_factory=_defaults("retire_after_runs", int))
+    targets: tuple[Target, ...] = field(
+        default_factory=lambda: parse_targets(option_default("targets", tuple))
+    )
+    branch: str = field(default_factory=_defaults("branch", str))
+    token: str | None = None
+    api_url: str = field(default_factory=_defaults("api_url", str))
+    job_name: str | None = None
+    leg_metadata: Path | None = None
+    matrix_size: int | None = None
+    matrix_index: int | None = None
+    issue_label: str = field(default_factory=_defaults("issue_label", str))
+    pin_index: bool = field(default_factory=_defaults("pin_index", bool))
+    dry_run: bool = field(default_factory=_defaults("dry_run", bool))
+    dashboard_rules: tuple[DashboardRule, ...] = ()
+    # Provenance (issue 10): the commit and ref of the results; for a pull request its number,
+    # head and base commits. ``pull_request`` says the results are a pull request's (so they
+    # never enter the dashboards), ``default_branch`` is the repository's, from the event.
+    sha: str | None = None
+    ref: str | None = None
+    pr: int | None = None
+    head_sha: str | None = None
+    base_sha: str | None = None
+    pull_request: bool = False
+    dashboard_branches: tuple[str, ...] = ()
+    default_branch: str | None = None
+    pr_head_label: str | None = None
+    pr_comment_when_green: WhenGreen = field(
+        default_factory=lambda: WhenGreen(option_default("pr_comment_when_green", str))
+    )
+    pr_comment_author: str = field(default_factory=_defaults("pr_comment_author", str))
+    github_actions: bool = False
+    # Files the runner names: the job summary and the step outputs.
+    step_summary: Path | None = None
+    github_output: Path | None = None
+    runner_name: str | None = None
+    actor: str | None = None
+    event_name: str | None = None
+    event_path: Path | None = None
+    graphql_url: str | None = None
+
+    @property
+    def feeds_dashboards(self) -> bool:
+        """Whether these results may enter the dashboards (not a pull request's, and from a
+        dashboard branch: ``dashboard-branches``, else the default branch, else any)."""
+        if self.pull_request:
+            return False
+        branches = self.feeding_branches
+        if not branches or not self.ref:
+            return True
+        return self.ref.removeprefix("refs/heads/") in {
+            b.removeprefix("refs/heads/") for b in branches
+        }
+
+    @property
+    def feeding_branches(self) -> tuple[str, ...]:
+        """The branches whose results feed the dashboards (none: every branch)."""
+        if self.dashboard_branches:
+            return self.dashboard_branches
+        return (self.default_branch,) if self.default_branch else ()
+
+    @property
+    def commit(self) -> str:
+        """The commit the results tested: a pull request's head, else the run's commit."""
+        return (self.head_sha if self.pull_request else None) or self.sha or ""
+
+    def naming_rules(self) -> NamingRules:
+        """The naming rules these settings describe (regexes compiled)."""
+        return NamingRules(
+            backend=self.backend,
+            backend_from_path=compile_regex(
+                self.backend_from_path, "backend-from-path", group=True
+            ),
+            backend_from_test=compile_regex(
+                self.backend_from_test, "backend-from-test", group=True
+            ),
+            dashboard=parse_dashboard(self.dashboard) if self.dashboard else None,
+            rules=self.dashboard_rules,
+        )
+
+
+def parse_dashboard(value: str) -> DashboardId:
+    """``category/title`` or ``title`` -> a dashboard id."""
+    category, _, title = value.strip().strip("/").rpartition("/")
+    if not title:
+        raise InputError(f"dashboard name {value!r} is empty; give [category/]title")
+    return DashboardId(title=title, category=category)
+
+
+def environ() -> Mapping[str, str]:
+    """The process environment (the one place it is read)."""
+    return os.environ
+
+
+def _get(values: Mapping[str, object], name: str, kind: type[_T]) -> _T | None:
+    value = values.get(name)
+    return value if isinstance(value, kind) else None
+
+
+def _runner_file(env: Mapping[str, str], name: str) -> Path | None:
+    value = env.get(name, "").strip()
+    return Path(value) if value else None
+
+
+def _value(values: Mapping[str, object], name: str, kind: type[_T]) -> _T:
+    """A setting that has a default: the value resolved, else the option's default."""
+    value = _get(values, name, kind)
+    return option_default(name, kind) if value is None else value
+
+
+def is_github_actions(env: Mapping[str, str]) -> bool:
+    """Whether this runs on GitHub Actions (the runner sets GITHUB_ACTIONS=true)."""
+    return env.get("GITHUB_ACTIONS") == "true"
+
+
+def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
+    """Resolve every setting from the command line, the environment and the config file."""
+    env = environ() if env is None else env
+    values, rules = _resolve(given, env)
+    settings = _with_runner(_with_event(_from_options(values, rules), values, env), env)
+    _check(settings)
+    return settings
+
+
+def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]) -> Settings:
+    """The settings the resolved options give (the event and the runner add the rest)."""
+    return Settings(
+        junit=_get(values, "junit", tuple) or (),
+        if_no_files_found=IfNoFilesFound(_value(values, "if_no_files_found", str)),
+        backend=_get(values, "backend", str),
+        backend_from_path=_get(values, "backend_from_path", str),
+        backend_from_test=_get(values, "backend_from_test", str),
+        dashboard=_get(values, "dashboard", str),
+        run_id=_get(values, "run_id", int),
+        run_attempt=_value(values, "run_attempt", int),
+        job_id=_get(values, "job_id", int),
+        job_url=_get(values, "job_url", str),
+        repository=_get(values, "repository", str),
+        server_url=_value(values, "server_url", str),
+        store=_value(values, "store", Path),
+        lock_timeout=_value(values, "lock_timeout", int),
+        output_dir=_get(values, "output_dir", Path),
+        config=_get(values, "config", Path),
+        summary_json=_get(values, "summary_json", Path),
+        fail_on=FailOn(_value(values, "fail_on", str)),
+        style=Style(_value(values, "style", str)),
+        history=_value(values, "history", int),
+        retire_after_runs=_value(values, "retire_after_runs", int),
+        targets=parse_targets(_get(values, "targets", tuple) or ()),
+        branch=_value(values, "branch", str),
+        token=_get(values, "token", str),
+        api_url=_value(values, "api_url", str),
+        job_name=_get(values, "job_name", str),
+        matrix_size=_get(values, "matrix_size", int),
+        matrix_index=_get(values, "matrix_index", int),
+        leg_metadata=_get(values, "leg_metadata", Path),
+        issue_label=_value(values, "issue_label", str),
+        pin_index=_value(values, "pin_index", bool),
+        dry_run=_value(values, "dry_run", bool),
+        dashboard_rules=rules,
+        sha=_get(values, "sha", str),
+        ref=_get(values, "ref", str),
+        dashboard_branches=_get(values, "dashboard_branches", tuple) or (),
+        pr_comment_when_green=WhenGreen(_value(values, "pr_comment_when_green", str)),
+        pr_comment_author=_value(values, "pr_comment_author", str),
+    )
+
+
+def _with_event(
+    settings: Settings, values: Mapping[str, object], env: Mapping[str, str]
+) -> Settings:
+    """``settings`` with the pull request and default branch: the options, else the event."""
+    event_name = env.get("GITHUB_EVENT_NAME", "").strip() or None
+    event_path = _runner_file(env, "GITHUB_EVENT_PATH")
+    event = read_event(event_path, event_name)
+    pr = _get(values, "pr", int)
+    return replace(
+        settings,
+        pr=event.pr if pr is None else pr,
+        head_sha=_get(values, "head_sha", str) or event.head_sha,
+        base_sha=_get(values, "base_sha", str) or event.base_sha,
+        pull_request=pr is not None or event.pull_request,
+        default_branch=event.default_branch,
+        pr_head_label=event.head_label,
+        event_name=event_name,
+        event_path=event_path,
+    )
+
+
+def _with_runner(settings: Settings, env: Mapping[str, str]) -> Settings:
+    """``settings`` with what the GitHub runner's variables name (files, runner, actor)."""
+    return replace(
+        settings,
+        github_actions=is_github_actions(env),
+        step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
+        github_output=_runner_file(env, "GITHUB_OUTPUT"),
+        runner_name=env.get("RUNNER_NAME", "").strip() or None,
+        actor=env.get("GITHUB_ACTOR", "").strip() or None,
+        graphql_url=env.get("GITHUB_GRAPHQL_URL", "").strip() or None,
+    )
+
+
+def read_event(path: Path | None, event_name: str | None) -> EventInfo:
+    """What the event payload at ``path`` says (``event.parse_event``); an unreadable one,
+    nothing."""
+    if path is None:
+        return EventInfo()
+    try:
+        payload: object = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return EventInfo()
+    return parse_event(payload, event_name)
+
+
+def _resolve(
+    given: Mapping[str, object], env: Mapping[str, str]
+) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
+    """Each option's value from the first layer that gives one, converted; and the rules."""
+    chosen: dict[str, tuple[object, str]] = {}
+    for name, value in given.items():
+        if value not in (None, "", [], ()):
+            chosen[name] = (value, f"option {OPTION_BY_NAME[name].flag}")
+    for option in OPTIONS:
+        value = env.get(option.env, "")
+        if option.name not in chosen and value.strip():
+            chosen[option.name] = (value, f"input '{option.name.replace('_', '-')}' ({option.env})")
+    rules: tuple[DashboardRule, ...] = ()
+    if "config" in chosen:
+        config_path = Path(str(chosen["config"][0]))
+        from_file, rules = read_config_file(config_path, OPTION_BY_NAME)
+        for name, value in from_file.items():
+            if name not in chosen and value not in (None, ""):
+                chosen[name] = (value, f"setting '{name.replace('_', '-')}' in {config_path}")
+    for option in OPTIONS:
+        if option.name in chosen:
+            continue
+        runner = env.get(option.runner_env, "").strip() if option.runner_env else ""
+        if runner:
+            chosen[option.name] = (runner, option.runner_env or "")
+        elif option.default is not None:
+            chosen[option.name] = (option.default, "default")
+    values = {
+        name: convert(OPTION_BY_NAME[name], value, origin)
+        for name, (value, origin) in chosen.items()
+    }
+    return values, rules
+
+
+def _check(settings: Settings) -> None:
+    if settings.run_attempt < 1:
+        raise InputError(f"input 'run-attempt' got {settings.run_attempt}: attempts start at 1")
+    if settings.lock_timeout < 0:
+        raise InputError(
+            f"input 'lock-timeout' got {settings.lock_timeout}: give seconds, 0 or more"
+        )
+    if settings.history < 1:
+        raise InputError(f"input 'history' got {settings.history}: keep at least 1 result per cell")
+    if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:
+        raise InputError(
+            f"input 'retire-after-runs' got {settings.retire_after_runs}; "
+            f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
+        )
+    check_matrix(settings.matrix_size, settings.matrix_index)
+    if settings.repository is not None and not re.fullmatch(
+        r"[^/\s]+/[^/\s]+", settings.repository
+    ):
+        raise InputError(f"input 'repository' got {settings.repository!r}; expected OWNER/REPO")
+    for name in ("run_id", "job_id", "pr"):
+        value = getattr(settings, name)
+        if value is not None and value < 0:
+            raise InputError(f"input '{name.replace('_', '-')}' got {value}: ids are positive")
+    settings.naming_rules()  # compiles and checks the regexes
+
+
+def require_update_inputs(settings: Settings) -> None:
+    """``update`` needs result files and a way to name the backend."""
+    if not settings.junit:
+        raise InputError(
+            "no result files given: pass --junit GLOB (or set the 'junit' input / IVY_MATRIX_JUNIT)"
+        )
+    if not (settings.backend or settings.backend_from_path or settings.backend_from_test):
+        raise InputError(
+            "no backend given: pass --backend NAME for one matrix leg, or --backend-from-path "
+            "REGEX / --backend-from-test REGEX with a (?P<backend>...) group"
+        )

@@ -1,0 +1,123 @@
+"""Finding our issues by their hidden marker, creating the missing ones, closing duplicates.
+
+I/O, through :class:`~ivy_matrix.github.types.IssueAPI`: list the issues with the label
+(``state=all``, all pages of 100, pull requests left out), create the label if missing, ``POST``
+an issue, ``GET`` it, and (for a duplicate) ``POST`` a comment and ``PATCH`` its state and
+labels. Every call needs ``permissions: issues: write``; a read-only token (fork or Dependabot
+pull request) raises :class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the update turns into
+"step summary only". In: the label and the bodies to create; out: :class:`Found` (our issues per
+dashboard key, and the index under :data:`INDEX_KEY`) and the issues created.
+
+**Finding.** One listing per call; each body's first line is matched against the dashboard and
+index markers (``issue_markers.py``).
+
+**Creating.** A dashboard with no issue gets one (the label is created first if missing); the
+body is read back and written once more if it differs (``issue_verify.py``). A create POST is
+never resent blindly: after a 5xx or a network error (the issue may exist anyway) the issues are
+listed and one with the marker is taken before creating again, at most :data:`CREATE_TRIES`
+times. With the branch target, creating goes through a git-ref lock per dashboard
+(``issue_locks.py``), so at most one job ever creates a given dashboard's issue.
+
+**Duplicates.** Two jobs can both find nothing and both create, and a create POST retried after
+a 5xx can land twice (PLATFORM.md 1.3); the lowest number is kept and the others are closed with
+a comment pointing to it and lose the label (:meth:`IssueFinder.close_duplicate`; which ones a
+call closes is decided by ``issue_writer.dedupe_created``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ivy_matrix.errors import GitHubAPIError
+from ivy_matrix.github.types import Issue
+from ivy_matrix.issues.markers import dashboard_key, is_index
+from ivy_matrix.issues.verify import VerifiedWrites
+
+LABEL_COLOR = "0e8a16"
+LABEL_DESCRIPTION = "Test dashboards kept up to date by ivy-matrix"
+INDEX_KEY = "\0index"  # cannot collide with a dashboard key in the maps below
+CREATE_TRIES = 4  # create POSTs per issue, each after listing finds it did not land
+
+
+@dataclass(slots=True)
+class Found:
+    """Our issues in one listing: per dashboard key (and the index), lowest number first."""
+
+    by_key: dict[str, list[Issue]] = field(default_factory=dict)
+
+
+class IssueFinder(VerifiedWrites):
+    """Listing, creating and closing whole issues (the bodies' writes are the layer below)."""
+
+    def find(self) -> Found:
+        """List the labelled issues once and group ours by marker."""
+        found = Found()
+        for issue in self.client.list_issues(self.repo, label=self.label):
+            key = INDEX_KEY if is_index(issue.body) else dashboard_key(issue.body)
+            if key is not None:
+                found.by_key.setdefault(key, []).append(issue)
+        for issues in found.by_key.values():
+            issues.sort(key=lambda i: i.number)
+        return found
+
+    def _ensure_label(self) -> None:
+        if not self._label_ready:
+            self.client.ensure_label(
+                self.repo, self.label, color=LABEL_COLOR, description=LABEL_DESCRIPTION
+            )
+            self._label_ready = True
+
+    def create(self, title: str, body: str) -> Issue:
+        """A new issue with our label, its body read back and rewritten once if it differs."""
+        self._ensure_label()
+        issue = self._post_issue(title, body)
+        self.log.info(f"created issue #{issue.number} ({title})")
+        back = self.client.get_issue(self.repo, issue.number)
+        if back.body != body:
+            return self.write_body(back, body, revision=None)[0]
+        return back
+
+    def _post_issue(self, title: str, body: str) -> Issue:
+        """POST the issue; after an answer that leaves it unknown whether it landed, list the
+        issues and take ours if it is there, else POST again (at most ``CREATE_TRIES``)."""
+        key = INDEX_KEY if is_index(body) else dashboard_key(body)
+        tries = 0
+        while True:
+            self._pace()
+            try:
+                return self.client.create_issue(
+                    self.repo, title=title, body=body, labels=[self.label]
+                )
+            except GitHubAPIError as error:
+                tries += 1
+                unsure = error.status is None or 500 <= error.status <= 599  # noqa: PLR2004
+                if not unsure or tries >= CREATE_TRIES:
+                    raise
+                self.log.info(f"creating {title!r}: {error}; looking for it before trying again")
+            self.sleep(min(2.0**tries, 30.0))
+            landed = self.find().by_key.get(key) if key is not None else None
+            if landed:
+                self.log.info(f"issue #{landed[0].number} ({title}) was created after all")
+                return landed[0]
+
+    def close_duplicate(self, duplicate: Issue, keep: Issue) -> bool:
+        """Close a second issue of one dashboard, pointing to the kept one; True if written."""
+        has_label = self.label.lower() in (name.lower() for name in duplicate.labels)
+        if duplicate.state == "closed" and not has_label:
+            return False
+        labels = [name for name in duplicate.labels if name.lower() != self.label.lower()]
+        if self.dry_run:
+            self.plan("PATCH", f"issue #{duplicate.number} (close as duplicate of #{keep.number})")
+            return True
+        if duplicate.state != "closed":
+            self.client.create_issue_comment(
+                self.repo,
+                duplicate.number,
+                f"Duplicate of #{keep.number}: ivy-matrix keeps one issue per dashboard "
+                f"(two jobs created one at the same time) and closed this one.",
+            )
+        self.client.update_issue(
+            self.repo, duplicate.number, state="closed", state_reason="not_planned", labels=labels
+        )
+        self.log.info(f"closed issue #{duplicate.number}, a duplicate of #{keep.number}")
+        return True

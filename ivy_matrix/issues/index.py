@@ -1,0 +1,112 @@
+"""The index issue: every dashboard x backend as passing/total, linking each dashboard's issue.
+
+I/O, through an :class:`~ivy_matrix.issues.writer.IssueWriter`; the body comes from
+``issue_bodies.compose_index``. Created when missing (a second copy from a racing job is
+closed), rewritten only when its body changed, and pinned (best effort) when asked to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ivy_matrix.errors import GitHubAPIError
+from ivy_matrix.github.types import Issue
+from ivy_matrix.issues.bodies import compose_index
+from ivy_matrix.issues.finding import INDEX_KEY, Found
+from ivy_matrix.issues.markers import INDEX_TITLE
+from ivy_matrix.issues.report import IssueAction, IssueResult
+from ivy_matrix.issues.writer import IssueWriter, Written, dedupe_created
+from ivy_matrix.model import DashboardState
+
+
+def publish_index(
+    writer: IssueWriter,
+    states: Sequence[DashboardState],
+    written: Mapping[str, Written],
+    found: Found,
+    *,
+    pin: bool,
+    graphql_url: str | None,
+) -> IssueResult:
+    links = {key: w.result.url for key, w in written.items() if w.result.url}
+    candidates = found.by_key.get(INDEX_KEY, [])
+    done = _write_index(writer, states, links, candidates, pin=pin, graphql_url=graphql_url)
+    if done.result.action is IssueAction.CREATED:
+        lost = dedupe_created(writer, {INDEX_KEY: done})
+        if INDEX_KEY in lost:
+            keep, mine = lost[INDEX_KEY]
+            done = _write_index(
+                writer, states, links, [keep, mine], pin=False, graphql_url=graphql_url
+            )
+    return done.result
+
+
+def _write_index(
+    writer: IssueWriter,
+    states: Sequence[DashboardState],
+    links: Mapping[str, str],
+    candidates: Sequence[Issue],
+    *,
+    pin: bool,
+    graphql_url: str | None,
+) -> Written:
+    """Create or update the index issue, and pin it (best effort) when it was written."""
+    keep = candidates[0] if candidates else None
+    closed = tuple(
+        dup.number for dup in candidates[1:] if keep and writer.close_duplicate(dup, keep)
+    )
+    body = compose_index(
+        states, links, existing_body=keep.body if keep else None, budget=writer.budget
+    )
+    if keep is not None and keep.body == body:
+        result = IssueResult(
+            key=INDEX_KEY,
+            action=IssueAction.UNCHANGED,
+            number=keep.number,
+            url=keep.html_url,
+            closed_duplicates=closed,
+        )
+        return Written(keep, result)
+    if writer.dry_run:
+        writer.plan(
+            "PATCH" if keep else "POST",
+            f"issue #{keep.number}" if keep else "new index issue",
+            body,
+        )
+        action = IssueAction.WOULD_UPDATE if keep else IssueAction.WOULD_CREATE
+        result = IssueResult(
+            key=INDEX_KEY,
+            action=action,
+            number=keep.number if keep else None,
+            url=keep.html_url if keep else None,
+        )
+        return Written(keep, result)
+    verified = True
+    if keep is None:
+        issue, action = writer.create(INDEX_TITLE, body), IssueAction.CREATED
+        verified = issue.body == body
+    else:
+        (issue, verified), action = (
+            writer.write_body(keep, body, revision=None),
+            IssueAction.UPDATED,
+        )
+    if pin:
+        _pin(writer, issue, graphql_url)
+    result = IssueResult(
+        key=INDEX_KEY,
+        action=action,
+        number=issue.number,
+        url=issue.html_url,
+        closed_duplicates=closed,
+        verified=verified,
+    )
+    return Written(issue, result)
+
+
+def _pin(writer: IssueWriter, issue: Issue, graphql_url: str | None) -> None:
+    try:
+        writer.client.pin_issue(issue.node_id, graphql_url=graphql_url)
+    except GitHubAPIError as error:
+        writer.warn(
+            f"could not pin the index issue #{issue.number} (not needed to publish): {error}"
+        )

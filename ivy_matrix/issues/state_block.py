@@ -1,0 +1,97 @@
+"""The hidden state block of a dashboard issue (the issue-body store keeps its state there).
+
+Pure: no I/O (``stores/issues.py`` reads and writes the issues). In: a
+:class:`~ivy_matrix.model.DashboardState`, or a body as GitHub returns it; out: the block text,
+a body with its block set, or the state read back. The block is the statefile JSON
+(``statefile.py``), zlib-compressed, base64-encoded and wrapped, inside the managed region::
+
+    <!-- ivy-matrix:state
+    eJy...
+    -->
+
+It must fit in the issue body itself (the budget of ``issue_markers.py``); when it does not,
+:class:`IssueStateTooLargeError` says to keep the state on a branch instead. A block that is
+damaged, or would inflate past :data:`STATE_INFLATE_LIMIT`, is a
+:class:`~ivy_matrix.errors.StoreError` that says how to start the dashboard afresh.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import zlib
+
+from ivy_matrix.errors import StoreError
+from ivy_matrix.issues.markers import BEGIN, DEFAULT_BUDGET, END, managed_region, utf16_len
+from ivy_matrix.model import DashboardState
+from ivy_matrix.statefile import dump_state, load_state
+
+# A state block may inflate to at most this much JSON (a guard against a hostile edit).
+STATE_INFLATE_LIMIT = 64 * 1024 * 1024
+_STATE_OPEN = "<!-- ivy-matrix:state"
+_STATE_WRAP = 100
+_STATE_BLOCK = re.compile(r"<!-- ivy-matrix:state\s+(?P<data>[A-Za-z0-9+/=\s]*?)\s*-->\r?\n?")
+
+
+class IssueStateTooLargeError(StoreError):
+    """The hidden state block alone does not fit in an issue body."""
+
+
+def state_block(state: DashboardState) -> str:
+    """The hidden block holding a dashboard's state: statefile JSON, zlib, base64, wrapped."""
+    packed = base64.b64encode(zlib.compress(dump_state(state).encode("utf-8"), 9)).decode()
+    lines = [packed[i : i + _STATE_WRAP] for i in range(0, len(packed), _STATE_WRAP)]
+    return f"{_STATE_OPEN}\n" + "\n".join(lines) + "\n-->\n"
+
+
+def state_too_large(key: str, size: int, budget: int) -> IssueStateTooLargeError:
+    """The error for a state block of ``size`` units that cannot fit in ``budget``."""
+    return IssueStateTooLargeError(
+        f"cannot keep the state of dashboard {key!r} in its issue: even compressed it needs "
+        f"{size:,} of the {budget:,} characters an issue body may hold here; give the job "
+        f"'permissions: contents: write' and add 'branch' to the 'targets' input, so the state "
+        f"is kept on a branch instead"
+    )
+
+
+def embed_state(body: str, state: DashboardState, *, budget: int = DEFAULT_BUDGET) -> str:
+    """``body`` with its hidden state block set to ``state`` (inside the managed region).
+
+    Raises :class:`IssueStateTooLargeError` when the result would pass ``budget``.
+    """
+    block = state_block(state)
+    begin = body.find(BEGIN)
+    end = body.find(END, begin) if begin >= 0 else -1
+    if begin < 0 or end < 0:
+        raise ValueError("the body has no ivy-matrix region to hold the state")
+    region = _STATE_BLOCK.sub("", body[begin:end])
+    result = body[:begin] + region + block + body[end:]
+    if utf16_len(result) > budget:
+        raise state_too_large(state.key, utf16_len(block), budget)
+    return result
+
+
+def extract_state(body: str | None, *, where: str = "the issue body") -> DashboardState | None:
+    """The state in a body's hidden block; None when it has none.
+
+    A block that is not readable raises :class:`~ivy_matrix.errors.StoreError` naming ``where``.
+    """
+    region = managed_region(body or "")
+    found = _STATE_BLOCK.search(region)
+    if found is None:
+        return None
+    advice = "delete the ivy-matrix:state block from the issue to start the dashboard afresh"
+    try:
+        packed = base64.b64decode(re.sub(r"\s+", "", found.group("data")), validate=True)
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(packed, STATE_INFLATE_LIMIT)
+        if inflater.unconsumed_tail:
+            raise StoreError(f"cannot read dashboard state in {where}: it is too large; {advice}")
+        text = raw.decode("utf-8")
+    except (binascii.Error, zlib.error, UnicodeDecodeError) as error:
+        raise StoreError(
+            f"cannot read dashboard state in {where}: the hidden block is damaged ({error}); "
+            f"{advice}"
+        ) from None
+    return load_state(text, where=where)

@@ -1,0 +1,340 @@
+"""The issue-body store: dashboard state kept in hidden blocks of the dashboard issues.
+
+I/O, through :class:`~ivy_matrix.issues.writer.IssueWriter`; for jobs without
+``contents: write``. GitHub has no conditional write for issues (PLATFORM.md 3.3), so a body
+edit is last-writer-wins and two jobs writing the same issue at once would drop each other's
+cells. So jobs take turns: each update holds a lock made of comments on the index issue
+(``stores/issue_lock.py``) while it reads, merges and writes, and creates no issue outside it.
+A job that waits too long for the lock refuses with a message that says to use the branch
+target; it never writes without the lock, so nothing is lost and no issue is duplicated.
+
+The index issue hosts the lock, so it is created first: by the one job whose create of the
+``<label>-index`` label succeeds (labels are create-if-absent); the others wait for it.
+Without the lock (``lock=False``) the store falls back to best effort: after writing it waits,
+reads the bodies back and merges again for a bounded number of rounds.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Collection, Sequence
+
+from ivy_matrix.fold import Merged
+from ivy_matrix.github.types import Issue, IssueAPI
+from ivy_matrix.issues.bodies import compose_index
+from ivy_matrix.issues.finding import INDEX_KEY, Found
+from ivy_matrix.issues.index import publish_index
+from ivy_matrix.issues.markers import DEFAULT_BUDGET, DEFAULT_LABEL, INDEX_TITLE
+from ivy_matrix.issues.report import IssueAction, IssueResult, IssuesReport
+from ivy_matrix.issues.state_block import extract_state
+from ivy_matrix.issues.store_lock import LOCK_POLL, LOCK_WAIT, CommentLock
+from ivy_matrix.issues.writer import IssueWriter, Written, dedupe_created
+from ivy_matrix.merge import DEFAULT_HISTORY, union_states
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.render import Style
+from ivy_matrix.runner.progress import Progress, Quiet
+from ivy_matrix.stores import AfterSave, Change, Saved
+
+
+class IssueStore:
+    """Dashboard state kept in hidden blocks of the dashboard issues (no ``contents: write``).
+
+    Best effort under concurrent writers; read the module docstring before relying on it.
+    ``change`` is called once per round and must depend only on the states it is given
+    (merging is idempotent, so calling it again on a state that has its cells changes nothing).
+    """
+
+    def __init__(
+        self,
+        client: IssueAPI,
+        repo: str,
+        *,
+        label: str = DEFAULT_LABEL,
+        style: Style = Style.IVY,
+        index: bool = True,
+        history: int = DEFAULT_HISTORY,
+        log: Progress | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        max_rounds: int = 6,
+        verify_rounds: int = 2,
+        min_delay: float = 0.5,
+        max_delay: float = 3.0,
+        budget: int = DEFAULT_BUDGET,
+        dry_run: bool = False,
+        after_save: AfterSave | None = None,
+        lock: bool = True,
+        holder: str = "another job",
+        lock_wait: float = LOCK_WAIT,
+        lock_poll: tuple[float, float] = LOCK_POLL,
+    ) -> None:
+        self.client = client
+        self.lock = lock
+        self.holder = holder
+        self.lock_wait = lock_wait
+        self.lock_poll = lock_poll
+        self.dry_run = dry_run
+        self.after_save = after_save
+        self.repo = repo
+        self.label = label
+        self.style = style
+        self.index = index
+        self.history = history
+        self.log: Progress = log or Quiet()
+        self._sleep = sleep
+        self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
+        self.max_rounds = max(max_rounds, 1)
+        self.verify_rounds = max(verify_rounds, 1)
+        self.min_delay = min_delay
+        self.max_delay = max(max_delay, min_delay)
+        self.budget = budget
+
+    def _writer(self) -> IssueWriter:
+        return IssueWriter(
+            self.client,
+            self.repo,
+            label=self.label,
+            dry_run=False,
+            log=self.log,
+            style=self.style,
+            budget=self.budget,
+            sleep=self._sleep,
+        )
+
+    def _state_of(self, issues: Sequence[Issue]) -> DashboardState | None:
+        """The union of the states in one dashboard's issues (several only after a race)."""
+        merged = None
+        for issue in issues:
+            state = extract_state(issue.body, where=f"issue #{issue.number} of {self.repo}")
+            if state is not None:
+                merged = (
+                    state if merged is None else union_states(merged, state, history=self.history)
+                )
+        return merged
+
+    def load(self) -> dict[DashboardId, DashboardState]:
+        """Every dashboard's state, read from the labelled issues (one listing)."""
+        found = self._writer().find()
+        states = {}
+        for key, issues in found.by_key.items():
+            if key == INDEX_KEY:
+                continue
+            state = self._state_of(issues)
+            if state is not None:
+                states[state.id] = state
+        return states
+
+    def update(self, change: Change) -> Saved:
+        """Under the lock: load, ``change``, write the bodies (see the module docstring)."""
+        writer = self._writer()
+        found = writer.find()
+        if self.dry_run or not self.lock:
+            return self._update(writer, found, change, locked=False)
+        if not self._pending(found, change):
+            # These results are in the issues already: nothing to write, so no lock needed.
+            return self._update(writer, found, change, locked=True)
+        lock = CommentLock(
+            self.client,
+            self.repo,
+            holder=self.holder,
+            log=self.log,
+            sleep=self._sleep,
+            rng=self._rng,
+            wait=self.lock_wait,
+            poll=self.lock_poll,
+        )
+        lock.acquire(self._host(writer, found))
+        try:
+            return self._update(writer, writer.find(), change, locked=True)
+        finally:
+            lock.release()
+
+    def _pending(self, found: Found, change: Change) -> bool:
+        """Whether ``change`` would write anything to the issues as listed."""
+        if not found.by_key.get(INDEX_KEY):
+            return True
+        current: dict[DashboardId, DashboardState] = {}
+        for key, listed in found.by_key.items():
+            state = self._state_of(listed) if key != INDEX_KEY else None
+            if state is not None:
+                current[state.id] = state
+        merged = change(current)
+        return any(
+            state != current.get(d) or d.key not in found.by_key
+            for d, state in merged.states.items()
+        )
+
+    def _host(self, writer: IssueWriter, found: Found) -> int:
+        """The index issue's number (it holds the lock), created by one job if missing."""
+        token = f"{self.label}-index"[:50]
+        waited = 0.0
+        while not found.by_key.get(INDEX_KEY):
+            if self.client.ensure_label(
+                self.repo, token, description="ivy-matrix: its creator created the index issue"
+            ):
+                return writer.create(INDEX_TITLE, compose_index([], {})).number
+            if waited >= self.lock_wait:
+                self.log.info("the index issue did not appear; creating it")
+                return writer.create(INDEX_TITLE, compose_index([], {})).number
+            delay = self._rng.uniform(*self.lock_poll)
+            self._sleep(delay)
+            waited += delay
+            found = writer.find()
+        return found.by_key[INDEX_KEY][0].number
+
+    def _update(self, writer: IssueWriter, found: Found, change: Change, *, locked: bool) -> Saved:
+        current: dict[DashboardId, DashboardState] = {}
+        # By key: an issue without a state block (made by the branch mode) is still the one.
+        issues = {key: listed for key, listed in found.by_key.items() if key != INDEX_KEY}
+        for listed in issues.values():
+            state = self._state_of(listed)
+            if state is not None:
+                current[state.id] = state
+        merged = change(current)
+        if self.dry_run:
+            for key in merged.changed:
+                self.log.info(f"dry run: would update the issue of dashboard {key}")
+            output = self.after_save(merged) if self.after_save else ()
+            return Saved(merged=merged, written=merged.changed, output=output)
+        written: dict[str, Written] = {}
+        merged, rounds, converged = self._rounds(
+            writer,
+            issues=issues,
+            current=current,
+            merged=merged,
+            change=change,
+            written=written,
+            locked=locked,
+        )
+        for key, listed in issues.items():
+            if key not in written and listed:
+                result = IssueResult(
+                    key=key,
+                    action=IssueAction.UNCHANGED,
+                    number=listed[0].number,
+                    url=listed[0].html_url,
+                )
+                written[key] = Written(listed[0], result)
+        index_result = None
+        if self.index:
+            states = sorted(current.values(), key=lambda s: s.key)
+            index_result = publish_index(
+                writer, states, written, found, pin=False, graphql_url=None
+            )
+        report = IssuesReport(
+            dashboards=tuple(w.result for _, w in sorted(written.items())),
+            index=index_result,
+            warnings=tuple(writer.warnings),
+        )
+        if not converged:
+            self.log.warning(
+                "other jobs kept rewriting the dashboard issues while this one wrote; some cells "
+                "may be missing until the next run (use the branch target to avoid this)"
+            )
+        wrote = {IssueAction.CREATED, IssueAction.UPDATED}
+        return Saved(
+            merged=merged,
+            written=tuple(r.key for r in report.dashboards if r.action in wrote),
+            output=self.after_save(merged) if self.after_save else (),
+            attempts=rounds,
+            converged=converged,
+            urls={r.key: r.url for r in report.dashboards if r.url},
+            index_url=report.index_url,
+        )
+
+    def _rounds(
+        self,
+        writer: IssueWriter,
+        *,
+        issues: dict[str, list[Issue]],
+        current: dict[DashboardId, DashboardState],
+        merged: Merged,
+        change: Change,
+        written: dict[str, Written],
+        locked: bool,
+    ) -> tuple[Merged, int, bool]:
+        """Write, wait, read back and write again until confirmed; (last merge, rounds, converged).
+
+        Under the lock one write is enough: no other job writes meanwhile.
+        """
+        wanted = dict(merged.states)
+        pending = {d for d, s in wanted.items() if s != current.get(d) or d.key not in issues}
+        ours = set(pending)
+        confirmations = rounds = 0
+        while True:
+            rounds += 1
+            for dashboard in sorted(pending, key=lambda d: d.key):
+                done = writer.publish(
+                    wanted[dashboard],
+                    issues.get(dashboard.key, []),
+                    revision=None,
+                    with_state=True,
+                    verify=False,
+                )
+                written[dashboard.key] = done
+                if done.issue is not None:
+                    issues[dashboard.key] = [done.issue]
+            self._adopt_winners(writer, written, issues)
+            if locked:
+                current.update(wanted)  # what the issues now hold (the index counts it)
+                return merged, rounds, True
+            self._sleep(self._rng.uniform(self.min_delay, self.max_delay))
+            pending, merged = self._verify(ours, issues, current, change)
+            wanted = dict(merged.states)
+            confirmations = 0 if pending else confirmations + 1
+            if confirmations >= self.verify_rounds:
+                return merged, rounds, True
+            if rounds >= self.max_rounds:
+                if pending:
+                    writer.warn(
+                        f"the dashboard issue(s) {', '.join(sorted(d.key for d in pending))} "
+                        f"kept losing this job's results to other jobs writing at the same time "
+                        f"({rounds} rounds); the next run will fill them in. Use the branch "
+                        f"target or a fan-in job when matrix legs publish concurrently"
+                    )
+                return merged, rounds, not pending
+
+    def _adopt_winners(
+        self, writer: IssueWriter, written: dict[str, Written], issues: dict[str, list[Issue]]
+    ) -> None:
+        """After creating: where another job's issue for the same dashboard came first, close
+        ours and use theirs; the verify step that follows finds our cells missing there and
+        writes them in the next round."""
+        for key, (keep, mine) in dedupe_created(writer, written).items():
+            closed = writer.close_duplicate(mine, keep)
+            issues[key] = [keep]
+            written[key] = Written(
+                keep,
+                IssueResult(
+                    key=key,
+                    action=IssueAction.UPDATED,
+                    number=keep.number,
+                    url=keep.html_url,
+                    closed_duplicates=(mine.number,) if closed else (),
+                ),
+            )
+
+    def _verify(
+        self,
+        ours: Collection[DashboardId],
+        issues: dict[str, list[Issue]],
+        current: dict[DashboardId, DashboardState],
+        change: Change,
+    ) -> tuple[set[DashboardId], Merged]:
+        """Read back every dashboard this job changed; return those still lacking its cells."""
+        for dashboard in ours:
+            listed = issues.get(dashboard.key)
+            if not listed:
+                continue
+            back = self.client.get_issue(self.repo, listed[0].number)
+            issues[dashboard.key] = [back]
+            state = extract_state(back.body, where=f"issue #{back.number} of {self.repo}")
+            if state is not None:
+                current[dashboard] = state
+            else:
+                current.pop(dashboard, None)
+        merged = change(current)
+        wanted = merged.states
+        pending = {d for d in ours if d not in current or wanted.get(d, current[d]) != current[d]}
+        return pending, merged

@@ -1,0 +1,164 @@
+"""A lock for the issue-body store, made of comments on the index issue (``issues: write`` only).
+
+I/O, through :class:`~ivy_matrix.github.types.IssueAPI`. Issue edits have no compare-and-swap
+(PLATFORM.md 3.3), so jobs that write the issue-body store at once would overwrite each other.
+Comments give what edits lack: a new comment is appended atomically and comment ids grow, so
+the comments on one issue are a queue every job reads in the same order. A job that wants to
+write posts a claim comment (``<!-- ivy-matrix:lock nonce=... since=... -->``) on the index
+issue and holds the lock once its claim is the oldest live one in two listings a moment apart
+(a claim whose create had not yet become visible shows up in the second). It deletes its claim
+when done. Claims older than :data:`LOCK_EXPIRY` (a job that died holding the lock) are
+ignored and deleted by whoever sees them.
+
+A job that waits longer than ``wait`` seconds gives up with a :class:`ConcurrentWritersError`
+that says to use the branch target: it never writes without the lock, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import secrets
+import time
+from collections.abc import Callable
+
+from ivy_matrix.errors import GitHubAPIError, StoreError
+from ivy_matrix.github.types import IssueAPI, IssueComment
+from ivy_matrix.runner.progress import Progress
+
+LOCK_WAIT = 180.0  # seconds a job waits for the lock before it refuses to write
+LOCK_EXPIRY = 600.0  # a claim older than this is a job that died holding the lock
+LOCK_POLL = (1.0, 3.0)  # seconds between listings while waiting, per job ahead (jittered)
+LOCK_POLL_AHEAD = 8  # ... counting at most this many jobs ahead
+LOCK_SETTLE = (0.2, 0.4)  # between the two listings that confirm a hold
+_CLAIM = re.compile(r"\A<!-- ivy-matrix:lock nonce=(?P<nonce>[0-9a-f]+) since=(?P<since>\d+) -->")
+
+
+class ConcurrentWritersError(StoreError):
+    """Other jobs kept the issue-body store locked for longer than this job may wait."""
+
+
+class CommentLock:
+    """A lock held by the oldest live claim comment on one issue; see the module docstring."""
+
+    def __init__(
+        self,
+        client: IssueAPI,
+        repo: str,
+        *,
+        holder: str,
+        log: Progress,
+        sleep: Callable[[float], None],
+        rng: random.Random,
+        clock: Callable[[], float] = time.time,
+        wait: float = LOCK_WAIT,
+        poll: tuple[float, float] = LOCK_POLL,
+        settle: tuple[float, float] = LOCK_SETTLE,
+        expiry: float = LOCK_EXPIRY,
+    ) -> None:
+        self.client = client
+        self.repo = repo
+        self.holder = " ".join(holder.split())
+        self.log = log
+        self._sleep = sleep
+        self._rng = rng
+        self._clock = clock
+        self.wait = wait
+        self.poll = poll
+        self.settle = settle
+        self.expiry = expiry
+        self._host: int | None = None
+        self._nonce = ""
+        self.waited = 0.0
+
+    def _claim_text(self) -> str:
+        return (
+            f"<!-- ivy-matrix:lock nonce={self._nonce} since={int(self._clock())} -->\n"
+            f"ivy-matrix is updating the dashboards ({self.holder}); this comment goes away "
+            f"when it is done."
+        )
+
+    def _claims(self, host: int) -> list[tuple[IssueComment, str]]:
+        """Live claims on the host, oldest first, as (comment, nonce); stale ones deleted."""
+        live: list[tuple[IssueComment, str]] = []
+        for comment in sorted(self.client.list_issue_comments(self.repo, host), key=lambda c: c.id):
+            found = _CLAIM.match(comment.body)
+            if found is None:
+                continue
+            if self._clock() - int(found.group("since")) > self.expiry:
+                self._delete(comment.id)
+                continue
+            live.append((comment, found.group("nonce")))
+        return live
+
+    def _delete(self, comment_id: int) -> None:
+        try:
+            self.client.delete_issue_comment(self.repo, comment_id)
+        except GitHubAPIError as error:
+            self.log.info(f"could not remove lock comment {comment_id}: {error}")
+
+    def acquire(self, host: int) -> None:
+        """Wait until this job holds the lock on issue ``host``, or raise after ``wait`` s.
+
+        Whatever goes wrong while waiting, this job's claim is removed before the error
+        propagates, so that the others need not wait for it to expire.
+        """
+        self._host, self._nonce = host, secrets.token_hex(8)
+        try:
+            self._queue(host)
+        except BaseException:
+            self.release()
+            raise
+
+    def _queue(self, host: int) -> None:
+        self.client.create_issue_comment(self.repo, host, self._claim_text())
+        confirmed = False
+        while True:
+            claims = self._claims(host)
+            if not any(nonce == self._nonce for _, nonce in claims):
+                # Ours was taken for stale (a clock far off) or removed: queue again.
+                self.client.create_issue_comment(self.repo, host, self._claim_text())
+                confirmed = False
+                continue
+            first, nonce = claims[0]
+            ahead = next(n for n, (_, mine) in enumerate(claims) if mine == self._nonce)
+            if nonce == self._nonce:
+                if confirmed:
+                    return
+                confirmed = True
+                self._sleep(self._rng.uniform(*self.settle))
+                continue
+            confirmed = False
+            if self.waited >= self.wait:
+                raise ConcurrentWritersError(_refusal(first.body, self.waited))
+            # Jobs ahead take a turn each: wait longer the further back, so that a long
+            # queue does not spend the repository's request budget on listings.
+            delay = self._rng.uniform(*self.poll) * min(ahead, LOCK_POLL_AHEAD)
+            self._sleep(delay)
+            self.waited += delay
+
+    def release(self) -> None:
+        """Delete this job's claim comment(s) (a retried create can have made two)."""
+        if self._host is None:
+            return
+        host, self._host = self._host, None
+        try:
+            comments = self.client.list_issue_comments(self.repo, host)
+        except GitHubAPIError as error:
+            self.log.info(f"could not list the lock comments to remove ours: {error}")
+            return
+        for comment in comments:
+            found = _CLAIM.match(comment.body)
+            if found is not None and found.group("nonce") == self._nonce:
+                self._delete(comment.id)
+
+
+def _refusal(claim: str, waited: float) -> str:
+    holder = claim.split("(", 1)[-1].split(")", 1)[0] if "(" in claim else "another job"
+    return (
+        f"cannot update the dashboard issues: another job ({holder}) kept them locked for the "
+        f"{waited:.0f} s this job waited. The issue target alone keeps the state in issue "
+        f"bodies, which concurrent jobs cannot write at once without losing results; give the "
+        f"job 'permissions: contents: write' and add 'branch' to the 'targets' input, or "
+        f"publish from one fan-in job after the matrix"
+    )

@@ -1,0 +1,337 @@
+"""``ivy-matrix compare`` end to end: a default-branch store built by ``update`` runs, then a
+pull request's results compared with it (the JSON, the markdown, ``fail-on: new``), and
+``update`` on a pull request, which records nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ivy_matrix.cli import main
+from ivy_matrix.config.settings import read_event
+from tests.commands.test_update_github import FAST, runner_env, write_results
+from tests.github.fake_server import FakeGitHub
+from tests.test_cli import GRADIENTS, write_junit
+
+pytestmark = pytest.mark.timeout(60)
+
+REPO = "acme/widgets"
+DASHBOARD = "core/gradients"
+_FLAKY = f'<testcase classname="{GRADIENTS}" name="{{}}"><flakyFailure message="once"/></testcase>'
+
+
+@pytest.fixture(name="workdir")
+def workdir_fixture(tmp_path, monkeypatch):
+    """A temporary folder that is the current directory while the test runs."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def results(path: Path, cases: Sequence[tuple[str, str]]) -> Path:
+    """A result file of ``(name, status)`` cases; status ``flaky`` passed only after reruns."""
+    plain = [(n, s) for n, s in cases if s != "flaky"]
+    write_junit(path, plain)
+    flaky = "".join(_FLAKY.format(n) for n, s in cases if s == "flaky")
+    if flaky:
+        text = path.read_text(encoding="utf-8").replace("</testsuite>", flaky + "</testsuite>")
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run(*argv: str, env: dict[str, str] | None = None) -> int:
+    return main(list(argv), env or {})
+
+
+def update_main(run_id: int, backend: str, cases: Sequence[tuple[str, str]]) -> None:
+    """One default-branch run of one backend, recorded with its commit and ref."""
+    path = results(Path(f"main-{run_id}-{backend}/r.xml"), cases)
+    code = run(
+        "update", "--junit", str(path), "--backend", backend, "--run-id", str(run_id),
+        "--job-id", str(run_id * 10), "--repository", REPO, "--sha", f"c{run_id}",
+        "--ref", "refs/heads/main",
+    )  # fmt: skip
+    assert code == 0
+
+
+def compare(backend: str, cases: Sequence[tuple[str, str]], *extra: str) -> tuple[int, Path]:
+    """Compare one backend's pull-request results with the store; the exit code and JSON."""
+    path = results(Path(f"pr-{backend}/r.xml"), cases)
+    out = Path(f"verdicts-{backend}.json")
+    code = run(
+        "compare", "--junit", str(path), "--backend", backend, "--run-id", "900",
+        "--job-id", "9000", "--repository", REPO, "--pr", "7", "--head-sha", "feedface",
+        "--json", str(out), *extra,
+    )  # fmt: skip
+    return code, out
+
+
+def document(path: Path) -> dict[str, Any]:
+    found = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(found, dict)
+    return found
+
+
+def by_row(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {cell["row"]: cell for cell in doc["cells"]}
+
+
+# Five default-branch runs of torch (c101 ... c105); the merge base is c103.
+HISTORY = {
+    "test_new": ["passed"] * 5,
+    "test_pre": ["passed", "failed", "failed", "failed", "failed"],
+    "test_fixed": ["failed"] * 5,
+    "test_flips": ["failed", "passed", "failed", "passed", "passed"],
+    "test_green": ["passed"] * 5,
+    "test_rerun": ["passed"] * 5,
+    "test_base": ["passed", "passed", "passed", "failed", "failed"],
+}
+PULL_REQUEST = [
+    ("test_new", "failed"),
+    ("test_pre", "failed"),
+    ("test_fixed", "passed"),
+    ("test_flips", "failed"),
+    ("test_green", "passed"),
+    ("test_rerun", "flaky"),
+    ("test_base", "failed"),
+    ("test_brand_new", "failed"),
+]
+
+
+def build_history() -> None:
+    for index, run_id in enumerate(range(101, 106)):
+        update_main(
+            run_id, "torch", [(name, outcomes[index]) for name, outcomes in HISTORY.items()]
+        )
+
+
+@pytest.mark.usefixtures("workdir")
+def test_compare_json_has_every_verdict_and_failing_since():
+    """Each pull-request cell gets the verdict its history calls for, with failing-since."""
+    build_history()
+    code, out = compare("torch", PULL_REQUEST, "--base-sha", "c103")
+    assert code == 0
+    doc = document(out)
+    cells = by_row(doc)
+    assert {row: cell["verdict"] for row, cell in cells.items()} == {
+        "test_new": "new",
+        "test_pre": "pre-existing",
+        "test_fixed": "fixed",
+        "test_flips": "flaky",
+        "test_rerun": "flaky",
+        "test_base": "new",  # it passed at the merge base c103; it broke on main after that
+        "test_brand_new": "no-baseline",
+    }
+    assert cells["test_pre"]["failing_since"] == {"run_id": 102, "sha": "c102"}
+    assert all(c["failing_since"] is None for r, c in cells.items() if r != "test_pre")
+    assert cells["test_new"]["link"] == f"https://github.com/{REPO}/actions/runs/900/job/9000"
+    assert cells["test_new"]["baseline_link"] == (
+        f"https://github.com/{REPO}/actions/runs/103/job/1030"
+    )
+    assert cells["test_brand_new"]["baseline_link"] is None
+    assert all(
+        cell["dashboard"] == DASHBOARD and cell["backend"] == "torch" for cell in doc["cells"]
+    )
+    counts = {"new": 2, "pre-existing": 1, "fixed": 1, "flaky": 2, "no-baseline": 1}
+    assert doc == {
+        "baseline": "merge-base",
+        "counts": counts,
+        "backends": {"torch": counts},
+        "cells": doc["cells"],
+    }
+
+
+@pytest.mark.usefixtures("workdir")
+def test_without_the_merge_base_the_baseline_is_the_latest_result():
+    """With no base commit known, each cell is compared with its newest default-branch result."""
+    build_history()
+    _, out = compare("torch", [("test_base", "failed"), ("test_pre", "failed")])
+    doc = document(out)
+    assert doc["baseline"] == "latest"
+    cells = by_row(doc)
+    assert cells["test_base"]["verdict"] == "pre-existing"
+    assert cells["test_base"]["failing_since"] == {"run_id": 104, "sha": "c104"}
+
+
+@pytest.mark.usefixtures("workdir")
+def test_compare_records_nothing_and_writes_the_comment():
+    """compare leaves the store as it was and writes the comment body as markdown."""
+    build_history()
+    before = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    path = results(Path("pr/r.xml"), PULL_REQUEST)
+    code = run(
+        "compare", "--junit", str(path), "--backend", "torch", "--pr", "7",
+        "--head-sha", "feedface", "--markdown", "comment.md", "--base-sha", "c103",
+    )  # fmt: skip
+    assert code == 0
+    after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    assert after == before
+    body = Path("comment.md").read_text(encoding="utf-8")
+    assert body.startswith("<!-- ivy-matrix:pr=7 -->\n<!-- ivy-matrix:head=feedface -->")
+    assert "## ivy-matrix: 2 new failures" in body
+    assert "- **torch**: 2 new, 1 pre-existing, 1 fixed, 2 flaky, 1 no-baseline" in body
+
+
+@pytest.mark.parametrize(
+    ("cases", "expected"),
+    [
+        ([("test_new", "failed")], 1),
+        ([("test_pre", "failed"), ("test_brand_new", "failed")], 0),
+    ],
+)
+@pytest.mark.usefixtures("workdir")
+def test_fail_on_new_fails_only_for_a_new_failure(cases, expected):
+    """fail-on new exits 1 when a cell newly fails, and 0 for failures that are not new."""
+    build_history()
+    code, _ = compare("torch", cases, "--fail-on", "new")
+    assert code == expected
+
+
+@pytest.mark.usefixtures("workdir")
+def test_update_on_a_pull_request_records_nothing(capsys):
+    """update with a pull request's results leaves the dashboards' store untouched."""
+    build_history()
+    before = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    path = results(Path("pr/r.xml"), [("test_new", "failed")])
+    code = run(
+        "update", "--junit", str(path), "--backend", "torch", "--run-id", "900", "--pr", "7",
+        "--output-dir", "out", "--fail-on", "new",
+    )  # fmt: skip
+    assert code == 1
+    after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    assert after == before
+    assert not Path("out").exists()
+    out = capsys.readouterr().out
+    assert "results of pull request #7 are not recorded into the dashboards" in out
+    assert "1 new" in out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_pull_request_event_is_read_from_the_runner(tmp_path):
+    """On a pull_request event the number, head and base come from GitHub's payload."""
+    build_history()
+    event = tmp_path / "event.json"
+    event.write_text(
+        json.dumps(
+            {
+                "pull_request": {
+                    "number": 12,
+                    "head": {"sha": "abc1234", "repo": {"full_name": REPO}},
+                    "base": {"sha": "c103", "repo": {"full_name": REPO}},
+                },
+                "repository": {"default_branch": "main"},
+            }
+        ),
+        encoding="utf-8",
+    )
+    path = results(Path("pr/r.xml"), [("test_base", "failed")])
+    env = {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_SHA": "merge0000",
+        "GITHUB_REF": "refs/pull/12/merge",
+    }
+    code = run("compare", "--junit", str(path), "--backend", "torch", "--markdown", "c.md",
+               "--json", "v.json", env=env)  # fmt: skip
+    assert code == 0
+    assert by_row(document(Path("v.json")))["test_base"]["verdict"] == "new"
+    body = Path("c.md").read_text(encoding="utf-8")
+    assert body.startswith("<!-- ivy-matrix:pr=12 -->\n<!-- ivy-matrix:head=abc1234 -->")
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_branch_that_does_not_feed_the_dashboards_records_nothing(capsys):
+    """Results from a branch outside dashboard-branches are not recorded."""
+    build_history()
+    before = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    path = results(Path("dev/r.xml"), [("test_new", "failed")])
+    code = run(
+        "update", "--junit", str(path), "--backend", "torch", "--run-id", "950",
+        "--ref", "refs/heads/dev", "--dashboard-branches", "main",
+    )  # fmt: skip
+    assert code == 0
+    after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    assert after == before
+    assert "results of refs/heads/dev are not recorded" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_push_to_another_branch_than_the_default_records_nothing(tmp_path, capsys):
+    """With no dashboard-branches, the event's default branch alone feeds the dashboards."""
+    build_history()
+    before = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    event = tmp_path / "push.json"
+    event.write_text(json.dumps({"repository": {"default_branch": "main"}}), encoding="utf-8")
+    env = {"GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": str(event)}
+    path = results(Path("dev/r.xml"), [("test_new", "failed")])
+    argv = ["update", "--junit", str(path), "--backend", "torch", "--run-id", "960"]
+    assert run(*argv, "--ref", "refs/heads/feature", env=env) == 0
+    after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    assert after == before
+    assert "only main feed them" in capsys.readouterr().out
+    assert run(*argv, "--ref", "refs/heads/main", env=env) == 0
+    after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
+    assert after != before
+
+
+@pytest.mark.parametrize(
+    ("event_name", "payload", "expected"),
+    [
+        (
+            "pull_request_target",
+            {"pull_request": {"number": 3, "head": {"sha": "h"}, "base": {"sha": "b"}}},
+            (True, 3, "h", "b"),
+        ),
+        (
+            "workflow_run",
+            {"workflow_run": {"event": "pull_request", "head_sha": "h", "pull_requests": []}},
+            (True, None, "h", None),
+        ),
+        (
+            "workflow_run",
+            {"workflow_run": {"event": "push", "head_sha": "h"}},
+            (False, None, None, None),
+        ),
+        ("pull_request", ["not", "an", "object"], (True, None, None, None)),
+    ],
+)
+def test_the_event_says_whether_results_are_a_pull_requests(
+    tmp_path, event_name, payload, expected
+):
+    """The event payload gives the pull request, its head and base; anything else says nothing."""
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    event = read_event(path, event_name)
+    assert (event.pull_request, event.pr, event.head_sha, event.base_sha) == expected
+
+
+def test_compare_reads_the_baseline_from_the_dashboard_branch(tmp_path):
+    """compare --targets branch reads the dashboard branch's state and writes nothing there."""
+    with FakeGitHub() as fake:
+        work = tmp_path / "main"
+        write_results(work / "junit.xml", "torch", tests=3, failing="test_02")
+        env = runner_env(fake, work, GITHUB_RUN_ID="500", IVY_MATRIX_JOB_ID="5")
+        argv = ["update", "--junit", str(work / "junit.xml"), "--backend", "torch"]
+        assert main(argv, env, remote=FAST) == 0
+        writes = len(fake.writes())
+        pr_work = tmp_path / "pr"
+        write_results(pr_work / "junit.xml", "torch", tests=3, failing="test_01")
+        env = runner_env(fake, pr_work, GITHUB_RUN_ID="600", IVY_MATRIX_JOB_ID="6")
+        out = tmp_path / "v.json"
+        argv = ["compare", "--junit", str(pr_work / "junit.xml"), "--backend", "torch"]
+        assert main([*argv, "--pr", "4", "--json", str(out)], env, remote=FAST) == 0
+        assert len(fake.writes()) == writes
+    verdicts = {c["row"].split("[")[0]: c["verdict"] for c in document(out)["cells"]}
+    assert verdicts == {"test_01": "new", "test_02": "fixed"}
+
+
+@pytest.mark.usefixtures("workdir")
+def test_fail_on_new_never_fails_a_default_branch_update(capsys):
+    """On the default branch nothing is new, so fail-on new exits 0 and says why."""
+    path = results(Path("main/r.xml"), [("test_a", "failed")])
+    code = run("update", "--junit", str(path), "--backend", "torch", "--fail-on", "new")
+    assert code == 0
+    assert "fail-on: new have nothing to do" in capsys.readouterr().out

@@ -1,0 +1,657 @@
+"""End to end: ``ivy-matrix update`` as matrix legs, against the fake GitHub server.
+
+Each test starts the fake on 127.0.0.1 and runs the command with a runner-like environment
+(GITHUB_* variables, step summary and output files), then asserts on the fake's state: the
+branch's files, the request log, and the cells' links. The command runs in-process
+(``cli.main``) with a client without PyGithub's throttling and shortened waits; one test runs
+``python entrypoint.py`` as a subprocess with the production client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ivy_matrix.cli import main
+from ivy_matrix.github.client import GitHubClient, make_client
+from ivy_matrix.github.connection import Remote
+from ivy_matrix.issues.state_block import extract_state
+from ivy_matrix.model import DashboardId
+from ivy_matrix.render import Style, render_files
+from ivy_matrix.statefile import join_columns, load_state
+from tests.conftest import shared_dir
+from tests.github.fake_server import FakeGitHub
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRYPOINT = ROOT / "entrypoint.py"
+REPO = "acme/widgets"
+RUN = 9_000_000_001
+MODULE = "ivy_tests.test_ivy.test_functional.test_core.test_gradients"
+GRADIENTS = DashboardId(title="gradients", category="core")
+STATE = ".ivy-matrix/state/core/gradients.d/torch.json"
+
+
+@pytest.fixture(name="fake")
+def fake_fixture() -> Iterator[FakeGitHub]:
+    with FakeGitHub(rate_limit=1_000_000) as fake:
+        yield fake
+
+
+def write_results(path: Path, backend: str, tests: int = 3, failing: str = "test_00") -> Path:
+    cases = "".join(
+        f'<testcase classname="{MODULE}" name="test_{i:02d}[{backend}-cpu]">'
+        + ('<failure message="boom">tb</failure>' if f"test_{i:02d}" == failing else "")
+        + "</testcase>"
+        for i in range(tests)
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>", encoding="utf-8")
+    return path
+
+
+def runner_env(fake: FakeGitHub, work: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_RUN_ID": str(RUN),
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_API_URL": fake.base_url,
+        "GITHUB_STEP_SUMMARY": str(work / "summary.md"),
+        "GITHUB_OUTPUT": str(work / "output.txt"),
+        "IVY_MATRIX_TOKEN": "fake-token",
+        "IVY_MATRIX_TARGETS": "branch\nsummary",
+    }
+    env.update(extra)
+    return env
+
+
+def brief_sleep(seconds: float) -> None:
+    """Every wait of the stores, targets and client, a tenth as long (at most half a second)."""
+    time.sleep(min(seconds / 10, 0.5))
+
+
+def fast_client(token: str, api_url: str) -> GitHubClient:
+    """The production client's retry policy, without PyGithub's pauses between requests."""
+    return make_client(token=token, api_url=api_url, timeout=10, sleep=brief_sleep)
+
+
+FAST = Remote(client=fast_client, sleep=brief_sleep)
+
+
+def run_legs_at_once(
+    legs: list[tuple[list[str], dict[str, str]]], *, timeout: float
+) -> dict[str, int]:
+    """Run ``cli.main`` for every (argv, env) leg in threads started together; exit code by
+    the leg's last argument (its backend)."""
+    barrier = threading.Barrier(len(legs))
+    codes: dict[str, int] = {}
+
+    def run_leg(argv: list[str], env: dict[str, str]) -> None:
+        barrier.wait(timeout=30)
+        codes[argv[-1]] = main(argv, env, remote=FAST)
+
+    threads = [threading.Thread(target=run_leg, args=leg) for leg in legs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    return codes
+
+
+def run(
+    work: Path, env: dict[str, str], *args: str, command: str = "update"
+) -> subprocess.CompletedProcess[str]:
+    """Run the command in-process in ``work``; its exit code and what it printed."""
+    work.mkdir(parents=True, exist_ok=True)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(work), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([command, *args], env, remote=FAST)
+    return subprocess.CompletedProcess([command, *args], code, out.getvalue(), err.getvalue())
+
+
+def run_entrypoint(
+    work: Path, env: dict[str, str], *args: str, command: str = "update"
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python entrypoint.py`` as a subprocess in ``work``, as the action does."""
+    work.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, str(ENTRYPOINT), command, *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def branch_state(fake: FakeGitHub):
+    """core/gradients as its columns on the branch say."""
+    columns = [
+        load_state(data.decode(), where=path)
+        for path, data in fake.files("ivy-matrix").items()
+        if path.startswith(".ivy-matrix/state/core/gradients.d/")
+    ]
+    return join_columns(columns)
+
+
+def test_a_leg_commits_its_column_linked_to_its_job(fake, tmp_path):
+    """One leg with a job id commits state, dashboards and index; its cells link its job."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    result = run_entrypoint(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = fake.files("ivy-matrix")
+    assert {"README.md", "core/gradients.md", STATE} <= set(files)
+    state = branch_state(fake)
+    assert [row.name for row in state.rows] == ["test_00", "test_01", "test_02"]
+    url = f"https://github.com/{REPO}/actions/runs/{RUN}/job/777"
+    assert {row.cells["torch"].latest.source.url for row in state.rows} == {url}
+    assert url in files["core/gradients.md"].decode()
+    assert "committed" in result.stdout
+    assert (tmp_path / "summary.md").read_text(encoding="utf-8").startswith("## ivy-matrix")
+    assert "tests=3" in (tmp_path / "output.txt").read_text(encoding="utf-8")
+    # The job id was given: no job listing was needed.
+    assert fake.requests_to("GET", r"/actions/") == []
+
+
+@pytest.mark.parametrize("targets", ["branch", "branch, issue"])
+def test_rerun_with_identical_results_makes_no_write(fake, tmp_path, targets):
+    """Running the same leg again reads the branch (and issues) and writes nothing at all."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_TARGETS=targets)
+    assert run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch").returncode == 0
+    writes = len(fake.writes())
+    again = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake.writes()) == writes
+    assert "nothing to commit" in again.stdout
+
+
+def test_job_is_found_by_runner_name_with_one_listing(fake, tmp_path):
+    """Without a job id, one listing of the run's jobs finds the leg by its runner name."""
+    jobs = fake.add_run(
+        REPO,
+        RUN,
+        jobs=[
+            {"name": "tests", "matrix": [b], "runner_name": f"runner-{b}"}
+            for b in ("torch", "numpy", "jax")
+        ],
+    )
+    numpy = next(job for job in jobs if job["name"] == "tests (numpy)")
+    write_results(tmp_path / "results" / "junit.xml", "numpy")
+    env = runner_env(fake, tmp_path, RUNNER_NAME="runner-numpy")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "numpy")
+    assert result.returncode == 0, result.stdout + result.stderr
+    urls = {row.cells["numpy"].latest.source.url for row in branch_state(fake).rows}
+    assert urls == {f"https://github.com/{REPO}/actions/runs/{RUN}/job/{numpy['id']}"}
+    assert len(fake.requests_to("GET", r"/actions/runs/\d+/attempts/1/jobs")) == 1
+
+
+def test_fan_in_links_each_backend_to_its_leg_by_metadata(fake, tmp_path):
+    """Legs write their metadata beside their results; the fan-in job links each backend's leg."""
+    downloads = tmp_path / "fan-in" / "downloads"
+    for job, backend in enumerate(("torch", "jax"), start=501):
+        leg = tmp_path / f"leg-{backend}"
+        write_results(leg / "junit.xml", backend)
+        env = runner_env(fake, leg, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="summary")
+        result = run(
+            leg,
+            env,
+            "--junit",
+            "*.xml",
+            "--backend",
+            backend,
+            "--leg-metadata",
+            "ivy-matrix-leg.json",
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        target = downloads / backend
+        target.mkdir(parents=True)
+        for name in ("junit.xml", "ivy-matrix-leg.json"):
+            (target / name).write_bytes((leg / name).read_bytes())
+    env = runner_env(fake, tmp_path / "fan-in", IVY_MATRIX_JOB_ID="999")
+    result = run(
+        tmp_path / "fan-in",
+        env,
+        "--junit",
+        "downloads/**/*.xml",
+        "--backend-from-path",
+        "downloads/(?P<backend>[^/]+)/",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = branch_state(fake)
+    for job, backend in enumerate(("torch", "jax"), start=501):
+        urls = {row.cells[backend].latest.source.url for row in state.rows}
+        assert urls == {f"https://github.com/{REPO}/actions/runs/{RUN}/job/{job}"}
+
+
+def test_read_only_token_still_writes_the_summary_and_exits_0(fake, tmp_path):
+    """A 403 'Resource not accessible by integration' degrades to the job summary, exit 0."""
+    fake.configure(read_only=True)
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "::warning::" in result.stdout
+    assert "workflow_run" in result.stdout
+    assert "## ivy-matrix: 3 test cases" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert fake.ref_sha("heads/ivy-matrix") is None
+
+
+def test_fork_pull_request_skips_github_writes_up_front(fake, tmp_path):
+    """A pull request from a fork is detected from the event payload: no write is even tried."""
+    event = tmp_path / "event.json"
+    event.write_text(
+        json.dumps(
+            {
+                "pull_request": {
+                    "number": 7,
+                    "head": {"repo": {"full_name": "someone/widgets", "fork": True}},
+                    "base": {"repo": {"full_name": REPO, "fork": False}},
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(
+        fake,
+        tmp_path,
+        IVY_MATRIX_JOB_ID="777",
+        GITHUB_EVENT_NAME="pull_request",
+        GITHUB_EVENT_PATH=str(event),
+    )
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 0, result.stdout + result.stderr
+    # A pull request's results never enter the dashboards, from a fork or not.
+    assert "results of pull request #7 are not recorded into the dashboards" in result.stdout
+    assert fake.writes() == []
+    assert (tmp_path / "summary.md").is_file()
+
+
+def test_dry_run_shows_what_it_would_commit_and_writes_nothing(fake, tmp_path):
+    """--dry-run reads the branch, lists the files it would commit, and writes nothing."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_DRY_RUN="true")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "dry run: would commit" in result.stdout
+    assert "core/gradients.md" in result.stdout
+    assert fake.writes() == []
+
+
+def test_requests_per_leg_do_not_grow_with_the_number_of_tests(fake, tmp_path):
+    """A leg with 2,000 tests makes as many API requests as a leg with 5 (after the first leg)."""
+    counts = []
+    for index, tests in enumerate((5, 5, 2000)):
+        work = tmp_path / f"leg{index}"
+        write_results(work / "junit.xml", f"b{index}", tests=tests)
+        before = len(fake.requests)
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(100 + index))
+        matrix = ("--matrix-size", "4", "--matrix-index", str(index))
+        result = run(work, env, "--junit", "*.xml", "--backend", f"b{index}", *matrix)
+        assert result.returncode == 0, result.stdout + result.stderr
+        counts.append(len(fake.requests) - before)
+    # The first leg creates the branch; every later leg (of a run of 4 legs, not complete yet)
+    # reads the ref, the tree, the finished legs and the revision (its own column is new),
+    # publishes its results (tree, commit, inbox ref), lists the inbox, folds it (the ref;
+    # then one tree, one commit and the ref) and deletes its inbox ref.
+    assert counts[1:] == [13, 13]
+
+
+def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_path):
+    """The branch target without a token exits 1 naming the input to set."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_TOKEN="")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 1
+    assert "::error::" in result.stdout
+    assert "token" in result.stdout
+
+
+@pytest.mark.timeout(120)
+def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
+    """16 legs start at once, with latency and 20% transient faults: nothing is lost, and
+    each issue is created once.
+
+    (The legs are threads running the whole command, with its waits shortened;
+    tests/stores/test_branch.py runs the store's own race with and without faults.)
+    """
+    fail_rate = 0.2
+    # Transient faults that GitHub answers with a short or no wait: 5xx, and secondary rate
+    # limits that say retry-after: 0. (Without retry-after GitHub asks for a minute's wait.)
+    fake.configure(
+        latency=(0.002, 0.02),
+        fail_rate=fail_rate,
+        fail_kinds=("502", "503", "403-secondary", "429"),
+        retry_after=(0, 0),
+        seed=11,
+    )
+    # And two issue creates that land, then answer 502 (the client must not resend them).
+    landed_then_502 = fake.inject(
+        method="POST", path=r"/issues$", status=502, after_write=True, times=2
+    )
+    backends = [f"b{leg:02d}" for leg in range(16)]
+    legs = []
+    for leg, backend in enumerate(backends):
+        work = tmp_path / backend
+        write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
+        env = runner_env(
+            fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="branch, issue"
+        )
+        # Threads share the working directory: each leg names its results by absolute path.
+        legs.append((["update", "--junit", str(work / "*.xml"), "--backend", backend], env))
+    codes = run_legs_at_once(legs, timeout=100)
+    assert codes == dict.fromkeys(backends, 0)
+    state = branch_state(fake)
+    assert sorted(state.backend_names) == backends
+    assert [row.name for row in state.rows] == [f"test_{i:02d}" for i in range(12)]
+    for leg, backend in enumerate(backends):
+        for row in state.rows:
+            entry = row.cells[backend].latest
+            assert entry.source.url.endswith(f"/job/{1000 + leg}")
+            expected = "failure" if row.name == f"test_{leg % 12:02d}" else "success"
+            assert entry.outcome.value == expected
+    table = fake.read_file("core/gradients.md", "ivy-matrix")
+    assert table.count("badge/-failure-red") == 16
+    assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "16\n"
+    # Each issue was created once (its git-ref lock decides who creates it), none was closed
+    # as a duplicate, and the dashboard issue shows the newest revision with every column.
+    assert landed_then_502.hits == 2
+    assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
+    assert not any("Duplicate of" in c["body"] for cs in fake.comments.values() for c in cs)
+    issues = dashboard_issues(fake)
+    assert set(issues) == {
+        "<!-- ivy-matrix:dashboard=core/gradients -->",
+        "<!-- ivy-matrix:index -->",
+    }
+    body = issues["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    assert "<!-- ivy-matrix:revision=16 -->" in body
+    assert body.count("badge/-failure-red") == 16
+    assert all(len(issue["body"]) <= 65_536 for issue in fake.issues.values())
+
+
+@pytest.mark.timeout(120)
+def test_sixteen_concurrent_legs_on_the_issue_store_lose_nothing_and_duplicate_nothing(
+    fake, tmp_path
+):
+    """16 legs with only the issue target, with latency and 20% transient faults: each leg
+    lands every cell or refuses with exit 1 saying to grant contents: write; no issue is
+    created twice."""
+    fake.configure(
+        latency=(0.002, 0.02),
+        fail_rate=0.2,
+        fail_kinds=("502", "503", "403-secondary", "429"),
+        retry_after=(0, 0),
+        seed=12,
+    )
+    backends = [f"b{leg:02d}" for leg in range(16)]
+    barrier = threading.Barrier(len(backends))
+    results: dict[str, subprocess.CompletedProcess[str]] = {}
+
+    def run_leg(leg: int, backend: str) -> None:
+        work = tmp_path / backend
+        write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="issue")
+        argv = ["update", "--junit", str(work / "*.xml"), "--backend", backend]
+        out = io.StringIO()
+        barrier.wait(timeout=30)
+        with contextlib.redirect_stdout(out):
+            code = main(argv, env, remote=FAST)
+        results[backend] = subprocess.CompletedProcess(argv, code, out.getvalue(), "")
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        threads = [threading.Thread(target=run_leg, args=a) for a in enumerate(backends)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=110)
+    assert len(results) == len(backends)
+    landed = sorted(b for b, r in results.items() if r.returncode == 0)
+    for result in results.values():
+        assert result.returncode in {0, 1}, result.stdout
+        if result.returncode == 1:
+            assert "contents: write" in result.stdout
+    assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
+    body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    with fake.lock:
+        state = load_state_of(body)
+    assert sorted(state.backend_names) == landed
+    assert all(set(row.cells) == set(landed) and len(row.cells) for row in state.rows)
+    assert len(state.rows) == 12
+    assert len(landed) == 16  # the default wait gives every leg its turn
+
+
+def load_state_of(body: str):
+    state = extract_state(body)
+    assert state is not None
+    return state
+
+
+def dashboard_issues(fake: FakeGitHub):
+    """Open issues that carry a dashboard marker, by the marker line."""
+    found = {}
+    for issue in fake.issues.values():
+        first = (issue.get("body") or "").split("\n", 1)[0]
+        if issue["state"] == "open" and first.startswith("<!-- ivy-matrix:"):
+            found[first] = issue
+    return found
+
+
+def test_legs_publish_one_issue_per_dashboard_with_the_branch_revision(fake, tmp_path):
+    """Two legs with branch and issue targets: one issue per dashboard plus the index, updated."""
+    for job, backend in enumerate(("torch", "jax"), start=301):
+        work = tmp_path / backend
+        write_results(work / "junit.xml", backend)
+        env = runner_env(
+            fake, work, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="branch, issue, summary"
+        )
+        result = run(work, env, "--junit", "*.xml", "--backend", backend)
+        assert result.returncode == 0, result.stdout + result.stderr
+    issues = dashboard_issues(fake)
+    assert set(issues) == {
+        "<!-- ivy-matrix:dashboard=core/gradients -->",
+        "<!-- ivy-matrix:index -->",
+    }
+    body = issues["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    assert "<!-- ivy-matrix:revision=2 -->" in body
+    assert "/job/301" in body
+    assert "/job/302" in body
+    assert all(len(issue["body"]) <= 65_536 for issue in fake.issues.values())
+
+
+def test_issue_target_alone_keeps_state_in_the_issue_and_warns(fake, tmp_path):
+    """Without the branch target the state lives in the issue body, with a clear warning."""
+    for job, backend in enumerate(("torch", "jax"), start=401):
+        work = tmp_path / backend
+        write_results(work / "junit.xml", backend)
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="issue")
+        result = run(work, env, "--junit", "*.xml", "--backend", backend)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "concurrent writers can overwrite each other" in result.stdout
+    body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    assert "<!-- ivy-matrix:state" in body
+    assert "/job/401" in body
+    assert "/job/402" in body
+    assert fake.ref_sha("heads/ivy-matrix") is None
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    """The name=value lines a step wrote to $GITHUB_OUTPUT (single-line values only)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and "<<" not in line)
+
+
+def test_outputs_and_summary_link_where_the_dashboards_are_published(fake, tmp_path):
+    """Step outputs, the summary JSON and the job summary carry the issue and index URLs."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(
+        fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_TARGETS="branch, issue, summary"
+    )
+    result = run(
+        tmp_path, env, "--junit", "results/*.xml", "--backend", "torch", "--summary-json", "s.json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    outputs = read_outputs(tmp_path / "output.txt")
+    issues = dashboard_issues(fake)
+    number = issues["<!-- ivy-matrix:dashboard=core/gradients -->"]["number"]
+    dashboard = f"https://github.com/{REPO}/issues/{number}"
+    index = f"https://github.com/{REPO}/issues/{issues['<!-- ivy-matrix:index -->']['number']}"
+    assert json.loads(outputs["dashboard-urls"]) == {"core/gradients": dashboard}
+    assert outputs["index-url"] == index
+    summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert summary["dashboards"]["core/gradients"]["url"] == dashboard
+    assert summary["index_url"] == index
+    job_summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert f"[core/gradients]({dashboard})" in job_summary
+    assert f"All dashboards: {index}" in job_summary
+
+
+def test_branch_target_links_the_dashboard_files(fake, tmp_path):
+    """With the branch target alone, the URLs point at the files on the branch."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    assert run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch").returncode == 0
+    outputs = read_outputs(tmp_path / "output.txt")
+    base = f"https://github.com/{REPO}/blob/ivy-matrix"
+    assert json.loads(outputs["dashboard-urls"]) == {"core/gradients": f"{base}/core/gradients.md"}
+    assert outputs["index-url"] == f"{base}/README.md"
+
+
+def test_a_dashboard_named_readme_on_the_branch_leaves_the_index_its_file(fake, tmp_path):
+    """On the branch, README.md stays the index and links the README dashboard's own file."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    args = ("--junit", "results/*.xml", "--backend", "torch", "--dashboard", "README")
+    result = run(tmp_path, env, *args)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = fake.files("ivy-matrix")
+    (dashboard,) = [p for p in files if p.endswith(".md") and p != "README.md"]
+    assert dashboard.casefold() != "readme.md"
+    assert "test_00" in files[dashboard].decode()
+    index = files["README.md"].decode()
+    assert index.startswith("# Test dashboards\n")
+    assert f"]({dashboard})" in index
+    urls = json.loads(read_outputs(tmp_path / "output.txt")["dashboard-urls"])
+    assert urls == {"README": f"https://github.com/{REPO}/blob/ivy-matrix/{dashboard}"}
+
+
+def test_adopted_ivy_table_on_the_branch_then_one_leg_changes_one_cell(fake, tmp_path):
+    """adopt --targets branch puts a seed on the branch byte for byte; a leg then changes one cell."""
+    seed = min(shared_dir("ivy-seeds").glob("0*.txt"))
+    text = seed.read_text(encoding="utf-8")
+    env = runner_env(fake, tmp_path)
+    adopt_args = ("--dashboard", "core/gradients", str(seed), "--targets", "branch")
+    adopt = run(tmp_path, env, *adopt_args, command="adopt")
+    assert adopt.returncode == 0, adopt.stdout + adopt.stderr
+    assert fake.read_file("core/gradients.md", "ivy-matrix") == text
+    again = run(tmp_path, env, *adopt_args, command="adopt")
+    assert again.returncode == 1
+    assert "pass --force" in again.stdout
+
+    first_row = text.splitlines()[2].split("|")[1].strip()
+    results = tmp_path / "leg" / "junit.xml"
+    results.parent.mkdir()
+    results.write_text(
+        f'<testsuites><testsuite><testcase classname="{MODULE}" name="{first_row}[torch-cpu]"/>'
+        "</testsuite></testsuites>",
+        encoding="utf-8",
+    )
+    result = run(
+        tmp_path / "leg",
+        runner_env(fake, tmp_path / "leg", IVY_MATRIX_JOB_ID="888"),
+        "--junit",
+        "junit.xml",
+        "--backend",
+        "torch",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    before = text.splitlines()
+    after = fake.read_file("core/gradients.md", "ivy-matrix").splitlines()
+    changed = [
+        i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a.split() != b.split()
+    ]
+    assert changed == [2]
+    assert "/job/888" in after[2]
+
+
+def branch_pages_are_a_render_of_its_state(fake: FakeGitHub) -> bool:
+    """Whether the branch's markdown is exactly what rendering its state gives."""
+    states = [branch_state(fake)]
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY)}
+    files = fake.files("ivy-matrix")
+    return {p: d.decode() for p, d in files.items() if p.endswith(".md")} == expected
+
+
+def test_matrix_legs_commit_results_and_the_last_leg_renders_and_publishes(fake, tmp_path):
+    """With matrix-size 3, legs 0 and 1 commit only their columns; leg 2 renders the
+    dashboards and writes the issues; the index issue and dashboard issue show all three."""
+    for leg in range(3):
+        work = tmp_path / f"leg{leg}"
+        write_results(work / "junit.xml", f"b{leg}")
+        env = runner_env(
+            fake, work, IVY_MATRIX_JOB_ID=str(700 + leg), IVY_MATRIX_TARGETS="branch, issue"
+        )
+        matrix = ("--matrix-size", "3", "--matrix-index", str(leg))
+        result = run(work, env, "--junit", "*.xml", "--backend", f"b{leg}", *matrix)
+        assert result.returncode == 0, result.stdout + result.stderr
+        pages = [path for path in fake.files("ivy-matrix") if path.endswith(".md")]
+        assert pages == ([] if leg < 2 else ["README.md", "core/gradients.md"])
+        assert (len(dashboard_issues(fake)) > 0) == (leg == 2)
+    assert branch_pages_are_a_render_of_its_state(fake)
+    assert branch_state(fake).backend_names == ("b0", "b1", "b2")
+    body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
+    assert all(f"/job/{700 + leg}" in body for leg in range(3))
+
+
+def test_publish_renders_the_branch_state_once_and_then_writes_nothing(fake, tmp_path):
+    """Legs of an unfinished run leave no pages; publish renders them and the issues; a second
+    publish finds everything in place and writes nothing."""
+    for leg in range(2):
+        work = tmp_path / f"leg{leg}"
+        write_results(work / "junit.xml", f"b{leg}")
+        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(700 + leg))
+        matrix = ("--matrix-size", "5", "--matrix-index", str(leg))
+        assert run(work, env, "--junit", "*.xml", "--backend", f"b{leg}", *matrix).returncode == 0
+    assert not any(path.endswith(".md") for path in fake.files("ivy-matrix"))
+    env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="branch, issue")
+    result = run(tmp_path, env, command="publish")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert branch_pages_are_a_render_of_its_state(fake)
+    assert "<!-- ivy-matrix:dashboard=core/gradients -->" in dashboard_issues(fake)
+    writes = len(fake.writes())
+    again = run(tmp_path, env, command="publish")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(fake.writes()) == writes
+
+
+def test_publish_without_the_branch_target_is_a_clear_user_error(fake, tmp_path):
+    """publish needs the branch state: without the branch target it exits 1 saying so."""
+    env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="issue")
+    result = run(tmp_path, env, command="publish")
+    assert result.returncode == 1
+    assert "add 'branch' to" in result.stdout
+
+
+def test_matrix_size_without_the_branch_target_is_ignored_with_a_warning(fake, tmp_path):
+    """Without the branch target, matrix-size changes nothing: a warning says so."""
+    write_results(tmp_path / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="summary")
+    matrix = ("--matrix-size", "3", "--matrix-index", "0")
+    result = run(tmp_path, env, "--junit", "*.xml", "--backend", "torch", *matrix)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "::warning::matrix-size is used by the branch target" in result.stdout
