@@ -3,13 +3,13 @@
 I/O. Commands:
 
 - ``update``: read result files, fold them into the stored dashboards, publish them
-  (update.py holds the pipeline's order; ARCHITECTURE.md maps it);
+  (commands/update.py holds the pipeline's order; ARCHITECTURE.md maps it);
 - ``compare``: a pull request's verdicts against the stored dashboards, as JSON and markdown
-  (compare.py); records nothing;
+  (commands/compare.py); records nothing;
 - ``adopt``: take an existing dashboard table into the store, cell by cell (through the same
-  ``store.update`` as ``update``, in the store wiring.py picks);
+  ``store.update`` as ``update``, in the store commands/choose_store.py picks);
 - ``render``: write every stored dashboard and the index;
-- ``prune``: remove named dashboards, backends or rows from the store on purpose (prune.py).
+- ``prune``: remove named dashboards, backends or rows from the store on purpose (commands/prune.py).
 
 ``main`` takes a :class:`~ivy_matrix.github.connection.Remote` (the GitHub client factory and the waits)
 so that tests can run the whole command in-process against a fast client.
@@ -178,7 +178,7 @@ def _add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
             sub.add_argument(
                 option.flag,
                 dest=option.name,
-                # Choices are checked by config.py, so that a bad value on the command line
+                # Choices are checked by config/settings.py, so that a bad value on the command line
                 # and in IVY_MATRIX_* gets the same message and exit code.
                 metavar="{" + ",".join(option.choices) + "}" if option.choices else metavar,
                 help=help_text,

@@ -26,10 +26,10 @@ Pure: no I/O. Everything is computed from a cell's stored entries (newest first,
 
 The projections are functions here: the index page's sections (``render_files`` in
 render.py appends ``render_index_sections`` below the index table of the output folder and the
-branch), the section below a dashboard issue's table (``issue_bodies.compose_issue``, within
+branch), the section below a dashboard issue's table (``issues.bodies.compose_issue``, within
 its size budget) and below a compact dashboard file's, and the summary JSON's ``history``
 (targets/summary.py). A pull request's results never reach these states: ``update`` does not
-record them (config.py ``Settings.feeds_dashboards``).
+record them (config/settings.py ``Settings.feeds_dashboards``).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.model import DashboardState, Entry, Outcome, Source, worst
-from ivy_matrix.render import escape_name, escape_url, safe_link
 
 FLAKY_WINDOW = 10
 FLIPS_FOR_FLAKY = 2

@@ -1,9 +1,10 @@
-"""Which job of a workflow run produced a leg's results, and the small file that says so.
+"""Which job of a workflow run produced a leg's results, the small file that says so, and the
+job and run URLs cells link (built, and read back out of adopted links).
 
-Pure: no I/O (``lookup.py`` lists the jobs and reads and writes the metadata files).
+Pure: no I/O (``commands/job_links.py`` lists the jobs and reads and writes the metadata files).
 
 **Finding the current job** (when ``job.check_run_id`` is not available: GHES, act, other
-runners). The jobs of the current run attempt are listed once (``github_api.list_run_jobs``)
+runners). The jobs of the current run attempt are listed once (``github.client.list_run_jobs``)
 and :func:`find_job` picks one:
 
 1. jobs that are ``in_progress`` are preferred: the current job is running, finished legs are not;
@@ -50,7 +51,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ivy_matrix.errors import InputError
-from ivy_matrix.links import job_url, run_url
 from ivy_matrix.model import RunKey
 
 LEG_METADATA_NAME = "ivy-matrix-leg.json"
@@ -64,6 +64,61 @@ _ELLIPSIS = "..."
 _CALLER_SEPARATOR = " / "
 _IN_PROGRESS = "in_progress"
 _SAFE_URL = re.compile(r"https?://[^\s\"'<>`\\]+")
+
+DEFAULT_SERVER_URL = "https://github.com"
+
+# Ivy's generator wrote ".../runs/R/jobs/J"; GitHub's own job pages are ".../runs/R/job/J".
+_RUN_URL = re.compile(
+    r"/actions/runs/(?P<run>\d+)(?:/attempts/(?P<attempt>\d+))?(?:/jobs?/(?P<job>\d+))?"
+)
+
+
+def run_url(server_url: str, repository: str, run_id: int) -> str:
+    """The page of a workflow run."""
+    return f"{server_url.rstrip('/')}/{repository}/actions/runs/{run_id}"
+
+
+def job_url(server_url: str, repository: str, run_id: int, job_id: int) -> str:
+    """The page of one job of a workflow run."""
+    return f"{run_url(server_url, repository, run_id)}/job/{job_id}"
+
+
+def cell_url(
+    *,
+    server_url: str,
+    repository: str | None,
+    run_id: int | None,
+    job_id: int | None,
+    given: str | None = None,
+) -> str:
+    """The link a cell gets: the given job URL, else the job, else the run, else Actions."""
+    if given:
+        return given
+    if not repository:
+        return ""
+    if run_id is None:
+        return f"{server_url.rstrip('/')}/{repository}/actions"
+    if job_id is None:
+        return run_url(server_url, repository, run_id)
+    return job_url(server_url, repository, run_id, job_id)
+
+
+def run_key_from_url(url: str) -> RunKey:
+    """Read the run, attempt and job ids back out of a link (``-1`` for what it lacks).
+
+    An attempt that the link does not give is taken as 0, older than any real attempt of the
+    same run, so that a new result of that run replaces the adopted one.
+    """
+    match = _RUN_URL.search(url)
+    if match is None:
+        return RunKey()
+    attempt = match.group("attempt")
+    job = match.group("job")
+    return RunKey(
+        run_id=int(match.group("run")),
+        run_attempt=int(attempt) if attempt else 0,
+        job_id=int(job) if job else -1,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

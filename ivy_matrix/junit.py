@@ -15,7 +15,7 @@ direct children of ``<testcase>``, error > failure > skipped > passed; ``<flakyF
 ``<rerunError>`` change nothing, and ``status=`` attributes are ignored.
 
 Encodings are found and, where expat cannot read them, transcoded to UTF-8 by
-``xml_input.py``; an encoding that cannot be read is a problem for the file, never an
+``encodings.py``; an encoding that cannot be read is a problem for the file, never an
 exception.
 
 Input limits, so that memory stays flat whatever the file holds: names (``name``,

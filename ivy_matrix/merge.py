@@ -13,7 +13,7 @@ Together these make applying results idempotent (the same results twice change n
 order-independent (results of different runs give the same state in any order), which is what
 lets concurrent writers retry freely.
 
-Retirement and prune are in retirement.py; changes.py folds one update's batches into the
+Retirement and prune are in retirement.py; fold.py folds one update's batches into the
 store's states with both. :func:`union_states` joins two states by the rules above.
 """
 

@@ -24,7 +24,8 @@ import html
 import re
 
 from ivy_matrix.errors import InputError, ProblemsError
-from ivy_matrix.links import run_key_from_url
+from ivy_matrix.escaping import IVY_NO_LINK, SAFE_URL, unescape_name
+from ivy_matrix.jobs import run_key_from_url
 from ivy_matrix.model import (
     UNKNOWN_RUN,
     Cell,
@@ -36,7 +37,7 @@ from ivy_matrix.model import (
     Seen,
     Source,
 )
-from ivy_matrix.render import COMPACT_SYMBOLS, IVY_NO_LINK, SAFE_URL, unescape_name
+from ivy_matrix.render import COMPACT_SYMBOLS
 
 # The largest table file adopt reads, and the longest cell (name or result) it accepts. Ivy's
 # cells are under 200 characters; a cell is copied into every row's width, so a huge one

@@ -10,12 +10,12 @@ backend name can end a cell, start HTML, mention a user or break a line.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
+from ivy_matrix.history import dashboard_history, render_index_sections, render_issue_section
 from ivy_matrix.model import DashboardState, Entry, Outcome, Totals
 from ivy_matrix.paths import INDEX_NAME, dashboard_file
 
@@ -42,82 +42,6 @@ COMPACT_SYMBOLS = {
     Outcome.SKIPPED: "⏭️",
     Outcome.FLAKY: "🔁",
 }
-
-# Backslash-escaped: the markdown characters that could end a cell or start formatting or links.
-_BACKSLASHED = "\\|*[]~`"
-# A zero-width space (written as an entity, so the file shows it) after "@", "#" and "GH-"
-# keeps "@user" from notifying anyone and "#123", "owner/repo#123" and "GH-123" from linking
-# an issue; GitHub autolinks them in the rendered text, where entities are already decoded.
-_ZWSP = "&#8203;"
-_ESCAPES = {
-    **{c: "\\" + c for c in _BACKSLASHED},
-    "&": "&amp;",
-    "<": "&lt;",
-    ">": "&gt;",
-    "@": "@" + _ZWSP,
-    "#": "#" + _ZWSP,
-    # GitHub's documented way to show a dollar sign that must not start math.
-    "$": "<span>$</span>",
-    "\n": " ",
-    "\r": " ",
-    "\t": " ",
-}
-# Invisible or text-reordering characters could hide or disguise text, and control characters
-# could break a terminal: they show as U+FFFD. These are the C0 and C1 controls, the line and
-# paragraph separators, and every format character (Unicode category Cf: bidi controls such as
-# U+202E and U+2066-U+2069, U+200E/U+200F, U+061C; zero-width characters U+200B-U+200D, U+2060,
-# U+FEFF; the soft hyphen; tag characters; ...). Format characters are found with the running
-# Python's Unicode database, so a newer Python's new ones are covered too; only names that are
-# not plain ASCII are looked at.
-_CONTROLS = {
-    chr(c): "\ufffd"
-    for c in (*range(32), *range(0x7F, 0xA0), 0x2028, 0x2029)
-    if chr(c) not in _ESCAPES
-}
-_ESCAPE_TABLE = str.maketrans({**_CONTROLS, **_ESCAPES})
-_GH_REFERENCE = re.compile(r"(gh-)(?=[0-9])", re.IGNORECASE)
-_UNESCAPE = re.compile(r"\\([\\|*\[\]~`])|&amp;|&lt;|&gt;|&#8203;|<span>\$</span>")
-_UNESCAPED = {"&amp;": "&", "&lt;": "<", "&gt;": ">", _ZWSP: "", "<span>$</span>": "$"}
-
-
-def escape_name(name: str) -> str:
-    """Make a test or backend name safe inside a markdown table cell (see the README)."""
-    if not name.isascii():
-        name = "".join("\ufffd" if unicodedata.category(c) == "Cf" else c for c in name)
-    return _GH_REFERENCE.sub(r"\1" + _ZWSP, name.translate(_ESCAPE_TABLE))
-
-
-def unescape_name(text: str) -> str:
-    """Undo :func:`escape_name` (line breaks and hidden characters stay replaced)."""
-
-    def replace(match: re.Match[str]) -> str:
-        return match.group(1) or _UNESCAPED[match.group(0)]
-
-    return _UNESCAPE.sub(replace, text)
-
-
-# A link a cell may get: plain http(s), nothing that could end the attribute or the cell.
-SAFE_URL = re.compile(r"https?://[^\s\"'<>`\\|]+", re.IGNORECASE)
-# Ivy's old generator wrote href="null" when it found no job; adopted cells keep it (no link).
-IVY_NO_LINK = "null"
-
-
-def safe_link(url: str) -> str:
-    """``url`` if a cell may link it (plain http(s)), else ``""``: such a cell gets no link."""
-    return url if SAFE_URL.fullmatch(url) else ""
-
-
-def escape_url(url: str) -> str:
-    """Keep a URL from closing the ``href`` attribute or the table cell."""
-    return (
-        url.replace("&", "&amp;")
-        .replace('"', "%22")
-        .replace("<", "%3C")
-        .replace(">", "%3E")
-        .replace("|", "%7C")
-        .replace(" ", "%20")
-        .replace("\n", "")
-    )
 
 
 def badge(outcome: Outcome) -> str:
@@ -367,13 +291,6 @@ def render_files(
     history.py); a compact dashboard gets its failing and flaky cells below its table. The
     Ivy-style table is Ivy's format byte for byte, so nothing is added to it.
     """
-    # history.py draws with this module's escaping, so it is imported here, not at the top.
-    from ivy_matrix.history import (  # noqa: PLC0415  -- history imports render
-        dashboard_history,
-        render_index_sections,
-        render_issue_section,
-    )
-
     wanted = None if only is None else set(only)
     histories = {state.key: dashboard_history(state) for state in states}
     files = []

@@ -1,4 +1,4 @@
-"""Meta tests: action.yml, the settings in config.py and the README agree with each other."""
+"""Meta tests: action.yml, the settings in config/settings.py and the README agree with each other."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for adopt.py: Ivy's own tables read back cell by cell, byte for byte."""
+"""Tests for readback.py: Ivy's own tables read back cell by cell, byte for byte."""
 
 from __future__ import annotations
 

@@ -10,18 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tabulate import tabulate
 
+from ivy_matrix.escaping import escape_name, unescape_name
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.readback import split_row
-from ivy_matrix.render import (
-    Style,
-    backend_counts,
-    escape_name,
-    render_dashboard,
-    render_index,
-    table,
-    unescape_name,
-)
+from ivy_matrix.render import Style, backend_counts, render_dashboard, render_index, table
 
 SOURCE = Source(
     run=RunKey(4519909128, 1, 7960678746),

@@ -1,7 +1,7 @@
 """Which store a command's settings name, and what keeps the output folder in step with it.
 
 I/O (it builds the stores). The one place that decides between the stores, so the pipeline
-(update.py) and ``adopt`` call ``store.update(change)`` without knowing which store they hold:
+(commands/update.py) and ``adopt`` call ``store.update(change)`` without knowing which store they hold:
 
 - the branch target: :class:`~ivy_matrix.stores.branch.BranchStore` (compare-and-swap);
 - the issue target alone: :class:`~ivy_matrix.issues.store.IssueStore` (jobs take turns,

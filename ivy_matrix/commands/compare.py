@@ -2,13 +2,13 @@
 
 I/O: reads the default branch's states (the local store, or with the branch target the
 dashboard branch, read-only: nothing is locked or written), writes ``--json`` and
-``--markdown``. The verdicts themselves are pure (``verdicts.py``), and so is the comment body
-(``pr_comment.py``); the sticky comment is written by ``targets/pr_comment.py``.
+``--markdown``. The verdicts themselves are pure (``pr/verdicts.py``), and so is the comment body
+(``pr/body.py``); the sticky comment is written by ``pr/comment.py``.
 
 The pull request's results are read as ``update`` reads them (the same result, naming and job
 link options) and recorded as the pull request's: its number (``--pr``), head commit
 (``--head-sha``) and base (``--base-sha``), each from the runner's event when not given. The
-baseline's ancestry follows run order from the base commit (``verdicts.run_order_ancestry``).
+baseline's ancestry follows run order from the base commit (``pr.verdicts.run_order_ancestry``).
 """
 
 from __future__ import annotations

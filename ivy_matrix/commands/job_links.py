@@ -2,7 +2,7 @@
 
 I/O: reads the leg metadata files beside the results, lists the run's jobs (one request, with
 ``actions: read``), and writes this leg's metadata. The matching itself is pure (jobs.py); the
-URLs are built in links.py. In order, a backend's cells link: the leg's metadata file; the
+URLs are built in jobs.py. In order, a backend's cells link: the leg's metadata file; the
 given job URL; the given job id (one leg); a job of the run found by runner name or
 ``job-name``; the run.
 """
@@ -23,12 +23,12 @@ from ivy_matrix.jobs import (
     MAX_LEG_METADATA_BYTES,
     Job,
     LegMetadata,
+    cell_url,
     find_job,
     leg_metadata_json,
     leg_metadata_problem,
     parse_leg_metadata,
 )
-from ivy_matrix.links import cell_url
 from ivy_matrix.model import PULL_REQUEST_EVENTS, RunKey, Source
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Log

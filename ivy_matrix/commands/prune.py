@@ -1,6 +1,6 @@
 """The ``prune`` command: remove named dashboards, backends or rows from the store on purpose.
 
-I/O: the shell around ``retirement.prune`` (what goes) and ``changes.prune_change`` (the
+I/O: the shell around ``retirement.prune`` (what goes) and ``fold.prune_change`` (the
 store's change). It goes through the same ``store.update`` as ``update``: the local store, or
 with the branch target the dashboard branch (one commit that also rewrites or deletes the
 rendered files and the index); ``--output-dir`` is refreshed too. With ``--dry-run`` it says

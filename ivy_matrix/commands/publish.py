@@ -2,10 +2,10 @@
 state, with no new results (a fan-in job after the matrix, or a scheduled job).
 
 I/O: the shell around the branch store. One ``store.update`` whose change adds nothing and
-applies the store-wide retirement (``changes.merge_batches`` with no batch), rendering every
+applies the store-wide retirement (``fold.merge_batches`` with no batch), rendering every
 dashboard and the index and committing only the files that differ (nothing at all when the
 branch already shows its state); then, with the ``issue`` target, the dashboard issues and the
-index issue from that state (targets/issues.py), and ``--output-dir`` when given.
+index issue from that state (issues/publish.py), and ``--output-dir`` when given.
 """
 
 from __future__ import annotations

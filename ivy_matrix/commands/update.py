@@ -2,16 +2,16 @@
 
 I/O: the imperative shell. It only orders the stages; each lives in its own module:
 
-1. read the result files and name every case's cell (sources.py -> collect.py);
-2. find each backend's job link (lookup.py);
+1. read the result files and name every case's cell (commands/result_files.py -> collect.py);
+2. find each backend's job link (commands/job_links.py);
 3. ``store.update(merge)``: fold the results into the stored state (merge.py), in whichever
-   store the settings name (wiring.py; stores/), which also keeps ``--output-dir`` in step;
-4. publish: the dashboard issues (targets/issues.py), the job summary, step outputs and
+   store the settings name (commands/choose_store.py; stores/), which also keeps ``--output-dir`` in step;
+4. publish: the dashboard issues (issues/publish.py), the job summary, step outputs and
    summary JSON (targets/summary.py).
 
 Results of a pull request (or of a branch that does not feed the dashboards) are never
 recorded: nothing is written to the store, the output folder, the branch or the issues; they
-feed only the pull request's verdicts (compare.py: the pr-comment target and ``fail-on: new``)
+feed only the pull request's verdicts (commands/compare.py: the pr-comment target and ``fail-on: new``)
 and this run's job summary.
 
 Pull requests from forks and Dependabot get a read-only token: branch and issue writes are

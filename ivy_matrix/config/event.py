@@ -1,7 +1,7 @@
 """The runner's event payload: what it says about a pull request and the default branch.
 
-Pure: :func:`parse_event` reads a payload already decoded from JSON; config.py reads the file
-the runner names in ``GITHUB_EVENT_PATH`` (``config.read_event``) and hands it here.
+Pure: :func:`parse_event` reads a payload already decoded from JSON; config/settings.py reads the file
+the runner names in ``GITHUB_EVENT_PATH`` (``config.settings.read_event``) and hands it here.
 """
 
 from __future__ import annotations

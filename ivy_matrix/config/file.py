@@ -1,6 +1,6 @@
 """The YAML config file (``--config``): settings and dashboard rules, read as untrusted input.
 
-I/O: reads one file, at most 1 MiB of UTF-8, with YAML's safe loader and no aliases; config.py
+I/O: reads one file, at most 1 MiB of UTF-8, with YAML's safe loader and no aliases; config/settings.py
 merges what it holds with the other layers. Every problem is an InputError naming the file.
 """
 

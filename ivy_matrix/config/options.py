@@ -1,7 +1,7 @@
 """Every setting ivy-matrix has: its name, kind, default, choices and help (``OPTIONS``).
 
 Pure: definitions, the conversion of a given value to the option's kind, and the parsing and
-checks of a few values (``targets``, ``matrix-size`` with ``matrix-index``). config.py
+checks of a few values (``targets``, ``matrix-size`` with ``matrix-index``). config/settings.py
 resolves the values (command line, environment, config file, runner, default); cli.py builds
 the command line from ``OPTIONS``; ``tests/test_action_yml.py`` checks that action.yml and the
 README list the same options with the same defaults. Each default is stated here only:
@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from ivy_matrix.errors import InputError
 from ivy_matrix.issues.markers import DEFAULT_LABEL
-from ivy_matrix.links import DEFAULT_SERVER_URL
+from ivy_matrix.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.render import Style
 

@@ -274,7 +274,7 @@ def _with_runner(settings: Settings, env: Mapping[str, str]) -> Settings:
 
 
 def read_event(path: Path | None, event_name: str | None) -> EventInfo:
-    """What the event payload at ``path`` says (``event.parse_event``); an unreadable one,
+    """What the event payload at ``path`` says (``config.event.parse_event``); an unreadable one,
     nothing."""
     if path is None:
         return EventInfo()

@@ -1,8 +1,8 @@
 """The GitHub REST calls ivy-matrix makes, behind our own types and our own retry policy.
 
 I/O. The only module that imports PyGithub: :class:`GitHubClient` sends the requests of
-github_git.py (Actions and git data) and github_issues.py (issues) with PyGithub's requester,
-over the transport of github_http.py. These ``github_*`` modules are the only ones that handle
+github/git.py (Actions and git data) and github/issues.py (issues) with PyGithub's requester,
+over the transport of github/http.py. These modules of ``github/`` are the only ones that handle
 untyped JSON (``Any``). Every call returns our own frozen dataclasses or plain values, never
 PyGithub objects, and raises
 :class:`~ivy_matrix.errors.GitHubAPIError` (or :class:`ReadOnlyTokenError`) with a message that
@@ -11,7 +11,7 @@ says what failed, why, and what to do.
 **Retries are ours** (PLATFORM.md section 1.3). PyGithub's own retry is switched off
 (``retry=None``): its default retries POST after a 5xx, which duplicates creates, and never
 retries PATCH. Instead :meth:`GitHubClient._call` retries every request of this module, as
-``github_retry.py`` decides (5xx, network errors and rate limits; bounded in tries and in
+``github/retry.py`` decides (5xx, network errors and rate limits; bounded in tries and in
 time, with a clear error when GitHub asks for longer). Retrying is safe because every
 request here is idempotent at our level: reads; blobs, trees and commits (content-addressed:
 a duplicate is the same object, or an unreferenced one); creating a ref (a second attempt that
@@ -49,8 +49,8 @@ class GitHubClient(GitCalls, IssueCalls):
     """The GitHub calls ivy-matrix makes; build it with :func:`make_client`.
 
     One client per process (or thread): it holds one HTTP session and a cache of job
-    listings, one per (repository, run, attempt). The calls are in github_git.py and
-    github_issues.py; here they are sent with PyGithub's requester.
+    listings, one per (repository, run, attempt). The calls are in github/git.py and
+    github/issues.py; here they are sent with PyGithub's requester.
     """
 
     def __init__(

@@ -1,8 +1,8 @@
 """The Actions and git-data calls: the run's jobs, branch tips, trees, blobs, commits, refs.
 
 I/O through :class:`~ivy_matrix.github.http.Transport` (no PyGithub here). Every call returns
-our own types (``jobs.Job``, ``github_types.Tree``, shas) and is retried by the transport;
-each is idempotent at our level (see github_api.py). ``update_branch`` is the compare-and-swap
+our own types (``jobs.Job``, ``github.types.Tree``, shas) and is retried by the transport;
+each is idempotent at our level (see github/client.py). ``update_branch`` is the compare-and-swap
 the branch store relies on.
 """
 

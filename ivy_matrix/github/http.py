@@ -1,8 +1,8 @@
 """The transport under every GitHub call: one request, retried by the policy, as our errors.
 
-I/O through an abstract :meth:`Transport._send` (``github_api.GitHubClient`` sends with
+I/O through an abstract :meth:`Transport._send` (``github.client.GitHubClient`` sends with
 PyGithub's requester); this module does not import PyGithub. An answer that is not 2xx comes
-back as :class:`HTTPError`; :meth:`Transport._call` retries it as ``github_retry.py`` decides
+back as :class:`HTTPError`; :meth:`Transport._call` retries it as ``github/retry.py`` decides
 and turns the last one into a :class:`~ivy_matrix.errors.GitHubAPIError` that names the
 permission the call needs.
 """
@@ -95,7 +95,7 @@ def bind(
 
 
 class Transport:
-    """Sends requests and retries them; the calls (github_git.py, github_issues.py) build on it."""
+    """Sends requests and retries them; the calls (github/git.py, github/issues.py) build on it."""
 
     def __init__(self, *, retry: RetryPolicy, sleep: Callable[[float], None]) -> None:
         self._retry = retry

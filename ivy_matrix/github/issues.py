@@ -35,7 +35,7 @@ class IssueCalls(Transport):
     # (POST), which can duplicate a comment when a 5xx came after the write landed: callers
     # find their comments by marker afterwards and remove duplicates. Issue creates are never
     # resent blindly: a 5xx or network error is raised, and the caller lists the issues by
-    # marker before creating again (targets/issue_finding.py). Edits (PATCH) send the whole new
+    # marker before creating again (issues/finding.py). Edits (PATCH) send the whole new
     # body, so repeating one is harmless.
 
     def list_issues(self, repo: str, *, label: str, state: str = "all") -> list[Issue]:

@@ -1,6 +1,6 @@
 """When to retry a GitHub request, how long to wait, and what to say when it fails.
 
-Pure: the policy of ``github_api.GitHubClient._call`` (PLATFORM.md section 1.3), with its
+Pure: the policy of ``github.client.GitHubClient._call`` (PLATFORM.md section 1.3), with its
 clock, random source and limits as parameters. It decides from an answer's status, headers
 and message:
 

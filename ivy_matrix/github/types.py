@@ -1,6 +1,6 @@
 """Our types for what GitHub returns, and the issue calls the issue store and target make.
 
-Pure: frozen dataclasses and a protocol. ``github_api.GitHubClient`` returns these and
+Pure: frozen dataclasses and a protocol. ``github.client.GitHubClient`` returns these and
 implements :class:`IssueAPI`; tests can hand the stores and targets any other implementation.
 """
 
@@ -52,7 +52,7 @@ class PullRequest:
 
 
 class IssueAPI(Protocol):
-    """The issue calls of ``github_api.GitHubClient`` that targets/ and stores/issues.py make."""
+    """The issue calls of ``github.client.GitHubClient`` that targets/ and issues/store.py make."""
 
     def list_issues(self, repo: str, *, label: str, state: str = "all") -> list[Issue]: ...
 

@@ -1,12 +1,12 @@
 """Composing dashboard issue bodies and the index issue's body within GitHub's size budget.
 
-Pure: no I/O (``targets/issue_writer.py``, ``targets/issue_index.py`` and ``stores/issues.py``
+Pure: no I/O (``issues/writer.py``, ``issues/index.py`` and ``issues/store.py``
 write what this returns). In: dashboard states, the body an issue has now (the maintainer's text
 outside the managed region is kept verbatim) and the budget; out: :class:`IssueBodies` (a body
 and its continuation comments) or the index body. The layout and markers are
-``issue_markers.py``; the hidden state block is ``issue_state.py``.
+``issues/markers.py``; the hidden state block is ``issues/state_block.py``.
 
-**Size.** Every body is measured in UTF-16 code units against the budget (``issue_markers.py``
+**Size.** Every body is measured in UTF-16 code units against the budget (``issues/markers.py``
 says why). A dashboard over budget in the Ivy style is drawn in the compact style; if that is
 still over, the rows are split into complete tables (each with the header) across the body and
 continuation comments.
@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ivy_matrix.errors import IvyMatrixError
+from ivy_matrix.escaping import escape_name
 from ivy_matrix.history import (
     DEFAULT_SECTION_LIMIT,
     dashboard_history,
@@ -41,7 +42,6 @@ from ivy_matrix.render import (
     compact_cell,
     compact_table,
     counts_table,
-    escape_name,
     render_dashboard,
     render_index,
     table,

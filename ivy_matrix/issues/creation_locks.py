@@ -1,6 +1,6 @@
 """Who creates a dashboard's issue: the one job that creates its git-ref lock first.
 
-I/O, through :class:`RefAPI` (``github_api.GitHubClient`` has the calls; they need
+I/O, through :class:`RefAPI` (``github.client.GitHubClient`` has the calls; they need
 ``contents: write``, which the branch target has anyway). GitHub has no create-if-absent for
 issues, but ``POST /git/refs`` is one (PLATFORM.md 3.2): a ref that exists is refused with
 "Reference already exists". So before creating the issue of a dashboard that has none, a job
@@ -34,7 +34,7 @@ _HOLDER = re.compile(r"^holder: (?P<h>.*)$", re.MULTILINE)
 
 
 class RefAPI(Protocol):
-    """The git-data calls the lock makes (``github_api.GitHubClient`` has them)."""
+    """The git-data calls the lock makes (``github.client.GitHubClient`` has them)."""
 
     def get_ref(self, repo: str, ref: str) -> str | None: ...
 

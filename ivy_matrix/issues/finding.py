@@ -9,19 +9,19 @@ pull request) raises :class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the u
 dashboard key, and the index under :data:`INDEX_KEY`) and the issues created.
 
 **Finding.** One listing per call; each body's first line is matched against the dashboard and
-index markers (``issue_markers.py``).
+index markers (``issues/markers.py``).
 
 **Creating.** A dashboard with no issue gets one (the label is created first if missing); the
-body is read back and written once more if it differs (``issue_verify.py``). A create POST is
+body is read back and written once more if it differs (``issues/verify.py``). A create POST is
 never resent blindly: after a 5xx or a network error (the issue may exist anyway) the issues are
 listed and one with the marker is taken before creating again, at most :data:`CREATE_TRIES`
 times. With the branch target, creating goes through a git-ref lock per dashboard
-(``issue_locks.py``), so at most one job ever creates a given dashboard's issue.
+(``issues/creation_locks.py``), so at most one job ever creates a given dashboard's issue.
 
 **Duplicates.** Two jobs can both find nothing and both create, and a create POST retried after
 a 5xx can land twice (PLATFORM.md 1.3); the lowest number is kept and the others are closed with
 a comment pointing to it and lose the label (:meth:`IssueFinder.close_duplicate`; which ones a
-call closes is decided by ``issue_writer.dedupe_created``).
+call closes is decided by ``issues.writer.dedupe_created``).
 """
 
 from __future__ import annotations

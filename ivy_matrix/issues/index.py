@@ -1,7 +1,7 @@
 """The index issue: every dashboard x backend as passing/total, linking each dashboard's issue.
 
 I/O, through an :class:`~ivy_matrix.issues.writer.IssueWriter`; the body comes from
-``issue_bodies.compose_index``. Created when missing (a second copy from a racing job is
+``issues.bodies.compose_index``. Created when missing (a second copy from a racing job is
 closed), rewritten only when its body changed, and pinned (best effort) when asked to.
 """
 

@@ -1,9 +1,9 @@
 """Dashboard issues: the hidden markers, how a body is recognised and read, and how it is measured.
 
-Pure: no I/O (``targets/issue_*.py`` and ``stores/issues.py`` do the GitHub side). In:
+Pure: no I/O (``issues/*.py`` and ``issues/store.py`` do the GitHub side). In:
 issue and comment bodies as GitHub returns them (or None); out: keys, part numbers, revisions,
 the maintainer's text around the managed region, and sizes. Composing bodies is
-``issue_bodies.py``; the hidden state block is ``issue_state.py``. A dashboard issue body looks
+``issues/bodies.py``; the hidden state block is ``issues/state_block.py``. A dashboard issue body looks
 like::
 
     <!-- ivy-matrix:dashboard=core/gradients -->        how the action finds its own issue

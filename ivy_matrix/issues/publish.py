@@ -25,7 +25,7 @@ from ivy_matrix.issues.report import IssueAction, IssueResult, IssuesReport
 from ivy_matrix.issues.writer import IssueWriter, Written, dedupe_created
 from ivy_matrix.model import DashboardState
 from ivy_matrix.render import Style
-from ivy_matrix.runner.progress import Progress, Quiet
+from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
 
@@ -69,7 +69,7 @@ def publish_issues(
     the issues again and rewrites any that a slower job meanwhile replaced with an older
     revision: issue edits have no compare-and-swap, so the newest writer checks its work.
 
-    With ``locks`` (git-ref locks, ``issue_locks.py``) an issue is created only by the job
+    With ``locks`` (git-ref locks, ``issues/creation_locks.py``) an issue is created only by the job
     that holds its lock; the others write the rest first, then wait for those issues to
     appear (one listing a poll for all of them) and write them.
     """

@@ -3,8 +3,8 @@
 I/O only through the :class:`~ivy_matrix.github.types.IssueAPI` it holds (this module makes no
 request itself). :class:`IssueRequests` is the base of
 :class:`~ivy_matrix.issues.writer.IssueWriter`: the layers above it
-(``issue_verify.py``: writes read back; ``issue_finding.py``: finding and creating issues;
-``issue_writer.py``: one dashboard's issue) share its state. Out: ``planned`` (the writes a dry
+(``issues/verify.py``: writes read back; ``issues/finding.py``: finding and creating issues;
+``issues/writer.py``: one dashboard's issue) share its state. Out: ``planned`` (the writes a dry
 run would have made) and ``warnings`` (also logged as they happen).
 
 **Pace.** GitHub allows about 80 content-creating requests a minute per repository
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from ivy_matrix.github.types import IssueAPI
 from ivy_matrix.issues.report import PlannedWrite
 from ivy_matrix.render import Style
-from ivy_matrix.runner.progress import Progress
+from ivy_matrix.runner.log import Progress
 
 # GitHub allows about 80 content-creating requests a minute per repository (PLATFORM.md 1.2):
 # a writer's first PACE_FROM writes go at once, every later one PACE_SECONDS after the last.
@@ -54,7 +54,7 @@ class IssueRequests:
         self.budget = budget
         self.planned: list[PlannedWrite] = []
         self.warnings: list[str] = []
-        self._label_ready = False  # issue_finding.py: the label is known to exist
+        self._label_ready = False  # issues/finding.py: the label is known to exist
         self.writes = 0  # content-creating requests made (see _pace)
 
     def warn(self, message: str) -> None:

@@ -1,6 +1,6 @@
 """The hidden state block of a dashboard issue (the issue-body store keeps its state there).
 
-Pure: no I/O (``stores/issues.py`` reads and writes the issues). In: a
+Pure: no I/O (``issues/store.py`` reads and writes the issues). In: a
 :class:`~ivy_matrix.model.DashboardState`, or a body as GitHub returns it; out: the block text,
 a body with its block set, or the state read back. The block is the statefile JSON
 (``statefile.py``), zlib-compressed, base64-encoded and wrapped, inside the managed region::
@@ -9,7 +9,7 @@ a body with its block set, or the state read back. The block is the statefile JS
     eJy...
     -->
 
-It must fit in the issue body itself (the budget of ``issue_markers.py``); when it does not,
+It must fit in the issue body itself (the budget of ``issues/markers.py``); when it does not,
 :class:`IssueStateTooLargeError` says to keep the state on a branch instead. A block that is
 damaged, or would inflate past :data:`STATE_INFLATE_LIMIT`, is a
 :class:`~ivy_matrix.errors.StoreError` that says how to start the dashboard afresh.

@@ -4,7 +4,7 @@ I/O, through :class:`~ivy_matrix.issues.writer.IssueWriter`; for jobs without
 ``contents: write``. GitHub has no conditional write for issues (PLATFORM.md 3.3), so a body
 edit is last-writer-wins and two jobs writing the same issue at once would drop each other's
 cells. So jobs take turns: each update holds a lock made of comments on the index issue
-(``stores/issue_lock.py``) while it reads, merges and writes, and creates no issue outside it.
+(``issues/store_lock.py``) while it reads, merges and writes, and creates no issue outside it.
 A job that waits too long for the lock refuses with a message that says to use the branch
 target; it never writes without the lock, so nothing is lost and no issue is duplicated.
 
@@ -33,7 +33,7 @@ from ivy_matrix.issues.writer import IssueWriter, Written, dedupe_created
 from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.render import Style
-from ivy_matrix.runner.progress import Progress, Quiet
+from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.stores import AfterSave, Change, Saved
 
 

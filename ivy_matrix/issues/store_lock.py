@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.github.types import IssueAPI, IssueComment
-from ivy_matrix.runner.progress import Progress
+from ivy_matrix.runner.log import Progress
 
 LOCK_WAIT = 180.0  # seconds a job waits for the lock before it refuses to write
 LOCK_EXPIRY = 600.0  # a claim older than this is a job that died holding the lock

@@ -1,17 +1,17 @@
 """Writing one dashboard's issue: create it or bring it (and its continuation comments) up to date.
 
 I/O, through :class:`~ivy_matrix.github.types.IssueAPI` only, in the layers below
-:class:`IssueWriter`: ``issue_requests.py`` (shared state, pace, dry-run plan),
-``issue_verify.py`` (writes read back: issue ``PATCH``/``GET``, comment list, ``POST``,
-``PATCH``, ``DELETE``) and ``issue_finding.py`` (listing, creating and closing issues). Every
+:class:`IssueWriter`: ``issues/requests.py`` (shared state, pace, dry-run plan),
+``issues/verify.py`` (writes read back: issue ``PATCH``/``GET``, comment list, ``POST``,
+``PATCH``, ``DELETE``) and ``issues/finding.py`` (listing, creating and closing issues). Every
 call needs ``permissions: issues: write``; a read-only token (fork or Dependabot pull request)
 raises :class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the update turns into "step
-summary only". ``targets/issues.py`` (dashboards published from the branch store's state) and
-``stores/issues.py`` (the issue-body store) both write through the :class:`IssueWriter` here.
+summary only". ``issues/publish.py`` (dashboards published from the branch store's state) and
+``issues/store.py`` (the issue-body store) both write through the :class:`IssueWriter` here.
 In: a dashboard's state and the issues ``find`` listed for it; out: :class:`Written` (the issue
 and its :class:`~ivy_matrix.issues.report.IssueResult`).
 
-**Writing.** The bodies come from ``issue_bodies.compose_issue``. A body that did not change is
+**Writing.** The bodies come from ``issues.bodies.compose_issue``. A body that did not change is
 not written. With ``revision`` (the branch store's revision of the state the bodies were
 rendered from) the current body is read just before the write and a newer revision is never
 replaced by an older one. Continuation comments are kept equal to the composed ones. Requests

@@ -1,6 +1,6 @@
 """The sticky pull-request comment: its body, its markers, and what a writer should write.
 
-Pure: no I/O (``targets/pr_comment.py`` reads and writes the comment). A comment body looks
+Pure: no I/O (``pr/comment.py`` reads and writes the comment). A comment body looks
 like::
 
     <!-- ivy-matrix:pr=7 -->                      how the writer finds it (with the author)
@@ -9,7 +9,7 @@ like::
     ## ivy-matrix: 2 new failures
     ...which baseline; per backend the counts (torch: 2 new, 5 pre-existing, 1 fixed); the new
     failures with links to the PR's job and the baseline's; the rest in <details>...
-    <!-- ivy-matrix:verdicts                      every writer's cells (see pr_state.py)
+    <!-- ivy-matrix:verdicts                      every writer's cells (see pr/state.py)
     eJy...
     -->
 
@@ -21,17 +21,17 @@ all-green note (:func:`~ivy_matrix.pr.state.has_failures` lets the caller write 
 instead, when no comment exists yet).
 
 **Size.** The body is kept within ``BUDGET`` UTF-16 units (GitHub refuses comments over 65,536
-characters; measured as issue_markers.py does). The hidden block gets at most ``BLOCK_BUDGET`` (and
+characters; measured as issues/markers.py does). The hidden block gets at most ``BLOCK_BUDGET`` (and
 half the budget); cells it has no room for are left out least important first and counted
 (per backend and verdict) instead. The visible part is then cut least important first: fixed,
 then flaky, pre-existing and no-baseline cells, then new failures, then the per-backend lines;
 the comment says what was cut, and its counts always include every cell.
 
-**Writing it** is ``targets/pr_comment.py``: the comment is the oldest whose first line is
+**Writing it** is ``pr/comment.py``: the comment is the oldest whose first line is
 ``comment_marker(pr)`` *and* whose author is the expected login; writers merge with
 ``comment_update`` and re-read until their cells are there (its docstring has the details).
 In the ``workflow_run`` fork recipe the PR number and head sha come from
-``github.event.workflow_run`` (config.py ``read_event``), never from the artifact.
+``github.event.workflow_run`` (config/settings.py ``read_event``), never from the artifact.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.issues.markers import DEFAULT_BUDGET, utf16_len
 from ivy_matrix.pr.state import CommentState, has_failures, merge_states, pack_state, unpack_state
 from ivy_matrix.pr.verdicts import COUNT_ORDER, BaselineKind, CellVerdict, Verdict
-from ivy_matrix.render import escape_name, escape_url, safe_link
 
 BUDGET = DEFAULT_BUDGET
 BLOCK_BUDGET = 30_000

@@ -1,8 +1,8 @@
 """The pr-comment target: one sticky comment per pull request with its verdicts.
 
-I/O through :class:`CommentAPI` (the issue-comment calls of ``github_api.GitHubClient``; a pull
+I/O through :class:`CommentAPI` (the issue-comment calls of ``github.client.GitHubClient``; a pull
 request is an issue for comments). The body and the merge of writers' cells are pure
-(``pr_comment.py``, ``pr_state.py``); this module finds the comment and writes it:
+(``pr/body.py``, ``pr/state.py``); this module finds the comment and writes it:
 
 - **Ours**: a comment whose first line is ``comment_marker(pr)`` *and* whose author's login is
   the expected one (``pr-comment-author``, default ``github-actions[bot]``, the login

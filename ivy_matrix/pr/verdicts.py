@@ -39,7 +39,7 @@ branch's order, then new rows and backends in the order the pull request reporte
 The overall baseline (:attr:`Comparison.baseline`) is "merge-base" when the merge base was
 located and every listed cell with a baseline took it from the merge base; else "latest".
 
-**Used by** compare.py: ``ivy-matrix compare`` and ``update`` on a pull request read the
+**Used by** commands/compare.py: ``ivy-matrix compare`` and ``update`` on a pull request read the
 pull request's results as ``update`` does, load the default branch's states read-only, and
 call ``compare`` with ``run_order_ancestry`` from the base sha; ``compare_document`` is the
 ``--json`` file, and ``fail-on: new`` fails when ``counts()[Verdict.NEW]`` is not 0.
@@ -51,6 +51,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ivy_matrix.escaping import IVY_NO_LINK
 from ivy_matrix.history import (
     RunRef,
     RunResult,
@@ -61,7 +62,6 @@ from ivy_matrix.history import (
 )
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.render import IVY_NO_LINK
 
 
 class Verdict(StrEnum):

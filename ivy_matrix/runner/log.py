@@ -28,7 +28,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 # Control characters other than tab, and the characters some readers take as line breaks.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
@@ -37,6 +37,24 @@ _OLD_COMMAND = "##["
 # A line the runner takes for a command: "::" after Unicode white space (which it trims); format
 # characters such as U+FEFF are skipped too, in case a reader drops them.
 _COMMAND_START = re.compile(r"[\s\u180e\u200b-\u200f\u2060-\u2064\ufeff]*::")
+
+
+class Progress(Protocol):
+    """Progress lines and warnings (``runner.log.Log`` is one)."""
+
+    def info(self, message: str) -> None: ...
+
+    def warning(self, message: str) -> None: ...
+
+
+class Quiet:
+    """Progress that goes nowhere."""
+
+    def info(self, message: str) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        pass
 
 
 def _visible(match: re.Match[str]) -> str:

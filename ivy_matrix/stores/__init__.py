@@ -8,8 +8,8 @@ logs what it would write instead of writing it.
 
 - ``stores/local.py``: a folder on this machine, under a file lock;
 - ``stores/branch.py``: a branch of the repository, by git compare-and-swap (reading it:
-  ``branch_snapshot.py``; what is where on it: ``branch_layout.py``);
-- ``stores/issues.py``: hidden blocks of the dashboard issues (writers take turns).
+  ``stores/snapshot.py``; what is where on it: ``stores/layout.py``);
+- ``issues/store.py``: hidden blocks of the dashboard issues (writers take turns).
 """
 
 from __future__ import annotations

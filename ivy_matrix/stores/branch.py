@@ -1,10 +1,10 @@
 """Dashboard state and rendered dashboards, committed to a branch of the repository.
 
-I/O, through a :class:`GitData` client (``github_api.GitHubClient``): this module holds the
+I/O, through a :class:`GitData` client (``github.client.GitHubClient``): this module holds the
 compare-and-swap update loop; what is where on the branch (one state object per backend
 column, the finished-legs record ``LEGS``, the ``REVISION`` counter) is in
-``branch_layout.py``, and reading the branch at a commit (ref, recursive listing, blobs cached
-by sha) in ``branch_snapshot.py``.
+``stores/layout.py``, and reading the branch at a commit (ref, recursive listing, blobs cached
+by sha) in ``stores/snapshot.py``.
 
 One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM.md 3.2):
 
@@ -26,7 +26,7 @@ called several times and must depend only on the states it is given.
 
 **Design, chosen by measurement** (``bench/store_scale.py``, Ivy's shape, 20-80 ms a request):
 
-- *One object per column*: see ``branch_layout.py``.
+- *One object per column*: see ``stores/layout.py``.
 - *Render once per run.* With a :class:`Leg` (``--matrix-size``) a leg never renders; the
   writer whose commit completes the run's set of legs reads everything, applies the store's
   change (store-wide retirement needs every dashboard's runs) and renders every dashboard and
@@ -34,7 +34,7 @@ called several times and must depend only on the states it is given.
   again. Without a leg (local runs, a fan-in job, ``publish``) every update reads everything,
   renders what it changed and commits with the loop above.
 - *Matrix legs batch through an inbox* (:meth:`BranchStore._update_leg`,
-  ``branch_inbox.py``): each leg publishes its results under a ref of its own, and one leg at
+  ``stores/inbox.py``): each leg publishes its results under a ref of its own, and one leg at
   a time folds every pending ref into the branch with one compare-and-swap commit.
 - *Cheap, spread retries* (commits without a leg, and folders that lose). A retry re-reads
   the ref and the listing and only the blobs whose sha changed, after a random moment
@@ -56,7 +56,7 @@ from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file
 from ivy_matrix.render import RenderedFile, removed_files
-from ivy_matrix.runner.progress import Progress, Quiet
+from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.statefile import dump_runs
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.inbox import Inbox, InboxAPI, fold_results, own_reports
@@ -86,7 +86,7 @@ Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile
 
 
 class GitData(InboxAPI, Protocol):
-    """The git-data calls the branch store needs (``github_api.GitHubClient`` has them)."""
+    """The git-data calls the branch store needs (``github.client.GitHubClient`` has them)."""
 
     def create_branch(self, repo: str, branch: str, sha: str) -> bool: ...
 

@@ -56,7 +56,7 @@ PARALLEL = 16
 
 
 class InboxAPI(GitReads, Protocol):
-    """The git-data calls the inbox needs (``github_api.GitHubClient`` has them)."""
+    """The git-data calls the inbox needs (``github.client.GitHubClient`` has them)."""
 
     def create_tree(
         self, repo: str, base_tree: str | None, files: Mapping[str, str | None]

@@ -1,7 +1,7 @@
 """Where the branch store keeps each file, and the record of the matrix legs that finished.
 
 Pure: paths and file contents in, paths and file contents out; no I/O (the reads are in
-``branch_snapshot.py``, the commits in ``branch.py``). The branch (``ivy-matrix`` by default)
+``stores/snapshot.py``, the commits in ``branch.py``). The branch (``ivy-matrix`` by default)
 holds::
 
     README.md                                   the index page      (rendered, from the caller)

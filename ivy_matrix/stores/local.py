@@ -35,7 +35,7 @@ from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import relative_path, state_file
 from ivy_matrix.runner.files import write_atomic
-from ivy_matrix.runner.progress import Progress, Quiet
+from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores import AfterSave, Change, Saved
 

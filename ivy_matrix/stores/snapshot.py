@@ -1,7 +1,7 @@
 """Reading the branch store's branch at one commit: its states, revision and finished legs.
 
-I/O: reads only, through a :class:`GitReads` client (``github_api.GitHubClient``); writes
-are in ``branch.py``, the paths in ``branch_layout.py``. :meth:`BranchReader.read` takes
+I/O: reads only, through a :class:`GitReads` client (``github.client.GitHubClient``); writes
+are in ``branch.py``, the paths in ``stores/layout.py``. :meth:`BranchReader.read` takes
 the tip that one try of the compare-and-swap loop (``branch.py``) read, and returns a
 :class:`Snapshot`:
 
@@ -44,7 +44,7 @@ class TreeListing(Protocol):
 
 
 class GitReads(Protocol):
-    """The git-data reads of the branch store (``github_api.GitHubClient`` has them)."""
+    """The git-data reads of the branch store (``github.client.GitHubClient`` has them)."""
 
     def get_branch_head(self, repo: str, branch: str) -> str | None: ...
 

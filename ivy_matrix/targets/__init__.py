@@ -1,9 +1,9 @@
 """Where rendered dashboards go: files, issues, the job summary and step outputs.
 
 - ``targets/files.py``: pages in ``--output-dir``;
-- ``targets/issues.py``: one issue per dashboard and the index issue (written through
-  ``issue_writer.py``, which builds on ``issue_finding.py``, ``issue_verify.py`` and
-  ``issue_requests.py``, and ``issue_index.py``; results in ``issue_results.py``);
+- ``issues/publish.py``: one issue per dashboard and the index issue (written through
+  ``issues/writer.py``, which builds on ``issues/finding.py``, ``issues/verify.py`` and
+  ``issues/requests.py``, and ``issues/index.py``; results in ``issues/report.py``);
 - ``targets/summary.py``: the job summary, step outputs, ``--summary-json`` and annotations.
 """
 

@@ -15,7 +15,7 @@ from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
 from ivy_matrix.render import RenderedFile, Style, removed_files, render_files
 from ivy_matrix.runner.files import write_atomic
-from ivy_matrix.runner.progress import Progress
+from ivy_matrix.runner.log import Progress
 
 
 def write_output(

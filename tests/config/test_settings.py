@@ -1,4 +1,4 @@
-"""Tests for config.py: where each setting comes from, and how bad settings are reported."""
+"""Tests for config/settings.py: where each setting comes from, and how bad settings are reported."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ivy_matrix.config.file import MAX_CONFIG_BYTES
 from ivy_matrix.config.options import OPTION_BY_NAME, FailOn
 from ivy_matrix.config.settings import Settings, load_settings
 from ivy_matrix.errors import InputError
-from ivy_matrix.links import DEFAULT_SERVER_URL
+from ivy_matrix.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.render import Style
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "entrypoint.py"

@@ -1,4 +1,4 @@
-"""Tests for github_api.py: real PyGithub against FakeGitHub, with our retry policy and errors."""
+"""Tests for github/client.py: real PyGithub against FakeGitHub, with our retry policy and errors."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Tests for tests/github/fake_server.py: GitHub's behaviour on the endpoints ivy-matrix calls.
 
-The fake is the ground truth for every test of github_api.py and the end-to-end tests, so it is
+The fake is the ground truth for every test of github/client.py and the end-to-end tests, so it is
 held to two standards here: it answers the way GitHub does (status, error text, headers), and
 every JSON body it serves validates against the operation's schema in
 ../shared/github-api/openapi-subset.json.

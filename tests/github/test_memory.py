@@ -194,7 +194,7 @@ def test_a_read_only_token_reads_but_every_write_raises_read_only_token_error(si
 
 def test_the_model_has_the_clients_signatures():
     """Every client method the model offers takes the same parameters and returns the same type."""
-    # The client's calls live in mixin classes (github_git.py, github_issues.py).
+    # The client's calls live in mixin classes (github/git.py, github/issues.py).
     members = {
         name: member
         for klass in reversed(GitHubClient.__mro__)

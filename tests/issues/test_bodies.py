@@ -1,4 +1,4 @@
-"""Tests for issue_markers.py, issue_state.py and issue_bodies.py: markers, state, bodies, size."""
+"""Tests for issues/markers.py, issues/state_block.py and issues/bodies.py: markers, state, bodies, size."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix.errors import StoreError
+from ivy_matrix.escaping import escape_name
 from ivy_matrix.issues.bodies import NAME_CAP, compose_index, compose_issue
 from ivy_matrix.issues.markers import (
     BEGIN,
@@ -31,7 +32,7 @@ from ivy_matrix.issues.markers import (
 from ivy_matrix.issues.state_block import IssueStateTooLargeError, embed_state, extract_state
 from ivy_matrix.merge import Batch, apply_batch, union_states
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.render import Style, escape_name, render_dashboard
+from ivy_matrix.render import Style, render_dashboard
 
 KEY = DashboardId(title="gradients", category="core")
 OUTCOMES = (Outcome.SUCCESS, Outcome.FAILURE, Outcome.SKIPPED, Outcome.FLAKY)

@@ -1,4 +1,4 @@
-"""Tests for targets/issue_locks.py: one creator per dashboard issue, through git-ref locks.
+"""Tests for issues/locks.py: one creator per dashboard issue, through git-ref locks.
 
 The races run on the in-memory model (tests/github/memory.py) with threads; the client's
 calls for refs and commits are tested over HTTP in tests/github/test_client.py.

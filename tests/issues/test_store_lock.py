@@ -1,4 +1,4 @@
-"""Tests for stores/issue_lock.py: the issue-body store's jobs take turns, or refuse.
+"""Tests for issues/store_lock.py: the issue-body store's jobs take turns, or refuse.
 
 The races run on the in-memory model (tests/github/memory.py) with threads.
 """

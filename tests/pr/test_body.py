@@ -1,4 +1,4 @@
-"""Tests for pr_comment.py and pr_state.py: the sticky comment's body, budget and merging."""
+"""Tests for pr/body.py and pr/state.py: the sticky comment's body, budget and merging."""
 
 from __future__ import annotations
 

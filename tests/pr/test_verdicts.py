@@ -1,4 +1,4 @@
-"""Tests for verdicts.py: a pull request's cells against the default branch's history."""
+"""Tests for pr/verdicts.py: a pull request's cells against the default branch's history."""
 
 from __future__ import annotations
 

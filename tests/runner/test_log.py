@@ -1,4 +1,4 @@
-"""Tests for workflow_commands.py: what the log and the step outputs can never be made to do."""
+"""Tests for runner/log.py: what the log and the step outputs can never be made to do."""
 
 from __future__ import annotations
 
