@@ -63,8 +63,12 @@ def open_store(
     message: str,
     after_save: AfterSave | None,
     leg: Leg | None = None,
+    render_all: bool = False,
 ) -> Store:
-    """The store for ``remote`` (the GitHub targets this run writes); see the module docstring."""
+    """The store for ``remote`` (the GitHub targets this run writes); see the module docstring.
+
+    ``render_all``: the branch store renders every dashboard, not only those that changed.
+    """
     if not remote:
         return LocalStore(
             settings.store,
@@ -86,6 +90,7 @@ def open_store(
             server_url=settings.server_url,
             sleep=github.remote.sleep,
             leg=leg,
+            render_all=render_all,
         )
     log.warning(ISSUE_STORE_WARNING)
     return IssueStore(

@@ -23,7 +23,6 @@ from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import Saved
-from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.targets import Published
 
 EXIT_OK = 0
@@ -45,9 +44,8 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> i
             remote=targets,
             message="ivy-matrix: publish",
             after_save=output_folder(settings, log),
+            render_all=True,
         )
-        if isinstance(store, BranchStore):
-            store.render_all = True
 
         def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
             return merge_batches(
