@@ -19,6 +19,8 @@ from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.github.connection import READ_ONLY_ADVICE, GitHub, is_read_only_event
 from ivy_matrix.issues.store import IssueStore
+from ivy_matrix.issues.store_lock import Turns
+from ivy_matrix.issues.writer import IssueOptions
 from ivy_matrix.render import render_files
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import AfterSave, Store
@@ -96,13 +98,29 @@ def open_store(
     return IssueStore(
         github.client,
         github.repository,
-        label=settings.issue_label,
-        style=settings.style,
+        issue_options(settings),
+        turns=Turns(holder=job_name(settings)),
         history=settings.history,
         log=log,
-        sleep=github.remote.sleep,
-        dry_run=settings.dry_run,
         after_save=after_save,
-        holder=f"run {settings.run_id} attempt {settings.run_attempt} job "
-        f"{settings.job_id or '?'} backend {settings.backend or '?'}",
+        sleep=github.remote.sleep,
+    )
+
+
+def issue_options(settings: Settings) -> IssueOptions:
+    """What the dashboard issues look like and whether they are written."""
+    return IssueOptions(
+        label=settings.issue_label,
+        style=settings.style,
+        pin_index=settings.pin_index,
+        graphql_url=settings.graphql_url,
+        dry_run=settings.dry_run,
+    )
+
+
+def job_name(settings: Settings) -> str:
+    """This job as a lock names its holder to the jobs that wait for it."""
+    return (
+        f"run {settings.run_id} attempt {settings.run_attempt} job "
+        f"{settings.job_id or '?'} backend {settings.backend or '?'}"
     )

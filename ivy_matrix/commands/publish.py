@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ivy_matrix.commands.choose_store import open_store, output_folder, remote_targets
+from ivy_matrix.commands.choose_store import (
+    issue_options,
+    job_name,
+    open_store,
+    output_folder,
+    remote_targets,
+)
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
@@ -56,7 +62,14 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> i
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets:
             published = publish_from_branch(
-                settings, every_dashboard(saved), github, log, published
+                github.client,
+                github.repository,
+                every_dashboard(saved),
+                published,
+                issue_options(settings),
+                holder=job_name(settings),
+                log=log,
+                sleep=github.remote.sleep,
             )
     log.info(
         f"published {len(saved.merged.states)} dashboard(s) from branch {settings.branch}: "

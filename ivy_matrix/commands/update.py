@@ -27,7 +27,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from ivy_matrix.collect import Collected, build_batches
-from ivy_matrix.commands.choose_store import open_store, output_folder, remote_targets
+from ivy_matrix.commands.choose_store import (
+    issue_options,
+    job_name,
+    open_store,
+    output_folder,
+    remote_targets,
+)
 from ivy_matrix.commands.compare import (
     baseline_states,
     counts_line,
@@ -201,7 +207,16 @@ def _save_and_publish(
         if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
             # The leg that completes a matrix run publishes what every leg brought.
             shown = every_dashboard(saved) if settings.matrix_size else saved
-            published = publish_from_branch(settings, shown, github, log, published)
+            published = publish_from_branch(
+                github.client,
+                github.repository,
+                shown,
+                published,
+                issue_options(settings),
+                holder=job_name(settings),
+                log=log,
+                sleep=github.remote.sleep,
+            )
     except ReadOnlyTokenError:
         log.warning(READ_ONLY_ADVICE)
         merged = change({})

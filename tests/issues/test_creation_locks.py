@@ -1,4 +1,4 @@
-"""Tests for issues/locks.py: one creator per dashboard issue, through git-ref locks.
+"""Tests for issues/creation_locks.py: one creator per dashboard issue, through git-ref locks.
 
 The races run on the in-memory model (tests/github/memory.py) with threads; the client's
 calls for refs and commits are tested over HTTP in tests/github/test_client.py.
@@ -11,15 +11,12 @@ from typing import Any
 
 import pytest
 
-from ivy_matrix.issues.creation_locks import IssueLocks
+from ivy_matrix.issues.creation_locks import CreationLocks
 from ivy_matrix.issues.markers import dashboard_key, is_index
-from ivy_matrix.issues.publish import publish_issues
 from ivy_matrix.issues.report import IssueAction, IssuesReport
 from tests.github.memory import MemoryGitHub
-from tests.issues.test_publish import GRADIENTS, RANDOM, Lines, make_state
+from tests.issues.helpers import GRADIENTS, LABEL, RANDOM, REPO, Lines, make_state, publish
 
-REPO = "acme/widgets"
-LABEL = "ivy-matrix"
 NOW = 1_800_000_000.0
 
 
@@ -27,8 +24,8 @@ def no_wait(_seconds: float) -> None:
     """Waits of the target, skipped."""
 
 
-def locks(memory: MemoryGitHub, holder: str, *, now: float = NOW) -> IssueLocks:
-    return IssueLocks(memory.as_client(), REPO, label=LABEL, holder=holder, clock=lambda: now)
+def locks(memory: MemoryGitHub, holder: str, *, now: float = NOW) -> CreationLocks:
+    return CreationLocks(memory, REPO, label=LABEL, holder=holder, clock=lambda: now)
 
 
 def publish_leg(memory: MemoryGitHub, leg: int, **options: Any) -> IssuesReport:
@@ -38,15 +35,8 @@ def publish_leg(memory: MemoryGitHub, leg: int, **options: Any) -> IssuesReport:
         make_state(RANDOM, 2, (backend,), run=200 + leg),
     ]
     options.setdefault("locks", locks(memory, f"job {leg}"))
-    return publish_issues(
-        memory.as_client(),
-        REPO,
-        states,
-        touched=[s.key for s in states],
-        revision=None,
-        sleep=options.pop("sleep", no_wait),
-        **options,
-    )
+    options.setdefault("sleep", no_wait)
+    return publish(memory, states, **options)
 
 
 def issues_of(memory: MemoryGitHub, key: str | None) -> list[dict[str, Any]]:

@@ -16,24 +16,21 @@ from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.issues.markers import dashboard_key, is_index
 from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.issues.store import IssueStore
-from ivy_matrix.issues.store_lock import CommentLock, ConcurrentWritersError
+from ivy_matrix.issues.store_lock import STORE_LOCK_WAIT, ConcurrentWritersError, StoreLock, Turns
 from ivy_matrix.stores import Saved
 from tests.github.memory import MemoryGitHub
-from tests.issues.test_publish import Lines, leg_change
+from tests.issues.helpers import REPO, Lines, issue_store, leg_change
 
-REPO = "acme/widgets"
 LEGS = 16
 
 
-def store(memory: MemoryGitHub, seed: int, **options: Any) -> IssueStore:
-    options.setdefault("lock_poll", (0.001, 0.004))
-    return IssueStore(
-        memory.as_client(),
-        REPO,
+def store(memory: MemoryGitHub, seed: int, *, wait: float = STORE_LOCK_WAIT) -> IssueStore:
+    """Job ``seed``'s issue-body store: it takes turns, looking again every few milliseconds."""
+    return issue_store(
+        memory,
+        seed,
+        turns=Turns(holder=f"job {seed}", wait=wait, poll=(0.001, 0.004)),
         sleep=lambda s: time.sleep(min(s, 0.005)),
-        rng=random.Random(seed),
-        holder=f"job {seed}",
-        **options,
     )
 
 
@@ -89,10 +86,10 @@ def test_a_job_that_waits_too_long_refuses_and_writes_nothing(memory):
     grant contents: write, and leaves the dashboard issues untouched."""
     store(memory, 1).update(leg_change("torch", 1))
     [index] = [i for i in all_issues(memory) if is_index(i["body"])]
-    holder = CommentLock(
-        memory.as_client(),
+    holder = StoreLock(
+        memory,
         REPO,
-        holder="run 7 job 70",
+        Turns(holder="run 7 job 70"),
         log=Lines(),
         sleep=lambda _s: None,
         rng=random.Random(0),
@@ -100,7 +97,7 @@ def test_a_job_that_waits_too_long_refuses_and_writes_nothing(memory):
     holder.acquire(index["number"])
     before = {i["number"]: i["body"] for i in all_issues(memory)}
     with pytest.raises(ConcurrentWritersError) as refused:
-        store(memory, 2, lock_wait=0.01).update(leg_change("jax", 2))
+        store(memory, 2, wait=0.01).update(leg_change("jax", 2))
     message = str(refused.value)
     assert "run 7 job 70" in message
     assert "contents: write" in message
@@ -118,17 +115,17 @@ def test_a_claim_left_by_a_job_that_died_expires(memory):
     """A claim older than the expiry does not block the next job, and is removed."""
     store(memory, 1).update(leg_change("torch", 1))
     [index] = [i for i in all_issues(memory) if is_index(i["body"])]
-    dead = CommentLock(
-        memory.as_client(),
+    dead = StoreLock(
+        memory,
         REPO,
-        holder="job that died",
+        Turns(holder="job that died"),
         log=Lines(),
         sleep=lambda _s: None,
         rng=random.Random(0),
         clock=lambda: time.time() - 3_600,
     )
     dead.acquire(index["number"])
-    saved = store(memory, 2, lock_wait=0.01).update(leg_change("jax", 2))
+    saved = store(memory, 2, wait=0.01).update(leg_change("jax", 2))
     assert saved.converged
     with memory.lock:
         assert memory.comments[index["number"]] == []
@@ -140,10 +137,10 @@ def test_an_error_while_waiting_removes_the_claim(memory):
     store(memory, 1).update(leg_change("torch", 1))
     [index] = [i for i in all_issues(memory) if is_index(i["body"])]
     memory.inject("list_issue_comments", status=502)
-    lock = CommentLock(
-        memory.as_client(),
+    lock = StoreLock(
+        memory,
         REPO,
-        holder="j",
+        Turns(holder="j"),
         log=Lines(),
         sleep=lambda _s: None,
         rng=random.Random(0),
