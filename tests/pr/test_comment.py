@@ -62,7 +62,7 @@ def writer(
     memory: MemoryGitHub, *, when_green: WhenGreen = WhenGreen.NOTE, seed: int = 0
 ) -> PullRequestComment:
     return PullRequestComment(
-        memory.as_client(),
+        memory,
         REPO,
         author=BOT_LOGIN,
         when_green=when_green,
