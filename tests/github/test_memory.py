@@ -239,7 +239,9 @@ def test_a_competing_writer_moves_the_branch_between_read_and_write(memory):
     """A before-hook on update_branch lets another writer land first: the move returns False."""
     root = memory.create_commit(REPO, "root", memory.create_tree(REPO, None, {"a": "a"}), [])
     assert memory.create_branch(REPO, BRANCH, root)
-    theirs = memory.create_commit(REPO, "theirs", memory.create_tree(REPO, None, {"a": "b"}), [root])
+    theirs = memory.create_commit(
+        REPO, "theirs", memory.create_tree(REPO, None, {"a": "b"}), [root]
+    )
     ours = memory.create_commit(REPO, "ours", memory.create_tree(REPO, None, {"a": "c"}), [root])
     memory.inject(
         "update_branch", status=None, before=lambda: memory.update_branch(REPO, BRANCH, theirs)
