@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.github.connection import GitHub
+from ivy_matrix.github.connection import Connection
 from ivy_matrix.github.types import Issue, IssueAPI
 from ivy_matrix.issues.creation_locks import IssueLocks
 from ivy_matrix.issues.finding import INDEX_KEY, Found
@@ -267,7 +267,7 @@ def _settle(
 
 
 def publish_from_branch(
-    settings: Settings, saved: Saved, github: GitHub, log: Progress, published: Published
+    settings: Settings, saved: Saved, github: Connection, log: Progress, published: Published
 ) -> Published:
     """The issue target beside the branch store: publish its state at its revision.
 

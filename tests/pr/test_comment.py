@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.config.options import WhenGreen
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import RunKey
 from ivy_matrix.pr.body import comment_marker, parse_comment
-from ivy_matrix.pr.comment import PullRequestComment
+from ivy_matrix.pr.comment import PullRequestComment, WhenGreen
 from ivy_matrix.pr.state import CommentState
 from ivy_matrix.pr.verdicts import CellVerdict, Verdict
 from ivy_matrix.runner.log import Log
