@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from tabulate import tabulate
 
 from ivy_matrix.cli import main
+from ivy_matrix.github.client import GitHubClient
+from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.readback import MAX_ADOPT_BYTES
 from ivy_matrix.stores.local import LocalStore
@@ -907,6 +910,45 @@ def test_entrypoint_runs_update_as_a_subprocess(workdir):
     assert latest(load(store=workdir / ".ivy-matrix"), "test_jac", "torch").source.url == (
         "https://github.com/o/r/actions/runs/6"
     )
+
+
+def broken_client(token: str, api_url: str) -> GitHubClient:
+    """A client factory with a bug in it."""
+    raise RuntimeError(f"no client for {api_url} with a token of {len(token)} character(s)")
+
+
+def test_the_log_goes_to_the_streams_main_is_given(workdir, capsys):
+    """Every log line goes to the given stdout and a crash's traceback to the given stderr."""
+    write_junit(workdir / "r.xml", [("test_grad", "passed")])
+    argv = ["update", "--junit", "r.xml", "--backend", "torch", "--targets", "branch"]
+    argv += ["--run-id", "5", "--repository", "o/r", "--token", "t"]
+    out, err = io.StringIO(), io.StringIO()
+
+    code = main(argv, {}, remote=Remote(client=broken_client), stdout=out, stderr=err)
+
+    assert code == 2
+    assert capsys.readouterr() == ("", "")
+    assert out.getvalue().splitlines() == [
+        "Reading 1 result file(s)",
+        "r.xml: 1 tests, 0 failed, 0 errors, 0 skipped",
+        "error: ivy-matrix crashed; please report this with the log above",
+    ]
+    assert err.getvalue().splitlines()[0] == "Traceback (most recent call last):"
+    assert err.getvalue().splitlines()[-1] == (
+        "RuntimeError: no client for https://api.github.com with a token of 1 character(s)"
+    )
+
+
+def test_help_goes_to_the_stdout_main_is_given(capsys):
+    """--help prints to the given stdout and exits 0 as argparse does."""
+    out = io.StringIO()
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["update", "--help"], {}, stdout=out)
+
+    assert exit_info.value.code == 0
+    assert capsys.readouterr() == ("", "")
+    assert out.getvalue().startswith("usage: ivy-matrix update [-h]")
 
 
 def test_a_closed_stdout_ends_the_log_but_the_update_still_saves(workdir):
