@@ -12,22 +12,15 @@ from typing import Any
 import pytest
 
 from ivy_matrix.cli import main
+from tests.commands.results import GRADIENTS, write_junit
 from tests.commands.test_update_github import FAST, runner_env, write_results
 from tests.github.fake_server import FakeGitHub
-from tests.test_cli import GRADIENTS, write_junit
 
 pytestmark = pytest.mark.timeout(60)
 
 REPO = "acme/widgets"
 DASHBOARD = "core/gradients"
 _FLAKY = f'<testcase classname="{GRADIENTS}" name="{{}}"><flakyFailure message="once"/></testcase>'
-
-
-@pytest.fixture(name="workdir")
-def workdir_fixture(tmp_path, monkeypatch):
-    """A temporary folder that is the current directory while the test runs."""
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def results(path: Path, cases: Sequence[tuple[str, str]]) -> Path:
