@@ -29,7 +29,7 @@ from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.model import DashboardId
 from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import join_columns, load_state
-from tests.concurrency import at_once
+from tests.concurrency import VirtualClock, at_once
 from tests.conftest import shared_dir
 from tests.github.fake_server import FakeGitHub
 
@@ -96,15 +96,22 @@ def run_legs_at_once(
 ) -> dict[str, subprocess.CompletedProcess[str]]:
     """Run ``cli.main`` for every (argv, env) leg in threads started together, each leg with
     its own output streams; its exit code and what it printed, by its last argument (its
-    backend)."""
+    backend).
+
+    The legs' waits (stores, targets) are on one VirtualClock, so how long a leg waits for the
+    others is counted in their waits, not in how fast this machine runs their requests; the
+    client's own retry pauses stay short real ones.
+    """
+    clock = VirtualClock()
+    remote = Remote(client=fast_client, sleep=clock.sleep)
     results: dict[str, subprocess.CompletedProcess[str]] = {}
 
     def run_leg(argv: list[str], env: dict[str, str]) -> None:
         out, err = io.StringIO(), io.StringIO()
-        code = main(argv, env, remote=FAST, stdout=out, stderr=err)
+        code = main(argv, env, remote=remote, stdout=out, stderr=err)
         results[argv[-1]] = subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
-    at_once([partial(run_leg, argv, env) for argv, env in legs])
+    at_once([partial(run_leg, argv, env) for argv, env in legs], clock=clock)
     return results
 
 

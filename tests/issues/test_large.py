@@ -5,8 +5,6 @@ How long rendering and splitting take is measured in ``bench/``, never asserted 
 
 from __future__ import annotations
 
-import pytest
-
 from ivy_matrix.issues.markers import BODY_LIMIT, continuation_part, parse_parts, utf16_len
 from ivy_matrix.issues.publish import publish_issues
 from ivy_matrix.issues.requests import PACE_FROM, PACE_SECONDS
@@ -18,7 +16,6 @@ ROWS = 50_000
 BACKENDS = ("torch", "jax", "numpy", "tensorflow")
 
 
-@pytest.mark.timeout(120)
 def test_fifty_thousand_rows_are_split_over_comments_each_row_once_and_paced(memory):
     """50,000 rows x 4 backends go out as compact tables split over the body and continuation
     comments, each under the limit, each row exactly once, the comment writes spaced to

@@ -368,7 +368,6 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(memory, faults):
         except BaseException as error:  # noqa: BLE001  -- reported by the main thread
             errors.append(error)
 
-    started = time.monotonic()
     threads = [threading.Thread(target=run_leg, args=(leg,)) for leg in range(legs)]
     for thread in threads:
         thread.start()
@@ -383,7 +382,6 @@ def test_sixteen_concurrent_legs_never_lose_a_cell(memory, faults):
     assert len(chain) == legs
     assert {o.commit_sha for o in outcomes.values()} - {None} <= set(chain)
     assert len(calls) == sum(o.attempts for o in outcomes.values())
-    assert time.monotonic() - started < 60
 
 
 def test_revision_rises_by_one_per_commit_across_legs(memory):
