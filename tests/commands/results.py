@@ -86,3 +86,16 @@ def tree(folder: Path) -> dict[str, bytes]:
     return {
         p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
     }
+
+
+def update_argv(*extra: str, backend: Sequence[str] = ("--backend", "torch")) -> list[str]:
+    """``update`` of the folder ``results`` as run 100, job 7 of o/r, with a summary JSON."""
+    return [
+        "update",
+        "--junit",
+        "results",
+        *backend,
+        *("--run-id", "100", "--job-id", "7", "--repository", "o/r"),
+        *("--summary-json", "summary.json"),
+        *extra,
+    ]

@@ -19,6 +19,7 @@ from tests.commands.results import (
     latest,
     load,
     read_json,
+    update_argv,
     write_junit,
 )
 
@@ -76,21 +77,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
     (results / "empty.xml").write_bytes(b"")
     (results / "notxml.xml").write_text("this is not XML at all\n", encoding="utf-8")
     (results / "wrongroot.xml").write_text("<html><body/></html>\n", encoding="utf-8")
-    argv = [
-        "update",
-        "--junit",
-        "results",
-        "--backend-from-path",
-        r"results/(?P<backend>torch|numpy)\b",
-        "--run-id",
-        "100",
-        "--job-id",
-        "7",
-        "--repository",
-        "o/r",
-        "--summary-json",
-        "summary.json",
-    ]
+    argv = update_argv(backend=("--backend-from-path", r"results/(?P<backend>torch|numpy)\b"))
 
     code = main(argv, {})
 

@@ -7,7 +7,15 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.model import Outcome
-from tests.commands.results import GRADIENTS, case_xml, latest, load, read_json, write_junit
+from tests.commands.results import (
+    GRADIENTS,
+    case_xml,
+    latest,
+    load,
+    read_json,
+    update_argv,
+    write_junit,
+)
 
 _HOSTILE = [
     "\n::error title=X::pwned",
@@ -73,25 +81,6 @@ def test_no_plain_log_line_can_start_a_command(workdir, capsys, github_actions):
     assert "\\ \ufeff::add-mask::y.xml: 1 tests" in out
 
 
-def _update_results(*extra: str) -> list[str]:
-    return [
-        "update",
-        "--junit",
-        "results",
-        "--backend",
-        "torch",
-        "--run-id",
-        "100",
-        "--job-id",
-        "7",
-        "--repository",
-        "o/r",
-        "--summary-json",
-        "summary.json",
-        *extra,
-    ]
-
-
 @pytest.mark.parametrize(
     ("data", "phrase"),
     [
@@ -124,7 +113,7 @@ def test_a_file_in_an_unreadable_encoding_is_a_warning_and_the_rest_is_saved(
         )
     )
 
-    code = main(_update_results(), {})
+    code = main(update_argv(), {})
 
     out = capsys.readouterr().out
     assert code == 0
@@ -144,7 +133,7 @@ def test_a_symlink_loop_in_the_results_counts_each_file_once(workdir, capsys):
     write_junit(results / "torch" / "r.xml", [("test_a", "failed")])
     (results / "torch" / "again").symlink_to("..", target_is_directory=True)
 
-    code = main(_update_results(), {})
+    code = main(update_argv(), {})
 
     assert code == 0, capsys.readouterr().out
     assert read_json(workdir / "summary.json")["totals"]["tests"] == 1
@@ -159,7 +148,7 @@ def test_huge_names_are_capped_in_the_store_and_the_dashboards(workdir, capsys):
     write_junit(results / "long.xml", [(long_name, "failed"), ("test_b", "passed")], long_class)
     write_junit(results / "good.xml", [("test_a", "passed")])
 
-    code = main(_update_results("--output-dir", "out"), {})
+    code = main(update_argv("--output-dir", "out"), {})
 
     assert code == 0, capsys.readouterr().out
     stored = list((workdir / ".ivy-matrix").rglob("*.json"))
@@ -176,11 +165,7 @@ def test_backends_taken_from_huge_names_are_capped(workdir, capsys):
     """A backend that a regex takes from a long test id (classname::name) is shortened too."""
     results = workdir / "results"
     write_junit(results / "r.xml", [("test_a[" + "b" * 5000 + "]", "passed")])
-    argv = _update_results()
-    argv[argv.index("--backend") : argv.index("--backend") + 2] = [
-        "--backend-from-test",
-        r"(?P<backend>.+)",
-    ]
+    argv = update_argv(backend=("--backend-from-test", r"(?P<backend>.+)"))
 
     code = main(argv, {})
 
