@@ -49,7 +49,7 @@ _UNESCAPED = {"&amp;": "&", "&lt;": "<", "&gt;": ">", _ZWSP: "", "<span>$</span>
 
 
 def escape_name(name: str) -> str:
-    """Make a test or backend name safe inside a markdown table cell (see the README)."""
+    """Make a test or backend name safe inside a markdown table cell (docs/escaping.md)."""
     if not name.isascii():
         name = "".join("\ufffd" if unicodedata.category(c) == "Cf" else c for c in name)
     return _GH_REFERENCE.sub(r"\1" + _ZWSP, name.translate(_ESCAPE_TABLE))

@@ -1,4 +1,4 @@
-"""Meta tests: action.yml, the settings in config/settings.py and the README agree with each other."""
+"""Meta tests: action.yml, the options in config/options.py and docs/options.md agree with each other."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from ivy_matrix.config.options import OPTIONS, Option
+from tests.markdown_doc import code_spans, section, table
 
 ROOT = Path(__file__).resolve().parents[1]
 # Inputs the action's own shell steps consume; they are not ivy-matrix settings.
@@ -94,8 +95,59 @@ def test_every_step_declares_bash_and_outputs_come_from_the_run_step():
         assert spec["description"]
 
 
-def test_readme_lists_every_option():
-    """The README's option table names every setting."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for o in OPTIONS:
-        assert f"`{o.flag}`" in readme, o.flag
+def option_reference() -> list[list[str]]:
+    """The rows of docs/options.md's table of every option."""
+    text = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    return table(section(text, "Every option"), ["option", "variable", "default", "meaning"])
+
+
+def shown_default(name: str, spec: dict[str, str]) -> set[str]:
+    """What the reference's default cell must show as code: the default, the runner variable
+    that fills the option, and the expression the action passes instead."""
+    o = option(name)
+    shown = {o.default.replace("\n", ", ")} if o.default else set()
+    shown |= {o.runner_env} if o.runner_env else set()
+    return shown | ({spec["default"]} if "${{" in spec["default"] else set())
+
+
+def test_option_reference_lists_every_option_once_in_order():
+    """docs/options.md lists each option by its flag, in OPTIONS' order, and nothing else."""
+    assert [row[0] for row in option_reference()] == [f"`{o.flag}`" for o in OPTIONS]
+
+
+def test_option_reference_names_each_options_variable():
+    """Each option's row names the IVY_MATRIX_ variable the action forwards its input through."""
+    assert [row[1] for row in option_reference()] == [f"`{o.env}`" for o in OPTIONS]
+
+
+def test_option_reference_states_each_default_and_nothing_else_as_code():
+    """A default cell shows exactly the option's default, its runner variable and the
+    expression the action passes, each as code; an option with none of them shows no code."""
+    inputs = action()["inputs"]
+    for row in option_reference():
+        name = row[0].strip("`").removeprefix("--")
+        assert set(code_spans(row[2])) == shown_default(name, inputs[name]), name
+
+
+def test_option_reference_names_every_allowed_value():
+    """An option with a closed set of values names each of them in its meaning, as code."""
+    for o, row in zip(OPTIONS, option_reference(), strict=True):
+        assert set(o.choices) <= set(code_spans(row[3])), o.flag
+
+
+def test_option_reference_lists_the_action_only_inputs_with_their_defaults():
+    """The inputs only the action's own steps read are listed with action.yml's defaults."""
+    text = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    rows = table(section(text, "Inputs of the action only"), ["input", "default", "meaning"])
+    inputs = action()["inputs"]
+    listed = {row[0].strip("`"): code_spans(row[1]) for row in rows}
+    assert listed == {
+        name: [inputs[name]["default"]] if inputs[name]["default"] else [] for name in ACTION_ONLY
+    }
+
+
+def test_outputs_reference_lists_every_step_output():
+    """docs/outputs.md lists each output of action.yml once, and no other."""
+    text = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
+    rows = table(section(text, "Step outputs"), ["output", "what it holds"])
+    assert [row[0].strip("`") for row in rows] == list(action()["outputs"])

@@ -3,8 +3,8 @@
 Pure: definitions, the conversion of a given value to the option's kind, and the parsing and
 checks of a few values (``targets``, ``matrix-size`` with ``matrix-index``). config/settings.py
 resolves the values (command line, environment, config file, runner, default); cli.py builds
-the command line from ``OPTIONS``; ``tests/test_action_yml.py`` checks that action.yml and the
-README list the same options with the same defaults. Each default is stated here only:
+the command line from ``OPTIONS``; ``tests/test_action_yml.py`` checks that action.yml and
+docs/options.md list the same options with the same defaults. Each default is stated here only:
 ``Settings``' field defaults are :func:`option_default`.
 """
 

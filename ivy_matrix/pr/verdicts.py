@@ -354,7 +354,7 @@ def _counts_json(counts: Mapping[Verdict, int]) -> dict[str, int]:
 
 
 def compare_document(comparison: Comparison) -> dict[str, object]:
-    """The ``compare --json`` document (see the README)."""
+    """The ``compare --json`` document (docs/commands.md)."""
     return {
         "baseline": comparison.baseline.value,
         "counts": _counts_json(comparison.counts()),

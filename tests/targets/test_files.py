@@ -117,7 +117,7 @@ def test_a_dry_run_lists_exactly_the_files_a_real_write_then_writes(tmp_path):
 
 
 def test_the_documented_file_names_are_the_ones_written():
-    """The README's examples of hashed file names are what dashboard_file gives."""
+    """The examples of hashed file names in docs/how-it-works.md are what dashboard_file gives."""
     assert dashboard_file(state(DashboardId(title="Grad", category="Core"))) == (
         "Core-70ea1983/Grad-d1c58652.md"
     )
