@@ -6,16 +6,20 @@ I/O. Commands:
   (commands/update.py holds the pipeline's order; ARCHITECTURE.md maps it);
 - ``compare``: a pull request's verdicts against the stored dashboards, as JSON and markdown
   (commands/compare.py); records nothing;
-- ``adopt``: take an existing dashboard table into the store, cell by cell (through the same
-  ``store.update`` as ``update``, in the store commands/choose_store.py picks);
-- ``render``: write every stored dashboard and the index;
+- ``adopt``: take an existing dashboard table into the store, cell by cell (commands/adopt.py);
+- ``render``: write every stored dashboard and the index (commands/render.py);
+- ``publish``: render the dashboards and issues from the branch state (commands/publish.py);
 - ``prune``: remove named dashboards, backends or rows from the store on purpose (commands/prune.py).
 
-``main`` takes a :class:`~ivy_matrix.github.connection.Remote` (the GitHub client factory and the waits)
-so that tests can run the whole command in-process against a fast client.
+This module holds the command line (built from ``config.options.OPTIONS``) and the dispatch;
+``main`` resolves the settings and turns errors into exit codes. It takes a
+:class:`~ivy_matrix.github.connection.Remote` (the GitHub client factory and the waits) and the
+output streams, so that tests can run whole commands in-process, several at once, against a
+fast client.
 
-Exit codes: 0 done (warnings included), 1 something the user must fix (the message says what),
-2 a bug in ivy-matrix (a traceback is printed; please report it).
+Exit codes (:class:`~ivy_matrix.errors.ExitCode`): 0 done (warnings included), 1 something the
+user must fix (the message says what), 2 a bug in ivy-matrix (a traceback is printed; please
+report it).
 """
 
 from __future__ import annotations
@@ -25,33 +29,23 @@ import sys
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from ivy_matrix import __version__
-from ivy_matrix.commands.choose_store import open_store
+from ivy_matrix.commands.adopt import run_adopt
 from ivy_matrix.commands.compare import run_compare
 from ivy_matrix.commands.prune import run_prune
 from ivy_matrix.commands.publish import run_publish
-from ivy_matrix.commands.update import EXIT_OK, EXIT_USER, run_update
-from ivy_matrix.config.options import OPTIONS, Kind, Target
-from ivy_matrix.config.settings import (
-    Settings,
-    environ,
-    is_github_actions,
-    load_settings,
-    parse_dashboard,
-)
-from ivy_matrix.errors import InputError, IvyMatrixError, ProblemsError
-from ivy_matrix.fold import Merged
-from ivy_matrix.github.connection import GitHub, Remote
-from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.readback import MAX_ADOPT_BYTES, adopt_table
-from ivy_matrix.render import render_files
+from ivy_matrix.commands.render import run_render
+from ivy_matrix.commands.update import run_update
+from ivy_matrix.config.options import OPTIONS, Kind
+from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
+from ivy_matrix.errors import ExitCode, InputError, IvyMatrixError, ProblemsError
+from ivy_matrix.github.connection import Remote
 from ivy_matrix.runner.log import Log
-from ivy_matrix.stores.local import LocalStore
-from ivy_matrix.targets.files import write_files
 
-EXIT_BUG = 2
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 _UPDATE_OPTIONS = tuple(o.name for o in OPTIONS)
 # What compare does not use: it records nothing, writes no dashboards, issues or leg metadata.
@@ -118,13 +112,22 @@ _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors raised as InputError (exit 1) instead of exit 2."""
+    """argparse, with usage errors raised as InputError (exit 1) instead of exit 2, and help
+    and version written to ``stdout`` (None: the process's)."""
+
+    stdout: TextIO | None = None
 
     def error(self, message: str) -> NoReturn:
         raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
 
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse sends help and version here with file=sys.stdout: use the command's stream.
+        if self.stdout is not None and file in (None, sys.stdout):
+            file = self.stdout
+        super()._print_message(message, file)
 
-def _parser() -> argparse.ArgumentParser:
+
+def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ivy-matrix",
         description="Per-test, per-backend dashboards from JUnit XML results.",
@@ -158,6 +161,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     _prune_arguments(prune)
     _add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
+    for each in (parser, *commands.choices.values()):
+        each.stdout = stdout
     return parser
 
 
@@ -256,12 +261,15 @@ def main(
     env: Mapping[str, str] | None = None,
     *,
     remote: Remote | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
 ) -> int:
-    """Run one command; return the exit code. ``remote``: how to reach GitHub (tests)."""
+    """Run one command; return the exit code. ``remote``: how to reach GitHub (tests);
+    ``stdout``, ``stderr``: where the log goes (None: the process's streams)."""
     env = environ() if env is None else env
-    log = Log(github_actions=is_github_actions(env))
+    log = Log(github_actions=is_github_actions(env), stream=stdout, error_stream=stderr)
     try:
-        args = _parser().parse_args(_bare_flags(sys.argv[1:] if argv is None else argv))
+        args = _parser(stdout).parse_args(_bare_flags(sys.argv[1:] if argv is None else argv))
         skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
@@ -272,103 +280,36 @@ def main(
         log.error(str(error))
         for problem in error.problems if isinstance(error, ProblemsError) else ():
             log.error(problem)
-        return EXIT_USER
+        return ExitCode.USER
     except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 2
         log.traceback(traceback.format_exc())
         log.error("ivy-matrix crashed; please report this with the log above")
-        return EXIT_BUG
+        return ExitCode.BUG
 
 
-def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> int:
+def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> ExitCode:
     """Run the command ``args`` name."""
-    if args.command in {"update", "publish"}:
-        run = run_update if args.command == "update" else run_publish
-        return run(settings, log, remote)
-    if args.command == "compare":
-        return run_compare(
-            settings, log, remote, markdown=args.compare_markdown, json_path=args.compare_json
-        )
-    if args.command == "adopt":
-        return _adopt(
-            settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
-        )
-    if args.command == "prune":
-        return run_prune(
-            settings,
-            log,
-            remote,
-            dashboards=args.prune_dashboards,
-            backends=args.prune_backends,
-            rows=args.prune_rows,
-        )
-    return _render(settings, log)
-
-
-def _adopt(
-    settings: Settings,
-    log: Log,
-    remote: Remote | None,
-    *,
-    dashboard: str,
-    file: Path,
-    force: bool,
-) -> int:
-    dashboard_id: DashboardId = parse_dashboard(dashboard)
-    try:
-        with file.open("rb") as handle:
-            data = handle.read(MAX_ADOPT_BYTES + 1)
-        if len(data) > MAX_ADOPT_BYTES:
-            raise InputError(
-                f"cannot adopt {file}: it is larger than {MAX_ADOPT_BYTES} bytes, "
-                f"the most adopt reads"
+    match args.command:
+        case "update":
+            return run_update(settings, log, remote)
+        case "publish":
+            return run_publish(settings, log, remote)
+        case "compare":
+            return run_compare(
+                settings, log, remote, markdown=args.compare_markdown, json_path=args.compare_json
             )
-        text = data.decode("utf-8-sig")
-    except OSError as error:
-        raise InputError(f"cannot read {file}: {error.strerror or error}") from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"cannot adopt {file}: it is not UTF-8 text ({error.reason})") from None
-    state = adopt_table(text, dashboard_id)
-    cells = sum(len(row.cells) for row in state.rows)
-    summary = f"{len(state.rows)} rows, {len(state.backends)} backends, {cells} cells"
-    on_branch = Target.BRANCH in settings.targets
-    where = f"on branch {settings.branch}" if on_branch else f"in {settings.store}"
-    replace = "pass --force to replace it" + ("" if on_branch else f" with {file}")
-
-    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
-        if state.id in states and not force:
-            raise InputError(f"dashboard {state.key!r} already has state {where}; {replace}")
-        return Merged(states={**states, state.id: state}, changed=(state.key,))
-
-    with GitHub(settings, remote) as github:
-        store = open_store(
-            settings,
-            github,
-            log,
-            remote={Target.BRANCH} if on_branch else set(),
-            message=f"ivy-matrix: adopt {state.key}",
-            after_save=None,
-        )
-        store.update(change)
-    if settings.dry_run:
-        return EXIT_OK
-    shown = " on the branch" if on_branch else ""
-    log.info(f"adopted {file} as dashboard {dashboard_id.key}{shown}: {summary}")
-    return EXIT_OK
-
-
-def _render(settings: Settings, log: Log) -> int:
-    if settings.output_dir is None:
-        raise InputError("render needs --output-dir DIR (or IVY_MATRIX_OUTPUT_DIR)")
-    if not settings.store.is_dir():
-        # An empty index written over the real one would look like success.
-        raise InputError(
-            f"cannot render: the store {settings.store} does not exist; pass --store with "
-            f"the folder that 'ivy-matrix update' wrote"
-        )
-    states = LocalStore(settings.store).load_all()
-    written = write_files(settings.output_dir, render_files(states, style=settings.style))
-    log.info(
-        f"rendered {len(states)} dashboard(s) into {settings.output_dir}; "
-        f"{len(written)} file(s) changed"
-    )
-    return EXIT_OK
+        case "adopt":
+            return run_adopt(
+                settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
+            )
+        case "prune":
+            return run_prune(
+                settings,
+                log,
+                remote,
+                dashboards=args.prune_dashboards,
+                backends=args.prune_backends,
+                rows=args.prune_rows,
+            )
+        case _:
+            return run_render(settings, log)

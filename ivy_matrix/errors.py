@@ -11,12 +11,22 @@ Pure: no I/O. The hierarchy::
         └── RateLimitError      rate limited for longer than we are willing to wait
 
 Anything else that escapes is a bug in ivy-matrix: exit code 2 with a traceback. Messages say
-what failed, why, and what to do, naming settings the way the user wrote them.
+what failed, why, and what to do, naming settings the way the user wrote them. The exit codes
+are :class:`ExitCode`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """What a command's exit code says: done, the user must fix something, or a bug."""
+
+    OK = 0  # done, warnings included
+    USER = 1  # an IvyMatrixError, or what fail-on asks for: the message says what to fix
+    BUG = 2  # anything else: a bug in ivy-matrix (a traceback is printed)
 
 
 class IvyMatrixError(Exception):

@@ -172,11 +172,6 @@ def history_of(results: Sequence[RunResult]) -> CellHistory:
     )
 
 
-def cell_history(entries: Iterable[Entry], branches: Collection[str] = ()) -> CellHistory:
-    """The history of a cell from its stored entries."""
-    return history_of(run_results(entries, branches))
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CellReport:
     """A cell worth a look: failing now, or flaky. ``latest`` is its newest default result."""

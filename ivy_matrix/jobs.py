@@ -133,11 +133,6 @@ class Job:
     run_attempt: int
 
 
-def shown_name(name: str) -> str:
-    """The name GitHub shows for a job named ``name``: cut to 97 characters + ``...`` if long."""
-    return name if len(name) <= JOB_NAME_LIMIT else name[:_KEPT] + _ELLIPSIS
-
-
 def _callee_parts(name: str) -> list[str]:
     """``name`` and every tail after a ``" / "`` (the name without a reusable-workflow prefix)."""
     parts = [name]

@@ -56,6 +56,13 @@ def golden_fixture(request: pytest.FixtureRequest) -> Callable[[str, str], None]
     return check
 
 
+@pytest.fixture(name="workdir")
+def workdir_fixture(tmp_path, monkeypatch):
+    """A temporary folder that is the current directory while the test runs."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
 @pytest.fixture(name="fake")
 def fake_fixture() -> Iterator[FakeGitHub]:
     """A fresh fake GitHub server on 127.0.0.1 (tests that need other settings configure it)."""

@@ -1,4 +1,4 @@
-"""Smoke test of the benchmark harness: it runs and reports every measurement (never its speed)."""
+"""Smoke test of the benchmark harness: it runs every measurement and reports it (never its speed)."""
 
 from __future__ import annotations
 
@@ -43,12 +43,11 @@ def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(out.read_text())
     results = report["results"]
-    assert sorted(results) == sorted(MEASUREMENTS)
-    for name in MEASUREMENTS:
-        # "skipped" is allowed only while the CLI has no `update` yet; a crash is "error".
-        assert results[name]["status"] in {"ok", "skipped"}, (name, results[name])
+    # Every measurement can run here (the CLI, scan_junit, and --smoke's sizes): "skipped"
+    # or "error" is a harness that stopped measuring something.
+    statuses = {name: results[name]["status"] for name in results}
+    assert statuses == dict.fromkeys(MEASUREMENTS, "ok"), results
     for name in ("floor", "junitparser", "scan"):
-        assert results[name]["status"] == "ok", (name, results[name])
         assert results[name]["cases"] == 2_000
     assert report["checks"] == [], report["checks"]
     assert {t["status"].split()[0] for t in report["targets"]} <= {"met", "MISSED", "n/a"}

@@ -9,11 +9,12 @@ from ivy_matrix.history import (
     CellHistory,
     FlakyReason,
     RunRef,
-    cell_history,
     dashboard_history,
+    history_of,
     is_default_branch,
     render_index_sections,
     render_issue_section,
+    run_results,
     summary_cells,
 )
 from ivy_matrix.merge import Batch, apply_batch
@@ -57,13 +58,13 @@ def ref(run: int) -> RunRef:
 
 def test_failing_since_is_the_oldest_run_of_the_current_streak():
     """A cell failing in its three newest runs fails since the third; its last pass is older."""
-    found = cell_history(history(F, F, F, S, S))
+    found = history_of(run_results(history(F, F, F, S, S)))
     assert found == CellHistory(failing_since=ref(98), runs=3, last_pass=ref(97))
 
 
 def test_skipped_results_neither_break_nor_extend_a_streak():
     """Skipped runs inside a failure streak are passed over: the streak goes on behind them."""
-    found = cell_history(history(K, F, K, F, S))
+    found = history_of(run_results(history(K, F, K, F, S)))
     assert found.failing_since == ref(97)
     assert found.runs == 2
     assert found.last_pass == ref(96)
@@ -71,7 +72,7 @@ def test_skipped_results_neither_break_nor_extend_a_streak():
 
 def test_a_flaky_run_breaks_a_streak_and_counts_as_the_last_pass():
     """A run that passed after reruns ends the failure streak and is the last pass."""
-    found = cell_history(history(F, R, F, F))
+    found = history_of(run_results(history(F, R, F, F)))
     assert found.failing_since == ref(100)
     assert found.runs == 1
     assert found.last_pass == ref(99)
@@ -80,7 +81,7 @@ def test_a_flaky_run_breaks_a_streak_and_counts_as_the_last_pass():
 
 def test_a_streak_reaching_the_oldest_result_says_so():
     """A cell that failed in every kept run may be failing for longer: since_oldest is set."""
-    found = cell_history(history(F, F))
+    found = history_of(run_results(history(F, F)))
     assert found.failing_since == ref(99)
     assert found.since_oldest
     assert found.last_pass is None
@@ -88,27 +89,27 @@ def test_a_streak_reaching_the_oldest_result_says_so():
 
 def test_a_passing_cell_has_no_streak_and_its_newest_pass():
     """A cell passing now fails since nothing; its last pass is its newest run."""
-    found = cell_history(history(K, S, F))
+    found = history_of(run_results(history(K, S, F)))
     assert found == CellHistory(last_pass=ref(99))
 
 
 def test_two_flips_in_the_window_make_a_cell_flaky_one_does_not():
     """Fail, pass, fail flips twice (flaky); pass, fail, fail is a breakage, not flaky."""
-    assert cell_history(history(F, S, F)).flaky is FlakyReason.FLIPS
-    assert cell_history(history(S, F, F)).flaky is None
-    assert cell_history(history(S, K, F, K, S)).flaky is FlakyReason.FLIPS
+    assert history_of(run_results(history(F, S, F))).flaky is FlakyReason.FLIPS
+    assert history_of(run_results(history(S, F, F))).flaky is None
+    assert history_of(run_results(history(S, K, F, K, S))).flaky is FlakyReason.FLIPS
 
 
 def test_flips_older_than_the_last_ten_results_do_not_count():
     """Only the newest ten results that are not skipped are looked at for flips."""
-    assert cell_history(history(*[F] * 9, S, F, S)).flaky is None
-    assert cell_history(history(*[F] * 8, S, F, S)).flaky is FlakyReason.FLIPS
+    assert history_of(run_results(history(*[F] * 9, S, F, S))).flaky is None
+    assert history_of(run_results(history(*[F] * 8, S, F, S))).flaky is FlakyReason.FLIPS
 
 
 def test_a_rerun_attempt_that_changed_the_outcome_makes_the_run_flaky():
     """Attempt 1 failed and attempt 2 of the same run passed: that run is flaky."""
     entries = [entry(100, S, attempt=2), entry(100, F, attempt=1), entry(99, S)]
-    found = cell_history(entries)
+    found = history_of(run_results(entries))
     assert found.flaky is FlakyReason.RERUN
     assert not found.failing
     assert found.last_pass == RunRef(run_id=100, sha="sha100", url=url(100, 2))
@@ -117,7 +118,7 @@ def test_a_rerun_attempt_that_changed_the_outcome_makes_the_run_flaky():
 def test_pull_request_results_are_not_default_branch_history():
     """A pull request's failure in a cell's entries changes neither its streak nor flakiness."""
     entries = [entry(101, F, event="pull_request", pr=7), *history(S, S)]
-    assert cell_history(entries) == CellHistory(last_pass=ref(100))
+    assert history_of(run_results(entries)) == CellHistory(last_pass=ref(100))
     assert not is_default_branch(entries[0].source)
     assert is_default_branch(Source(run=RunKey(1, 1, 1), url="u"))
 
@@ -136,7 +137,7 @@ def test_branches_select_which_refs_feed_the_dashboards():
 @given(st.lists(st.sampled_from([S, F, K, R]), max_size=14))
 def test_failing_since_is_within_the_history_and_a_streak_is_only_failures(outcomes):
     """The streak's oldest run is a failure, and every counted run newer than it failed."""
-    found = cell_history(history(*outcomes))
+    found = history_of(run_results(history(*outcomes)))
     if found.failing_since is None:
         assert found.runs == 0
         return

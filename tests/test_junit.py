@@ -7,7 +7,6 @@ import hashlib
 import io
 import itertools
 import os
-import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -739,21 +738,18 @@ _BILLION_LAUGHS = (
 )
 
 
-def test_billion_laughs_is_refused_quickly_and_in_little_memory() -> None:
+def test_billion_laughs_is_refused_before_any_expansion_in_little_memory() -> None:
     """An entity-expansion bomb is refused at its first declaration, before any expansion."""
     tracemalloc.start()
     try:
-        started = time.perf_counter()
         counts, problem, cases = scan(_BILLION_LAUGHS)
-        elapsed = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert problem == ParseProblem(source="t.xml", message=REFUSED_ENTITIES, line=3)
     assert counts.tests == 0
     assert cases == []
-    assert elapsed < 1.0
-    assert peak < 1024 * 1024
+    assert peak < 1024 * 1024  # the expansion would take about 3 GB
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,8 @@
-"""One module per command (update, compare, publish, prune, adopt, render), and the shell steps they share: finding result files, finding each backend's job, choosing the store.
+"""One module per command (update, compare, publish, prune, adopt, render), and the shell steps
+they share: finding result files (result_files.py), each backend's job (job_links.py), the
+store and the GitHub connection (choose_store.py), the exit code fail-on asks for (fail_on.py).
 
-I/O. The only code besides ``cli.py`` that sees :class:`~ivy_matrix.config.settings.settings.Settings`: each command turns it into the small values the stores and targets take.
+I/O. With cli.py, the only code that sees :class:`~ivy_matrix.config.settings.Settings`
+(tests/test_settings_boundary.py holds that): each command turns it into the small values
+the stores, targets, GitHub connection and pull-request comment take.
 """

@@ -1,4 +1,5 @@
-"""Which store a command's settings name, and what keeps the output folder in step with it.
+"""Which store a command's settings name, what keeps the output folder in step with it, and the
+GitHub connection they write through.
 
 I/O (it builds the stores). The one place that decides between the stores, so the pipeline
 (commands/update.py) and ``adopt`` call ``store.update(change)`` without knowing which store they hold:
@@ -17,7 +18,7 @@ from functools import partial
 
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.github.connection import READ_ONLY_ADVICE, GitHub, is_read_only_event
+from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.issues.store import IssueStore
 from ivy_matrix.issues.store_lock import Turns
 from ivy_matrix.issues.writer import IssueOptions
@@ -30,6 +31,12 @@ from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import write_output
 
 REMOTE = frozenset({Target.BRANCH, Target.ISSUE})
+READ_ONLY_ADVICE = (
+    "the token is read-only here (a pull request from a fork, or Dependabot), so the "
+    "dashboards are in the job summary only. To publish them, upload the result files as an "
+    "artifact and run ivy-matrix in a workflow triggered by workflow_run, which gets a token "
+    "that can write (see the README, 'Pull requests from forks')"
+)
 ISSUE_STORE_WARNING = (
     "the issue target without the branch target keeps the state in the issue bodies, "
     "where concurrent writers can overwrite each other (GitHub has no conditional issue "
@@ -38,10 +45,20 @@ ISSUE_STORE_WARNING = (
 )
 
 
+def connect(settings: Settings, remote: Remote | None) -> Connection:
+    """The command's GitHub connection (opened on first use): the token, API and repository."""
+    return Connection(
+        token=settings.token,
+        api_url=settings.api_url,
+        repository=settings.repository,
+        remote=remote,
+    )
+
+
 def remote_targets(settings: Settings, log: Log) -> frozenset[Target]:
     """The GitHub targets this run can write (none when the token is read-only)."""
     remote = REMOTE & frozenset(settings.targets)
-    if remote and is_read_only_event(settings):
+    if remote and settings.read_only:
         log.warning(READ_ONLY_ADVICE)
         return frozenset()
     return remote
@@ -58,7 +75,7 @@ def output_folder(settings: Settings, log: Log) -> AfterSave | None:
 
 def open_store(
     settings: Settings,
-    github: GitHub,
+    github: Connection,
     log: Log,
     *,
     remote: Collection[Target],

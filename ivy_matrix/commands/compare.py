@@ -19,19 +19,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.commands.choose_store import connect
+from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
 from ivy_matrix.commands.result_files import read_results
-from ivy_matrix.config.options import FailOn, Target
+from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.errors import InputError
-from ivy_matrix.github.connection import GitHub, Remote
-from ivy_matrix.model import DashboardState, RunKey, Totals
+from ivy_matrix.errors import ExitCode, InputError
+from ivy_matrix.github.connection import Connection, Remote
+from ivy_matrix.model import DashboardState, RunKey
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.state import CommentState, comment_state
 from ivy_matrix.pr.verdicts import (
     COUNT_ORDER,
     Comparison,
-    Verdict,
     compare,
     compare_document,
     pr_base_sha,
@@ -42,11 +43,8 @@ from ivy_matrix.runner.log import Log
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
 
-EXIT_OK = 0
-EXIT_USER = 1
 
-
-def baseline_states(settings: Settings, github: GitHub, log: Log) -> list[DashboardState]:
+def baseline_states(settings: Settings, github: Connection, log: Log) -> list[DashboardState]:
     """The default branch's dashboards: from the dashboard branch with the branch target (and
     a token), else from the local store; read only."""
     if Target.BRANCH in settings.targets and github.available:
@@ -102,15 +100,6 @@ def counts_line(comparison: Comparison) -> str:
     return f"{said} (baseline: {comparison.baseline.value})"
 
 
-def new_failures_exit(comparison: Comparison, log: Log) -> int:
-    """``fail-on: new``: exit 1 when the pull request brings a new failure."""
-    new = comparison.counts()[Verdict.NEW]
-    if new:
-        log.error(f"the pull request brings {new} new failure(s) (fail-on: new)")
-        return EXIT_USER
-    return EXIT_OK
-
-
 def _write(path: Path, text: str, what: str) -> None:
     try:
         write_atomic(path, text)
@@ -125,14 +114,14 @@ def run_compare(
     *,
     markdown: Path | None,
     json_path: Path | None,
-) -> int:
+) -> ExitCode:
     """Run ``ivy-matrix compare``: the verdicts, written as JSON and markdown; records nothing."""
     require_update_inputs(settings)
     check_leg_metadata(settings)
     settings = replace(settings, pull_request=True)
     collected = read_results(settings, log)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with GitHub(settings, remote) as github:
+    with connect(settings, remote) as github:
         links = resolve_links(settings, collected, github, log, now=now)
         states = baseline_states(settings, github, log)
     comparison = pr_comparison(settings, collected, links, states)
@@ -147,20 +136,3 @@ def run_compare(
         f"ivy-matrix compare: {len(comparison.cells)} cell(s) listed: {counts_line(comparison)}"
     )
     return exit_code(settings.fail_on, collected.totals(), log, comparison)
-
-
-def exit_code(
-    fail_on: FailOn, totals: Totals, log: Log, comparison: Comparison | None = None
-) -> int:
-    """The exit code ``fail-on`` asks for (``new``: only a pull request's new failures)."""
-    if fail_on is FailOn.NEW:
-        return EXIT_OK if comparison is None else new_failures_exit(comparison, log)
-    if fail_on is FailOn.FAILURES and totals.failed + totals.errors:
-        log.error(
-            f"{totals.failed} test(s) failed and {totals.errors} had errors (fail-on: failures)"
-        )
-        return EXIT_USER
-    if fail_on is FailOn.ERRORS and totals.errors:
-        log.error(f"{totals.errors} test(s) had errors (fail-on: errors)")
-        return EXIT_USER
-    return EXIT_OK

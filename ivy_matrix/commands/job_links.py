@@ -17,7 +17,7 @@ from typing import TypedDict
 from ivy_matrix.collect import Collected
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import GitHubAPIError, InputError
-from ivy_matrix.github.connection import GitHub
+from ivy_matrix.github.connection import Connection
 from ivy_matrix.jobs import (
     LEG_METADATA_NAME,
     MAX_LEG_METADATA_BYTES,
@@ -123,7 +123,7 @@ class Links:
 
 
 def resolve_links(
-    settings: Settings, collected: Collected, github: GitHub, log: Log, *, now: str
+    settings: Settings, collected: Collected, github: Connection, log: Log, *, now: str
 ) -> Links:
     """Find each backend's job: its leg's metadata, else (without a given job) one listing."""
     legs, refused = _leg_metadata(settings, collected, log)
@@ -175,7 +175,7 @@ def _leg_metadata(
 
 
 def _find_jobs(
-    settings: Settings, backends: Sequence[str], github: GitHub, log: Log
+    settings: Settings, backends: Sequence[str], github: Connection, log: Log
 ) -> dict[str, Job]:
     """Each backend's job, from one listing of the run's jobs (``actions: read``)."""
     by_runner = bool(settings.backend and settings.runner_name)

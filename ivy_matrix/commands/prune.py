@@ -12,18 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import partial
 
-from ivy_matrix.commands.choose_store import open_store
+from ivy_matrix.commands.choose_store import connect, open_store
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings, parse_dashboard
-from ivy_matrix.errors import InputError
+from ivy_matrix.errors import ExitCode, InputError
 from ivy_matrix.fold import DashboardReport, Merged, prune_change
-from ivy_matrix.github.connection import GitHub, Remote
+from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.retirement import prune
 from ivy_matrix.runner.log import Log
 from ivy_matrix.targets.files import write_output
-
-EXIT_OK = 0
 
 
 def run_prune(
@@ -34,7 +32,7 @@ def run_prune(
     dashboards: Sequence[str] = (),
     backends: Sequence[str] = (),
     rows: Sequence[str] = (),
-) -> int:
+) -> ExitCode:
     """Run ``ivy-matrix prune``; return the exit code."""
     named = [parse_dashboard(name) for name in dashboards]
     on_branch = Target.BRANCH in settings.targets
@@ -49,7 +47,7 @@ def run_prune(
         if output is None
         else partial(write_output, output, style=settings.style, dry_run=settings.dry_run, log=log)
     )
-    with GitHub(settings, remote) as github:
+    with connect(settings, remote) as github:
         where = (
             f"branch {settings.branch} of {github.repository}"
             if on_branch
@@ -72,7 +70,7 @@ def run_prune(
     _log_removals(log, saved.merged, dry_run=settings.dry_run, whole=not (backends or rows))
     if output is not None and not settings.dry_run:
         log.info(f"{len(saved.output)} file(s) of {output} changed")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _what(named: Sequence[DashboardId], backends: Sequence[str], rows: Sequence[str]) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ivy_matrix.commands.choose_store import (
+    connect,
     issue_options,
     job_name,
     open_store,
@@ -22,21 +23,19 @@ from ivy_matrix.commands.choose_store import (
 )
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import InputError
+from ivy_matrix.errors import ExitCode, InputError
 from ivy_matrix.fold import DashboardReport, Merged, merge_batches
-from ivy_matrix.github.connection import GitHub, Remote
+from ivy_matrix.github.connection import Remote
 from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
 
-EXIT_OK = 0
 
-
-def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> int:
+def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix publish``; return the exit code."""
-    with GitHub(settings, remote) as github:
+    with connect(settings, remote) as github:
         targets = remote_targets(settings, log)
         if Target.BRANCH not in targets:
             raise InputError(
@@ -76,7 +75,7 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> i
         f"{len(saved.written)} file(s) {'to commit' if settings.dry_run else 'committed'}"
         + (f"; index: {published.index_url}" if published.index_url else "")
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def every_dashboard(saved: Saved) -> Saved:

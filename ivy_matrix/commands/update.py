@@ -28,6 +28,8 @@ from datetime import UTC, datetime
 
 from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.commands.choose_store import (
+    READ_ONLY_ADVICE,
+    connect,
     issue_options,
     job_name,
     open_store,
@@ -37,10 +39,10 @@ from ivy_matrix.commands.choose_store import (
 from ivy_matrix.commands.compare import (
     baseline_states,
     counts_line,
-    exit_code,
     pr_comment_state,
     pr_comparison,
 )
+from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import (
     Links,
     check_leg_metadata,
@@ -51,9 +53,9 @@ from ivy_matrix.commands.publish import every_dashboard
 from ivy_matrix.commands.result_files import read_results
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
+from ivy_matrix.errors import ExitCode, GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.fold import Merged, merge_batches
-from ivy_matrix.github.connection import READ_ONLY_ADVICE, GitHub, Remote, is_read_only_event
+from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.pr.body import render_comment
@@ -65,18 +67,17 @@ from ivy_matrix.stores import Change, Saved, Store
 from ivy_matrix.stores.layout import Leg
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
+    SummaryFiles,
     annotate_failures,
     log_dashboards,
     publish_job_summary,
     write_summary_json,
 )
 
-EXIT_OK = 0
-EXIT_USER = 1
 COMMIT_BACKENDS = 8  # backends named in a commit message
 
 
-def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> int:
+def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
     started = time.monotonic()
     require_update_inputs(settings)
@@ -85,7 +86,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
     read_seconds = time.monotonic() - started
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
-    with GitHub(settings, remote) as github:
+    with connect(settings, remote) as github:
         recorded = settings.feeds_dashboards
         targets = remote_targets(settings, log) if recorded else _comment_target(settings)
         if targets and settings.run_id is None:
@@ -117,14 +118,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
-    log_dashboards(log, merged)
-    annotate_failures(collected, log)
-    if settings.summary_json is not None and settings.dry_run:
-        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
-    elif settings.summary_json is not None:
-        write_summary_json(settings.summary_json, collected, merged, published)
-    if Target.SUMMARY in settings.targets:
-        publish_job_summary(settings, collected, merged, published, log)
+    _summarize(settings, collected, merged, published, log)
     totals = collected.totals()
     log.info(
         f"ivy-matrix: {totals.files} file(s), {totals.tests} test cases "
@@ -134,6 +128,26 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> in
         f"read in {read_seconds:.2f} s, done in {time.monotonic() - started:.2f} s"
     )
     return exit_code(settings.fail_on, totals, log, comparison)
+
+
+def _summarize(
+    settings: Settings, collected: Collected, merged: Merged, published: Published, log: Log
+) -> None:
+    """The summary target and ``--summary-json``: the log lines, annotations and files."""
+    log_dashboards(log, merged)
+    annotate_failures(collected, log)
+    if settings.summary_json is not None and settings.dry_run:
+        log.info(f"dry run: would write the summary JSON {settings.summary_json}")
+    elif settings.summary_json is not None:
+        write_summary_json(settings.summary_json, collected, merged, published)
+    if Target.SUMMARY in settings.targets:
+        files = SummaryFiles(
+            step_summary=settings.step_summary,
+            github_output=settings.github_output,
+            summary_json=settings.summary_json,
+            output_dir=settings.output_dir,
+        )
+        publish_job_summary(files, collected, merged, published, log)
 
 
 def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Leg | None:
@@ -195,7 +209,7 @@ def _save_and_publish(
     settings: Settings,
     store: Store,
     change: Change,
-    github: GitHub,
+    github: Connection,
     log: Log,
     *,
     targets: Collection[Target],
@@ -255,7 +269,7 @@ def _log_not_recorded(settings: Settings, log: Log) -> None:
 
 
 def _pull_request_verdicts(
-    settings: Settings, collected: Collected, links: Links, github: GitHub, log: Log
+    settings: Settings, collected: Collected, links: Links, github: Connection, log: Log
 ) -> Comparison:
     """The pull request's verdicts; with the pr-comment target, its sticky comment."""
     states = baseline_states(settings, github, log)
@@ -276,7 +290,7 @@ def _pull_request_verdicts(
         log.info(f"dry run: would update the comment on pull request #{settings.pr}")
         return comparison
     try:
-        if is_read_only_event(settings):
+        if settings.read_only:
             _degrade(settings, state, log)
             return comparison
         writer = PullRequestComment(
@@ -295,7 +309,7 @@ def _pull_request_verdicts(
     return comparison
 
 
-def _find_pull_request(settings: Settings, github: GitHub, log: Log) -> int | None:
+def _find_pull_request(settings: Settings, github: Connection, log: Log) -> int | None:
     """The open pull request whose head is the event's ``owner:branch`` at the event's head
     commit (a workflow_run of a fork's pull request, whose ``pull_requests`` GitHub leaves
     empty); None when there is not exactly one."""

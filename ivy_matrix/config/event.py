@@ -1,7 +1,8 @@
 """The runner's event payload: what it says about a pull request and the default branch.
 
-Pure: :func:`parse_event` reads a payload already decoded from JSON; config/settings.py reads the file
-the runner names in ``GITHUB_EVENT_PATH`` (``config.settings.read_event``) and hands it here.
+Pure: :func:`parse_event` reads a payload already decoded from JSON; config/settings.py reads the
+file the runner names in ``GITHUB_EVENT_PATH`` once (``config.settings.read_event``) and hands it
+here. Nothing else reads the payload: what the commands need of it is in ``Settings``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ class EventInfo:
     base_sha: str | None = None
     default_branch: str | None = None
     head_label: str | None = None
+    # A pull_request event from a fork: GitHub gives such runs a read-only token.
+    from_fork: bool = False
 
 
 def _field(data: object, *path: str | int) -> object:
@@ -44,7 +47,10 @@ def parse_event(payload: object, event_name: str | None) -> EventInfo:
     GitHub's ``workflow_run.pull_requests[0]`` and ``head_sha`` (never an artifact's), and
     the head's ``owner:branch`` (``head_repository.owner.login``, ``head_branch``), by which
     the pull request is looked up when ``pull_requests`` is empty (GitHub leaves it empty for
-    pull requests from forks). A payload of any other shape says nothing it does not hold.
+    pull requests from forks). ``pull_request`` (not ``pull_request_target``, which runs in the
+    base repository with its token) from a fork: ``from_fork``, the head repository being
+    marked a fork or named differently from the base. A payload of any other shape says
+    nothing it does not hold.
     """
     default_branch = _text(_field(payload, "repository", "default_branch"))
     if event_name in PULL_REQUEST_EVENTS:
@@ -55,6 +61,7 @@ def parse_event(payload: object, event_name: str | None) -> EventInfo:
             head_sha=_text(_field(payload, "pull_request", "head", "sha")),
             base_sha=_text(_field(payload, "pull_request", "base", "sha")),
             default_branch=default_branch,
+            from_fork=event_name == "pull_request" and _from_fork(payload),
         )
     if event_name == "workflow_run" and _field(payload, "workflow_run", "event") in (
         PULL_REQUEST_EVENTS
@@ -71,3 +78,11 @@ def parse_event(payload: object, event_name: str | None) -> EventInfo:
             head_label=f"{owner}:{branch}" if owner and branch else None,
         )
     return EventInfo(default_branch=default_branch)
+
+
+def _from_fork(payload: object) -> bool:
+    """Whether the pull request's head is in another repository than its base."""
+    head = _field(payload, "pull_request", "head", "repo")
+    base = _field(payload, "pull_request", "base", "repo")
+    name = _field(head, "full_name")
+    return bool(_field(head, "fork")) or (bool(name) and name != _field(base, "full_name"))

@@ -19,12 +19,11 @@ from ivy_matrix.errors import InputError
 from ivy_matrix.issues.markers import DEFAULT_LABEL
 from ivy_matrix.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
+from ivy_matrix.pr.comment import WhenGreen
 from ivy_matrix.render import Style
+from ivy_matrix.stores.local import DEFAULT_LOCK_TIMEOUT
 
 _T = TypeVar("_T")
-
-# Seconds an update waits for the local store's lock (stores/local.py).
-DEFAULT_LOCK_TIMEOUT = 600
 
 ENV_PREFIX = "IVY_MATRIX_"
 DEFAULT_STORE = ".ivy-matrix"
@@ -57,13 +56,6 @@ class Target(StrEnum):
     BRANCH = "branch"
     ISSUE = "issue"
     PR_COMMENT = "pr-comment"
-
-
-class WhenGreen(StrEnum):
-    """What the pr-comment target writes for a pull request with no failing cell."""
-
-    NOTE = "note"
-    NOTHING = "nothing"
 
 
 class Kind(StrEnum):

@@ -27,7 +27,6 @@ from ivy_matrix.config.options import (
     FailOn,
     IfNoFilesFound,
     Target,
-    WhenGreen,
     check_matrix,
     convert,
     option_default,
@@ -36,9 +35,13 @@ from ivy_matrix.config.options import (
 from ivy_matrix.errors import InputError
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
+from ivy_matrix.pr.comment import WhenGreen
 from ivy_matrix.render import Style
 
 _T = TypeVar("_T")
+
+# The actor of Dependabot's runs, which get a read-only token as a fork's pull request does.
+DEPENDABOT = "dependabot[bot]"
 
 
 def _defaults(name: str, kind: type[_T]) -> Callable[[], _T]:
@@ -107,9 +110,9 @@ class Settings:
     step_summary: Path | None = None
     github_output: Path | None = None
     runner_name: str | None = None
-    actor: str | None = None
     event_name: str | None = None
-    event_path: Path | None = None
+    # The token can only read: a pull request from a fork, or one Dependabot runs (the event).
+    read_only: bool = False
     graphql_url: str | None = None
 
     @property
@@ -242,7 +245,8 @@ def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]
 def _with_event(
     settings: Settings, values: Mapping[str, object], env: Mapping[str, str]
 ) -> Settings:
-    """``settings`` with the pull request and default branch: the options, else the event."""
+    """``settings`` with the pull request and default branch (the options, else the event), and
+    whether the token is read-only (the event, read once here)."""
     event_name = env.get("GITHUB_EVENT_NAME", "").strip() or None
     event_path = _runner_file(env, "GITHUB_EVENT_PATH")
     event = read_event(event_path, event_name)
@@ -256,19 +260,18 @@ def _with_event(
         default_branch=event.default_branch,
         pr_head_label=event.head_label,
         event_name=event_name,
-        event_path=event_path,
+        read_only=event.from_fork or env.get("GITHUB_ACTOR", "").strip() == DEPENDABOT,
     )
 
 
 def _with_runner(settings: Settings, env: Mapping[str, str]) -> Settings:
-    """``settings`` with what the GitHub runner's variables name (files, runner, actor)."""
+    """``settings`` with what the GitHub runner's variables name (files, runner, GraphQL)."""
     return replace(
         settings,
         github_actions=is_github_actions(env),
         step_summary=_runner_file(env, "GITHUB_STEP_SUMMARY"),
         github_output=_runner_file(env, "GITHUB_OUTPUT"),
         runner_name=env.get("RUNNER_NAME", "").strip() or None,
-        actor=env.get("GITHUB_ACTOR", "").strip() or None,
         graphql_url=env.get("GITHUB_GRAPHQL_URL", "").strip() or None,
     )
 

@@ -1,7 +1,8 @@
 """The log: plain lines in a terminal, workflow commands on a GitHub runner.
 
-I/O: writes to stdout and to the files the runner names (``$GITHUB_OUTPUT``,
-``$GITHUB_STEP_SUMMARY``). On a runner, warnings and errors become ``::warning::`` and
+I/O: writes to the streams it is given (by default the process's stdout and stderr: every
+line to stdout, a crash's traceback to stderr) and to the files the runner names
+(``$GITHUB_OUTPUT``, ``$GITHUB_STEP_SUMMARY``). On a runner, warnings and errors become ``::warning::`` and
 ``::error::`` commands (annotations on the run page, with the file when one is named) and long
 listings are folded into ``::group::`` sections.
 
@@ -84,6 +85,8 @@ class _Output:
 
     ``ivy-matrix update | head -1`` closes stdout early; the update must still finish and save,
     so the first failed write stops all further output instead of failing the command.
+    Without a stream, the process's stdout as it is when written to (so pytest's capture and
+    ``contextlib.redirect_stdout`` see it).
     """
 
     def __init__(self, stream: TextIO | None) -> None:
@@ -127,11 +130,19 @@ def plain_line(text: str) -> str:
 
 
 class Log:
-    """Where every user-facing line goes."""
+    """Where every user-facing line goes: ``stream`` (default stdout), and a crash's traceback
+    to ``error_stream`` (default stderr; both looked up when written to)."""
 
-    def __init__(self, *, github_actions: bool, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        github_actions: bool,
+        stream: TextIO | None = None,
+        error_stream: TextIO | None = None,
+    ) -> None:
         self.github_actions = github_actions
         self._output = _Output(stream)
+        self._error_stream = error_stream
 
     @property
     def stream(self) -> _Output:
@@ -182,9 +193,10 @@ class Log:
         self._annotate("notice", message, None, None)
 
     def traceback(self, text: str) -> None:
-        """Print a traceback to stderr, each of its lines neutralised like any other."""
+        """Print a traceback to the error stream, each of its lines neutralised like any other."""
+        stream = sys.stderr if self._error_stream is None else self._error_stream
         for line in text.splitlines():
-            print(plain_line(line), file=sys.stderr, flush=True)
+            print(plain_line(line), file=stream, flush=True)
 
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:

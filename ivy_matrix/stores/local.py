@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ivy_matrix.config.options import DEFAULT_LOCK_TIMEOUT
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import relative_path, state_file
@@ -38,6 +37,9 @@ from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores import AfterSave, Change, Saved
+
+# Seconds an update waits for the store's lock (the lock-timeout setting's default).
+DEFAULT_LOCK_TIMEOUT = 600
 
 # --------------------------------------------------------------------------- the lock
 

@@ -2,17 +2,17 @@
 
 I/O: appends to the files the runner names (``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``),
 writes the summary JSON atomically, and logs one line per dashboard plus an annotation per
-failed test (the first few). The markdown comes from render.py.
+failed test (the first few). The markdown comes from render.py. The files it writes come as
+one :class:`SummaryFiles` value.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ivy_matrix.collect import Collected
-from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
 from ivy_matrix.fold import DashboardReport, Merged
 from ivy_matrix.history import dashboard_history, summary_cells
@@ -25,6 +25,16 @@ from ivy_matrix.targets import Published
 # GitHub shows at most 10 warning annotations per step; more only fill the log.
 ANNOTATIONS = 10
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryFiles:
+    """The files the job summary and step outputs go to, and the paths the outputs name."""
+
+    step_summary: Path | None = None  # the runner's GITHUB_STEP_SUMMARY
+    github_output: Path | None = None  # the runner's GITHUB_OUTPUT
+    summary_json: Path | None = None  # named by the summary-json output
+    output_dir: Path | None = None  # named by the output-dir output
 
 
 def log_dashboards(log: Log, merged: Merged) -> None:
@@ -120,13 +130,13 @@ def _report_json(report: DashboardReport) -> dict[str, object]:
 
 
 def publish_job_summary(
-    settings: Settings, collected: Collected, merged: Merged, published: Published, log: Log
+    files: SummaryFiles, collected: Collected, merged: Merged, published: Published, log: Log
 ) -> None:
     """Write the job summary and the step outputs, when the runner provides their files."""
     totals = collected.totals()
     touched = [s for s in merged.ordered() if s.key in merged.reports]
     try:
-        if settings.step_summary is not None:
+        if files.step_summary is not None:
             problems = [(p.source, p.message) for p in collected.problems]
             markdown = render_job_summary(
                 touched,
@@ -135,18 +145,18 @@ def publish_job_summary(
                 links=published.urls,
                 index_url=published.index_url,
             )
-            append_summary(settings.step_summary, markdown)
-        if settings.github_output is not None:
+            append_summary(files.step_summary, markdown)
+        if files.github_output is not None:
             outputs = {name.replace("_", "-"): str(v) for name, v in asdict(totals).items()}
             outputs["changed-cells"] = str(merged.changed_cells)
             outputs["dashboard-urls"] = json.dumps(dict(published.urls), sort_keys=True)
             if published.index_url:
                 outputs["index-url"] = published.index_url
-            if settings.summary_json is not None:
-                outputs["summary-json"] = str(settings.summary_json)
-            if settings.output_dir is not None:
-                outputs["output-dir"] = str(settings.output_dir)
+            if files.summary_json is not None:
+                outputs["summary-json"] = str(files.summary_json)
+            if files.output_dir is not None:
+                outputs["output-dir"] = str(files.output_dir)
             for name, value in outputs.items():
-                append_output(settings.github_output, name, value)
+                append_output(files.github_output, name, value)
     except OSError as error:
         log.warning(f"cannot write the job summary or step outputs: {error.strerror or error}")

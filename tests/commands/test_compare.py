@@ -12,23 +12,15 @@ from typing import Any
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.config.settings import read_event
+from tests.commands.results import GRADIENTS, write_junit
 from tests.commands.test_update_github import FAST, runner_env, write_results
 from tests.github.fake_server import FakeGitHub
-from tests.test_cli import GRADIENTS, write_junit
 
 pytestmark = pytest.mark.timeout(60)
 
 REPO = "acme/widgets"
 DASHBOARD = "core/gradients"
 _FLAKY = f'<testcase classname="{GRADIENTS}" name="{{}}"><flakyFailure message="once"/></testcase>'
-
-
-@pytest.fixture(name="workdir")
-def workdir_fixture(tmp_path, monkeypatch):
-    """A temporary folder that is the current directory while the test runs."""
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def results(path: Path, cases: Sequence[tuple[str, str]]) -> Path:
@@ -275,37 +267,6 @@ def test_a_push_to_another_branch_than_the_default_records_nothing(tmp_path, cap
     assert run(*argv, "--ref", "refs/heads/main", env=env) == 0
     after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
     assert after != before
-
-
-@pytest.mark.parametrize(
-    ("event_name", "payload", "expected"),
-    [
-        (
-            "pull_request_target",
-            {"pull_request": {"number": 3, "head": {"sha": "h"}, "base": {"sha": "b"}}},
-            (True, 3, "h", "b"),
-        ),
-        (
-            "workflow_run",
-            {"workflow_run": {"event": "pull_request", "head_sha": "h", "pull_requests": []}},
-            (True, None, "h", None),
-        ),
-        (
-            "workflow_run",
-            {"workflow_run": {"event": "push", "head_sha": "h"}},
-            (False, None, None, None),
-        ),
-        ("pull_request", ["not", "an", "object"], (True, None, None, None)),
-    ],
-)
-def test_the_event_says_whether_results_are_a_pull_requests(
-    tmp_path, event_name, payload, expected
-):
-    """The event payload gives the pull request, its head and base; anything else says nothing."""
-    path = tmp_path / "event.json"
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    event = read_event(path, event_name)
-    assert (event.pull_request, event.pr, event.head_sha, event.base_sha) == expected
 
 
 def test_compare_reads_the_baseline_from_the_dashboard_branch(tmp_path):

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ivy_matrix.cli import main
-from tests.test_cli import LAYERS, error_lines, workdir_fixture, write_junit
+from tests.commands.results import LAYERS, tree, write_junit
 
 pytestmark = pytest.mark.timeout(60)
 
-__all__ = ["workdir_fixture"]  # the workdir fixture, shared with test_cli
-
 ENV = {"GITHUB_REPOSITORY": "o/r", "IVY_MATRIX_JOB_ID": "3"}
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    """Every file below ``folder``, by posix path relative to it, with its bytes."""
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
-    }
 
 
 def update(*argv: str, env: dict[str, str] | None = None) -> int:
@@ -80,22 +69,6 @@ def test_a_dashboard_named_readme_does_not_overwrite_the_index(workdir):
         assert path.casefold() != "readme.md"
         assert f"]({path})" in index
     assert sorted(b"test_grad" in text for text in files.values()) == [False, True]
-
-
-def test_render_refuses_a_store_that_does_not_exist(workdir, capsys):
-    """render --store TYPO exits 1 naming the folder and leaves the existing index alone."""
-    write_junit(workdir / "a.xml", [("test_grad", "passed")])
-    assert update("--junit", "a.xml", "--backend", "torch", "--output-dir", "out") == 0
-    before = tree(workdir / "out")
-    capsys.readouterr()
-
-    code = main(["render", "--store", "TYPO", "--output-dir", "out"], {"GITHUB_ACTIONS": "true"})
-
-    (line,) = error_lines(capsys.readouterr().out)
-    assert code == 1
-    assert "the store TYPO does not exist" in line
-    assert tree(workdir / "out") == before
-    assert not (workdir / "TYPO").exists()
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +14,12 @@ from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import join_columns, load_state
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
+from tests.commands.results import GRADIENTS, LAYERS, read_json, tree
 from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub
 
 pytestmark = pytest.mark.timeout(60)
 
-GRADIENTS = "ivy_tests.test_core.test_gradients"
-LAYERS = "ivy_tests.test_nn.test_layers"
 CORE = DashboardId(title="gradients", category="core")
 NN = DashboardId(title="layers", category="nn")
 PYTEST = DashboardId(title="pytest")
@@ -41,24 +39,6 @@ def write_cases(path: Path, classname: str, *names: str) -> Path:
     cases = "".join(f'<testcase classname="{classname}" name="{name}"/>' for name in names)
     path.write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>", encoding="utf-8")
     return path
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under ``root`` and its bytes."""
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    document = json.loads(path.read_text(encoding="utf-8"))
-    assert isinstance(document, dict)
-    return document
-
-
-@pytest.fixture(name="workdir")
-def workdir_fixture(tmp_path, monkeypatch):
-    """A temporary folder that is the current directory while the test runs."""
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 @pytest.fixture(name="store")
@@ -183,7 +163,7 @@ def test_prune_removes_a_row_and_a_dashboard_left_empty_goes_too(store, workdir,
 @pytest.mark.usefixtures("store")
 def test_prune_dry_run_says_what_would_go_and_writes_nothing(workdir, capsys):
     """--dry-run true lists the removals and the files, and changes no byte anywhere."""
-    before = snapshot(workdir)
+    before = tree(workdir)
     args = [
         "prune",
         "--backend",
@@ -195,13 +175,13 @@ def test_prune_dry_run_says_what_would_go_and_writes_nothing(workdir, capsys):
     ]
     assert main([*args, "--output-dir", "out", "--dry-run", "true"], {}) == 0
     out = capsys.readouterr().out
-    assert snapshot(workdir) == before
+    assert tree(workdir) == before
     assert "would remove from dashboard core/gradients: backend(s) jax" in out
     assert "nn/layers" not in out.replace("--dashboard nn/layers", "")
     assert "would write out/core/gradients.md" in out
 
     assert main(["prune", "--dashboard", "core/gradients", "--dry-run", "true"], {}) == 0
-    assert snapshot(workdir) == before
+    assert tree(workdir) == before
     assert (
         "would remove dashboard core/gradients: 2 row(s), 2 backend(s)" in capsys.readouterr().out
     )
@@ -225,12 +205,12 @@ def test_prune_of_something_that_does_not_exist_exits_1_naming_what_does(
     store, workdir, capsys, args, phrases
 ):
     """Unknown names exit 1, list what exists (nearest first), and change nothing."""
-    before = snapshot(workdir)
+    before = tree(workdir)
     assert main(["prune", *args], {}) == 1
     out = capsys.readouterr().out
     for phrase in phrases:
         assert phrase in out
-    assert snapshot(workdir) == before
+    assert tree(workdir) == before
     assert store.load(CORE) is not None
 
 

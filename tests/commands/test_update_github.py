@@ -15,9 +15,9 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -29,6 +29,7 @@ from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.model import DashboardId
 from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import join_columns, load_state
+from tests.concurrency import VirtualClock, at_once
 from tests.conftest import shared_dir
 from tests.github.fake_server import FakeGitHub
 
@@ -91,23 +92,27 @@ FAST = Remote(client=fast_client, sleep=brief_sleep)
 
 
 def run_legs_at_once(
-    legs: list[tuple[list[str], dict[str, str]]], *, timeout: float
-) -> dict[str, int]:
-    """Run ``cli.main`` for every (argv, env) leg in threads started together; exit code by
-    the leg's last argument (its backend)."""
-    barrier = threading.Barrier(len(legs))
-    codes: dict[str, int] = {}
+    legs: list[tuple[list[str], dict[str, str]]],
+) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Run ``cli.main`` for every (argv, env) leg in threads started together, each leg with
+    its own output streams; its exit code and what it printed, by its last argument (its
+    backend).
+
+    The legs' waits (stores, targets) are on one VirtualClock, so how long a leg waits for the
+    others is counted in their waits, not in how fast this machine runs their requests; the
+    client's own retry pauses stay short real ones.
+    """
+    clock = VirtualClock()
+    remote = Remote(client=fast_client, sleep=clock.sleep)
+    results: dict[str, subprocess.CompletedProcess[str]] = {}
 
     def run_leg(argv: list[str], env: dict[str, str]) -> None:
-        barrier.wait(timeout=30)
-        codes[argv[-1]] = main(argv, env, remote=FAST)
+        out, err = io.StringIO(), io.StringIO()
+        code = main(argv, env, remote=remote, stdout=out, stderr=err)
+        results[argv[-1]] = subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
-    threads = [threading.Thread(target=run_leg, args=leg) for leg in legs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=timeout)
-    return codes
+    at_once([partial(run_leg, argv, env) for argv, env in legs], clock=clock)
+    return results
 
 
 def run(
@@ -116,8 +121,8 @@ def run(
     """Run the command in-process in ``work``; its exit code and what it printed."""
     work.mkdir(parents=True, exist_ok=True)
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.chdir(work), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([command, *args], env, remote=FAST)
+    with contextlib.chdir(work):
+        code = main([command, *args], env, remote=FAST, stdout=out, stderr=err)
     return subprocess.CompletedProcess([command, *args], code, out.getvalue(), err.getvalue())
 
 
@@ -354,8 +359,8 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
         )
         # Threads share the working directory: each leg names its results by absolute path.
         legs.append((["update", "--junit", str(work / "*.xml"), "--backend", backend], env))
-    codes = run_legs_at_once(legs, timeout=100)
-    assert codes == dict.fromkeys(backends, 0)
+    results = run_legs_at_once(legs)
+    assert {b: r.returncode for b, r in results.items()} == dict.fromkeys(backends, 0)
     state = branch_state(fake)
     assert sorted(state.backend_names) == backends
     assert [row.name for row in state.rows] == [f"test_{i:02d}" for i in range(12)]
@@ -399,30 +404,17 @@ def test_sixteen_concurrent_legs_on_the_issue_store_lose_nothing_and_duplicate_n
         seed=12,
     )
     backends = [f"b{leg:02d}" for leg in range(16)]
-    barrier = threading.Barrier(len(backends))
-    results: dict[str, subprocess.CompletedProcess[str]] = {}
-
-    def run_leg(leg: int, backend: str) -> None:
+    legs = []
+    for leg, backend in enumerate(backends):
         work = tmp_path / backend
         write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
         env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="issue")
-        argv = ["update", "--junit", str(work / "*.xml"), "--backend", backend]
-        out = io.StringIO()
-        barrier.wait(timeout=30)
-        with contextlib.redirect_stdout(out):
-            code = main(argv, env, remote=FAST)
-        results[backend] = subprocess.CompletedProcess(argv, code, out.getvalue(), "")
-
-    with contextlib.redirect_stderr(io.StringIO()):
-        threads = [threading.Thread(target=run_leg, args=a) for a in enumerate(backends)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=110)
+        legs.append((["update", "--junit", str(work / "*.xml"), "--backend", backend], env))
+    results = run_legs_at_once(legs)
     assert len(results) == len(backends)
     landed = sorted(b for b, r in results.items() if r.returncode == 0)
     for result in results.values():
-        assert result.returncode in {0, 1}, result.stdout
+        assert result.returncode in {0, 1}, result.stdout + result.stderr
         if result.returncode == 1:
             assert "contents: write" in result.stdout
     assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]

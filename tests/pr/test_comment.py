@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import json
 import random
-import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.config.options import WhenGreen
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import RunKey
 from ivy_matrix.pr.body import comment_marker, parse_comment
-from ivy_matrix.pr.comment import PullRequestComment
+from ivy_matrix.pr.comment import PullRequestComment, WhenGreen
 from ivy_matrix.pr.state import CommentState
 from ivy_matrix.pr.verdicts import CellVerdict, Verdict
 from ivy_matrix.runner.log import Log
 from tests.commands.test_update_github import FAST, run_legs_at_once, runner_env, write_results
+from tests.concurrency import at_once
 from tests.conftest import fake_client, quick_sleep
 from tests.github.fake_server import BOT_LOGIN, FakeGitHub
 from tests.github.memory import MemoryGitHub
@@ -103,26 +103,15 @@ def test_sixteen_legs_racing_with_faults_leave_one_comment_with_every_cell(memor
     memory.inject("update_issue_comment", status=502, times=3)
     memory.inject("list_issue_comments", status=503, times=2)
     backends = [f"b{leg:02d}" for leg in range(16)]
-    barrier = threading.Barrier(len(backends))
-    errors: list[BaseException] = []
 
     def leg(index: int, backend: str) -> None:
-        barrier.wait(timeout=30)
-        try:
-            writer(memory, seed=index).publish(leg_state(pr, backend, rows=("t1", "t2")))
-        except BaseException as error:  # noqa: BLE001  -- reported by the assertion below
-            errors.append(error)
+        writer(memory, seed=index).publish(leg_state(pr, backend, rows=("t1", "t2")))
 
-    threads = [threading.Thread(target=leg, args=item) for item in enumerate(backends)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=100)
+    at_once([partial(leg, index, backend) for index, backend in enumerate(backends)])
     state = the_state(memory, pr)
     assert {c.backend for c in state.cells} == set(backends)
     assert len(state.cells) == 32
     assert state.counts()[Verdict.NEW] == 32
-    assert errors == []
 
 
 def test_a_second_identical_write_writes_nothing(memory, pr):
@@ -265,9 +254,9 @@ def test_sixteen_pull_request_legs_through_the_command_leave_one_comment(tmp_pat
                 IVY_MATRIX_STORE=str(store),
             )
             legs.append((["update", "--junit", str(work / "junit.xml"), "--backend", backend], env))
-        codes = run_legs_at_once(legs, timeout=140)
+        results = run_legs_at_once(legs)
         fake.configure(fail_rate=0.0)
-        assert codes == dict.fromkeys(backends, 0)
+        assert {b: r.returncode for b, r in results.items()} == dict.fromkeys(backends, 0)
         with fake.lock:
             comments = list(fake.comments[number])
     assert len(comments) == 1
@@ -403,17 +392,11 @@ def test_legs_of_an_older_and_a_newer_push_racing_leave_the_newer_heads_cells(me
     legs = [
         (run, head, f"b{leg:02d}") for run, head in ((100, "old"), (200, "new")) for leg in range(8)
     ]
-    barrier = threading.Barrier(len(legs))
 
     def leg(index: int, run: int, head: str, backend: str) -> None:
-        barrier.wait(timeout=30)
         writer(memory, seed=index).publish(leg_state(pr, backend, run=run, head=head))
 
-    threads = [threading.Thread(target=leg, args=(index, *item)) for index, item in enumerate(legs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=100)
+    at_once([partial(leg, index, *item) for index, item in enumerate(legs)])
     state = the_state(memory, pr)
     assert (state.run.run_id, state.head) == (200, "new")
     assert {c.backend for c in state.cells} == {f"b{leg:02d}" for leg in range(8)}

@@ -1,0 +1,36 @@
+"""The exit code ``--fail-on`` asks for, at the end of ``update`` and ``compare``.
+
+I/O: only the error line that says why the step fails. ``failures`` exits 1 on any failed or
+errored test, ``errors`` only on errors, ``new`` only when a pull request brings a new failure
+(its verdicts, pr/verdicts.py; never for results that are not a pull request's), ``nothing``
+never. Errors of the run itself exit 1 or 2 before this is asked (cli.py).
+"""
+
+from __future__ import annotations
+
+from ivy_matrix.config.options import FailOn
+from ivy_matrix.errors import ExitCode
+from ivy_matrix.model import Totals
+from ivy_matrix.pr.verdicts import Comparison, Verdict
+from ivy_matrix.runner.log import Log
+
+
+def exit_code(
+    fail_on: FailOn, totals: Totals, log: Log, comparison: Comparison | None = None
+) -> ExitCode:
+    """The exit code ``fail-on`` asks for; ``comparison``: a pull request's verdicts."""
+    if fail_on is FailOn.NEW:
+        new = 0 if comparison is None else comparison.counts()[Verdict.NEW]
+        if new:
+            log.error(f"the pull request brings {new} new failure(s) (fail-on: new)")
+            return ExitCode.USER
+        return ExitCode.OK
+    if fail_on is FailOn.FAILURES and totals.failed + totals.errors:
+        log.error(
+            f"{totals.failed} test(s) failed and {totals.errors} had errors (fail-on: failures)"
+        )
+        return ExitCode.USER
+    if fail_on is FailOn.ERRORS and totals.errors:
+        log.error(f"{totals.errors} test(s) had errors (fail-on: errors)")
+        return ExitCode.USER
+    return ExitCode.OK
