@@ -7,8 +7,10 @@ in-memory model (tests/github/memory.py).
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 from ivy_matrix.issues.report import IssueAction, IssuesReport
+from tests.concurrency import at_once
 from tests.issues.helpers import (
     GRADIENTS,
     LABEL,
@@ -34,8 +36,7 @@ def test_two_concurrent_creators_end_with_one_open_issue_per_dashboard(memory):
     """Two jobs that both find no issue both create one; one per dashboard stays open."""
     # Hold each job's first create until both jobs have listed, so both see no issue.
     both_listed = threading.Barrier(2)
-    memory.inject("create_issue", status=None, before=lambda: both_listed.wait(10), times=2)
-    barrier = threading.Barrier(2)
+    memory.inject("create_issue", status=None, before=both_listed.wait, times=2)
     reports: list[IssuesReport] = []
 
     def job(backend: str, run: int) -> None:
@@ -43,14 +44,9 @@ def test_two_concurrent_creators_end_with_one_open_issue_per_dashboard(memory):
             make_state(GRADIENTS, 4, (backend,), run=run),
             make_state(RANDOM, 2, (backend,), run=run),
         ]
-        barrier.wait()
         reports.append(publish(memory, states, index=False))
 
-    threads = [threading.Thread(target=job, args=args) for args in (("torch", 1), ("jax", 2))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    at_once([partial(job, "torch", 1), partial(job, "jax", 2)])
     assert len(reports) == 2
     for key in ("core/gradients", "core/random"):
         assert len(ours(memory, key, state=None)) == 2  # both jobs really created one

@@ -6,9 +6,10 @@ is tested in tests/issues/test_store_lock.py.
 
 from __future__ import annotations
 
-import threading
+from functools import partial
 
 from ivy_matrix.issues.state_block import extract_state
+from tests.concurrency import at_once
 from tests.issues.helpers import GRADIENTS, RANDOM, client, issue_store, leg_change, ours
 
 
@@ -32,20 +33,13 @@ def test_issue_store_with_four_concurrent_writers_keeps_every_cell(memory):
     """Four legs writing at once converge: one issue per dashboard holding all four columns."""
     backends = ("torch", "jax", "numpy", "tensorflow")
     memory.latency = (0.0, 0.002)  # every call pauses, so the writers really interleave
-    barrier = threading.Barrier(len(backends))
     outcomes = []
 
     def leg(index: int) -> None:
-        with client(memory, retries=5) as gh:
-            barrier.wait()
-            change = leg_change(backends[index], index + 1)
-            outcomes.append(issue_store(gh, seed=index).update(change))
+        change = leg_change(backends[index], index + 1)
+        outcomes.append(issue_store(memory, seed=index).update(change))
 
-    threads = [threading.Thread(target=leg, args=(i,)) for i in range(len(backends))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    at_once([partial(leg, index) for index in range(len(backends))])
     assert len(outcomes) == len(backends)
     assert all(o.attempts <= 6 for o in outcomes)
     for key in ("core/gradients", "core/random"):

@@ -6,8 +6,8 @@ The races run on the in-memory model (tests/github/memory.py) with threads.
 from __future__ import annotations
 
 import random
-import threading
 import time
+from functools import partial
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.issues.store import IssueStore
 from ivy_matrix.issues.store_lock import STORE_LOCK_WAIT, ConcurrentWritersError, StoreLock, Turns
 from ivy_matrix.stores import Saved
+from tests.concurrency import at_once
 from tests.github.memory import MemoryGitHub
 from tests.issues.helpers import REPO, Lines, issue_store, leg_change
 
@@ -39,18 +40,15 @@ def all_issues(memory: MemoryGitHub) -> list[dict[str, Any]]:
         return list(memory.issues.values())
 
 
-@pytest.mark.timeout(60)
 def test_sixteen_legs_on_the_issue_store_lose_no_cell_and_duplicate_no_issue(memory):
     """16 legs writing the issue-body store at once, with creates answered 502 after landing,
     keep every cell and create each issue once; no lock comment is left behind."""
     memory.latency = (0.0, 0.002)
     memory.inject("create_issue", status=502, after_write=True, times=2)
     backends = [f"b{leg:02d}" for leg in range(LEGS)]
-    barrier = threading.Barrier(LEGS)
     outcomes: dict[str, Saved | Exception] = {}
 
     def leg(index: int) -> None:
-        barrier.wait(10)
         try:
             outcomes[backends[index]] = store(memory, index).update(
                 leg_change(backends[index], index + 1)
@@ -58,11 +56,7 @@ def test_sixteen_legs_on_the_issue_store_lose_no_cell_and_duplicate_no_issue(mem
         except ConcurrentWritersError as error:  # a clear refusal is allowed, a loss is not
             outcomes[backends[index]] = error
 
-    threads = [threading.Thread(target=leg, args=(i,)) for i in range(LEGS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(50)
+    at_once([partial(leg, index) for index in range(LEGS)])
     assert len(outcomes) == LEGS
     landed = sorted(b for b, o in outcomes.items() if isinstance(o, Saved))
     assert landed == backends  # with a generous wait every leg gets its turn

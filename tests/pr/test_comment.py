@@ -434,7 +434,7 @@ def test_a_fork_workflow_run_without_pull_requests_finds_the_pull_request_by_its
         "GITHUB_EVENT_PATH": str(event),
         "IVY_MATRIX_STORE": str(store),
     }
-    remote = Remote(client=lambda _token, _url: memory.as_client(), sleep=quick_sleep)
+    remote = Remote(client=lambda _token, _url: memory, sleep=quick_sleep)
     argv = ["update", "--junit", str(work / "junit.xml"), "--backend", "torch"]
     assert main(argv, env, remote=remote) == 0
     assert memory.comments[other] == []

@@ -4,9 +4,9 @@ checks that every cell landed and that the pages are a render of the state."""
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from ivy_matrix.fold import Merged, merge_batches
@@ -18,6 +18,7 @@ from ivy_matrix.statefile import join_columns, load_state
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.layout import Leg
+from tests.concurrency import at_once
 from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub
 from tests.github.memory import MemoryGitHub
@@ -219,22 +220,17 @@ class FolderDiedError(Exception):
 def race_legs(
     memory: MemoryGitHub, size: int, *, seed: int = 0
 ) -> dict[int, Saved | BaseException]:
-    """Every leg of a ``size``-leg run updates at once, each in its own thread and store."""
-    barrier = threading.Barrier(size)
+    """Every leg of a ``size``-leg run updates at once, each in its own thread and store; what
+    each leg's update returned, or raised."""
     outcomes: dict[int, Saved | BaseException] = {}
 
     def run(leg: int) -> None:
         change = column_change(leg)
         branch = matrix_store(memory, leg, size, change, seed=seed + leg)
-        barrier.wait(timeout=10)
         try:
             outcomes[leg] = branch.update(change)
         except BaseException as error:  # noqa: BLE001  -- the caller looks at each outcome
             outcomes[leg] = error
 
-    threads = [threading.Thread(target=run, args=(leg,)) for leg in range(size)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    at_once([partial(run, leg) for leg in range(size)])
     return outcomes

@@ -6,7 +6,7 @@ The races run on the in-memory model (tests/github/memory.py) with threads.
 
 from __future__ import annotations
 
-import threading
+from functools import partial
 
 import pytest
 
@@ -14,6 +14,7 @@ from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import MAX_ATTEMPTS, BranchStore
 from ivy_matrix.stores.layout import Leg
+from tests.concurrency import at_once
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
@@ -135,32 +136,18 @@ def test_a_one_file_state_of_an_older_version_is_read_and_split_when_written(mem
     assert [row.cells["b07"] for row in state.rows] == [row.cells["b07"] for row in old.rows]
 
 
-@pytest.mark.timeout(60)
 def test_thirty_two_matrix_legs_at_once_all_land_in_few_tries(memory):
     """32 legs of one run race: every cell lands, no leg retries more than a few times, the
     legs' changes run once per try, and the markdown is a render of the state at the end."""
     legs = 32
     memory.latency = (0.0, 0.002)
-    barrier = threading.Barrier(legs)
     outcomes: dict[int, Saved] = {}
-    errors: list[BaseException] = []
 
-    def leg_thread(leg: int) -> None:
-        try:
-            with client(memory) as gh:
-                change = column_change(leg, rows=5)
-                branch = matrix_store(gh, leg, legs, change, seed=leg)
-                barrier.wait(timeout=10)
-                outcomes[leg] = branch.update(change)
-        except BaseException as error:  # noqa: BLE001  -- reported by the main thread
-            errors.append(error)
+    def run(leg: int) -> None:
+        change = column_change(leg, rows=5)
+        outcomes[leg] = matrix_store(memory, leg, legs, change, seed=leg).update(change)
 
-    threads = [threading.Thread(target=leg_thread, args=(leg,)) for leg in range(legs)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=50)
-    assert errors == []
+    at_once([partial(run, leg) for leg in range(legs)])
     memory.latency = (0.0, 0.0)
     assert_every_cell_landed(memory, legs=legs, rows=5)
     assert_markdown_is_a_render_of_the_state(memory)
