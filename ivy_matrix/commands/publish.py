@@ -15,10 +15,9 @@ from dataclasses import replace
 
 from ivy_matrix.commands.choose_store import (
     connect,
-    issue_options,
-    job_name,
     open_store,
     output_folder,
+    publish_issue_target,
     remote_targets,
 )
 from ivy_matrix.config.options import Target
@@ -26,7 +25,6 @@ from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import ExitCode, InputError
 from ivy_matrix.fold import DashboardReport, Merged, merge_batches
 from ivy_matrix.github.connection import Remote
-from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import Saved
@@ -60,15 +58,8 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> E
         saved = store.update(change)
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets:
-            published = publish_from_branch(
-                github.client,
-                github.repository,
-                every_dashboard(saved),
-                published,
-                issue_options(settings),
-                holder=job_name(settings),
-                log=log,
-                sleep=github.remote.sleep,
+            published = publish_issue_target(
+                settings, github, log, every_dashboard(saved), published
             )
     log.info(
         f"published {len(saved.merged.states)} dashboard(s) from branch {settings.branch}: "
