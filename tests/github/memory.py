@@ -36,6 +36,7 @@ from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Tree
 from ivy_matrix.jobs import Job
+from ivy_matrix.runner.log import Log
 from tests.github.fake_server import BOT_LOGIN, git_blob_sha, tree_sha
 
 _T = TypeVar("_T")
@@ -120,6 +121,9 @@ class MemoryGitHub:
 
     def close(self) -> None:
         """Nothing to close (the client's method)."""
+
+    def report_to(self, log: Log) -> None:
+        """Nothing to report: the model never retries (the client's method)."""
 
     def __enter__(self) -> Self:
         return self
