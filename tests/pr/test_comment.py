@@ -16,8 +16,8 @@ from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import RunKey
 from ivy_matrix.pr.body import comment_marker, parse_comment
-from ivy_matrix.pr.comment import PullRequestComment, WhenGreen
-from ivy_matrix.pr.state import CommentState
+from ivy_matrix.pr.comment import PullRequestComment
+from ivy_matrix.pr.state import CommentState, WhenGreen
 from ivy_matrix.pr.verdicts import CellVerdict, Verdict
 from ivy_matrix.runner.log import Log
 from tests.commands.test_update_github import FAST, run_legs_at_once, runner_env, write_results
