@@ -2,7 +2,8 @@
 
 I/O. :class:`Remote` holds what a command needs to reach GitHub: a client factory (by default
 :func:`~ivy_matrix.github.client.make_client`) and the ``sleep`` the stores and targets wait
-with. Tests pass a factory with short waits; nothing else changes. :class:`Connection` takes
+with. Tests pass a factory with short waits, or one that returns the in-memory model: the
+client is typed as :class:`~ivy_matrix.github.types.GitHubAPI`; nothing else changes. :class:`Connection` takes
 plain values (the token, the API URL and the repository) and opens the client only when a
 target needs the API, so local runs never import PyGithub.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
 from ivy_matrix.errors import UsageError
+from ivy_matrix.github.types import GitHubAPI
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import paced
 
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
     from ivy_matrix.github.client import GitHubClient
 
 # (token, api_url) -> a client.
-ClientFactory = Callable[[str, str], "GitHubClient"]
+ClientFactory = Callable[[str, str], GitHubAPI]
 
 
 def production_client(token: str, api_url: str) -> GitHubClient:
@@ -62,7 +64,7 @@ class Connection:
             remote = replace(remote, sleep=paced(log, remote.sleep))
         self.remote = remote
         self._log = log
-        self._client: GitHubClient | None = None
+        self._client: GitHubAPI | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -85,7 +87,7 @@ class Connection:
         return self._repository
 
     @property
-    def client(self) -> GitHubClient:
+    def client(self) -> GitHubAPI:
         if self._client is None:
             if not self.token:
                 raise UsageError(

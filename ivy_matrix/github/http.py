@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.retry import RetryPolicy, Wait, translate_error
-from ivy_matrix.runner.log import Log
+from ivy_matrix.github.types import Reporter
 from ivy_matrix.runner.pacing import paced
 
 _T = TypeVar("_T")
@@ -108,7 +108,7 @@ class Transport:
         self._sleep = sleep
         self._notify: Callable[[str], None] = _silent
 
-    def report_to(self, log: Log) -> None:
+    def report_to(self, log: Reporter) -> None:
         """Say every retry in ``log``, and wait in steps that keep the log talking."""
         self._notify = log.info
         self._sleep = paced(log, self._sleep, announce=False)

@@ -21,6 +21,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 
+from ivy_matrix.github.types import Reporter
 from ivy_matrix.runner.log import Log
 
 # A wait longer than this is announced with what it waits for.
@@ -60,7 +61,7 @@ def phase(log: Log, name: str) -> Iterator[Phase]:
 
 
 def wait(
-    log: Log,
+    log: Reporter,
     seconds: float,
     sleep: Callable[[float], None],
     *,
@@ -85,7 +86,7 @@ def wait(
 
 
 def paced(
-    log: Log, sleep: Callable[[float], None], *, announce: bool = True
+    log: Reporter, sleep: Callable[[float], None], *, announce: bool = True
 ) -> Callable[[float], None]:
     """``sleep``, wrapped so that each call waits as :func:`wait` does."""
 

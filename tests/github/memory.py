@@ -30,13 +30,12 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient
-from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Tree
+from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Reporter, Tree
 from ivy_matrix.jobs import Job
-from ivy_matrix.runner.log import Log
 from tests.github.fake_server import BOT_LOGIN, git_blob_sha, tree_sha
 
 _T = TypeVar("_T")
@@ -115,14 +114,10 @@ class MemoryGitHub:
 
     # ----------------------------------------------------------------- test side
 
-    def as_client(self) -> GitHubClient:
-        """This model, typed as the client the stores take (they only call methods it has)."""
-        return cast("GitHubClient", self)
-
     def close(self) -> None:
         """Nothing to close (the client's method)."""
 
-    def report_to(self, log: Log) -> None:
+    def report_to(self, log: Reporter) -> None:
         """Nothing to report: the model never retries (the client's method)."""
 
     def __enter__(self) -> Self:
