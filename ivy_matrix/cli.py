@@ -150,7 +150,7 @@ def _hint(message: str) -> str:
         if close:
             return f"; did you mean {close[0]}?"
     if "required: COMMAND" in message or "argument COMMAND" in message:
-        return f"; the command comes first: ivy-matrix update --junit GLOB ... ({', '.join(_COMMANDS)})"
+        return "; the command comes first: ivy-matrix update --junit GLOB ..."
     return ""
 
 
@@ -273,7 +273,8 @@ def _prune_arguments(prune: argparse.ArgumentParser) -> None:
 
 
 _BOOL_FLAGS = frozenset(option.flag for option in OPTIONS if option.kind is Kind.BOOL)
-_BOOL_WORDS = frozenset({"true", "false"})
+# Words taken as a flag's value, so that "--dry-run yes" is told the allowed values.
+_BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n"})
 
 
 def _bare_flags(argv: Sequence[str]) -> list[str]:

@@ -285,6 +285,29 @@ def test_a_dash_writes_the_summary_json_to_stdout_and_nothing_else(workdir, caps
 
 
 @pytest.mark.parametrize(
+    ("argv", "starts"),
+    [
+        (["compare", "--json", "-"], "{"),
+        (["compare", "--markdown", "-"], "<!-- ivy-matrix:"),
+        (["update", "--leg-metadata", "-", "--run-id", "3", "--repository", "o/r"], "{"),
+    ],
+    ids=["compare-json", "compare-markdown", "leg-metadata"],
+)
+def test_a_dash_writes_each_single_file_to_stdout(workdir, capsys, argv, starts):
+    """Every option that writes one file takes '-' for stdout, and writes no file named '-'."""
+    write_junit(workdir / "r.xml", [("test_grad", "passed"), ("test_jac", "failed")])
+    assert main(["update", "--junit", "r.xml", "--backend", "torch"], {}) == 0
+    capsys.readouterr()
+
+    code = main([*argv, "--junit", "r.xml", "--backend", "torch"], {})
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith(starts)
+    assert not (workdir / "-").exists()
+
+
+@pytest.mark.parametrize(
     ("env", "expected"),
     [
         ({"IVY_MATRIX_TOKEN": "a", "GITHUB_TOKEN": "b", "GH_TOKEN": "c"}, "a"),

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
+    REMOTE,
     connect,
     open_store,
     output_folder,
@@ -80,17 +81,15 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     started = log.clock()
     require_update_inputs(settings)
     check_leg_metadata(settings)
+    recorded = settings.feeds_dashboards
+    _check_targets(
+        settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
+    )
     collected = read_results(settings, log)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
-    recorded = settings.feeds_dashboards
     with connect(settings, remote, log) as github:
         targets = remote_targets(settings, log) if recorded else _comment_target(settings)
-        if targets and settings.run_id is None:
-            raise UsageError(
-                f"the {' and '.join(sorted(targets))} target(s) need the run id: pass "
-                f"{settings.named('run_id')} (on a runner GITHUB_RUN_ID gives it)"
-            )
         with phase(log, "links") as step:
             links = resolve_links(settings, collected, github, log, now=now)
             step.done(f"{len(collected.backends)} backend(s)")
@@ -136,6 +135,23 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         f"{done}; done in {log.clock() - started:.2f} s"
     )
     return exit_code(settings.fail_on, totals, log, comparison)
+
+
+def _check_targets(settings: Settings, targets: Collection[Target]) -> None:
+    """What the GitHub targets need, checked before anything is read."""
+    if not targets or settings.read_only:
+        return
+    if settings.run_id is None:
+        raise UsageError(
+            f"the {' and '.join(sorted(targets))} target(s) need the run id: pass "
+            f"{settings.named('run_id')} (on a runner GITHUB_RUN_ID gives it)"
+        )
+    if not settings.token:
+        raise UsageError(
+            f"the {' and '.join(sorted(targets))} target(s) need a token: pass "
+            f"{settings.named('token')} or set IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN "
+            f"(the action's 'token' input defaults to github.token)"
+        )
 
 
 def _summarize(

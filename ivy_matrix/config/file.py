@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from ivy_matrix.config.options import did_you_mean
 from ivy_matrix.errors import UsageError
 from ivy_matrix.naming import DashboardRule
 
@@ -115,8 +116,11 @@ def read_config_file(
         elif name in known and name != "config":
             values[name] = value
         else:
-            names = ", ".join([*sorted(n.replace("_", "-") for n in known), "dashboards"])
-            raise UsageError(f"config file {path}: unknown setting {key!r}; known: {names}")
+            names = [*sorted(n.replace("_", "-") for n in known), "dashboards"]
+            raise UsageError(
+                f"config file {path}: unknown setting {key!r}; known: {', '.join(names)}"
+                f"{did_you_mean(str(key), names)}"
+            )
     return values, rules
 
 
