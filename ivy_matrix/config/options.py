@@ -97,7 +97,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "if_no_files_found",
         Kind.STR,
-        "when the junit patterns select no file: error (exit 1), warn, or ignore",
+        "when the junit patterns select no file: error (exit 3), warn, or ignore",
         default="error",
         choices=tuple(IfNoFilesFound),
     ),
@@ -127,7 +127,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "lock_timeout",
         Kind.INT,
-        "seconds to wait for the store's lock while another update holds it, then exit 1 "
+        "seconds to wait for the store's lock while another update holds it, then exit 4 "
         "naming the holder (0: do not wait)",
         default=str(DEFAULT_LOCK_TIMEOUT),
     ),
