@@ -9,6 +9,8 @@ from ivy_matrix.issues.markers import BODY_LIMIT, continuation_part, parse_parts
 from ivy_matrix.issues.publish import publish_issues
 from ivy_matrix.issues.requests import PACE_FROM, PACE_SECONDS
 from ivy_matrix.render import Style
+from tests.github.budget import ManualClock
+from tests.github.memory import MemoryGitHub
 from tests.issues.test_publish import GRADIENTS, make_state
 
 REPO = "acme/widgets"
@@ -16,19 +18,28 @@ ROWS = 50_000
 BACKENDS = ("torch", "jax", "numpy", "tensorflow")
 
 
-def test_fifty_thousand_rows_are_split_over_comments_each_row_once_and_paced(memory):
+def test_fifty_thousand_rows_are_split_over_comments_each_row_once_and_paced():
     """50,000 rows x 4 backends go out as compact tables split over the body and continuation
     comments, each under the limit, each row exactly once, the comment writes spaced to
     GitHub's content-creation pace, and the index links the dashboard's issue."""
+    # The writer's pacing and the client's waits move one clock, which GitHub's content
+    # limits are kept by: the writes are spread as they would be on GitHub.
+    clock = ManualClock()
+    memory = MemoryGitHub(clock=clock, sleep=clock.advance)
     state = make_state(GRADIENTS, ROWS, BACKENDS)
     waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        clock.advance(seconds)
+
     report = publish_issues(
         memory.as_client(),
         REPO,
         [state],
         touched=[state.key],
         revision=1,
-        sleep=waits.append,
+        sleep=sleep,
         settle=(0.0, 0.0),
     )
     result = report.result("core/gradients")

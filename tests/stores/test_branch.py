@@ -25,6 +25,7 @@ from ivy_matrix.stores.branch import MAX_ATTEMPTS, BranchStore
 from ivy_matrix.stores.layout import Leg
 from ivy_matrix.stores.snapshot import git_blob_sha
 from tests.conftest import fake_client
+from tests.github.budget import RACING, ManualClock
 from tests.github.fake_server import FakeGitHub
 from tests.github.memory import MemoryGitHub
 
@@ -346,8 +347,11 @@ def test_commit_post_that_landed_before_a_502_gives_one_commit(fake):
 
 
 @pytest.mark.parametrize("faults", [False, True])
-def test_sixteen_concurrent_legs_never_lose_a_cell(memory, faults):
+def test_sixteen_concurrent_legs_never_lose_a_cell(faults):
     """16 legs merge their own column into 3 dashboards at once; every cell lands, one commit each."""
+    # A race of 16 legs each committing (up to 16 tries of 3 writes) passes GitHub's content
+    # limits; this tests that nothing is lost, so it takes the racing budget.
+    memory = MemoryGitHub(limits=RACING)
     legs = 16
     memory.latency = (0.0, 0.002)  # every call pauses, so the legs really interleave
     if faults:
@@ -553,9 +557,12 @@ def test_a_one_file_state_of_an_older_version_is_read_and_split_when_written(mem
 
 
 @pytest.mark.timeout(60)
-def test_thirty_two_matrix_legs_at_once_all_land_in_few_tries(memory):
+def test_thirty_two_matrix_legs_at_once_all_land_in_few_tries():
     """32 legs of one run race: every cell lands, no leg retries more than a few times, the
     legs' changes run once per try, and the markdown is a render of the state at the end."""
+    # 32 legs publishing to the inbox at once make about 150 writes within a second, over
+    # GitHub's 80 a minute; this tests that nothing is lost, so it takes the racing budget.
+    memory = MemoryGitHub(limits=RACING)
     legs = 32
     memory.latency = (0.0, 0.002)
     barrier = threading.Barrier(legs)
@@ -647,9 +654,12 @@ def race_legs(
     return outcomes
 
 
-def test_thirty_two_legs_with_faults_fold_their_inboxes_and_lose_nothing(memory):
+def test_thirty_two_legs_with_faults_fold_their_inboxes_and_lose_nothing():
     """32 racing legs, with inbox refs that land before a 502 and a folder that dies after its
     commit, put every cell on the branch, render it once complete and stay within 5 tries."""
+    # 32 legs publishing to the inbox at once make about 150 writes within a second, over
+    # GitHub's 80 a minute; this tests that nothing is lost, so it takes the racing budget.
+    memory = MemoryGitHub(limits=RACING)
     memory.latency = (0.0, 0.002)
     memory.inject("create_ref", after_write=True, retried=True, times=4)
 
@@ -739,11 +749,14 @@ def test_a_dry_run_leg_publishes_nothing_to_the_inbox(memory):
     assert len(memory.writes()) == writes
 
 
-def test_folding_keeps_as_many_results_per_cell_as_the_legs_history_says(memory):
+def test_folding_keeps_as_many_results_per_cell_as_the_legs_history_says():
     """Folded results keep the leg's ``history`` entries per cell, more than the default too."""
+    clock = ManualClock()
+    memory = MemoryGitHub(clock=clock)
     gh = memory.as_client()
     runs = 12
     for offset in range(runs):
+        clock.advance(600)  # workflow runs ten minutes apart: within GitHub's write limits
         change = column_change(0, run=RUN + offset)
         leg = Leg(
             run_id=RUN + offset,
