@@ -23,7 +23,7 @@ outside the lock, so a test can let a competing writer move the branch between r
 **GitHub's budgets** (``tests/github/budget.py``) apply as on the HTTP fake: every call costs
 the requests the client's call sends (one, plus a page per 100 items listed, a blob per file
 over 1 MB written, a label create after its read), charged to the token of the view it came
-through (``as_client(token=...)``). A refused request is handled as the client handles it:
+through (``for_token(token)``; the model itself is ``GITHUB_TOKEN``). A refused request is handled as the client handles it:
 ``github/retry.py``'s policy, from the client's own :class:`Transport`, waits what GitHub asks
 with the model's ``sleep`` (by default none at all, so a refusal is asked again at once and
 the client's limits on tries and waiting end in its :class:`RateLimitError`; a test that
@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient
@@ -135,7 +135,6 @@ class MemoryGitHub:
         # The client's own retries, as a GitHubClient with default settings makes them.
         policy = RetryPolicy(clock=clock, rng=random.Random(seed))
         self._client_retry = Transport(retry=policy, sleep=sleep)
-        self._local = threading.local()
         self.blobs: dict[str, str] = {}
         self.trees: dict[str, dict[str, str]] = {tree_sha({}): {}}
         self.commits: dict[str, JSON] = {}
@@ -153,10 +152,15 @@ class MemoryGitHub:
 
     # ----------------------------------------------------------------- test side
 
-    def as_client(self, token: str = DEFAULT_TOKEN) -> GitHubClient:
-        """This model as the client of ``token`` (each leg of a race can have its own, so
-        ``budget.spent(token)`` tells legs apart), typed as the client the stores take."""
-        return cast("GitHubClient", TokenView(self, token))
+    def for_token(self, token: str) -> MemoryGitHub:
+        """This model, as the client of ``token``: every call through it is charged to
+        ``token`` (each leg of a race can have its own, so ``budget.spent(token)`` tells them
+        apart). It shares all state with this model, settings and faults included."""
+        view = TokenView.__new__(TokenView)
+        # The same attribute dict, not a copy: the view *is* this model, bar its token.
+        view.__dict__ = self.__dict__
+        view.token = token
+        return view
 
     def close(self) -> None:
         """Nothing to close (the client's method)."""
@@ -258,7 +262,8 @@ class MemoryGitHub:
     # ----------------------------------------------------------------- the machinery
 
     def _token(self) -> str:
-        return str(getattr(self._local, "token", DEFAULT_TOKEN))
+        """Who pays for the calls made through this object (a view has its own token)."""
+        return DEFAULT_TOKEN
 
     def _take_fault(self, method: str) -> MemoryFault | None:
         with self.lock:
@@ -375,14 +380,8 @@ class MemoryGitHub:
     def get_blob_texts(self, repo: str, shas: Collection[str]) -> dict[str, str]:
         """The text of each blob, read 8 at a time (each read is a call, with its latency)."""
         wanted = list(dict.fromkeys(shas))
-        token = self._token()
-
-        def read(sha: str) -> str:
-            self._local.token = token  # the pool's threads read for the caller's token
-            return self.get_blob_text(repo, sha)
-
         with ThreadPoolExecutor(max_workers=max(min(8, len(wanted)), 1)) as pool:
-            texts = list(pool.map(read, wanted))
+            texts = list(pool.map(lambda sha: self.get_blob_text(repo, sha), wanted))
         return dict(zip(wanted, texts, strict=True))
 
     def create_tree(self, repo: str, base_tree: str | None, files: Mapping[str, str | None]) -> str:
@@ -812,34 +811,12 @@ def _is_client_method(name: str) -> bool:
     return any(name in vars(klass) for klass in GitHubClient.__mro__ if klass is not object)
 
 
-class TokenView:
-    """The model as the client of one token: every client call is charged to ``token``.
+class TokenView(MemoryGitHub):
+    """The model seen through one token (see :meth:`MemoryGitHub.for_token`)."""
 
-    Anything else (``calls``, ``inject``, the state) is the model's own.
-    """
+    __slots__ = ("token",)  # beside the shared attribute dict: the view's own
 
-    def __init__(self, model: MemoryGitHub, token: str) -> None:
-        self.model = model
-        self.token = token
+    token: str
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.model.close()
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self.model, name)
-        if not callable(attribute) or not _is_client_method(name):
-            return attribute
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            local = self.model._local
-            previous = getattr(local, "token", None)
-            local.token = self.token
-            try:
-                return attribute(*args, **kwargs)
-            finally:
-                local.token = previous if previous is not None else DEFAULT_TOKEN
-
-        return call
+    def _token(self) -> str:
+        return self.token
