@@ -24,6 +24,18 @@ class Sleeps(list[float]):
         self.append(seconds)
 
 
+class ClockSleeps(Sleeps):
+    """A sleep that records how long it was asked to wait and moves ``clock`` on by that."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def __call__(self, seconds: float) -> None:
+        super().__call__(seconds)
+        self.clock.advance(seconds)
+
+
 def client(url: str, sleeps: Sleeps | None = None, **options) -> GitHubClient:
     options.setdefault("retries", 3)
     options.setdefault("sleep", Sleeps() if sleeps is None else sleeps)
@@ -320,13 +332,8 @@ def test_exhausted_primary_limit_waits_until_reset(status):
     clock = ManualClock()
     limits = Limits(requests_per_hour=1, status=status)
     with FakeGitHub(limits=limits, clock=clock) as fake:
-        sleeps = Sleeps()
-
-        def sleep(seconds: float) -> None:
-            sleeps.append(seconds)
-            clock.advance(seconds)
-
-        with client(fake.base_url, clock=clock, sleep=sleep) as gh:
+        sleeps = ClockSleeps(clock)
+        with client(fake.base_url, sleeps, clock=clock) as gh:
             # The first read spends the budget of 1 and starts the hour; the second, 20 s
             # before its end, waits for the reset.
             assert gh.get_branch_head(REPO, "main") == main_tip(fake)
@@ -361,13 +368,8 @@ def test_content_creation_limit_waits_the_retry_after_for_every_kind_of_write(st
     clock = ManualClock()
     limits = Limits(content_per_minute=1, status=status)
     with FakeGitHub(limits=limits, clock=clock) as fake:
-        sleeps = Sleeps()
-
-        def sleep(seconds: float) -> None:
-            sleeps.append(seconds)
-            clock.advance(seconds)
-
-        with client(fake.base_url, clock=clock, sleep=sleep) as gh:
+        sleeps = ClockSleeps(clock)
+        with client(fake.base_url, sleeps, clock=clock) as gh:
             tip = main_tip(fake)
             commit = gh.create_commit(REPO, "c", gh.get_tree(REPO, tip).sha, [tip])
             assert gh.update_branch(REPO, "main", commit) is True
