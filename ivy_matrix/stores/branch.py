@@ -69,6 +69,7 @@ from ivy_matrix.stores.layout import (
     record_legs,
 )
 from ivy_matrix.stores.snapshot import BranchReader, Snapshot, git_blob_sha
+from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend, with_trend
 
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
@@ -81,8 +82,9 @@ CONTENTION_SPREAD = 1.0
 # this many times before it folds them itself (so a folder that died cannot block anyone).
 PATIENCE = 6
 
-# The pages to commit beside the states: (every state by key, the keys that changed) -> files.
-Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile]]
+# The pages to commit beside the states: (the change's result, with the store's trend; the
+# keys of the dashboards whose pages to draw) -> files.
+Render = Callable[[Merged, Collection[str]], list[RenderedFile]]
 
 
 class GitData(InboxAPI, Protocol):
@@ -115,6 +117,7 @@ class BranchStore:
         after_save: AfterSave | None = None,
         server_url: str | None = None,
         leg: Leg | None = None,
+        trend_points: int = DEFAULT_POINTS,
     ) -> None:
         self.client = client
         self.message = message
@@ -134,6 +137,7 @@ class BranchStore:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self.leg = leg
+        self.trend_points = trend_points
         # Render every dashboard, not only those the change changed (``publish``).
         self.render_all = False
         # What the last try saw and took: the legs of this run not landed yet, its duration.
@@ -234,9 +238,11 @@ class BranchStore:
         merged, keys = self._apply(change, snapshot)
         files = []
         if complete:
-            files = self.render(merged.ordered(), keys) if self.render else []
+            merged = self._with_trend(merged, snapshot)
+            files = self.render(merged, keys) if self.render else []
             files += removed_files(merged.removed)
         wanted = self.layout.state_writes(snapshot.paths, merged, complete=complete)
+        wanted.update(self._trend_file(merged, snapshot))
         if self.leg is not None and legs != snapshot.legs:
             wanted[self.layout.legs_path] = dump_runs(legs)
         writes = self._changes(snapshot, wanted, files)
@@ -282,7 +288,7 @@ class BranchStore:
         if not landed:
             return None
         for path, text in writes.items():
-            if text is not None and self.layout.in_state_dir(path):
+            if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
                 self._reader.remember(text)
         return commit
 
@@ -373,13 +379,16 @@ class BranchStore:
             merged = change(states)
             keys = {state.key for state in merged.states.values()}
             changed = [*merged.changed, *(key for key in touched if key in keys)]
-            merged = replace(merged, changed=tuple(dict.fromkeys(changed)))
+            merged = self._with_trend(
+                replace(merged, changed=tuple(dict.fromkeys(changed))), snapshot
+            )
             if self.render:
-                files = self.render(merged.ordered(), [s.key for s in merged.ordered()])
+                files = self.render(merged, [s.key for s in merged.ordered()])
             files += removed_files(merged.removed)
         else:
             merged = Merged(states=states, changed=tuple(touched))
         wanted = layout.state_writes(snapshot.paths, merged, complete=snapshot.whole)
+        wanted.update(self._trend_file(merged, snapshot))
         if legs != snapshot.legs:
             wanted[layout.legs_path] = dump_runs(legs)
         writes = self._changes(snapshot, wanted, files)
@@ -404,6 +413,21 @@ class BranchStore:
             # yet) completes nothing new: the pages are already a render of the state.
             rendered=snapshot.whole and bool(writes),
         )
+
+    def _with_trend(self, merged: Merged, snapshot: Snapshot) -> Merged:
+        """``merged`` with the trend at the branch's root, and the points of the runs the
+        change brought (trend.py); the file is rendered with the pages."""
+        where = f"{TREND_NAME} on branch {self.branch} of {self.repo}"
+        previous = load_trend(self._reader.text(snapshot.tree, TREND_NAME), where=where)
+        return with_trend(merged, previous, cap=self.trend_points)
+
+    @staticmethod
+    def _trend_file(merged: Merged, snapshot: Snapshot) -> dict[str, str]:
+        """The trend file to write: once it has a point, or when the branch has one."""
+        trend = merged.trend
+        if trend is None or not (trend.points or TREND_NAME in snapshot.tree.files):
+            return {}
+        return {TREND_NAME: dump_trend(trend)}
 
     def _report(self, saved: Saved) -> None:
         where = f"branch {self.branch} of {self.repo}"

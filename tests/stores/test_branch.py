@@ -435,7 +435,7 @@ def matrix_store(
         rng=random.Random(seed),
         base_delay=0.02,
         max_delay=0.5,
-        render=lambda states, keys: render_files(states, style=Style.IVY, only=keys),
+        render=lambda merged, keys: render_files(merged.ordered(), style=Style.IVY, only=keys),
         leg=Leg(
             run_id=run,
             index=leg,
