@@ -7,7 +7,7 @@ from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.trend import TREND_NAME, load_trend
-from tests.stores.test_branch import BRANCH, RUN, client, run_leg
+from tests.stores.helpers import BRANCH, RUN, client, run_leg
 
 CORE = DashboardId(title="core")
 
