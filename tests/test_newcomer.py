@@ -240,7 +240,7 @@ def test_a_nameless_test_case_is_a_warning_naming_file_and_line_and_is_not_recor
         "::warning file=r.xml,line=4::1 test case(s) without a name (the first at line 4; an "
         "interrupted test run writes them) were not recorded"
     ) in err.splitlines()
-    states = sorted(p.name for p in (workdir / ".ivy-matrix").rglob("*.json"))
+    states = sorted(p.name for p in (workdir / ".ivy-matrix" / "state").rglob("*.json"))
     assert states == ["gradients.json"]
     assert "(unnamed)" not in (
         workdir / ".ivy-matrix" / "state" / "core" / "gradients.json"

@@ -19,16 +19,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from ivy_matrix.config.event import EventInfo, parse_event
-from ivy_matrix.config.file import compile_regex, read_config_file
+from ivy_matrix.config.file import compile_regex
+from ivy_matrix.config.layers import resolve_layers
 from ivy_matrix.config.options import (
     MAX_RETIRE_AFTER_RUNS,
-    OPTION_BY_NAME,
-    OPTIONS,
     FailOn,
     IfNoFilesFound,
     Target,
     check_matrix,
-    convert,
     option_default,
     parse_targets,
     spell,
@@ -39,6 +37,7 @@ from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.pr.state import WhenGreen
 from ivy_matrix.render import Style
 from ivy_matrix.runner.files import STDOUT
+from ivy_matrix.signature import parse_aliases
 
 _T = TypeVar("_T")
 
@@ -77,6 +76,10 @@ class Settings:
     style: Style = field(default_factory=lambda: Style(option_default("style", str)))
     history: int = field(default_factory=_defaults("history", int))
     retire_after_runs: int = field(default_factory=_defaults("retire_after_runs", int))
+    trend_points: int = field(default_factory=_defaults("trend_points", int))
+    backend_aliases: tuple[str, ...] = field(
+        default_factory=lambda: parse_aliases(option_default("backend_aliases", tuple))
+    )
     targets: tuple[Target, ...] = field(
         default_factory=lambda: parse_targets(option_default("targets", tuple))
     )
@@ -209,7 +212,7 @@ def is_github_actions(env: Mapping[str, str]) -> bool:
 def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
     """Resolve every setting from the command line, the environment and the config file."""
     env = environ() if env is None else env
-    values, rules, origins = _resolve(given, env)
+    values, rules, origins = resolve_layers(given, env)
     settings = _from_options(values, rules, origins)
     settings = _with_runner(_with_event(settings, values, env), env)
     _check(settings)
@@ -242,6 +245,8 @@ def _from_options(
         style=Style(_value(values, "style", str)),
         history=_value(values, "history", int),
         retire_after_runs=_value(values, "retire_after_runs", int),
+        trend_points=_value(values, "trend_points", int),
+        backend_aliases=parse_aliases(_value(values, "backend_aliases", tuple)),
         targets=parse_targets(_get(values, "targets", tuple) or (), origins.get("targets", "")),
         branch=_value(values, "branch", str),
         token=_get(values, "token", str),
@@ -309,42 +314,6 @@ def read_event(path: Path | None, event_name: str | None) -> EventInfo:
     return parse_event(payload, event_name)
 
 
-def _resolve(
-    given: Mapping[str, object], env: Mapping[str, str]
-) -> tuple[dict[str, object], tuple[DashboardRule, ...], dict[str, str]]:
-    """Each option's value from the first layer that gives one, converted; the rules; and
-    where each value came from."""
-    chosen: dict[str, tuple[object, str]] = {}
-    for name, value in given.items():
-        if value not in (None, "", [], ()):
-            chosen[name] = (value, OPTION_BY_NAME[name].flag)
-    for option in OPTIONS:
-        value = env.get(option.env, "")
-        if option.name not in chosen and value.strip():
-            chosen[option.name] = (value, f"input '{option.name.replace('_', '-')}' ({option.env})")
-    rules: tuple[DashboardRule, ...] = ()
-    if "config" in chosen:
-        config_path = Path(str(chosen["config"][0]))
-        from_file, rules = read_config_file(config_path, OPTION_BY_NAME)
-        for name, value in from_file.items():
-            if name not in chosen and value not in (None, ""):
-                chosen[name] = (value, f"setting '{name.replace('_', '-')}' in {config_path}")
-    for option in OPTIONS:
-        if option.name in chosen:
-            continue
-        names = (option.runner_env, *option.also_env) if option.runner_env else option.also_env
-        found = next(((n, env[n].strip()) for n in names if env.get(n, "").strip()), None)
-        if found is not None:
-            chosen[option.name] = (found[1], found[0])
-        elif option.default is not None:
-            chosen[option.name] = (option.default, "default")
-    values = {
-        name: convert(OPTION_BY_NAME[name], value, origin)
-        for name, (value, origin) in chosen.items()
-    }
-    return values, rules, {name: origin for name, (_, origin) in chosen.items()}
-
-
 def _check(settings: Settings) -> None:
     named = settings.named
     if settings.run_attempt < 1:
@@ -360,6 +329,8 @@ def _check(settings: Settings) -> None:
             f"{named('retire_after_runs')} got {settings.retire_after_runs}; "
             f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
         )
+    if settings.trend_points < 1:
+        raise UsageError(f"{named('trend_points')} got {settings.trend_points}: keep at least 1")
     check_matrix(settings.matrix_size, settings.matrix_index, named)
     if settings.repository is not None and not re.fullmatch(
         r"[^/\s]+/[^/\s]+", settings.repository
