@@ -42,13 +42,19 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from typing import Protocol
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.types import IssueComment
 from ivy_matrix.pr.body import comment_marker, render_comment
-from ivy_matrix.pr.state import CommentState, Lease, RefState, has_failures, merge_states
+from ivy_matrix.pr.state import (
+    CommentState,
+    Lease,
+    RefState,
+    WhenGreen,
+    has_failures,
+    merge_states,
+)
 from ivy_matrix.pr.verdict_ref import NewerRecordError, Read, VerdictRef
 from ivy_matrix.pr.verdicts import CellKey
 from ivy_matrix.runner.log import Log
@@ -65,13 +71,6 @@ SETTLE_CAP = 30.0
 # [0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n)].
 BACKOFF_BASE = 0.25
 BACKOFF_CAP = 4.0
-
-
-class WhenGreen(StrEnum):
-    """What the pr-comment target writes for a pull request with no failing cell."""
-
-    NOTE = "note"
-    NOTHING = "nothing"
 
 
 # Answers to a listing that another try will not change (404: no such pull request; 401: a bad

@@ -34,6 +34,7 @@ import json
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 from ivy_matrix.history import RunRef
@@ -61,6 +62,13 @@ _VERDICT_RANK = {
     Verdict.FLAKY: 2,
     Verdict.FIXED: 1,
 }
+
+
+class WhenGreen(StrEnum):
+    """What the pr-comment target writes for a pull request with no failing cell."""
+
+    NOTE = "note"
+    NOTHING = "nothing"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

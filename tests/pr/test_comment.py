@@ -15,13 +15,14 @@ from ivy_matrix.github.types import IssueComment
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker, render_comment
-from ivy_matrix.pr.comment import LEASE_TTL, CommentResult, PullRequestComment, WhenGreen, is_ours
-from ivy_matrix.pr.state import CommentState, Lease, RefState, comment_state
+from ivy_matrix.pr.comment import LEASE_TTL, CommentResult, PullRequestComment, is_ours
+from ivy_matrix.pr.state import CommentState, Lease, RefState, WhenGreen, comment_state
 from ivy_matrix.pr.verdict_ref import VerdictRef
 from ivy_matrix.pr.verdicts import CellKey, CellVerdict, Verdict, compare, compare_document
 from ivy_matrix.runner.log import Log
 from tests.concurrency import at_once
 from tests.conftest import fake_client, quick_sleep
+from tests.github.budget import RACING
 from tests.github.fake_server import BOT_LOGIN
 from tests.github.memory import MemoryGitHub
 from tests.pr.test_body import shown_counts
@@ -132,6 +133,10 @@ def pr_fixture(memory: MemoryGitHub) -> int:
 def test_sixteen_legs_racing_with_faults_leave_one_comment_with_every_cell(memory, pr):
     """16 legs at once (two shards of each of 8 backends), with writes that land and then
     fail: one comment, showing every leg's cells."""
+    # Over the REST git-data API each leg's record costs 3 or more writes (tree, commit, ref,
+    # and again when it loses a race): 16 legs at once pass GitHub's 80 a minute. This tests
+    # that no cell is lost; what a run costs is bench/github_scale.py's.
+    memory.budget.configure(RACING)
     memory.latency = (0.0, 0.003)
     # The first POST lands and errors, and the client's retry posts it again: a duplicate.
     memory.inject("create_issue_comment", status=500, after_write=True, retried=True)
@@ -429,7 +434,7 @@ def test_a_pull_request_that_does_not_exist_ends_at_the_first_listing(memory, ca
     assert result.url is None
     assert result.rounds == 1
     assert memory.calls.count("list_issue_comments") == 1
-    assert "cannot write the comment on pull request #4242" in capsys.readouterr().out
+    assert "cannot write the comment on pull request #4242" in capsys.readouterr().err
     record = VerdictRef(memory, REPO, 4242).read().state
     assert record is not None
     assert record.lease is None
@@ -437,6 +442,9 @@ def test_a_pull_request_that_does_not_exist_ends_at_the_first_listing(memory, ca
 
 def test_legs_of_an_older_and_a_newer_push_racing_leave_the_newer_heads_cells(memory, pr):
     """8 legs of an older run and 8 of a newer push at once: the comment holds the newer's."""
+    # 16 legs recording at once over the REST git-data API pass GitHub's 80 writes a minute
+    # (see the 16-leg race above); this tests which head wins.
+    memory.budget.configure(RACING)
     memory.latency = (0.0, 0.003)
     legs = [
         (run, head, f"b{leg:02d}") for run, head in ((100, "old"), (200, "new")) for leg in range(8)
