@@ -32,6 +32,8 @@ from ivy_matrix.pr.verdict_ref import VerdictRef
 from ivy_matrix.pr.verdicts import Comparison
 from ivy_matrix.runner.log import Log, append_summary
 
+NOT_FOUND = 404
+
 
 def pull_request_verdicts(
     settings: Settings, collected: Collected, links: Links, github: Connection, log: Log
@@ -60,13 +62,17 @@ def pull_request_verdicts(
 
 
 def _is_closed(settings: Settings, github: Connection, log: Log) -> bool:
-    """Whether GitHub says the pull request is closed (merged ones are): then no comment."""
+    """Whether GitHub says the pull request is closed (merged ones are) or does not exist:
+    then no comment."""
     number = settings.pr
     if number is None or not github.available:
         return False
     try:
         pull = github.client.get_pull_request(github.repository, number)
     except GitHubAPIError as error:
+        if error.status == NOT_FOUND:
+            log.warning(f"there is no pull request #{number} in {github.repository}: no comment")
+            return True
         log.warning(f"cannot tell whether pull request #{number} is open ({error}); commenting")
         return False
     if pull.state != "closed":

@@ -393,3 +393,13 @@ def test_a_closed_pull_request_gets_no_comment(tmp_path, memory, capsys):
     assert memory.comments[number] == []
     assert memory.writes() == []
     assert f"pull request #{number} is closed" in capsys.readouterr().err
+
+
+def test_a_pull_request_that_does_not_exist_gets_nothing_written(tmp_path, memory, capsys):
+    """An event naming a pull request GitHub does not have: no record and no comment, a
+    warning instead."""
+    names = ["test_00", "test_01"]
+    record_baseline(tmp_path, ["torch"], names)
+    assert run_leg(memory, tmp_path, 4242, "torch", 11, names=names, failing={"test_01"}) == 0
+    assert memory.writes() == []
+    assert "there is no pull request #4242" in capsys.readouterr().err
