@@ -55,6 +55,7 @@ from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
+from ivy_matrix.github.types import Spend
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import PullRequestComment
@@ -68,6 +69,7 @@ from ivy_matrix.targets.summary import (
     SummaryFiles,
     annotate_failures,
     log_dashboards,
+    log_spend,
     publish_job_summary,
     write_summary_json,
 )
@@ -116,7 +118,8 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
-    _summarize(settings, collected, merged, published, log)
+    spend = github.spent()  # the connection is closed: nothing more is sent
+    _summarize(settings, collected, merged, published, log, spend=spend)
     totals = collected.totals()
     log.info(
         f"ivy-matrix: {totals.files} file(s), {totals.tests} test cases "
@@ -125,11 +128,18 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         f"{len(saved.output)} file(s) {'to write' if settings.dry_run else 'written'}; "
         f"read in {read_seconds:.2f} s, done in {time.monotonic() - started:.2f} s"
     )
+    log_spend(log, spend, warn_percent=settings.budget_warning)
     return exit_code(settings.fail_on, totals, log, comparison)
 
 
 def _summarize(
-    settings: Settings, collected: Collected, merged: Merged, published: Published, log: Log
+    settings: Settings,
+    collected: Collected,
+    merged: Merged,
+    published: Published,
+    log: Log,
+    *,
+    spend: Spend | None,
 ) -> None:
     """The summary target and ``--summary-json``: the log lines, annotations and files."""
     log_dashboards(log, merged)
@@ -137,7 +147,7 @@ def _summarize(
     if settings.summary_json is not None and settings.dry_run:
         log.info(f"dry run: would write the summary JSON {settings.summary_json}")
     elif settings.summary_json is not None:
-        write_summary_json(settings.summary_json, collected, merged, published)
+        write_summary_json(settings.summary_json, collected, merged, published, spend=spend)
     if Target.SUMMARY in settings.targets:
         files = SummaryFiles(
             step_summary=settings.step_summary,
@@ -145,7 +155,7 @@ def _summarize(
             summary_json=settings.summary_json,
             output_dir=settings.output_dir,
         )
-        publish_job_summary(files, collected, merged, published, log)
+        publish_job_summary(files, collected, merged, published, log, spend=spend)
 
 
 def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Leg | None:

@@ -81,6 +81,7 @@ class Settings:
     branch: str = field(default_factory=_defaults("branch", str))
     token: str | None = None
     api_url: str = field(default_factory=_defaults("api_url", str))
+    budget_warning: int = field(default_factory=_defaults("budget_warning", int))
     job_name: str | None = None
     leg_metadata: Path | None = None
     matrix_size: int | None = None
@@ -226,6 +227,7 @@ def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]
         branch=_value(values, "branch", str),
         token=_get(values, "token", str),
         api_url=_value(values, "api_url", str),
+        budget_warning=_value(values, "budget_warning", int),
         job_name=_get(values, "job_name", str),
         matrix_size=_get(values, "matrix_size", int),
         matrix_index=_get(values, "matrix_index", int),
@@ -335,6 +337,11 @@ def _check(settings: Settings) -> None:
         raise InputError(
             f"input 'retire-after-runs' got {settings.retire_after_runs}; "
             f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
+        )
+    if not 0 <= settings.budget_warning <= 100:  # noqa: PLR2004  -- a percentage
+        raise InputError(
+            f"input 'budget-warning' got {settings.budget_warning}; give a percent, 0 (never) "
+            f"to 100"
         )
     check_matrix(settings.matrix_size, settings.matrix_index)
     if settings.repository is not None and not re.fullmatch(

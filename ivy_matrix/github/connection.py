@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
 from ivy_matrix.errors import InputError
-from ivy_matrix.github.types import GitHubAPI
+from ivy_matrix.github.types import GitHubAPI, Spend
 
 if TYPE_CHECKING:
     from ivy_matrix.github.client import GitHubClient
@@ -88,6 +88,10 @@ class Connection:
                 )
             self._client = self.remote.client(self.token, self.api_url)
         return self._client
+
+    def spent(self) -> Spend | None:
+        """What the client spent of GitHub's budgets (None: it was never opened)."""
+        return None if self._client is None else self._client.spent()
 
     def close(self) -> None:
         if self._client is not None:

@@ -3,7 +3,9 @@
 I/O: appends to the files the runner names (``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``),
 writes the summary JSON atomically, and logs one line per dashboard plus an annotation per
 failed test (the first few). The markdown comes from render.py. The files it writes come as
-one :class:`SummaryFiles` value.
+one :class:`SummaryFiles` value. What the run spent of GitHub's budgets (``github/spend.py``)
+ends the log (:func:`log_spend`, with a warning past ``budget-warning``), the job summary and
+the summary JSON.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 from ivy_matrix.collect import Collected
 from ivy_matrix.errors import InputError
 from ivy_matrix.fold import DashboardReport, Merged
+from ivy_matrix.github.spend import over_budget
+from ivy_matrix.github.types import Spend
 from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import backend_counts, render_job_summary
@@ -61,6 +65,35 @@ def _log_dashboard(log: Log, key: str, report: DashboardReport) -> None:
     log.info(f"dashboard {key}: " + "; ".join(parts))
 
 
+def spend_line(spend: Spend) -> str:
+    """What a run spent of GitHub's budgets, in one sentence (no full stop)."""
+    text = (
+        f"GitHub: {spend.requests:,} request(s), {spend.content_requests:,} of them "
+        f"content-creating"
+    )
+    if spend.rate_limit_remaining is not None:
+        of = f" of {spend.rate_limit:,}" if spend.rate_limit is not None else ""
+        text += f"; {spend.rate_limit_remaining:,}{of} left this hour (x-ratelimit-remaining)"
+    return text
+
+
+def log_spend(log: Log, spend: Spend | None, *, warn_percent: int) -> None:
+    """The run's spend (nothing without a GitHub connection), and a warning when it used more
+    than ``warn_percent`` of an hourly budget."""
+    if spend is None:
+        return
+    log.info(spend_line(spend))
+    over = over_budget(spend, warn_percent)
+    if over:
+        log.warning(
+            f"this run spent {' and '.join(over)}, more than budget-warning's {warn_percent}%. "
+            f"The hour's budget is the repository's, shared by every workflow and every matrix "
+            f"leg: runs like this one exhaust it, and GitHub then refuses the token until the "
+            f"hour is over. Publish from one fan-in job, or write from fewer legs",
+            title="GitHub's budget",
+        )
+
+
 def annotate_failures(collected: Collected, log: Log) -> None:
     """One annotation per failed test, for the first few; the rest are counted.
 
@@ -84,10 +117,17 @@ def annotate_failures(collected: Collected, log: Log) -> None:
 
 
 def write_summary_json(
-    path: Path, collected: Collected, merged: Merged, published: Published
+    path: Path,
+    collected: Collected,
+    merged: Merged,
+    published: Published,
+    *,
+    spend: Spend | None = None,
 ) -> None:
     """``--summary-json``: totals, files, and every dashboard's counts, link and changes, and
-    its failing and flaky cells' history (failing since, last pass, flaky)."""
+    its failing and flaky cells' history (failing since, last pass, flaky); what the run spent
+    of GitHub's budgets."""
+    spend = spend or Spend()
     dashboards = {}
     for state in merged.ordered():
         counts = backend_counts(state)
@@ -104,6 +144,9 @@ def write_summary_json(
     document = {
         "version": 1,
         "index_url": published.index_url,
+        "requests": spend.requests,
+        "content_requests": spend.content_requests,
+        "rate_limit_remaining": spend.rate_limit_remaining,
         "files": [asdict(f) for f in collected.files],
         "totals": asdict(collected.totals()),
         "dashboards": dashboards,
@@ -130,7 +173,13 @@ def _report_json(report: DashboardReport) -> dict[str, object]:
 
 
 def publish_job_summary(
-    files: SummaryFiles, collected: Collected, merged: Merged, published: Published, log: Log
+    files: SummaryFiles,
+    collected: Collected,
+    merged: Merged,
+    published: Published,
+    log: Log,
+    *,
+    spend: Spend | None = None,
 ) -> None:
     """Write the job summary and the step outputs, when the runner provides their files."""
     totals = collected.totals()
@@ -145,6 +194,8 @@ def publish_job_summary(
                 links=published.urls,
                 index_url=published.index_url,
             )
+            if spend is not None:
+                markdown += f"{spend_line(spend)}.\n\n"
             append_summary(files.step_summary, markdown)
         if files.github_output is not None:
             outputs = {name.replace("_", "-"): str(v) for name, v in asdict(totals).items()}

@@ -85,14 +85,23 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
     assert code == 0
     summary = read_json(workdir / "summary.json")
     assert sorted(summary) == [
+        "content_requests",
         "dashboards",
         "files",
         "index_url",
+        "rate_limit_remaining",
         "removed_dashboards",
+        "requests",
         "totals",
         "version",
     ]
     assert summary["index_url"] is None  # nothing published on GitHub
+    # No GitHub, no spend: the keys are there all the same.
+    assert [summary[k] for k in ("requests", "content_requests", "rate_limit_remaining")] == [
+        0,
+        0,
+        None,
+    ]
     assert summary["version"] == 1
     files = {f["path"]: f for f in summary["files"]}
     assert [f["path"] for f in summary["files"]] == sorted(files)
