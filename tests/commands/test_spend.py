@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from ivy_matrix.errors import ExitCode
 from tests.commands.test_update_github import run, runner_env, write_results
 from tests.github.budget import Limits
 
@@ -24,7 +25,7 @@ def test_a_run_says_what_it_spent_in_the_log_the_summary_json_and_the_job_summar
         f"GitHub: {spent.requests} request(s), {spent.content_requests} of them "
         f"content-creating; {remaining} of 1,000 left this hour (x-ratelimit-remaining)"
     )
-    assert result.stdout.splitlines()[-1] == line
+    assert result.stderr.splitlines()[-1] == line
     assert spent.requests > spent.content_requests > 0
     summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
     assert [summary[k] for k in ("requests", "content_requests", "rate_limit_remaining")] == [
@@ -33,7 +34,7 @@ def test_a_run_says_what_it_spent_in_the_log_the_summary_json_and_the_job_summar
         remaining,
     ]
     assert f"{line}.\n" in (tmp_path / "summary.md").read_text(encoding="utf-8")
-    assert "GitHub's budget" not in result.stdout
+    assert "GitHub's budget" not in result.stderr
 
 
 def test_a_run_past_the_budget_warning_share_warns_and_0_never_does(fake, tmp_path):
@@ -45,7 +46,7 @@ def test_a_run_past_the_budget_warning_share_warns_and_0_never_does(fake, tmp_pa
     args = ("--junit", str(tmp_path / "results" / "*.xml"), "--backend", "torch")
     warned = run(tmp_path / "a", env, *args, "--budget-warning", "1")
     assert warned.returncode == 0, warned.stdout + warned.stderr
-    [warning] = [line for line in warned.stdout.splitlines() if "GitHub's budget" in line]
+    [warning] = [line for line in warned.stderr.splitlines() if "GitHub's budget" in line]
     requests = fake.budget.spent(TOKEN).requests
     # (A workflow command writes "%" as "%25".)
     assert warning.startswith(
@@ -54,8 +55,8 @@ def test_a_run_past_the_budget_warning_share_warns_and_0_never_does(fake, tmp_pa
     )
     quiet = run(tmp_path / "b", env, *args, "--budget-warning", "0")
     assert quiet.returncode == 0, quiet.stdout + quiet.stderr
-    assert "GitHub's budget" not in quiet.stdout
-    assert quiet.stdout.splitlines()[-1].startswith("GitHub: ")
+    assert "GitHub's budget" not in quiet.stderr
+    assert quiet.stderr.splitlines()[-1].startswith("GitHub: ")
 
 
 def test_publish_says_what_it_spent(fake, tmp_path):
@@ -67,13 +68,13 @@ def test_publish_says_what_it_spent(fake, tmp_path):
     result = run(tmp_path, env, "--repository", "acme/widgets", command="publish")
     assert result.returncode == 0, result.stdout + result.stderr
     requests = fake.budget.spent(TOKEN).requests - before
-    assert result.stdout.splitlines()[-1].startswith(f"GitHub: {requests} request(s), 0 of them")
+    assert result.stderr.splitlines()[-1].startswith(f"GitHub: {requests} request(s), 0 of them")
 
 
 def test_a_budget_warning_over_100_percent_is_refused(fake, tmp_path):
-    """budget-warning is a percent: 101 exits 1 naming the input."""
+    """budget-warning is a percent: 101 is a usage error (exit 2) naming the input."""
     write_results(tmp_path / "results" / "junit.xml", "torch")
     env = runner_env(fake, tmp_path, IVY_MATRIX_BUDGET_WARNING="101")
     result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
-    assert result.returncode == 1
-    assert "input 'budget-warning' got 101; give a percent, 0 (never) to 100" in result.stdout
+    assert result.returncode == ExitCode.USAGE
+    assert "input 'budget-warning' got 101; give a percent, 0 (never) to 100" in result.stderr
