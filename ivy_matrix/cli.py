@@ -38,7 +38,7 @@ from ivy_matrix.commands.prune import run_prune
 from ivy_matrix.commands.publish import run_publish
 from ivy_matrix.commands.render import run_render
 from ivy_matrix.commands.update import run_update
-from ivy_matrix.config.options import OPTIONS, Kind
+from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, Kind
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
 from ivy_matrix.errors import ExitCode, InputError, IvyMatrixError, ProblemsError
 from ivy_matrix.github.connection import Remote
@@ -256,6 +256,18 @@ def _bare_flags(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _given_tokens(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The token as given on the command line (``--token T``, ``--token=T``, or an
+    abbreviation argparse accepts) and in the environment, before any parsing."""
+    token = OPTION_BY_NAME["token"]
+    found = [env.get(token.env, ""), env.get(token.env, "").strip()]
+    for at, word in enumerate(argv):
+        flag, equals, value = word.partition("=")
+        if len(flag) > len("--t") and token.flag.startswith(flag):
+            found.append(value if equals else (argv[at + 1] if at + 1 < len(argv) else ""))
+    return [value for value in found if value]
+
+
 def main(
     argv: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
@@ -267,14 +279,18 @@ def main(
     """Run one command; return the exit code. ``remote``: how to reach GitHub (tests);
     ``stdout``, ``stderr``: where the log goes (None: the process's streams)."""
     env = environ() if env is None else env
+    argv = sys.argv[1:] if argv is None else argv
     log = Log(github_actions=is_github_actions(env), stream=stdout, error_stream=stderr)
+    for token in _given_tokens(argv, env):
+        log.conceal(token)  # before parsing: a usage error quotes the arguments
     try:
-        args = _parser(stdout).parse_args(_bare_flags(sys.argv[1:] if argv is None else argv))
+        args = _parser(stdout).parse_args(_bare_flags(argv))
         skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
+        log.conceal(settings.token or "")
         return _run(args, settings, log, remote)
     except IvyMatrixError as error:
         log.error(str(error))

@@ -33,6 +33,7 @@ from ivy_matrix.config.options import (
     parse_targets,
 )
 from ivy_matrix.errors import InputError
+from ivy_matrix.github.http import token_problem
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.pr.state import WhenGreen
@@ -341,6 +342,13 @@ def _check(settings: Settings) -> None:
         r"[^/\s]+/[^/\s]+", settings.repository
     ):
         raise InputError(f"input 'repository' got {settings.repository!r}; expected OWNER/REPO")
+    problem = None if settings.token is None else token_problem(settings.token)
+    if problem is not None:
+        raise InputError(
+            f"input 'token' (IVY_MATRIX_TOKEN, --token) contains {problem}, so it cannot be "
+            f"a GitHub token and is not sent (nor shown here); check the secret or expression "
+            f"that sets it (a secret pasted with a line break inside, say)"
+        )
     for name in ("run_id", "job_id", "pr"):
         value = getattr(settings, name)
         if value is not None and value < 0:

@@ -38,6 +38,8 @@ _OLD_COMMAND = "##["
 # A line the runner takes for a command: "::" after Unicode white space (which it trims); format
 # characters such as U+FEFF are skipped too, in case a reader drops them.
 _COMMAND_START = re.compile(r"[\s\u180e\u200b-\u200f\u2060-\u2064\ufeff]*::")
+# GitHub's shortest tokens are 40 characters; anything under this is no secret worth hiding.
+_SECRET_MIN = 8
 
 
 class Progress(Protocol):
@@ -92,15 +94,22 @@ class _Output:
     def __init__(self, stream: TextIO | None) -> None:
         self._stream = stream
         self.lost = False
+        self.secrets: list[str] = []
 
     @property
     def target(self) -> TextIO:
         return self._stream if self._stream is not None else sys.stdout
 
+    def hide(self, text: str) -> str:
+        """``text`` with every secret (the token) replaced by ``***``."""
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
     def write(self, text: str) -> int:
         if not self.lost:
             try:
-                self.target.write(text)
+                self.target.write(self.hide(text))
             except OSError:
                 self._lose()
         return len(text)
@@ -147,6 +156,24 @@ class Log:
     @property
     def stream(self) -> _Output:
         return self._output
+
+    def conceal(self, secret: str) -> None:
+        """Never print ``secret`` (the token): every line shows ``***`` in its place.
+
+        The runner masks the secrets it knows too, but not a token given another way. A
+        token that holds a line break or a control character (refused by
+        ``config.settings`` before any request, but an option parsing error can quote it) is
+        concealed as the lines show it too: escaped for a workflow command, a plain line, or
+        Python's ``repr``. A "secret" shorter than any GitHub token (tests pass ``t``) is not
+        one, and would mangle every line, so it is left alone.
+        """
+        if len(secret) < _SECRET_MIN:
+            return
+        shown = {secret, _escape_data(secret), plain_line(secret), repr(secret)[1:-1]}
+        # Longest first, so that no shorter form leaves part of a longer one in sight.
+        for form in sorted(shown - set(self._output.secrets), key=len, reverse=True):
+            self._output.secrets.append(form)
+        self._output.secrets.sort(key=len, reverse=True)
 
     def info(self, message: str) -> None:
         print(plain_line(message), file=self.stream, flush=True)
@@ -196,7 +223,7 @@ class Log:
         """Print a traceback to the error stream, each of its lines neutralised like any other."""
         stream = sys.stderr if self._error_stream is None else self._error_stream
         for line in text.splitlines():
-            print(plain_line(line), file=stream, flush=True)
+            print(self._output.hide(plain_line(line)), file=stream, flush=True)
 
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:
