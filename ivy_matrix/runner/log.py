@@ -13,8 +13,9 @@ line by line, and runs ``::command::`` at the start of a line, after spaces, and
 
 - each message becomes one line: in workflow commands CR, LF and ``%`` are escaped as the runner
   expects (``%0D``, ``%0A``, ``%25``; properties also ``:`` and ``,``), in plain lines they show
-  as ``\\r`` and ``\\n``; other control characters (ESC included) and Unicode line and paragraph
-  separators show as ``\\xNN``/``\\uNNNN``;
+  as ``\\r`` and ``\\n``; other control characters (ESC included), Unicode line and paragraph
+  separators, bidi controls (U+202E and the rest, which reorder what a reader sees) and
+  zero-width characters show as ``\\xNN``/``\\uNNNN``, in annotations and every message alike;
 - ``##[`` becomes ``##\\[`` everywhere;
 - a plain line that would start with ``::`` (after blanks) gets a ``\\`` in front.
 """
@@ -31,8 +32,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol, TextIO
 
-# Control characters other than tab, and the characters some readers take as line breaks.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# Control characters other than tab, the characters some readers take as line breaks, and
+# the invisible ones that reorder or hide text around them: bidi marks, embeddings, overrides
+# and isolates (a name holding U+202E shows its end reversed: "Trojan Source"), zero-width
+# characters and the byte order mark.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
 # The runner's older command syntax, recognised anywhere in a line.
 _OLD_COMMAND = "##["
 # A line the runner takes for a command: "::" after Unicode white space (which it trims); format
