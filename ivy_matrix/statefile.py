@@ -15,7 +15,8 @@ Pure: no I/O; the stores read and write the text. Version 1 looks like this::
       "rows": [["test_grad", [4519946746, 1, 7960678746], 0, {"torch": 0}]]
     }
 
-- ``sources`` lists each job once: run id, run attempt, job id (``-1`` when unknown), URL,
+- ``sources`` lists each job once: run id, run attempt, job id (``-1`` when unknown; an
+  attempt of 0, which older versions wrote for adopted cells, reads as all unknown), URL,
   and the time it was recorded (``""`` when unknown); then, only when some is known, an object
   of the job's provenance holding only the known fields: ``sha`` (the commit), ``event``,
   ``ref``, and for a pull request ``pr`` (its number) and ``base_sha``, e.g.
@@ -40,6 +41,7 @@ from collections.abc import Iterable, Mapping
 from ivy_matrix.errors import StoreError
 from ivy_matrix.merge import RUNS_KEPT
 from ivy_matrix.model import (
+    UNKNOWN_RUN,
     Cell,
     DashboardId,
     DashboardState,
@@ -103,8 +105,14 @@ def _source(item: object) -> Source:
     if not isinstance(provenance, dict):
         raise _MalformedError(f"expected an object of provenance, got {provenance!r:.60}")
     pr = provenance.get("pr")
+    run = RunKey(_int(run_id), _int(attempt), _int(job_id))
+    if run.run_attempt == 0:
+        # Attempts start at 1: attempt 0 is a cell adopted by an older ivy-matrix, which took
+        # its place in run order from its link. Adopted cells are older than any run now
+        # (readback.py), so that no link can pin its cell against later results.
+        run = UNKNOWN_RUN
     return Source(
-        run=RunKey(_int(run_id), _int(attempt), _int(job_id)),
+        run=run,
         url=_str(url),
         time=_str(time),
         sha=_str(provenance.get("sha", "")),

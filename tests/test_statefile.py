@@ -8,7 +8,7 @@ import pytest
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.merge import Batch, apply_batch
-from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import UNKNOWN_RUN, DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.readback import adopt_table
 from ivy_matrix.statefile import (
     FORMAT,
@@ -211,3 +211,34 @@ def test_the_finished_legs_record_round_trips_keeps_50_runs_and_refuses_garbage(
     for bad in ("[]", '{"format": "ivy-matrix-runs", "runs": {"1": {"size": "x"}}}', "{"):
         with pytest.raises(StoreError, match=r"finished matrix legs LEGS: .*delete the file"):
             load_runs(bad, where="LEGS")
+
+
+def legacy_document(sources: list[list[object]]) -> dict[str, object]:
+    """A one-cell document whose cell has the given sources' history, newest first."""
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "title": "t",
+        "category": "",
+        "runs": [],
+        "sources": sources,
+        "cells": [[[i, "failure"] for i in range(len(sources))]],
+        "backends": [["torch", [-1, -1, -1], 0]],
+        "rows": [["test_a", [-1, -1, -1], 0, {"torch": 0}]],
+    }
+
+
+def test_a_cell_adopted_by_an_older_version_no_longer_outranks_later_results():
+    """Older versions stored an adopted cell at the run its link named, with attempt 0; such a
+    cell loads as older than any run, so the next real result replaces it."""
+    pinned = "https://github.com/o/r/actions/runs/100000000000000000000000000/job/7"
+    document = legacy_document([[10**26, 0, 7, pinned, ""]])
+    state = load_state(json.dumps(document), where="f.json")
+    assert state.rows[0].cells["torch"].latest.source == Source(run=UNKNOWN_RUN, url=pinned)
+    real = Source(run=RunKey(9_000_000_001, 1, 42), url="https://github.com/o/r/x")
+    batch = Batch(
+        dashboard=DashboardId(title="t"),
+        cells={"test_a": {"torch": Entry(source=real, outcome=Outcome.SUCCESS)}},
+    )
+    latest = apply_batch(state, batch).state.rows[0].cells["torch"].latest
+    assert (latest.outcome, latest.source) == (Outcome.SUCCESS, real)
