@@ -33,6 +33,7 @@ import re
 from ivy_matrix.errors import InputError, ProblemsError
 from ivy_matrix.escaping import IVY_NO_LINK, SAFE_URL, unescape_name
 from ivy_matrix.jobs import run_key_from_url
+from ivy_matrix.junit import cap_name
 from ivy_matrix.model import (
     UNKNOWN_RUN,
     Cell,
@@ -160,7 +161,8 @@ def _name(text: str, what: str, problems: list[str]) -> str:
     if len(text) > MAX_CELL_CHARS:
         problems.append(f"{what} is {len(text)} characters long, more than {MAX_CELL_CHARS}")
         text = text[:MAX_CELL_CHARS]
-    return unescape_name(text)
+    # Capped as the JUnit reader caps names, so that results for the test find its row.
+    return cap_name(unescape_name(text))
 
 
 def _read_cells(name: str, values: dict[str, str], problems: list[str]) -> dict[str, Cell]:

@@ -31,6 +31,8 @@ Pure: no I/O; the stores read and write the text. Version 1 looks like this::
 - ``runs``: the newest distinct run ids that touched the dashboard, newest first.
 
 Readers refuse documents of another format or of a newer version, with a message that says so.
+Row and backend names longer than the JUnit reader's cap are read capped as it caps them
+(``junit.cap_name``: their start and a hash), as results would name them.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import json
 from collections.abc import Iterable, Mapping
 
 from ivy_matrix.errors import StoreError
+from ivy_matrix.junit import cap_name
 from ivy_matrix.merge import RUNS_KEPT
 from ivy_matrix.model import (
     UNKNOWN_RUN,
@@ -77,6 +80,14 @@ def _str(value: object) -> str:
     if not isinstance(value, str):
         raise _MalformedError(f"expected a string, got {value!r:.60}")
     return value
+
+
+def _name(value: object) -> str:
+    """A row or backend name, capped as the JUnit reader caps names (``cap_name``): a state
+    file is text anyone with write access to the store can edit, and a name a megabyte long
+    would be copied into every line of its table. (Titles are not: ``--dashboard`` may give
+    any, and the stores check them against the file's path.)"""
+    return cap_name(_str(value))
 
 
 def _run(value: object) -> RunKey:
@@ -239,14 +250,14 @@ def _decode(document: dict[str, object]) -> DashboardState:
             position = _int(index)
             if not 0 <= position < len(cells):
                 raise _MalformedError(f"cell index {position} out of range")
-            decoded[_str(backend)] = cells[position]
+            decoded[_name(backend)] = cells[position]
         rows.append(
-            Row(name=_str(name), first_seen=Seen(_run(first_run), _int(seq)), cells=decoded)
+            Row(name=_name(name), first_seen=Seen(_run(first_run), _int(seq)), cells=decoded)
         )
     backends = []
     for item in _list(document["backends"]):
         name, first_run, seq = _list(item)
-        backends.append((_str(name), Seen(_run(first_run), _int(seq))))
+        backends.append((_name(name), Seen(_run(first_run), _int(seq))))
     return DashboardState(
         id=DashboardId(title=_str(document["title"]), category=_str(document["category"])),
         backends=tuple(backends),

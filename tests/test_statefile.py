@@ -7,9 +7,11 @@ import json
 import pytest
 
 from ivy_matrix.errors import StoreError
+from ivy_matrix.junit import NAME_CAP, cap_name
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import UNKNOWN_RUN, DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.readback import adopt_table
+from ivy_matrix.render import render_dashboard
 from ivy_matrix.statefile import (
     FORMAT,
     VERSION,
@@ -242,3 +244,22 @@ def test_a_cell_adopted_by_an_older_version_no_longer_outranks_later_results():
     )
     latest = apply_batch(state, batch).state.rows[0].cells["torch"].latest
     assert (latest.outcome, latest.source) == (Outcome.SUCCESS, real)
+
+
+def test_names_in_a_state_file_are_capped_as_the_reader_caps_them():
+    """A hand-edited state file with row and column names megabytes long loads with each name
+    capped as the JUnit reader caps a test name (its start and a hash, NAME_CAP characters),
+    distinct names staying distinct, and its table's lines stay short."""
+    row, other, backend = "r" * 1_000_000, "r" * 999_999 + "s", "b" * 50_000
+    document = {
+        **legacy_document([[1, 1, 1, "https://github.com/o/r/actions/runs/1/job/1", ""]]),
+        "backends": [[backend, [1, 1, 1], 0]],
+        "rows": [[row, [1, 1, 1], 0, {backend: 0}], [other, [1, 1, 1], 1, {backend: 0}]],
+    }
+    state = load_state(json.dumps(document), where="f.json")
+    assert [r.name for r in state.rows] == [cap_name(row), cap_name(other)]
+    assert len({r.name for r in state.rows}) == 2
+    assert all(len(r.name) == NAME_CAP for r in state.rows)
+    assert state.backend_names == (cap_name(backend),)
+    assert state.rows[0].cells.keys() == {cap_name(backend)}
+    assert max(map(len, render_dashboard(state).splitlines())) < 3 * NAME_CAP

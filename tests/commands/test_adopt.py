@@ -6,6 +6,7 @@ import pytest
 from tabulate import tabulate
 
 from ivy_matrix.cli import main
+from ivy_matrix.junit import cap_name
 from ivy_matrix.model import Outcome
 from ivy_matrix.readback import MAX_ADOPT_BYTES
 from tests.commands.results import error_lines, ivy_cell, write_junit
@@ -236,3 +237,27 @@ def test_an_absurd_id_in_an_adopted_link_is_a_named_warning(workdir, capsys, lin
         f"replaces it"
     )
     assert warnings == [expected]
+
+
+def test_an_adopted_long_name_is_the_row_results_for_that_test_update(workdir):
+    """A row name longer than the reader's cap is adopted capped as results name it, so a
+    result for that test changes the adopted row instead of adding a second one."""
+    name = "test_" + "x" * 1_500
+    url = "https://github.com/o/r/actions/runs/3/job/4"
+    table = tabulate(
+        [[name, ivy_cell(url, Outcome.FAILURE)]],
+        headers=["", "torch"],
+        tablefmt="pipe",
+        stralign="left",
+    )
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 0
+    write_junit(workdir / "r.xml", [(name, "passed")])
+    argv = ["update", "--junit", "r.xml", "--backend", "torch", "--dashboard", "core/x"]
+
+    assert main([*argv, "--run-id", "9", "--output-dir", "out"], {}) == 0
+
+    rows = (workdir / "out" / "core" / "x.md").read_text(encoding="utf-8").splitlines()[2:]
+    assert [(cells_of(row)[0], status_of(cells_of(row)[1])) for row in rows] == [
+        (cap_name(name), "success")
+    ]
