@@ -65,7 +65,7 @@ def run_adopt(
             raise InputError(f"dashboard {state.key!r} already has state {where}; {replace}")
         return Merged(states={**states, state.id: state}, changed=(state.key,))
 
-    with connect(settings, remote) as github:
+    with connect(settings, remote, log) as github:
         store = open_store(
             settings,
             github,

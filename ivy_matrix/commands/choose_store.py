@@ -50,13 +50,15 @@ ISSUE_STORE_WARNING = (
 )
 
 
-def connect(settings: Settings, remote: Remote | None) -> Connection:
-    """The command's GitHub connection (opened on first use): the token, API and repository."""
+def connect(settings: Settings, remote: Remote | None, log: Log) -> Connection:
+    """The command's GitHub connection (opened on first use): the token, API and repository;
+    its retries and long waits are said in ``log``."""
     return Connection(
         token=settings.token,
         api_url=settings.api_url,
         repository=settings.repository,
         remote=remote,
+        log=log,
     )
 
 
@@ -100,6 +102,7 @@ def open_store(
             log=log,
             after_save=after_save,
             lock_timeout=settings.lock_timeout,
+            trend_points=settings.trend_points,
         )
     if Target.BRANCH in remote:
         return BranchStore(
@@ -107,7 +110,10 @@ def open_store(
             github.repository,
             settings.branch,
             message=message,
-            render=lambda states, keys: render_files(states, style=settings.style, only=keys),
+            render=lambda merged, keys: render_files(
+                merged.ordered(), style=settings.style, only=keys, trend=merged.trend
+            ),
+            trend_points=settings.trend_points,
             dry_run=settings.dry_run,
             log=log,
             after_save=after_save,

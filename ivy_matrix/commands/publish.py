@@ -22,7 +22,7 @@ from ivy_matrix.commands.choose_store import (
 )
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import ExitCode, InputError
+from ivy_matrix.errors import ExitCode, UsageError
 from ivy_matrix.fold import DashboardReport, Merged, merge_batches
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
@@ -33,10 +33,10 @@ from ivy_matrix.targets import Published
 
 def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix publish``; return the exit code."""
-    with connect(settings, remote) as github:
+    with connect(settings, remote, log) as github:
         targets = remote_targets(settings, log)
         if Target.BRANCH not in targets:
-            raise InputError(
+            raise UsageError(
                 "publish renders from the state on the dashboard branch: add 'branch' to "
                 "--targets (and 'issue' for the issues); the job needs contents: write"
             )

@@ -16,6 +16,8 @@ from typing import Any, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.retry import RetryPolicy, Wait, translate_error
+from ivy_matrix.github.types import Reporter
+from ivy_matrix.runner.pacing import paced
 
 _T = TypeVar("_T")
 
@@ -114,12 +116,22 @@ def bind(
     return request
 
 
+def _silent(_message: str) -> None:
+    pass
+
+
 class Transport:
     """Sends requests and retries them; the calls (github/git.py, github/issues.py) build on it."""
 
     def __init__(self, *, retry: RetryPolicy, sleep: Callable[[float], None]) -> None:
         self._retry = retry
         self._sleep = sleep
+        self._notify: Callable[[str], None] = _silent
+
+    def report_to(self, log: Reporter) -> None:
+        """Say every retry in ``log``, and wait in steps that keep the log talking."""
+        self._notify = log.info
+        self._sleep = paced(log, self._sleep, announce=False)
 
     def _send(
         self,
@@ -169,6 +181,10 @@ class Transport:
                 )
             self._retry.give_up_unless_retryable(
                 what, wait, status=status, said=said, attempt=attempt, waited=waited
+            )
+            self._notify(
+                f"GitHub: {what} failed ({wait.why}: {said}); retry {attempt + 1} of "
+                f"{self._retry.retries} in {wait.seconds:.0f} s"
             )
             self._sleep(wait.seconds)
             waited += wait.seconds

@@ -95,6 +95,15 @@ class IssueAPI(Protocol):
     def pin_issue(self, node_id: str, *, graphql_url: str | None = None) -> None: ...
 
 
+class Reporter(Protocol):
+    """Where a client says its retries and long waits (``runner.log.Log`` is one): lines, and
+    the phase of the command they happen in."""
+
+    phase: str | None
+
+    def info(self, message: str) -> None: ...
+
+
 class GitHubAPI(IssueAPI, Protocol):
     """Every call a command makes through its connection: the issue calls, the run's jobs,
     pull requests and git data (what the stores, the issue target and the pr-comment target
@@ -133,5 +142,7 @@ class GitHubAPI(IssueAPI, Protocol):
     def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
 
     def delete_ref(self, repo: str, ref: str) -> bool: ...
+
+    def report_to(self, log: Reporter) -> None: ...
 
     def close(self) -> None: ...

@@ -1,29 +1,26 @@
 """The summary target: the job summary, step outputs, ``--summary-json`` and the run's log.
 
 I/O: appends to the files the runner names (``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``),
-writes the summary JSON atomically, and logs one line per dashboard plus an annotation per
-failed test (the first few). The markdown comes from render.py. The files it writes come as
+writes the summary JSON atomically, and logs one line per dashboard. The markdown comes from render.py. The files it writes come as
 one :class:`SummaryFiles` value.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ivy_matrix.collect import Collected
-from ivy_matrix.errors import InputError
 from ivy_matrix.fold import DashboardReport, Merged
 from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import backend_counts, render_job_summary
-from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log, append_output, append_summary
 from ivy_matrix.targets import Published
 
-# GitHub shows at most 10 warning annotations per step; more only fill the log.
-ANNOTATIONS = 10
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard
 
 
@@ -61,33 +58,50 @@ def _log_dashboard(log: Log, key: str, report: DashboardReport) -> None:
     log.info(f"dashboard {key}: " + "; ".join(parts))
 
 
-def annotate_failures(collected: Collected, log: Log) -> None:
-    """One annotation per failed test, for the first few; the rest are counted.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Results:
+    """What one update read, merged and published, and whether it recorded the results."""
 
-    Warnings, not errors: failing tests are what a dashboard shows, and they fail the step
-    only with ``fail-on``.
-    """
-    failed = sum(f.failed + f.errors for f in collected.files if f.problem is None)
-    shown = collected.failures[:ANNOTATIONS]
-    for failure in shown:
-        message = failure.message or "failed"
-        log.warning(
-            message,
-            file=failure.test_file or failure.result_file,
-            title=f"{failure.test} failed on {failure.backend}",
-        )
-    if failed > len(shown):
-        log.notice(
-            f"{failed - len(shown)} more failed test case(s) are not annotated; the dashboards "
-            f"and the job summary have them all"
-        )
+    collected: Collected
+    merged: Merged
+    published: Published
+    recorded: bool = True
+
+    @property
+    def conclusion(self) -> str:
+        """``failure`` (a test failed or had an error), ``success``, or ``neutral`` (no test
+        case read): the ``conclusion`` step output."""
+        totals = self.collected.totals()
+        if totals.failed or totals.errors:
+            return "failure"
+        return "success" if totals.tests else "neutral"
+
+    def backends(self) -> dict[str, dict[str, int]]:
+        """Per backend: test cases, failed, errors, skipped."""
+        keys = ("tests", "failed", "errors", "skipped")
+        return {
+            backend: dict(zip(keys, tally, strict=True))
+            for backend, tally in sorted(self.collected.by_backend.items())
+        }
+
+    def outline(self) -> dict[str, object]:
+        """The short JSON of the ``json`` step output: conclusion, totals, backends, links."""
+        return {
+            "conclusion": self.conclusion,
+            "recorded": self.recorded,
+            "totals": asdict(self.collected.totals()),
+            "backends": self.backends(),
+            "changed_cells": self.merged.changed_cells if self.recorded else 0,
+            "dashboard_urls": dict(self.published.urls),
+            "index_url": self.published.index_url,
+        }
 
 
-def write_summary_json(
-    path: Path, collected: Collected, merged: Merged, published: Published
-) -> None:
-    """``--summary-json``: totals, files, and every dashboard's counts, link and changes, and
-    its failing and flaky cells' history (failing since, last pass, flaky)."""
+def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], None]) -> None:
+    """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts,
+    link and changes, and its failing and flaky cells' history (failing since, last pass,
+    flaky)."""
+    merged, published, collected = results.merged, results.published, results.collected
     dashboards = {}
     for state in merged.ordered():
         counts = backend_counts(state)
@@ -103,9 +117,12 @@ def write_summary_json(
         }
     document = {
         "version": 1,
+        "conclusion": results.conclusion,
+        "recorded": results.recorded,
         "index_url": published.index_url,
         "files": [asdict(f) for f in collected.files],
         "totals": asdict(collected.totals()),
+        "backends": results.backends(),
         "dashboards": dashboards,
         "removed_dashboards": {
             state.key: {
@@ -115,10 +132,7 @@ def write_summary_json(
             for state in merged.removed
         },
     }
-    try:
-        write_atomic(path, json.dumps(document, indent=2) + "\n")
-    except OSError as error:
-        raise InputError(f"cannot write --summary-json {path}: {error.strerror or error}") from None
+    write_file(path, json.dumps(document, indent=2) + "\n", stdout=stdout, what="--summary-json")
 
 
 def _report_json(report: DashboardReport) -> dict[str, object]:
@@ -129,12 +143,11 @@ def _report_json(report: DashboardReport) -> dict[str, object]:
     return document
 
 
-def publish_job_summary(
-    files: SummaryFiles, collected: Collected, merged: Merged, published: Published, log: Log
-) -> None:
+def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None:
     """Write the job summary and the step outputs, when the runner provides their files."""
+    collected, merged, published = results.collected, results.merged, results.published
     totals = collected.totals()
-    touched = [s for s in merged.ordered() if s.key in merged.reports]
+    touched = [s for s in merged.ordered() if s.key in merged.reports] if results.recorded else []
     try:
         if files.step_summary is not None:
             problems = [(p.source, p.message) for p in collected.problems]
@@ -148,8 +161,11 @@ def publish_job_summary(
             append_summary(files.step_summary, markdown)
         if files.github_output is not None:
             outputs = {name.replace("_", "-"): str(v) for name, v in asdict(totals).items()}
-            outputs["changed-cells"] = str(merged.changed_cells)
+            outputs["conclusion"] = results.conclusion
+            outputs["recorded"] = str(results.recorded).lower()
+            outputs["changed-cells"] = str(merged.changed_cells if results.recorded else 0)
             outputs["dashboard-urls"] = json.dumps(dict(published.urls), sort_keys=True)
+            outputs["json"] = json.dumps(results.outline(), sort_keys=True)
             if published.index_url:
                 outputs["index-url"] = published.index_url
             if files.summary_json is not None:

@@ -1,5 +1,6 @@
 """A token that cannot be one (a line break, white space, control characters) is refused by
-every command before any request, and no line printed ever shows it or a piece of it."""
+every command before any request (exit 2, a setting is wrong), and no line printed ever shows
+it or a piece of it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.errors import GitHubAPIError
+from ivy_matrix.errors import ExitCode, GitHubAPIError
 from ivy_matrix.github.client import make_client
 from ivy_matrix.runner.log import Log
 from tests.commands.results import write_junit
@@ -57,8 +58,8 @@ def run(workdir, argv: list[str], env: dict[str, str]):
 def test_every_command_refuses_a_token_with_a_line_break_and_never_shows_it(
     workdir, fake, command, given
 ):
-    """Each command exits 1 naming the token input (or, where it takes no --token, the
-    usage error), sends no request, and prints no piece of the token, whether the token
+    """Each command exits 2 naming the token's input or option (or, where it takes no
+    --token, the usage error), sends no request, and prints no piece of the token, whether the token
     comes from the action's input or --token."""
     token = BROKEN["line break"]
     env = runner_env(fake, workdir)
@@ -71,26 +72,27 @@ def test_every_command_refuses_a_token_with_a_line_break_and_never_shows_it(
 
     code, printed = run(workdir, argv, env)
 
-    assert code == 1
+    assert code == ExitCode.USAGE
     if command == "render" and given == "option":  # render has no --token: a usage error
         assert "unrecognized arguments: --token *** (see" in printed
     else:
-        assert "input 'token' (IVY_MATRIX_TOKEN, --token) contains a line break" in printed
+        named = "input 'token'" if given == "input" else "--token"
+        assert f"::error::{named} contains a line break, so it cannot be a GitHub" in printed
     assert [piece for piece in pieces(token) if piece in printed] == []
     assert fake.requests == []
 
 
 @pytest.mark.parametrize("kind", sorted(BROKEN))
 def test_any_token_that_cannot_be_a_header_is_refused_unseen(workdir, fake, kind):
-    """White space, control, format and non-ASCII characters in the token: exit 1, no
+    """White space, control, format and non-ASCII characters in the token: exit 2, no
     request, no piece of the token printed, and nothing injected into the runner's log."""
     token = BROKEN[kind]
     env = runner_env(fake, workdir, IVY_MATRIX_TOKEN=token)
 
     code, printed = run(workdir, COMMANDS["update"], env)
 
-    assert code == 1
-    assert "input 'token'" in printed
+    assert code == ExitCode.USAGE
+    assert "::error::input 'token' contains " in printed
     assert [piece for piece in pieces(token) if piece in printed] == []
     assert [line for line in printed.splitlines() if line.startswith("::add-mask::")] == []
     assert fake.requests == []
@@ -107,17 +109,18 @@ def test_the_client_refuses_such_a_token_before_any_request(fake, kind):
 
 
 def test_the_log_never_prints_the_token_it_was_told_to_conceal():
-    """Once the token is known, every line shows *** in its place: plain lines, annotations
-    and a crash's traceback alike."""
-    out, err = io.StringIO(), io.StringIO()
-    log = Log(github_actions=True, stream=out, error_stream=err)
+    """Once the token is known, every line shows *** in its place: plain lines, annotations,
+    a crash's traceback and the data stream alike."""
+    out, data = io.StringIO(), io.StringIO()
+    log = Log(github_actions=True, stream=out, data=data)
     log.conceal(SECRET)
     log.info(f"Authorization: token {SECRET}")
     log.error(f"GitHub answered for {SECRET}", title=SECRET)
     log.traceback(f"Traceback:\nValueError: header 'token {SECRET}'")
-    printed = out.getvalue() + err.getvalue()
+    log.data(f'{{"token": "{SECRET}"}}\n')
+    printed = out.getvalue() + data.getvalue()
     assert SECRET not in printed
-    assert printed.count("***") == 4
+    assert printed.count("***") == 5
 
 
 @pytest.mark.parametrize("token", [SECRET, BROKEN["line break"]], ids=["valid", "line break"])
@@ -131,7 +134,7 @@ def test_a_usage_error_never_quotes_the_token(workdir, fake, token, form):
 
     code, printed = run(workdir, argv, runner_env(fake, workdir))
 
-    assert code == 1
+    assert code == ExitCode.USAGE
     assert "unrecognized arguments" in printed
     assert "***" in printed
     assert [piece for piece in pieces(token) if piece in printed] == []
@@ -145,6 +148,6 @@ def test_a_config_file_that_is_not_yaml_is_named_without_quoting_its_lines(workd
 
     code, printed = run(workdir, COMMANDS["update"], env)
 
-    assert code == 1
+    assert code == ExitCode.USAGE
     assert "config file cfg.yml is not valid YAML: line " in printed
     assert [piece for piece in pieces(SECRET) if piece in printed] == []
