@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.junit import NAME_CAP, cap_name
+from ivy_matrix.junit import MESSAGE_CAP, NAME_CAP, cap_name
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import UNKNOWN_RUN, CaseCounts, DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.readback import adopt_table
@@ -362,3 +362,12 @@ def test_a_message_index_out_of_range_is_malformed():
     document["messages"] = []
     with pytest.raises(StoreError, match="message index 0 out of range"):
         load_state(json.dumps(document), where="f.json")
+
+
+def test_a_hand_edited_failure_message_is_cut_as_the_reader_cuts_messages():
+    """A failure line made a megabyte long in the state file loads cut at MESSAGE_CAP."""
+    cells = {"test_a": {"torch": _entry(Outcome.FAILURE, CaseCounts(failed=1), "E: 1 != 2")}}
+    document = json.loads(dump_state(apply_batch(None, Batch(dashboard=DASH, cells=cells)).state))
+    document["messages"][0][0] = "E: " + "x" * 1_000_000
+    entry = load_state(json.dumps(document), where="x").rows[0].cells["torch"].latest
+    assert entry.message == ("E: " + "x" * 1_000_000)[:MESSAGE_CAP]
