@@ -99,6 +99,7 @@ _METAVARS = {
     "base_sha": "SHA",
     "ref": "REF",
     "pr_comment_author": "LOGIN",
+    "budget_warning": "PERCENT",
 }
 _KIND_METAVARS = {
     Kind.LIST: "GLOB",
@@ -108,7 +109,9 @@ _KIND_METAVARS = {
     Kind.BOOL: "VALUE",
 }
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
-_BRANCH_OPTIONS = ("targets", "branch", "token", "api_url", "repository", "dry_run")
+_BRANCH_OPTIONS = (
+    *("targets", "branch", "token", "api_url", "repository", "dry_run", "budget_warning"),
+)
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
     *("output_dir", "config", "style", "history", "retire_after_runs", "trend_points"),
