@@ -18,7 +18,9 @@ answers them; time from the ``clock`` the test gives), every token's spend recor
 "Resource not accessible by integration" on writes with a read-only token; 400 for conditional headers on writes; ``url``
 values under the prefix the request came in on (root or GHES ``/api/v3``), as PyGithub
 asserts. Faults are queued per request (``inject``: before or after the write lands, held, or
-silently not applied) or drawn at random (``fail_rate``).
+silently not applied) or drawn at random (``fail_rate``; the kind ``502-landed`` applies a write
+and then answers 502). Requests matching ``slow`` take that much longer (GitHub's comment
+edits can take seconds).
 
 Run standalone::
 
@@ -74,6 +76,8 @@ BOT_ID = 41898282
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 GHES_PREFIX = "/api/v3"
 FAIL_KINDS = ("502", "503", "403-secondary", "429", "429-no-retry-after")
+# A random fault of this kind applies a write, then answers 502 (reads get a plain 502).
+LANDED = "502-landed"
 JOB_NAME_LIMIT = 100
 FIRST_JOB_ID = 30_000_000_001
 
@@ -119,6 +123,9 @@ class FakeConfig:
     tree_limit: int = 0
     # Benchmarks (bench/github_scale.py) turn this off: bodies of many large writes add up.
     keep_bodies: bool = True
+    # (method regex, path regex, low, high): requests that match take a uniform draw of that
+    # many more seconds before they are applied and answered.
+    slow: tuple[tuple[str, str, float, float], ...] = ()
 
 
 @dataclass
@@ -380,7 +387,7 @@ class FakeGitHub:
                 value = given
                 if key == "limits" and isinstance(given, Mapping):
                     value = Limits(**given)  # from POST /_fake/config
-                tuples = {"latency", "fail_kinds", "retry_after"}
+                tuples = {"latency", "fail_kinds", "retry_after", "slow"}
                 setattr(self.config, key, tuple(value) if key in tuples else value)
             if "seed" in changes:
                 self._rng.seed(self.config.seed)
@@ -583,10 +590,13 @@ class FakeGitHub:
         self, h: _Handler, req: _Req, admission: Admission | None, *, prefix: str, size: int
     ) -> None:
         """Answer one API request after its latency and any fault queued for it; log it."""
-        low, high = self.config.latency
-        if high > 0:
-            with self.lock:
-                pause = self._rng.uniform(low, high)
+        with self.lock:
+            low, high = self.config.latency
+            pause = self._rng.uniform(low, high) if high > 0 else 0.0
+            for method, path, least, most in self.config.slow:
+                if re.fullmatch(method, req.method) and re.search(path, req.path):
+                    pause += self._rng.uniform(least, most)
+        if pause > 0:
             time.sleep(pause)
         refused = admission is not None and admission.refusal is not None
         # A request refused for a rate limit never reaches the endpoint: no fault applies.
@@ -659,8 +669,12 @@ class FakeGitHub:
             return handler(req)
         if fault is not None and not fault.after_write:
             return self._fault_response(fault)
+        landed = None
         if self.config.fail_rate and self._rng.random() < self.config.fail_rate:
-            return self._random_fault()
+            kind = self._rng.choice(self.config.fail_kinds)
+            if kind != LANDED or not write:
+                return self._random_fault(kind)
+            landed = self._fault_response(Fault(status=502))  # answered once it is applied
         if req.body is _INVALID_JSON:
             raise _Fail(400, "Problems parsing JSON")
         handler, req.params = self._route(req.method, req.path)
@@ -670,6 +684,8 @@ class FakeGitHub:
         status, payload, headers = handler(req)
         if fault is not None and status < 400:
             return self._fault_response(fault)
+        if landed is not None and status < 400:
+            return landed
         return status, payload, headers
 
     def serves(self, method: str, path: str) -> bool:
@@ -698,8 +714,7 @@ class FakeGitHub:
         message = fault.message or messages.get(status, "Injected fault")
         return status, _Fail(status, message).body, headers
 
-    def _random_fault(self) -> Response:
-        kind = self._rng.choice(self.config.fail_kinds)
+    def _random_fault(self, kind: str) -> Response:
         retry_after = self._rng.choice(self.config.retry_after)
         status = int(kind[:3])
         with_wait = kind in {"403-secondary", "429"}

@@ -376,6 +376,18 @@ def test_secondary_limits_and_fail_rate_produce_transient_errors(fake):
     assert call(url)[0] == 200
 
 
+def test_a_random_fault_can_land_a_write_before_it_answers_502(fake):
+    """The fail kind 502-landed applies a write and answers 502 (a client that repeats it
+    makes a duplicate); a read gets a plain 502."""
+    fake.add_issue(REPO, title="a PR", pull_request=True)
+    fake.configure(fail_rate=1.0, fail_kinds=["502-landed"])
+    status, _, _ = call(f"{fake.base_url}{R}/issues/1/comments", "POST", {"body": "once"})
+    assert status == 502
+    assert call(f"{fake.base_url}{R}/issues/1/comments")[0] == 502
+    fake.configure(fail_rate=0.0)
+    assert [c["body"] for c in fake.comments[1]] == ["once"]
+
+
 def test_a_held_request_lets_a_test_force_last_writer_wins(fake):
     """A fault with status=None and an Event holds one PATCH so the other lands first."""
     fake.add_issue(REPO, title="t", body="start")
