@@ -27,7 +27,8 @@ class Tree:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Issue:
-    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none."""
+    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none; ``author`` is
+    the login of the user who opened it ("" when unknown)."""
 
     number: int
     node_id: str
@@ -36,6 +37,7 @@ class Issue:
     state: str
     html_url: str
     labels: tuple[str, ...] = ()
+    author: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -573,6 +573,7 @@ class MemoryGitHub:
             state=issue["state"],
             html_url=f"{SERVER}/{repo}/{'pull' if issue['pull_request'] else 'issues'}/{number}",
             labels=tuple(self.labels[repo][name]["name"] for name in issue["labels"]),
+            author=issue.get("login", BOT_LOGIN),
         )
 
     def _as_comment(self, comment: JSON) -> IssueComment:
