@@ -116,6 +116,8 @@ def test_the_readme_pins_a_release_commit_of_this_repository():
     """Every pin of ivy-matrix in the README and docs is one commit of this repository, whose
     version and CHANGELOG are those of the release its comment names."""
     require_history()
+    if git(ROOT, "log", "-1", "--format=%s").startswith("Release v"):
+        pytest.skip("the release commit itself: its pins move to it in the next commit")
     pins = set()
     for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         pins |= set(PIN.findall(doc.read_text(encoding="utf-8")))
