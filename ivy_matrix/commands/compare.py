@@ -43,6 +43,7 @@ from ivy_matrix.runner.log import Log
 from ivy_matrix.signature import Signer
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
+from ivy_matrix.targets.summary import log_spend
 
 
 def baseline_states(settings: Settings, github: Connection, log: Log) -> list[DashboardState]:
@@ -143,4 +144,5 @@ def run_compare(
     log.info(
         f"ivy-matrix compare: {len(comparison.cells)} cell(s) listed: {counts_line(comparison)}"
     )
+    log_spend(log, github.spent(), warn_percent=settings.budget_warning)
     return exit_code(settings.fail_on, collected.totals(), log, comparison)

@@ -22,6 +22,7 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.retirement import prune
 from ivy_matrix.runner.log import Log
 from ivy_matrix.targets.files import write_output
+from ivy_matrix.targets.summary import log_spend
 
 
 def run_prune(
@@ -70,6 +71,7 @@ def run_prune(
     _log_removals(log, saved.merged, dry_run=settings.dry_run, whole=not (backends or rows))
     if output is not None and not settings.dry_run:
         log.info(f"{len(saved.output)} file(s) of {output} changed")
+    log_spend(log, github.spent(), warn_percent=settings.budget_warning)
     return ExitCode.OK
 
 

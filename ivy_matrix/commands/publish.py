@@ -29,6 +29,7 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
+from ivy_matrix.targets.summary import log_spend
 
 
 def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
@@ -66,6 +67,7 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> E
         f"{len(saved.written)} file(s) {'to commit' if settings.dry_run else 'committed'}"
         + (f"; index: {published.index_url}" if published.index_url else "")
     )
+    log_spend(log, github.spent(), warn_percent=settings.budget_warning)
     return ExitCode.OK
 
 

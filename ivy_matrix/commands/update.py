@@ -55,6 +55,7 @@ from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, GitHubAPIError, ReadOnlyTokenError, UsageError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
+from ivy_matrix.github.types import Spend
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import PullRequestComment
@@ -70,6 +71,7 @@ from ivy_matrix.targets.summary import (
     Results,
     SummaryFiles,
     log_dashboards,
+    log_spend,
     publish_job_summary,
     write_summary_json,
 )
@@ -121,7 +123,8 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
-    _summarize(settings, collected, merged, published, log, recorded=recorded)
+    spend = github.spent()  # the connection is closed: nothing more is sent
+    _summarize(settings, collected, merged, published, log, recorded=recorded, spend=spend)
     totals = collected.totals()
     if recorded:
         done = (
@@ -135,6 +138,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         f"({totals.failed} failed, {totals.errors} errors, {totals.skipped} skipped) "
         f"{done}; done in {log.clock() - started:.2f} s"
     )
+    log_spend(log, spend, warn_percent=settings.budget_warning)
     return exit_code(settings.fail_on, totals, log, comparison)
 
 
@@ -163,12 +167,15 @@ def _summarize(
     log: Log,
     *,
     recorded: bool,
+    spend: Spend | None,
 ) -> None:
     """The summary target and ``--summary-json``: the log lines, annotations and files."""
     if recorded:
         log_dashboards(log, merged)
     log_results(collected, log)
-    outcome = Results(collected=collected, merged=merged, published=published, recorded=recorded)
+    outcome = Results(
+        collected=collected, merged=merged, published=published, recorded=recorded, spend=spend
+    )
     if settings.summary_json is not None and settings.dry_run:
         log.info(f"dry run: would write the summary JSON {settings.summary_json}")
     elif settings.summary_json is not None:

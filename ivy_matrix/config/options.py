@@ -167,6 +167,14 @@ OPTIONS: tuple[Option, ...] = (
         default="https://api.github.com",
     ),
     Option(
+        "budget_warning",
+        Kind.INT,
+        "warn when one run spends more than this percent of an hourly GitHub budget: the "
+        "token's requests (x-ratelimit-limit) or GitHub's 500 content-creating requests "
+        "(0: never)",
+        default="10",
+    ),
+    Option(
         "job_name",
         Kind.STR,
         "display name of the matrix jobs, with {backend}, e.g. 'tests ({backend})', to find "

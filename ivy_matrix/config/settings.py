@@ -32,6 +32,7 @@ from ivy_matrix.config.options import (
     spell,
 )
 from ivy_matrix.errors import UsageError
+from ivy_matrix.github.http import token_problem
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.pr.state import WhenGreen
@@ -87,6 +88,7 @@ class Settings:
     # Never shown: not in the settings' repr (a traceback or a debug print), nor in a message.
     token: str | None = field(default=None, repr=False)
     api_url: str = field(default_factory=_defaults("api_url", str))
+    budget_warning: int = field(default_factory=_defaults("budget_warning", int))
     job_name: str | None = None
     leg_metadata: Path | None = None
     matrix_size: int | None = None
@@ -251,6 +253,7 @@ def _from_options(
         branch=_value(values, "branch", str),
         token=_get(values, "token", str),
         api_url=_value(values, "api_url", str),
+        budget_warning=_value(values, "budget_warning", int),
         job_name=_get(values, "job_name", str),
         matrix_size=_get(values, "matrix_size", int),
         matrix_index=_get(values, "matrix_index", int),
@@ -314,28 +317,26 @@ def read_event(path: Path | None, event_name: str | None) -> EventInfo:
     return parse_event(payload, event_name)
 
 
+def _check_token(settings: Settings) -> None:
+    """A token that cannot be sent is refused before any request, never quoted."""
+    problem = None if settings.token is None else token_problem(settings.token)
+    if problem is not None:
+        raise UsageError(
+            f"{settings.named('token')} contains {problem}, so it cannot be a GitHub token; it "
+            f"is not sent (nor shown here): check the secret or expression that sets it (a "
+            f"secret pasted with a line break inside, say)"
+        )
+
+
 def _check(settings: Settings) -> None:
     named = settings.named
-    if settings.run_attempt < 1:
-        raise UsageError(f"{named('run_attempt')} got {settings.run_attempt}: attempts start at 1")
-    if settings.lock_timeout < 0:
-        raise UsageError(
-            f"{named('lock_timeout')} got {settings.lock_timeout}: give seconds, 0 or more"
-        )
-    if settings.history < 1:
-        raise UsageError(f"{named('history')} got {settings.history}: keep at least 1 result")
-    if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:
-        raise UsageError(
-            f"{named('retire_after_runs')} got {settings.retire_after_runs}; "
-            f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
-        )
-    if settings.trend_points < 1:
-        raise UsageError(f"{named('trend_points')} got {settings.trend_points}: keep at least 1")
+    _check_numbers(settings)
     check_matrix(settings.matrix_size, settings.matrix_index, named)
     if settings.repository is not None and not re.fullmatch(
         r"[^/\s]+/[^/\s]+", settings.repository
     ):
         raise UsageError(f"{named('repository')} got {settings.repository!r}; expected OWNER/REPO")
+    _check_token(settings)
     for name in ("run_id", "job_id", "pr"):
         value = getattr(settings, name)
         if value is not None and value < 0:
@@ -354,6 +355,31 @@ def _check(settings: Settings) -> None:
             f"result's backend (a fan-in job); give one of them"
         )
     settings.naming_rules()  # compiles and checks the regexes
+
+
+def _check_numbers(settings: Settings) -> None:
+    """The numeric settings, each within its range."""
+    named = settings.named
+    if settings.run_attempt < 1:
+        raise UsageError(f"{named('run_attempt')} got {settings.run_attempt}: attempts start at 1")
+    if settings.lock_timeout < 0:
+        raise UsageError(
+            f"{named('lock_timeout')} got {settings.lock_timeout}: give seconds, 0 or more"
+        )
+    if settings.history < 1:
+        raise UsageError(f"{named('history')} got {settings.history}: keep at least 1 result")
+    if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:
+        raise UsageError(
+            f"{named('retire_after_runs')} got {settings.retire_after_runs}; "
+            f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
+        )
+    if not 0 <= settings.budget_warning <= 100:  # noqa: PLR2004  -- a percentage
+        raise UsageError(
+            f"{named('budget_warning')} got {settings.budget_warning}; give a percent, "
+            f"0 (never) to 100"
+        )
+    if settings.trend_points < 1:
+        raise UsageError(f"{named('trend_points')} got {settings.trend_points}: keep at least 1")
 
 
 def require_update_inputs(settings: Settings) -> None:

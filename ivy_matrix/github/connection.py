@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
 from ivy_matrix.errors import UsageError
-from ivy_matrix.github.types import GitHubAPI
+from ivy_matrix.github.types import GitHubAPI, Spend
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import paced
 
@@ -99,6 +99,10 @@ class Connection:
             if self._log is not None:
                 self._client.report_to(self._log)
         return self._client
+
+    def spent(self) -> Spend | None:
+        """What the client spent of GitHub's budgets (None: it was never opened)."""
+        return None if self._client is None else self._client.spent()
 
     def close(self) -> None:
         if self._client is not None:

@@ -4,7 +4,8 @@ I/O through an abstract :meth:`Transport._send` (``github.client.GitHubClient`` 
 PyGithub's requester); this module does not import PyGithub. An answer that is not 2xx comes
 back as :class:`HTTPError`; :meth:`Transport._call` retries it as ``github/retry.py`` decides
 and turns the last one into a :class:`~ivy_matrix.errors.GitHubAPIError` that names the
-permission the call needs.
+permission the call needs. Every request sent is counted (``github/spend.py``): :meth:`Transport.spent`
+says what the client spent and how much of the token's hour GitHub says is left.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.retry import RetryPolicy, Wait, translate_error
-from ivy_matrix.github.types import Reporter
+from ivy_matrix.github.spend import SpendMeter
+from ivy_matrix.github.types import Reporter, Spend
 from ivy_matrix.runner.pacing import paced
 
 _T = TypeVar("_T")
@@ -42,6 +44,26 @@ class HTTPError(Exception):
 
 class OffHostError(Exception):
     """The URL is not on the API's host, so the request was not sent."""
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` cannot be sent as a GitHub token, or None; never quoting the token.
+
+    A token goes in the ``Authorization`` header: white space or a control character in it
+    (a secret pasted with a line break, say) makes the header invalid or splits it, and HTTP
+    libraries name the header's value in their error, so it is refused before any request.
+    GitHub's tokens are printable ASCII (``ghp_...``, ``ghs_...``, ``github_pat_...``).
+    """
+    for char in token:
+        if char in "\r\n":
+            return "a line break"
+        if char.isspace():
+            return "white space"
+        if not char.isprintable():
+            return "a control or format character"
+        if not char.isascii():
+            return "a character that is not ASCII"
+    return None
 
 
 def repo_path(repo: str) -> str:
@@ -107,6 +129,11 @@ class Transport:
         self._retry = retry
         self._sleep = sleep
         self._notify: Callable[[str], None] = _silent
+        self._meter = SpendMeter()
+
+    def spent(self) -> Spend:
+        """What this client sent so far (every try), and GitHub's last rate-limit figures."""
+        return self._meter.spent()
 
     def report_to(self, log: Reporter) -> None:
         """Say every retry in ``log``, and wait in steps that keep the log talking."""
@@ -178,7 +205,17 @@ class Transport:
         parameters: dict[str, Any] | None = None,
         body: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], Any]:
-        return self._send(verb, url, parameters=parameters, body=body)
+        """Send one request and count it (answered or not; a URL off the API's host is not sent)."""
+        try:
+            headers, data = self._send(verb, url, parameters=parameters, body=body)
+        except HTTPError as error:
+            self._meter.count(verb, lower_headers(error.headers))
+            raise
+        except OSError:
+            self._meter.count(verb, None)
+            raise
+        self._meter.count(verb, lower_headers(headers))
+        return headers, data
 
     def _get_all(
         self, what: str, permission: str, url: str, parameters: dict[str, Any]

@@ -246,6 +246,11 @@ class IssueCalls(Transport):
         self._call(what, ISSUES_WRITE, request)
 
 
+def _login(item: Any) -> str:
+    user = item.get("user")
+    return str((user.get("login") if isinstance(user, dict) else None) or "")
+
+
 def issue_from_json(item: Any) -> Issue:
     labels = item.get("labels") or []
     return Issue(
@@ -258,14 +263,14 @@ def issue_from_json(item: Any) -> Issue:
         labels=tuple(
             str(label.get("name") if isinstance(label, dict) else label) for label in labels
         ),
+        author=_login(item),
     )
 
 
 def comment_from_json(item: Any) -> IssueComment:
-    user = item.get("user")
     return IssueComment(
         id=int(item["id"]),
         body=str(item.get("body") or ""),
         html_url=str(item.get("html_url") or ""),
-        author=str((user.get("login") if isinstance(user, dict) else None) or ""),
+        author=_login(item),
     )

@@ -4,7 +4,8 @@ Pure: frozen dataclasses and protocols. ``github.client.GitHubClient`` returns t
 implements :class:`IssueAPI` and :class:`GitHubAPI`. The stores and targets each declare (or
 take :class:`IssueAPI` for) the few calls they make, so tests can hand them any other
 implementation (``tests/github/memory.py``) without a cast; :class:`GitHubAPI`, every call a
-command makes, is what a command's connection (``github/connection.py``) hands out.
+command makes, is what a command's connection (``github/connection.py``) hands out, with
+what the client spent of GitHub's budgets (:class:`Spend`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class Tree:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Issue:
-    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none."""
+    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none; ``author`` is
+    the login of the user who opened it ("" when unknown)."""
 
     number: int
     node_id: str
@@ -35,6 +37,7 @@ class Issue:
     state: str
     html_url: str
     labels: tuple[str, ...] = ()
+    author: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +57,17 @@ class PullRequest:
 
     number: int
     head_sha: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spend:
+    """What one client sent to GitHub (``github/spend.py`` counts it); the rate-limit
+    figures are None when GitHub sent none (no request, or a server with rate limits off)."""
+
+    requests: int = 0
+    content_requests: int = 0
+    rate_limit_remaining: int | None = None
+    rate_limit: int | None = None  # the token's requests an hour (x-ratelimit-limit)
 
 
 class IssueAPI(Protocol):
@@ -140,6 +154,8 @@ class GitHubAPI(IssueAPI, Protocol):
     def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
 
     def delete_ref(self, repo: str, ref: str) -> bool: ...
+
+    def spent(self) -> Spend: ...
 
     def report_to(self, log: Reporter) -> None: ...
 

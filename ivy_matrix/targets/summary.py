@@ -1,8 +1,10 @@
 """The summary target: the job summary, step outputs, ``--summary-json`` and the run's log.
 
 I/O: appends to the files the runner names (``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``),
-writes the summary JSON atomically, and logs one line per dashboard. The markdown comes from render.py. The files it writes come as
-one :class:`SummaryFiles` value.
+writes the summary JSON atomically, and logs one line per dashboard. The markdown comes from
+render.py. The files it writes come as one :class:`SummaryFiles` value. What the run spent of
+GitHub's budgets (``github/spend.py``) ends the log (:func:`log_spend`, with a warning past
+``budget-warning``), the job summary and the summary JSON.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 
 from ivy_matrix.collect import Collected
 from ivy_matrix.fold import DashboardReport, Merged
+from ivy_matrix.github.spend import over_budget
+from ivy_matrix.github.types import Spend
 from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import backend_counts, render_job_summary
@@ -58,14 +62,45 @@ def _log_dashboard(log: Log, key: str, report: DashboardReport) -> None:
     log.info(f"dashboard {key}: " + "; ".join(parts))
 
 
+def spend_line(spend: Spend) -> str:
+    """What a run spent of GitHub's budgets, in one sentence (no full stop)."""
+    text = (
+        f"GitHub: {spend.requests:,} request(s), {spend.content_requests:,} of them "
+        f"content-creating"
+    )
+    if spend.rate_limit_remaining is not None:
+        of = f" of {spend.rate_limit:,}" if spend.rate_limit is not None else ""
+        text += f"; {spend.rate_limit_remaining:,}{of} left this hour (x-ratelimit-remaining)"
+    return text
+
+
+def log_spend(log: Log, spend: Spend | None, *, warn_percent: int) -> None:
+    """The run's spend (nothing without a GitHub connection), and a warning when it used more
+    than ``warn_percent`` of an hourly budget."""
+    if spend is None:
+        return
+    log.info(spend_line(spend))
+    over = over_budget(spend, warn_percent)
+    if over:
+        log.warning(
+            f"this run spent {' and '.join(over)}, more than budget-warning's {warn_percent}%. "
+            f"The hour's budget is the repository's, shared by every workflow and every matrix "
+            f"leg: runs like this one exhaust it, and GitHub then refuses the token until the "
+            f"hour is over. Publish from one fan-in job, or write from fewer legs",
+            title="GitHub's budget",
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Results:
-    """What one update read, merged and published, and whether it recorded the results."""
+    """What one update read, merged and published, whether it recorded the results, and what
+    it spent of GitHub's budgets (None: it made no request)."""
 
     collected: Collected
     merged: Merged
     published: Published
     recorded: bool = True
+    spend: Spend | None = None
 
     @property
     def conclusion(self) -> str:
@@ -100,8 +135,9 @@ class Results:
 def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], None]) -> None:
     """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts,
     link and changes, and its failing and flaky cells' history (failing since, last pass,
-    flaky)."""
+    flaky); what the run spent of GitHub's budgets."""
     merged, published, collected = results.merged, results.published, results.collected
+    spend = results.spend or Spend()
     dashboards = {}
     for state in merged.ordered():
         counts = backend_counts(state)
@@ -120,6 +156,9 @@ def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], 
         "conclusion": results.conclusion,
         "recorded": results.recorded,
         "index_url": published.index_url,
+        "requests": spend.requests,
+        "content_requests": spend.content_requests,
+        "rate_limit_remaining": spend.rate_limit_remaining,
         "files": [asdict(f) for f in collected.files],
         "totals": asdict(collected.totals()),
         "backends": results.backends(),
@@ -158,6 +197,8 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
                 links=published.urls,
                 index_url=published.index_url,
             )
+            if results.spend is not None:
+                markdown += f"{spend_line(results.spend)}.\n\n"
             append_summary(files.step_summary, markdown)
         if files.github_output is not None:
             outputs = {name.replace("_", "-"): str(v) for name, v in asdict(totals).items()}

@@ -89,17 +89,26 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
     assert sorted(summary) == [
         "backends",
         "conclusion",
+        "content_requests",
         "dashboards",
         "files",
         "index_url",
+        "rate_limit_remaining",
         "recorded",
         "removed_dashboards",
+        "requests",
         "totals",
         "version",
     ]
     assert summary["conclusion"] == "failure"
     assert summary["backends"]["torch"] == {"tests": 8, "failed": 2, "errors": 2, "skipped": 1}
     assert summary["index_url"] is None  # nothing published on GitHub
+    # No GitHub, no spend: the keys are there all the same.
+    assert [summary[k] for k in ("requests", "content_requests", "rate_limit_remaining")] == [
+        0,
+        0,
+        None,
+    ]
     assert summary["version"] == 1
     files = {f["path"]: f for f in summary["files"]}
     assert [f["path"] for f in summary["files"]] == sorted(files)
