@@ -45,9 +45,10 @@ from typing import Any
 
 import generate
 import github_scale as scale
+from github_figures import RUN, Leg, LegRun, median_max
 
 sys.path.insert(0, str(scale.ROOT))  # the stand-in lives in tests/, beside the product
-from tests.github.budget import GITHUB_TOKEN, UNLIMITED
+from tests.github.budget import UNLIMITED, peak_per_minute
 from tests.github.fake_server import BOT_LOGIN, LANDED, FakeGitHub
 
 Json = dict[str, Any]
@@ -109,7 +110,7 @@ def compare_counts(fake: FakeGitHub, pr_root: Path, work: Path, number: int) -> 
     cmd = [
         scale.PYTHON, str(scale.ENTRYPOINT), "compare", "--junit", f"{pr_root}/**/*.xml",
         "--backend-from-path", scale.BACKEND_FROM_PATH, "--repository", scale.REPOSITORY,
-        "--run-id", str(scale.RUN), "--api-url", fake.base_url, "--token", "compare",
+        "--run-id", str(RUN), "--api-url", fake.base_url, "--token", "compare",
         "--branch", scale.BRANCH, "--targets", "branch", "--pr", str(number), "--json", str(out),
     ]  # fmt: skip
     done = subprocess.run(
@@ -125,8 +126,8 @@ def compare_counts(fake: FakeGitHub, pr_root: Path, work: Path, number: int) -> 
 
 
 def start_legs(
-    fake: FakeGitHub, legs: list[scale.Leg], root: Path, event: Path, transport: list[str]
-) -> list[tuple[scale.LegRun, subprocess.Popen[bytes]]]:
+    fake: FakeGitHub, legs: list[Leg], root: Path, event: Path, transport: list[str]
+) -> list[tuple[LegRun, subprocess.Popen[bytes]]]:
     started = []
     begin = time.perf_counter()
     env = scale.cli_env() | {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
@@ -134,48 +135,27 @@ def start_legs(
         leg_dir = root / f"{leg.index:03d}"
         leg_dir.mkdir(parents=True)
         cmd = scale.update_command(
-            junit=str(leg.path),
+            junit=[str(leg.path)],
             backend_args=["--backend", leg.backend],
             api_url=fake.base_url,
             token=leg.token,
-            run_id=scale.RUN,
+            run_id=RUN,
             job_id=leg.job_id,
         )
         cmd += ["--targets", "pr-comment,branch", "--store", str(leg_dir / "store"), *transport]
         log = leg_dir / "log.txt"
         with log.open("wb") as out:
             proc = subprocess.Popen(cmd, cwd=leg_dir, env=env, stdout=out, stderr=subprocess.STDOUT)
-        started.append((scale.LegRun(leg, started=time.perf_counter() - begin, log=log), proc))
+        started.append((LegRun(leg, started=time.perf_counter() - begin, log=log), proc))
     return started
 
 
-def wait_for(started: list[tuple[scale.LegRun, subprocess.Popen[bytes]]], cap: float) -> float:
-    begin = time.perf_counter()
-    deadline = begin + cap
-    while any(run.code is None for run, _ in started) and time.perf_counter() < deadline:
-        time.sleep(0.05)
-        for run, proc in started:
-            if run.code is None:
-                scale.reap(run, proc, time.perf_counter() - begin)
-    for run, proc in started:
-        if run.code is None:
-            proc.kill()
-            proc.wait()
-    return time.perf_counter() - begin
-
-
-def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[scale.Leg]) -> Json:
+def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg]) -> Json:
     """Every leg of the pull request at once against a fresh, pre-seeded stand-in."""
-    fake = FakeGitHub(limits=UNLIMITED if args.no_limits else GITHUB_TOKEN)
-    for name in scale.SEEDED:
-        setattr(fake, name, scale._copy(seed[name]))  # noqa: SLF001  -- the seed's own copy
-    fake._next_issue = max(fake.issues, default=0) + 1  # noqa: SLF001  -- after the seeded ones
+    fake = scale.seeded_fake(args, seed)
     number = int(fake.add_issue(scale.REPOSITORY, title="a change", pull_request=True)["number"])
     slow = (("PATCH", COMMENT_EDIT, *args.slow_edits),)
     fake.configure(
-        latency=tuple(args.latency),
-        keep_bodies=False,
-        seed=args.seed,
         fail_rate=args.fail_rate,
         fail_kinds=("502", "503", "403-secondary", LANDED),
         slow=slow,
@@ -185,8 +165,9 @@ def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[scale.
     root.mkdir(parents=True)
     transport = [] if args.transport is None else ["--branch-transport", args.transport]
     with fake:
+        begin = time.perf_counter()
         started = start_legs(fake, legs, root, event_file(work / "event.json", number), transport)
-        wall = wait_for(started, args.cap)
+        wall = scale.wait_for(started, start=begin, cap=args.cap)
         fake.configure(fail_rate=0.0, slow=(), latency=(0.0, 0.0), limits=UNLIMITED)
         with fake.lock:
             records = list(fake.requests)
@@ -196,7 +177,7 @@ def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[scale.
 
 
 def figures(
-    started: list[tuple[scale.LegRun, subprocess.Popen[bytes]]],
+    started: list[tuple[LegRun, subprocess.Popen[bytes]]],
     records: list[Any],
     comments: list[Json],
     expected: Json,
@@ -224,15 +205,13 @@ def figures(
         "legs": len(runs),
         "legs_failed": sum(run.code != 0 for run in runs),
         "run_wall_s": round(wall, 1),
-        "leg_wall_s": scale.median_max([(run.ended or wall) - run.started for run in runs]),
-        "rest_requests_per_leg": scale.median_max(requests) | {"mean": statistics.mean(requests)},
-        "content_requests_per_leg": scale.median_max(content) | {"mean": statistics.mean(content)},
+        "leg_wall_s": median_max([(run.ended or wall) - run.started for run in runs]),
+        "rest_requests_per_leg": median_max(requests) | {"mean": statistics.mean(requests)},
+        "content_requests_per_leg": median_max(content) | {"mean": statistics.mean(content)},
         "refused_for_limits": sum(x.status in {403, 429} for x in leg_records),
         "requests_all_legs": sum(requests),
         "content_all_legs": sum(content),
-        "content_peak_per_minute": scale.peak_per_window(
-            [x.at for x in leg_records if x.write], 60.0
-        ),
+        "content_peak_per_minute": peak_per_minute(x.at for x in leg_records if x.write),
         "comment_writes": len(edits),
         "comments_of_ours": len(ours),
         "failing_cells": sum(
