@@ -1,6 +1,6 @@
 """Benchmark the GitHub path at Ivy's scale: concurrent matrix legs against the project's stand-in.
 
-Issue 9 item 7. Ivy's shape: 7,000 tests x 4 backends in ~100 dashboards (``bench/generate.py``
+Issue 9 item 7, issue 14. Ivy's shape: 7,000 tests x 4 backends in ~100 dashboards (``bench/generate.py``
 writes the JUnit). A leg is one matrix job, backend x test shard: the 7,000 tests of a backend
 are cut into shards of contiguous modules (dashboards), one JUnit file per leg. Leg counts map
 to splits as follows (``split_for``):
@@ -20,6 +20,11 @@ between writes), since the CLI has no way to turn it off. The fake answers each 
 uniform random latency (default 20-80 ms). A configuration still running after ``--cap``
 seconds is stopped (its legs killed) and reported as "stopped at cap" with its partial figures;
 a leg that exits non-zero makes it "legs failed".
+
+``--setup fan-in`` (issue 14) measures the fan-in instead: every leg runs ``ivy-matrix collect``
+at once, with no api url and no token (so no request can be made), then one job after them
+runs ``ivy-matrix update --legs`` on their files, with a job id of its own that no cell may
+link ("cells link the fan-in job" in the report). Its requests are reported on their own.
 
 Figures per configuration: wall time per leg (median, max) and of the whole run; requests and
 bytes sent/received per leg (median, max); commit tries per leg (ref updates, rejected ones
@@ -62,6 +67,8 @@ REPOSITORY = "acme/widgets"
 BRANCH = "ivy-matrix"
 SEED_RUN, RUN = 100, 101
 JOB_BASE = 2_000_000
+# The fan-in set-up's job after the matrix: its own token, and a job id no cell may link.
+FAN_IN_TOKEN, FAN_IN_JOB = "fan-in", 1_999_999
 BACKEND_FROM_PATH = r"(?P<backend>[^/]+)/[^/]+\.xml$"
 REF_WRITE = re.compile(r"/git/refs(/|$)")
 MARKER = re.compile(r"<!-- ivy-matrix:dashboard=(.+?) -->")
@@ -169,14 +176,19 @@ def cli_env() -> dict[str, str]:
 
 
 def update_command(
-    *, junit: str, backend_args: list[str], api_url: str, token: str, run_id: int, job_id: int
+    *,
+    junit: str | None,
+    backend_args: list[str],
+    api_url: str,
+    token: str,
+    run_id: int,
+    job_id: int,
 ) -> list[str]:
     return [
         PYTHON,
         str(ENTRYPOINT),
         "update",
-        "--junit",
-        junit,
+        *(["--junit", junit] if junit else []),
         *backend_args,
         "--repository",
         REPOSITORY,
@@ -260,10 +272,8 @@ def _copy(value: Any) -> Any:
 # --- one configuration -----------------------------------------------------------------------
 
 
-def run_config(
-    args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], *, targets: str, tag: str
-) -> Json:
-    """Start every leg at once against a fresh, pre-seeded stand-in; measure until done or cap."""
+def seeded_fake(args: argparse.Namespace, seed: Json) -> FakeGitHub:
+    """A fresh stand-in holding a copy of the pre-seeded repository."""
     fake = FakeGitHub(rate_limit=10**9)
     for name in SEEDED:
         setattr(fake, name, _copy(seed[name]))
@@ -272,6 +282,16 @@ def run_config(
     fake._next_issue = max(fake.issues, default=0) + 1  # noqa: SLF001  -- see above
     fake._next_comment = max(comment_ids, default=fake._next_comment - 1) + 1  # noqa: SLF001
     fake.configure(latency=tuple(args.latency), keep_bodies=False, seed=args.seed)
+    return fake
+
+
+def run_config(
+    args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], *, targets: str, tag: str
+) -> Json:
+    """Start every leg at once against a fresh, pre-seeded stand-in; measure until done or cap."""
+    if args.setup == "fan-in":
+        return run_fan_in(args, work, seed, legs, targets=targets, tag=tag)
+    fake = seeded_fake(args, seed)
     root = work / "legs" / tag
     shutil.rmtree(root, ignore_errors=True)
     runs: list[LegRun] = []
@@ -302,16 +322,7 @@ def run_config(
                     )
                 )
             runs.append(LegRun(leg, started=time.perf_counter() - start, log=log))
-        deadline = start + args.cap
-        while any(r.code is None for r in runs) and time.perf_counter() < deadline:
-            time.sleep(0.05)
-            for run, proc in zip(runs, procs, strict=True):
-                if run.code is None:
-                    reap(run, proc, time.perf_counter() - start)
-        for run, proc in zip(runs, procs, strict=True):
-            if run.code is None:
-                proc.kill()
-                proc.wait()
+        wait_all(runs, procs, start, deadline=start + args.cap)
         wall = time.perf_counter() - start
         with fake.lock:
             records = list(fake.requests)
@@ -325,6 +336,119 @@ def run_config(
     for run in runs:
         run.records = by_token.get(run.leg.token, [])
     return summarize(runs, records, files, issues, seeded_issues, wall=wall, targets=targets)
+
+
+def collect_command(leg: Leg, legs_dir: Path) -> list[str]:
+    """One leg's ``ivy-matrix collect``: no api url, no token, nothing to reach."""
+    return [
+        PYTHON,
+        str(ENTRYPOINT),
+        "collect",
+        "--junit",
+        str(leg.path),
+        "--backend",
+        leg.backend,
+        "--repository",
+        REPOSITORY,
+        "--run-id",
+        str(RUN),
+        "--job-id",
+        str(leg.job_id),
+        "--leg-file",
+        str(legs_dir),
+    ]
+
+
+def run_fan_in(
+    args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], *, targets: str, tag: str
+) -> Json:
+    """The fan-in set-up: every leg runs ``collect`` at once (no network), then one job runs
+    ``update --legs`` against a fresh, pre-seeded stand-in. The fan-in job passes a job id of
+    its own (``FAN_IN_JOB``): no cell may link it."""
+    root = work / "legs" / tag
+    shutil.rmtree(root, ignore_errors=True)
+    legs_dir = root / "leg-files"
+    runs: list[LegRun] = []
+    procs: list[subprocess.Popen[bytes]] = []
+    start = time.perf_counter()
+    for leg in legs:
+        leg_dir = root / f"{leg.index:03d}"
+        leg_dir.mkdir(parents=True)
+        log = leg_dir / "log.txt"
+        with log.open("wb") as out:
+            procs.append(
+                subprocess.Popen(
+                    collect_command(leg, legs_dir),
+                    cwd=leg_dir,
+                    env=cli_env(),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+        runs.append(LegRun(leg, started=time.perf_counter() - start, log=log))
+    wait_all(runs, procs, start, deadline=start + args.cap)
+    fake = seeded_fake(args, seed)
+    with fake:
+        fan_in_dir = root / "fan-in"
+        fan_in_dir.mkdir()
+        cmd = update_command(
+            junit=None,
+            backend_args=[],
+            api_url=fake.base_url,
+            token=FAN_IN_TOKEN,
+            run_id=RUN,
+            job_id=FAN_IN_JOB,
+        )
+        cmd += ["--legs", str(legs_dir), "--targets", targets, "--store", str(fan_in_dir / "s")]
+        began = time.perf_counter()
+        proc = subprocess.run(
+            cmd, cwd=fan_in_dir, env=cli_env(), capture_output=True, text=True, check=False
+        )
+        fan_in_wall = time.perf_counter() - began
+        with fake.lock:
+            records = list(fake.requests)
+            files = fake.files(BRANCH)
+            issues = list(fake.issues.values())
+    wall = time.perf_counter() - start
+    result = summarize(
+        runs, records, files, issues, set(seed["issues"]), wall=wall, targets=targets
+    )
+    fan_in_records = [r for r in records if (r.authorization or "").endswith(FAN_IN_TOKEN)]
+    writes = sorted(r.at for r in fan_in_records if r.method in WRITE_METHODS)
+    result["fan_in"] = {
+        "exit": proc.returncode,
+        "failure": proc.stdout[-3000:] + proc.stderr[-3000:] if proc.returncode else "",
+        "wall_s": round(fan_in_wall, 2),
+        "requests": len(fan_in_records),
+        "content_creating": len(writes),
+        "peak_content_creating_per_minute": peak_per_window(writes, 60.0),
+        "sent_kb": round(sum(r.bytes_in for r in fan_in_records) / 1000, 1),
+        "received_kb": round(sum(r.bytes_out for r in fan_in_records) / 1000, 1),
+        "linked_to_fan_in_job": len(
+            re.findall(
+                rf"/actions/runs/{RUN}/job/{FAN_IN_JOB}\"",
+                "\n".join(d.decode(errors="replace") for d in files.values()),
+            )
+        ),
+    }
+    if proc.returncode != 0:
+        result["status"] = "fan-in failed"
+    return result
+
+
+def wait_all(
+    runs: list[LegRun], procs: list[subprocess.Popen[bytes]], start: float, *, deadline: float
+) -> None:
+    """Reap every leg's process until all have exited or the deadline passed (then kill them)."""
+    while any(r.code is None for r in runs) and time.perf_counter() < deadline:
+        time.sleep(0.05)
+        for run, proc in zip(runs, procs, strict=True):
+            if run.code is None:
+                reap(run, proc, time.perf_counter() - start)
+    for run, proc in zip(runs, procs, strict=True):
+        if run.code is None:
+            proc.kill()
+            proc.wait()
 
 
 def reap(run: LegRun, proc: subprocess.Popen[bytes], now: float) -> None:
@@ -488,8 +612,17 @@ def print_config(name: str, r: Json) -> None:
         f"  tries max {tries['max']} mean {tries['mean']} (rejected {tries['rejected_total']})"
         f"  writes/min peak {cc['peak_per_minute']}, run {cc['total']}"
         f"  lost {r['lost_cells']['lost']}"
-        + (f"  dup issues {r['issues']['duplicates_open']}" if "issues" in r else ""),
+        + (f"  dup issues {r['issues']['duplicates_open']}" if "issues" in r else "")
+        + (fan_in_line(r["fan_in"]) if "fan_in" in r else ""),
         flush=True,
+    )
+
+
+def fan_in_line(f: Json) -> str:
+    return (
+        f"  fan-in: exit {f['exit']} {f['wall_s']} s, {f['requests']} requests, "
+        f"{f['content_creating']} content-creating (peak {f['peak_content_creating_per_minute']}"
+        f"/min), sent {f['sent_kb']} KB, {f['linked_to_fan_in_job']} cells link the fan-in job"
     )
 
 
@@ -530,6 +663,13 @@ def main(argv: list[str] | None = None) -> int:
         "--seed-targets",
         help="--targets of the seeding update (default: --targets); 'branch' with legs that "
         "also publish issues makes the legs create every dashboard's issue at once",
+    )
+    parser.add_argument(
+        "--setup",
+        choices=("legs", "fan-in"),
+        default="legs",
+        help="legs: every leg runs update against the stand-in; fan-in: every leg runs "
+        "collect (no network), then one job runs update --legs",
     )
     parser.add_argument(
         "--matrix",
@@ -592,6 +732,7 @@ def main(argv: list[str] | None = None) -> int:
             "dashboards": args.dashboards,
             "latency_s": list(args.latency),
             "targets": args.targets,
+            "setup": args.setup,
             "seed_targets": args.seed_targets or args.targets,
             "cap_s": args.cap,
             "repeat": args.repeat,

@@ -12,7 +12,7 @@ from tests.markdown_doc import code_spans, section, table
 
 ROOT = Path(__file__).resolve().parents[1]
 # Inputs the action's own shell steps consume; they are not ivy-matrix settings.
-ACTION_ONLY = {"python", "command"}
+ACTION_ONLY = {"python", "command", "artifacts"}
 
 
 def action():

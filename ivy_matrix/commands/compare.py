@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import connect
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
@@ -75,7 +75,7 @@ def pr_comparison(
     settings: Settings, collected: Collected, links: Links, states: list[DashboardState]
 ) -> Comparison:
     """The verdicts of the pull request's results against ``states``."""
-    batches = build_batches(collected, links.sources(pr_run_id(settings, states)))
+    batches = links.batches(collected, pr_run_id(settings, states))
     branches = settings.feeding_branches
     ancestry = run_order_ancestry(states, settings.base_sha or pr_base_sha(batches), branches)
     return compare(batches, states, ancestry=ancestry, branches=branches)

@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
     connect,
@@ -48,6 +48,7 @@ from ivy_matrix.commands.job_links import (
     resolve_links,
     write_leg_metadata,
 )
+from ivy_matrix.commands.leg_files import read_legs
 from ivy_matrix.commands.publish import every_dashboard
 from ivy_matrix.commands.result_files import read_results
 from ivy_matrix.config.options import FailOn, Target
@@ -55,6 +56,7 @@ from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
+from ivy_matrix.legs import with_legs
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import PullRequestComment
@@ -78,9 +80,12 @@ COMMIT_BACKENDS = 8  # backends named in a commit message
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
     started = time.monotonic()
-    require_update_inputs(settings)
+    require_update_inputs(settings, legs=True)
     check_leg_metadata(settings)
-    collected = read_results(settings, log)
+    _check_fan_in(settings)
+    results = read_results(settings, log) if settings.junit else Collected()
+    leg_files = read_legs(settings, log)
+    collected = with_legs(results, leg_files)
     read_seconds = time.monotonic() - started
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
@@ -92,8 +97,8 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 f"the {' and '.join(sorted(targets))} target(s) need the run id: pass "
                 f"--run-id (on a runner GITHUB_RUN_ID gives it)"
             )
-        links = resolve_links(settings, collected, github, log, now=now)
-        change = _change(settings, collected, links, log)
+        links = resolve_links(settings, results, github, log, now=now, leg_files=leg_files)
+        change = _change(settings, results, links, log)
         if recorded:
             _log_not_a_pull_request(settings, log)
             store = open_store(
@@ -103,7 +108,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 remote=targets,
                 message=_commit_message(settings, collected),
                 after_save=output_folder(settings, log),
-                leg=_leg(settings, collected, links, log),
+                leg=_leg(settings, results, links, log),
             )
             saved, published = _save_and_publish(
                 settings, store, change, github, log, targets=targets
@@ -112,11 +117,11 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
             _log_not_recorded(settings, log)
             saved, published = Saved(merged=change({})), Published()
             if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
-                comparison = _pull_request_verdicts(settings, collected, links, github, log)
+                comparison = _pull_request_verdicts(settings, results, links, github, log)
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
-    _summarize(settings, collected, merged, published, log)
+    _summarize(settings, collected, merged, published, log, annotated=results)
     totals = collected.totals()
     log.info(
         f"ivy-matrix: {totals.files} file(s), {totals.tests} test cases "
@@ -129,11 +134,21 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
 
 
 def _summarize(
-    settings: Settings, collected: Collected, merged: Merged, published: Published, log: Log
+    settings: Settings,
+    collected: Collected,
+    merged: Merged,
+    published: Published,
+    log: Log,
+    *,
+    annotated: Collected,
 ) -> None:
-    """The summary target and ``--summary-json``: the log lines, annotations and files."""
+    """The summary target and ``--summary-json``: the log lines, annotations and files.
+
+    Only the result files read here are annotated (``annotated``): each leg annotated its own
+    failures in its own job (``collect``).
+    """
     log_dashboards(log, merged)
-    annotate_failures(collected, log)
+    annotate_failures(annotated, log)
     if settings.summary_json is not None and settings.dry_run:
         log.info(f"dry run: would write the summary JSON {settings.summary_json}")
     elif settings.summary_json is not None:
@@ -187,12 +202,21 @@ def _change(
             log.info(f"no run id given: recording these results as local run {run_id}")
         return merge_batches(
             states,
-            build_batches(collected, links.sources(run_id)),
+            links.batches(collected, run_id),
             history=settings.history,
             retire_after_runs=settings.retire_after_runs if retire else 0,
         )
 
     return change
+
+
+def _check_fan_in(settings: Settings) -> None:
+    """Refuse what a fan-in job (``--legs``) cannot do, before anything is read or written."""
+    if settings.legs and settings.matrix_size is not None:
+        raise InputError(
+            "legs and matrix-size do not go together: matrix-size is for legs that each write "
+            "to the branch; a fan-in job (legs) reads every leg's file and commits once"
+        )
 
 
 def _commit_message(settings: Settings, collected: Collected) -> str:

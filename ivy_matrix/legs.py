@@ -1,0 +1,370 @@
+"""The leg file: one matrix leg's named cells, counts and metadata, for the job after the matrix.
+
+Pure: no I/O. ``ivy-matrix collect`` (commands/collect.py) writes one per leg with no network
+at all; ``ivy-matrix update --legs GLOB`` (commands/leg_files.py) reads them in one fan-in job,
+which commits once for the whole run. The leg did the naming (backend, dashboard, row), so the
+fan-in job needs neither the XML nor the naming options.
+
+**Format** (UTF-8 JSON, one object on one line; shown spread out)::
+
+    {"format": "ivy-matrix-leg", "version": 2,
+     "run_id": 4519946746, "run_attempt": 1, "job_id": 12345678901,
+     "repository": "unifyai/ivy", "server_url": "https://github.com",
+     "sha": "9f2c...", "ref": "refs/heads/main", "event": "push",
+     "files": [{"path": "results/junit.xml", "tests": 219, "passed": 210, "failed": 7,
+                "errors": 0, "skipped": 2, "flaky": 0, "problem": null}],
+     "problems": [{"source": "results/bad.xml", "message": "file is empty", "line": null}],
+     "unassigned": {"results/other.xml": 2},
+     "dashboards": [{"category": "core", "title": "gradients",
+                     "rows": ["test_adam", "test_jac", "test_grad"],
+                     "cells": {"torch": "fs.", "numpy": "ssk"}}]}
+
+- ``run_id`` (positive), ``run_attempt`` (1 or more), ``job_id`` (positive, or null when the
+  leg did not know its job: its cells then link the run), ``repository`` (``OWNER/REPO``),
+  ``server_url`` (``http(s)://``), and the provenance ``sha``, ``ref``, ``event`` (``""`` when
+  unknown): where the results come from.
+- ``files``, ``problems``, ``unassigned``: the leg's result files, as ``update`` counts them
+  (``--summary-json``), the files it could not read, and cases no backend rule named.
+- ``dashboards``: each dashboard the leg's results touch, its rows in first-seen order, and per
+  backend one character per row: ``s`` success, ``f`` failure, ``k`` skipped, ``y`` flaky,
+  ``.`` no result for that row. A cell is one character: 28,000 cells are about 28 KB plus
+  the row names.
+
+Version 1 of the format was the metadata-only file of the deprecated ``leg-metadata`` option
+(``jobs.py``); it holds no results and is refused here with a message saying so. Keys this
+version does not know are ignored, so later versions can add some; a newer version is refused.
+
+**Untrusted input.** A leg file may come from a fork's artifact, so every value is checked
+(types, sizes: at most :data:`MAX_LEG_FILE_BYTES`, names of at most :data:`NAME_LIMIT`
+characters) and a file that fails is refused whole, naming it. The fan-in job checks a file
+that parsed against the run it processes with :func:`leg_problem` (same repository, server and
+run, an attempt no later than its own, the same commit), and builds each cell's link itself
+from its own server and repository and the leg's run and job ids: a forged file can neither
+link a cell elsewhere nor pin it to a run from the future.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from ivy_matrix.collect import Collected
+from ivy_matrix.errors import InputError
+from ivy_matrix.jobs import LEG_FORMAT
+from ivy_matrix.junit import MESSAGE_CAP, NAME_CAP
+from ivy_matrix.model import DashboardId, FileCounts, Outcome, ParseProblem, RunKey, worst
+
+LEG_FILE_VERSION = 2
+# A leg of a million test cases writes about 60 MB; anything far past that is not a leg file.
+MAX_LEG_FILE_BYTES = 256 * 1024 * 1024
+# Rows join a class prefix and a test name, each capped at NAME_CAP by junit.py.
+NAME_LIMIT = 4 * NAME_CAP
+NO_RESULT = "."
+# Every leg file's name (and artifact name) starts so: the fan-in job downloads "<prefix>*".
+LEG_NAME_PREFIX = "ivy-matrix-leg-"
+CODES = {Outcome.SUCCESS: "s", Outcome.FAILURE: "f", Outcome.SKIPPED: "k", Outcome.FLAKY: "y"}
+_OUTCOMES = {code: outcome for outcome, code in CODES.items()}
+_COUNTS = ("tests", "passed", "failed", "errors", "skipped", "flaky")
+_REPOSITORY = re.compile(r"[^/\s]+/[^/\s]+")
+_SERVER = re.compile(r"https?://[^\s\"'<>`\\/]+(?:/[^\s\"'<>`\\]*)?")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LegInfo:
+    """Which run, attempt and job a leg file's results come from, and where they were tested."""
+
+    run_id: int
+    run_attempt: int
+    job_id: int | None
+    repository: str
+    server_url: str
+    sha: str = ""
+    ref: str = ""
+    event: str = ""
+
+    @property
+    def run(self) -> RunKey:
+        """Where the leg's results stand in run order (job id ``-1`` when unknown)."""
+        return RunKey(self.run_id, self.run_attempt, -1 if self.job_id is None else self.job_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LegResults:
+    """One leg file, read: its metadata and its results (as ``collect.Collected``)."""
+
+    info: LegInfo
+    collected: Collected
+
+
+def dump_leg(info: LegInfo, collected: Collected) -> str:
+    """The text of a leg file (deterministic: the same results give the same text)."""
+    _check_info(info, where="this leg")
+    document: dict[str, object] = {
+        "format": LEG_FORMAT,
+        "version": LEG_FILE_VERSION,
+        **asdict(info),
+        "files": [asdict(counts) for counts in collected.files],
+        "problems": [asdict(problem) for problem in collected.problems],
+        "unassigned": dict(collected.unassigned),
+        "dashboards": [
+            _dashboard_json(dashboard, rows) for dashboard, rows in collected.dashboards.items()
+        ],
+    }
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def leg_name(info: LegInfo, text: str) -> str:
+    """A name for the leg file (and its artifact) that no other leg of the run has: the run,
+    attempt and job, and a digest of the text (two collect steps in one job differ by it)."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    job = "nojob" if info.job_id is None else str(info.job_id)
+    return f"{LEG_NAME_PREFIX}{info.run_id}-{info.run_attempt}-{job}-{digest}"
+
+
+def _dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, Outcome]]) -> object:
+    backends: dict[str, None] = {}
+    for cells in rows.values():
+        backends.update(dict.fromkeys(cells))
+    return {
+        "category": dashboard.category,
+        "title": dashboard.title,
+        "rows": list(rows),
+        "cells": {
+            backend: "".join(
+                CODES[cells[backend]] if backend in cells else NO_RESULT for cells in rows.values()
+            )
+            for backend in backends
+        },
+    }
+
+
+class _Malformed(ValueError):  # noqa: N818  -- internal: always turned into an InputError
+    """A value of the document does not have the shape the format gives it."""
+
+
+def load_leg(text: str, *, where: str) -> LegResults:
+    """Read a leg file; :class:`InputError` naming ``where`` when it is not a usable one."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as error:  # RecursionError: nesting too deep
+        raise InputError(f"leg file {where}: not JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise InputError(f"leg file {where}: expected a JSON object")
+    _check_version(document, where)
+    try:
+        info = _info(document)
+        _check_info(info, where=where)
+        collected = Collected(
+            files=[_file_counts(item) for item in _items(document, "files")],
+            problems=[_problem(item) for item in _items(document, "problems")],
+            unassigned=_unassigned(document.get("unassigned", {})),
+        )
+        for item in _items(document, "dashboards"):
+            _add_dashboard(collected, item)
+    except _Malformed as error:
+        raise InputError(f"leg file {where}: {error}") from None
+    return LegResults(info=info, collected=collected)
+
+
+def _check_version(document: dict[str, object], where: str) -> None:
+    found = document.get("format")
+    if found != LEG_FORMAT:
+        raise InputError(f"leg file {where}: format {found!r:.60} is not {LEG_FORMAT!r}")
+    version = document.get("version")
+    if version == 1:
+        raise InputError(
+            f"leg file {where}: version 1 is leg metadata (the leg-metadata option) and holds no "
+            f"results; write leg files with ivy-matrix collect (the action's command: collect)"
+        )
+    if version != LEG_FILE_VERSION:
+        raise InputError(
+            f"leg file {where}: version {version!r:.20} is not {LEG_FILE_VERSION}, the version "
+            f"this ivy-matrix reads; use the same ivy-matrix version in the legs and the fan-in job"
+        )
+
+
+def _int(value: object, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _Malformed(f"'{what}' must be an integer, got {value!r:.60}")
+    return value
+
+
+def _text(value: object, what: str, limit: int = NAME_LIMIT) -> str:
+    if not isinstance(value, str):
+        raise _Malformed(f"'{what}' must be a string, got {value!r:.60}")
+    if len(value) > limit:
+        raise _Malformed(f"'{what}' is longer than {limit} characters")
+    return value
+
+
+def _items(document: Mapping[str, object], key: str) -> list[object]:
+    value = document.get(key, [])
+    if not isinstance(value, list):
+        raise _Malformed(f"'{key}' must be a list, got {value!r:.60}")
+    return value
+
+
+def _object(value: object, what: str) -> Mapping[str, object]:
+    if not isinstance(value, dict):
+        raise _Malformed(f"each of '{what}' must be an object, got {value!r:.60}")
+    return value
+
+
+def _info(document: Mapping[str, object]) -> LegInfo:
+    job_id = document.get("job_id")
+    return LegInfo(
+        run_id=_int(document.get("run_id"), "run_id"),
+        run_attempt=_int(document.get("run_attempt"), "run_attempt"),
+        job_id=None if job_id is None else _int(job_id, "job_id"),
+        repository=_text(document.get("repository"), "repository"),
+        server_url=_text(document.get("server_url"), "server_url"),
+        sha=_text(document.get("sha", ""), "sha"),
+        ref=_text(document.get("ref", ""), "ref"),
+        event=_text(document.get("event", ""), "event"),
+    )
+
+
+def _check_info(info: LegInfo, *, where: str) -> None:
+    problem = None
+    if info.run_id <= 0:
+        problem = f"'run_id' must be positive, got {info.run_id}"
+    elif info.run_attempt < 1:
+        problem = f"'run_attempt' must be 1 or more, got {info.run_attempt}"
+    elif info.job_id is not None and info.job_id <= 0:
+        problem = f"'job_id' must be positive or null, got {info.job_id}"
+    elif not _REPOSITORY.fullmatch(info.repository):
+        problem = f"'repository' must be OWNER/REPO, got {info.repository!r:.80}"
+    elif not _SERVER.fullmatch(info.server_url):
+        problem = f"'server_url' must be an http(s) URL, got {info.server_url!r:.80}"
+    if problem is not None:
+        raise InputError(f"leg file {where}: {problem}")
+
+
+def _file_counts(item: object) -> FileCounts:
+    values = _object(item, "files")
+    problem = values.get("problem")
+    counts = {name: _int(values.get(name, 0), f"files.{name}") for name in _COUNTS}
+    if any(count < 0 for count in counts.values()):
+        raise _Malformed("'files' counts must not be negative")
+    return FileCounts(
+        path=_text(values.get("path"), "files.path"),
+        problem=None if problem is None else _text(problem, "files.problem", MESSAGE_CAP * 4),
+        **counts,
+    )
+
+
+def _problem(item: object) -> ParseProblem:
+    values = _object(item, "problems")
+    line = values.get("line")
+    return ParseProblem(
+        source=_text(values.get("source"), "problems.source"),
+        message=_text(values.get("message"), "problems.message", MESSAGE_CAP * 4),
+        line=None if line is None else _int(line, "problems.line"),
+    )
+
+
+def _unassigned(value: object) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise _Malformed(f"'unassigned' must be an object, got {value!r:.60}")
+    found = {_text(k, "unassigned"): _int(v, "unassigned") for k, v in value.items()}
+    if any(count < 0 for count in found.values()):
+        raise _Malformed("'unassigned' counts must not be negative")
+    return found
+
+
+def _add_dashboard(collected: Collected, item: object) -> None:
+    """Add one dashboard of the file to ``collected`` (a dashboard listed twice is refused)."""
+    values = _object(item, "dashboards")
+    title = _text(values.get("title"), "dashboards.title")
+    if not title.strip():
+        raise _Malformed("'dashboards.title' is empty")
+    dashboard = DashboardId(title=title, category=_text(values.get("category", ""), "category"))
+    if dashboard in collected.dashboards:
+        raise _Malformed(f"dashboard {dashboard.key!r:.100} is listed twice")
+    rows = [_text(row, "dashboards.rows") for row in _items(values, "rows")]
+    if len(set(rows)) != len(rows):
+        raise _Malformed(f"dashboard {dashboard.key!r:.100} lists a row twice")
+    found: dict[str, dict[str, Outcome]] = {row: {} for row in rows}
+    for backend, codes in _object(values.get("cells", {}), "dashboards.cells").items():
+        if not backend.strip() or len(backend) > NAME_LIMIT:
+            raise _Malformed(f"dashboard {dashboard.key!r:.100} has an empty or too long backend")
+        if not isinstance(codes, str) or len(codes) != len(rows):
+            raise _Malformed(
+                f"dashboard {dashboard.key!r:.100}, backend {backend!r:.100}: expected one "
+                f"character per row ({len(rows)})"
+            )
+        for row, code in zip(rows, codes, strict=True):
+            if code == NO_RESULT:
+                continue
+            outcome = _OUTCOMES.get(code)
+            if outcome is None:
+                raise _Malformed(f"dashboard {dashboard.key!r:.100}: unknown cell code {code!r}")
+            found[row][backend] = outcome
+    collected.dashboards[dashboard] = {row: cells for row, cells in found.items() if cells}
+
+
+def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:
+    """Everything one update read, for its counts, summaries and commit message: its result
+    files and its leg files (a cell two of them fill shows the worse outcome).
+
+    The failures to annotate stay the result files' own: each leg annotated its failures in
+    its own job (``collect``).
+    """
+    if not legs:
+        return collected
+    joined = Collected(failures=list(collected.failures))
+    for part in (collected, *(leg.collected for leg in legs)):
+        joined.files.extend(part.files)
+        joined.problems.extend(part.problems)
+        for source, count in part.unassigned.items():
+            joined.unassigned[source] = joined.unassigned.get(source, 0) + count
+        for dashboard, rows in part.dashboards.items():
+            mine = joined.dashboards.setdefault(dashboard, {})
+            for row, cells in rows.items():
+                have = mine.setdefault(row, {})
+                for backend, outcome in cells.items():
+                    old = have.get(backend)
+                    have[backend] = outcome if old is None else worst(old, outcome)
+    return joined
+
+
+def leg_problem(
+    info: LegInfo,
+    *,
+    run_id: int | None,
+    run_attempt: int,
+    repository: str | None,
+    server_url: str,
+    sha: str,
+) -> str | None:
+    """Why a leg file does not belong to the run being processed, or None if it does.
+
+    The same repository and server (host and names are not case-sensitive), the same run, an
+    attempt no later than this one (a re-run's fan-in job reads legs of earlier attempts too),
+    and, when both are known, the same commit.
+    """
+    if run_id is None or not repository:
+        return "this job's run and repository are unknown (give --run-id and --repository)"
+    checks = (
+        (
+            info.repository.casefold() != repository.casefold(),
+            f"it is for repository {info.repository!r:.100}, not {repository}",
+        ),
+        (
+            info.server_url.rstrip("/").casefold() != server_url.rstrip("/").casefold(),
+            f"it is for server {info.server_url!r:.100}, not {server_url}",
+        ),
+        (info.run_id != run_id, f"it is for run {info.run_id}, not this run ({run_id})"),
+        (
+            info.run_attempt > run_attempt,
+            f"it is for attempt {info.run_attempt}, later than this one ({run_attempt})",
+        ),
+        (
+            bool(info.sha and sha and info.sha != sha),
+            f"it tested commit {info.sha[:40]!r}, not this run's {sha[:40]}",
+        ),
+    )
+    return next((reason for failed, reason in checks if failed), None)
