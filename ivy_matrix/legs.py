@@ -17,7 +17,8 @@ fan-in job needs neither the XML nor the naming options.
      "unassigned": {"results/other.xml": 2},
      "dashboards": [{"category": "core", "title": "gradients",
                      "rows": ["test_adam", "test_jac", "test_grad"],
-                     "cells": {"torch": "fs.", "numpy": "ssk"}}]}
+                     "cells": {"torch": "fs.", "numpy": "ssk"},
+                     "messages": {"torch": {"0": "AssertionError: the results do not match"}}}]}
 
 - ``run_id`` (positive), ``run_attempt`` (1 or more), ``job_id`` (positive, or null when the
   leg did not know its job: its cells then link the run), ``repository`` (``OWNER/REPO``),
@@ -25,10 +26,10 @@ fan-in job needs neither the XML nor the naming options.
   unknown): where the results come from.
 - ``files``, ``problems``, ``unassigned``: the leg's result files, as ``update`` counts them
   (``--summary-json``), the files it could not read, and cases no backend rule named.
-- ``dashboards``: each dashboard the leg's results touch, its rows in first-seen order, and per
-  backend one character per row: ``s`` success, ``f`` failure, ``k`` skipped, ``y`` flaky,
-  ``.`` no result for that row. A cell is one character: 28,000 cells are about 28 KB plus
-  the row names.
+- ``dashboards``: each dashboard the leg's results touch, its rows in first-seen order, and
+  per backend one character per row (``s`` success, ``f`` failure, ``k`` skipped, ``y`` flaky,
+  ``.`` no result), with the cases of cells that hold more than one and the first line of each
+  failure (leg_cells.py has the details). 28,000 cells are about 28 KB plus the row names.
 
 Version 1 of the format was the metadata-only file of the deprecated ``leg-metadata`` option
 (``jobs.py``); it holds no results and is refused here with a message saying so. Keys this
@@ -36,7 +37,8 @@ version does not know are ignored, so later versions can add some; a newer versi
 
 **Untrusted input.** A leg file may come from a fork's artifact, so every value is checked
 (types, sizes: at most :data:`MAX_LEG_FILE_BYTES`, names of at most :data:`NAME_LIMIT`
-characters) and a file that fails is refused whole, naming it. The fan-in job checks a file
+characters; counts that agree with each cell's outcome) and a file that fails is refused whole,
+naming it. The fan-in job checks a file
 that parsed against the run it processes with :func:`leg_problem` (same repository, server and
 run, an attempt no later than its own, the same commit), and builds each cell's link itself
 from its own server and repository and the leg's run and job ids: a forged file can neither
@@ -51,22 +53,19 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from ivy_matrix.collect import Collected
+from ivy_matrix.collect import Collected, combine_results
 from ivy_matrix.errors import InputError
 from ivy_matrix.jobs import LEG_FORMAT
-from ivy_matrix.junit import MESSAGE_CAP, NAME_CAP
-from ivy_matrix.model import DashboardId, FileCounts, Outcome, ParseProblem, RunKey, worst
+from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_object
+from ivy_matrix.junit import MESSAGE_CAP
+from ivy_matrix.leg_cells import add_dashboard, bounded_text, dashboard_json, keyed
+from ivy_matrix.model import FileCounts, ParseProblem, RunKey
 
 LEG_FILE_VERSION = 2
 # A leg of a million test cases writes about 60 MB; anything far past that is not a leg file.
 MAX_LEG_FILE_BYTES = 256 * 1024 * 1024
-# Rows join a class prefix and a test name, each capped at NAME_CAP by junit.py.
-NAME_LIMIT = 4 * NAME_CAP
-NO_RESULT = "."
 # Every leg file's name (and artifact name) starts so: the fan-in job downloads "<prefix>*".
 LEG_NAME_PREFIX = "ivy-matrix-leg-"
-CODES = {Outcome.SUCCESS: "s", Outcome.FAILURE: "f", Outcome.SKIPPED: "k", Outcome.FLAKY: "y"}
-_OUTCOMES = {code: outcome for outcome, code in CODES.items()}
 _COUNTS = ("tests", "passed", "failed", "errors", "skipped", "flaky")
 _REPOSITORY = re.compile(r"[^/\s]+/[^/\s]+")
 _SERVER = re.compile(r"https?://[^\s\"'<>`\\/]+(?:/[^\s\"'<>`\\]*)?")
@@ -110,7 +109,7 @@ def dump_leg(info: LegInfo, collected: Collected) -> str:
         "problems": [asdict(problem) for problem in collected.problems],
         "unassigned": dict(collected.unassigned),
         "dashboards": [
-            _dashboard_json(dashboard, rows) for dashboard, rows in collected.dashboards.items()
+            dashboard_json(dashboard, rows) for dashboard, rows in collected.dashboards.items()
         ],
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -122,27 +121,6 @@ def leg_name(info: LegInfo, text: str) -> str:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     job = "nojob" if info.job_id is None else str(info.job_id)
     return f"{LEG_NAME_PREFIX}{info.run_id}-{info.run_attempt}-{job}-{digest}"
-
-
-def _dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, Outcome]]) -> object:
-    backends: dict[str, None] = {}
-    for cells in rows.values():
-        backends.update(dict.fromkeys(cells))
-    return {
-        "category": dashboard.category,
-        "title": dashboard.title,
-        "rows": list(rows),
-        "cells": {
-            backend: "".join(
-                CODES[cells[backend]] if backend in cells else NO_RESULT for cells in rows.values()
-            )
-            for backend in backends
-        },
-    }
-
-
-class _Malformed(ValueError):  # noqa: N818  -- internal: always turned into an InputError
-    """A value of the document does not have the shape the format gives it."""
 
 
 def load_leg(text: str, *, where: str) -> LegResults:
@@ -158,13 +136,19 @@ def load_leg(text: str, *, where: str) -> LegResults:
         info = _info(document)
         _check_info(info, where=where)
         collected = Collected(
-            files=[_file_counts(item) for item in _items(document, "files")],
-            problems=[_problem(item) for item in _items(document, "problems")],
+            files=[
+                _file_counts(item)
+                for item in keyed(expect_list, document.get("files", []), "files")
+            ],
+            problems=[
+                _problem(item)
+                for item in keyed(expect_list, document.get("problems", []), "problems")
+            ],
             unassigned=_unassigned(document.get("unassigned", {})),
         )
-        for item in _items(document, "dashboards"):
-            _add_dashboard(collected, item)
-    except _Malformed as error:
+        for item in keyed(expect_list, document.get("dashboards", []), "dashboards"):
+            add_dashboard(collected, item)
+    except MalformedError as error:
         raise InputError(f"leg file {where}: {error}") from None
     return LegResults(info=info, collected=collected)
 
@@ -186,44 +170,17 @@ def _check_version(document: dict[str, object], where: str) -> None:
         )
 
 
-def _int(value: object, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _Malformed(f"'{what}' must be an integer, got {value!r:.60}")
-    return value
-
-
-def _text(value: object, what: str, limit: int = NAME_LIMIT) -> str:
-    if not isinstance(value, str):
-        raise _Malformed(f"'{what}' must be a string, got {value!r:.60}")
-    if len(value) > limit:
-        raise _Malformed(f"'{what}' is longer than {limit} characters")
-    return value
-
-
-def _items(document: Mapping[str, object], key: str) -> list[object]:
-    value = document.get(key, [])
-    if not isinstance(value, list):
-        raise _Malformed(f"'{key}' must be a list, got {value!r:.60}")
-    return value
-
-
-def _object(value: object, what: str) -> Mapping[str, object]:
-    if not isinstance(value, dict):
-        raise _Malformed(f"each of '{what}' must be an object, got {value!r:.60}")
-    return value
-
-
 def _info(document: Mapping[str, object]) -> LegInfo:
     job_id = document.get("job_id")
     return LegInfo(
-        run_id=_int(document.get("run_id"), "run_id"),
-        run_attempt=_int(document.get("run_attempt"), "run_attempt"),
-        job_id=None if job_id is None else _int(job_id, "job_id"),
-        repository=_text(document.get("repository"), "repository"),
-        server_url=_text(document.get("server_url"), "server_url"),
-        sha=_text(document.get("sha", ""), "sha"),
-        ref=_text(document.get("ref", ""), "ref"),
-        event=_text(document.get("event", ""), "event"),
+        run_id=keyed(expect_int, document.get("run_id"), "run_id"),
+        run_attempt=keyed(expect_int, document.get("run_attempt"), "run_attempt"),
+        job_id=None if job_id is None else keyed(expect_int, job_id, "job_id"),
+        repository=bounded_text(document.get("repository"), "repository"),
+        server_url=bounded_text(document.get("server_url"), "server_url"),
+        sha=bounded_text(document.get("sha", ""), "sha"),
+        ref=bounded_text(document.get("ref", ""), "ref"),
+        event=bounded_text(document.get("event", ""), "event"),
     )
 
 
@@ -244,66 +201,39 @@ def _check_info(info: LegInfo, *, where: str) -> None:
 
 
 def _file_counts(item: object) -> FileCounts:
-    values = _object(item, "files")
+    values = keyed(expect_object, item, "files")
     problem = values.get("problem")
-    counts = {name: _int(values.get(name, 0), f"files.{name}") for name in _COUNTS}
+    counts = {name: keyed(expect_int, values.get(name, 0), f"files.{name}") for name in _COUNTS}
     if any(count < 0 for count in counts.values()):
-        raise _Malformed("'files' counts must not be negative")
+        raise MalformedError("'files' counts must not be negative")
     return FileCounts(
-        path=_text(values.get("path"), "files.path"),
-        problem=None if problem is None else _text(problem, "files.problem", MESSAGE_CAP * 4),
+        path=bounded_text(values.get("path"), "files.path"),
+        problem=None
+        if problem is None
+        else bounded_text(problem, "files.problem", MESSAGE_CAP * 4),
         **counts,
     )
 
 
 def _problem(item: object) -> ParseProblem:
-    values = _object(item, "problems")
+    values = keyed(expect_object, item, "problems")
     line = values.get("line")
     return ParseProblem(
-        source=_text(values.get("source"), "problems.source"),
-        message=_text(values.get("message"), "problems.message", MESSAGE_CAP * 4),
-        line=None if line is None else _int(line, "problems.line"),
+        source=bounded_text(values.get("source"), "problems.source"),
+        message=bounded_text(values.get("message"), "problems.message", MESSAGE_CAP * 4),
+        line=None if line is None else keyed(expect_int, line, "problems.line"),
     )
 
 
 def _unassigned(value: object) -> dict[str, int]:
-    if not isinstance(value, dict):
-        raise _Malformed(f"'unassigned' must be an object, got {value!r:.60}")
-    found = {_text(k, "unassigned"): _int(v, "unassigned") for k, v in value.items()}
+    by_file = keyed(expect_object, value, "unassigned")
+    found = {
+        bounded_text(k, "unassigned"): keyed(expect_int, v, "unassigned")
+        for k, v in by_file.items()
+    }
     if any(count < 0 for count in found.values()):
-        raise _Malformed("'unassigned' counts must not be negative")
+        raise MalformedError("'unassigned' counts must not be negative")
     return found
-
-
-def _add_dashboard(collected: Collected, item: object) -> None:
-    """Add one dashboard of the file to ``collected`` (a dashboard listed twice is refused)."""
-    values = _object(item, "dashboards")
-    title = _text(values.get("title"), "dashboards.title")
-    if not title.strip():
-        raise _Malformed("'dashboards.title' is empty")
-    dashboard = DashboardId(title=title, category=_text(values.get("category", ""), "category"))
-    if dashboard in collected.dashboards:
-        raise _Malformed(f"dashboard {dashboard.key!r:.100} is listed twice")
-    rows = [_text(row, "dashboards.rows") for row in _items(values, "rows")]
-    if len(set(rows)) != len(rows):
-        raise _Malformed(f"dashboard {dashboard.key!r:.100} lists a row twice")
-    found: dict[str, dict[str, Outcome]] = {row: {} for row in rows}
-    for backend, codes in _object(values.get("cells", {}), "dashboards.cells").items():
-        if not backend.strip() or len(backend) > NAME_LIMIT:
-            raise _Malformed(f"dashboard {dashboard.key!r:.100} has an empty or too long backend")
-        if not isinstance(codes, str) or len(codes) != len(rows):
-            raise _Malformed(
-                f"dashboard {dashboard.key!r:.100}, backend {backend!r:.100}: expected one "
-                f"character per row ({len(rows)})"
-            )
-        for row, code in zip(rows, codes, strict=True):
-            if code == NO_RESULT:
-                continue
-            outcome = _OUTCOMES.get(code)
-            if outcome is None:
-                raise _Malformed(f"dashboard {dashboard.key!r:.100}: unknown cell code {code!r}")
-            found[row][backend] = outcome
-    collected.dashboards[dashboard] = {row: cells for row, cells in found.items() if cells}
 
 
 def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:
@@ -327,7 +257,7 @@ def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:
                 have = mine.setdefault(row, {})
                 for backend, outcome in cells.items():
                     old = have.get(backend)
-                    have[backend] = outcome if old is None else worst(old, outcome)
+                    have[backend] = outcome if old is None else combine_results(old, outcome)
     return joined
 
 

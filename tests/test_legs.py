@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ivy_matrix.collect import Collected
+from ivy_matrix.collect import CellResult, Collected
 from ivy_matrix.errors import InputError
 from ivy_matrix.legs import (
     LEG_FILE_VERSION,
@@ -17,7 +17,7 @@ from ivy_matrix.legs import (
     load_leg,
     with_legs,
 )
-from ivy_matrix.model import DashboardId, FileCounts, Outcome, ParseProblem
+from ivy_matrix.model import CaseCounts, DashboardId, FileCounts, Outcome, ParseProblem
 
 GRADIENTS = DashboardId(title="gradients", category="core")
 LAYERS = DashboardId(title="layers", category="nn")
@@ -33,19 +33,36 @@ INFO = LegInfo(
 )
 
 
+def one(outcome: Outcome, message: str = "") -> CellResult:
+    """A cell of one case."""
+    counts = {
+        Outcome.SUCCESS: CaseCounts(passed=1),
+        Outcome.FAILURE: CaseCounts(failed=1),
+        Outcome.SKIPPED: CaseCounts(skipped=1),
+        Outcome.FLAKY: CaseCounts(flaky=1),
+    }
+    return CellResult(outcome, counts[outcome], message)
+
+
 def collected() -> Collected:
-    """A leg's results: two dashboards, two backends, a problem and unnamed cases."""
+    """A leg's results: two dashboards, two backends, cells of several cases, a failure line,
+    a problem and unnamed cases."""
     return Collected(
-        files=[FileCounts(path="r/junit.xml", tests=5, passed=3, failed=1, skipped=1)],
+        files=[FileCounts(path="r/junit.xml", tests=9, passed=5, failed=2, skipped=2)],
         problems=[ParseProblem(source="r/bad.xml", message="file is empty")],
         unassigned={"r/other.xml": 2},
         dashboards={
             GRADIENTS: {
-                "test_adam": {"torch": Outcome.FAILURE, "numpy": Outcome.SUCCESS},
-                "test_jac": {"numpy": Outcome.SKIPPED},
-                "Cls.test_grad": {"torch": Outcome.FLAKY},
+                "test_adam": {
+                    "torch": one(Outcome.FAILURE, "AssertionError: no"),
+                    "numpy": CellResult(Outcome.SUCCESS, CaseCounts(passed=3)),
+                },
+                "test_jac": {"numpy": one(Outcome.SKIPPED)},
+                "Cls.test_grad": {
+                    "torch": CellResult(Outcome.FAILURE, CaseCounts(passed=1, failed=1, skipped=1))
+                },
             },
-            LAYERS: {"test_linear": {"torch": Outcome.SUCCESS}},
+            LAYERS: {"test_linear": {"torch": one(Outcome.SUCCESS)}},
         },
     )
 
@@ -72,7 +89,13 @@ def test_a_leg_file_is_one_compact_deterministic_line():
     assert text.count("\n") == 1
     document = json.loads(text)
     assert (document["format"], document["version"]) == ("ivy-matrix-leg", LEG_FILE_VERSION)
-    assert document["dashboards"][0]["cells"] == {"torch": "f.y", "numpy": "sk."}
+    assert document["dashboards"][0]["cells"] == {"torch": "f.f", "numpy": "sk."}
+    assert document["dashboards"][0]["counts"] == {
+        "torch": {"2": [1, 1, 1, 0]},
+        "numpy": {"0": [3, 0, 0, 0]},
+    }
+    assert document["dashboards"][0]["messages"] == {"torch": {"0": "AssertionError: no"}}
+    assert "counts" not in document["dashboards"][1]
 
 
 def test_a_leg_without_a_job_reads_back_with_none():
@@ -104,22 +127,29 @@ def dashboard_with(**change: object) -> str:
         (document(format="ivy-matrix-dashboard"), "is not 'ivy-matrix-leg'"),
         (document(version=1), "version 1 is leg metadata"),
         (document(version=3), "version 3 is not 2"),
-        (document(run_id="7"), "'run_id' must be an integer"),
-        (document(run_id=True), "'run_id' must be an integer"),
+        (document(run_id="7"), "'run_id': expected an integer"),
+        (document(run_id=True), "'run_id': expected an integer"),
         (document(run_id=0), "'run_id' must be positive"),
         (document(run_attempt=0), "'run_attempt' must be 1 or more"),
         (document(job_id=-3), "'job_id' must be positive or null"),
         (document(repository="acme"), "'repository' must be OWNER/REPO"),
         (document(server_url="javascript:alert(1)"), "'server_url' must be an http(s) URL"),
         (document(files=[{"path": "x", "tests": -1}]), "must not be negative"),
-        (document(files={}), "'files' must be a list"),
-        (document(unassigned={"x": "2"}), "'unassigned' must be an integer"),
-        (document(dashboards=[7]), "each of 'dashboards' must be an object"),
+        (document(files={}), "'files': expected a list"),
+        (document(unassigned={"x": "2"}), "'unassigned': expected an integer"),
+        (document(dashboards=[7]), "'dashboards': expected an object"),
         (dashboard_with(title=" "), "'dashboards.title' is empty"),
         (dashboard_with(title="t" * 5000), "is longer than 4000 characters"),
         (dashboard_with(rows=["a", "a", "b"]), "lists a row twice"),
         (dashboard_with(cells={"torch": "ff"}), "expected one character per row (3)"),
         (dashboard_with(cells={"torch": "fzs"}), "unknown cell code 'z'"),
+        (dashboard_with(counts={"torch": {"2": [1, 0, 0, 0]}}), "do not give a failure cell"),
+        (dashboard_with(counts={"torch": {"2": [0, 0, 0, 0]}}), "do not give a failure cell"),
+        (dashboard_with(counts={"torch": {"2": [1, -1, 0, 0]}}), "four numbers, 0 or more"),
+        (dashboard_with(counts={"torch": {"1": [1, 0, 0, 0]}}), "for a cell it does not have"),
+        (dashboard_with(counts={"torch": {"²": [1, 1, 0, 0]}}), "keys must be row numbers"),
+        (dashboard_with(messages={"numpy": {"0": "x"}}), "only a failing cell has a failure"),
+        (dashboard_with(messages={"torch": {"0": "x" * 501}}), "longer than 500 characters"),
         (dashboard_with(cells={"": "fss"}), "an empty or too long backend"),
         (document(dashboards=[json.loads(dashboard_with())["dashboards"][0]] * 2), "twice"),
     ],
@@ -189,16 +219,20 @@ def test_leg_names_differ_by_job_and_by_content():
 
 
 def test_with_legs_adds_every_legs_counts_and_shows_the_worse_outcome_of_a_shared_cell():
-    """The fan-in's totals are the sum of its legs'; a cell two legs fill shows the worse."""
+    """The fan-in's totals are the sum of its legs'; a cell two legs fill shows the worse
+    outcome and both legs' cases."""
     first = load_leg(dump_leg(INFO, collected()), where="a").collected
     other = Collected(
         files=[FileCounts(path="s/junit.xml", tests=1, passed=1)],
         unassigned={"r/other.xml": 1},
-        dashboards={GRADIENTS: {"test_jac": {"numpy": Outcome.SUCCESS}}},
+        dashboards={GRADIENTS: {"test_jac": {"numpy": one(Outcome.SUCCESS)}}},
     )
     legs = [load_leg(dump_leg(INFO, c), where=n) for c, n in ((first, "a"), (other, "b"))]
     joined = with_legs(Collected(), legs)
-    assert joined.totals().tests == 6
+    assert joined.totals().tests == 10
     assert joined.unassigned == {"r/other.xml": 3}
-    assert joined.dashboards[GRADIENTS]["test_jac"] == {"numpy": Outcome.SUCCESS}
-    assert joined.dashboards[GRADIENTS]["test_adam"]["torch"] is Outcome.FAILURE
+    jac = joined.dashboards[GRADIENTS]["test_jac"]["numpy"]
+    assert jac == CellResult(Outcome.SUCCESS, CaseCounts(passed=1, skipped=1))
+    assert joined.dashboards[GRADIENTS]["test_adam"]["torch"] == one(
+        Outcome.FAILURE, "AssertionError: no"
+    )

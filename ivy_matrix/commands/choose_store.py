@@ -100,6 +100,7 @@ def open_store(
             log=log,
             after_save=after_save,
             lock_timeout=settings.lock_timeout,
+            trend_points=settings.trend_points,
         )
     if Target.BRANCH in remote:
         return BranchStore(
@@ -107,7 +108,10 @@ def open_store(
             github.repository,
             settings.branch,
             message=message,
-            render=lambda states, keys: render_files(states, style=settings.style, only=keys),
+            render=lambda merged, keys: render_files(
+                merged.ordered(), style=settings.style, only=keys, trend=merged.trend
+            ),
+            trend_points=settings.trend_points,
             dry_run=settings.dry_run,
             log=log,
             after_save=after_save,

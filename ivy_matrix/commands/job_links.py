@@ -37,6 +37,7 @@ from ivy_matrix.merge import Batch, join_batches
 from ivy_matrix.model import PULL_REQUEST_EVENTS, RunKey, Source
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Log
+from ivy_matrix.signature import Signer
 
 
 def read_leg_metadata(path: Path) -> LegMetadata:
@@ -140,12 +141,14 @@ class Links:
         )
         return Source(run=info.run, url=link, time=self.now, **provenance(settings))
 
-    def batches(self, collected: Collected, run_id: int) -> list[Batch]:
+    def batches(self, collected: Collected, run_id: int, signer: Signer) -> list[Batch]:
         """The batches of this update: the result files' cells recorded as run ``run_id``,
-        and each leg file's cells as its own leg's; one batch per dashboard."""
-        found = build_batches(collected, self.sources(run_id))
+        and each leg file's cells as its own leg's; one batch per dashboard. ``signer`` signs
+        every failure line (build_batches)."""
+        found = build_batches(collected, self.sources(run_id), signer)
         for leg in self.leg_files:
-            found.extend(build_batches(leg.collected, _always(self.leg_source(leg.info))))
+            source = _always(self.leg_source(leg.info))
+            found.extend(build_batches(leg.collected, source, signer))
         return join_batches(found) if self.leg_files else found
 
 

@@ -25,8 +25,10 @@ def run_render(settings: Settings, log: Log) -> ExitCode:
             f"cannot render: the store {settings.store} does not exist; pass --store with "
             f"the folder that 'ivy-matrix update' wrote"
         )
-    states = LocalStore(settings.store).load_all()
-    written = write_files(settings.output_dir, render_files(states, style=settings.style))
+    store = LocalStore(settings.store)
+    states = store.load_all()
+    files = render_files(states, style=settings.style, trend=store.load_trend())
+    written = write_files(settings.output_dir, files)
     log.info(
         f"rendered {len(states)} dashboard(s) into {settings.output_dir}; "
         f"{len(written)} file(s) changed"
