@@ -50,13 +50,13 @@ def test_collect_writes_the_legs_cells_and_metadata_and_asks_github_nothing(work
     leg = load_leg(path.read_text(encoding="utf-8"), where=path.name)
     assert (leg.info.run_id, leg.info.job_id, leg.info.sha) == (100, 7, "9f2c0de")
     assert (leg.info.ref, leg.info.event) == ("refs/heads/main", "push")
-    assert leg.collected.dashboards == {
-        CORE_GRADIENTS: {
-            "test_grad": {"torch": Outcome.SUCCESS},
-            "test_jac": {"torch": Outcome.FAILURE},
-            "test_adam": {"torch": Outcome.SKIPPED},
-        }
+    rows = leg.collected.dashboards[CORE_GRADIENTS]
+    assert {row: cells["torch"].outcome for row, cells in rows.items()} == {
+        "test_grad": Outcome.SUCCESS,
+        "test_jac": Outcome.FAILURE,
+        "test_adam": Outcome.SKIPPED,
     }
+    assert rows["test_jac"]["torch"].message == "assert 1 == 2"
     outputs = (workdir / "output.txt").read_text(encoding="utf-8").splitlines()
     assert f"leg-file={path.resolve()}" in outputs
     assert f"leg-name={path.stem}" in outputs
