@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass
 
 from ivy_matrix.collect import Collected, combine_results
 from ivy_matrix.errors import InputError
-from ivy_matrix.jobs import LEG_FORMAT
+from ivy_matrix.jobs import LEG_FORMAT, run_ids_problem
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_object
 from ivy_matrix.junit import MESSAGE_CAP
 from ivy_matrix.leg_cells import add_dashboard, bounded_text, dashboard_json, keyed
@@ -185,16 +185,10 @@ def _info(document: Mapping[str, object]) -> LegInfo:
 
 
 def _check_info(info: LegInfo, *, where: str) -> None:
-    problem = None
-    if info.run_id <= 0:
-        problem = f"'run_id' must be positive, got {info.run_id}"
-    elif info.run_attempt < 1:
-        problem = f"'run_attempt' must be 1 or more, got {info.run_attempt}"
-    elif info.job_id is not None and info.job_id <= 0:
-        problem = f"'job_id' must be positive or null, got {info.job_id}"
-    elif not _REPOSITORY.fullmatch(info.repository):
+    problem = run_ids_problem(info.run_id, info.run_attempt, info.job_id)
+    if problem is None and not _REPOSITORY.fullmatch(info.repository):
         problem = f"'repository' must be OWNER/REPO, got {info.repository!r:.80}"
-    elif not _SERVER.fullmatch(info.server_url):
+    if problem is None and not _SERVER.fullmatch(info.server_url):
         problem = f"'server_url' must be an http(s) URL, got {info.server_url!r:.80}"
     if problem is not None:
         raise InputError(f"leg file {where}: {problem}")

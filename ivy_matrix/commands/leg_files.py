@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ivy_matrix.commands.result_files import find_result_files, shown_path
+from ivy_matrix.commands.result_files import find_result_files, no_files_found, shown_path
 from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
@@ -34,7 +34,14 @@ def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
         return ()
     files, warnings = find_result_files(settings.legs, root=Path.cwd(), suffix=".json")
     if not files:
-        _no_legs_found(settings, log)
+        no_files_found(
+            settings,
+            log,
+            what="leg files",
+            option="legs",
+            patterns=settings.legs,
+            check="check that the legs ran ivy-matrix collect and that their files are here",
+        )
     elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
         for warning in warnings:
             log.warning(warning.replace("result files", "leg files"))
@@ -103,16 +110,3 @@ def _is_new(read: _Read, kept: list[_Read], log: Log) -> bool:
             log.info(f"{read.path}: the same leg file as {other.path}; read once")
             return False
     return True
-
-
-def _no_legs_found(settings: Settings, log: Log) -> None:
-    """No leg file at all: the legs uploaded nothing, or the patterns are wrong."""
-    patterns = ", ".join(repr(p) for p in settings.legs)
-    message = f"no leg files matched the legs pattern(s) {patterns} (in {Path.cwd()})"
-    if settings.if_no_files_found is IfNoFilesFound.ERROR:
-        raise InputError(
-            f"{message}; check that the legs ran ivy-matrix collect and that their files were "
-            f"downloaded here, or set if-no-files-found to warn or ignore"
-        )
-    if settings.if_no_files_found is IfNoFilesFound.WARN:
-        log.warning(f"{message}; no leg results to publish (if-no-files-found: warn)")

@@ -194,7 +194,14 @@ def read_results(settings: Settings, log: Log) -> Collected:
     """Find and read every result file; problems become warnings naming the file."""
     files, warnings = find_result_files(settings.junit, root=Path.cwd())
     if not files:
-        _no_files_found(settings, log)
+        no_files_found(
+            settings,
+            log,
+            what="result files",
+            option="junit",
+            patterns=settings.junit,
+            check="check the paths",
+        )
     elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
         for warning in warnings:
             log.warning(warning)
@@ -227,17 +234,19 @@ def read_results(settings: Settings, log: Log) -> Collected:
     return collected
 
 
-def _no_files_found(settings: Settings, log: Log) -> None:
-    """No result file at all: usually a wrong path, which must not look like success."""
-    patterns = ", ".join(repr(p) for p in settings.junit)
-    message = f"no result files matched the junit pattern(s) {patterns} (in {Path.cwd()})"
+def no_files_found(
+    settings: Settings, log: Log, *, what: str, option: str, patterns: Sequence[str], check: str
+) -> None:
+    """No file at all (``what``: result or leg files, matched by ``option``'s ``patterns``):
+    usually a wrong path, which must not look like success. ``check``: what to check first."""
+    shown = ", ".join(repr(p) for p in patterns)
+    message = f"no {what} matched the {option} pattern(s) {shown} (in {Path.cwd()})"
     if settings.if_no_files_found is IfNoFilesFound.ERROR:
         raise InputError(
-            f"{message}; check the paths, or set if-no-files-found to warn or ignore if a "
-            f"run may have no results"
+            f"{message}; {check}, or set if-no-files-found to warn or ignore if a run may have none"
         )
     if settings.if_no_files_found is IfNoFilesFound.WARN:
-        log.warning(f"{message}; nothing to publish (if-no-files-found: warn)")
+        log.warning(f"{message}; nothing to publish from them (if-no-files-found: warn)")
 
 
 def shown_path(path: Path) -> str:
