@@ -415,6 +415,7 @@ def run_fan_in(
     result = summarize(
         runs, records, files, issues, set(seed["issues"]), wall=wall, targets=targets
     )
+    result["run_wall_s"] = round(wall, 2)  # the legs, then the fan-in job
     fan_in_records = [r for r in records if (r.authorization or "").endswith(FAN_IN_TOKEN)]
     writes = sorted(r.at for r in fan_in_records if r.method in WRITE_METHODS)
     result["fan_in"] = {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.model import Outcome, RunKey
+from ivy_matrix.model import CaseCounts, Outcome, RunKey
 from ivy_matrix.statefile import join_columns, load_state
 from tests.commands.results import (
     CORE_GRADIENTS,
@@ -59,7 +59,8 @@ def url(job: int) -> str:
 
 
 def test_each_cell_links_its_own_legs_job_never_the_fan_in_jobs(workdir):
-    """Four legs fold in at once; the fan-in job's own --job-id links no cell."""
+    """Four legs fold in at once, failure lines and case counts included; the fan-in job's own
+    --job-id links no cell."""
     for backend in BACKENDS:
         collect(workdir, backend)
     argv = [*FAN_IN, "--job-id", "999", "--summary-json", "summary.json"]
@@ -71,7 +72,10 @@ def test_each_cell_links_its_own_legs_job_never_the_fan_in_jobs(workdir):
             entry = latest(state, row, backend)
             assert entry.source.url == url(JOB[backend])
             assert entry.run == RunKey(100, 1, JOB[backend])
-    assert latest(state, "test_jac", "numpy").outcome is Outcome.FAILURE
+    failing = latest(state, "test_jac", "numpy")
+    assert failing.outcome is Outcome.FAILURE
+    assert (failing.message, failing.counts) == ("assert 1 == 2", CaseCounts(failed=1))
+    assert failing.signature
     summary = read_json(workdir / "summary.json")
     assert summary["totals"]["tests"] == 8
     assert summary["totals"]["failed"] == 4
