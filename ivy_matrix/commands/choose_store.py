@@ -50,13 +50,15 @@ ISSUE_STORE_WARNING = (
 )
 
 
-def connect(settings: Settings, remote: Remote | None) -> Connection:
-    """The command's GitHub connection (opened on first use): the token, API and repository."""
+def connect(settings: Settings, remote: Remote | None, log: Log) -> Connection:
+    """The command's GitHub connection (opened on first use): the token, API and repository;
+    its retries and long waits are said in ``log``."""
     return Connection(
         token=settings.token,
         api_url=settings.api_url,
         repository=settings.repository,
         remote=remote,
+        log=log,
     )
 
 

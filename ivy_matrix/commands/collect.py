@@ -21,14 +21,13 @@ from pathlib import Path
 from ivy_matrix.collect import Collected
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import provenance
-from ivy_matrix.commands.result_files import read_results
+from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.config.options import FailOn
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.errors import ExitCode, InputError
+from ivy_matrix.errors import ExitCode, InputError, UsageError
 from ivy_matrix.legs import LegInfo, dump_leg, leg_name
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Log, append_output, append_summary
-from ivy_matrix.targets.summary import annotate_failures
 
 
 def run_collect(settings: Settings, log: Log) -> ExitCode:
@@ -45,28 +44,33 @@ def run_collect(settings: Settings, log: Log) -> ExitCode:
         try:
             write_atomic(path, text)
         except OSError as error:
-            raise InputError(f"cannot write --leg-file {path}: {error.strerror or error}") from None
-    annotate_failures(collected, log)
+            raise InputError(
+                f"cannot write {settings.named('leg_file')} {path}: {error.strerror or error}"
+            ) from None
+    log_results(collected, log)
     _report(settings, collected, path, name, log)
     return exit_code(settings.fail_on, collected.totals(), log)
 
 
 def _leg_info(settings: Settings) -> LegInfo:
     """This leg's metadata; what a leg file cannot say is refused before anything is read."""
+    named = settings.named
     if settings.run_id is None or not settings.repository:
-        raise InputError(
-            "collect needs the run and repository the results belong to: give --run-id and "
-            "--repository OWNER/REPO (on a runner, GITHUB_RUN_ID and GITHUB_REPOSITORY give them)"
+        raise UsageError(
+            f"collect needs the run and repository the results belong to: give "
+            f"{named('run_id')} and {named('repository')} (on a runner, GITHUB_RUN_ID and "
+            f"GITHUB_REPOSITORY give them)"
         )
     if settings.job_url:
-        raise InputError(
-            "collect records the leg's job id, and the fan-in job builds each link from it: "
-            "give --job-id (the action passes job.check_run_id) instead of --job-url"
+        raise UsageError(
+            f"collect records the leg's job id, and the fan-in job builds each link from it: "
+            f"give {named('job_id')} (the action passes job.check_run_id) instead of "
+            f"{named('job_url')}"
         )
     if settings.fail_on is FailOn.NEW:
-        raise InputError(
-            "fail-on: new needs the pull request's verdicts, which only the fan-in job has: set "
-            "it there, or use failures or errors in the legs"
+        raise UsageError(
+            f"{named('fail_on')} new needs the pull request's verdicts, which only the fan-in "
+            f"job has: set it there, or use failures or errors in the legs"
         )
     return LegInfo(
         run_id=settings.run_id,

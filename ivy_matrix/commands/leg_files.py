@@ -13,7 +13,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ivy_matrix.commands.result_files import find_result_files, no_files_found, shown_path
+from ivy_matrix.commands.reading import no_files_found, shown_path
+from ivy_matrix.commands.result_files import find_result_files
 from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
@@ -34,14 +35,7 @@ def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
         return ()
     files, warnings = find_result_files(settings.legs, root=Path.cwd(), suffix=".json")
     if not files:
-        no_files_found(
-            settings,
-            log,
-            what="leg files",
-            option="legs",
-            patterns=settings.legs,
-            check="check that the legs ran ivy-matrix collect and that their files are here",
-        )
+        no_files_found(settings, log, legs=True)
     elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
         for warning in warnings:
             log.warning(warning.replace("result files", "leg files"))

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.cli import main
+from ivy_matrix.errors import ExitCode
 from ivy_matrix.legs import load_leg
 from ivy_matrix.model import Outcome
 from tests.commands.results import CORE_GRADIENTS, error_lines, write_junit
@@ -79,7 +80,7 @@ def test_collect_with_fail_on_writes_the_file_then_fails_the_step(workdir, capsy
     write_junit(workdir / "results" / "junit.xml", CASES)
     assert main([*COLLECT, "--leg-file", "legs", "--fail-on", "failures"], {}) == 1
     assert len(list((workdir / "legs").iterdir())) == 1
-    assert "1 test(s) failed" in capsys.readouterr().out
+    assert "1 test(s) failed" in capsys.readouterr().err
 
 
 def test_a_dry_run_of_collect_writes_nothing(workdir, capsys):
@@ -88,7 +89,7 @@ def test_a_dry_run_of_collect_writes_nothing(workdir, capsys):
     assert main([*COLLECT, "--leg-file", "legs", "--dry-run"], {}) == 0
     assert not (workdir / "legs").exists()
     assert (
-        "dry run: would write the leg file legs/ivy-matrix-leg-100-1-7-" in capsys.readouterr().out
+        "dry run: would write the leg file legs/ivy-matrix-leg-100-1-7-" in capsys.readouterr().err
     )
 
 
@@ -100,21 +101,22 @@ def test_a_dry_run_of_collect_writes_nothing(workdir, capsys):
         (
             ["--run-id", "100", "--repository", "o/r"],
             {"IVY_MATRIX_JOB_URL": "https://example.com/x"},
-            "give --job-id (the action passes job.check_run_id) instead of --job-url",
+            "give input 'job-id' (the action passes job.check_run_id) instead of input 'job-url'",
         ),
         (
             ["--run-id", "100", "--repository", "o/r", "--fail-on", "new"],
             {},
-            "fail-on: new needs the pull request's verdicts",
+            "--fail-on new needs the pull request's verdicts",
         ),
     ],
 )
 def test_collect_refuses_what_a_leg_file_cannot_say_before_writing(
     workdir, capsys, argv, env, message
 ):
-    """Without the run and repository, with a job URL or fail-on new: exit 1, no file."""
+    """Without the run and repository, with a job URL or fail-on new: a usage error (exit 2),
+    and no file."""
     write_junit(workdir / "results" / "junit.xml", CASES)
     command = ["collect", "--junit", "results", "--backend", "torch", "--leg-file", "legs"]
-    assert main([*command, *argv], {"GITHUB_ACTIONS": "true", **env}) == 1
-    assert message in error_lines(capsys.readouterr().out)[0]
+    assert main([*command, *argv], {"GITHUB_ACTIONS": "true", **env}) == ExitCode.USAGE
+    assert message in error_lines(capsys.readouterr().err)[0]
     assert not (workdir / "legs").exists()

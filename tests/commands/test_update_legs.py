@@ -139,7 +139,7 @@ def test_a_bad_leg_file_is_a_warning_naming_it_and_every_other_leg_lands(
     bad = make(workdir)
     capsys.readouterr()
     assert main(FAN_IN, {"GITHUB_ACTIONS": "true"}) == 0
-    warnings = [line for line in capsys.readouterr().out.splitlines() if "::warning" in line]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "::warning" in line]
     assert any(f"file=legs/{bad.name}" in w and reason in w for w in warnings), warnings
     assert [name for name, _ in load().backends] == ["torch"]
 
@@ -153,7 +153,7 @@ def test_a_leg_file_read_twice_counts_once(workdir, capsys):
     argv = [*FAN_IN, "--legs", "again", "--summary-json", "summary.json"]
     assert main(argv, {}) == 0
     assert read_json(workdir / "summary.json")["totals"]["tests"] == 2
-    assert "the same leg file as" in capsys.readouterr().out
+    assert "the same leg file as" in capsys.readouterr().err
 
 
 def test_a_rerun_attempt_replaces_its_legs_cells_and_keeps_the_others(workdir):
@@ -170,22 +170,24 @@ def test_a_rerun_attempt_replaces_its_legs_cells_and_keeps_the_others(workdir):
 
 @pytest.mark.parametrize(
     ("mode", "code", "said"),
-    [("error", 1, "no leg files matched the legs pattern(s) 'legs'"), ("warn", 0, "")],
+    [("error", 3, "no leg files matched the legs pattern(s) 'legs'"), ("warn", 0, "")],
 )
 def test_no_leg_file_at_all_fails_unless_told_otherwise(workdir, capsys, mode, code, said):
-    """A fan-in job that finds no leg file exits 1 by default (if-no-files-found)."""
+    """A fan-in job that finds no leg file fails by default (if-no-files-found): exit 3, an
+    input that is not usable."""
     (workdir / "legs").mkdir()
     assert main([*FAN_IN, "--if-no-files-found", mode], {"GITHUB_ACTIONS": "true"}) == code
-    errors = error_lines(capsys.readouterr().out)
+    errors = error_lines(capsys.readouterr().err)
     assert (said in errors[0]) if said else errors == []
 
 
 def test_legs_and_matrix_size_are_refused_together(workdir, capsys):
-    """A fan-in job commits once; matrix-size is for legs that each write: exit 1."""
+    """A fan-in job commits once; matrix-size is for legs that each write: a usage error."""
     collect(workdir, "torch")
     argv = [*FAN_IN, "--matrix-size", "4", "--matrix-index", "0"]
-    assert main(argv, {"GITHUB_ACTIONS": "true"}) == 1
-    assert "legs and matrix-size do not go together" in error_lines(capsys.readouterr().out)[0]
+    assert main(argv, {"GITHUB_ACTIONS": "true"}) == 2
+    message = error_lines(capsys.readouterr().err)[0]
+    assert "--legs and --matrix-size do not go together" in message
     assert not (workdir / ".ivy-matrix").exists()
 
 
@@ -227,5 +229,5 @@ def test_leg_files_feed_a_pull_requests_verdicts(workdir, capsys):
     collect(workdir, "numpy", run=100, failing="test_jac")
     argv = [*FAN_IN, "--pr", "7", "--fail-on", "new"]
     assert main(argv, {"GITHUB_ACTIONS": "true"}) == 1
-    assert "the pull request brings 1 new failure(s)" in capsys.readouterr().out
+    assert "the pull request brings 1 new failure(s)" in capsys.readouterr().err
     assert load(CORE_GRADIENTS) == before

@@ -48,7 +48,7 @@ from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.git import INLINE_LIMIT
 from ivy_matrix.github.http import HTTPError, Transport
 from ivy_matrix.github.retry import RetryPolicy
-from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Tree
+from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Reporter, Spend, Tree
 from ivy_matrix.jobs import Job
 from tests.github.budget import GITHUB_TOKEN, Budget, Clock, Limits
 from tests.github.fake_server import BOT_LOGIN, git_blob_sha, tree_sha
@@ -165,6 +165,10 @@ class MemoryGitHub:
     def close(self) -> None:
         """Nothing to close (the client's method)."""
 
+    def report_to(self, log: Reporter) -> None:
+        """Say the client's retries in ``log``, as the real client does (the client's method)."""
+        self._client_retry.report_to(log)
+
     def __enter__(self) -> Self:
         return self
 
@@ -264,6 +268,18 @@ class MemoryGitHub:
     def _token(self) -> str:
         """Who pays for the calls made through this object (a view has its own token)."""
         return DEFAULT_TOKEN
+
+    def spent(self) -> Spend:
+        """What this token spent, as the client reports it (the client's method)."""
+        token = self._token()
+        spend = self.budget.spent(token)
+        headers = self.budget.headers(token)
+        return Spend(
+            requests=spend.requests,
+            content_requests=spend.content_requests,
+            rate_limit_remaining=int(headers["X-RateLimit-Remaining"]),
+            rate_limit=int(headers["X-RateLimit-Limit"]),
+        )
 
     def _take_fault(self, method: str) -> MemoryFault | None:
         with self.lock:

@@ -390,7 +390,7 @@ def test_a_pull_request_that_does_not_exist_ends_at_the_first_listing(memory, ca
     assert result.url is None
     assert result.rounds == 1
     assert memory.calls == ["list_issue_comments"]
-    assert "cannot write the comment on pull request #4242" in capsys.readouterr().out
+    assert "cannot write the comment on pull request #4242" in capsys.readouterr().err
 
 
 def test_legs_of_an_older_and_a_newer_push_racing_leave_the_newer_heads_cells(memory, pr):
