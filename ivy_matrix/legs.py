@@ -14,7 +14,8 @@ fan-in job needs neither the XML nor the naming options.
      "files": [{"path": "results/junit.xml", "tests": 219, "passed": 210, "failed": 7,
                 "errors": 0, "skipped": 2, "flaky": 0, "problem": null}],
      "problems": [{"source": "results/bad.xml", "message": "file is empty", "line": null}],
-     "unassigned": {"results/other.xml": 2},
+     "unassigned": {"results/other.xml": 2}, "nameless": {"results/cut.xml": [1, 40]},
+     "backends": {"torch": [219, 7, 0, 2]},
      "dashboards": [{"category": "core", "title": "gradients",
                      "rows": ["test_adam", "test_jac", "test_grad"],
                      "cells": {"torch": "fs.", "numpy": "ssk"},
@@ -24,8 +25,10 @@ fan-in job needs neither the XML nor the naming options.
   leg did not know its job: its cells then link the run), ``repository`` (``OWNER/REPO``),
   ``server_url`` (``http(s)://``), and the provenance ``sha``, ``ref``, ``event`` (``""`` when
   unknown): where the results come from.
-- ``files``, ``problems``, ``unassigned``: the leg's result files, as ``update`` counts them
-  (``--summary-json``), the files it could not read, and cases no backend rule named.
+- ``files``, ``problems``, ``unassigned``, ``nameless``: the leg's result files, as ``update``
+  counts them (``--summary-json``), the files it could not read, cases no backend rule named,
+  and cases without a name (how many, and the line of the first) per file;
+- ``backends``: per backend its test cases, failed, errors and skipped (the log's tally).
 - ``dashboards``: each dashboard the leg's results touch, its rows in first-seen order, and
   per backend one character per row (``s`` success, ``f`` failure, ``k`` skipped, ``y`` flaky,
   ``.`` no result), with the cases of cells that hold more than one and the first line of each
@@ -66,7 +69,8 @@ LEG_FILE_VERSION = 2
 MAX_LEG_FILE_BYTES = 256 * 1024 * 1024
 # Every leg file's name (and artifact name) starts so: the fan-in job downloads "<prefix>*".
 LEG_NAME_PREFIX = "ivy-matrix-leg-"
-_COUNTS = ("tests", "passed", "failed", "errors", "skipped", "flaky")
+_COUNTS = ("tests", "passed", "failed", "errors", "skipped", "flaky", "nameless")
+_TALLY = 4  # a backend's tally: test cases, failed, errors, skipped
 _REPOSITORY = re.compile(r"[^/\s]+/[^/\s]+")
 _SERVER = re.compile(r"https?://[^\s\"'<>`\\/]+(?:/[^\s\"'<>`\\]*)?")
 
@@ -108,6 +112,8 @@ def dump_leg(info: LegInfo, collected: Collected) -> str:
         "files": [asdict(counts) for counts in collected.files],
         "problems": [asdict(problem) for problem in collected.problems],
         "unassigned": dict(collected.unassigned),
+        "nameless": {source: list(seen) for source, seen in collected.nameless.items()},
+        "backends": dict(collected.by_backend),
         "dashboards": [
             dashboard_json(dashboard, rows) for dashboard, rows in collected.dashboards.items()
         ],
@@ -145,6 +151,13 @@ def load_leg(text: str, *, where: str) -> LegResults:
                 for item in keyed(expect_list, document.get("problems", []), "problems")
             ],
             unassigned=_unassigned(document.get("unassigned", {})),
+            nameless={  # per file: how many cases, and the line of the first
+                source: (count, line)
+                for source, (count, line) in _numbers_by(
+                    document.get("nameless", {}), "nameless", 2
+                ).items()
+            },
+            by_backend=_numbers_by(document.get("backends", {}), "backends", _TALLY),
         )
         for item in keyed(expect_list, document.get("dashboards", []), "dashboards"):
             add_dashboard(collected, item)
@@ -219,6 +232,17 @@ def _problem(item: object) -> ParseProblem:
     )
 
 
+def _numbers_by(value: object, what: str, size: int) -> dict[str, list[int]]:
+    """``{name: [n, ...]}`` with ``size`` numbers each, 0 or more."""
+    found: dict[str, list[int]] = {}
+    for name, numbers in keyed(expect_object, value, what).items():
+        listed = [keyed(expect_int, n, what) for n in keyed(expect_list, numbers, what)]
+        if len(listed) != size or min(listed) < 0:
+            raise MalformedError(f"'{what}' of {name!r:.100}: expected {size} numbers, 0 or more")
+        found[bounded_text(name, what)] = listed
+    return found
+
+
 def _unassigned(value: object) -> dict[str, int]:
     by_file = keyed(expect_object, value, "unassigned")
     found = {
@@ -245,6 +269,11 @@ def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:
         joined.problems.extend(part.problems)
         for source, count in part.unassigned.items():
             joined.unassigned[source] = joined.unassigned.get(source, 0) + count
+        joined.nameless.update(part.nameless)
+        for backend, tally in part.by_backend.items():
+            total = joined.by_backend.setdefault(backend, [0] * len(tally))
+            for slot, count in enumerate(tally):
+                total[slot] += count
         for dashboard, rows in part.dashboards.items():
             mine = joined.dashboards.setdefault(dashboard, {})
             for row, cells in rows.items():

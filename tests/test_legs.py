@@ -48,9 +48,11 @@ def collected() -> Collected:
     """A leg's results: two dashboards, two backends, cells of several cases, a failure line,
     a problem and unnamed cases."""
     return Collected(
-        files=[FileCounts(path="r/junit.xml", tests=9, passed=5, failed=2, skipped=2)],
+        files=[FileCounts(path="r/junit.xml", tests=9, passed=5, failed=2, skipped=2, nameless=1)],
         problems=[ParseProblem(source="r/bad.xml", message="file is empty")],
         unassigned={"r/other.xml": 2},
+        nameless={"r/junit.xml": (1, 40)},
+        by_backend={"torch": [4, 2, 0, 0], "numpy": [5, 0, 0, 2]},
         dashboards={
             GRADIENTS: {
                 "test_adam": {
@@ -68,13 +70,16 @@ def collected() -> Collected:
 
 
 def test_a_leg_file_reads_back_as_it_was_written():
-    """Metadata, counts, problems, unnamed cases, and every cell with its row order come back."""
+    """Metadata, counts, problems, unnamed and nameless cases, the per-backend tally, and every
+    cell with its row order come back."""
     leg = load_leg(dump_leg(INFO, collected()), where="leg.json")
     assert leg.info == INFO
     back, original = leg.collected, collected()
     assert back.files == original.files
     assert back.problems == original.problems
     assert back.unassigned == original.unassigned
+    assert back.nameless == original.nameless
+    assert back.by_backend == original.by_backend
     assert back.dashboards == original.dashboards
     assert [list(rows) for rows in back.dashboards.values()] == [
         ["test_adam", "test_jac", "Cls.test_grad"],
@@ -138,6 +143,8 @@ def dashboard_with(**change: object) -> str:
         (document(files={}), "'files': expected a list"),
         (document(unassigned={"x": "2"}), "'unassigned': expected an integer"),
         (document(dashboards=[7]), "'dashboards': expected an object"),
+        (document(backends={"torch": [1, 2]}), "expected 4 numbers, 0 or more"),
+        (document(nameless={"x.xml": [1, -4]}), "expected 2 numbers, 0 or more"),
         (dashboard_with(title=" "), "'dashboards.title' is empty"),
         (dashboard_with(title="t" * 5000), "is longer than 4000 characters"),
         (dashboard_with(rows=["a", "a", "b"]), "lists a row twice"),
@@ -225,12 +232,14 @@ def test_with_legs_adds_every_legs_counts_and_shows_the_worse_outcome_of_a_share
     other = Collected(
         files=[FileCounts(path="s/junit.xml", tests=1, passed=1)],
         unassigned={"r/other.xml": 1},
+        by_backend={"numpy": [1, 0, 0, 0]},
         dashboards={GRADIENTS: {"test_jac": {"numpy": one(Outcome.SUCCESS)}}},
     )
     legs = [load_leg(dump_leg(INFO, c), where=n) for c, n in ((first, "a"), (other, "b"))]
     joined = with_legs(Collected(), legs)
     assert joined.totals().tests == 10
     assert joined.unassigned == {"r/other.xml": 3}
+    assert joined.by_backend == {"torch": [4, 2, 0, 0], "numpy": [6, 0, 0, 2]}
     jac = joined.dashboards[GRADIENTS]["test_jac"]["numpy"]
     assert jac == CellResult(Outcome.SUCCESS, CaseCounts(passed=1, skipped=1))
     assert joined.dashboards[GRADIENTS]["test_adam"]["torch"] == one(
