@@ -44,7 +44,7 @@ from ivy_matrix.commands.prune import run_prune
 from ivy_matrix.commands.publish import run_publish
 from ivy_matrix.commands.render import run_render
 from ivy_matrix.commands.update import run_update
-from ivy_matrix.config.options import OPTIONS, Kind
+from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, Kind
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
 from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError, UsageError
 from ivy_matrix.github.connection import Remote
@@ -312,6 +312,18 @@ def _bare_flags(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _given_tokens(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The token as given on the command line (``--token T``, ``--token=T``, or an
+    abbreviation argparse accepts) and in the environment, before any parsing."""
+    token = OPTION_BY_NAME["token"]
+    found = [env.get(token.env, ""), env.get(token.env, "").strip()]
+    for at, word in enumerate(argv):
+        flag, equals, value = word.partition("=")
+        if len(flag) > len("--t") and token.flag.startswith(flag):
+            found.append(value if equals else (argv[at + 1] if at + 1 < len(argv) else ""))
+    return [value for value in found if value]
+
+
 def main(
     argv: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
@@ -326,17 +338,21 @@ def main(
     ``stdout`` (data) and ``stderr`` (diagnostics): the streams (None: the process's);
     ``clock``: what phases and progress are timed by; ``platform``: ``sys.platform``."""
     env = environ() if env is None else env
+    argv = sys.argv[1:] if argv is None else argv
     log = Log(github_actions=is_github_actions(env), stream=stderr, data=stdout, clock=clock)
+    for token in _given_tokens(argv, env):
+        log.conceal(token)  # before parsing: a usage error quotes the arguments
     if platform == "win32":
         log.error(WINDOWS)
         return ExitCode.USAGE
     try:
-        args = _parser(stdout).parse_args(_bare_flags(sys.argv[1:] if argv is None else argv))
+        args = _parser(stdout).parse_args(_bare_flags(argv))
         skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
+        log.conceal(settings.token or "")
         with Heartbeat(log).running():
             return _run(args, settings, log, remote)
     except IvyMatrixError as error:

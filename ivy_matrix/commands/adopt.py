@@ -19,7 +19,7 @@ from ivy_matrix.errors import ExitCode, InputError
 from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.readback import MAX_ADOPT_BYTES, adopt_table
+from ivy_matrix.readback import MAX_ADOPT_BYTES, absurd_links, adopt_table
 from ivy_matrix.runner.log import Log
 from ivy_matrix.targets.summary import log_spend
 
@@ -53,6 +53,8 @@ def run_adopt(
     """Run ``ivy-matrix adopt``: store the table in ``file`` as ``dashboard``'s state."""
     dashboard_id: DashboardId = parse_dashboard(dashboard)
     state = adopt_table(read_table(file), dashboard_id)
+    for line in absurd_links(state):
+        log.warning(f"adopting {file} as {dashboard_id.key}: {line}")
     cells = sum(len(row.cells) for row in state.rows)
     summary = f"{len(state.rows)} rows, {len(state.backends)} backends, {cells} cells"
     on_branch = Target.BRANCH in settings.targets

@@ -12,8 +12,8 @@ I/O: the imperative shell. It only orders the stages; each lives in its own modu
 
 Results of a pull request (or of a branch that does not feed the dashboards) are never
 recorded: nothing is written to the store, the output folder, the branch or the issues; they
-feed only the pull request's verdicts (commands/compare.py: the pr-comment target and ``fail-on: new``)
-and this run's job summary.
+feed only the pull request's verdicts (commands/pr_comment.py: the pr-comment target and
+``fail-on: new``) and this run's job summary.
 
 Pull requests from forks and Dependabot get a read-only token: branch and issue writes are
 then skipped (or refused by GitHub and caught), with a warning that explains the
@@ -23,7 +23,6 @@ then skipped (or refused by GitHub and caught), with a warning that explains the
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from ivy_matrix.collect import Collected
@@ -36,12 +35,6 @@ from ivy_matrix.commands.choose_store import (
     publish_issue_target,
     remote_targets,
 )
-from ivy_matrix.commands.compare import (
-    baseline_states,
-    counts_line,
-    pr_comment_state,
-    pr_comparison,
-)
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import (
     Links,
@@ -50,21 +43,19 @@ from ivy_matrix.commands.job_links import (
     write_leg_metadata,
 )
 from ivy_matrix.commands.leg_files import read_legs
+from ivy_matrix.commands.pr_comment import pull_request_verdicts
 from ivy_matrix.commands.publish import every_dashboard
 from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.errors import ExitCode, GitHubAPIError, ReadOnlyTokenError, UsageError
+from ivy_matrix.errors import ExitCode, ReadOnlyTokenError, UsageError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
 from ivy_matrix.legs import with_legs
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.pr.body import render_comment
-from ivy_matrix.pr.comment import PullRequestComment
-from ivy_matrix.pr.state import CommentState
 from ivy_matrix.pr.verdicts import Comparison
-from ivy_matrix.runner.log import Log, append_summary
+from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import phase
 from ivy_matrix.signature import Signer
 from ivy_matrix.stores import Change, Saved, Store
@@ -125,7 +116,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
             )
             if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
                 with phase(log, "pull request"):
-                    comparison = _pull_request_verdicts(settings, results, links, github, log)
+                    comparison = pull_request_verdicts(settings, results, links, github, log)
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
@@ -329,75 +320,3 @@ def _log_not_recorded(settings: Settings, log: Log) -> None:
         f"results of {settings.ref} are not recorded into the dashboards: only "
         f"{', '.join(settings.feeding_branches)} feed them (dashboard-branches)"
     )
-
-
-def _pull_request_verdicts(
-    settings: Settings, collected: Collected, links: Links, github: Connection, log: Log
-) -> Comparison:
-    """The pull request's verdicts; with the pr-comment target, its sticky comment."""
-    states = baseline_states(settings, github, log)
-    comparison = pr_comparison(settings, collected, links, states)
-    log.info(f"pull request verdicts: {counts_line(comparison)}")
-    if Target.PR_COMMENT not in settings.targets:
-        return comparison
-    if settings.pr is None:
-        settings = replace(settings, pr=_find_pull_request(settings, github, log))
-    if settings.pr is None:
-        log.warning(
-            "the pr-comment target needs the pull request's number: on a pull_request event or "
-            "a workflow_run of one GitHub's event gives it; else pass --pr"
-        )
-        return comparison
-    state = pr_comment_state(settings, comparison, states)
-    if settings.dry_run:
-        log.info(f"dry run: would update the comment on pull request #{settings.pr}")
-        return comparison
-    try:
-        if settings.read_only:
-            _degrade(settings, state, log)
-            return comparison
-        writer = PullRequestComment(
-            github.client,
-            github.repository,
-            author=settings.pr_comment_author,
-            when_green=settings.pr_comment_when_green,
-            log=log,
-            sleep=github.remote.sleep,
-        )
-        result = writer.publish(state)
-        if result.url:
-            log.info(f"pull request comment: {result.url}")
-    except ReadOnlyTokenError:
-        _degrade(settings, state, log)
-    return comparison
-
-
-def _find_pull_request(settings: Settings, github: Connection, log: Log) -> int | None:
-    """The open pull request whose head is the event's ``owner:branch`` at the event's head
-    commit (a workflow_run of a fork's pull request, whose ``pull_requests`` GitHub leaves
-    empty); None when there is not exactly one."""
-    label, head = settings.pr_head_label, settings.head_sha
-    if not (label and head and github.available):
-        return None
-    try:
-        found = github.client.list_pull_requests(github.repository, head=label)
-    except GitHubAPIError as error:
-        log.warning(f"cannot find the pull request of {label}: {error}")
-        return None
-    numbers = {pull.number for pull in found if pull.head_sha == head}
-    if len(numbers) != 1:
-        return None
-    (number,) = numbers
-    log.info(f"the pull request of {label} at {head[:12]} is #{number}")
-    return number
-
-
-def _degrade(settings: Settings, state: CommentState, log: Log) -> None:
-    """A read-only token: the comment goes to the job summary, with the fork advice."""
-    log.warning(READ_ONLY_ADVICE)
-    if settings.step_summary is None:
-        return
-    try:
-        append_summary(settings.step_summary, render_comment(state))
-    except OSError as error:
-        log.warning(f"cannot write the job summary: {error.strerror or error}")

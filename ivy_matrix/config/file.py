@@ -92,7 +92,7 @@ def read_config_file(
             f"allowed (a config file has no need for anchors and aliases); write the value out"
         ) from None
     except yaml.YAMLError as error:
-        raise UsageError(f"config file {path} is not valid YAML: {error}") from None
+        raise UsageError(f"config file {path} is not valid YAML: {_yaml_problem(error)}") from None
     except RecursionError:
         raise UsageError(
             f"config file {path} is nested too deeply to be an ivy-matrix config; "
@@ -122,6 +122,17 @@ def read_config_file(
                 f"{did_you_mean(str(key), names)}"
             )
     return values, rules
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """What is wrong and where, without PyYAML's quote of the lines around it: those can hold
+    a secret (the file may set the token)."""
+    if not isinstance(error, yaml.MarkedYAMLError):
+        return type(error).__name__
+    mark = error.problem_mark or error.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    what = ", ".join(str(part) for part in (error.context, error.problem) if part)
+    return where + (what or "unreadable")
 
 
 _RULE_KEYS = {"match", "title", "category"}

@@ -32,6 +32,7 @@ from ivy_matrix.config.options import (
     spell,
 )
 from ivy_matrix.errors import UsageError
+from ivy_matrix.github.http import token_problem
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.pr.state import WhenGreen
@@ -320,6 +321,17 @@ def read_event(path: Path | None, event_name: str | None) -> EventInfo:
     return parse_event(payload, event_name)
 
 
+def _check_token(settings: Settings) -> None:
+    """A token that cannot be sent is refused before any request, never quoted."""
+    problem = None if settings.token is None else token_problem(settings.token)
+    if problem is not None:
+        raise UsageError(
+            f"{settings.named('token')} contains {problem}, so it cannot be a GitHub token; it "
+            f"is not sent (nor shown here): check the secret or expression that sets it (a "
+            f"secret pasted with a line break inside, say)"
+        )
+
+
 def _check(settings: Settings) -> None:
     named = settings.named
     _check_numbers(settings)
@@ -328,6 +340,7 @@ def _check(settings: Settings) -> None:
         r"[^/\s]+/[^/\s]+", settings.repository
     ):
         raise UsageError(f"{named('repository')} got {settings.repository!r}; expected OWNER/REPO")
+    _check_token(settings)
     for name in ("run_id", "job_id", "pr"):
         value = getattr(settings, name)
         if value is not None and value < 0:

@@ -14,6 +14,7 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.model import CaseCounts, Outcome, RunKey
+from ivy_matrix.pr.body import comment_marker
 from ivy_matrix.statefile import join_columns, load_state
 from tests.commands.results import (
     CORE_GRADIENTS,
@@ -231,3 +232,24 @@ def test_leg_files_feed_a_pull_requests_verdicts(workdir, capsys):
     assert main(argv, {"GITHUB_ACTIONS": "true"}) == 1
     assert "the pull request brings 1 new failure(s)" in capsys.readouterr().err
     assert load(CORE_GRADIENTS) == before
+
+
+def test_the_fan_in_job_alone_comments_on_a_pull_request_from_the_legs_files(workdir, fake):
+    """On a pull request the fan-in job compares every leg's cells with the dashboard branch
+    (read for the legs' dashboards and backends) and writes the one comment."""
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, failing="")
+    env = {"GITHUB_API_URL": fake.base_url, "IVY_MATRIX_TOKEN": "t"}
+    assert main([*FAN_IN, "--targets", "branch"], env) == 0
+    number = int(fake.add_issue(title="a change", pull_request=True)["number"])
+    (workdir / "legs").rename(workdir / "main-legs")
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, run=101, failing="test_jac" if backend == "numpy" else "")
+    argv = ["update", "--legs", "legs", "--run-id", "101", "--repository", REPO]
+    argv += ["--targets", "branch,pr-comment", "--pr", str(number), "--fail-on", "new"]
+    assert main(argv, env) == 1
+    with fake.lock:
+        (comment,) = fake.comments[number]
+    assert comment_marker(number) in comment["body"]
+    assert "test_jac" in comment["body"]
+    assert url(JOB["numpy"]).replace("/100/", "/101/") in comment["body"]
