@@ -142,7 +142,7 @@ def test_no_bar_reaches_a_pipe_or_a_runner():
 
 
 def test_the_heartbeat_speaks_after_a_tick_of_silence_only():
-    """The heartbeat says 'still <phase>' once the log was silent for TICK seconds."""
+    """The heartbeat says 'still working: <phase>' once the log was silent for TICK seconds."""
     log, stream, clock = logged()
     heart = Heartbeat(log)
     log.phase = "store"
@@ -152,7 +152,7 @@ def test_the_heartbeat_speaks_after_a_tick_of_silence_only():
     clock.sleep(0.1)
     heart.beat()
     heart.beat()
-    assert stream.getvalue() == "still store (5 s so far)\n"
+    assert stream.getvalue() == "still working: store (5 s so far)\n"
 
 
 def test_the_heartbeat_thread_stops_with_its_block():
