@@ -17,7 +17,7 @@ from enum import StrEnum
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
 from ivy_matrix.history import dashboard_history, render_index_sections, render_issue_section
 from ivy_matrix.model import DashboardState, Entry, Outcome, Totals
-from ivy_matrix.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.paths import INDEX_NAME, SITE_DIR, dashboard_file, site_data_file
 
 
 class Style(StrEnum):
@@ -278,8 +278,14 @@ class RenderedFile:
 
 
 def removed_files(states: Iterable[DashboardState]) -> list[RenderedFile]:
-    """The files of dashboards that are gone: to be deleted."""
-    return [RenderedFile(path=dashboard_file(state), text=None) for state in states]
+    """The files of dashboards that are gone, to be deleted: each one's page, and its data file
+    in the site's folder on the dashboard branch (deleting a file that is not there does
+    nothing, so this holds whether or not the site is published)."""
+    return [
+        RenderedFile(path=path, text=None)
+        for state in states
+        for path in (dashboard_file(state), f"{SITE_DIR}/{site_data_file(state)}")
+    ]
 
 
 def render_files(

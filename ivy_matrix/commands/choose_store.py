@@ -13,17 +13,24 @@ I/O (it builds the stores). The one place that decides between the stores, so th
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from functools import partial
 
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
+from ivy_matrix.errors import InputError
+from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.issues.store import IssueStore
-from ivy_matrix.render import render_files
+from ivy_matrix.model import DashboardState
+from ivy_matrix.paths import SITE_DIR
+from ivy_matrix.render import RenderedFile, render_files
 from ivy_matrix.runner.log import Log
+from ivy_matrix.site.build import render_site
+from ivy_matrix.site.page import read_page
+from ivy_matrix.site.write import write_site_output
 from ivy_matrix.stores import AfterSave, Store
-from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.branch import BranchStore, Render
 from ivy_matrix.stores.layout import Leg
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import write_output
@@ -62,13 +69,56 @@ def remote_targets(settings: Settings, log: Log) -> frozenset[Target]:
     return remote
 
 
+def check_site(settings: Settings) -> None:
+    """The ``site`` target needs somewhere to go: the dashboard branch, or ``--html``."""
+    targets = settings.targets
+    if Target.SITE in targets and Target.BRANCH not in targets and settings.html is None:
+        raise InputError(
+            "the site target writes the HTML site into site/ of the dashboard branch (add "
+            "'branch' to targets) or into the folder --html names (input 'html'): give one"
+        )
+
+
 def output_folder(settings: Settings, log: Log) -> AfterSave | None:
-    """What keeps ``--output-dir`` in step with the store (None without the file target)."""
-    if Target.FILE not in settings.targets or settings.output_dir is None:
+    """What keeps the local folders in step with the store: ``--output-dir`` with the file
+    target, ``--html`` with the site target (None when neither is asked for)."""
+    writers: list[AfterSave] = []
+    if Target.FILE in settings.targets and settings.output_dir is not None:
+        writers.append(
+            partial(
+                write_output,
+                settings.output_dir,
+                style=settings.style,
+                dry_run=settings.dry_run,
+                log=log,
+            )
+        )
+    if Target.SITE in settings.targets and settings.html is not None:
+        writers.append(partial(write_site_output, settings.html, dry_run=settings.dry_run, log=log))
+    if not writers:
         return None
-    return partial(
-        write_output, settings.output_dir, style=settings.style, dry_run=settings.dry_run, log=log
-    )
+
+    def write(merged: Merged) -> tuple[str, ...]:
+        return tuple(path for writer in writers for path in writer(merged))
+
+    return write
+
+
+def branch_pages(settings: Settings) -> Render:
+    """What the branch store commits beside the states: the markdown pages, and with the site
+    target the HTML site under ``site/`` (only what a render changes is committed)."""
+    site = Target.SITE in settings.targets
+
+    def render(states: Sequence[DashboardState], keys: Collection[str]) -> list[RenderedFile]:
+        files = render_files(states, style=settings.style, only=keys)
+        if site:
+            files += [
+                RenderedFile(path=f"{SITE_DIR}/{file.path}", text=file.text)
+                for file in render_site(states, read_page(), only=keys)
+            ]
+        return files
+
+    return render
 
 
 def open_store(
@@ -96,7 +146,7 @@ def open_store(
             github.repository,
             settings.branch,
             message=message,
-            render=lambda states, keys: render_files(states, style=settings.style, only=keys),
+            render=branch_pages(settings),
             dry_run=settings.dry_run,
             log=log,
             after_save=after_save,

@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ivy_matrix.commands.choose_store import connect, open_store, output_folder, remote_targets
+from ivy_matrix.commands.choose_store import (
+    check_site,
+    connect,
+    open_store,
+    output_folder,
+    remote_targets,
+)
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import ExitCode, InputError
@@ -29,6 +35,7 @@ from ivy_matrix.targets import Published
 
 def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix publish``; return the exit code."""
+    check_site(settings)
     with connect(settings, remote) as github:
         targets = remote_targets(settings, log)
         if Target.BRANCH not in targets:

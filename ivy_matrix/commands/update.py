@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
+    check_site,
     connect,
     open_store,
     output_folder,
@@ -79,6 +80,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
     started = time.monotonic()
     require_update_inputs(settings)
+    check_site(settings)
     check_leg_metadata(settings)
     collected = read_results(settings, log)
     read_seconds = time.monotonic() - started
