@@ -312,8 +312,7 @@
     return h(
       "td",
       { class: "counts " + step(value), "data-passing": counts[0], "data-total": counts[1] },
-      h("a", { href: href, "aria-label": label + ": " + counts[0] + " of " + counts[1] + " passing" },
-        counts[0] + "/" + counts[1]),
+      h("a", { href: href }, counts[0] + "/" + counts[1], h("span", { class: "sr", text: " passing: " + label })),
       delta(counts[0], counts[2])
     );
   }
