@@ -21,11 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ivy_matrix.issues.bodies import compose_issue
-from ivy_matrix.issues.creation_locks import IssueLocks
+from ivy_matrix.issues.creation_locks import CreationLocks
 from ivy_matrix.issues.publish import publish_issues
 from ivy_matrix.model import DashboardId, DashboardState
 from tests.github.memory import MemoryGitHub
-from tests.issues.test_publish import make_state
+from tests.issues.helpers import make_state
 
 REPO = "acme/widgets"
 BACKENDS = ("torch", "jax", "numpy", "tensorflow")
@@ -42,9 +42,9 @@ def states_of(
 
 def publish(memory: MemoryGitHub, states: list[DashboardState], revision: int) -> Counter[str]:
     before = len(memory.writes())
-    locks = IssueLocks(memory.as_client(), REPO, label="ivy-matrix", holder="bench")
+    locks = CreationLocks(memory, REPO, label="ivy-matrix", holder="bench")
     publish_issues(
-        memory.as_client(),
+        memory,
         REPO,
         states,
         touched=[s.key for s in states],

@@ -9,6 +9,9 @@ I/O (it builds the stores). The one place that decides between the stores, so th
   with a warning);
 - otherwise, and whenever the token is read-only: the local folder
   (:class:`~ivy_matrix.stores.local.LocalStore`).
+
+Both issue parts (the issue-body store, and the issue target beside the branch store:
+:func:`publish_issue_target`) get their values from :func:`issue_options` and :func:`job_name`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
 from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
+from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.issues.store import IssueStore
+from ivy_matrix.issues.store_lock import Turns
+from ivy_matrix.issues.writer import IssueOptions
 from ivy_matrix.model import DashboardState
 from ivy_matrix.paths import SITE_DIR
 from ivy_matrix.render import RenderedFile, render_files
@@ -29,10 +35,11 @@ from ivy_matrix.runner.log import Log
 from ivy_matrix.site.build import render_site
 from ivy_matrix.site.page import read_page
 from ivy_matrix.site.write import write_site_output
-from ivy_matrix.stores import AfterSave, Store
+from ivy_matrix.stores import AfterSave, Saved, Store
 from ivy_matrix.stores.branch import BranchStore, Render
 from ivy_matrix.stores.layout import Leg
 from ivy_matrix.stores.local import LocalStore
+from ivy_matrix.targets import Published
 from ivy_matrix.targets.files import write_output
 
 REMOTE = frozenset({Target.BRANCH, Target.ISSUE})
@@ -130,8 +137,12 @@ def open_store(
     message: str,
     after_save: AfterSave | None,
     leg: Leg | None = None,
+    render_all: bool = False,
 ) -> Store:
-    """The store for ``remote`` (the GitHub targets this run writes); see the module docstring."""
+    """The store for ``remote`` (the GitHub targets this run writes); see the module docstring.
+
+    ``render_all``: the branch store renders every dashboard, not only those that changed.
+    """
     if not remote:
         return LocalStore(
             settings.store,
@@ -153,18 +164,51 @@ def open_store(
             server_url=settings.server_url,
             sleep=github.remote.sleep,
             leg=leg,
+            render_all=render_all,
         )
     log.warning(ISSUE_STORE_WARNING)
     return IssueStore(
         github.client,
         github.repository,
-        label=settings.issue_label,
-        style=settings.style,
+        issue_options(settings),
+        turns=Turns(holder=job_name(settings)),
         history=settings.history,
         log=log,
-        sleep=github.remote.sleep,
-        dry_run=settings.dry_run,
         after_save=after_save,
-        holder=f"run {settings.run_id} attempt {settings.run_attempt} job "
-        f"{settings.job_id or '?'} backend {settings.backend or '?'}",
+        sleep=github.remote.sleep,
+    )
+
+
+def publish_issue_target(
+    settings: Settings, github: Connection, log: Log, saved: Saved, published: Published
+) -> Published:
+    """The issue target beside the branch store (``issues/publish.py``), from ``saved``."""
+    return publish_from_branch(
+        github.client,
+        github.repository,
+        saved,
+        published,
+        issue_options(settings),
+        holder=job_name(settings),
+        log=log,
+        sleep=github.remote.sleep,
+    )
+
+
+def issue_options(settings: Settings) -> IssueOptions:
+    """What the dashboard issues look like and whether they are written."""
+    return IssueOptions(
+        label=settings.issue_label,
+        style=settings.style,
+        pin_index=settings.pin_index,
+        graphql_url=settings.graphql_url,
+        dry_run=settings.dry_run,
+    )
+
+
+def job_name(settings: Settings) -> str:
+    """This job as a lock names its holder to the jobs that wait for it."""
+    return (
+        f"run {settings.run_id} attempt {settings.run_attempt} job "
+        f"{settings.job_id or '?'} backend {settings.backend or '?'}"
     )

@@ -18,6 +18,7 @@ from ivy_matrix.commands.choose_store import (
     connect,
     open_store,
     output_folder,
+    publish_issue_target,
     remote_targets,
 )
 from ivy_matrix.config.options import Target
@@ -25,11 +26,9 @@ from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import ExitCode, InputError
 from ivy_matrix.fold import DashboardReport, Merged, merge_batches
 from ivy_matrix.github.connection import Remote
-from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import Saved
-from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.targets import Published
 
 
@@ -50,9 +49,8 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> E
             remote=targets,
             message="ivy-matrix: publish",
             after_save=output_folder(settings, log),
+            render_all=True,
         )
-        if isinstance(store, BranchStore):
-            store.render_all = True
 
         def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
             return merge_batches(
@@ -62,8 +60,8 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> E
         saved = store.update(change)
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets:
-            published = publish_from_branch(
-                settings, every_dashboard(saved), github, log, published
+            published = publish_issue_target(
+                settings, github, log, every_dashboard(saved), published
             )
     log.info(
         f"published {len(saved.merged.states)} dashboard(s) from branch {settings.branch}: "

@@ -33,6 +33,7 @@ from ivy_matrix.commands.choose_store import (
     connect,
     open_store,
     output_folder,
+    publish_issue_target,
     remote_targets,
 )
 from ivy_matrix.commands.compare import (
@@ -55,7 +56,6 @@ from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, GitHubAPIError, InputError, ReadOnlyTokenError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
-from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import PullRequestComment
@@ -221,7 +221,7 @@ def _save_and_publish(
         if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
             # The leg that completes a matrix run publishes what every leg brought.
             shown = every_dashboard(saved) if settings.matrix_size else saved
-            published = publish_from_branch(settings, shown, github, log, published)
+            published = publish_issue_target(settings, github, log, shown, published)
     except ReadOnlyTokenError:
         log.warning(READ_ONLY_ADVICE)
         merged = change({})

@@ -19,9 +19,9 @@ from ivy_matrix.errors import InputError
 from ivy_matrix.issues.markers import DEFAULT_LABEL
 from ivy_matrix.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
-from ivy_matrix.pr.comment import WhenGreen
+from ivy_matrix.pr.state import WhenGreen
 from ivy_matrix.render import Style
-from ivy_matrix.stores.local import DEFAULT_LOCK_TIMEOUT
+from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT
 
 _T = TypeVar("_T")
 

@@ -35,7 +35,7 @@ from ivy_matrix.config.options import (
 from ivy_matrix.errors import InputError
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
-from ivy_matrix.pr.comment import WhenGreen
+from ivy_matrix.pr.state import WhenGreen
 from ivy_matrix.render import Style
 
 _T = TypeVar("_T")

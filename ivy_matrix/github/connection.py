@@ -2,7 +2,8 @@
 
 I/O. :class:`Remote` holds what a command needs to reach GitHub: a client factory (by default
 :func:`~ivy_matrix.github.client.make_client`) and the ``sleep`` the stores and targets wait
-with. Tests pass a factory with short waits; nothing else changes. :class:`Connection` takes
+with. Tests pass a factory with short waits, or one that returns the in-memory model: the
+client is typed as :class:`~ivy_matrix.github.types.GitHubAPI`; nothing else changes. :class:`Connection` takes
 plain values (the token, the API URL and the repository) and opens the client only when a
 target needs the API, so local runs never import PyGithub.
 """
@@ -15,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
 from ivy_matrix.errors import InputError
+from ivy_matrix.github.types import GitHubAPI
 
 if TYPE_CHECKING:
     from ivy_matrix.github.client import GitHubClient
 
 # (token, api_url) -> a client.
-ClientFactory = Callable[[str, str], "GitHubClient"]
+ClientFactory = Callable[[str, str], GitHubAPI]
 
 
 def production_client(token: str, api_url: str) -> GitHubClient:
@@ -54,7 +56,7 @@ class Connection:
         self.api_url = api_url
         self._repository = repository
         self.remote = remote or Remote()
-        self._client: GitHubClient | None = None
+        self._client: GitHubAPI | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -77,7 +79,7 @@ class Connection:
         return self._repository
 
     @property
-    def client(self) -> GitHubClient:
+    def client(self) -> GitHubAPI:
         if self._client is None:
             if not self.token:
                 raise InputError(

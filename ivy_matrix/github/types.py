@@ -1,14 +1,19 @@
-"""Our types for what GitHub returns, and the issue calls the issue store and target make.
+"""Our types for what GitHub returns, the issue calls, and the calls of a whole client.
 
-Pure: frozen dataclasses and a protocol. ``github.client.GitHubClient`` returns these and
-implements :class:`IssueAPI`; tests can hand the stores and targets any other implementation.
+Pure: frozen dataclasses and protocols. ``github.client.GitHubClient`` returns these and
+implements :class:`IssueAPI` and :class:`GitHubAPI`. The stores and targets each declare (or
+take :class:`IssueAPI` for) the few calls they make, so tests can hand them any other
+implementation (``tests/github/memory.py``) without a cast; :class:`GitHubAPI`, every call a
+command makes, is what a command's connection (``github/connection.py``) hands out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
+
+from ivy_matrix.jobs import Job
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,7 +80,9 @@ class IssueAPI(Protocol):
 
     def create_issue_comment(self, repo: str, number: int, body: str) -> IssueComment: ...
 
-    def update_issue_comment(self, repo: str, comment_id: int, body: str) -> IssueComment: ...
+    def update_issue_comment(
+        self, repo: str, comment_id: int, body: str, *, retry: bool = True
+    ) -> IssueComment: ...
 
     def delete_issue_comment(self, repo: str, comment_id: int) -> bool: ...
 
@@ -84,3 +91,45 @@ class IssueAPI(Protocol):
     ) -> bool: ...
 
     def pin_issue(self, node_id: str, *, graphql_url: str | None = None) -> None: ...
+
+
+class GitHubAPI(IssueAPI, Protocol):
+    """Every call a command makes through its connection: the issue calls, the run's jobs,
+    pull requests and git data (what the stores, the issue target and the pr-comment target
+    each declare a part of)."""
+
+    def list_run_jobs(self, repo: str, run_id: int, attempt: int) -> list[Job]: ...
+
+    def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]: ...
+
+    def get_branch_head(self, repo: str, branch: str) -> str | None: ...
+
+    def get_tree(self, repo: str, tree_ish: str) -> Tree: ...
+
+    def get_blob_text(self, repo: str, sha: str) -> str: ...
+
+    def get_blob_texts(self, repo: str, shas: Collection[str]) -> dict[str, str]: ...
+
+    def create_tree(
+        self, repo: str, base_tree: str | None, files: Mapping[str, str | None]
+    ) -> str: ...
+
+    def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
+
+    def get_commit_message(self, repo: str, sha: str) -> str: ...
+
+    def create_branch(self, repo: str, branch: str, sha: str) -> bool: ...
+
+    def update_branch(self, repo: str, branch: str, sha: str) -> bool: ...
+
+    def get_ref(self, repo: str, ref: str) -> str | None: ...
+
+    def create_ref(self, repo: str, ref: str, sha: str) -> bool: ...
+
+    def move_ref(self, repo: str, ref: str, sha: str) -> bool: ...
+
+    def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
+
+    def delete_ref(self, repo: str, ref: str) -> bool: ...
+
+    def close(self) -> None: ...

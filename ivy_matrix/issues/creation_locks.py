@@ -1,33 +1,50 @@
-"""Who creates a dashboard's issue: the one job that creates its git-ref lock first.
+"""One job creates a dashboard's issue: the one that creates its git-ref lock first.
 
 I/O, through :class:`RefAPI` (``github.client.GitHubClient`` has the calls; they need
-``contents: write``, which the branch target has anyway). GitHub has no create-if-absent for
-issues, but ``POST /git/refs`` is one (PLATFORM.md 3.2): a ref that exists is refused with
-"Reference already exists". So before creating the issue of a dashboard that has none, a job
-creates ``refs/ivy-matrix/issues/<slug>-<hash>`` pointing at a small commit whose message names
-the job and the time (one such commit per job, renewed every quarter of the expiry, so a lock
-costs one write besides the issue). The job whose ref create succeeds creates the issue; every
-other job waits for the issue to appear in the listing. The ref stays and is read again only
-when the listing does not show the issue.
+``contents: write``, which the branch target has anyway) and, for :class:`Creator`, the
+writer's :class:`~ivy_matrix.issues.finding.Finder`. (Not to be confused with
+``issues/store_lock.py``, where the issue-body store's writers take turns.)
+
+GitHub has no create-if-absent for issues, but ``POST /git/refs`` is one (PLATFORM.md 3.2): a
+ref that exists is refused with "Reference already exists". So before creating the issue of a
+dashboard that has none, a job creates ``refs/ivy-matrix/issues/<slug>-<hash>`` pointing at a
+small commit whose message names the job and the time (one such commit per job, renewed every
+quarter of the expiry, so a lock costs one write besides the issue). The job whose ref create
+succeeds creates the issue; every other job waits for the issue to appear in the listing. The
+ref stays and is read again only when the listing does not show the issue.
 
 A job that died between lock and create leaves a lock whose issue never appears. After
-:data:`LOCK_EXPIRY` seconds any job takes it over by a fast-forward from the stale commit
-(compare-and-swap: of several jobs taking over at once, one wins), lists the issues once more
-(the dead job may have created it) and creates it only if it is still missing. An issue whose
-label was removed is, after the expiry, created again (as before the locks).
+:data:`CREATION_LOCK_EXPIRY` seconds any job takes it over by a fast-forward from the stale
+commit (compare-and-swap: of several jobs taking over at once, one wins), lists the issues once
+more (the dead job may have created it) and creates it only if it is still missing. An issue
+whose label was removed is, after the expiry, created again (as before the locks).
+
+:class:`Creator` is how the issue target uses the locks: it claims the lock of each missing
+issue, and waits (one listing a poll for all of them) for the issues other jobs are creating,
+taking over the lock of a job that died.
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-LOCK_PREFIX = "refs/ivy-matrix/issues"
-LOCK_EXPIRY = 600.0  # seconds: longer than any create with its retries and rate-limit waits
+from ivy_matrix.github.types import Issue
+from ivy_matrix.issues.finding import INDEX_KEY, Finder
+
+CREATION_LOCK_REFS = "refs/ivy-matrix/issues"
+# Seconds: longer than any create with its retries and rate-limit waits.
+CREATION_LOCK_EXPIRY = 600.0
+# While another job holds the lock of an issue it is creating: look again this often (seconds,
+# jittered), this many times (about a minute), then leave that issue to that job.
+CREATOR_POLL = (1.0, 3.0)
+CREATOR_POLLS = 30
+CREATOR_CHECK_EVERY = 10  # polls between reads of the locks' holders (to take over a dead one)
 _SLUG = re.compile(r"[^A-Za-z0-9_-]+")
 _SINCE = re.compile(r"^since: (?P<t>\d{1,14})$", re.MULTILINE)
 _HOLDER = re.compile(r"^holder: (?P<h>.*)$", re.MULTILINE)
@@ -67,7 +84,7 @@ class Claim:
     holder: str = ""
 
 
-class IssueLocks:
+class CreationLocks:
     """Git-ref locks for creating dashboard issues; see the module docstring."""
 
     def __init__(
@@ -78,7 +95,7 @@ class IssueLocks:
         label: str,
         holder: str,
         clock: Callable[[], float] = time.time,
-        expiry: float = LOCK_EXPIRY,
+        expiry: float = CREATION_LOCK_EXPIRY,
     ) -> None:
         self.client = client
         self.repo = repo
@@ -93,7 +110,7 @@ class IssueLocks:
         """The lock ref of one dashboard (``key``) of this label: readable, and unique by hash."""
         digest = hashlib.sha256(f"{self.label}\0{key}".encode()).hexdigest()[:16]
         slug = _SLUG.sub("-", key).strip("-")[:60] or "issue"
-        return f"{LOCK_PREFIX}/{slug}-{digest}"
+        return f"{CREATION_LOCK_REFS}/{slug}-{digest}"
 
     def _commit(self, parents: list[str]) -> str:
         """A lock commit naming this job and the time; without parents, one per job (renewed)."""
@@ -143,3 +160,58 @@ class IssueLocks:
         if self.client.move_ref(self.repo, ref, commit):
             return Claim(ref, commit, mine=True, takeover=True)
         return Claim(ref, stale, holder="(another job taking it over)")
+
+
+class Creator:
+    """Decides, with the git-ref locks, whether this job creates a missing issue."""
+
+    def __init__(self, finder: Finder, locks: CreationLocks, rng: random.Random) -> None:
+        self.finder = finder
+        self.locks = locks
+        self.rng = rng
+        self.holders: dict[str, str] = {}  # who holds each lock this job found taken
+
+    def claim(self, key: str, *, check: bool = False) -> list[Issue] | None:
+        """No issue when this job now holds the lock of ``key`` (create it then), the issue(s)
+        if a takeover found the dead job's issue, None when another job holds the lock.
+
+        Only with ``check`` is the holder's lock read (one more request), to take it over
+        when its job died.
+        """
+        claim = self.locks.claim(key, check=check)
+        self.holders[key] = claim.holder
+        if not claim.mine:
+            return None
+        landed = self.finder.find().by_key.get(key) if claim.takeover else None
+        return landed or []  # the job that died may have created it after all
+
+    def wait_for(self, keys: Sequence[str]) -> dict[str, list[Issue]]:
+        """Wait until the issues of ``keys`` (locked by other jobs) appear; list them for all
+        keys at once. A lock whose job died is taken over, and this job creates that issue
+        (an empty list). What never appears is left to its holder, with a warning."""
+        calls = self.finder.requests
+        done: dict[str, list[Issue]] = {}
+        waiting = list(keys)
+        for poll in range(1, CREATOR_POLLS + 1):
+            calls.sleep(self.rng.uniform(*CREATOR_POLL))
+            found = self.finder.find()
+            for key in list(waiting):
+                if found.by_key.get(key):
+                    done[key] = found.by_key[key]
+                    waiting.remove(key)
+            if poll % CREATOR_CHECK_EVERY == 0:  # now and then: has a holder died?
+                for key in list(waiting):
+                    claimed = self.claim(key, check=True)
+                    if claimed is not None:
+                        done[key] = claimed
+                        waiting.remove(key)
+            if not waiting:
+                break
+        for key in waiting:
+            name = "the index" if key == INDEX_KEY else f"dashboard {key}"
+            calls.warn(
+                f"the issue of {name} is being created by another job "
+                f"({self.holders.get(key) or 'unknown'}), which has not finished; this job "
+                f"leaves it to that job"
+            )
+        return done

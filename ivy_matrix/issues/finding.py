@@ -12,7 +12,7 @@ dashboard key, and the index under :data:`INDEX_KEY`) and the issues created.
 index markers (``issues/markers.py``).
 
 **Creating.** A dashboard with no issue gets one (the label is created first if missing); the
-body is read back and written once more if it differs (``issues/verify.py``). A create POST is
+body is read back and written once more if it differs (``issues/requests.py``). A create POST is
 never resent blindly: after a 5xx or a network error (the issue may exist anyway) the issues are
 listed and one with the marker is taken before creating again, at most :data:`CREATE_TRIES`
 times. With the branch target, creating goes through a git-ref lock per dashboard
@@ -20,18 +20,20 @@ times. With the branch target, creating goes through a git-ref lock per dashboar
 
 **Duplicates.** Two jobs can both find nothing and both create, and a create POST retried after
 a 5xx can land twice (PLATFORM.md 1.3); the lowest number is kept and the others are closed with
-a comment pointing to it and lose the label (:meth:`IssueFinder.close_duplicate`; which ones a
-call closes is decided by ``issues.writer.dedupe_created``).
+a comment pointing to it and lose the label (:meth:`Finder.close_duplicate`; which ones a
+call closes is decided by :meth:`Finder.lost_races`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.types import Issue
 from ivy_matrix.issues.markers import dashboard_key, is_index
-from ivy_matrix.issues.verify import VerifiedWrites
+from ivy_matrix.issues.report import IssueAction, Written
+from ivy_matrix.issues.requests import ReadBack, Requests
 
 LABEL_COLOR = "0e8a16"
 LABEL_DESCRIPTION = "Test dashboards kept up to date by ivy-matrix"
@@ -46,13 +48,20 @@ class Found:
     by_key: dict[str, list[Issue]] = field(default_factory=dict)
 
 
-class IssueFinder(VerifiedWrites):
-    """Listing, creating and closing whole issues (the bodies' writes are the layer below)."""
+class Finder:
+    """Listing, creating and closing whole issues of one label (with the writer's requests)."""
+
+    def __init__(self, requests: Requests, readback: ReadBack, *, label: str) -> None:
+        self.requests = requests
+        self.readback = readback
+        self.label = label
+        self._label_ready = False  # the label is known to exist
 
     def find(self) -> Found:
         """List the labelled issues once and group ours by marker."""
+        calls = self.requests
         found = Found()
-        for issue in self.client.list_issues(self.repo, label=self.label):
+        for issue in calls.client.list_issues(calls.repo, label=self.label):
             key = INDEX_KEY if is_index(issue.body) else dashboard_key(issue.body)
             if key is not None:
                 found.by_key.setdefault(key, []).append(issue)
@@ -62,62 +71,90 @@ class IssueFinder(VerifiedWrites):
 
     def _ensure_label(self) -> None:
         if not self._label_ready:
-            self.client.ensure_label(
-                self.repo, self.label, color=LABEL_COLOR, description=LABEL_DESCRIPTION
+            calls = self.requests
+            calls.client.ensure_label(
+                calls.repo, self.label, color=LABEL_COLOR, description=LABEL_DESCRIPTION
             )
             self._label_ready = True
 
     def create(self, title: str, body: str) -> Issue:
         """A new issue with our label, its body read back and rewritten once if it differs."""
+        calls = self.requests
         self._ensure_label()
         issue = self._post_issue(title, body)
-        self.log.info(f"created issue #{issue.number} ({title})")
-        back = self.client.get_issue(self.repo, issue.number)
+        calls.log.info(f"created issue #{issue.number} ({title})")
+        back = calls.client.get_issue(calls.repo, issue.number)
         if back.body != body:
-            return self.write_body(back, body, revision=None)[0]
+            return self.readback.write_body(back, body, revision=None)[0]
         return back
 
     def _post_issue(self, title: str, body: str) -> Issue:
         """POST the issue; after an answer that leaves it unknown whether it landed, list the
         issues and take ours if it is there, else POST again (at most ``CREATE_TRIES``)."""
+        calls = self.requests
         key = INDEX_KEY if is_index(body) else dashboard_key(body)
         tries = 0
         while True:
-            self._pace()
+            calls.pace()
             try:
-                return self.client.create_issue(
-                    self.repo, title=title, body=body, labels=[self.label]
+                return calls.client.create_issue(
+                    calls.repo, title=title, body=body, labels=[self.label]
                 )
             except GitHubAPIError as error:
                 tries += 1
                 unsure = error.status is None or 500 <= error.status <= 599  # noqa: PLR2004
                 if not unsure or tries >= CREATE_TRIES:
                     raise
-                self.log.info(f"creating {title!r}: {error}; looking for it before trying again")
-            self.sleep(min(2.0**tries, 30.0))
+                calls.log.info(f"creating {title!r}: {error}; looking for it before trying again")
+            calls.sleep(min(2.0**tries, 30.0))
             landed = self.find().by_key.get(key) if key is not None else None
             if landed:
-                self.log.info(f"issue #{landed[0].number} ({title}) was created after all")
+                calls.log.info(f"issue #{landed[0].number} ({title}) was created after all")
                 return landed[0]
 
     def close_duplicate(self, duplicate: Issue, keep: Issue) -> bool:
         """Close a second issue of one dashboard, pointing to the kept one; True if written."""
+        calls = self.requests
         has_label = self.label.lower() in (name.lower() for name in duplicate.labels)
         if duplicate.state == "closed" and not has_label:
             return False
         labels = [name for name in duplicate.labels if name.lower() != self.label.lower()]
-        if self.dry_run:
-            self.plan("PATCH", f"issue #{duplicate.number} (close as duplicate of #{keep.number})")
+        if calls.dry_run:
+            calls.plan("PATCH", f"issue #{duplicate.number} (close as duplicate of #{keep.number})")
             return True
         if duplicate.state != "closed":
-            self.client.create_issue_comment(
-                self.repo,
+            calls.client.create_issue_comment(
+                calls.repo,
                 duplicate.number,
                 f"Duplicate of #{keep.number}: ivy-matrix keeps one issue per dashboard "
                 f"(two jobs created one at the same time) and closed this one.",
             )
-        self.client.update_issue(
-            self.repo, duplicate.number, state="closed", state_reason="not_planned", labels=labels
+        calls.client.update_issue(
+            calls.repo, duplicate.number, state="closed", state_reason="not_planned", labels=labels
         )
-        self.log.info(f"closed issue #{duplicate.number}, a duplicate of #{keep.number}")
+        calls.log.info(f"closed issue #{duplicate.number}, a duplicate of #{keep.number}")
         return True
+
+    def lost_races(self, written: Mapping[str, Written]) -> dict[str, tuple[Issue, Issue]]:
+        """List again after creating; per created key whose new issue is not the lowest
+        numbered one of its dashboard: (the lowest, ours as listed now).
+
+        Each job closes only the issue it created itself (the other creators close theirs); a
+        create that GitHub applied twice (a POST retried after a 5xx) leaves the second,
+        returned copy as "ours", so it is the one closed.
+        """
+        created = {
+            key: w.issue
+            for key, w in written.items()
+            if w.result.action is IssueAction.CREATED and w.issue is not None
+        }
+        if not created:
+            return {}
+        again = self.find()
+        lost: dict[str, tuple[Issue, Issue]] = {}
+        for key, mine in created.items():
+            issues = again.by_key.get(key, [])
+            listed = next((i for i in issues if i.number == mine.number), mine)
+            if issues and issues[0].number != mine.number:
+                lost[key] = (issues[0], listed)
+        return lost

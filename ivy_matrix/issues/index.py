@@ -2,7 +2,8 @@
 
 I/O, through an :class:`~ivy_matrix.issues.writer.IssueWriter`; the body comes from
 ``issues.bodies.compose_index``. Created when missing (a second copy from a racing job is
-closed), rewritten only when its body changed, and pinned (best effort) when asked to.
+closed), rewritten only when its body changed, and pinned (best effort) when asked to (through
+the options' ``graphql_url``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from ivy_matrix.github.types import Issue
 from ivy_matrix.issues.bodies import compose_index
 from ivy_matrix.issues.finding import INDEX_KEY, Found
 from ivy_matrix.issues.markers import INDEX_TITLE
-from ivy_matrix.issues.report import IssueAction, IssueResult
-from ivy_matrix.issues.writer import IssueWriter, Written, dedupe_created
+from ivy_matrix.issues.report import IssueAction, IssueResult, Written
+from ivy_matrix.issues.writer import IssueWriter
 from ivy_matrix.model import DashboardState
 
 
@@ -26,18 +27,16 @@ def publish_index(
     found: Found,
     *,
     pin: bool,
-    graphql_url: str | None,
 ) -> IssueResult:
+    """Create or update the index issue (linking ``written``), and pin it when ``pin``."""
     links = {key: w.result.url for key, w in written.items() if w.result.url}
     candidates = found.by_key.get(INDEX_KEY, [])
-    done = _write_index(writer, states, links, candidates, pin=pin, graphql_url=graphql_url)
+    done = _write_index(writer, states, links, candidates, pin=pin)
     if done.result.action is IssueAction.CREATED:
-        lost = dedupe_created(writer, {INDEX_KEY: done})
+        lost = writer.finder.lost_races({INDEX_KEY: done})
         if INDEX_KEY in lost:
             keep, mine = lost[INDEX_KEY]
-            done = _write_index(
-                writer, states, links, [keep, mine], pin=False, graphql_url=graphql_url
-            )
+            done = _write_index(writer, states, links, [keep, mine], pin=False)
     return done.result
 
 
@@ -48,15 +47,15 @@ def _write_index(
     candidates: Sequence[Issue],
     *,
     pin: bool,
-    graphql_url: str | None,
 ) -> Written:
     """Create or update the index issue, and pin it (best effort) when it was written."""
+    calls = writer.requests
     keep = candidates[0] if candidates else None
     closed = tuple(
-        dup.number for dup in candidates[1:] if keep and writer.close_duplicate(dup, keep)
+        dup.number for dup in candidates[1:] if keep and writer.finder.close_duplicate(dup, keep)
     )
     body = compose_index(
-        states, links, existing_body=keep.body if keep else None, budget=writer.budget
+        states, links, existing_body=keep.body if keep else None, budget=writer.options.budget
     )
     if keep is not None and keep.body == body:
         result = IssueResult(
@@ -67,8 +66,8 @@ def _write_index(
             closed_duplicates=closed,
         )
         return Written(keep, result)
-    if writer.dry_run:
-        writer.plan(
+    if calls.dry_run:
+        calls.plan(
             "PATCH" if keep else "POST",
             f"issue #{keep.number}" if keep else "new index issue",
             body,
@@ -83,15 +82,15 @@ def _write_index(
         return Written(keep, result)
     verified = True
     if keep is None:
-        issue, action = writer.create(INDEX_TITLE, body), IssueAction.CREATED
+        issue, action = writer.finder.create(INDEX_TITLE, body), IssueAction.CREATED
         verified = issue.body == body
     else:
         (issue, verified), action = (
-            writer.write_body(keep, body, revision=None),
+            writer.readback.write_body(keep, body, revision=None),
             IssueAction.UPDATED,
         )
     if pin:
-        _pin(writer, issue, graphql_url)
+        _pin(writer, issue)
     result = IssueResult(
         key=INDEX_KEY,
         action=action,
@@ -103,10 +102,10 @@ def _write_index(
     return Written(issue, result)
 
 
-def _pin(writer: IssueWriter, issue: Issue, graphql_url: str | None) -> None:
+def _pin(writer: IssueWriter, issue: Issue) -> None:
     try:
-        writer.client.pin_issue(issue.node_id, graphql_url=graphql_url)
+        writer.requests.client.pin_issue(issue.node_id, graphql_url=writer.options.graphql_url)
     except GitHubAPIError as error:
-        writer.warn(
+        writer.requests.warn(
             f"could not pin the index issue #{issue.number} (not needed to publish): {error}"
         )

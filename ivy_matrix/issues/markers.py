@@ -1,10 +1,10 @@
 """Dashboard issues: the hidden markers, how a body is recognised and read, and how it is measured.
 
-Pure: no I/O (``issues/*.py`` and ``issues/store.py`` do the GitHub side). In:
+Pure: no I/O (``issues/writer.py`` and the modules around it do the GitHub side). In:
 issue and comment bodies as GitHub returns them (or None); out: keys, part numbers, revisions,
 the maintainer's text around the managed region, and sizes. Composing bodies is
-``issues/bodies.py``; the hidden state block is ``issues/state_block.py``. A dashboard issue body looks
-like::
+``issues/bodies.py``; the hidden state block is ``issues/state_block.py``. A dashboard issue
+body looks like::
 
     <!-- ivy-matrix:dashboard=core/gradients -->        how the action finds its own issue
     Anything a maintainer writes here is kept verbatim.
@@ -44,7 +44,6 @@ BODY_LIMIT = 65_536
 MARGIN = 1_000
 DEFAULT_BUDGET = BODY_LIMIT - MARGIN
 
-PREFIX = "<!-- ivy-matrix:"
 BEGIN = "<!-- ivy-matrix:begin -->"
 END = "<!-- ivy-matrix:end -->"
 INDEX_MARKER = "<!-- ivy-matrix:index -->"

@@ -1,7 +1,8 @@
-"""What the issue writer did to each issue: typed results, and where its progress lines go.
+"""What the issue writer did to each issue: typed results, and the writes a dry run planned.
 
-Pure: value types only. :class:`IssuesReport` is the issue target's result (and the issue-body
-store's record of the issues it wrote).
+Pure: value types only. :class:`Written` is one issue as the writer leaves it;
+:class:`IssuesReport` is the issue target's result (and the issue-body store's record of the
+issues it wrote). The progress lines are logged as the writes happen (``runner/log.py``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ivy_matrix.github.types import Issue
 from ivy_matrix.render import Style
 
 
@@ -41,6 +43,14 @@ class IssueResult:
     closed_duplicates: tuple[int, ...] = ()
     style: Style | None = None
     verified: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """An issue a call wrote or kept (None: a dry run's issue not created), and its result."""
+
+    issue: Issue | None
+    result: IssueResult
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,9 +1,9 @@
 """The hidden state block of a dashboard issue (the issue-body store keeps its state there).
 
 Pure: no I/O (``issues/store.py`` reads and writes the issues). In: a
-:class:`~ivy_matrix.model.DashboardState`, or a body as GitHub returns it; out: the block text,
-a body with its block set, or the state read back. The block is the statefile JSON
-(``statefile.py``), zlib-compressed, base64-encoded and wrapped, inside the managed region::
+:class:`~ivy_matrix.model.DashboardState`, or a body as GitHub returns it; out: the block text
+(``issues/bodies.py`` puts it in the managed region), or the state read back. The block is the
+statefile JSON (``statefile.py``), zlib-compressed, base64-encoded and wrapped::
 
     <!-- ivy-matrix:state
     eJy...
@@ -23,7 +23,7 @@ import re
 import zlib
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.issues.markers import BEGIN, DEFAULT_BUDGET, END, managed_region, utf16_len
+from ivy_matrix.issues.markers import managed_region
 from ivy_matrix.model import DashboardState
 from ivy_matrix.statefile import dump_state, load_state
 
@@ -53,23 +53,6 @@ def state_too_large(key: str, size: int, budget: int) -> IssueStateTooLargeError
         f"'permissions: contents: write' and add 'branch' to the 'targets' input, so the state "
         f"is kept on a branch instead"
     )
-
-
-def embed_state(body: str, state: DashboardState, *, budget: int = DEFAULT_BUDGET) -> str:
-    """``body`` with its hidden state block set to ``state`` (inside the managed region).
-
-    Raises :class:`IssueStateTooLargeError` when the result would pass ``budget``.
-    """
-    block = state_block(state)
-    begin = body.find(BEGIN)
-    end = body.find(END, begin) if begin >= 0 else -1
-    if begin < 0 or end < 0:
-        raise ValueError("the body has no ivy-matrix region to hold the state")
-    region = _STATE_BLOCK.sub("", body[begin:end])
-    result = body[:begin] + region + block + body[end:]
-    if utf16_len(result) > budget:
-        raise state_too_large(state.key, utf16_len(block), budget)
-    return result
 
 
 def extract_state(body: str | None, *, where: str = "the issue body") -> DashboardState | None:

@@ -1,17 +1,20 @@
 """The issue-body store: dashboard state kept in hidden blocks of the dashboard issues.
 
 I/O, through :class:`~ivy_matrix.issues.writer.IssueWriter`; for jobs without
-``contents: write``. GitHub has no conditional write for issues (PLATFORM.md 3.3), so a body
-edit is last-writer-wins and two jobs writing the same issue at once would drop each other's
-cells. So jobs take turns: each update holds a lock made of comments on the index issue
-(``issues/store_lock.py``) while it reads, merges and writes, and creates no issue outside it.
-A job that waits too long for the lock refuses with a message that says to use the branch
+``contents: write``. In: the client, the repository, an
+:class:`~ivy_matrix.issues.writer.IssueOptions` (what to write and how), a
+:class:`~ivy_matrix.issues.store_lock.Turns` (who this job is, how long it waits for its turn)
+and, without the lock, :class:`Rounds`. GitHub has no conditional write for issues (PLATFORM.md
+3.3), so a body edit is last-writer-wins and two jobs writing the same issue at once would drop
+each other's cells. So jobs take turns: each update holds a lock made of comments on the index
+issue (``issues/store_lock.py``) while it reads, merges and writes, and creates no issue outside
+it. A job that waits too long for the lock refuses with a message that says to use the branch
 target; it never writes without the lock, so nothing is lost and no issue is duplicated.
 
 The index issue hosts the lock, so it is created first: by the one job whose create of the
 ``<label>-index`` label succeeds (labels are create-if-absent); the others wait for it.
-Without the lock (``lock=False``) the store falls back to best effort: after writing it waits,
-reads the bodies back and merges again for a bounded number of rounds.
+Without the lock (``turns=None``) the store falls back to best effort: after writing it waits,
+reads the bodies back and merges again for a bounded number of :class:`Rounds`.
 """
 
 from __future__ import annotations
@@ -19,88 +22,77 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 
 from ivy_matrix.fold import Merged
 from ivy_matrix.github.types import Issue, IssueAPI
 from ivy_matrix.issues.bodies import compose_index
 from ivy_matrix.issues.finding import INDEX_KEY, Found
 from ivy_matrix.issues.index import publish_index
-from ivy_matrix.issues.markers import DEFAULT_BUDGET, DEFAULT_LABEL, INDEX_TITLE
-from ivy_matrix.issues.report import IssueAction, IssueResult, IssuesReport
+from ivy_matrix.issues.markers import INDEX_TITLE
+from ivy_matrix.issues.report import IssueAction, IssueResult, IssuesReport, Written
 from ivy_matrix.issues.state_block import extract_state
-from ivy_matrix.issues.store_lock import LOCK_POLL, LOCK_WAIT, CommentLock
-from ivy_matrix.issues.writer import IssueWriter, Written, dedupe_created
+from ivy_matrix.issues.store_lock import StoreLock, Turns
+from ivy_matrix.issues.writer import IssueOptions, IssueWriter
 from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.render import Style
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.stores import AfterSave, Change, Saved
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rounds:
+    """Best effort without the lock: write, wait a moment (``delay``, seconds, jittered), read
+    back and merge again, until ``confirmations`` rounds in a row find every cell there, or
+    ``most`` rounds were made."""
+
+    most: int = 6
+    confirmations: int = 2
+    delay: tuple[float, float] = (0.5, 3.0)
+
+
+TAKE_TURNS = Turns()
+BEST_EFFORT = Rounds()
 
 
 class IssueStore:
     """Dashboard state kept in hidden blocks of the dashboard issues (no ``contents: write``).
 
-    Best effort under concurrent writers; read the module docstring before relying on it.
-    ``change`` is called once per round and must depend only on the states it is given
-    (merging is idempotent, so calling it again on a state that has its cells changes nothing).
+    Read the module docstring before relying on it. ``change`` is called once per round and
+    must depend only on the states it is given (merging is idempotent, so calling it again on
+    a state that has its cells changes nothing). ``history`` is the results kept per cell
+    when the states of two issues of one dashboard (after a race) are united.
     """
 
     def __init__(
         self,
         client: IssueAPI,
         repo: str,
+        options: IssueOptions | None = None,
         *,
-        label: str = DEFAULT_LABEL,
-        style: Style = Style.IVY,
-        index: bool = True,
+        turns: Turns | None = TAKE_TURNS,
+        rounds: Rounds = BEST_EFFORT,
         history: int = DEFAULT_HISTORY,
         log: Progress | None = None,
+        after_save: AfterSave | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
-        max_rounds: int = 6,
-        verify_rounds: int = 2,
-        min_delay: float = 0.5,
-        max_delay: float = 3.0,
-        budget: int = DEFAULT_BUDGET,
-        dry_run: bool = False,
-        after_save: AfterSave | None = None,
-        lock: bool = True,
-        holder: str = "another job",
-        lock_wait: float = LOCK_WAIT,
-        lock_poll: tuple[float, float] = LOCK_POLL,
     ) -> None:
         self.client = client
-        self.lock = lock
-        self.holder = holder
-        self.lock_wait = lock_wait
-        self.lock_poll = lock_poll
-        self.dry_run = dry_run
-        self.after_save = after_save
         self.repo = repo
-        self.label = label
-        self.style = style
-        self.index = index
+        self.options = options or IssueOptions()
+        self.turns = turns
+        self.rounds = rounds
         self.history = history
         self.log: Progress = log or Quiet()
+        self.after_save = after_save
         self._sleep = sleep
         self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
-        self.max_rounds = max(max_rounds, 1)
-        self.verify_rounds = max(verify_rounds, 1)
-        self.min_delay = min_delay
-        self.max_delay = max(max_delay, min_delay)
-        self.budget = budget
 
     def _writer(self) -> IssueWriter:
-        return IssueWriter(
-            self.client,
-            self.repo,
-            label=self.label,
-            dry_run=False,
-            log=self.log,
-            style=self.style,
-            budget=self.budget,
-            sleep=self._sleep,
-        )
+        # The store plans its dry run itself (it writes nothing at all), so its writer writes.
+        options = replace(self.options, dry_run=False)
+        return IssueWriter(self.client, self.repo, options, log=self.log, sleep=self._sleep)
 
     def _state_of(self, issues: Sequence[Issue]) -> DashboardState | None:
         """The union of the states in one dashboard's issues (several only after a race)."""
@@ -113,40 +105,34 @@ class IssueStore:
                 )
         return merged
 
-    def load(self) -> dict[DashboardId, DashboardState]:
-        """Every dashboard's state, read from the labelled issues (one listing)."""
-        found = self._writer().find()
+    def _states(self, found: Found) -> dict[DashboardId, DashboardState]:
+        """Every dashboard's state in a listing (the index holds none)."""
         states = {}
         for key, issues in found.by_key.items():
-            if key == INDEX_KEY:
-                continue
-            state = self._state_of(issues)
+            state = self._state_of(issues) if key != INDEX_KEY else None
             if state is not None:
                 states[state.id] = state
         return states
 
+    def load(self) -> dict[DashboardId, DashboardState]:
+        """Every dashboard's state, read from the labelled issues (one listing)."""
+        return self._states(self._writer().finder.find())
+
     def update(self, change: Change) -> Saved:
         """Under the lock: load, ``change``, write the bodies (see the module docstring)."""
         writer = self._writer()
-        found = writer.find()
-        if self.dry_run or not self.lock:
+        found = writer.finder.find()
+        if self.options.dry_run or self.turns is None:
             return self._update(writer, found, change, locked=False)
         if not self._pending(found, change):
             # These results are in the issues already: nothing to write, so no lock needed.
             return self._update(writer, found, change, locked=True)
-        lock = CommentLock(
-            self.client,
-            self.repo,
-            holder=self.holder,
-            log=self.log,
-            sleep=self._sleep,
-            rng=self._rng,
-            wait=self.lock_wait,
-            poll=self.lock_poll,
+        lock = StoreLock(
+            self.client, self.repo, self.turns, log=self.log, sleep=self._sleep, rng=self._rng
         )
-        lock.acquire(self._host(writer, found))
+        lock.acquire(self._host(writer, found, self.turns))
         try:
-            return self._update(writer, writer.find(), change, locked=True)
+            return self._update(writer, writer.finder.find(), change, locked=True)
         finally:
             lock.release()
 
@@ -154,45 +140,37 @@ class IssueStore:
         """Whether ``change`` would write anything to the issues as listed."""
         if not found.by_key.get(INDEX_KEY):
             return True
-        current: dict[DashboardId, DashboardState] = {}
-        for key, listed in found.by_key.items():
-            state = self._state_of(listed) if key != INDEX_KEY else None
-            if state is not None:
-                current[state.id] = state
+        current = self._states(found)
         merged = change(current)
         return any(
             state != current.get(d) or d.key not in found.by_key
             for d, state in merged.states.items()
         )
 
-    def _host(self, writer: IssueWriter, found: Found) -> int:
+    def _host(self, writer: IssueWriter, found: Found, turns: Turns) -> int:
         """The index issue's number (it holds the lock), created by one job if missing."""
-        token = f"{self.label}-index"[:50]
+        token = f"{self.options.label}-index"[:50]
         waited = 0.0
         while not found.by_key.get(INDEX_KEY):
             if self.client.ensure_label(
                 self.repo, token, description="ivy-matrix: its creator created the index issue"
             ):
-                return writer.create(INDEX_TITLE, compose_index([], {})).number
-            if waited >= self.lock_wait:
+                return writer.finder.create(INDEX_TITLE, compose_index([], {})).number
+            if waited >= turns.wait:
                 self.log.info("the index issue did not appear; creating it")
-                return writer.create(INDEX_TITLE, compose_index([], {})).number
-            delay = self._rng.uniform(*self.lock_poll)
+                return writer.finder.create(INDEX_TITLE, compose_index([], {})).number
+            delay = self._rng.uniform(*turns.poll)
             self._sleep(delay)
             waited += delay
-            found = writer.find()
+            found = writer.finder.find()
         return found.by_key[INDEX_KEY][0].number
 
     def _update(self, writer: IssueWriter, found: Found, change: Change, *, locked: bool) -> Saved:
-        current: dict[DashboardId, DashboardState] = {}
+        current = self._states(found)
         # By key: an issue without a state block (made by the branch mode) is still the one.
         issues = {key: listed for key, listed in found.by_key.items() if key != INDEX_KEY}
-        for listed in issues.values():
-            state = self._state_of(listed)
-            if state is not None:
-                current[state.id] = state
         merged = change(current)
-        if self.dry_run:
+        if self.options.dry_run:
             for key in merged.changed:
                 self.log.info(f"dry run: would update the issue of dashboard {key}")
             output = self.after_save(merged) if self.after_save else ()
@@ -217,15 +195,13 @@ class IssueStore:
                 )
                 written[key] = Written(listed[0], result)
         index_result = None
-        if self.index:
+        if self.options.index:
             states = sorted(current.values(), key=lambda s: s.key)
-            index_result = publish_index(
-                writer, states, written, found, pin=False, graphql_url=None
-            )
+            index_result = publish_index(writer, states, written, found, pin=False)
         report = IssuesReport(
             dashboards=tuple(w.result for _, w in sorted(written.items())),
             index=index_result,
-            warnings=tuple(writer.warnings),
+            warnings=tuple(writer.requests.warnings),
         )
         if not converged:
             self.log.warning(
@@ -258,6 +234,8 @@ class IssueStore:
 
         Under the lock one write is enough: no other job writes meanwhile.
         """
+        most, needed = max(self.rounds.most, 1), max(self.rounds.confirmations, 1)
+        low, high = self.rounds.delay
         wanted = dict(merged.states)
         pending = {d for d, s in wanted.items() if s != current.get(d) or d.key not in issues}
         ours = set(pending)
@@ -279,15 +257,15 @@ class IssueStore:
             if locked:
                 current.update(wanted)  # what the issues now hold (the index counts it)
                 return merged, rounds, True
-            self._sleep(self._rng.uniform(self.min_delay, self.max_delay))
+            self._sleep(self._rng.uniform(low, max(high, low)))
             pending, merged = self._verify(ours, issues, current, change)
             wanted = dict(merged.states)
             confirmations = 0 if pending else confirmations + 1
-            if confirmations >= self.verify_rounds:
+            if confirmations >= needed:
                 return merged, rounds, True
-            if rounds >= self.max_rounds:
+            if rounds >= most:
                 if pending:
-                    writer.warn(
+                    writer.requests.warn(
                         f"the dashboard issue(s) {', '.join(sorted(d.key for d in pending))} "
                         f"kept losing this job's results to other jobs writing at the same time "
                         f"({rounds} rounds); the next run will fill them in. Use the branch "
@@ -301,8 +279,8 @@ class IssueStore:
         """After creating: where another job's issue for the same dashboard came first, close
         ours and use theirs; the verify step that follows finds our cells missing there and
         writes them in the next round."""
-        for key, (keep, mine) in dedupe_created(writer, written).items():
-            closed = writer.close_duplicate(mine, keep)
+        for key, (keep, mine) in writer.finder.lost_races(written).items():
+            closed = writer.finder.close_duplicate(mine, keep)
             issues[key] = [keep]
             written[key] = Written(
                 keep,

@@ -1,4 +1,4 @@
-"""A lock for the issue-body store, made of comments on the index issue (``issues: write`` only).
+"""The issue-body store's writers take turns: a lock made of comments on the index issue.
 
 I/O, through :class:`~ivy_matrix.github.types.IssueAPI`. Issue edits have no compare-and-swap
 (PLATFORM.md 3.3), so jobs that write the issue-body store at once would overwrite each other.
@@ -7,11 +7,13 @@ the comments on one issue are a queue every job reads in the same order. A job t
 write posts a claim comment (``<!-- ivy-matrix:lock nonce=... since=... -->``) on the index
 issue and holds the lock once its claim is the oldest live one in two listings a moment apart
 (a claim whose create had not yet become visible shows up in the second). It deletes its claim
-when done. Claims older than :data:`LOCK_EXPIRY` (a job that died holding the lock) are
-ignored and deleted by whoever sees them.
+when done. Claims older than :data:`STORE_LOCK_EXPIRY` (a job that died holding the lock) are
+ignored and deleted by whoever sees them. Only ``issues: write`` is needed. (Not to be confused
+with ``issues/creation_locks.py``: git refs that let one job create a dashboard's issue.)
 
-A job that waits longer than ``wait`` seconds gives up with a :class:`ConcurrentWritersError`
-that says to use the branch target: it never writes without the lock, so nothing is lost.
+A job that waits longer than :attr:`Turns.wait` seconds gives up with a
+:class:`ConcurrentWritersError` that says to use the branch target: it never writes without the
+lock, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -21,16 +23,17 @@ import re
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.github.types import IssueAPI, IssueComment
 from ivy_matrix.runner.log import Progress
 
-LOCK_WAIT = 180.0  # seconds a job waits for the lock before it refuses to write
-LOCK_EXPIRY = 600.0  # a claim older than this is a job that died holding the lock
-LOCK_POLL = (1.0, 3.0)  # seconds between listings while waiting, per job ahead (jittered)
-LOCK_POLL_AHEAD = 8  # ... counting at most this many jobs ahead
-LOCK_SETTLE = (0.2, 0.4)  # between the two listings that confirm a hold
+STORE_LOCK_WAIT = 180.0  # seconds a job waits for its turn before it refuses to write
+STORE_LOCK_EXPIRY = 600.0  # a claim older than this is a job that died holding the lock
+STORE_LOCK_POLL = (1.0, 3.0)  # seconds between listings while waiting, per job ahead (jittered)
+STORE_LOCK_POLL_AHEAD = 8  # ... counting at most this many jobs ahead
+STORE_LOCK_SETTLE = (0.2, 0.4)  # between the two listings that confirm a hold
 _CLAIM = re.compile(r"\A<!-- ivy-matrix:lock nonce=(?P<nonce>[0-9a-f]+) since=(?P<since>\d+) -->")
 
 
@@ -38,33 +41,42 @@ class ConcurrentWritersError(StoreError):
     """Other jobs kept the issue-body store locked for longer than this job may wait."""
 
 
-class CommentLock:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Turns:
+    """How a job takes its turn at the issue store: the name its claim shows the others
+    (``holder``), how long it waits for its turn (``wait`` seconds) and how often it looks
+    (``poll``, seconds per job ahead, jittered)."""
+
+    holder: str = "another job"
+    wait: float = STORE_LOCK_WAIT
+    poll: tuple[float, float] = STORE_LOCK_POLL
+
+
+class StoreLock:
     """A lock held by the oldest live claim comment on one issue; see the module docstring."""
 
     def __init__(
         self,
         client: IssueAPI,
         repo: str,
+        turns: Turns,
         *,
-        holder: str,
         log: Progress,
         sleep: Callable[[float], None],
         rng: random.Random,
         clock: Callable[[], float] = time.time,
-        wait: float = LOCK_WAIT,
-        poll: tuple[float, float] = LOCK_POLL,
-        settle: tuple[float, float] = LOCK_SETTLE,
-        expiry: float = LOCK_EXPIRY,
+        settle: tuple[float, float] = STORE_LOCK_SETTLE,
+        expiry: float = STORE_LOCK_EXPIRY,
     ) -> None:
         self.client = client
         self.repo = repo
-        self.holder = " ".join(holder.split())
+        self.holder = " ".join(turns.holder.split())
         self.log = log
         self._sleep = sleep
         self._rng = rng
         self._clock = clock
-        self.wait = wait
-        self.poll = poll
+        self.wait = turns.wait
+        self.poll = turns.poll
         self.settle = settle
         self.expiry = expiry
         self._host: int | None = None
@@ -133,7 +145,7 @@ class CommentLock:
                 raise ConcurrentWritersError(_refusal(first.body, self.waited))
             # Jobs ahead take a turn each: wait longer the further back, so that a long
             # queue does not spend the repository's request budget on listings.
-            delay = self._rng.uniform(*self.poll) * min(ahead, LOCK_POLL_AHEAD)
+            delay = self._rng.uniform(*self.poll) * min(ahead, STORE_LOCK_POLL_AHEAD)
             self._sleep(delay)
             self.waited += delay
 

@@ -1,15 +1,21 @@
 """Writing one dashboard's issue: create it or bring it (and its continuation comments) up to date.
 
-I/O, through :class:`~ivy_matrix.github.types.IssueAPI` only, in the layers below
-:class:`IssueWriter`: ``issues/requests.py`` (shared state, pace, dry-run plan),
-``issues/verify.py`` (writes read back: issue ``PATCH``/``GET``, comment list, ``POST``,
-``PATCH``, ``DELETE``) and ``issues/finding.py`` (listing, creating and closing issues). Every
-call needs ``permissions: issues: write``; a read-only token (fork or Dependabot pull request)
-raises :class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the update turns into "step
-summary only". ``issues/publish.py`` (dashboards published from the branch store's state) and
-``issues/store.py`` (the issue-body store) both write through the :class:`IssueWriter` here.
-In: a dashboard's state and the issues ``find`` listed for it; out: :class:`Written` (the issue
-and its :class:`~ivy_matrix.issues.report.IssueResult`).
+I/O, through :class:`~ivy_matrix.github.types.IssueAPI` only. Every call needs ``permissions:
+issues: write``; a read-only token (fork or Dependabot pull request) raises
+:class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the update turns into "step summary
+only". ``issues/publish.py`` (dashboards published from the branch store's state),
+``issues/index.py`` (the index issue) and ``issues/store.py`` (the issue-body store) all write
+through the :class:`IssueWriter` here. In: a dashboard's state and the issues its
+:class:`~ivy_matrix.issues.finding.Finder` listed for it; out:
+:class:`~ivy_matrix.issues.report.Written` (the issue and its result).
+
+The writer holds three small collaborators, one per seam, and is built from an
+:class:`IssueOptions` value (what to write and how):
+
+- ``requests`` (``issues/requests.py``): the client and repository, the pace of writes, the
+  dry-run plan and the warnings, shared by the other two;
+- ``readback`` (``issues/requests.py``): body and comment writes, read back and fixed once;
+- ``finder`` (``issues/finding.py``): listing, creating and closing whole issues.
 
 **Writing.** The bodies come from ``issues.bodies.compose_issue``. A body that did not change is
 not written. With ``revision`` (the branch store's revision of the state the bodies were
@@ -17,36 +23,66 @@ rendered from) the current body is read just before the write and a newer revisi
 replaced by an older one. Continuation comments are kept equal to the composed ones. Requests
 grow with the number of dashboards (and of 65,536-character parts), never with the number of
 tests.
-
-**After creating.** Two jobs can both find nothing and both create, so after creating, the
-issues are listed again (:func:`dedupe_created`): the lowest number is kept, the others are
-closed (``IssueFinder.close_duplicate``), and what was meant for them is written to the one
-kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ivy_matrix.github.types import Issue, IssueComment
+from ivy_matrix.github.types import Issue, IssueAPI, IssueComment
 from ivy_matrix.issues.bodies import IssueBodies, compose_issue
-from ivy_matrix.issues.finding import IssueFinder
-from ivy_matrix.issues.markers import issue_title, parse_parts, parse_revision
-from ivy_matrix.issues.report import IssueAction, IssueResult
+from ivy_matrix.issues.finding import Finder
+from ivy_matrix.issues.markers import (
+    DEFAULT_BUDGET,
+    DEFAULT_LABEL,
+    issue_title,
+    parse_parts,
+    parse_revision,
+)
+from ivy_matrix.issues.report import IssueAction, IssueResult, Written
+from ivy_matrix.issues.requests import ReadBack, Requests
 from ivy_matrix.model import DashboardState
+from ivy_matrix.render import Style
+from ivy_matrix.runner.log import Progress
 
 
-@dataclass(slots=True)
-class Written:
-    """An issue this call wrote or kept, as the next steps need it."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IssueOptions:
+    """What the dashboard issues look like, and whether they are written.
 
-    issue: Issue | None
-    result: IssueResult
+    ``label`` marks our issues; ``style`` is the table style (compact when it must shrink);
+    ``budget`` the size a body may have (UTF-16 units, ``issues/markers.py``); ``index``
+    whether the index issue is kept, ``pin_index`` whether it is pinned (the issue target
+    only; through ``graphql_url``, None for GitHub's); ``dry_run`` plans instead of writing.
+    """
+
+    label: str = DEFAULT_LABEL
+    style: Style = Style.IVY
+    budget: int = DEFAULT_BUDGET
+    index: bool = True
+    pin_index: bool = False
+    graphql_url: str | None = None
+    dry_run: bool = False
 
 
-class IssueWriter(IssueFinder):
-    """The write rules shared by :func:`publish_issues` and :class:`IssueStore`."""
+class IssueWriter:
+    """The write rules shared by the issue target and the issue-body store."""
+
+    def __init__(
+        self,
+        client: IssueAPI,
+        repo: str,
+        options: IssueOptions,
+        *,
+        log: Progress,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.options = options
+        self.requests = Requests(client, repo, dry_run=options.dry_run, log=log, sleep=sleep)
+        self.readback = ReadBack(self.requests)
+        self.finder = Finder(self.requests, self.readback, label=options.label)
 
     def publish(
         self,
@@ -59,20 +95,21 @@ class IssueWriter(IssueFinder):
     ) -> Written:
         """Create or update one dashboard's issue (the lowest of ``candidates``)."""
         closed = tuple(
-            dup.number for dup in candidates[1:] if self.close_duplicate(dup, candidates[0])
+            dup.number for dup in candidates[1:] if self.finder.close_duplicate(dup, candidates[0])
         )
         if not candidates:
-            return self._create_dashboard(state, revision=revision, with_state=with_state)
+            return self._create(state, revision=revision, with_state=with_state)
+        calls = self.requests
         current = candidates[0]
         theirs = parse_revision(current.body)
         if revision is not None and (theirs is None or theirs < revision):
             # This run will write: read the body once more just before, so that a newer
             # revision written since the listing is not replaced. (A listed body at this
             # revision or newer needs no request: it is left as it is, or is unchanged.)
-            current = self.client.get_issue(self.repo, current.number)
+            current = calls.client.get_issue(calls.repo, current.number)
             theirs = parse_revision(current.body)
         if revision is not None and theirs is not None and theirs > revision:
-            self.log.info(
+            calls.log.info(
                 f"dashboard {state.key}: issue #{current.number} shows revision {theirs}, newer "
                 f"than this run's {revision}; leaving it as it is"
             )
@@ -99,27 +136,29 @@ class IssueWriter(IssueFinder):
         verify: bool,
     ) -> Written:
         """Bring an existing issue (and its continuation comments) to the new bodies."""
+        calls = self.requests
         bodies = self._compose(state, current.body, revision, with_state=with_state)
         listing: list[IssueComment] | None = []
         if bodies.continuations or parse_parts(current.body):
             listing = None  # read them: there are (or were) continuation comments
-        ids, comments_written = self.sync_comments(
+        ids, comments_written = self.readback.sync_comments(
             current.number, state.key, bodies.continuations, listing
         )
         verified = True
         body_written = bodies.body != current.body
         if body_written:
-            if self.dry_run:
-                self.plan("PATCH", f"issue #{current.number}", bodies.body)
+            if calls.dry_run:
+                calls.plan("PATCH", f"issue #{current.number}", bodies.body)
             elif verify:
-                current, verified = self.write_body(current, bodies.body, revision=revision)
+                current, verified = self.readback.write_body(
+                    current, bodies.body, revision=revision
+                )
             else:
-                self._pace()
-                current = self.client.update_issue(self.repo, current.number, body=bodies.body)
-        changed = body_written or comments_written
+                calls.pace()
+                current = calls.client.update_issue(calls.repo, current.number, body=bodies.body)
         action = IssueAction.UNCHANGED
-        if changed:
-            action = IssueAction.WOULD_UPDATE if self.dry_run else IssueAction.UPDATED
+        if body_written or comments_written:
+            action = IssueAction.WOULD_UPDATE if calls.dry_run else IssueAction.UPDATED
         result = IssueResult(
             key=state.key,
             action=action,
@@ -144,20 +183,20 @@ class IssueWriter(IssueFinder):
             state,
             existing_body=existing,
             revision=revision,
-            budget=self.budget,
-            style=self.style,
+            budget=self.options.budget,
+            style=self.options.style,
             with_state=with_state,
         )
 
-    def _create_dashboard(
-        self, state: DashboardState, *, revision: int | None, with_state: bool
-    ) -> Written:
+    def _create(self, state: DashboardState, *, revision: int | None, with_state: bool) -> Written:
+        """A new issue for a dashboard that has none (planned only, in a dry run)."""
+        calls = self.requests
         bodies = self._compose(state, None, revision, with_state=with_state)
         title = issue_title(state.key)
-        if self.dry_run:
-            self.plan("POST", f"new issue {title!r}", bodies.body)
+        if calls.dry_run:
+            calls.plan("POST", f"new issue {title!r}", bodies.body)
             for part, text in enumerate(bodies.continuations, start=1):
-                self.plan("POST", f"new comment on the new issue (part {part})", text)
+                calls.plan("POST", f"new comment on the new issue (part {part})", text)
             result = IssueResult(
                 key=state.key,
                 action=IssueAction.WOULD_CREATE,
@@ -166,8 +205,8 @@ class IssueWriter(IssueFinder):
                 style=bodies.style,
             )
             return Written(None, result)
-        issue = self.create(title, bodies.body)
-        ids, _ = self.sync_comments(issue.number, state.key, bodies.continuations, [])
+        issue = self.finder.create(title, bodies.body)
+        ids, _ = self.readback.sync_comments(issue.number, state.key, bodies.continuations, [])
         result = IssueResult(
             key=state.key,
             action=IssueAction.CREATED,
@@ -178,30 +217,3 @@ class IssueWriter(IssueFinder):
             verified=issue.body == bodies.body,
         )
         return Written(issue, result)
-
-
-def dedupe_created(
-    writer: IssueFinder, written: Mapping[str, Written]
-) -> dict[str, tuple[Issue, Issue]]:
-    """List again after creating; per created key whose new issue is not the lowest numbered
-    one of its dashboard: (the lowest, ours as listed now).
-
-    Each job closes only the issue it created itself (the other creators close theirs); a
-    create that GitHub applied twice (a POST retried after a 5xx) leaves the second, returned
-    copy as "ours", so it is the one closed.
-    """
-    created = {
-        key: w.issue
-        for key, w in written.items()
-        if w.result.action is IssueAction.CREATED and w.issue is not None
-    }
-    if not created:
-        return {}
-    again = writer.find()
-    lost: dict[str, tuple[Issue, Issue]] = {}
-    for key, mine in created.items():
-        issues = again.by_key.get(key, [])
-        listed = next((i for i in issues if i.number == mine.number), mine)
-        if issues and issues[0].number != mine.number:
-            lost[key] = (issues[0], listed)
-    return lost

@@ -19,7 +19,6 @@ and writes nothing. The format is described in docs/site.md; in short:
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 
 from ivy_matrix.escaping import safe_link
@@ -72,9 +71,7 @@ class _Jobs:
         runs/``), kept once.
         """
         urls = [safe_link(source.url) for source in self.sources]
-        # Character by character, then cut after the last "/": a prefix of whole segments.
-        base = os.path.commonprefix([u for u in urls if u])  # noqa: RUF071  -- see above
-        base = base[: base.rfind("/") + 1]
+        base = _common_start([u for u in urls if u])
         return {
             "base": base,
             "list": [
@@ -88,6 +85,18 @@ class _Jobs:
                 for s, url in zip(self.sources, urls, strict=True)
             ],
         }
+
+
+def _common_start(urls: Sequence[str]) -> str:
+    """The longest start every URL shares, cut after its last ``/`` ("" for none)."""
+    if not urls:
+        return ""
+    first, last = min(urls), max(urls)
+    length = 0
+    while length < min(len(first), len(last)) and first[length] == last[length]:
+        length += 1
+    start = first[:length]
+    return start[: start.rfind("/") + 1]
 
 
 def _cell_document(view: CellView, jobs: _Jobs) -> dict[str, object]:

@@ -3,42 +3,43 @@
 I/O, through a :class:`GitData` client (``github.client.GitHubClient``): this module holds the
 compare-and-swap update loop; what is where on the branch (one state object per backend
 column, the finished-legs record ``LEGS``, the ``REVISION`` counter) is in
-``stores/layout.py``, and reading the branch at a commit (ref, recursive listing, blobs cached
-by sha) in ``stores/snapshot.py``.
+``stores/layout.py``, reading the branch at a commit in ``stores/snapshot.py``, and the inbox
+of matrix legs in ``stores/inbox.py``.
 
 One :meth:`BranchStore.update` is a compare-and-swap on the branch tip (PLATFORM.md 3.2):
 
 1. read the tip T (a missing branch is created with the first commit, as a root commit that
    holds only the dashboards; when another leg created it first, GitHub answers "Reference
    already exists" and we merge into what it wrote);
-2. list T's tree once (recursively; a listing cut short is completed folder by folder), and
-   read the blobs needed, several at once, each once per store (cached by sha across tries);
+2. list T's tree once, and read the blobs needed, several at once, each once per store
+   (cached by sha across tries);
 3. call ``change(states)`` (a :class:`~ivy_matrix.fold.Merged`: the states to save and
-   the dashboards to delete), and render the pages of the changed dashboards and the index;
+   the dashboards to delete), and render the pages of the changed dashboards (of every one,
+   with ``render_all``: ``publish``) and the index;
 4. compare each file's git blob sha with T's: when nothing differs, stop (no write at all);
 5. otherwise one tree (base T's tree, only the changed entries), one commit (parent T), and
    move the branch with ``force=false``. If another writer moved it first, GitHub refuses
    (not a fast forward), and we wait and redo it from a fresh read.
 
-So concurrent matrix legs never lose each other's cells: each retry merges into the newest
-state, and merging is order-independent and idempotent (merge.py). ``change`` may therefore be
-called several times and must depend only on the states it is given.
+So concurrent writers never lose each other's cells: each retry merges into the newest state,
+and merging is order-independent and idempotent (merge.py). ``change`` may therefore be called
+several times and must depend only on the states it is given. Every try, the update loop's
+and a fold's alike, is read, change, the files that differ (``_writes``), one commit
+(``_land``).
 
 **Design, chosen by measurement** (``bench/store_scale.py``, Ivy's shape, 20-80 ms a request):
 
-- *One object per column*: see ``stores/layout.py``.
 - *Render once per run.* With a :class:`Leg` (``--matrix-size``) a leg never renders; the
   writer whose commit completes the run's set of legs reads everything, applies the store's
   change (store-wide retirement needs every dashboard's runs) and renders every dashboard and
   the index in the same commit; a re-run of failed legs finds the set complete and renders
-  again. Without a leg (local runs, a fan-in job, ``publish``) every update reads everything,
-  renders what it changed and commits with the loop above.
-- *Matrix legs batch through an inbox* (:meth:`BranchStore._update_leg`,
-  ``stores/inbox.py``): each leg publishes its results under a ref of its own, and one leg at
-  a time folds every pending ref into the branch with one compare-and-swap commit.
-- *Cheap, spread retries* (commits without a leg, and folders that lose). A retry re-reads
-  the ref and the listing and only the blobs whose sha changed, after a random moment
-  ("full jitter") in a window of at least ``base_delay`` doubled per try.
+  again. Without a leg (local runs, a fan-in job, ``publish``) every update reads everything.
+- *Matrix legs batch through an inbox* (:meth:`BranchStore._update_leg`): each leg publishes
+  its results under a ref of its own, and one leg at a time folds every pending ref into the
+  branch with one compare-and-swap commit.
+- *Cheap, spread retries.* A retry re-reads the ref and the listing and only the blobs whose
+  sha changed, after a random moment ("full jitter") in a window of ``base_delay`` doubled
+  per try, and at least one try long.
 """
 
 from __future__ import annotations
@@ -48,13 +49,11 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
-from urllib.parse import quote
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
-from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.paths import INDEX_NAME, checked_path, dashboard_file
+from ivy_matrix.paths import checked_path
 from ivy_matrix.render import RenderedFile, removed_files
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.statefile import dump_runs
@@ -64,7 +63,9 @@ from ivy_matrix.stores.layout import (
     DEFAULT_STATE_DIR,
     BranchLayout,
     Leg,
+    Runs,
     inbox_prefix,
+    page_links,
     record_leg,
     record_legs,
 )
@@ -73,8 +74,8 @@ from ivy_matrix.stores.snapshot import BranchReader, Snapshot, git_blob_sha
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
 MAX_DELAY = 60.0
-# A leg that lost the branch waits a random moment in this many times (legs still to land) x
-# (one try's duration): see BranchStore._delay.
+# A writer that lost the branch waits a random moment in at least this many times the duration
+# of its last try: see BranchStore._delay.
 CONTENTION_SPREAD = 1.0
 
 # A matrix leg whose results wait in the inbox for another leg to fold them polls the inbox
@@ -115,6 +116,7 @@ class BranchStore:
         after_save: AfterSave | None = None,
         server_url: str | None = None,
         leg: Leg | None = None,
+        render_all: bool = False,
     ) -> None:
         self.client = client
         self.message = message
@@ -125,8 +127,7 @@ class BranchStore:
         self.server_url = server_url
         self.repo = repo
         self.branch = branch.removeprefix("refs/heads/")
-        self.state_dir = checked_path(state_dir.strip("/"))
-        self.layout = BranchLayout(self.state_dir)
+        self.layout = BranchLayout(checked_path(state_dir.strip("/")))
         self._reader = BranchReader(client, repo, self.branch, self.layout)
         self._sleep = sleep
         self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
@@ -135,10 +136,8 @@ class BranchStore:
         self.max_delay = max_delay
         self.leg = leg
         # Render every dashboard, not only those the change changed (``publish``).
-        self.render_all = False
-        # What the last try saw and took: the legs of this run not landed yet, its duration.
-        self._pending = 1
-        self._try_seconds = 0.0
+        self.render_all = render_all
+        self._try_seconds = 0.0  # how long the last try took (see _delay)
         self.inbox = Inbox(
             client,
             repo,
@@ -153,31 +152,12 @@ class BranchStore:
         tip = self.client.get_branch_head(self.repo, self.branch)
         return self._reader.read(tip, self.leg).states
 
-    def _changes(
-        self, snapshot: Snapshot, wanted: dict[str, str | None], files: Sequence[RenderedFile]
-    ) -> dict[str, str | None]:
-        for file in files:
-            path = checked_path(file.path)
-            if self.layout.in_state_dir(path):
-                raise ValueError(f"rendered file {path!r} would overwrite the state folder")
-            wanted[path] = file.text
-        current = snapshot.tree.files
-        return {
-            path: text
-            for path, text in wanted.items()
-            if (path in current if text is None else current.get(path) != git_blob_sha(text))
-        }
-
     def _delay(self, attempt: int) -> float:
-        """How long to wait before trying again: "full jitter" over a window that grows with
-        the tries, and (for a matrix leg) with the legs of its run still to land.
-
-        k legs that all want the branch can land at best one per try's duration d (read to
-        ref update), so they need about k x d; each leg that lost picks a random moment in
-        that window (or the exponential one, if longer), so the next tries rarely meet.
-        """
+        """How long to wait before trying again: a random moment ("full jitter") in a window
+        that doubles with each try and is at least one try's duration (read to ref update),
+        so that writers that lost rarely meet again on their next try."""
         window = self.base_delay * 2.0 ** (attempt - 1)
-        window = max(window, CONTENTION_SPREAD * self._pending * self._try_seconds)
+        window = max(window, CONTENTION_SPREAD * self._try_seconds)
         return self._rng.uniform(0, min(self.max_delay, window))
 
     def update(self, change: Change) -> Saved:
@@ -206,62 +186,85 @@ class BranchStore:
         output: tuple[str, ...] = ()
         if self.after_save and saved.rendered:
             output = self.after_save(saved.merged)
-        urls, index_url = self._links(saved.merged)
+        urls: Mapping[str, str] = {}
+        index_url = None
+        if not self.dry_run and self.server_url is not None:  # where people read the pages
+            urls, index_url = page_links(self.server_url, self.repo, self.branch, saved.merged)
         return replace(saved, output=output, urls=urls, index_url=index_url)
 
-    def _apply(self, change: Change, snapshot: Snapshot) -> tuple[Merged, Collection[str]]:
-        """The change's result on ``snapshot``, and the keys of the dashboards to render."""
-        if snapshot.whole:
-            # Every dashboard was read: the store's own change (store-wide retirement), and
-            # the pages of the changed dashboards and the index; a leg that completes its run
-            # renders every dashboard (the legs before it rendered none), as does ``publish``.
-            merged = change(dict(snapshot.states))
-            if self.leg is not None or self.render_all:
-                return merged, [state.key for state in merged.ordered()]
-            return merged, merged.changed
-        # Only a leg reads part of the branch: its own change, without retirement, no pages.
-        return (self.leg.change if self.leg else change)(dict(snapshot.states)), ()
+    def _read(self, leg: Leg | None) -> Snapshot:
+        """The branch at its tip now: every dashboard, or only ``leg``'s columns."""
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        return self._reader.read(tip, leg, whole=False)
 
     def _try(self, change: Change, attempt: int) -> Saved | None:
-        """One read-change-commit; None when another writer moved the branch first."""
-        tip = self.client.get_branch_head(self.repo, self.branch)
-        snapshot = self._reader.read(tip, self.leg, whole=False)
-        legs, _ = record_leg(snapshot.legs, self.leg)
-        if self.leg is not None:
-            size, done = legs[self.leg.run_id]
-            self._pending = max(size - len(done) + 1, 1)
-        complete = snapshot.whole
-        merged, keys = self._apply(change, snapshot)
-        files = []
-        if complete:
-            files = self.render(merged.ordered(), keys) if self.render else []
-            files += removed_files(merged.removed)
+        """One read-change-commit of every dashboard; None when another writer moved the
+        branch first. It renders the pages of the dashboards the change changed (of every
+        dashboard with ``render_all``) and the index."""
+        snapshot = self._read(None)
+        merged = change(dict(snapshot.states))
+        files = self._pages(merged, every=self.render_all)
+        writes = self._writes(snapshot, merged, files, complete=snapshot.whole)
+        return self._land(snapshot, merged, writes, attempt=attempt, rendered=snapshot.whole)
+
+    def _pages(self, merged: Merged, *, every: bool) -> list[RenderedFile]:
+        """The pages of the changed dashboards (of ``every`` one) and the index, rendered, and
+        the removal of the pages of the dashboards removed."""
+        keys = [state.key for state in merged.ordered()] if every else merged.changed
+        files = self.render(merged.ordered(), keys) if self.render else []
+        return files + removed_files(merged.removed)
+
+    def _writes(
+        self,
+        snapshot: Snapshot,
+        merged: Merged,
+        files: Sequence[RenderedFile] = (),
+        *,
+        legs: Runs | None = None,
+        complete: bool,
+    ) -> dict[str, str | None]:
+        """The files that differ from ``snapshot`` once a change's result is saved (path ->
+        text, None to delete): its state files (with ``complete``, everything read, also the
+        removal of the columns that went), the finished-legs record ``legs`` and the pages."""
         wanted = self.layout.state_writes(snapshot.paths, merged, complete=complete)
-        if self.leg is not None and legs != snapshot.legs:
+        if legs is not None and legs != snapshot.legs:
             wanted[self.layout.legs_path] = dump_runs(legs)
-        writes = self._changes(snapshot, wanted, files)
+        for file in files:
+            path = checked_path(file.path)
+            if self.layout.in_state_dir(path):
+                raise ValueError(f"rendered file {path!r} would overwrite the state folder")
+            wanted[path] = file.text
+        current = snapshot.tree.files
+        return {
+            path: text
+            for path, text in wanted.items()
+            if (path in current if text is None else current.get(path) != git_blob_sha(text))
+        }
+
+    def _land(
+        self,
+        snapshot: Snapshot,
+        merged: Merged,
+        writes: dict[str, str | None],
+        *,
+        attempt: int,
+        rendered: bool,
+    ) -> Saved | None:
+        """Commit ``writes`` on ``snapshot``'s tip with the revision raised by one; None when
+        another writer moved the branch first. Nothing to write: no commit; a dry run: the
+        files it would commit."""
         revision = snapshot.revision
+        saved = Saved(merged=merged, attempts=attempt, revision=revision, rendered=rendered)
         if not writes:
-            return Saved(merged=merged, attempts=attempt, revision=revision, rendered=complete)
+            return saved
         writes[self.layout.revision_path] = f"{revision + 1}\n"
         if self.dry_run:
-            return Saved(
-                merged=merged,
-                attempts=attempt,
-                written=tuple(sorted(writes)),
-                revision=revision,
-                rendered=complete,
-            )
-        commit = self._commit(tip, snapshot.tree.sha or None, writes)
+            return replace(saved, written=tuple(sorted(writes)))
+        commit = self._commit(snapshot.tip, snapshot.tree.sha or None, writes)
         if commit is None:
             return None
-        return Saved(
-            merged=merged,
-            commit_sha=commit,
-            attempts=attempt,
-            written=tuple(sorted(writes)),
-            revision=revision + 1,
-            rendered=complete,
+        return replace(
+            saved, commit_sha=commit, written=tuple(sorted(writes)), revision=revision + 1
         )
 
     def _commit(
@@ -291,19 +294,16 @@ class BranchStore:
     def _update_leg(self, change: Change, leg: Leg) -> Saved:
         """A matrix leg: publish its results under an inbox ref of its own, then fold the
         inbox into the branch, or wait until another leg has (see the module docstring)."""
-        tip = self.client.get_branch_head(self.repo, self.branch)
-        snapshot = self._reader.read(tip, leg, whole=False)
+        snapshot = self._read(leg)
         legs, complete = record_leg(snapshot.legs, leg)
-        merged, _ = self._apply(change, snapshot)
-        wanted = self.layout.state_writes(snapshot.paths, merged, complete=False)
-        if legs != snapshot.legs:
-            wanted[self.layout.legs_path] = dump_runs(legs)
-        writes = self._changes(snapshot, wanted, [])
-        revision = snapshot.revision
+        # The leg that completes its run read every dashboard: the store's own change
+        # (store-wide retirement); the others read their columns only: the leg's change.
+        merged = (change if snapshot.whole else leg.change)(dict(snapshot.states))
+        writes = self._writes(snapshot, merged, legs=legs, complete=False)
         if not writes or self.dry_run:
             saved = Saved(
                 merged=merged,
-                revision=revision,
+                revision=snapshot.revision,
                 written=tuple(sorted(writes)),
                 rendered=complete and not writes,
             )
@@ -334,7 +334,7 @@ class BranchStore:
                 self._sleep(self._rng.uniform(window / 2, window))
                 continue
             tries += 1
-            saved = self._fold(change, pending, tries)
+            saved = self._fold(change, leg, pending, tries)
             if saved is not None:
                 self._report(saved)
                 # What this leg's results changed, as its own read saw it (the fold merged
@@ -349,23 +349,19 @@ class BranchStore:
                 )
             self._sleep(self._delay(tries))
 
-    def _fold(self, change: Change, pending: Mapping[str, str], attempt: int) -> Saved | None:
+    def _fold(
+        self, change: Change, leg: Leg, pending: Mapping[str, str], attempt: int
+    ) -> Saved | None:
         """One compare-and-swap that folds every pending inbox ref into the branch, then
         deletes them; None when another writer moved the branch first."""
         finished = self.inbox.legs(pending)
-        history = self.leg.history if self.leg is not None else DEFAULT_HISTORY
         results = self.inbox.states(pending)
         tip = self.client.get_branch_head(self.repo, self.branch)
-        layout = self.layout
-        paths = {layout.state_path(state.id) for state in results} | {
-            layout.column_path(state.id, backend)
-            for state in results
-            for backend in state.backend_names
-        }
+        paths = {p for r in results for p in self.layout.state_files(r.id, r.backend_names)}
         snapshot = self._reader.read_paths(tip, paths, lambda legs: record_legs(legs, finished)[1])
         legs, _ = record_legs(snapshot.legs, finished)
-        states = fold_results(snapshot.states, results, history)
-        files: list[RenderedFile] = []
+        states = fold_results(snapshot.states, results, leg.history)
+        files: list[RenderedFile] = []  # a leg that does not complete a run renders nothing
         touched = sorted({states[result.id].key for result in results})
         if snapshot.whole:
             # The store's change (retirement) on top; the folded dashboards are saved even
@@ -374,36 +370,19 @@ class BranchStore:
             keys = {state.key for state in merged.states.values()}
             changed = [*merged.changed, *(key for key in touched if key in keys)]
             merged = replace(merged, changed=tuple(dict.fromkeys(changed)))
-            if self.render:
-                files = self.render(merged.ordered(), [s.key for s in merged.ordered()])
-            files += removed_files(merged.removed)
+            files = self._pages(merged, every=True)
         else:
             merged = Merged(states=states, changed=tuple(touched))
-        wanted = layout.state_writes(snapshot.paths, merged, complete=snapshot.whole)
-        if legs != snapshot.legs:
-            wanted[layout.legs_path] = dump_runs(legs)
-        writes = self._changes(snapshot, wanted, files)
-        revision = snapshot.revision
-        commit = None
-        if writes:
-            writes[layout.revision_path] = f"{revision + 1}\n"
-            commit = self._commit(tip, snapshot.tree.sha or None, writes)
-            if commit is None:
-                return None
-            revision += 1
-        # Only now that the branch holds their results: folding them again changes nothing.
-        self.inbox.delete(pending)
-        self.log.info(f"folded {len(pending)} leg(s)' results from {self.inbox.prefix}")
-        return Saved(
-            merged=merged,
-            commit_sha=commit,
-            attempts=attempt,
-            written=tuple(sorted(writes)),
-            revision=revision,
-            # A fold of results the branch already holds (refs another folder had not deleted
-            # yet) completes nothing new: the pages are already a render of the state.
-            rendered=snapshot.whole and bool(writes),
-        )
+        writes = self._writes(snapshot, merged, files, legs=legs, complete=snapshot.whole)
+        # A fold of results the branch already holds (refs another folder had not deleted
+        # yet) completes nothing new: the pages are already a render of the state.
+        rendered = snapshot.whole and bool(writes)
+        saved = self._land(snapshot, merged, writes, attempt=attempt, rendered=rendered)
+        if saved is not None:
+            # Only now that the branch holds their results: folding them again changes nothing.
+            self.inbox.delete(pending)
+            self.log.info(f"folded {len(pending)} leg(s)' results from {self.inbox.prefix}")
+        return saved
 
     def _report(self, saved: Saved) -> None:
         where = f"branch {self.branch} of {self.repo}"
@@ -418,11 +397,3 @@ class BranchStore:
             )
         else:
             self.log.info(f"{where} already shows these results: nothing to commit")
-
-    def _links(self, merged: Merged) -> tuple[dict[str, str], str | None]:
-        """Where people read the committed pages (none in a dry run, or without a server)."""
-        if self.dry_run or self.server_url is None:
-            return {}, None
-        base = f"{self.server_url.rstrip('/')}/{self.repo}/blob/{quote(self.branch)}"
-        urls = {s.key: f"{base}/{quote(dashboard_file(s))}" for s in merged.states.values()}
-        return urls, f"{base}/{INDEX_NAME}"

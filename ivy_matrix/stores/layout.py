@@ -1,6 +1,6 @@
 """Where the branch store keeps each file, and the record of the matrix legs that finished.
 
-Pure: paths and file contents in, paths and file contents out; no I/O (the reads are in
+Pure: paths and file contents in, paths, file contents and links out; no I/O (the reads are in
 ``stores/snapshot.py``, the commits in ``branch.py``). The branch (``ivy-matrix`` by default)
 holds::
 
@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from ivy_matrix.fold import Merged
 from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId
-from ivy_matrix.paths import column_file, relative_path
+from ivy_matrix.paths import INDEX_NAME, column_file, dashboard_file, relative_path
 from ivy_matrix.statefile import dump_state, split_columns
 from ivy_matrix.stores import Change
 
@@ -63,11 +64,8 @@ class Leg:
     history: int = DEFAULT_HISTORY
 
 
-def record_leg(legs: Runs, leg: Leg | None) -> tuple[Runs, bool]:
-    """The finished-legs record with ``leg`` in it, and whether its run is complete
-    (always, without a leg: every update renders)."""
-    if leg is None:
-        return legs, True
+def record_leg(legs: Runs, leg: Leg) -> tuple[Runs, bool]:
+    """The finished-legs record with ``leg`` in it, and whether its run is complete."""
     size, done = legs.get(leg.run_id, (leg.size, frozenset()))
     size = max(size, leg.size)
     done |= {leg.index}
@@ -103,17 +101,14 @@ class BranchLayout:
         """Whether ``path`` is the state folder or inside it."""
         return path == self.state_dir or path.startswith(self.state_dir + "/")
 
+    def state_files(self, dashboard: DashboardId, backends: Iterable[str]) -> set[str]:
+        """A dashboard's state files for ``backends``: their columns, and the one-file state
+        of older versions."""
+        return {self.state_path(dashboard), *(self.column_path(dashboard, b) for b in backends)}
+
     def leg_paths(self, leg: Leg) -> set[str]:
-        """The state files a leg's results touch: its dashboards' one-file states (older
-        versions) and their columns of its backends."""
-        return {
-            path
-            for dashboard in leg.dashboards
-            for path in (
-                self.state_path(dashboard),
-                *(self.column_path(dashboard, backend) for backend in leg.backends),
-            )
-        }
+        """The state files a leg's results touch: its dashboards' for its backends."""
+        return {path for d in leg.dashboards for path in self.state_files(d, leg.backends)}
 
     def state_writes(
         self, paths: Mapping[DashboardId, set[str]], merged: Merged, *, complete: bool
@@ -135,6 +130,15 @@ class BranchLayout:
             for path in paths.get(gone.id, set()):
                 wanted[path] = None
         return wanted
+
+
+def page_links(
+    server_url: str, repo: str, branch: str, merged: Merged
+) -> tuple[dict[str, str], str]:
+    """Where people read the committed pages on GitHub: per dashboard key, and the index."""
+    base = f"{server_url.rstrip('/')}/{repo}/blob/{quote(branch)}"
+    urls = {s.key: f"{base}/{quote(dashboard_file(s))}" for s in merged.states.values()}
+    return urls, f"{base}/{INDEX_NAME}"
 
 
 # Matrix legs publish their results under refs of their own here (``branch.py``): one ref per

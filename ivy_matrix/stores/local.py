@@ -36,10 +36,9 @@ from ivy_matrix.paths import relative_path, state_file
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
-from ivy_matrix.stores import AfterSave, Change, Saved
+from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT, AfterSave, Change, Saved
 
 # Seconds an update waits for the store's lock (the lock-timeout setting's default).
-DEFAULT_LOCK_TIMEOUT = 600
 
 # --------------------------------------------------------------------------- the lock
 

@@ -1,9 +1,8 @@
 """Where rendered dashboards go: files, issues, the job summary and step outputs.
 
 - ``targets/files.py``: pages in ``--output-dir``;
-- ``issues/publish.py``: one issue per dashboard and the index issue (written through
-  ``issues/writer.py``, which builds on ``issues/finding.py``, ``issues/verify.py`` and
-  ``issues/requests.py``, and ``issues/index.py``; results in ``issues/report.py``);
+- ``issues/publish.py``: one issue per dashboard and the index issue (the ``issues/``
+  package says how they are written);
 - ``targets/summary.py``: the job summary, step outputs, ``--summary-json`` and annotations.
 """
 

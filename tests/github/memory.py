@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient
@@ -113,10 +113,6 @@ class MemoryGitHub:
         self._next_comment = 1_000_000_001
 
     # ----------------------------------------------------------------- test side
-
-    def as_client(self) -> GitHubClient:
-        """This model, typed as the client the stores take (they only call methods it has)."""
-        return cast("GitHubClient", self)
 
     def close(self) -> None:
         """Nothing to close (the client's method)."""

@@ -32,7 +32,7 @@ TEXT = "é ✅\n"
 class Side:
     """One implementation of the client, and the model behind it."""
 
-    gh: GitHubClient
+    gh: GitHubClient | MemoryGitHub
     model: FakeGitHub | MemoryGitHub
 
     def make_read_only(self) -> None:
@@ -47,7 +47,7 @@ def side_fixture(request: pytest.FixtureRequest) -> Iterator[Side]:
     """GitHubClient on the HTTP fake, or the in-memory model."""
     if request.param == "memory":
         memory = MemoryGitHub()
-        yield Side(memory.as_client(), memory)
+        yield Side(memory, memory)
         return
     with FakeGitHub() as fake, fake_client(fake) as gh:
         yield Side(gh, fake)
@@ -215,21 +215,20 @@ def test_the_model_has_the_clients_signatures():
 
 def test_injected_faults_apply_write_then_fail_or_repeat(memory):
     """after_write applies the call then raises; retried applies it twice; before runs first."""
-    gh = memory.as_client()
     memory.inject("create_issue", status=502, after_write=True)
     with pytest.raises(GitHubAPIError) as caught:
-        gh.create_issue(REPO, title="a", body="b", labels=[])
+        memory.create_issue(REPO, title="a", body="b", labels=[])
     assert status_of(caught) == 502
     memory.inject("create_issue", after_write=True, retried=True)
-    second = gh.create_issue(REPO, title="b", body="b", labels=[])
+    second = memory.create_issue(REPO, title="b", body="b", labels=[])
     assert [i["title"] for i in memory.issues.values()] == ["a", "b", "b"]
     assert second.number == 3
     memory.inject("get_issue", status=503)
     with pytest.raises(GitHubAPIError):
-        gh.get_issue(REPO, 1)
+        memory.get_issue(REPO, 1)
     seen: list[str] = []
     memory.inject("get_issue", status=None, before=lambda: seen.append("hook"))
-    assert gh.get_issue(REPO, 1).title == "a"
+    assert memory.get_issue(REPO, 1).title == "a"
     assert seen == ["hook"]
     assert memory.writes() == ["create_issue"] * 3
     with pytest.raises(TypeError, match="no method"):
@@ -238,31 +237,31 @@ def test_injected_faults_apply_write_then_fail_or_repeat(memory):
 
 def test_a_competing_writer_moves_the_branch_between_read_and_write(memory):
     """A before-hook on update_branch lets another writer land first: the move returns False."""
-    gh = memory.as_client()
-    root = gh.create_commit(REPO, "root", gh.create_tree(REPO, None, {"a": "a"}), [])
-    assert gh.create_branch(REPO, BRANCH, root)
-    theirs = gh.create_commit(REPO, "theirs", gh.create_tree(REPO, None, {"a": "b"}), [root])
-    ours = gh.create_commit(REPO, "ours", gh.create_tree(REPO, None, {"a": "c"}), [root])
-    memory.inject(
-        "update_branch", status=None, before=lambda: gh.update_branch(REPO, BRANCH, theirs)
+    root = memory.create_commit(REPO, "root", memory.create_tree(REPO, None, {"a": "a"}), [])
+    assert memory.create_branch(REPO, BRANCH, root)
+    theirs = memory.create_commit(
+        REPO, "theirs", memory.create_tree(REPO, None, {"a": "b"}), [root]
     )
-    assert gh.update_branch(REPO, BRANCH, ours) is False
+    ours = memory.create_commit(REPO, "ours", memory.create_tree(REPO, None, {"a": "c"}), [root])
+    memory.inject(
+        "update_branch", status=None, before=lambda: memory.update_branch(REPO, BRANCH, theirs)
+    )
+    assert memory.update_branch(REPO, BRANCH, ours) is False
     assert memory.read_file("a", BRANCH) == "b"
 
 
 def test_threads_racing_on_one_branch_never_lose_a_move(memory):
     """Eight threads each fast-forward the branch until they land; the history holds all eight."""
-    gh = memory.as_client()
     memory.latency = (0.0, 0.001)
-    root = gh.create_commit(REPO, "root", gh.create_tree(REPO, None, {}), [])
-    gh.create_branch(REPO, BRANCH, root)
+    root = memory.create_commit(REPO, "root", memory.create_tree(REPO, None, {}), [])
+    memory.create_branch(REPO, BRANCH, root)
 
     def writer(n: int) -> None:
         while True:
-            tip = gh.get_branch_head(REPO, BRANCH)
+            tip = memory.get_branch_head(REPO, BRANCH)
             assert tip is not None
-            tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, {f"f{n}": str(n)})
-            if gh.update_branch(REPO, BRANCH, gh.create_commit(REPO, f"{n}", tree, [tip])):
+            tree = memory.create_tree(REPO, memory.get_tree(REPO, tip).sha, {f"f{n}": str(n)})
+            if memory.update_branch(REPO, BRANCH, memory.create_commit(REPO, f"{n}", tree, [tip])):
                 return
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
@@ -275,13 +274,12 @@ def test_threads_racing_on_one_branch_never_lose_a_move(memory):
 
 def test_pins_stop_at_three_and_jobs_are_listed_per_attempt(memory):
     """A fourth pinned issue is refused as GitHub does; jobs come back for their run attempt."""
-    gh = memory.as_client()
-    issues = [gh.create_issue(REPO, title=f"{n}", body="b", labels=[]) for n in range(4)]
+    issues = [memory.create_issue(REPO, title=f"{n}", body="b", labels=[]) for n in range(4)]
     for issue in issues[:3]:
-        gh.pin_issue(issue.node_id)
-    gh.pin_issue(issues[0].node_id)  # pinning again changes nothing
+        memory.pin_issue(issue.node_id)
+    memory.pin_issue(issues[0].node_id)  # pinning again changes nothing
     with pytest.raises(GitHubAPIError, match="three issues are pinned"):
-        gh.pin_issue(issues[3].node_id)
+        memory.pin_issue(issues[3].node_id)
     assert memory.pinned == [i.node_id for i in issues[:3]]
     job = Job(
         id=1,
@@ -292,7 +290,7 @@ def test_pins_stop_at_three_and_jobs_are_listed_per_attempt(memory):
         run_attempt=2,
     )
     memory.add_jobs(REPO, 42, 2, [job])
-    assert gh.list_run_jobs(REPO, 42, 2) == [job]
+    assert memory.list_run_jobs(REPO, 42, 2) == [job]
     with pytest.raises(GitHubAPIError) as caught:
-        gh.list_run_jobs(REPO, 42, 1)
+        memory.list_run_jobs(REPO, 42, 1)
     assert status_of(caught) == 404

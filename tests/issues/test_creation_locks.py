@@ -1,4 +1,4 @@
-"""Tests for issues/locks.py: one creator per dashboard issue, through git-ref locks.
+"""Tests for issues/creation_locks.py: one creator per dashboard issue, through git-ref locks.
 
 The races run on the in-memory model (tests/github/memory.py) with threads; the client's
 calls for refs and commits are tested over HTTP in tests/github/test_client.py.
@@ -7,19 +7,16 @@ calls for refs and commits are tested over HTTP in tests/github/test_client.py.
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
-import pytest
-
-from ivy_matrix.issues.creation_locks import IssueLocks
+from ivy_matrix.issues.creation_locks import CreationLocks
 from ivy_matrix.issues.markers import dashboard_key, is_index
-from ivy_matrix.issues.publish import publish_issues
 from ivy_matrix.issues.report import IssueAction, IssuesReport
+from tests.concurrency import at_once
 from tests.github.memory import MemoryGitHub
-from tests.issues.test_publish import GRADIENTS, RANDOM, Lines, make_state
+from tests.issues.helpers import GRADIENTS, LABEL, RANDOM, REPO, Lines, make_state, publish
 
-REPO = "acme/widgets"
-LABEL = "ivy-matrix"
 NOW = 1_800_000_000.0
 
 
@@ -27,8 +24,8 @@ def no_wait(_seconds: float) -> None:
     """Waits of the target, skipped."""
 
 
-def locks(memory: MemoryGitHub, holder: str, *, now: float = NOW) -> IssueLocks:
-    return IssueLocks(memory.as_client(), REPO, label=LABEL, holder=holder, clock=lambda: now)
+def locks(memory: MemoryGitHub, holder: str, *, now: float = NOW) -> CreationLocks:
+    return CreationLocks(memory, REPO, label=LABEL, holder=holder, clock=lambda: now)
 
 
 def publish_leg(memory: MemoryGitHub, leg: int, **options: Any) -> IssuesReport:
@@ -38,15 +35,8 @@ def publish_leg(memory: MemoryGitHub, leg: int, **options: Any) -> IssuesReport:
         make_state(RANDOM, 2, (backend,), run=200 + leg),
     ]
     options.setdefault("locks", locks(memory, f"job {leg}"))
-    return publish_issues(
-        memory.as_client(),
-        REPO,
-        states,
-        touched=[s.key for s in states],
-        revision=None,
-        sleep=options.pop("sleep", no_wait),
-        **options,
-    )
+    options.setdefault("sleep", no_wait)
+    return publish(memory, states, **options)
 
 
 def issues_of(memory: MemoryGitHub, key: str | None) -> list[dict[str, Any]]:
@@ -59,27 +49,20 @@ def issues_of(memory: MemoryGitHub, key: str | None) -> list[dict[str, Any]]:
         ]
 
 
-@pytest.mark.timeout(60)
 def test_sixteen_racing_publishers_create_each_issue_exactly_once(memory):
     """16 jobs that all find no issue, with creates answered 502 after landing, create each
     issue once: no duplicate is ever created, so none is closed."""
     memory.latency = (0.0, 0.002)
     # Every job lists before any creates: hold the first creates until all 16 have listed.
     all_listed = threading.Barrier(16)
-    memory.inject("list_issues", status=None, before=lambda: all_listed.wait(10), times=16)
+    memory.inject("list_issues", status=None, before=all_listed.wait, times=16)
     landed_then_502 = memory.inject("create_issue", status=502, after_write=True, times=2)
-    barrier = threading.Barrier(16)
     reports: list[IssuesReport] = []
 
     def leg(index: int) -> None:
-        barrier.wait(10)
         reports.append(publish_leg(memory, index, sleep=lambda s: threading.Event().wait(s / 500)))
 
-    threads = [threading.Thread(target=leg, args=(i,)) for i in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(50)
+    at_once([partial(leg, index) for index in range(16)])
     assert len(reports) == 16
     for key in ("core/gradients", "core/random", None):
         [issue] = issues_of(memory, key)  # one, ever: created once, never closed

@@ -6,8 +6,8 @@ The races run on the in-memory model (tests/github/memory.py) with threads.
 from __future__ import annotations
 
 import random
-import threading
 import time
+from functools import partial
 from typing import Any
 
 import pytest
@@ -16,24 +16,22 @@ from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.issues.markers import dashboard_key, is_index
 from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.issues.store import IssueStore
-from ivy_matrix.issues.store_lock import CommentLock, ConcurrentWritersError
+from ivy_matrix.issues.store_lock import STORE_LOCK_WAIT, ConcurrentWritersError, StoreLock, Turns
 from ivy_matrix.stores import Saved
+from tests.concurrency import at_once
 from tests.github.memory import MemoryGitHub
-from tests.issues.test_publish import Lines, leg_change
+from tests.issues.helpers import REPO, Lines, issue_store, leg_change
 
-REPO = "acme/widgets"
 LEGS = 16
 
 
-def store(memory: MemoryGitHub, seed: int, **options: Any) -> IssueStore:
-    options.setdefault("lock_poll", (0.001, 0.004))
-    return IssueStore(
-        memory.as_client(),
-        REPO,
+def store(memory: MemoryGitHub, seed: int, *, wait: float = STORE_LOCK_WAIT) -> IssueStore:
+    """Job ``seed``'s issue-body store: it takes turns, looking again every few milliseconds."""
+    return issue_store(
+        memory,
+        seed,
+        turns=Turns(holder=f"job {seed}", wait=wait, poll=(0.001, 0.004)),
         sleep=lambda s: time.sleep(min(s, 0.005)),
-        rng=random.Random(seed),
-        holder=f"job {seed}",
-        **options,
     )
 
 
@@ -42,18 +40,15 @@ def all_issues(memory: MemoryGitHub) -> list[dict[str, Any]]:
         return list(memory.issues.values())
 
 
-@pytest.mark.timeout(60)
 def test_sixteen_legs_on_the_issue_store_lose_no_cell_and_duplicate_no_issue(memory):
     """16 legs writing the issue-body store at once, with creates answered 502 after landing,
     keep every cell and create each issue once; no lock comment is left behind."""
     memory.latency = (0.0, 0.002)
     memory.inject("create_issue", status=502, after_write=True, times=2)
     backends = [f"b{leg:02d}" for leg in range(LEGS)]
-    barrier = threading.Barrier(LEGS)
     outcomes: dict[str, Saved | Exception] = {}
 
     def leg(index: int) -> None:
-        barrier.wait(10)
         try:
             outcomes[backends[index]] = store(memory, index).update(
                 leg_change(backends[index], index + 1)
@@ -61,11 +56,7 @@ def test_sixteen_legs_on_the_issue_store_lose_no_cell_and_duplicate_no_issue(mem
         except ConcurrentWritersError as error:  # a clear refusal is allowed, a loss is not
             outcomes[backends[index]] = error
 
-    threads = [threading.Thread(target=leg, args=(i,)) for i in range(LEGS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(50)
+    at_once([partial(leg, index) for index in range(LEGS)])
     assert len(outcomes) == LEGS
     landed = sorted(b for b, o in outcomes.items() if isinstance(o, Saved))
     assert landed == backends  # with a generous wait every leg gets its turn
@@ -89,10 +80,10 @@ def test_a_job_that_waits_too_long_refuses_and_writes_nothing(memory):
     grant contents: write, and leaves the dashboard issues untouched."""
     store(memory, 1).update(leg_change("torch", 1))
     [index] = [i for i in all_issues(memory) if is_index(i["body"])]
-    holder = CommentLock(
-        memory.as_client(),
+    holder = StoreLock(
+        memory,
         REPO,
-        holder="run 7 job 70",
+        Turns(holder="run 7 job 70"),
         log=Lines(),
         sleep=lambda _s: None,
         rng=random.Random(0),
@@ -100,7 +91,7 @@ def test_a_job_that_waits_too_long_refuses_and_writes_nothing(memory):
     holder.acquire(index["number"])
     before = {i["number"]: i["body"] for i in all_issues(memory)}
     with pytest.raises(ConcurrentWritersError) as refused:
-        store(memory, 2, lock_wait=0.01).update(leg_change("jax", 2))
+        store(memory, 2, wait=0.01).update(leg_change("jax", 2))
     message = str(refused.value)
     assert "run 7 job 70" in message
     assert "contents: write" in message
@@ -118,17 +109,17 @@ def test_a_claim_left_by_a_job_that_died_expires(memory):
     """A claim older than the expiry does not block the next job, and is removed."""
     store(memory, 1).update(leg_change("torch", 1))
     [index] = [i for i in all_issues(memory) if is_index(i["body"])]
-    dead = CommentLock(
-        memory.as_client(),
+    dead = StoreLock(
+        memory,
         REPO,
-        holder="job that died",
+        Turns(holder="job that died"),
         log=Lines(),
         sleep=lambda _s: None,
         rng=random.Random(0),
         clock=lambda: time.time() - 3_600,
     )
     dead.acquire(index["number"])
-    saved = store(memory, 2, lock_wait=0.01).update(leg_change("jax", 2))
+    saved = store(memory, 2, wait=0.01).update(leg_change("jax", 2))
     assert saved.converged
     with memory.lock:
         assert memory.comments[index["number"]] == []
@@ -140,10 +131,10 @@ def test_an_error_while_waiting_removes_the_claim(memory):
     store(memory, 1).update(leg_change("torch", 1))
     [index] = [i for i in all_issues(memory) if is_index(i["body"])]
     memory.inject("list_issue_comments", status=502)
-    lock = CommentLock(
-        memory.as_client(),
+    lock = StoreLock(
+        memory,
         REPO,
-        holder="j",
+        Turns(holder="j"),
         log=Lines(),
         sleep=lambda _s: None,
         rng=random.Random(0),

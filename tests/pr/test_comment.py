@@ -16,8 +16,8 @@ from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import RunKey
 from ivy_matrix.pr.body import comment_marker, parse_comment
-from ivy_matrix.pr.comment import PullRequestComment, WhenGreen
-from ivy_matrix.pr.state import CommentState
+from ivy_matrix.pr.comment import PullRequestComment
+from ivy_matrix.pr.state import CommentState, WhenGreen
 from ivy_matrix.pr.verdicts import CellVerdict, Verdict
 from ivy_matrix.runner.log import Log
 from tests.commands.test_update_github import FAST, run_legs_at_once, runner_env, write_results
@@ -62,7 +62,7 @@ def writer(
     memory: MemoryGitHub, *, when_green: WhenGreen = WhenGreen.NOTE, seed: int = 0
 ) -> PullRequestComment:
     return PullRequestComment(
-        memory.as_client(),
+        memory,
         REPO,
         author=BOT_LOGIN,
         when_green=when_green,
@@ -434,7 +434,7 @@ def test_a_fork_workflow_run_without_pull_requests_finds_the_pull_request_by_its
         "GITHUB_EVENT_PATH": str(event),
         "IVY_MATRIX_STORE": str(store),
     }
-    remote = Remote(client=lambda _token, _url: memory.as_client(), sleep=quick_sleep)
+    remote = Remote(client=lambda _token, _url: memory, sleep=quick_sleep)
     argv = ["update", "--junit", str(work / "junit.xml"), "--backend", "torch"]
     assert main(argv, env, remote=remote) == 0
     assert memory.comments[other] == []

@@ -1,0 +1,78 @@
+"""Tests for stores/snapshot.py: the branch read at one commit, its blobs read once, checked.
+
+What goes over the wire runs through real PyGithub on the HTTP fake; the rest on the
+in-memory model (tests/github/memory.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ivy_matrix.errors import StoreError
+from ivy_matrix.statefile import dump_state
+from ivy_matrix.stores.snapshot import git_blob_sha
+from tests.stores.helpers import (
+    BRANCH,
+    DASHBOARDS,
+    REPO,
+    STATE_DIR,
+    assert_every_cell_landed,
+    client,
+    commit,
+    leg_change,
+    store,
+)
+
+
+def test_blob_sha_is_gits():
+    """git_blob_sha agrees with git hash-object for UTF-8 text."""
+    assert git_blob_sha("hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+def test_state_files_are_read_once_per_blob_and_cached_across_updates(fake):
+    """A second update reads the tree but no blob it already knows."""
+    with client(fake) as gh:
+        branch = store(gh)
+        commit(branch, leg_change(0), "first")
+        before = len(fake.requests_to("GET", r"/git/blobs/"))
+        commit(branch, leg_change(1), "second")
+        assert len(fake.requests_to("GET", r"/git/blobs/")) == before
+        assert len(store(gh).load()) == 3
+    # A new store reads the six columns (two backends in three dashboards) and the revision
+    # counter once each.
+    assert len(fake.requests_to("GET", r"/git/blobs/")) == before + 7
+
+
+def test_load_of_a_missing_branch_is_empty_and_a_foreign_state_file_is_refused(memory):
+    """No branch means no state; a state file in the wrong place is a clear StoreError."""
+    with client(memory) as gh:
+        branch = store(gh)
+        assert branch.load() == {}
+        commit(branch, leg_change(0, rows=1), "first")
+        state = branch.load()[DASHBOARDS[0]]
+        misplaced = dump_state(state)
+        tip = memory.ref_sha(f"heads/{BRANCH}")
+        assert tip is not None
+        tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, {f"{STATE_DIR}/x.json": misplaced})
+        assert gh.update_branch(REPO, BRANCH, gh.create_commit(REPO, "x", tree, [tip]))
+        with pytest.raises(StoreError, match=r"holds dashboard 'core/gradients'"):
+            branch.load()
+        # A column under another backend's name is refused the same way.
+        tip = memory.ref_sha(f"heads/{BRANCH}")
+        assert tip is not None
+        wrong = {f"{STATE_DIR}/x.json": None, f"{STATE_DIR}/core/gradients.d/b01.json": misplaced}
+        tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, wrong)
+        assert gh.update_branch(REPO, BRANCH, gh.create_commit(REPO, "y", tree, [tip]))
+        with pytest.raises(StoreError, match=r"gradients.d/b01.json on branch .* holds dashboard"):
+            branch.load()
+
+
+def test_a_branch_whose_listing_github_cuts_short_is_still_read_whole(fake):
+    """With GitHub truncating every listing of over 4 entries, a second leg still merges into
+    every dashboard the first one wrote (nothing is taken for missing)."""
+    with client(fake) as gh:
+        commit(store(gh), leg_change(0), "first")
+        fake.configure(tree_limit=4)
+        commit(store(gh), leg_change(1), "second")
+    assert any(r.query == {} for r in fake.requests_to("GET", r"/git/trees/"))
+    assert_every_cell_landed(fake, legs=2)
