@@ -419,11 +419,11 @@
       const only = params.get("group") || "";
       const groups = attentionGroups(attention.items);
       const nodes = [h("h1", { text: "Needs attention" })];
-      const counts = index.groups || {};
       nodes.push(h("ul", { class: "group-counts" }, GROUPS.map(function (g) {
-        const count = counts[g[0]] || 0;
+        const bySig = groups[g[0]];
+        const count = bySig ? Array.from(bySig.values()).reduce(function (s, rows) { return s + rows.size; }, 0) : 0;
         return h("li", null, h("a", { href: makeHash("/attention", { group: g[0] }),
-          "aria-current": only === g[0] ? "true" : null }, g[1] + ": " + count));
+          "aria-current": only === g[0] ? "true" : null }, g[1] + ": " + plural(count, "test")));
       })));
       if (!attention.items.length) {
         nodes.push(h("p", { class: "all-green", text: "Nothing needs attention: every test passes on every backend." }));
@@ -599,15 +599,19 @@
   // The strip of a cell's newest results, oldest left: one element, drawn as a gradient.
   const STRIP_COLOURS = { s: "#1a7f37", f: "#cf222e", y: "#bf8700", k: "#8c959f" };
 
+  // Each result is a 6px block with a 1px gap, so the runs can be counted.
   function strip(cell) {
     const letters = cell.h.split("").reverse();
     const node = h("span", { class: "strip", "aria-hidden": "true" });
     if (!letters.length) return node;
-    const width = 100 / letters.length;
-    node.style.backgroundImage = "linear-gradient(to right," + letters.map(function (l, i) {
-      return STRIP_COLOURS[l] + " " + (i * width).toFixed(2) + "% " + ((i + 1) * width).toFixed(2) + "%";
-    }).join(",") + ")";
-    node.style.width = (letters.length * 6) + "px";
+    const stops = [];
+    letters.forEach(function (letter, i) {
+      const start = i * 7;
+      stops.push(STRIP_COLOURS[letter] + " " + start + "px " + (start + 6) + "px");
+      if (i < letters.length - 1) stops.push("transparent " + (start + 6) + "px " + (start + 7) + "px");
+    });
+    node.style.backgroundImage = "linear-gradient(to right," + stops.join(",") + ")";
+    node.style.width = (letters.length * 7 - 1) + "px";
     return node;
   }
 
@@ -619,14 +623,14 @@
     return parts.join(", ");
   }
 
-  function gridCell(doc, row, i, backend) {
-    const cellIndex = row[1 + i];
+  // One cell of the grid, without its data-test: rows share cells, so each distinct cell of
+  // each backend is built once and cloned (see renderGrid).
+  function gridCell(doc, cellIndex, backend) {
     const status = cellStatus(doc, cellIndex);
     const cell = cellIndex < 0 ? null : doc.cells[cellIndex];
     const counts = cellCounts(cell, status);
     const td = h("td", {
       class: "cell " + status,
-      "data-test": row[0],
       "data-backend": backend,
       "data-status": status,
       "data-failed": counts.failed,
@@ -737,10 +741,18 @@
     const slice = rows.slice((page - 1) * ROW_LIMIT, page * ROW_LIMIT);
     const body = h("tbody");
     const fragment = document.createDocumentFragment();
+    const built = new Map();
     for (const row of slice) {
       const tr = document.createElement("tr");
       tr.appendChild(h("th", { scope: "row" }, name(row[0])));
-      for (const i of columns) tr.appendChild(gridCell(doc, row, i, doc.backends[i]));
+      for (const i of columns) {
+        const key = row[1 + i] + ":" + i;
+        let proto = built.get(key);
+        if (!proto) built.set(key, (proto = gridCell(doc, row[1 + i], doc.backends[i])));
+        const td = proto.cloneNode(true);
+        td.dataset.test = row[0];
+        tr.appendChild(td);
+      }
       fragment.appendChild(tr);
     }
     body.appendChild(fragment);
