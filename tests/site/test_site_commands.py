@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ivy_matrix.cli import main
 from tests.commands.results import error_lines, write_junit
+from tests.commands.test_prune import branch_env as prune_branch_env
 from tests.github.fake_server import FakeGitHub
 from tests.site.scenes import sample_states, write_store
 
@@ -24,7 +25,6 @@ SITE_FILES = {
     "data/d/core/gradients.js",
     "data/d/nn/layers.js",
 }
-REPO = "acme/widgets"
 
 
 def run(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -120,15 +120,7 @@ def test_update_with_the_site_target_keeps_the_html_folder_in_step(workdir):
 
 def branch_env(fake: FakeGitHub, run_id: int) -> dict[str, str]:
     """A runner-like environment whose targets are the fake's branch and the site."""
-    return {
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_RUN_ID": str(run_id),
-        "GITHUB_RUN_ATTEMPT": "1",
-        "GITHUB_REPOSITORY": REPO,
-        "GITHUB_API_URL": fake.base_url,
-        "IVY_MATRIX_TOKEN": "fake-token",
-        "IVY_MATRIX_TARGETS": "branch,site",
-    }
+    return {**prune_branch_env(fake, run_id), "IVY_MATRIX_TARGETS": "branch,site"}
 
 
 def test_the_site_is_committed_to_the_branch_with_the_markdown(fake, workdir):
