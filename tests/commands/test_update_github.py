@@ -31,6 +31,7 @@ from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import join_columns, load_state
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import shared_dir
+from tests.github.budget import RACING
 from tests.github.fake_server import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ STATE = ".ivy-matrix/state/core/gradients.d/torch.json"
 
 @pytest.fixture(name="fake")
 def fake_fixture() -> Iterator[FakeGitHub]:
-    with FakeGitHub(rate_limit=1_000_000) as fake:
+    with FakeGitHub() as fake:
         yield fake
 
 
@@ -338,7 +339,10 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     fail_rate = 0.2
     # Transient faults that GitHub answers with a short or no wait: 5xx, and secondary rate
     # limits that say retry-after: 0. (Without retry-after GitHub asks for a minute's wait.)
+    # 16 legs each committing and editing issues make about 250 writes within seconds, over
+    # GitHub's 80 a minute; this tests that nothing is lost, so it takes the racing budget.
     fake.configure(
+        limits=RACING,
         latency=(0.002, 0.02),
         fail_rate=fail_rate,
         fail_kinds=("502", "503", "403-secondary", "429"),
@@ -396,7 +400,10 @@ def test_sixteen_concurrent_legs_on_the_issue_store_lose_nothing_and_duplicate_n
     """16 legs with only the issue target, with latency and 20% transient faults: each leg
     lands every cell or refuses with exit 1 saying to grant contents: write; no issue is
     created twice."""
+    # 16 legs taking turns on the issue bodies write about 85 times within seconds, over
+    # GitHub's 80 a minute; this tests that nothing is lost, so it takes the racing budget.
     fake.configure(
+        limits=RACING,
         latency=(0.002, 0.02),
         fail_rate=0.2,
         fail_kinds=("502", "503", "403-secondary", "429"),

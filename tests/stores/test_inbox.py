@@ -15,6 +15,8 @@ from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import MAX_ATTEMPTS, BranchStore
 from ivy_matrix.stores.layout import Leg
 from tests.concurrency import at_once
+from tests.github.budget import RACING, ManualClock
+from tests.github.memory import MemoryGitHub
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
@@ -139,6 +141,9 @@ def test_a_one_file_state_of_an_older_version_is_read_and_split_when_written(mem
 def test_thirty_two_matrix_legs_at_once_all_land_in_few_tries(memory):
     """32 legs of one run race: every cell lands, no leg retries more than a few times, the
     legs' changes run once per try, and the markdown is a render of the state at the end."""
+    # 32 legs publishing to the inbox at once make about 150 writes within a second, over
+    # GitHub's 80 a minute; this tests that nothing is lost, so it takes the racing budget.
+    memory.budget.configure(RACING)
     legs = 32
     memory.latency = (0.0, 0.002)
     outcomes: dict[int, Saved] = {}
@@ -162,6 +167,9 @@ def test_thirty_two_matrix_legs_at_once_all_land_in_few_tries(memory):
 def test_thirty_two_legs_with_faults_fold_their_inboxes_and_lose_nothing(memory):
     """32 racing legs, with inbox refs that land before a 502 and a folder that dies after its
     commit, put every cell on the branch, render it once complete and stay within 5 tries."""
+    # 32 legs publishing to the inbox at once make about 150 writes within a second, over
+    # GitHub's 80 a minute; this tests that nothing is lost, so it takes the racing budget.
+    memory.budget.configure(RACING)
     memory.latency = (0.0, 0.002)
     memory.inject("create_ref", after_write=True, retried=True, times=4)
 
@@ -246,10 +254,13 @@ def test_a_dry_run_leg_publishes_nothing_to_the_inbox(memory):
     assert len(memory.writes()) == writes
 
 
-def test_folding_keeps_as_many_results_per_cell_as_the_legs_history_says(memory):
+def test_folding_keeps_as_many_results_per_cell_as_the_legs_history_says():
     """Folded results keep the leg's ``history`` entries per cell, more than the default too."""
+    clock = ManualClock()
+    memory = MemoryGitHub(clock=clock)
     runs = 12
     for offset in range(runs):
+        clock.advance(600)  # workflow runs ten minutes apart: within GitHub's write limits
         change = column_change(0, run=RUN + offset)
         leg = Leg(
             run_id=RUN + offset,
