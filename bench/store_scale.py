@@ -126,7 +126,7 @@ def store_for(gh: Any, leg: Leg | None, seed: int) -> BranchStore:
         BRANCH,
         STATE_DIR,
         rng=random.Random(seed),
-        render=lambda states, keys: render_files(states, style=Style.IVY, only=keys),
+        render=lambda merged, keys: render_files(merged.ordered(), style=Style.IVY, only=keys),
         leg=leg,
     )
 

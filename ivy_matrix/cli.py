@@ -66,6 +66,7 @@ _NOT_COMPARE = frozenset(
         "style",
         "history",
         "retire_after_runs",
+        "trend_points",
     }
 )
 _COMPARE_OPTIONS = tuple(name for name in _UPDATE_OPTIONS if name not in _NOT_COMPARE)
@@ -90,6 +91,7 @@ _METAVARS = {
     "api_url": "URL",
     "job_name": "PATTERN",
     "issue_label": "LABEL",
+    "backend_aliases": "WORDS",
     "sha": "SHA",
     "head_sha": "SHA",
     "base_sha": "SHA",
@@ -107,7 +109,7 @@ _STORE_OPTIONS = ("store", "output_dir", "config", "style")
 _BRANCH_OPTIONS = ("targets", "branch", "token", "api_url", "repository", "dry_run")
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
-    *("output_dir", "html", "config", "style", "history", "retire_after_runs"),
+    *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
     *("issue_label", "pin_index", "server_url"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")

@@ -1,20 +1,26 @@
-"""Gather one update's results into cells: dashboard -> row -> backend -> outcome.
+"""Gather one update's results into cells: dashboard -> row -> backend -> cell result.
 
 Pure apart from reading the streams it is handed. Each file's cases are gathered on their own
 first and added to the rest only when the whole file was read: a file that turns out broken
 halfway adds nothing, and is reported, instead of leaving half its cells behind. Memory grows
 with the number of cells, not with the size of the files.
+
+A cell's result is its worst outcome, how many of its cases passed, failed, were skipped or
+flaky (a row collapses a test's parametrizations; the counts keep what the row hides), and
+the first line of its first failure's message; :func:`build_batches` adds the message's
+signature (signature.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from ivy_matrix.junit import cap_name, scan_junit
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import (
+    CaseCounts,
     CaseResult,
     CaseStatus,
     DashboardId,
@@ -28,6 +34,25 @@ from ivy_matrix.model import (
     worst,
 )
 from ivy_matrix.naming import UNNAMED, Namer, row_name, test_id
+from ivy_matrix.signature import Signer
+
+
+class CellResult(NamedTuple):
+    """One cell as an update read it: its worst outcome, its cases and its first failure line."""
+
+    outcome: Outcome
+    counts: CaseCounts
+    message: str = ""
+
+
+def combine_results(a: CellResult, b: CellResult) -> CellResult:
+    """Two parts of one cell (two files of one update): the worse outcome, the counts added,
+    the first message."""
+    return CellResult(
+        worst(a.outcome, b.outcome),
+        CaseCounts(*(x + y for x, y in zip(a.counts, b.counts, strict=True))),
+        a.message or b.message,
+    )
 
 
 @dataclass(slots=True)
@@ -38,7 +63,7 @@ class Collected:
     problems: list[ParseProblem] = field(default_factory=list)
     # Cases whose backend no rule could name, by file.
     unassigned: dict[str, int] = field(default_factory=dict)
-    dashboards: dict[DashboardId, dict[str, dict[str, Outcome]]] = field(default_factory=dict)
+    dashboards: dict[DashboardId, dict[str, dict[str, CellResult]]] = field(default_factory=dict)
     # The first failures read, for annotations (at most FAILURES_KEPT).
     failures: list[Failure] = field(default_factory=list)
 
@@ -74,6 +99,9 @@ _SKIPPED, _SUCCESS, _FLAKY, _FAILURE = (
     outcome.severity
     for outcome in (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
 )
+# A pending cell is a list: [worst code, passed, failed, skipped, flaky]; a case adds one to
+# the slot of its bucket.
+_PASSED_SLOT, _FAILED_SLOT, _SKIPPED_SLOT, _FLAKY_SLOT = 1, 2, 3, 4
 
 
 class Collector:
@@ -105,7 +133,9 @@ class Collector:
         if file_backend is not None:
             file_backend = cap_name(file_backend)
         per_case = namer.needs_test_id
-        pending: dict[tuple[int, str, str], int] = {}
+        pending: dict[tuple[int, str, str], list[int]] = {}
+        # The first failure line of each failing cell.
+        messages: dict[tuple[int, str, str], str] = {}
         places = self._places
         unassigned = 0
         failures: list[Failure] = []
@@ -141,11 +171,14 @@ class Collector:
                 row = prefix + name if name else prefix + UNNAMED
             status = case.status
             if status is CaseStatus.PASSED:
-                code = _FLAKY if case.flaky else _SUCCESS
+                if case.flaky:
+                    code, slot = _FLAKY, _FLAKY_SLOT
+                else:
+                    code, slot = _SUCCESS, _PASSED_SLOT
             elif status is CaseStatus.SKIPPED:
-                code = _SKIPPED
+                code, slot = _SKIPPED, _SKIPPED_SLOT
             else:
-                code = _FAILURE
+                code, slot = _FAILURE, _FAILED_SLOT
                 if len(failures) < room:
                     failures.append(
                         Failure(
@@ -157,9 +190,14 @@ class Collector:
                         )
                     )
             cell = (index, row, backend)
-            old = pending.get(cell)
-            if old is None or code > old:
-                pending[cell] = code
+            tally = pending.get(cell)
+            if tally is None:
+                tally = pending[cell] = [code, 0, 0, 0, 0]
+            elif code > tally[0]:
+                tally[0] = code
+            tally[slot] += 1
+            if code == _FAILURE and case.message and cell not in messages:
+                messages[cell] = case.message
 
         counts, problem = scan_junit(stream, source=source, on_case=on_case)
         collected = self.collected
@@ -170,40 +208,63 @@ class Collector:
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
-        self._commit(pending)
+        self._commit(pending, messages)
         return counts
 
-    def _commit(self, pending: dict[tuple[int, str, str], int]) -> None:
-        """Add one fully read file's cells to the rest, worst outcome first."""
+    def _commit(
+        self,
+        pending: dict[tuple[int, str, str], list[int]],
+        messages: dict[tuple[int, str, str], str],
+    ) -> None:
+        """Add one fully read file's cells to the rest (a cell in two files: combined)."""
         dashboards = self.collected.dashboards
         ids = self._dashboards
-        for (index, row, backend), code in pending.items():
+        # Most cells hold one passing case: their counts are one shared tuple.
+        counts_of: dict[tuple[int, ...], CaseCounts] = {}
+        for cell, (code, *numbers) in pending.items():
+            index, row, backend = cell
             rows = dashboards.setdefault(ids[index], {})
             cells = rows.setdefault(row, {})
-            outcome = _CODES[code]
+            key = tuple(numbers)
+            counts = counts_of.get(key)
+            if counts is None:
+                counts = counts_of[key] = CaseCounts(*key)
+            result = CellResult(_CODES[code], counts, messages.get(cell, ""))
             old = cells.get(backend)
-            cells[backend] = outcome if old is None else worst(old, outcome)
+            cells[backend] = result if old is None else combine_results(old, result)
 
 
-def build_batches(collected: Collected, source_for: Callable[[str], Source]) -> list[Batch]:
-    """Turn gathered outcomes into batches of entries, one per dashboard.
+def build_batches(
+    collected: Collected, source_for: Callable[[str], Source], signer: Signer | None = None
+) -> list[Batch]:
+    """Turn gathered cells into batches of entries, one per dashboard.
 
     ``source_for(backend)`` says which job produced a backend's results (in a fan-in job each
-    backend came from its own matrix leg).
+    backend came from its own matrix leg); ``signer`` computes the signature of each failing
+    cell's message (the default words when not given). Cells with the same result share one
+    entry.
     """
-    entries: dict[tuple[str, Outcome], Entry] = {}
+    signer = signer or Signer()
+    entries: dict[tuple[str, CellResult], Entry] = {}
 
-    def entry(backend: str, outcome: Outcome) -> Entry:
-        found = entries.get((backend, outcome))
+    def entry(backend: str, result: CellResult) -> Entry:
+        found = entries.get((backend, result))
         if found is None:
-            found = entries[backend, outcome] = Entry(source=source_for(backend), outcome=outcome)
+            message = result.message if result.outcome is Outcome.FAILURE else ""
+            found = entries[backend, result] = Entry(
+                source=source_for(backend),
+                outcome=result.outcome,
+                counts=result.counts,
+                message=message,
+                signature=signer.signature(message, backend),
+            )
         return found
 
     return [
         Batch(
             dashboard=dashboard,
             cells={
-                row: {backend: entry(backend, outcome) for backend, outcome in cells.items()}
+                row: {backend: entry(backend, result) for backend, result in cells.items()}
                 for row, cells in rows.items()
             },
         )

@@ -16,8 +16,10 @@ from enum import StrEnum
 
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
 from ivy_matrix.history import dashboard_history, render_index_sections, render_issue_section
-from ivy_matrix.model import DashboardState, Entry, Outcome, Totals
-from ivy_matrix.paths import INDEX_NAME, SITE_DIR, dashboard_file, site_data_file
+from ivy_matrix.model import DashboardState, Entry, Outcome, Totals, Trend
+from ivy_matrix.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.totals import backend_totals
+from ivy_matrix.trend import TREND_NAME, dump_trend
 
 
 class Style(StrEnum):
@@ -145,17 +147,7 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
 
 def backend_counts(state: DashboardState) -> dict[str, tuple[int, int]]:
     """Per backend: (passing, total) tests; skipped tests count in neither, flaky ones pass."""
-    counts: dict[str, list[int]] = {b: [0, 0] for b in state.backend_names}
-    for row in state.rows:
-        for backend, cell in row.cells.items():
-            outcome = cell.latest.outcome
-            if outcome is Outcome.SKIPPED:
-                continue
-            tally = counts.setdefault(backend, [0, 0])
-            tally[1] += 1
-            if outcome is not Outcome.FAILURE:
-                tally[0] += 1
-    return {b: (p, t) for b, (p, t) in counts.items()}
+    return {name: (t.passing, t.total) for name, t in backend_totals(state).items()}
 
 
 def counts_table(
@@ -278,20 +270,19 @@ class RenderedFile:
 
 
 def removed_files(states: Iterable[DashboardState]) -> list[RenderedFile]:
-    """The files of dashboards that are gone, to be deleted: each one's page, and its data file
-    in the site's folder on the dashboard branch (deleting a file that is not there does
-    nothing, so this holds whether or not the site is published)."""
-    return [
-        RenderedFile(path=path, text=None)
-        for state in states
-        for path in (dashboard_file(state), f"{SITE_DIR}/{site_data_file(state)}")
-    ]
+    """The files of dashboards that are gone: to be deleted."""
+    return [RenderedFile(path=dashboard_file(state), text=None) for state in states]
 
 
 def render_files(
-    states: Sequence[DashboardState], *, style: Style, only: Iterable[str] | None = None
+    states: Sequence[DashboardState],
+    *,
+    style: Style,
+    only: Iterable[str] | None = None,
+    trend: Trend | None = None,
 ) -> list[RenderedFile]:
-    """The dashboards (all, or those whose keys are in ``only``) and the index page.
+    """The dashboards (all, or those whose keys are in ``only``) and the index page, and with
+    a ``trend`` that has points (the store keeps one) its file, ``trend.json``.
 
     Below the index's table go its history sections (newly failing, failing for long, flaky;
     history.py); a compact dashboard gets its failing and flaky cells below its table. The
@@ -314,4 +305,6 @@ def render_files(
     if sections:
         index = f"{index}\n{sections.rstrip()}\n"
     files.append(RenderedFile(path=INDEX_NAME, text=index))
+    if trend is not None and trend.points:
+        files.append(RenderedFile(path=TREND_NAME, text=dump_trend(trend)))
     return files

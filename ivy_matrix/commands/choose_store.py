@@ -16,7 +16,7 @@ Both issue parts (the issue-body store, and the issue target beside the branch s
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from functools import partial
 
 from ivy_matrix.config.options import Target
@@ -28,8 +28,7 @@ from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.issues.store import IssueStore
 from ivy_matrix.issues.store_lock import Turns
 from ivy_matrix.issues.writer import IssueOptions
-from ivy_matrix.model import DashboardState
-from ivy_matrix.paths import SITE_DIR
+from ivy_matrix.paths import SITE_DIR, site_data_file
 from ivy_matrix.render import RenderedFile, render_files
 from ivy_matrix.runner.log import Log
 from ivy_matrix.site.build import render_site
@@ -112,16 +111,22 @@ def output_folder(settings: Settings, log: Log) -> AfterSave | None:
 
 
 def branch_pages(settings: Settings) -> Render:
-    """What the branch store commits beside the states: the markdown pages, and with the site
-    target the HTML site under ``site/`` (only what a render changes is committed)."""
+    """What the branch store commits beside the states: the markdown pages and the trend, and
+    with the site target the HTML site under ``site/``, less the data files of dashboards that
+    went (only what a render changes is committed)."""
     site = Target.SITE in settings.targets
 
-    def render(states: Sequence[DashboardState], keys: Collection[str]) -> list[RenderedFile]:
-        files = render_files(states, style=settings.style, only=keys)
+    def render(merged: Merged, keys: Collection[str]) -> list[RenderedFile]:
+        states = merged.ordered()
+        files = render_files(states, style=settings.style, only=keys, trend=merged.trend)
         if site:
             files += [
                 RenderedFile(path=f"{SITE_DIR}/{file.path}", text=file.text)
-                for file in render_site(states, read_page(), only=keys)
+                for file in render_site(states, read_page(), only=keys, trend=merged.trend)
+            ]
+            files += [
+                RenderedFile(path=f"{SITE_DIR}/{site_data_file(gone)}", text=None)
+                for gone in merged.removed
             ]
         return files
 
@@ -150,6 +155,7 @@ def open_store(
             log=log,
             after_save=after_save,
             lock_timeout=settings.lock_timeout,
+            trend_points=settings.trend_points,
         )
     if Target.BRANCH in remote:
         return BranchStore(
@@ -158,6 +164,7 @@ def open_store(
             settings.branch,
             message=message,
             render=branch_pages(settings),
+            trend_points=settings.trend_points,
             dry_run=settings.dry_run,
             log=log,
             after_save=after_save,

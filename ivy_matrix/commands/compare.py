@@ -40,6 +40,7 @@ from ivy_matrix.pr.verdicts import (
 )
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Log
+from ivy_matrix.signature import Signer
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
 
@@ -75,7 +76,8 @@ def pr_comparison(
     settings: Settings, collected: Collected, links: Links, states: list[DashboardState]
 ) -> Comparison:
     """The verdicts of the pull request's results against ``states``."""
-    batches = build_batches(collected, links.sources(pr_run_id(settings, states)))
+    signer = Signer(aliases=settings.backend_aliases)
+    batches = build_batches(collected, links.sources(pr_run_id(settings, states)), signer)
     branches = settings.feeding_branches
     ancestry = run_order_ancestry(states, settings.base_sha or pr_base_sha(batches), branches)
     return compare(batches, states, ancestry=ancestry, branches=branches)

@@ -32,15 +32,18 @@ def run_render(settings: Settings, log: Log) -> ExitCode:
             f"cannot render: the store {settings.store} does not exist; pass --store with "
             f"the folder that 'ivy-matrix update' wrote"
         )
-    states = LocalStore(settings.store).load_all()
+    store = LocalStore(settings.store)
+    states = store.load_all()
+    trend = store.load_trend()
     if settings.output_dir is not None:
-        written = write_files(settings.output_dir, render_files(states, style=settings.style))
+        files = render_files(states, style=settings.style, trend=trend)
+        written = write_files(settings.output_dir, files)
         log.info(
             f"rendered {len(states)} dashboard(s) into {settings.output_dir}; "
             f"{len(written)} file(s) changed"
         )
     if settings.html is not None:
-        written = write_site(settings.html, render_site(states, read_page()))
+        written = write_site(settings.html, render_site(states, read_page(), trend=trend))
         log.info(
             f"rendered the site of {len(states)} dashboard(s) into {settings.html}; "
             f"{len(written)} file(s) changed"

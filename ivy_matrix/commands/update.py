@@ -62,6 +62,7 @@ from ivy_matrix.pr.comment import PullRequestComment
 from ivy_matrix.pr.state import CommentState
 from ivy_matrix.pr.verdicts import Comparison
 from ivy_matrix.runner.log import Log, append_summary
+from ivy_matrix.signature import Signer
 from ivy_matrix.stores import Change, Saved, Store
 from ivy_matrix.stores.layout import Leg
 from ivy_matrix.targets import Published
@@ -181,6 +182,8 @@ def _change(
     Without ``retire``, no store-wide retirement (a matrix leg reads only its own columns).
     """
 
+    signer = Signer(aliases=settings.backend_aliases)
+
     def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
         run_id = settings.run_id
         if run_id is None:
@@ -189,7 +192,7 @@ def _change(
             log.info(f"no run id given: recording these results as local run {run_id}")
         return merge_batches(
             states,
-            build_batches(collected, links.sources(run_id)),
+            build_batches(collected, links.sources(run_id), signer),
             history=settings.history,
             retire_after_runs=settings.retire_after_runs if retire else 0,
         )

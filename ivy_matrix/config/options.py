@@ -21,7 +21,9 @@ from ivy_matrix.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.pr.state import WhenGreen
 from ivy_matrix.render import Style
+from ivy_matrix.signature import DEFAULT_ALIASES
 from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT
+from ivy_matrix.trend import DEFAULT_POINTS
 
 _T = TypeVar("_T")
 
@@ -227,6 +229,21 @@ OPTIONS: tuple[Option, ...] = (
         Kind.INT,
         "retire rows, columns and dashboards no run reported in the store's last N runs (0: never)",
         default=str(DEFAULT_RETIRE_AFTER_RUNS),
+    ),
+    Option(
+        "trend_points",
+        Kind.INT,
+        "points kept in trend.json, one per completed default-branch run; older ones are "
+        "thinned (1 or more)",
+        default=str(DEFAULT_POINTS),
+    ),
+    Option(
+        "backend_aliases",
+        Kind.LIST,
+        "words that name a backend in failure messages (module names, aliases), replaced by "
+        "<backend> when failures are grouped by signature; the cell's own backend always is; "
+        "repeatable, commas allowed",
+        default="\n".join(DEFAULT_ALIASES),
     ),
 )
 OPTION_BY_NAME = {option.name: option for option in OPTIONS}

@@ -37,6 +37,7 @@ from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.pr.state import WhenGreen
 from ivy_matrix.render import Style
+from ivy_matrix.signature import parse_aliases
 
 _T = TypeVar("_T")
 
@@ -76,6 +77,10 @@ class Settings:
     style: Style = field(default_factory=lambda: Style(option_default("style", str)))
     history: int = field(default_factory=_defaults("history", int))
     retire_after_runs: int = field(default_factory=_defaults("retire_after_runs", int))
+    trend_points: int = field(default_factory=_defaults("trend_points", int))
+    backend_aliases: tuple[str, ...] = field(
+        default_factory=lambda: parse_aliases(option_default("backend_aliases", tuple))
+    )
     targets: tuple[Target, ...] = field(
         default_factory=lambda: parse_targets(option_default("targets", tuple))
     )
@@ -224,6 +229,8 @@ def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]
         style=Style(_value(values, "style", str)),
         history=_value(values, "history", int),
         retire_after_runs=_value(values, "retire_after_runs", int),
+        trend_points=_value(values, "trend_points", int),
+        backend_aliases=parse_aliases(_value(values, "backend_aliases", tuple)),
         targets=parse_targets(_get(values, "targets", tuple) or ()),
         branch=_value(values, "branch", str),
         token=_get(values, "token", str),
@@ -338,6 +345,8 @@ def _check(settings: Settings) -> None:
             f"input 'retire-after-runs' got {settings.retire_after_runs}; "
             f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
         )
+    if settings.trend_points < 1:
+        raise InputError(f"input 'trend-points' got {settings.trend_points}: keep at least 1 point")
     check_matrix(settings.matrix_size, settings.matrix_index)
     if settings.repository is not None and not re.fullmatch(
         r"[^/\s]+/[^/\s]+", settings.repository

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from ivy_matrix.model import DashboardState
+from ivy_matrix.model import DashboardState, Trend
 from ivy_matrix.paths import SITE_DASHBOARD_DATA, site_data_file, site_id
 from ivy_matrix.render import RenderedFile
 from ivy_matrix.site.cells import PlacedCell, dashboard_cells, stale_before
-from ivy_matrix.site.documents import (
-    FORMAT,
-    VERSION,
+from ivy_matrix.site.documents import FORMAT, VERSION, dashboard_document, script
+from ivy_matrix.site.overview import (
     attention_items,
     column_counts,
-    dashboard_document,
     group_counts,
-    script,
     trend_document,
 )
 
@@ -42,13 +39,16 @@ def render_site(
     page: Iterable[RenderedFile],
     *,
     only: Collection[str] | None = None,
+    trend: Trend | None = None,
 ) -> list[RenderedFile]:
     """The site's files: the page, the index, the attention list and the data of every
     dashboard (or only of those whose keys are in ``only``; the index and the attention
-    list always cover every dashboard). ``states`` in the order the summary lists them."""
+    list always cover every dashboard). ``states`` in the order the summary lists them;
+    ``trend``: the store's, when it keeps one (overview.trend_document)."""
     files = list(page)
     dashboards: list[dict[str, object]] = []
     attention: list[list[object]] = []
+    messages: dict[str, str] = {}
     every_cell: list[PlacedCell] = []
     backends: dict[str, None] = {}
     stale = stale_before(states)
@@ -56,7 +56,7 @@ def render_site(
         placed = list(dashboard_cells(state, stale))
         every_cell.extend(placed)
         backends.update(dict.fromkeys(state.backend_names))
-        mine = attention_items(number, placed)
+        mine = attention_items(number, placed, messages)
         attention.extend(mine)
         dashboards.append(
             {
@@ -79,9 +79,9 @@ def render_site(
         "dashboards": dashboards,
         "groups": groups,
         "failing": sum(1 for item in attention if item[4] == "f"),
-        "trend": trend_document(every_cell),
+        "trend": trend_document(trend, every_cell),
     }
     files.append(RenderedFile(path=INDEX_DATA, text=script("index", index)))
-    document = {"format": FORMAT, "version": VERSION, "items": attention}
+    document = {"format": FORMAT, "version": VERSION, "items": attention, "messages": messages}
     files.append(RenderedFile(path=ATTENTION_DATA, text=script("attention", document)))
     return files

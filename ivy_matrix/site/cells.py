@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ivy_matrix.history import CellHistory, RunResult, history_of, run_results
-from ivy_matrix.model import Cell, DashboardState, Outcome, Row
+from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row
 
 STRIP = 10  # results shown per cell, newest first
 STALE_RUNS = 5
@@ -59,9 +59,11 @@ LETTERS = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CellView:
-    """One cell as the site shows it: ``status`` is its newest result's outcome (what the
-    markdown shows), ``results`` its newest runs (at most ``STRIP``, newest first)."""
+    """One cell as the site shows it: ``latest`` is its newest result (what the markdown
+    shows: ``status`` is its outcome; its case counts, failure line and signature), ``results``
+    its newest runs (at most ``STRIP``, newest first)."""
 
+    latest: Entry
     status: Outcome
     results: tuple[RunResult, ...]
     history: CellHistory
@@ -108,6 +110,7 @@ def cell_view(cell: Cell, stale_before_run: int | None) -> CellView:
     history = history_of(results)
     stale = stale_before_run is not None and cell.latest.run.run_id < stale_before_run
     return CellView(
+        latest=cell.latest,
         status=cell.latest.outcome,
         results=tuple(results[:STRIP]),
         history=history,

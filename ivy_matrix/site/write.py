@@ -25,7 +25,8 @@ def write_site_output(
     """After an update saved ``merged``: make ``folder`` hold the site of every dashboard
     (the ``site`` target with ``--html``); return the paths written (or, in a dry run, those
     that would be)."""
-    written = write_site(folder, render_site(merged.ordered(), read_page()), dry_run=dry_run)
+    files = render_site(merged.ordered(), read_page(), trend=merged.trend)
+    written = write_site(folder, files, dry_run=dry_run)
     if dry_run:
         for path in written:
             log.info(f"dry run: would write {folder / path}")

@@ -70,6 +70,7 @@ from ivy_matrix.stores.layout import (
     record_legs,
 )
 from ivy_matrix.stores.snapshot import BranchReader, Snapshot, git_blob_sha
+from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend, with_trend
 
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
@@ -82,8 +83,9 @@ CONTENTION_SPREAD = 1.0
 # this many times before it folds them itself (so a folder that died cannot block anyone).
 PATIENCE = 6
 
-# The pages to commit beside the states: (every state by key, the keys that changed) -> files.
-Render = Callable[[Sequence[DashboardState], Collection[str]], list[RenderedFile]]
+# The pages to commit beside the states: (the change's result, with the store's trend; the
+# keys of the dashboards whose pages to draw) -> files.
+Render = Callable[[Merged, Collection[str]], list[RenderedFile]]
 
 
 class GitData(InboxAPI, Protocol):
@@ -117,6 +119,7 @@ class BranchStore:
         server_url: str | None = None,
         leg: Leg | None = None,
         render_all: bool = False,
+        trend_points: int = DEFAULT_POINTS,
     ) -> None:
         self.client = client
         self.message = message
@@ -137,6 +140,7 @@ class BranchStore:
         self.leg = leg
         # Render every dashboard, not only those the change changed (``publish``).
         self.render_all = render_all
+        self.trend_points = trend_points
         self._try_seconds = 0.0  # how long the last try took (see _delay)
         self.inbox = Inbox(
             client,
@@ -202,7 +206,7 @@ class BranchStore:
         branch first. It renders the pages of the dashboards the change changed (of every
         dashboard with ``render_all``) and the index."""
         snapshot = self._read(None)
-        merged = change(dict(snapshot.states))
+        merged = self._with_trend(change(dict(snapshot.states)), snapshot)
         files = self._pages(merged, every=self.render_all)
         writes = self._writes(snapshot, merged, files, complete=snapshot.whole)
         return self._land(snapshot, merged, writes, attempt=attempt, rendered=snapshot.whole)
@@ -211,7 +215,7 @@ class BranchStore:
         """The pages of the changed dashboards (of ``every`` one) and the index, rendered, and
         the removal of the pages of the dashboards removed."""
         keys = [state.key for state in merged.ordered()] if every else merged.changed
-        files = self.render(merged.ordered(), keys) if self.render else []
+        files = self.render(merged, keys) if self.render else []
         return files + removed_files(merged.removed)
 
     def _writes(
@@ -229,6 +233,10 @@ class BranchStore:
         wanted = self.layout.state_writes(snapshot.paths, merged, complete=complete)
         if legs is not None and legs != snapshot.legs:
             wanted[self.layout.legs_path] = dump_runs(legs)
+        trend = merged.trend
+        # The trend, once it has a point (trend.py): the store's own memory of past runs.
+        if trend is not None and (trend.points or TREND_NAME in snapshot.tree.files):
+            wanted[TREND_NAME] = dump_trend(trend)
         for file in files:
             path = checked_path(file.path)
             if self.layout.in_state_dir(path):
@@ -285,7 +293,7 @@ class BranchStore:
         if not landed:
             return None
         for path, text in writes.items():
-            if text is not None and self.layout.in_state_dir(path):
+            if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
                 self._reader.remember(text)
         return commit
 
@@ -370,6 +378,7 @@ class BranchStore:
             keys = {state.key for state in merged.states.values()}
             changed = [*merged.changed, *(key for key in touched if key in keys)]
             merged = replace(merged, changed=tuple(dict.fromkeys(changed)))
+            merged = self._with_trend(merged, snapshot)
             files = self._pages(merged, every=True)
         else:
             merged = Merged(states=states, changed=tuple(touched))
@@ -383,6 +392,13 @@ class BranchStore:
             self.inbox.delete(pending)
             self.log.info(f"folded {len(pending)} leg(s)' results from {self.inbox.prefix}")
         return saved
+
+    def _with_trend(self, merged: Merged, snapshot: Snapshot) -> Merged:
+        """``merged`` with the trend at the branch's root and the points of the runs the
+        change brought (trend.py); it is written beside the pages."""
+        where = f"{TREND_NAME} on branch {self.branch} of {self.repo}"
+        previous = load_trend(self._reader.text(snapshot.tree, TREND_NAME), where=where)
+        return with_trend(merged, previous, cap=self.trend_points)
 
     def _report(self, saved: Saved) -> None:
         where = f"branch {self.branch} of {self.repo}"

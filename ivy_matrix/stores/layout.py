@@ -6,6 +6,8 @@ holds::
 
     README.md                                   the index page      (rendered, from the caller)
     core/gradients.md                           one page per dashboard
+    trend.json                                  one point per completed run (trend.py; kept
+                                                by the store, read back by the next render)
     .ivy-matrix/state/core/gradients.d/torch.json   one state object per backend column
     .ivy-matrix/state/LEGS                       the matrix legs that finished, per run
     .ivy-matrix/state/REVISION                   raised by one in every commit

@@ -167,6 +167,11 @@ class BranchReader:
         states = {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
         return Snapshot(tip, tree, states, self._revision(tree), legs, found, whole=wanted is None)
 
+    def text(self, tree: TreeListing, path: str) -> str | None:
+        """The text of the file at ``path`` in ``tree`` (None when it has none)."""
+        sha = tree.files.get(path)
+        return None if sha is None else self._blob(sha)
+
     def read_files(self, trees: Sequence[TreeListing]) -> list[list[DashboardState]]:
         """The state files of each listed tree that is not the branch (a leg's inbox
         object), each checked against its path; the blobs of all of them in one batch."""

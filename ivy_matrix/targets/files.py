@@ -29,7 +29,8 @@ def write_output(
     dashboard renders are the user's and are left alone. Returns the paths written (in a dry
     run: the paths a real run would write, writing nothing).
     """
-    files = render_files(merged.ordered(), style=style) + removed_files(merged.removed)
+    files = render_files(merged.ordered(), style=style, trend=merged.trend)
+    files += removed_files(merged.removed)
     written = write_files(output_dir, files, dry_run=dry_run)
     if dry_run:
         for path in written:

@@ -259,7 +259,7 @@ def seeded_fixture(fake: FakeGitHub, store: LocalStore) -> FakeGitHub:
             REPO,
             "ivy-matrix",
             message="seed",
-            render=lambda ordered, _keys: render_files(ordered, style=Style.IVY),
+            render=lambda merged, _keys: render_files(merged.ordered(), style=Style.IVY),
         ).update(lambda _: Merged(states=states, changed=tuple(s.key for s in states.values())))
     finally:
         client.close()

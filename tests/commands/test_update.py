@@ -10,7 +10,9 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from tabulate import tabulate
 
 from ivy_matrix.cli import main
-from ivy_matrix.model import Outcome, RunKey
+from ivy_matrix.model import BackendPoint, CaseCounts, Outcome, RunKey
+from ivy_matrix.signature import Signer
+from ivy_matrix.stores.local import LocalStore
 from tests.commands.results import (
     GRADIENTS,
     LAYERS,
@@ -210,7 +212,7 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
 
     out = workdir / "out"
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert written == ["README.md", "core/gradients.md", "nn/layers.md"]
+    assert written == ["README.md", "core/gradients.md", "nn/layers.md", "trend.json"]
     url = "https://github.com/o/r/actions/runs/41/job/3"
     expected = tabulate(
         [
@@ -384,3 +386,26 @@ def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdi
     assert "leg-metadata needs the leg's backend and run" in error_lines(out)[0]
     assert not (workdir / ".ivy-matrix").exists()
     assert not (workdir / "leg.json").exists()
+
+
+def test_update_keeps_case_counts_the_failure_line_and_its_signature(workdir):
+    """A parametrized test is one row whose counts, first failure line and signature are stored."""
+    write_junit(
+        workdir / "r.xml",
+        [("test_add[a]", "passed"), ("test_add[b]", "failed"), ("test_add[c]", "skipped")],
+    )
+
+    assert main(["update", "--junit", "r.xml", "--backend", "torch", "--run-id", "5"], {}) == 0
+
+    (row,) = load().rows
+    entry = row.cells["torch"].latest
+    assert (entry.outcome, entry.counts, entry.message) == (
+        Outcome.FAILURE,
+        CaseCounts(passed=1, failed=1, skipped=1),
+        "assert 1 == 2",
+    )
+    assert entry.signature == Signer().signature("assert 7 == 9", "jax")
+    trend = LocalStore(workdir / ".ivy-matrix").load_trend()
+    assert [(p.run, p.backends) for p in trend.points] == [
+        (5, (("torch", BackendPoint(failed=1)),))
+    ]

@@ -65,26 +65,21 @@ _CELL = {"P": "success", "X": "failure", "K": "skipped"}
 
 
 def expected_cells() -> dict[tuple[str, str, str], tuple[str, int, int]]:
-    """(dashboard, row, backend) -> (status, failed, total) from PLAN's newest run alone.
+    """(dashboard, row, backend) -> (status, failed cases, cases) from PLAN's newest run alone.
 
     A row is a test with its parametrization cut off; its cell is the worst of its cases'
-    outcomes (failure, then success, then skipped), and counts as one case.
+    outcomes (failure, then success, then skipped); a backend without the test is missing.
     """
-    cells: dict[tuple[str, str, str], str] = {}
+    cases: dict[tuple[str, str, str], list[str]] = {}
     for (classname, case, backend), outcomes in PLAN.items():
-        key = ("core/gradients" if classname == GRADIENTS else "nn/layers", case.split("[")[0])
-        status = _CELL[outcomes[-1]]
-        known = cells.get((*key, backend))
-        if known is None or _WORST[status] > _WORST[known]:
-            cells[(*key, backend)] = status
-    rows = {(d, r) for d, r, _ in cells}
+        dashboard_key = "core/gradients" if classname == GRADIENTS else "nn/layers"
+        cases.setdefault((dashboard_key, case.split("[")[0], backend), []).append(outcomes[-1])
     result = {}
-    for dashboard_key, row in rows:
+    for dashboard_key, row in {(d, r) for d, r, _ in cases}:
         for backend in BACKENDS:
-            status = cells.get((dashboard_key, row, backend), "missing")
-            failed = 1 if status == "failure" else 0
-            total = 0 if status == "missing" else 1
-            result[(dashboard_key, row, backend)] = (status, failed, total)
+            found = cases.get((dashboard_key, row, backend), [])
+            status = max((_CELL[o] for o in found), key=lambda s: _WORST[s], default="missing")
+            result[(dashboard_key, row, backend)] = (status, found.count("X"), len(found))
     return result
 
 
@@ -264,7 +259,11 @@ def test_filters_and_sorts_change_the_rows_shown(site, visit):
     page.select_option("#f-status", "failure")
     failing_on_torch = {"test_relu", "test_flip", "test_torch_only", SCRIPT_NAME}
     assert set(shown_rows(page)) == failing_on_torch
-    assert set(grid_cells(page).values()) == {("failure", 1, 1)}
+    expected = expected_cells()
+    assert grid_cells(page) == {
+        (row, "torch"): expected[("core/gradients", row, "torch")] for row in failing_on_torch
+    }
+    assert expected[("core/gradients", "test_relu", "torch")] == ("failure", 1, 3)
 
     page.select_option("#f-status", "")
     page.select_option("#f-sort", "status")

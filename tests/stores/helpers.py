@@ -185,7 +185,7 @@ def matrix_store(
     return store(
         gh,
         seed,
-        render=lambda states, keys: render_files(states, style=Style.IVY, only=keys),
+        render=lambda merged, keys: render_files(merged.ordered(), style=Style.IVY, only=keys),
         leg=Leg(
             run_id=run,
             index=leg,

@@ -240,8 +240,8 @@ def test_render_all_renders_every_page_not_only_the_changed_ones(memory):
     """A store built with render_all (the publish command) restores a page that went missing,
     where an update that changes nothing renders and writes nothing."""
 
-    def render(states, keys):
-        return render_files(states, style=Style.IVY, only=keys)
+    def render(merged, keys):
+        return render_files(merged.ordered(), style=Style.IVY, only=keys)
 
     def nothing_new(states):
         return merge_batches(states, [])

@@ -283,16 +283,29 @@
     return chart;
   }
 
+  // Per backend, the index's column counts added up over every dashboard.
   function backendTotals() {
     const totals = {};
-    for (const backend of index.backends) totals[backend] = [0, 0, 0, 0];
+    for (const backend of index.backends) totals[backend] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     for (const dashboard of index.dashboards) {
       for (const backend of Object.keys(dashboard.b)) {
         const counts = dashboard.b[backend];
-        for (let i = 0; i < 4; i++) totals[backend][i] += counts[i];
+        for (let i = 0; i < counts.length; i++) totals[backend][i] += counts[i];
       }
     }
     return totals;
+  }
+
+  function parityLine(trend) {
+    const parity = trend.parity || [];
+    const last = parity[parity.length - 1];
+    if (!last || !last[1]) return null;
+    const only = Object.keys(trend.fails_only || {}).filter(function (b) { return trend.fails_only[b]; });
+    return h("p", { class: "parity" },
+      "Newest run: " + last[0] + " of " + plural(last[1], "test") + " that ran on every backend passed on all of them (" +
+      formatPercent(percent(last[0], last[1])) + ")" +
+      (only.length ? "; failing on one backend only: " + only.map(function (b) { return shown(b) + " " + trend.fails_only[b]; }).join(", ") : "") + ". ",
+      sparkline(parity.map(function (p) { return p[1] ? p : null; }), "share of tests green on every backend over the last " + plural(parity.length, "run")));
   }
 
   function delta(now, before) {
@@ -320,6 +333,7 @@
   function summaryView() {
     const totals = backendTotals();
     const trend = index.trend || { runs: [], backends: {} };
+    const withCases = index.backends.some(function (b) { return totals[b][9] > 0; });
     const backendRows = index.backends.map(function (backend) {
       const t = totals[backend];
       const points = trend.backends[backend] || [];
@@ -329,6 +343,7 @@
         h("th", { scope: "row" }, name(backend)),
         countsCell(t, makeHash("/attention", {}), backend),
         h("td", { class: "num", text: rate }),
+        withCases ? h("td", { class: "num", text: t[8] + " of " + t[9] }) : null,
         h("td", null, sparkline(points, backend + " pass rate over the last " + plural(points.length, "run")))
       );
     });
@@ -356,8 +371,9 @@
         h("h2", { text: "By backend" }),
         h("table", { class: "totals" },
           h("thead", null, h("tr", null,
-            ["Backend", "Passing/total", "Pass rate", "Last runs"].map(function (t) { return h("th", { scope: "col", text: t }); }))),
+            ["Backend", "Passing/total", "Pass rate"].concat(withCases ? ["Failed cases"] : [], ["Last runs"]).map(function (t) { return h("th", { scope: "col", text: t }); }))),
           h("tbody", null, backendRows)),
+        parityLine(trend),
         h("h2", { text: "By dashboard" }),
         h("div", { class: "scroll" },
           h("table", { class: "summary" }, h("thead", null, header), h("tbody", null, rows))),
@@ -617,7 +633,8 @@
 
   function cellLabel(backend, status, cell, counts) {
     const parts = [backend + ": " + status];
-    if (counts.counts) parts.push(counts.failed + " of " + counts.total + " cases failed");
+    // The visible "44/256" is part of the name, as assistive technology expects.
+    if (counts.counts && counts.failed && counts.total > 1) parts.push(counts.failed + "/" + counts.total + " cases failed");
     if (cell && cell.n) parts.push("failing for " + plural(cell.n, "run"));
     if (cell && cell.f) parts.push("flaky");
     return parts.join(", ");
@@ -640,7 +657,8 @@
       td.appendChild(h("span", { class: "sr", text: backend + ": no result" }));
       return td;
     }
-    const label = counts.counts && counts.failed ? counts.failed + "/" + counts.total : "";
+    // How much of a parametrized test fails: 44/256 says more than a red mark.
+    const label = counts.counts && counts.failed && counts.total > 1 ? counts.failed + "/" + counts.total : "";
     td.appendChild(h("button", {
       type: "button", class: "cell-button", tabindex: "-1",
       "aria-label": cellLabel(backend, status, cell, counts),
