@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import json
 import random
@@ -180,7 +181,7 @@ def build_store(work: Path, shape: Shape, seed: int) -> Path:
             "--run-id",
             str(7_000_000_000 + run * 1000),
             "--sha",
-            f"{run:08x}" * 5,
+            hashlib.sha1(f"run {run}".encode()).hexdigest(),
             "--store",
             str(store),
             "--targets",

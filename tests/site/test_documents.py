@@ -7,13 +7,25 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from ivy_matrix.model import Cell, DashboardState, Entry, Row, RunKey, Source
+from ivy_matrix.model import (
+    BackendPoint,
+    CaseCounts,
+    Cell,
+    DashboardState,
+    Entry,
+    Parity,
+    Row,
+    RunKey,
+    Source,
+    Trend,
+    TrendPoint,
+)
 from ivy_matrix.render import RenderedFile
 from ivy_matrix.site.build import render_site
 from ivy_matrix.site.cells import dashboard_cells
 from ivy_matrix.site.documents import dashboard_document, script
 from ivy_matrix.site.overview import column_counts
-from tests.site.scenes import HOSTILE, NEWEST, F, K, S, dashboard, sample_states
+from tests.site.scenes import HOSTILE, NEWEST, F, K, S, dashboard, sample_states, source
 
 PAGE = (RenderedFile(path="index.html", text="<!doctype html>\n"),)
 
@@ -142,3 +154,67 @@ def test_column_counts_compare_with_the_run_before_the_newest():
         "torch": [2, 3, 2, 3, 1, 0, 1, 1, 0, 0],
         "jax": [1, 1, 0, 0, 0, 0, 0, 4, 0, 0],
     }
+
+
+def failing_entry(run: int, message: str, signature: str, counts: CaseCounts) -> Entry:
+    """A failing result of torch in ``run`` with its line, signature and case counts."""
+    return Entry(
+        source=source(run, "torch"), outcome=F, counts=counts, message=message, signature=signature
+    )
+
+
+def test_a_cell_carries_its_case_counts_and_its_failures_signature():
+    """c holds passed, failed, skipped, flaky and total; m the signature; the first line of a
+    signature is the dashboard's sample and a cell with another line keeps its own (e)."""
+    state = dashboard("g", {"test_a": {"torch": [S]}, "test_b": {"torch": [S]}})
+    first = failing_entry(NEWEST, "assert 1 == 2", "abc123", CaseCounts(passed=5, failed=3))
+    other = failing_entry(NEWEST, "assert 7 == 9", "abc123", CaseCounts(failed=1, skipped=1))
+    rows = tuple(
+        Row(row.name, row.first_seen, {"torch": Cell(entries=(entry,))})
+        for row, entry in zip(state.rows, (first, other), strict=True)
+    )
+
+    document = document_of(replace(state, rows=rows))
+
+    assert document["messages"] == {"abc123": "assert 1 == 2"}
+    a, b = (document["cells"][row[1]] for row in document["rows"])
+    assert (a["c"], a["m"], "e" in a) == ([5, 3, 0, 0, 8], "abc123", False)
+    assert (b["c"], b["m"], b["e"]) == ([0, 1, 1, 0, 2], "abc123", "assert 7 == 9")
+
+
+def test_the_sparklines_come_from_the_stores_trend_when_it_has_points():
+    """The index's trend is the trend's newest points: passing (flaky included) of the rows
+    that ran, per backend, and the parity; a backend a run did not report is null."""
+    points = tuple(
+        TrendPoint(
+            run=run,
+            sha=f"{run:040x}",
+            time="2026-11-01T00:00:00Z",
+            backends=(("torch", BackendPoint(passed=8, failed=1, flaky=1, skipped=3)),)
+            + ((("jax", BackendPoint(passed=2)),) if run % 2 else ()),
+            parity=Parity(rows=10, green=7, fails_only=(("torch", 1),)),
+        )
+        for run in range(1, 41)
+    )
+    files = files_by_path(render_site(sample_states(), PAGE, trend=Trend(points=points)))
+
+    _, index = data(files["data/index.js"])
+    trend = index["trend"]
+    assert [run for run, _, _ in trend["runs"]] == list(range(11, 41))
+    assert trend["backends"]["torch"][-1] == [9, 10]
+    assert trend["backends"]["jax"][-2:] == [[2, 2], None]
+    assert trend["parity"][-1] == [7, 10]
+    assert trend["fails_only"] == {"torch": 1}
+
+
+def test_the_attention_list_groups_by_signature_with_one_line_each():
+    """Each item ends with its cell's signature, and the list holds one line per signature."""
+    state = dashboard("g", {"test_a": {"torch": [F]}})
+    entry = failing_entry(NEWEST, "boom 3", "sig1", CaseCounts(failed=1))
+    row = state.rows[0]
+    state = replace(state, rows=(Row(row.name, row.first_seen, {"torch": Cell(entries=(entry,))}),))
+
+    _, attention = data(files_by_path(render_site([state], PAGE))["data/attention.js"])
+
+    assert attention["items"] == [[0, "test_a", "torch", "new", "f", 1, "sig1"]]
+    assert attention["messages"] == {"sig1": "boom 3"}

@@ -11,6 +11,7 @@
 (function () {
   const ROW_LIMIT = 2000; // rows of one grid page, and of the needs-attention view
   const GROUP_PREVIEW = 200; // rows of each attention group before "show all"
+  const GROUP_SAMPLE = 20; // tests of each failure group on the page of every group
   const STATUS = { s: "success", f: "failure", y: "flaky", k: "skipped" };
   const SYMBOL = { success: "✓", failure: "✗", flaky: "≈", skipped: "–", missing: "·" };
   // Worst first, for sorting by status.
@@ -484,55 +485,79 @@
 
   // ------------------------------------------------------------------ failure groups
 
+  // Failing cells by signature: signature -> {backends, tests: Map(key -> {dashboard, row, on})}.
+  function failureGroups(items) {
+    const bySig = new Map();
+    for (const [d, row, backend, , letter, , sig] of items) {
+      if (letter !== "f") continue;
+      const key = sig || "";
+      let group = bySig.get(key);
+      if (!group) bySig.set(key, (group = { sig: key, backends: new Set(), tests: new Map() }));
+      group.backends.add(backend);
+      const test = d + "\u0000" + row;
+      if (!group.tests.has(test)) group.tests.set(test, { dashboard: index.dashboards[d], row: row, on: new Set() });
+      group.tests.get(test).on.add(backend);
+    }
+    return Array.from(bySig.values()).sort(function (a, b) {
+      return b.tests.size - a.tests.size || (a.sig < b.sig ? -1 : a.sig > b.sig ? 1 : 0);
+    });
+  }
+
+  function groupTitle(group, messages) {
+    const message = messageOf(group.sig, messages);
+    if (!group.sig) return "No failure message recorded";
+    return message ? shown(message) : "Signature " + group.sig;
+  }
+
+  function groupTable(group, limit) {
+    const backends = index.backends.filter(function (b) { return group.backends.has(b); });
+    const tests = Array.from(group.tests.values()).slice(0, limit);
+    return h("div", { class: "scroll" }, h("table", { class: "grid small" },
+      h("thead", null, h("tr", null, h("th", { scope: "col", text: "Test" }),
+        backends.map(function (b) { return h("th", { scope: "col" }, name(b)); }))),
+      h("tbody", null, tests.map(function (t) {
+        return h("tr", null,
+          h("th", { scope: "row" }, h("a", { href: dashboardHref(t.dashboard.id) }, name(t.dashboard.key)), " · ", name(t.row)),
+          backends.map(function (b) {
+            return t.on.has(b)
+              ? h("td", { class: "failure" }, h("a", { href: dashboardHref(t.dashboard.id, { test: t.row, cell: b }), "aria-label": "failure on " + b }, SYMBOL.failure))
+              : h("td", null);
+          }));
+      }))));
+  }
+
   function groupsView(params) {
     return load("attention").then(function (attention) {
-      const chosen = params.get("sig") || "";
-      const bySig = new Map();
-      for (const item of attention.items) {
-        if (item[4] !== "f") continue;
-        const sig = item[6] || "";
-        if (chosen && sig !== chosen) continue;
-        let list = bySig.get(sig);
-        if (!list) bySig.set(sig, (list = []));
-        list.push(item);
-      }
-      const sigs = Array.from(bySig.keys()).sort(function (a, b) {
-        return bySig.get(b).length - bySig.get(a).length || (a < b ? -1 : a > b ? 1 : 0);
-      });
+      const chosen = params.get("sig");
+      const groups = failureGroups(attention.items).filter(function (g) { return chosen === null || g.sig === chosen; });
       const nodes = [h("h1", { text: "Failure groups" }),
-        h("p", { text: "Failing cells grouped by their failure's signature (the message's first line with numbers, addresses, quoted values, paths and backend names taken out)." })];
-      if (!sigs.length) nodes.push(h("p", { class: "all-green", text: "No test fails now." }));
-      let budget = ROW_LIMIT;
-      for (const sig of sigs) {
+        h("p", { text: "Failing cells grouped by their failure's signature: the message's first line with numbers, addresses, quoted values, paths and backend names taken out." })];
+      if (chosen !== null) nodes.push(h("p", null, h("a", { href: "#/groups", text: "All failure groups" })));
+      if (!groups.length) nodes.push(h("p", { class: "all-green", text: chosen === null ? "No test fails now." : "No test fails with this signature now." }));
+      // The overview first: one line per group; then each group's tests (a sample of each
+      // unless one group is chosen).
+      if (chosen === null && groups.length) {
+        nodes.push(h("table", { class: "groups" },
+          h("thead", null, h("tr", null, ["Failure", "Tests", "Backends"].map(function (t) { return h("th", { scope: "col", text: t }); }))),
+          h("tbody", null, groups.slice(0, ROW_LIMIT / 2).map(function (g) {
+            return h("tr", null,
+              h("th", { scope: "row", class: "message-cell" }, h("a", { href: makeHash("/groups", { sig: g.sig }) }, groupTitle(g, attention.messages))),
+              h("td", { class: "num", text: String(g.tests.size) }),
+              h("td", null, index.backends.filter(function (b) { return g.backends.has(b); }).map(function (b, i) { return [i ? ", " : "", name(b)]; })));
+          }))));
+      }
+      let budget = ROW_LIMIT / 2;
+      for (const group of groups) {
         if (budget <= 0) break;
-        const list = bySig.get(sig);
-        const backends = [];
-        const tests = new Map();
-        for (const [d, row, backend] of list) {
-          if (!backends.includes(backend)) backends.push(backend);
-          const key = d + "\u0000" + row;
-          if (!tests.has(key)) tests.set(key, { dashboard: index.dashboards[d], row: row, on: new Set() });
-          tests.get(key).on.add(backend);
-        }
-        const message = messageOf(sig, attention.messages);
-        const rows = Array.from(tests.values()).slice(0, budget);
-        budget -= rows.length;
+        const limit = Math.min(budget, chosen === null ? GROUP_SAMPLE : ROW_LIMIT);
+        budget -= Math.min(limit, group.tests.size);
         nodes.push(h("section", { class: "failure-group" },
-          h("h2", null, sig ? (message ? shown(message) : "Signature " + sig) : "No failure message recorded"),
-          h("p", { class: "count", text: plural(tests.size, "test") + " on " + backends.length + " backend" + (backends.length === 1 ? "" : "s") + (sig ? " · signature " + sig : "") }),
-          h("div", { class: "scroll" }, h("table", { class: "grid small" },
-            h("thead", null, h("tr", null, h("th", { scope: "col", text: "Test" }),
-              backends.map(function (b) { return h("th", { scope: "col" }, name(b)); }))),
-            h("tbody", null, rows.map(function (t) {
-              return h("tr", null,
-                h("th", { scope: "row" }, h("a", { href: dashboardHref(t.dashboard.id) }, name(t.dashboard.key)), " · ", name(t.row)),
-                backends.map(function (b) {
-                  return t.on.has(b)
-                    ? h("td", { class: "failure" }, h("a", { href: dashboardHref(t.dashboard.id, { test: t.row, cell: b }), "aria-label": "failure on " + b }, SYMBOL.failure))
-                    : h("td", null);
-                }));
-            })))),
-          rows.length < tests.size ? h("p", { text: "Showing " + rows.length + " of " + tests.size + " tests." }) : null));
+          h("h2", null, groupTitle(group, attention.messages)),
+          h("p", { class: "count", text: plural(group.tests.size, "test") + " on " + plural(group.backends.size, "backend") + (group.sig ? " · signature " + group.sig : "") }),
+          groupTable(group, limit),
+          group.tests.size > limit
+            ? h("p", null, "Showing " + limit + " of " + group.tests.size + " tests. ", chosen === null ? h("a", { href: makeHash("/groups", { sig: group.sig }), text: "Show them all" }) : null)
+            : null));
       }
       return show(nodes, "Failure groups", "groups");
     });
