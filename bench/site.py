@@ -76,13 +76,17 @@ class Cell:
     params: int
     failing: int = 0  # failing parametrizations while broken
     broken: bool = False
+    chronic: bool = False  # broken from the first run, and stays so
     flaky: bool = False
     skipped: bool = False
     message: int = 0
 
 
-def plan(shape: Shape, rng: random.Random) -> dict[str, list[tuple[str, dict[str, Cell]]]]:
-    """Dashboards (class names) -> their tests and each backend's cell."""
+def plan(
+    shape: Shape, rng: random.Random, broken: float
+) -> dict[str, list[tuple[str, dict[str, Cell]]]]:
+    """Dashboards (class names) -> their tests and each backend's cell; ``broken`` of the
+    cells fail in every run, 1% are flaky and 3% skipped."""
     sizes = [shape.big] + [
         (shape.rows - shape.big) // (shape.dashboards - 1)
         + (1 if i < (shape.rows - shape.big) % (shape.dashboards - 1) else 0)
@@ -98,9 +102,9 @@ def plan(shape: Shape, rng: random.Random) -> dict[str, list[tuple[str, dict[str
             for backend in BACKENDS:
                 cell = Cell(params=params, message=rng.randrange(len(MESSAGES)))
                 roll = rng.random()
-                cell.broken = roll < 0.04
-                cell.flaky = 0.04 <= roll < 0.05
-                cell.skipped = 0.05 <= roll < 0.08
+                cell.broken = cell.chronic = roll < broken
+                cell.flaky = broken <= roll < broken + 0.01
+                cell.skipped = broken + 0.01 <= roll < broken + 0.04
                 cell.failing = rng.randint(1, params)
                 cells[backend] = cell
             tests.append((f"test_{['add', 'conv', 'grad', 'norm', 'fft'][i % 5]}_{i:04d}", cells))
@@ -129,8 +133,8 @@ def write_run(
         for classname, tests in dashboards.items():
             for name, cells in tests:
                 cell = cells[backend]
-                # A passing test breaks now and then; a broken one is mended within ~15 runs.
-                if run > 1 and rng.random() < (0.07 if cell.broken else 0.002):
+                # A passing test breaks now and then, and is mended within ~15 runs.
+                if run > 1 and not cell.chronic and rng.random() < (0.07 if cell.broken else 0.002):
                     cell.broken = not cell.broken
                 failing = cell.broken or (cell.flaky and rng.random() < 0.3)
                 for j in range(cell.params):
@@ -160,13 +164,13 @@ def cli(*argv: str) -> str:
     return out.getvalue()
 
 
-def build_store(work: Path, shape: Shape, seed: int) -> Path:
-    """The store after ``shape.runs`` updates (cached by shape and seed)."""
-    store = work / f"store-{shape.dashboards}-{shape.rows}-{shape.runs}-{seed}"
+def build_store(work: Path, shape: Shape, seed: int, broken: float) -> Path:
+    """The store after ``shape.runs`` updates (cached by shape, seed and failure rate)."""
+    store = work / f"store-{shape.dashboards}-{shape.rows}-{shape.runs}-{seed}-{broken}"
     if (store / "state").is_dir():
         return store
     rng = random.Random(seed)
-    dashboards = plan(shape, rng)
+    dashboards = plan(shape, rng, broken)
     results = work / "results"
     for run in range(1, shape.runs + 1):
         shutil.rmtree(results, ignore_errors=True)
@@ -244,7 +248,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shape = SMOKE if args.smoke else IVY
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    store_dir = build_store(work, shape, args.seed)
+    store_dir = build_store(work, shape, args.seed, args.broken)
     states = LocalStore(store_dir).load_all()
     started = time.monotonic()
     files = render_site(states, read_page())
@@ -264,6 +268,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "largest_dashboard_rows": len(big.rows),
             "backends": len(BACKENDS),
             "runs": shape.runs,
+            "broken_at_start": args.broken,
         },
         "files": len(files),
         "size": sizes(site),
@@ -280,6 +285,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work", default=str(ROOT / "bench" / "out" / "site"))
     parser.add_argument("--seed", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--broken", type=float, default=0.04, help="share of cells failing in every run"
+    )
     parser.add_argument("--smoke", action="store_true", help="a tiny shape, once (checks it runs)")
     parser.add_argument("--json", help="also write the figures here")
     return parser.parse_args(argv)

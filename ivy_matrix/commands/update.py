@@ -147,6 +147,7 @@ def _summarize(
             github_output=settings.github_output,
             summary_json=settings.summary_json,
             output_dir=settings.output_dir,
+            html=settings.html if Target.SITE in settings.targets else None,
         )
         publish_job_summary(files, collected, merged, published, log)
 

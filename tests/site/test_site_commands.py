@@ -103,19 +103,22 @@ def test_the_site_target_needs_the_branch_or_an_html_folder(workdir):
 
 
 def test_update_with_the_site_target_keeps_the_html_folder_in_step(workdir):
-    """Each update writes the site into --html; the same results again write no file of it."""
+    """Each update writes the site into --html, named by the html step output; the same
+    results again write no file of it."""
     write_junit(workdir / "a.xml", [("test_grad", "passed"), ("test_relu", "failed")])
-    argv = ["update", "--junit", "a.xml", "--backend", "torch", "--targets", "file,site"]
+    argv = ["update", "--junit", "a.xml", "--backend", "torch", "--targets", "summary,file,site"]
     argv += ["--output-dir", "md", "--html", "site", "--run-id", "7"]
+    env = {"GITHUB_OUTPUT": str(workdir / "outputs.txt")}
 
-    assert run(argv)[0] == 0
+    assert run(argv, env)[0] == 0
     first = site_files(workdir / "site")
-    code, out = run(argv)
+    code, out = run(argv, env)
 
     assert code == 0
     assert {"index.html", "data/index.js", "data/d/core/gradients.js"} <= set(first)
     assert site_files(workdir / "site") == first
     assert "0 file(s) written" in out
+    assert "html=site\n" in (workdir / "outputs.txt").read_text(encoding="utf-8")
 
 
 def branch_env(fake: FakeGitHub, run_id: int) -> dict[str, str]:

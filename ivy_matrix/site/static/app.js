@@ -165,7 +165,13 @@
     const mark = text.indexOf("?");
     const path = mark < 0 ? text : text.slice(0, mark);
     const params = new URLSearchParams(mark < 0 ? "" : text.slice(mark + 1));
-    return { path: decodeURI(path), params: params };
+    let decoded = path;
+    try {
+      decoded = decodeURI(path);
+    } catch (error) {
+      // A malformed escape in a hand-made link: the path as written (it matches no view).
+    }
+    return { path: decoded, params: params };
   }
 
   function makeHash(path, params) {
