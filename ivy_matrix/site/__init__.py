@@ -1,8 +1,8 @@
 """The static HTML site: a self-contained page that shows every dashboard of a store.
 
 The site is a folder anyone can open from disk (``file://``) or serve as it is (GitHub Pages):
-``index.html``, ``app.js`` and ``app.css`` (the same bytes for every store, shipped in
-``static/``), and the data as small ``<script>`` files under ``data/`` that the page loads
+``index.html``, ``app.css`` and the scripts (``core.js``, then one per view, then ``main.js``;
+the same bytes for every store, shipped in ``static/``), and the data as small ``<script>`` files under ``data/`` that the page loads
 when a view needs them (Chromium refuses ``fetch()`` of ``file://`` URLs, but runs scripts):
 
 - ``cells.py``: what the site shows of each cell (pure);

@@ -1,9 +1,9 @@
 """The files of the static site for a set of dashboard states.
 
-Pure: no I/O. The page's own files (``index.html``, ``app.js``, ``app.css``) come in as values
+Pure: no I/O. The page's own files (``index.html``, ``app.css``, the scripts) come in as values
 (``page.py`` reads them from the package); the data files are made here (documents.py)::
 
-    index.html  app.js  app.css          the page: the same bytes for every store
+    index.html  app.css  *.js            the page: the same bytes for every store
     data/index.js                        the summary, always loaded first
     data/attention.js                    the cells that need a look (needs attention, groups)
     data/d/<category>/<title>.js         one per dashboard, loaded when it is opened

@@ -1,4 +1,4 @@
-"""The page's own files (``index.html``, ``app.js``, ``app.css``), read from the package.
+"""The page's own files (``index.html``, ``app.css`` and the scripts), read from the package.
 
 I/O: reads the package's ``site/static/`` folder (package data), once per process. The files
 are the same for every store; the data files beside them are build.py's.
@@ -11,7 +11,17 @@ from importlib.resources import files
 
 from ivy_matrix.render import RenderedFile
 
-STATIC_FILES = ("index.html", "app.js", "app.css")
+# The page, its style, and its scripts in the order index.html loads them.
+STATIC_FILES = (
+    "index.html",
+    "app.css",
+    "core.js",
+    "summary.js",
+    "attention.js",
+    "grid.js",
+    "detail.js",
+    "main.js",
+)
 
 
 @cache

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,3 +77,54 @@ def serve(folder: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+class Visit:
+    """A fresh browser context and page, with every request and alert it made."""
+
+    def __init__(self, browser: Any, **options: Any) -> None:
+        self.context = browser.new_context(viewport={"width": 1200, "height": 900}, **options)
+        self.requests: list[str] = []
+        self.alerts: list[str] = []
+        self.errors: list[str] = []
+        self.context.on("request", lambda request: self.requests.append(request.url))
+        self.page = self.context.new_page()
+        self.page.on("dialog", self._dialog)
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def _dialog(self, dialog: Any) -> None:
+        """An alert (or confirm, prompt) the page opened: noted, and dismissed."""
+        self.alerts.append(dialog.message)
+        dialog.dismiss()
+
+    def open(self, url: str, view: str) -> Any:
+        """Go to ``url`` and wait until ``view`` is painted."""
+        self.page.goto(url)
+        return self.painted(view)
+
+    def painted(self, view: str) -> Any:
+        # A function, not an expression: the page's policy forbids eval, which an expression needs.
+        self.page.wait_for_function(f"() => document.body.dataset.painted === {view!r}")
+        return self.page
+
+
+def url_of(site: Path, fragment: str = "") -> str:
+    return (site / "index.html").as_uri() + fragment
+
+
+def grid_cells(page: Any) -> dict[tuple[str, str], tuple[str, int, int]]:
+    """(test, backend) -> (data-status, data-failed, data-total) of every grid cell shown."""
+    cells = page.eval_on_selector_all(
+        "#grid td[data-test]",
+        "tds => tds.map(td => [td.dataset.test, td.dataset.backend, td.dataset.status,"
+        " td.dataset.failed, td.dataset.total])",
+    )
+    return {(t, b): (s, int(f), int(n)) for t, b, s, f, n in cells}
+
+
+def shown_rows(page: Any) -> list[str]:
+    """The names in the grid's rows, top to bottom."""
+    rows: list[str] = page.eval_on_selector_all(
+        "#grid tbody tr", "rows => rows.map(r => r.cells[0].textContent)"
+    )
+    return rows
