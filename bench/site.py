@@ -8,10 +8,10 @@ runs (default: Ivy's shape: 100 dashboards, 8,000 rows, one of them 1,200 rows, 
 - ``render``: seconds to build the site's files from the store (Python, in this process), and
   the files a second render writes (0: an unchanged store writes nothing);
 - ``paint``: milliseconds from navigation start until the view is painted (the page's
-  ``ivy-painted:<view>`` mark, set a frame after the view's DOM is built) for the landing
-  view (needs attention) and for the largest dashboard's grid, each opened from ``file://``
-  in a fresh browser context; the median and best of ``--repeat`` tries, and the rows in the
-  document.
+  ``ivy-painted:<view>`` mark, set a frame after the view's DOM is built; ``drawn``: the
+  ``ivy-drawn:<view>`` mark, when the document holds it) for the landing view (needs
+  attention) and for the largest dashboard's grid, each opened from ``file://`` in a fresh
+  browser context; the median and best of ``--repeat`` tries, and the rows in the document.
 
 Debian's chromium through Playwright, as the browser tests use it (tests/site/browser.py).
 Data and the site go to ``bench/out/site/`` (gitignored). ``--smoke`` runs a tiny shape once.
@@ -215,17 +215,18 @@ def paint(site: Path, big_id: str, repeat: int) -> dict[str, Any]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         for view, fragment in views.items():
-            times, rows, fcp = [], 0, []
+            times, drawn, rows, fcp = [], [], 0, []
             for _ in range(repeat):
                 context = browser.new_context(viewport={"width": 1400, "height": 900})
                 page = context.new_page()
                 page.goto((site / "index.html").as_uri() + fragment)
                 page.wait_for_function(f"() => document.body.dataset.painted === {view!r}")
-                times.append(
-                    page.evaluate(
-                        f"() => performance.getEntriesByName('ivy-painted:{view}')[0].startTime"
-                    )
+                marks = page.evaluate(
+                    f"() => ['ivy-drawn:{view}', 'ivy-painted:{view}']"
+                    ".map(n => performance.getEntriesByName(n)[0].startTime)"
                 )
+                drawn.append(marks[0])
+                times.append(marks[1])
                 fcp.append(
                     page.evaluate(
                         "() => (performance.getEntriesByName('first-contentful-paint')[0]"
@@ -237,6 +238,7 @@ def paint(site: Path, big_id: str, repeat: int) -> dict[str, Any]:
             found[view] = {
                 "median_ms": round(statistics.median(times), 1),
                 "best_ms": round(min(times), 1),
+                "drawn_median_ms": round(statistics.median(drawn), 1),
                 "first_contentful_paint_ms": round(statistics.median(f for f in fcp if f), 1),
                 "rows_in_document": rows,
             }
