@@ -27,7 +27,7 @@ LAYERS = (
     ("issues", "pr", "targets", "site"),
     ("config",),
     ("commands",),
-    ("cli",),
+    ("cli", "__main__"),
 )
 # Standard and third-party modules that reach files, processes, the clock's sleep or the network:
 # a pure module imports none of them.

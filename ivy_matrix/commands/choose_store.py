@@ -21,7 +21,7 @@ from functools import partial
 
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import InputError
+from ivy_matrix.errors import UsageError
 from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.issues.publish import publish_from_branch
@@ -56,13 +56,15 @@ ISSUE_STORE_WARNING = (
 )
 
 
-def connect(settings: Settings, remote: Remote | None) -> Connection:
-    """The command's GitHub connection (opened on first use): the token, API and repository."""
+def connect(settings: Settings, remote: Remote | None, log: Log) -> Connection:
+    """The command's GitHub connection (opened on first use): the token, API and repository;
+    its retries and long waits are said in ``log``."""
     return Connection(
         token=settings.token,
         api_url=settings.api_url,
         repository=settings.repository,
         remote=remote,
+        log=log,
     )
 
 
@@ -79,7 +81,7 @@ def check_site(settings: Settings) -> None:
     """The ``site`` target needs somewhere to go: the dashboard branch, or ``--html``."""
     targets = settings.targets
     if Target.SITE in targets and Target.BRANCH not in targets and settings.html is None:
-        raise InputError(
+        raise UsageError(
             "the site target writes the HTML site into site/ of the dashboard branch (add "
             "'branch' to targets) or into the folder --html names (input 'html'): give one"
         )

@@ -9,7 +9,7 @@ Nothing on GitHub.
 from __future__ import annotations
 
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import ExitCode, InputError
+from ivy_matrix.errors import ExitCode, StoreError, UsageError
 from ivy_matrix.render import render_files
 from ivy_matrix.runner.log import Log
 from ivy_matrix.site.build import render_site
@@ -22,13 +22,13 @@ from ivy_matrix.targets.files import write_files
 def run_render(settings: Settings, log: Log) -> ExitCode:
     """Run ``ivy-matrix render``; return the exit code."""
     if settings.output_dir is None and settings.html is None:
-        raise InputError(
+        raise UsageError(
             "render needs --output-dir DIR (the markdown pages) or --html DIR (the HTML site), "
             "or both (or IVY_MATRIX_OUTPUT_DIR, IVY_MATRIX_HTML)"
         )
     if not settings.store.is_dir():
         # An empty index written over the real one would look like success.
-        raise InputError(
+        raise StoreError(
             f"cannot render: the store {settings.store} does not exist; pass --store with "
             f"the folder that 'ivy-matrix update' wrote"
         )

@@ -11,6 +11,7 @@ import io
 from pathlib import Path
 
 from ivy_matrix.cli import main
+from ivy_matrix.errors import ExitCode
 from tests.commands.results import error_lines, write_junit
 from tests.commands.test_prune import branch_env as prune_branch_env
 from tests.github.fake_server import FakeGitHub
@@ -80,19 +81,20 @@ def test_render_html_deletes_the_data_of_a_dashboard_that_is_gone_and_nothing_el
 
 
 def test_render_needs_a_folder_for_the_pages_or_the_site(workdir):
-    """render with neither --output-dir nor --html exits 1 naming both."""
+    """render with neither --output-dir nor --html is a usage error naming both."""
     write_store(workdir / "store", sample_states())
 
     code, out = run(["render", "--store", "store"], {"GITHUB_ACTIONS": "true"})
 
     (line,) = error_lines(out)
-    assert code == 1
+    assert code == ExitCode.USAGE
     assert "--output-dir DIR" in line
     assert "--html DIR" in line
 
 
 def test_the_site_target_needs_the_branch_or_an_html_folder(workdir):
-    """update --targets site with no branch target and no --html exits 1 and records nothing."""
+    """update --targets site with no branch target and no --html is a usage error, and records
+    nothing."""
     write_junit(workdir / "a.xml", [("test_grad", "passed")])
 
     code, out = run(
@@ -101,7 +103,7 @@ def test_the_site_target_needs_the_branch_or_an_html_folder(workdir):
     )
 
     (line,) = error_lines(out)
-    assert code == 1
+    assert code == ExitCode.USAGE
     assert "site target" in line
     assert "--html" in line
     assert not (workdir / ".ivy-matrix").exists()
