@@ -12,20 +12,14 @@ from pathlib import Path
 
 from ivy_matrix.cli import main
 from ivy_matrix.errors import ExitCode
+from ivy_matrix.site.page import STATIC_FILES
 from tests.commands.results import error_lines, write_junit
 from tests.commands.test_prune import branch_env as prune_branch_env
 from tests.github.fake_server import FakeGitHub
 from tests.site.scenes import sample_states, write_store
 
 SITE_FILES = {
-    "index.html",
-    "app.css",
-    "core.js",
-    "summary.js",
-    "attention.js",
-    "grid.js",
-    "detail.js",
-    "main.js",
+    *STATIC_FILES,
     "data/index.js",
     "data/attention.js",
     "data/d/core/gradients.js",
