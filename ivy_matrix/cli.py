@@ -60,6 +60,7 @@ _NOT_COMPARE = frozenset(
     {
         "lock_timeout",
         "output_dir",
+        "html",
         "summary_json",
         "leg_metadata",
         "legs",
@@ -94,6 +95,7 @@ _METAVARS = {
     "store": "DIR",
     "lock_timeout": "SECONDS",
     "output_dir": "DIR",
+    "html": "DIR",
     "config": "FILE",
     "summary_json": "FILE",
     "targets": "TARGETS",
@@ -124,7 +126,7 @@ _BRANCH_OPTIONS = (
 )
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
-    *("output_dir", "config", "style", "history", "retire_after_runs", "trend_points"),
+    *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
     *("issue_label", "pin_index", "server_url"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
@@ -197,8 +199,10 @@ def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
     _adopt_arguments(
         commands.add_parser("adopt", help="take an existing dashboard table into the store")
     )
-    render = commands.add_parser("render", help="write every stored dashboard and the index")
-    _add_options(render, _STORE_OPTIONS)
+    render = commands.add_parser(
+        "render", help="write every stored dashboard and the index, or the HTML site"
+    )
+    _add_options(render, (*_STORE_OPTIONS, "html"))
     publish = commands.add_parser(
         "publish", help="render the dashboards, issues and index from the branch state"
     )

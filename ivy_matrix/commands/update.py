@@ -29,6 +29,7 @@ from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
     REMOTE,
+    check_site,
     connect,
     open_store,
     output_folder,
@@ -77,6 +78,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
     started = log.clock()
     require_update_inputs(settings, legs=True)
+    check_site(settings)
     check_leg_metadata(settings)
     _check_fan_in(settings)
     recorded = settings.feeds_dashboards
@@ -183,6 +185,7 @@ def _summarize(
             github_output=settings.github_output,
             summary_json=settings.summary_json,
             output_dir=settings.output_dir,
+            html=settings.html if Target.SITE in settings.targets else None,
         )
         with phase(log, "summary"):
             publish_job_summary(files, outcome, log)

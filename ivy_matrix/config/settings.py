@@ -71,6 +71,7 @@ class Settings:
     store: Path = field(default_factory=_defaults("store", Path))
     lock_timeout: int = field(default_factory=_defaults("lock_timeout", int))
     output_dir: Path | None = None
+    html: Path | None = None
     config: Path | None = None
     summary_json: Path | None = None
     fail_on: FailOn = field(default_factory=lambda: FailOn(option_default("fail_on", str)))
@@ -243,6 +244,7 @@ def _from_options(
         store=_value(values, "store", Path),
         lock_timeout=_value(values, "lock_timeout", int),
         output_dir=_get(values, "output_dir", Path),
+        html=_get(values, "html", Path),
         config=_get(values, "config", Path),
         summary_json=_get(values, "summary_json", Path),
         fail_on=FailOn(_value(values, "fail_on", str)),
