@@ -118,3 +118,26 @@ def test_pr_comment_scale_quick_reports_one_comment_with_compares_counts(tmp_pat
     assert result["counts_equal_compare"] is True
     assert result["failing_cells"] > 0
     assert result["rest_requests_per_leg"]["max"] >= result["rest_requests_per_leg"]["median"] > 0
+
+
+def test_site_bench_smoke_reports_sizes_and_paint_times(tmp_path: Path) -> None:
+    """`bench/site.py --smoke` builds a tiny store, renders its site and reports every figure."""
+    from tests.site.browser import chromium_path
+
+    chromium_path()  # skips without chromium (fails under CI)
+    out = tmp_path / "site.json"
+    proc = subprocess.run(
+        [sys.executable, "bench/site.py", "--smoke", "--work", str(tmp_path), "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert report["shape"]["rows"] == 60
+    assert report["size"]["data_bytes"] > 0
+    assert report["render"]["second_render"].endswith("0 file(s) changed")
+    assert set(report["paint"]) == {"attention", "grid"}
+    assert report["paint"]["grid"]["rows_in_document"] == 31
