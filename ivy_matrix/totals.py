@@ -77,8 +77,26 @@ def _cell_tally(cell: Cell) -> tuple[int, ...]:
     return tuple(tally)
 
 
+# The totals of the states asked about lately, by identity: an update asks for a state's
+# totals when it saves it and again when it draws the index. Bounded, and never stale: a
+# state is a frozen value, and an entry counts only for the very object it was made from.
+_RECENT: dict[int, tuple[DashboardState, dict[str, BackendTotals]]] = {}
+_RECENT_KEPT = 512
+
+
 def backend_totals(state: DashboardState) -> dict[str, BackendTotals]:
     """Each backend's totals, in the dashboard's column order."""
+    found = _RECENT.get(id(state))
+    if found is not None and found[0] is state:
+        return dict(found[1])
+    totals = _backend_totals(state)
+    if len(_RECENT) >= _RECENT_KEPT:
+        _RECENT.clear()
+    _RECENT[id(state)] = (state, totals)
+    return dict(totals)
+
+
+def _backend_totals(state: DashboardState) -> dict[str, BackendTotals]:
     # Rows share cell objects (most cells of a run are alike): each distinct cell is tallied
     # once and counted as often as rows hold it.
     uses: Counter[tuple[str, int]] = Counter(
