@@ -35,12 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from ivy_matrix import __version__
-from ivy_matrix.commands.adopt import run_adopt
-from ivy_matrix.commands.compare import run_compare
-from ivy_matrix.commands.prune import run_prune
-from ivy_matrix.commands.publish import run_publish
-from ivy_matrix.commands.render import run_render
-from ivy_matrix.commands.update import run_update
 from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, Kind
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
 from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError, UsageError
@@ -357,22 +351,35 @@ WINDOWS = (
 )
 
 
+# Each command is imported when it runs: a matrix leg starts a fresh interpreter, and
+# importing every command (the pull request's, the issues', the branch store's) would cost it
+# more than reading a small result file.
 def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> ExitCode:
     """Run the command ``args`` name."""
     match args.command:
         case "update":
+            from ivy_matrix.commands.update import run_update  # noqa: PLC0415  -- see above
+
             return run_update(settings, log, remote)
         case "publish":
+            from ivy_matrix.commands.publish import run_publish  # noqa: PLC0415  -- see above
+
             return run_publish(settings, log, remote)
         case "compare":
+            from ivy_matrix.commands.compare import run_compare  # noqa: PLC0415  -- see above
+
             return run_compare(
                 settings, log, remote, markdown=args.compare_markdown, json_path=args.compare_json
             )
         case "adopt":
+            from ivy_matrix.commands.adopt import run_adopt  # noqa: PLC0415  -- see above
+
             return run_adopt(
                 settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
             )
         case "prune":
+            from ivy_matrix.commands.prune import run_prune  # noqa: PLC0415  -- see above
+
             return run_prune(
                 settings,
                 log,
@@ -382,4 +389,6 @@ def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote 
                 rows=args.prune_rows,
             )
         case _:
+            from ivy_matrix.commands.render import run_render  # noqa: PLC0415  -- see above
+
             return run_render(settings, log)

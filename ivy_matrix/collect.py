@@ -13,11 +13,12 @@ signature (signature.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO, NamedTuple
 
 from ivy_matrix.junit import cap_name, scan_junit
+from ivy_matrix.ledger import FileRecord
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import (
     CaseCounts,
@@ -76,6 +77,12 @@ class Collected:
     dashboards: dict[DashboardId, dict[str, dict[str, CellResult]]] = field(default_factory=dict)
     # The first failures read, for annotations (at most FAILURES_KEPT).
     failures: list[Failure] = field(default_factory=list)
+    # Result files recorded before and not read again (their cells are in the store already;
+    # commands/reading.py), and the dashboards they reached.
+    recorded: int = 0
+    touched: dict[DashboardId, None] = field(default_factory=dict)
+    # What the files read this time are, for the store's ledger (when asked for: ledger.py).
+    records: list[FileRecord] = field(default_factory=list)
 
     @property
     def backends(self) -> list[str]:
@@ -117,12 +124,31 @@ _SKIPPED, _SUCCESS, _FLAKY, _FAILURE = (
 _PASSED_SLOT, _FAILED_SLOT, _SKIPPED_SLOT, _FLAKY_SLOT = 1, 2, 3, 4
 
 
+class Read(NamedTuple):
+    """What reading one file added besides its counts and cells (what a
+    :class:`~ivy_matrix.ledger.FileRecord` keeps of it)."""
+
+    counts: FileCounts
+    backend: str
+    failures: tuple[Failure, ...]
+    tallies: tuple[tuple[str, tuple[int, int, int, int]], ...]
+    unassigned: int
+    nameless_line: int
+    ids_tried: int
+    unmatched_ids: tuple[str, ...]
+    dashboards: tuple[DashboardId, ...]
+
+
 class Collector:
-    """Reads result files one at a time into a :class:`Collected`."""
+    """Reads result files one at a time into a :class:`Collected`.
+
+    ``last`` is what the last file read added (None when it could not be read).
+    """
 
     def __init__(self, namer: Namer) -> None:
         self.namer = namer
         self.collected = Collected()
+        self.last: Read | None = None
         self._dashboards: list[DashboardId] = []
         self._dashboard_index: dict[DashboardId, int] = {}
         # (classname, file, suite) -> (dashboard index, row prefix): the same few classnames
@@ -143,17 +169,13 @@ class Collector:
         """Read one result file; its cells count only if all of it could be read."""
         namer = self.namer
         collected = self.collected
-        file_backend = namer.backend_for_file(source)
-        if file_backend is not None:
-            file_backend = cap_name(file_backend)
-        elif namer.matches_paths:
-            collected.paths_tried += 1
-            if len(collected.unmatched_paths) < SAMPLES_KEPT:
-                collected.unmatched_paths.append(source)
+        self.last = None
+        file_backend = self.file_backend(source)
         per_case = namer.needs_test_id
         # This file's tallies, added to the rest only when the whole file was read.
         by_backend: dict[str, list[int]] = {}
         unmatched_ids = collected.unmatched_ids
+        unmatched_before = len(unmatched_ids)
         tried = 0
         nameless: list[int] = []
         pending: dict[tuple[int, str, str], list[int]] = {}
@@ -245,30 +267,83 @@ class Collector:
             return counts
         if nameless:
             collected.nameless[source] = (len(nameless), nameless[0])
+        tallies = tuple((b, (n[0], n[1], n[2], n[3])) for b, n in by_backend.items())
         if file_backend is not None:
             by_backend[file_backend] = [counts.tests, counts.failed, counts.errors, counts.skipped]
-        for backend, numbers in by_backend.items():
-            total = collected.by_backend.setdefault(backend, [0, 0, 0, 0])
-            for slot, count in enumerate(numbers):
-                total[slot] += count
+        self._tally(by_backend.items())
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
-        self._commit(pending, messages)
+        reached = self._commit(pending, messages)
+        self.last = Read(
+            counts=counts,
+            backend=file_backend or "",
+            failures=tuple(failures),
+            tallies=tallies,
+            unassigned=unassigned,
+            nameless_line=nameless[0] if nameless else 0,
+            ids_tried=tried,
+            unmatched_ids=tuple(unmatched_ids[unmatched_before:]),
+            dashboards=reached,
+        )
         return counts
+
+    def file_backend(self, source: str) -> str | None:
+        """The backend a file's path names (None: none, or each test case names its own);
+        counts the paths the backend regex was tried on, as the read-error message says."""
+        backend = self.namer.backend_for_file(source)
+        if backend is not None:
+            return cap_name(backend)
+        if self.namer.matches_paths:
+            self.collected.paths_tried += 1
+            if len(self.collected.unmatched_paths) < SAMPLES_KEPT:
+                self.collected.unmatched_paths.append(source)
+        return None
+
+    def add_recorded(self, record: FileRecord) -> FileCounts:
+        """Add what a file read before reported, without its cells (they are in the store)."""
+        collected = self.collected
+        self.file_backend(record.path)
+        counts = record.counts
+        collected.files.append(counts)
+        if counts.nameless:
+            collected.nameless[record.path] = (counts.nameless, record.nameless_line)
+        tallies = {b: list(n) for b, n in record.tallies}
+        if record.backend:
+            tallies[record.backend] = [counts.tests, counts.failed, counts.errors, counts.skipped]
+        self._tally(tallies.items())
+        if record.unassigned:
+            collected.unassigned[record.path] = record.unassigned
+        collected.ids_tried += record.ids_tried
+        room = SAMPLES_KEPT - len(collected.unmatched_ids)
+        collected.unmatched_ids.extend(record.unmatched_ids[: max(room, 0)])
+        room = FAILURES_KEPT - len(collected.failures)
+        collected.failures.extend(record.failures[: max(room, 0)])
+        collected.touched.update(dict.fromkeys(record.dashboards))
+        collected.recorded += 1
+        return counts
+
+    def _tally(self, by_backend: Iterable[tuple[str, Sequence[int]]]) -> None:
+        for backend, numbers in by_backend:
+            total = self.collected.by_backend.setdefault(backend, [0, 0, 0, 0])
+            for slot, count in enumerate(numbers):
+                total[slot] += count
 
     def _commit(
         self,
         pending: dict[tuple[int, str, str], list[int]],
         messages: dict[tuple[int, str, str], str],
-    ) -> None:
-        """Add one fully read file's cells to the rest (a cell in two files: combined)."""
+    ) -> tuple[DashboardId, ...]:
+        """Add one fully read file's cells to the rest (a cell in two files: combined); return
+        the dashboards they reached."""
         dashboards = self.collected.dashboards
         ids = self._dashboards
+        reached: dict[int, None] = {}
         # Most cells hold one passing case: their counts are one shared tuple.
         counts_of: dict[tuple[int, ...], CaseCounts] = {}
         for cell, (code, *numbers) in pending.items():
             index, row, backend = cell
+            reached[index] = None
             rows = dashboards.setdefault(ids[index], {})
             cells = rows.setdefault(row, {})
             key = tuple(numbers)
@@ -278,6 +353,7 @@ class Collector:
             result = CellResult(_CODES[code], counts, messages.get(cell, ""))
             old = cells.get(backend)
             cells[backend] = result if old is None else combine_results(old, result)
+        return tuple(ids[index] for index in reached)
 
 
 def build_batches(

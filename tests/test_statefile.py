@@ -15,6 +15,7 @@ from ivy_matrix.render import render_dashboard
 from ivy_matrix.signature import Signer
 from ivy_matrix.statefile import (
     FORMAT,
+    NEWEST,
     VERSION,
     dump_runs,
     dump_state,
@@ -60,7 +61,7 @@ def test_sources_are_stored_once():
 def test_newer_versions_and_other_documents_are_refused_clearly():
     """A newer format says to upgrade; anything else says what it is not."""
     with pytest.raises(StoreError, match="upgrade ivy-matrix"):
-        load_state(json.dumps({"format": FORMAT, "version": VERSION + 1}), where="f.json")
+        load_state(json.dumps({"format": FORMAT, "version": NEWEST + 1}), where="f.json")
     with pytest.raises(StoreError, match=r"f\.json: not JSON"):
         load_state("{", where="f.json")
     with pytest.raises(StoreError, match="not an ivy-matrix-dashboard document"):

@@ -18,23 +18,26 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.github.connection import Connection, Remote
-from ivy_matrix.issues.publish import publish_from_branch
-from ivy_matrix.issues.store import IssueStore
-from ivy_matrix.issues.store_lock import Turns
-from ivy_matrix.issues.writer import IssueOptions
+from ivy_matrix.ledger import Inputs
 from ivy_matrix.render import render_files
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import AfterSave, Saved, Store
-from ivy_matrix.stores.branch import BranchStore
-from ivy_matrix.stores.layout import Leg
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets import Published
-from ivy_matrix.targets.files import write_output
+from ivy_matrix.targets.files import RECORD_NAME, write_output
 
+if TYPE_CHECKING:
+    from ivy_matrix.issues.writer import IssueOptions
+    from ivy_matrix.stores.layout import Leg
+
+# The branch store and the issues are imported where they are chosen (noqa PLC0415 below): a
+# leg that writes the local store needs neither, and a matrix leg starts a fresh interpreter.
 REMOTE = frozenset({Target.BRANCH, Target.ISSUE})
 READ_ONLY_ADVICE = (
     "the token is read-only here (a pull request from a fork, or Dependabot), so the "
@@ -76,8 +79,21 @@ def output_folder(settings: Settings, log: Log) -> AfterSave | None:
     if Target.FILE not in settings.targets or settings.output_dir is None:
         return None
     return partial(
-        write_output, settings.output_dir, style=settings.style, dry_run=settings.dry_run, log=log
+        write_output,
+        settings.output_dir,
+        style=settings.style,
+        dry_run=settings.dry_run,
+        log=log,
+        record=pages_record(settings),
     )
+
+
+def pages_record(settings: Settings) -> Path | None:
+    """Where the local store keeps the output folder's record (None: another store keeps the
+    state, and the folder is rendered in full)."""
+    if REMOTE & set(settings.targets) and not settings.read_only:
+        return None
+    return settings.store / RECORD_NAME
 
 
 def open_store(
@@ -90,10 +106,12 @@ def open_store(
     after_save: AfterSave | None,
     leg: Leg | None = None,
     render_all: bool = False,
+    inputs: Inputs | None = None,
 ) -> Store:
     """The store for ``remote`` (the GitHub targets this run writes); see the module docstring.
 
-    ``render_all``: the branch store renders every dashboard, not only those that changed.
+    ``render_all``: the branch store renders every dashboard, not only those that changed;
+    ``inputs``: the result files the update brings, for the local store's ledger.
     """
     if not remote:
         return LocalStore(
@@ -103,8 +121,11 @@ def open_store(
             after_save=after_save,
             lock_timeout=settings.lock_timeout,
             trend_points=settings.trend_points,
+            inputs=inputs,
         )
     if Target.BRANCH in remote:
+        from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
+
         return BranchStore(
             github.client,
             github.repository,
@@ -123,6 +144,9 @@ def open_store(
             render_all=render_all,
         )
     log.warning(ISSUE_STORE_WARNING)
+    from ivy_matrix.issues.store import IssueStore  # noqa: PLC0415  -- see REMOTE
+    from ivy_matrix.issues.store_lock import Turns  # noqa: PLC0415  -- see REMOTE
+
     return IssueStore(
         github.client,
         github.repository,
@@ -139,6 +163,8 @@ def publish_issue_target(
     settings: Settings, github: Connection, log: Log, saved: Saved, published: Published
 ) -> Published:
     """The issue target beside the branch store (``issues/publish.py``), from ``saved``."""
+    from ivy_matrix.issues.publish import publish_from_branch  # noqa: PLC0415  -- see REMOTE
+
     return publish_from_branch(
         github.client,
         github.repository,
@@ -153,6 +179,8 @@ def publish_issue_target(
 
 def issue_options(settings: Settings) -> IssueOptions:
     """What the dashboard issues look like and whether they are written."""
+    from ivy_matrix.issues.writer import IssueOptions  # noqa: PLC0415  -- see REMOTE
+
     return IssueOptions(
         label=settings.issue_label,
         style=settings.style,

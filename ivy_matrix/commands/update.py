@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.commands.choose_store import (
@@ -35,12 +36,6 @@ from ivy_matrix.commands.choose_store import (
     publish_issue_target,
     remote_targets,
 )
-from ivy_matrix.commands.compare import (
-    baseline_states,
-    counts_line,
-    pr_comment_state,
-    pr_comparison,
-)
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import (
     Links,
@@ -48,8 +43,8 @@ from ivy_matrix.commands.job_links import (
     resolve_links,
     write_leg_metadata,
 )
-from ivy_matrix.commands.publish import every_dashboard
 from ivy_matrix.commands.reading import log_results, read_results
+from ivy_matrix.commands.recorded import inputs_of, known_files, reading_of
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, GitHubAPIError, ReadOnlyTokenError, UsageError
@@ -57,15 +52,10 @@ from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.pr.body import render_comment
-from ivy_matrix.pr.comment import PullRequestComment
-from ivy_matrix.pr.state import CommentState
-from ivy_matrix.pr.verdicts import Comparison
 from ivy_matrix.runner.log import Log, append_summary
 from ivy_matrix.runner.pacing import phase
 from ivy_matrix.signature import Signer
 from ivy_matrix.stores import Change, Saved, Store
-from ivy_matrix.stores.layout import Leg
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
     Results,
@@ -76,7 +66,15 @@ from ivy_matrix.targets.summary import (
     write_summary_json,
 )
 
+if TYPE_CHECKING:
+    from ivy_matrix.pr.state import CommentState
+    from ivy_matrix.pr.verdicts import Comparison
+    from ivy_matrix.stores.layout import Leg
+
 COMMIT_BACKENDS = 8  # backends named in a commit message
+# The pull request's verdicts and comment, matrix legs on the branch and the issue target are
+# imported where they are used (noqa PLC0415 below): a leg that writes the local store needs
+# none of them, and importing them all costs a leg more than reading a small result file.
 
 
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
@@ -88,7 +86,9 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     _check_targets(
         settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
     )
-    collected = read_results(settings, log)
+    reading = reading_of(settings)
+    known, revision = known_files(settings, reading)
+    collected = read_results(settings, log, known=known, record=reading is not None)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
     with connect(settings, remote, log) as github:
@@ -106,6 +106,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 message=_commit_message(settings, collected),
                 after_save=output_folder(settings, log),
                 leg=_leg(settings, collected, links, log),
+                inputs=inputs_of(settings, collected, reading, revision),
             )
             change = _change(settings, collected, links, log, announce=True)
             saved, published = _save_and_publish(
@@ -195,6 +196,8 @@ def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Le
     """This matrix leg's part in its run (``--matrix-size``), for the branch store."""
     if settings.matrix_size is None or settings.matrix_index is None:
         return None
+    from ivy_matrix.stores.layout import Leg  # noqa: PLC0415  -- see COMMIT_BACKENDS
+
     if settings.run_id is None or Target.BRANCH not in settings.targets:
         log.warning(
             "matrix-size is used by the branch target of a workflow run only (it needs the run "
@@ -275,6 +278,8 @@ def _save_and_publish(
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
             # The leg that completes a matrix run publishes what every leg brought.
+            from ivy_matrix.commands.publish import every_dashboard  # noqa: PLC0415  -- see COMMIT_BACKENDS
+
             shown = every_dashboard(saved) if settings.matrix_size else saved
             with phase(log, "issues"):
                 published = publish_issue_target(settings, github, log, shown, published)
@@ -319,6 +324,14 @@ def _pull_request_verdicts(
     settings: Settings, collected: Collected, links: Links, github: Connection, log: Log
 ) -> Comparison:
     """The pull request's verdicts; with the pr-comment target, its sticky comment."""
+    from ivy_matrix.commands.compare import (  # noqa: PLC0415  -- see COMMIT_BACKENDS
+        baseline_states,
+        counts_line,
+        pr_comment_state,
+        pr_comparison,
+    )
+    from ivy_matrix.pr.comment import PullRequestComment  # noqa: PLC0415  -- as above
+
     states = baseline_states(settings, github, log)
     comparison = pr_comparison(settings, collected, links, states)
     log.info(f"pull request verdicts: {counts_line(comparison)}")
@@ -378,6 +391,8 @@ def _find_pull_request(settings: Settings, github: Connection, log: Log) -> int 
 
 def _degrade(settings: Settings, state: CommentState, log: Log) -> None:
     """A read-only token: the comment goes to the job summary, with the fork advice."""
+    from ivy_matrix.pr.body import render_comment  # noqa: PLC0415  -- see COMMIT_BACKENDS
+
     log.warning(READ_ONLY_ADVICE)
     if settings.step_summary is None:
         return
