@@ -7,7 +7,8 @@ almost nothing:
 1. :func:`reading_of`: the digest of the settings that shape what reading a file gives (the
    run, attempt, job and link, the naming and backend rules, ...). None when a reading cannot
    be repeated: local runs number themselves, a job found by listing the run's jobs may be
-   another one, and only the local store keeps a ledger.
+   another one, a fan-in job's leg files bring cells of their own, and only the local store
+   keeps a ledger.
 2. :func:`known_files`: the files the ledger recorded under that reading, and the store's
    revision; commands/reading.py reads none of those again.
 3. :func:`inputs_of`: what the update brings (ledger.Inputs): the records of the files it
@@ -37,6 +38,8 @@ def reading_of(settings: Settings) -> str | None:
     listed = settings.job_url is None and settings.job_id is None and bool(settings.token)
     if not local or settings.run_id is None or listed or not settings.feeds_dashboards:
         return None
+    if settings.legs:
+        return None  # a fan-in job's leg files bring cells of their own (legs.py)
     return reading_digest(
         [
             ("run_id", settings.run_id),

@@ -53,10 +53,12 @@ class IssueComment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullRequest:
-    """A pull request as the pr-comment target needs it: its number and head commit."""
+    """A pull request as the pr-comment target needs it: its number, head commit and state
+    (``open`` or ``closed``; a merged pull request is closed)."""
 
     number: int
     head_sha: str
+    state: str = "open"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -124,6 +126,8 @@ class GitHubAPI(IssueAPI, Protocol):
     def list_run_jobs(self, repo: str, run_id: int, attempt: int) -> list[Job]: ...
 
     def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]: ...
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequest: ...
 
     def get_branch_head(self, repo: str, branch: str) -> str | None: ...
 

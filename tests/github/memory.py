@@ -701,6 +701,19 @@ class MemoryGitHub:
 
         return self._call("list_pull_requests", apply)
 
+    def get_pull_request(self, repo: str, number: int) -> PullRequest:
+        """One pull request (404 for an issue that is not one), with its state."""
+
+        def apply() -> PullRequest:
+            issue = self._issue(repo, number)
+            if not issue["pull_request"]:
+                raise _error(f"reading pull request #{number} of {repo}", 404, "Not Found")
+            return PullRequest(
+                number=number, head_sha=issue.get("head", ("", ""))[1], state=issue["state"]
+            )
+
+        return self._call("get_pull_request", apply)
+
     def list_issue_comments(self, repo: str, number: int) -> list[IssueComment]:
         """Every comment on an issue, oldest first."""
 
