@@ -364,7 +364,7 @@ def build_batches(
     ``source_for(backend)`` says which job produced a backend's results (in a fan-in job each
     backend came from its own matrix leg); ``signer`` computes the signature of each failing
     cell's message (the default words when not given). Cells with the same result share one
-    entry.
+    entry. A dashboard that only files recorded before reached gets an empty batch.
     """
     signer = signer or Signer()
     entries: dict[tuple[str, CellResult], Entry] = {}
@@ -382,7 +382,7 @@ def build_batches(
             )
         return found
 
-    return [
+    batches = [
         Batch(
             dashboard=dashboard,
             cells={
@@ -392,3 +392,11 @@ def build_batches(
         )
         for dashboard, rows in collected.dashboards.items()
     ]
+    # Dashboards only files recorded before reached: an empty batch each, so that the update
+    # reports them, unchanged, as a read of those files would.
+    batches.extend(
+        Batch(dashboard=dashboard, cells={})
+        for dashboard in collected.touched
+        if dashboard not in collected.dashboards
+    )
+    return batches

@@ -94,6 +94,9 @@ class BranchReader:
         self.layout = layout
         self._blobs: dict[str, str] = {}
         self._trees: dict[str, TreeListing] = {}
+        # Each blob decoded once, however many reads (a fold's, then its render's, a retry's)
+        # meet it: a blob's text never changes, and states are frozen values.
+        self._states: dict[str, DashboardState] = {}
 
     def remember(self, text: str) -> None:
         """Cache a blob this process wrote, so that the next read does not fetch it."""
@@ -115,7 +118,9 @@ class BranchReader:
         """One state file (a column, or an older one-file state), checked against its path."""
         layout = self.layout
         where = f"{path} on branch {self.branch} of {self.repo}"
-        state = load_state(self._blob(sha), where=where)
+        state = self._states.get(sha)
+        if state is None:
+            state = self._states[sha] = load_state(self._blob(sha), where=where)
         names = state.backend_names
         column = len(names) == 1 and path == layout.column_path(state.id, names[0])
         if path != layout.state_path(state.id) and not column:
