@@ -122,6 +122,14 @@ _SKIPPED, _SUCCESS, _FLAKY, _FAILURE = (
 # A pending cell is a list: [worst code, passed, failed, skipped, flaky]; a case adds one to
 # the slot of its bucket.
 _PASSED_SLOT, _FAILED_SLOT, _SKIPPED_SLOT, _FLAKY_SLOT = 1, 2, 3, 4
+# Each status's (code, slot), and a flaky pass's.
+_BY_STATUS = {
+    CaseStatus.PASSED: (_SUCCESS, _PASSED_SLOT),
+    CaseStatus.SKIPPED: (_SKIPPED, _SKIPPED_SLOT),
+    CaseStatus.FAILED: (_FAILURE, _FAILED_SLOT),
+    CaseStatus.ERROR: (_FAILURE, _FAILED_SLOT),
+}
+_FLAKY_PASS = (_FLAKY, _FLAKY_SLOT)
 
 
 class Read(NamedTuple):
@@ -186,8 +194,10 @@ class Collector:
         failures: list[Failure] = []
         room = FAILURES_KEPT - len(self.collected.failures)
 
-        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912, PLR0915  -- the hot loop, kept flat
+        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
             nonlocal unassigned, tried
+            # One unpacking instead of an attribute lookup per field.
+            name, classname, test_file, suite, status, flaky, message = case
             backend = file_backend
             if backend is None and per_case:
                 tried += 1
@@ -207,7 +217,7 @@ class Collector:
             if backend is None:
                 unassigned += 1
                 return
-            key = (case.classname, case.file, case.suite)
+            key = (classname, test_file, suite)
             place = places.get(key)
             if place is None:
                 dashboard, prefix = namer.locate(case)
@@ -217,34 +227,15 @@ class Collector:
                 ruled = namer.ruled(case)
                 if ruled is not None:
                     index = self._index(ruled)
-                row = row_name(prefix, case.name)
+                row = row_name(prefix, name)
             else:
-                name = case.name
                 if name[-1:] == "]":
                     head = name.partition("[")[0]
                     if head:
                         name = head
                 row = prefix + name if name else prefix + UNNAMED
-            status = case.status
-            if status is CaseStatus.PASSED:
-                if case.flaky:
-                    code, slot = _FLAKY, _FLAKY_SLOT
-                else:
-                    code, slot = _SUCCESS, _PASSED_SLOT
-            elif status is CaseStatus.SKIPPED:
-                code, slot = _SKIPPED, _SKIPPED_SLOT
-            else:
-                code, slot = _FAILURE, _FAILED_SLOT
-                if len(failures) < room:
-                    failures.append(
-                        Failure(
-                            test=test_id(case),
-                            backend=backend,
-                            message=case.message,
-                            result_file=source,
-                            test_file=case.file,
-                        )
-                    )
+            # Only a passing case is flaky (junit.py): it passed after reruns.
+            code, slot = _FLAKY_PASS if flaky else _BY_STATUS[status]
             cell = (index, row, backend)
             tally = pending.get(cell)
             if tally is None:
@@ -252,8 +243,19 @@ class Collector:
             elif code > tally[0]:
                 tally[0] = code
             tally[slot] += 1
-            if code == _FAILURE and case.message and cell not in messages:
-                messages[cell] = case.message
+            if code == _FAILURE:
+                if message and cell not in messages:
+                    messages[cell] = message
+                if len(failures) < room:
+                    failures.append(
+                        Failure(
+                            test=test_id(case),
+                            backend=backend,
+                            message=message,
+                            result_file=source,
+                            test_file=test_file,
+                        )
+                    )
 
         counts, problem = scan_junit(
             stream, source=source, on_case=on_case, on_nameless=nameless.append
@@ -338,19 +340,27 @@ class Collector:
         the dashboards they reached."""
         dashboards = self.collected.dashboards
         ids = self._dashboards
-        reached: dict[int, None] = {}
-        # Most cells hold one passing case: their counts are one shared tuple.
-        counts_of: dict[tuple[int, ...], CaseCounts] = {}
-        for cell, (code, *numbers) in pending.items():
+        reached: dict[int, dict[str, dict[str, CellResult]]] = {}
+        # Most cells hold one passing case: cells alike share one result (and build_batches
+        # makes one entry of it).
+        alike: dict[tuple[int, ...], CellResult] = {}
+        new_tuple = tuple.__new__  # the NamedTuple's own __new__ is a Python function
+        for cell, tally in pending.items():
             index, row, backend = cell
-            reached[index] = None
-            rows = dashboards.setdefault(ids[index], {})
-            cells = rows.setdefault(row, {})
-            key = tuple(numbers)
-            counts = counts_of.get(key)
-            if counts is None:
-                counts = counts_of[key] = CaseCounts(*key)
-            result = CellResult(_CODES[code], counts, messages.get(cell, ""))
+            rows = reached.get(index)
+            if rows is None:
+                rows = reached[index] = dashboards.setdefault(ids[index], {})
+            cells = rows.get(row)
+            if cells is None:
+                cells = rows[row] = {}
+            key = tuple(tally)
+            result = alike.get(key)
+            if result is None:
+                counts = new_tuple(CaseCounts, key[1:])
+                result = alike[key] = new_tuple(CellResult, (_CODES[key[0]], counts, ""))
+            message = messages.get(cell)
+            if message:
+                result = new_tuple(CellResult, (result.outcome, result.counts, message))
             old = cells.get(backend)
             cells[backend] = result if old is None else combine_results(old, result)
         return tuple(ids[index] for index in reached)
@@ -368,8 +378,13 @@ def build_batches(
     """
     signer = signer or Signer()
     entries: dict[tuple[str, CellResult], Entry] = {}
+    # Results alike are mostly one shared object (Collector._commit): found by identity first.
+    by_identity: dict[tuple[str, int], Entry] = {}
 
     def entry(backend: str, result: CellResult) -> Entry:
+        found = by_identity.get((backend, id(result)))
+        if found is not None:
+            return found
         found = entries.get((backend, result))
         if found is None:
             message = result.message if result.outcome is Outcome.FAILURE else ""
@@ -380,6 +395,7 @@ def build_batches(
                 message=message,
                 signature=signer.signature(message, backend),
             )
+        by_identity[backend, id(result)] = found  # the results live in collected: ids hold
         return found
 
     batches = [

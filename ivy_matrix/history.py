@@ -209,14 +209,16 @@ _A_LOOK = frozenset({Outcome.FAILURE, Outcome.FLAKY})
 
 def _worth_a_look(
     entries: Sequence[Entry], branches: Collection[str]
-) -> tuple[CellHistory, Entry] | None:
-    """A cell's history and newest default-branch result, if it is failing or flaky."""
+) -> tuple[CellHistory, int] | None:
+    """A cell's history and the position of its newest default-branch result, if it is
+    failing or flaky."""
     results = run_results(entries, branches)
     if not results:
         return None
     history = history_of(results)
     if history.failing or history.flaky is not None:
-        return history, results[0].entry
+        newest = results[0].entry
+        return history, next(i for i, entry in enumerate(entries) if entry is newest)
     return None
 
 
@@ -226,22 +228,22 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
     # worked out once, and only rows holding a cell worth a look are looked at again.
     distinct = {id(cell): cell for row in state.rows for cell in row.cells.values()}
     worth: dict[int, tuple[CellHistory, Entry]] = {}
-    # Cells of different rows often hold the same entries (one per job and result): each such
-    # history is worked out once too.
-    by_entries: dict[tuple[int, ...], tuple[CellHistory, Entry] | None] = {}
+    # A history depends on each result's job and outcome only (not its counts or failure
+    # line): cells alike in those are worked out once, with the position of the newest.
+    by_jobs: dict[tuple[tuple[int, Outcome], ...], tuple[CellHistory, int] | None] = {}
     for key, cell in distinct.items():
         entries = cell.entries
         # Failing or flaky needs a failure or a flaky pass among the results: most cells have
         # neither, and are passed over here.
         if not any(entry.outcome in _A_LOOK for entry in entries):
             continue
-        ids = tuple(map(id, entries))
-        if ids in by_entries:
-            found = by_entries[ids]
+        jobs = tuple([(id(entry.source), entry.outcome) for entry in entries])
+        if jobs in by_jobs:
+            found = by_jobs[jobs]
         else:
-            found = by_entries[ids] = _worth_a_look(entries, branches)
+            found = by_jobs[jobs] = _worth_a_look(entries, branches)
         if found is not None:
-            worth[key] = found
+            worth[key] = (found[0], entries[found[1]])
     if not worth:
         return DashboardHistory(key=state.key, cells=())
     reports = []
@@ -252,9 +254,9 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
             continue
         for backend in backends:
             held = cells.get(backend)
-            found = None if held is None else worth.get(id(held))
-            if found is not None:
-                history, latest = found
+            report = None if held is None else worth.get(id(held))
+            if report is not None:
+                history, latest = report
                 reports.append(
                     CellReport(row=row.name, backend=backend, latest=latest, history=history)
                 )

@@ -146,7 +146,7 @@ def _note_run(
 
 # Longer than the usual 60 lines: the per-cell merge loop runs once per cell of every update
 # (28,000 at Ivy's size) and is kept as one flat loop over local names.
-def apply_batch(  # noqa: PLR0912  -- the per-cell loop, kept flat (see above)
+def apply_batch(  # noqa: C901, PLR0912  -- the per-cell loop, kept flat (see above)
     state: DashboardState | None, batch: Batch, *, history: int = DEFAULT_HISTORY
 ) -> MergeResult:
     """Fold one batch of results into a dashboard's state."""
@@ -158,6 +158,7 @@ def apply_batch(  # noqa: PLR0912  -- the per-cell loop, kept flat (see above)
     backend_first: dict[str, tuple[RunKey, int]] = {}
     # A new cell holding one entry is shared by every row that gets that same entry.
     fresh: dict[int, Cell] = {}
+    alike: dict[tuple[int, int], Cell] = {}
     changed = new_rows = 0
     state_changed = False
     filled = ((row_name, cells) for row_name, cells in batch.cells.items() if cells)
@@ -183,7 +184,13 @@ def apply_batch(  # noqa: PLR0912  -- the per-cell loop, kept flat (see above)
                 if merged is None:
                     merged = fresh[id(entry)] = Cell(entries=(entry,))
             else:
-                merged = merge_cell(old, entry, history)
+                # Cells alike (one stored history, one new entry) merge into one shared cell:
+                # merge_cell is a function of the two, and sharing keeps every later pass
+                # (saving, drawing, totals) to one look per distinct cell.
+                key = (id(old), id(entry))
+                merged = alike.get(key)
+                if merged is None:
+                    merged = alike[key] = merge_cell(old, entry, history)
             if merged is not old:
                 row_changed = True
                 row_cells[backend] = merged

@@ -138,6 +138,8 @@ class Tables:
         self.histories: list[tuple[tuple[object, ...], ...]] = []
         self._history_index: dict[tuple[tuple[object, ...], ...], int] = {}
         self._history_by_identity: dict[int, int] = {}
+        # Cells share entries (one per job and result): each is written once.
+        self._result_by_identity: dict[int, tuple[object, ...]] = {}
 
     @property
     def messages(self) -> list[list[str]]:
@@ -157,6 +159,12 @@ class Tables:
         return found
 
     def _result(self, entry: Entry) -> tuple[object, ...]:
+        found = self._result_by_identity.get(id(entry))
+        if found is None:
+            found = self._result_by_identity[id(entry)] = self._encode(entry)
+        return found
+
+    def _encode(self, entry: Entry) -> tuple[object, ...]:
         head = (self.source(entry.source), entry.outcome.value)
         counts = entry.counts  # a tuple: json writes it as a list
         if entry.message or entry.signature:

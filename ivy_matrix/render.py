@@ -139,6 +139,9 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
     # drawn once. A hot loop: one pass over every cell of the dashboard.
     by_cell: dict[int, str] = {}
     by_entry: dict[int, str] = {}
+    # A cell's text is its outcome and its job's link: entries differing in counts or failure
+    # line draw the same.
+    by_look: dict[tuple[Outcome, str], str] = {}
     body = []
     for row in state.rows:
         cells = row.cells
@@ -153,7 +156,11 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
                 entry = cell.entries[0]
                 text = by_entry.get(id(entry))
                 if text is None:
-                    text = by_entry[id(entry)] = draw(entry)
+                    look = (entry.outcome, entry.source.url)
+                    text = by_look.get(look)
+                    if text is None:
+                        text = by_look[look] = draw(entry)
+                    by_entry[id(entry)] = text
                 by_cell[id(cell)] = text
             line.append(text)
         body.append(line)

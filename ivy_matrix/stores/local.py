@@ -33,7 +33,6 @@ import contextlib
 import json
 import os
 import secrets
-import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -94,10 +93,20 @@ def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def _host() -> str:
+    """This machine's name (os.uname where there is one: socket's import costs a leg's
+    start-up more than the rest of the lock)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket  # noqa: PLC0415  -- Windows only, see above
+
+    return socket.gethostname()
+
+
 def _write_holder(fd: int) -> None:
     """Say in the lock file who holds the lock (best effort: it only feeds messages)."""
     since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": since}
+    holder = {"pid": os.getpid(), "host": _host(), "since": since}
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
