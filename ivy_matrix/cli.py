@@ -196,6 +196,12 @@ def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
         "render", help="write every stored dashboard and the index, or the HTML site"
     )
     _add_options(render, (*_STORE_OPTIONS, "html"))
+    render.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when --output-dir differs from a fresh render, naming "
+        "each file that does",
+    )
     publish = commands.add_parser(
         "publish", help="render the dashboards, issues and index from the branch state"
     )
@@ -344,7 +350,15 @@ def main(
         return ExitCode.USAGE
     try:
         args = _parser(stdout).parse_args(_bare_flags(argv))
-        skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
+        skip = {
+            "command",
+            "file",
+            "force",
+            "check",
+            "compare_markdown",
+            "compare_json",
+            *_PRUNE_NAMES,
+        }
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
@@ -376,7 +390,7 @@ def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote 
     """Run the command ``args`` name."""
     match args.command:
         case "collect" | "render":
-            return _run_offline(args.command, settings, log)
+            return _run_offline(args, settings, log)
         case "update":
             from ivy_matrix.commands.update import run_update  # noqa: PLC0415  -- see above
 
@@ -410,12 +424,12 @@ def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote 
             )
 
 
-def _run_offline(command: str, settings: Settings, log: Log) -> ExitCode:
+def _run_offline(args: argparse.Namespace, settings: Settings, log: Log) -> ExitCode:
     """Run ``collect`` or ``render``: they never reach GitHub."""
-    if command == "collect":
+    if args.command == "collect":
         from ivy_matrix.commands.collect import run_collect  # noqa: PLC0415  -- see _run
 
         return run_collect(settings, log)
     from ivy_matrix.commands.render import run_render  # noqa: PLC0415  -- see _run
 
-    return run_render(settings, log)
+    return run_render(settings, log, check=args.check)

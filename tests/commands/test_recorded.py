@@ -199,3 +199,20 @@ def test_a_summary_json_rerun_still_reports_every_dashboard():
     again = Path("again.json").read_text(encoding="utf-8")
     assert '"changed_cells": 0' in again
     assert again.count('"updated": true') == first.count('"updated": true') == 1
+
+
+@pytest.mark.usefixtures("workdir")
+def test_render_check_says_whether_the_folder_is_a_fresh_render(capsys):
+    """render --check writes nothing: exit 0 when the folder equals a fresh render, else 1
+    with each file that differs named."""
+    results()
+    assert update("--run-id", "5") == 0
+    capsys.readouterr()
+    assert main(["render", "--output-dir", "out", "--check"], {}) == 0
+    index = Path("out/README.md")
+    index.write_text("edited\n", encoding="utf-8")
+
+    assert main(["render", "--output-dir", "out", "--check"], {}) == 1
+
+    assert "README.md differs from a fresh render of the store" in capsys.readouterr().err
+    assert index.read_text(encoding="utf-8") == "edited\n"
