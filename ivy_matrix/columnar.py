@@ -7,15 +7,17 @@ dashboard; each column is one line of it::
 
     {"format":"ivy-matrix-dashboard","version":3,"title":"gradients","category":"core",
     "runs":[4519946746],"backends":[["torch",[4519946746,1,7960678746],0]],
-    "rows":[["test_grad",[4519946746,1,7960678746],0],["test_jac",[4519946746,1,7960678746],1]],
+    "rows":["test_grad","test_jac"],"firsts":[[4519946746,1,7960678746]],"seen":[0,0,0,1],
     "totals":{"torch":{...}},"columns":[
     {"backend":"torch","sources":[...],"messages":[...],"cells":[...],"at":[0,null,1]}
     ]}
 
-(the header is one line in the file). ``rows`` lists every row in display order with where it
-first appeared; each column lists its own ``sources``, ``messages`` and distinct ``cells`` (as
-in version 2) and ``at``: for each row, by position, the index of its cell in this column, or
-``null`` for none (the list may stop early: the rows after it have no cell here). A column
+(the header is one line in the file). ``rows`` lists every row's name in display order;
+``firsts`` each run key a row first appeared in, once, and ``seen`` two numbers per row: the
+index of its run key in ``firsts`` and its position in that run's results. Each column lists
+its own ``sources``, ``messages`` and distinct ``cells`` (as in version 2) and ``at``: for
+each row, by position, the index of its cell in this column, or ``null`` for none (the list
+may stop early: the rows after it have no cell here). A column
 whose cells are the same objects, in the same rows, as in the document it was read from is
 written as the line it was read from (:func:`dump_columns`); rows added at the end leave the
 other columns' lines valid.
@@ -28,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_str
-from ivy_matrix.model import Cell, DashboardId, DashboardState, Row, RunKey, Seen
+from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
 from ivy_matrix.records import Tables, read_cell, read_message, read_name, read_run, read_source
 from ivy_matrix.totals import backend_totals
 
@@ -102,11 +104,26 @@ def dump_columns(state: DashboardState, previous: Columns | None = None) -> str:
         "category": state.id.category,
         "runs": list(state.runs),
         "backends": [[name, seen.run, seen.seq] for name, seen in state.backends],
-        "rows": [[row.name, row.first_seen.run, row.first_seen.seq] for row in state.rows],
+        "rows": [row.name for row in state.rows],
+        **_first_seen(state),
         "totals": {name: t.to_json() for name, t in backend_totals(state).items()},
     }
     text = json.dumps(head, ensure_ascii=False, separators=(",", ":"))
     return text[:-1] + _COLUMNS + ",\n".join(lines) + _END
+
+
+def _first_seen(state: DashboardState) -> dict[str, list[object]]:
+    """Where each row first appeared: ``firsts``, each run key once, and ``seen``, a flat
+    list of two numbers per row: its run key's index there, and its position in that run."""
+    index: dict[RunKey, int] = {}
+    seen: list[object] = []
+    for row in state.rows:
+        run, seq = row.first_seen
+        found = index.get(run)
+        if found is None:
+            found = index[run] = len(index)
+        seen += (found, seq)
+    return {"firsts": [list(run) for run in index], "seen": seen}
 
 
 def column_lines(text: str) -> dict[str, str]:
@@ -143,23 +160,22 @@ def _at(value: object, cells: int) -> list[int | None]:
 def decode_columns(document: Mapping[str, object]) -> DashboardState:
     """The state of a version 3 document (parsed JSON); :class:`MalformedError` if it is not
     one."""
-    runs: dict[tuple[object, ...], RunKey] = {}  # rows of one run share its key
     new_tuple = tuple.__new__  # Seen's and Row's own __new__ are Python functions
-    names: list[str] = []
-    seen: list[Seen] = []
-    for item in expect_list(document["rows"]):
-        name, first_run, seq = expect_list(item)
-        key = tuple(expect_list(first_run))
-        run = runs.get(key) or runs.setdefault(key, read_run(first_run))
-        names.append(read_name(name))
-        seen.append(new_tuple(Seen, (run, expect_int(seq))))
+    names = [read_name(name) for name in expect_list(document["rows"])]
+    firsts = [read_run(run) for run in expect_list(document["firsts"])]
+    numbers = [n for n in expect_list(document["seen"]) if type(n) is int]
+    keys = numbers[0::2]
+    if len(numbers) != 2 * len(names) or (keys and not 0 <= min(keys) <= max(keys) < len(firsts)):
+        raise MalformedError("expected a run key's index and a position for each row in 'seen'")
+    seen = [new_tuple(Seen, (firsts[k], q)) for k, q in zip(keys, numbers[1::2], strict=True)]
     cells: list[dict[str, Cell]] = [{} for _ in names]
     for item in expect_list(document["columns"]):
         column = item if isinstance(item, dict) else {}
         backend = read_name(column["backend"])
         sources = [read_source(s) for s in expect_list(column["sources"])]
         messages = [read_message(m) for m in expect_list(column["messages"])]
-        histories = [read_cell(h, sources, messages, 2) for h in expect_list(column["cells"])]
+        made: dict[tuple[object, ...], Entry] = {}
+        histories = [read_cell(h, sources, messages, 2, made) for h in expect_list(column["cells"])]
         at = _at(column["at"], len(histories))
         if len(at) > len(names):
             raise MalformedError("a column has more rows than the document")

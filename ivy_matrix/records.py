@@ -87,40 +87,63 @@ def read_message(value: object) -> tuple[str, str]:
 
 
 def read_cell(
-    history: object, sources: Sequence[Source], messages: Sequence[tuple[str, str]], version: int
+    history: object,
+    sources: Sequence[Source],
+    messages: Sequence[tuple[str, str]],
+    version: int,
+    made: dict[tuple[object, ...], Entry] | None = None,
 ) -> Cell:
-    """One cell history: ``[source index, outcome, counts?, message index?]`` per result."""
+    """One cell history: ``[source index, outcome, counts?, message index?]`` per result.
+
+    ``made``: the entries already read from this document's table, by their record: histories
+    share results (a job's pass is in many of them), and one entry each is read once and
+    shared, as merging made them.
+    """
     entries = []
     for record in expect_list(history):
         values = expect_list(record)
-        index = expect_int(values[0])
-        if not 0 <= index < len(sources):
-            raise MalformedError(f"source index {index} out of range")
-        outcome = OUTCOMES[expect_str(values[1])]
-        if version < 2:  # noqa: PLR2004  -- the version that added counts and messages
-            # Older versions kept an adopted cell's text as a third item: it is not used any
-            # more, so that no adopted markdown is ever drawn again as it was.
-            entries.append(Entry(source=sources[index], outcome=outcome))
+        key = tuple(tuple(v) if isinstance(v, list) else v for v in values)
+        found = None if made is None else made.get(key)
+        if found is not None:
+            entries.append(found)
             continue
-        counts = _counts(values[2]) if len(values) > 2 else None  # noqa: PLR2004  -- optional
-        message, signature = "", ""
-        if len(values) > 3:  # noqa: PLR2004  -- the optional message index
-            position = expect_int(values[3])
-            if not 0 <= position < len(messages):
-                raise MalformedError(f"message index {position} out of range")
-            message, signature = messages[position]
-        entries.append(
-            Entry(
-                source=sources[index],
-                outcome=outcome,
-                counts=counts,
-                message=message,
-                signature=signature,
-            )
-        )
+        entries.append(_entry(values, sources, messages, version))
+        if made is not None:
+            made[key] = entries[-1]
     if not entries:
         raise MalformedError("a cell with no results")
     return Cell(entries=tuple(entries))
+
+
+def _entry(
+    values: list[object],
+    sources: Sequence[Source],
+    messages: Sequence[tuple[str, str]],
+    version: int,
+) -> Entry:
+    """One result of a history, checked."""
+    index = expect_int(values[0])
+    if not 0 <= index < len(sources):
+        raise MalformedError(f"source index {index} out of range")
+    outcome = OUTCOMES[expect_str(values[1])]
+    if version < 2:  # noqa: PLR2004  -- the version that added counts and messages
+        # Older versions kept an adopted cell's text as a third item: it is not used any
+        # more, so that no adopted markdown is ever drawn again as it was.
+        return Entry(source=sources[index], outcome=outcome)
+    counts = _counts(values[2]) if len(values) > 2 else None  # noqa: PLR2004  -- optional
+    message, signature = "", ""
+    if len(values) > 3:  # noqa: PLR2004  -- the optional message index
+        position = expect_int(values[3])
+        if not 0 <= position < len(messages):
+            raise MalformedError(f"message index {position} out of range")
+        message, signature = messages[position]
+    return Entry(
+        source=sources[index],
+        outcome=outcome,
+        counts=counts,
+        message=message,
+        signature=signature,
+    )
 
 
 class Tables:

@@ -58,7 +58,7 @@ from ivy_matrix.columnar import COLUMNS_VERSION, decode_columns
 from ivy_matrix.errors import StoreError
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_str
 from ivy_matrix.merge import RUNS_KEPT
-from ivy_matrix.model import Cell, DashboardId, DashboardState, Row, RunKey, Seen
+from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
 from ivy_matrix.records import Tables, read_cell, read_message, read_name, read_run, read_source
 from ivy_matrix.totals import backend_totals
 
@@ -128,7 +128,8 @@ def _decode(document: dict[str, object], version: int) -> DashboardState:
     sources = [read_source(item) for item in expect_list(document["sources"])]
     messages = [read_message(item) for item in expect_list(document.get("messages", []))]
     # Decoded once each and shared by every row that has them: quick to load, small in memory.
-    cells = [read_cell(h, sources, messages, version) for h in expect_list(document["cells"])]
+    made: dict[tuple[object, ...], Entry] = {}
+    cells = [read_cell(h, sources, messages, version, made) for h in expect_list(document["cells"])]
     names: dict[object, str] = {}  # each backend's name checked once
     runs: dict[tuple[object, ...], RunKey] = {}  # rows of one run share its key
     new_tuple = tuple.__new__  # Seen's and Row's own __new__ are Python functions

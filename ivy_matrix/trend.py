@@ -30,6 +30,7 @@ The file (one point per line, so that a commit's diff shows the new point)::
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
@@ -95,24 +96,29 @@ def trend_point(states: Iterable[DashboardState], run: int) -> TrendPoint | None
         names = state.backend_names
         for name in names:
             tallies.setdefault(name, [0] * 5)
-        for row in state.rows:
-            outcomes: list[tuple[str, Outcome]] = []
-            for backend, cell in row.cells.items():
-                outcome = cells.outcome(cell)
+        # Rows are counted by shape (their backends and this run's outcome on each): a
+        # dashboard of thousands of rows has a few dozen shapes, each worked out once.
+        outcome = {
+            key: cells.outcome(cell)
+            for key, cell in {id(c): c for r in state.rows for c in r.cells.values()}.items()
+        }
+        shapes = Counter(
+            (tuple(r.cells), tuple([outcome[id(c)] for c in r.cells.values()])) for r in state.rows
+        )
+        for (backends, found), count in shapes.items():
+            ran = 0
+            for backend, result in zip(backends, found, strict=True):
                 tally = tallies.setdefault(backend, [0] * 5)
-                if outcome is None:
-                    tally[_MISSING] += 1
-                else:
-                    tally[_SLOT[outcome]] += 1
-                    outcomes.append((backend, outcome))
-            if len(outcomes) < len(names) or not outcomes:
+                tally[_MISSING if result is None else _SLOT[result]] += count
+                ran += result is not None
+            if ran < len(names) or not ran:
                 continue
-            rows += 1
-            failing = [backend for backend, outcome in outcomes if outcome not in _GREEN]
+            rows += count
+            failing = [(b, r) for b, r in zip(backends, found, strict=True) if r not in _GREEN]
             if not failing:
-                green += 1
-            elif len(failing) == 1 and dict(outcomes)[failing[0]] is Outcome.FAILURE:
-                fails_only[failing[0]] = fails_only.get(failing[0], 0) + 1
+                green += count
+            elif len(failing) == 1 and failing[0][1] is Outcome.FAILURE:
+                fails_only[failing[0][0]] = fails_only.get(failing[0][0], 0) + count
     if not cells.sources:
         return None
     sources = sorted(cells.sources.values(), key=lambda s: (s.time, s.run))

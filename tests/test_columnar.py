@@ -148,3 +148,18 @@ def test_a_bad_cell_position_is_malformed(at):
 
     with pytest.raises(StoreError, match="malformed"):
         load_state(json.dumps(document), where="f.json")
+
+
+@pytest.mark.parametrize(
+    "seen",
+    [[0], [0, 0, 0, 1], [-1, 0], [1, 0], ["0", 0]],
+    ids=["one number", "a row too many", "negative key", "no such key", "text"],
+)
+def test_a_bad_first_seen_is_malformed(seen):
+    """Each row's first appearance is an index into the run keys and a position."""
+    state = fold([(1, [("test_grad", "torch", Outcome.SUCCESS, 0)])])
+    document = json.loads(dump_columns(state))
+    document["seen"] = seen
+
+    with pytest.raises(StoreError, match="malformed"):
+        load_state(json.dumps(document), where="f.json")
