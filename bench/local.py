@@ -91,6 +91,13 @@ def update_cmd(
         BACKEND_FROM_PATH,
         "--job-id",
         str(job_id),
+        *common_args(store=store, out=out, run_id=run_id),
+    ]
+
+
+def common_args(*, store: Path, out: Path, run_id: int) -> list[str]:
+    """What every measured update is given besides its result files and job."""
+    return [
         "--run-id",
         str(run_id),
         "--repository",

@@ -135,16 +135,7 @@ def update_commands(
     backends: tuple[str, ...] = generate.BACKENDS,
 ) -> list[list[str]]:
     """The ``ivy-matrix update`` calls of one CI run: one per backend leg, or one for all."""
-    common = [
-        "--run-id",
-        str(run_id),
-        "--repository",
-        REPOSITORY,
-        "--store",
-        str(store),
-        "--output-dir",
-        str(out),
-    ]
+    common = local.common_args(store=store, out=out, run_id=run_id)
     if mode == "single":
         return [
             [

@@ -29,9 +29,18 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_str
-from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
-from ivy_matrix.records import Tables, read_cell, read_message, read_name, read_run, read_source
+from ivy_matrix.jsonshape import MalformedError, expect_list
+from ivy_matrix.model import Cell, DashboardState, Entry, Row, RunKey, Seen
+from ivy_matrix.records import (
+    Tables,
+    read_cell,
+    read_head,
+    read_message,
+    read_name,
+    read_run,
+    read_runs,
+    read_source,
+)
 from ivy_matrix.totals import backend_totals
 
 FORMAT = "ivy-matrix-dashboard"
@@ -182,18 +191,13 @@ def decode_columns(document: Mapping[str, object]) -> DashboardState:
         for row, index in enumerate(at):
             if index is not None:
                 cells[row][backend] = histories[index]
-    backends = []
-    for item in expect_list(document["backends"]):
-        name, first_run, seq = expect_list(item)
-        backends.append((read_name(name), Seen(read_run(first_run), expect_int(seq))))
+    dashboard, backends = read_head(document)
     return DashboardState(
-        id=DashboardId(
-            title=expect_str(document["title"]), category=expect_str(document["category"])
-        ),
-        backends=tuple(backends),
+        id=dashboard,
+        backends=backends,
         rows=tuple(
             new_tuple(Row, (name, first, row_cells))
             for name, first, row_cells in zip(names, seen, cells, strict=True)
         ),
-        runs=tuple(expect_int(r) for r in expect_list(document["runs"])),
+        runs=read_runs(document),
     )

@@ -9,11 +9,21 @@ half read. The forms are documented in statefile.py's docstring.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_str
 from ivy_matrix.junit import MESSAGE_CAP, cap_name
-from ivy_matrix.model import UNKNOWN_RUN, CaseCounts, Cell, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import (
+    UNKNOWN_RUN,
+    CaseCounts,
+    Cell,
+    DashboardId,
+    Entry,
+    Outcome,
+    RunKey,
+    Seen,
+    Source,
+)
 
 OUTCOMES = {o.value: o for o in Outcome}
 _SOURCE_ITEMS = 5  # run id, attempt, job id, URL, time; then the optional provenance
@@ -30,6 +40,23 @@ def read_name(value: object) -> str:
 def read_run(value: object) -> RunKey:
     run_id, attempt, job_id = expect_list(value)
     return RunKey(expect_int(run_id), expect_int(attempt), expect_int(job_id))
+
+
+def read_head(document: Mapping[str, object]) -> tuple[DashboardId, tuple[tuple[str, Seen], ...]]:
+    """A document's dashboard and its backends, each with where it first appeared."""
+    backends = []
+    for item in expect_list(document["backends"]):
+        name, first_run, seq = expect_list(item)
+        backends.append((read_name(name), Seen(read_run(first_run), expect_int(seq))))
+    dashboard = DashboardId(
+        title=expect_str(document["title"]), category=expect_str(document["category"])
+    )
+    return dashboard, tuple(backends)
+
+
+def read_runs(document: Mapping[str, object]) -> tuple[int, ...]:
+    """The run ids a document says touched its dashboard, newest first."""
+    return tuple(expect_int(r) for r in expect_list(document["runs"]))
 
 
 def _provenance(source: Source) -> dict[str, object]:

@@ -56,10 +56,19 @@ from collections.abc import Iterable, Mapping
 
 from ivy_matrix.columnar import COLUMNS_VERSION, decode_columns
 from ivy_matrix.errors import StoreError
-from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_str
+from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list
 from ivy_matrix.merge import RUNS_KEPT
-from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
-from ivy_matrix.records import Tables, read_cell, read_message, read_name, read_run, read_source
+from ivy_matrix.model import Cell, DashboardState, Entry, Row, RunKey, Seen
+from ivy_matrix.records import (
+    Tables,
+    read_cell,
+    read_head,
+    read_message,
+    read_name,
+    read_run,
+    read_runs,
+    read_source,
+)
 from ivy_matrix.totals import backend_totals
 
 FORMAT = "ivy-matrix-dashboard"
@@ -149,17 +158,9 @@ def _decode(document: dict[str, object], version: int) -> DashboardState:
         run = runs.get(key) or runs.setdefault(key, read_run(first_run))
         seen = new_tuple(Seen, (run, expect_int(seq)))
         rows.append(new_tuple(Row, (read_name(name), seen, decoded)))
-    backends = []
-    for item in expect_list(document["backends"]):
-        name, first_run, seq = expect_list(item)
-        backends.append((read_name(name), Seen(read_run(first_run), expect_int(seq))))
+    dashboard, backends = read_head(document)
     return DashboardState(
-        id=DashboardId(
-            title=expect_str(document["title"]), category=expect_str(document["category"])
-        ),
-        backends=tuple(backends),
-        rows=tuple(rows),
-        runs=tuple(expect_int(r) for r in expect_list(document["runs"])),
+        id=dashboard, backends=backends, rows=tuple(rows), runs=read_runs(document)
     )
 
 
