@@ -31,7 +31,6 @@ from ivy_matrix.model import (
     ParseProblem,
     Source,
     Totals,
-    worst,
 )
 from ivy_matrix.naming import UNNAMED, Namer, row_name, test_id
 from ivy_matrix.signature import Signer
@@ -45,27 +44,57 @@ class CellResult(NamedTuple):
     message: str = ""
 
 
-def combine_results(a: CellResult, b: CellResult) -> CellResult:
-    """Two parts of one cell (two files of one update): the worse outcome, the counts added,
-    the first message."""
-    return CellResult(
-        worst(a.outcome, b.outcome),
-        CaseCounts(*(x + y for x, y in zip(a.counts, b.counts, strict=True))),
-        a.message or b.message,
+# While results are read, a cell's cases are one int: four counts of _BITS bits each, passed
+# in the lowest (so the usual cell, one passing case, is the cached small int 1), then
+# skipped, flaky, and failed in the highest (unbounded). A case adds its bucket's increment,
+# and two parts of one cell (two files) add up: one dict read and one store per case.
+_BITS = 24  # fewer than 16 million cases of one kind in one cell
+_MASK = (1 << _BITS) - 1
+_PASSED, _SKIPPED, _FLAKY, _FAILED = (1 << (_BITS * slot) for slot in range(4))
+
+
+def cell_result(tally: int, message: str = "") -> CellResult:
+    """A cell's result from its packed counts (as :attr:`Collected.dashboards` holds them):
+    the worst outcome its cases had (failure, flaky, success, skipped, in that order)."""
+    counts = CaseCounts(
+        passed=tally & _MASK,
+        skipped=(tally >> _BITS) & _MASK,
+        flaky=(tally >> 2 * _BITS) & _MASK,
+        failed=tally >> 3 * _BITS,
     )
+    if counts.failed:
+        outcome = Outcome.FAILURE
+    elif counts.flaky:
+        outcome = Outcome.FLAKY
+    elif counts.passed:
+        outcome = Outcome.SUCCESS
+    else:
+        outcome = Outcome.SKIPPED
+    return CellResult(outcome, counts, message)
 
 
 @dataclass(slots=True)
 class Collected:
-    """What one update read: per-file counts, problems, and the cells it found."""
+    """What one update read: per-file counts, problems, and the cells it found.
+
+    ``dashboards`` holds each cell's cases packed in one int (row -> backend -> int; read a
+    cell with :meth:`result`), ``messages`` the first failure line of each failing cell that
+    has one, by (dashboard, row, backend).
+    """
 
     files: list[FileCounts] = field(default_factory=list)
     problems: list[ParseProblem] = field(default_factory=list)
     # Cases whose backend no rule could name, by file.
     unassigned: dict[str, int] = field(default_factory=dict)
-    dashboards: dict[DashboardId, dict[str, dict[str, CellResult]]] = field(default_factory=dict)
+    dashboards: dict[DashboardId, dict[str, dict[str, int]]] = field(default_factory=dict)
+    messages: dict[tuple[DashboardId, str, str], str] = field(default_factory=dict)
     # The first failures read, for annotations (at most FAILURES_KEPT).
     failures: list[Failure] = field(default_factory=list)
+
+    def result(self, dashboard: DashboardId, row: str, backend: str) -> CellResult:
+        """One cell's outcome, case counts and first failure line."""
+        tally = self.dashboards[dashboard][row][backend]
+        return cell_result(tally, self.messages.get((dashboard, row, backend), ""))
 
     @property
     def backends(self) -> list[str]:
@@ -93,15 +122,6 @@ class Collected:
 
 
 FAILURES_KEPT = 50
-# Outcomes as their severity (model.py) while gathering, so "worst wins" is an int comparison.
-_CODES = tuple(sorted(Outcome, key=lambda outcome: outcome.severity))
-_SKIPPED, _SUCCESS, _FLAKY, _FAILURE = (
-    outcome.severity
-    for outcome in (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
-)
-# A pending cell is a list: [worst code, passed, failed, skipped, flaky]; a case adds one to
-# the slot of its bucket.
-_PASSED_SLOT, _FAILED_SLOT, _SKIPPED_SLOT, _FLAKY_SLOT = 1, 2, 3, 4
 
 
 class Collector:
@@ -133,7 +153,8 @@ class Collector:
         if file_backend is not None:
             file_backend = cap_name(file_backend)
         per_case = namer.needs_test_id
-        pending: dict[tuple[int, str, str], list[int]] = {}
+        pending: dict[tuple[int, str, str], int] = {}
+        count = pending.get  # bound once: called for every case
         # The first failure line of each failing cell.
         messages: dict[tuple[int, str, str], str] = {}
         places = self._places
@@ -169,16 +190,16 @@ class Collector:
                     if head:
                         name = head
                 row = prefix + name if name else prefix + UNNAMED
+            cell = (index, row, backend)
             status = case.status
             if status is CaseStatus.PASSED:
-                if case.flaky:
-                    code, slot = _FLAKY, _FLAKY_SLOT
-                else:
-                    code, slot = _SUCCESS, _PASSED_SLOT
+                pending[cell] = count(cell, 0) + (_FLAKY if case.flaky else _PASSED)
             elif status is CaseStatus.SKIPPED:
-                code, slot = _SKIPPED, _SKIPPED_SLOT
+                pending[cell] = count(cell, 0) + _SKIPPED
             else:
-                code, slot = _FAILURE, _FAILED_SLOT
+                pending[cell] = count(cell, 0) + _FAILED
+                if case.message and cell not in messages:
+                    messages[cell] = case.message
                 if len(failures) < room:
                     failures.append(
                         Failure(
@@ -189,15 +210,6 @@ class Collector:
                             test_file=case.file,
                         )
                     )
-            cell = (index, row, backend)
-            tally = pending.get(cell)
-            if tally is None:
-                tally = pending[cell] = [code, 0, 0, 0, 0]
-            elif code > tally[0]:
-                tally[0] = code
-            tally[slot] += 1
-            if code == _FAILURE and case.message and cell not in messages:
-                messages[cell] = case.message
 
         counts, problem = scan_junit(stream, source=source, on_case=on_case)
         collected = self.collected
@@ -213,25 +225,20 @@ class Collector:
 
     def _commit(
         self,
-        pending: dict[tuple[int, str, str], list[int]],
+        pending: dict[tuple[int, str, str], int],
         messages: dict[tuple[int, str, str], str],
     ) -> None:
-        """Add one fully read file's cells to the rest (a cell in two files: combined)."""
+        """Add one fully read file's cells to the rest (a cell in two files: counts added,
+        the first message kept)."""
         dashboards = self.collected.dashboards
         ids = self._dashboards
-        # Most cells hold one passing case: their counts are one shared tuple.
-        counts_of: dict[tuple[int, ...], CaseCounts] = {}
-        for cell, (code, *numbers) in pending.items():
-            index, row, backend = cell
-            rows = dashboards.setdefault(ids[index], {})
-            cells = rows.setdefault(row, {})
-            key = tuple(numbers)
-            counts = counts_of.get(key)
-            if counts is None:
-                counts = counts_of[key] = CaseCounts(*key)
-            result = CellResult(_CODES[code], counts, messages.get(cell, ""))
+        for (index, row, backend), tally in pending.items():
+            cells = dashboards.setdefault(ids[index], {}).setdefault(row, {})
             old = cells.get(backend)
-            cells[backend] = result if old is None else combine_results(old, result)
+            cells[backend] = tally if old is None else old + tally
+        kept = self.collected.messages
+        for (index, row, backend), message in messages.items():
+            kept.setdefault((ids[index], row, backend), message)
 
 
 def build_batches(
@@ -241,17 +248,20 @@ def build_batches(
 
     ``source_for(backend)`` says which job produced a backend's results (in a fan-in job each
     backend came from its own matrix leg); ``signer`` computes the signature of each failing
-    cell's message (the default words when not given). Cells with the same result share one
-    entry.
+    cell's message (the default words when not given).
     """
     signer = signer or Signer()
-    entries: dict[tuple[str, CellResult], Entry] = {}
+    # Cells with the same result share one entry (and so, when merged, one cell object): most
+    # are one passing case, and a failure line is usually shared by many cells.
+    entries: dict[tuple[str, int, str], Entry] = {}
+    messages = collected.messages
 
-    def entry(backend: str, result: CellResult) -> Entry:
-        found = entries.get((backend, result))
+    def entry(dashboard: DashboardId, row: str, backend: str, tally: int) -> Entry:
+        message = messages.get((dashboard, row, backend), "") if tally >= _FAILED else ""
+        found = entries.get((backend, tally, message))
         if found is None:
-            message = result.message if result.outcome is Outcome.FAILURE else ""
-            found = entries[backend, result] = Entry(
+            result = cell_result(tally, message)
+            found = entries[backend, tally, message] = Entry(
                 source=source_for(backend),
                 outcome=result.outcome,
                 counts=result.counts,
@@ -264,7 +274,7 @@ def build_batches(
         Batch(
             dashboard=dashboard,
             cells={
-                row: {backend: entry(backend, result) for backend, result in cells.items()}
+                row: {backend: entry(dashboard, row, backend, t) for backend, t in cells.items()}
                 for row, cells in rows.items()
             },
         )

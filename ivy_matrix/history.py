@@ -201,8 +201,12 @@ class DashboardHistory:
 
 def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> DashboardHistory:
     """The failing and flaky cells of a dashboard (rows, then backends, in display order)."""
-    # Rows share cell objects (most cells of a run are alike): each history is worked out once.
-    known: dict[int, tuple[CellHistory, Entry | None]] = {}
+    # Rows share cell objects (most cells of a run are alike), and cells that differ only in
+    # what history does not read (a failure's message, its case counts) have the same jobs
+    # and outcomes: each history is worked out once per shape, and its newest result is
+    # found by position in each cell.
+    known: dict[int, tuple[CellHistory, int]] = {}
+    alike: dict[tuple[tuple[int, Outcome], ...], tuple[CellHistory, int]] = {}
     reports = []
     for row in state.rows:
         for backend in state.backend_names:
@@ -211,15 +215,28 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
                 continue
             found = known.get(id(cell))
             if found is None:
-                results = run_results(cell.entries, branches)
-                latest = results[0].entry if results else None
-                found = known[id(cell)] = (history_of(results), latest)
-            history, latest = found
-            if latest is not None and (history.failing or history.flaky is not None):
+                shape = tuple((id(e.source), e.outcome) for e in cell.entries)
+                found = alike.get(shape)
+                if found is None:
+                    found = alike[shape] = _history_at(cell.entries, branches)
+                known[id(cell)] = found
+            history, newest = found
+            if newest >= 0 and (history.failing or history.flaky is not None):
                 reports.append(
-                    CellReport(row=row.name, backend=backend, latest=latest, history=history)
+                    CellReport(
+                        row=row.name, backend=backend, latest=cell.entries[newest], history=history
+                    )
                 )
     return DashboardHistory(key=state.key, cells=tuple(reports))
+
+
+def _history_at(entries: Sequence[Entry], branches: Collection[str]) -> tuple[CellHistory, int]:
+    """A cell's history and the position of its newest default-branch result (-1: none)."""
+    results = run_results(entries, branches)
+    if not results:
+        return history_of(results), -1
+    newest = next(i for i, entry in enumerate(entries) if entry is results[0].entry)
+    return history_of(results), newest
 
 
 # ----------------------------------------------------------------------------- projections

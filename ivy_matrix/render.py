@@ -127,13 +127,20 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
     """The dashboard table: one row per test, one column per backend, in first-seen order."""
     draw: Callable[[Entry], str] = ivy_cell if style is Style.IVY else compact_cell
     backends = state.backend_names
-    # Cells share entries (one per job and outcome), so each is drawn once.
+    # Cells share entries (most are alike: one job, one outcome), and entries that differ only
+    # in what a cell does not show (a failure's message) look the same: each look is drawn
+    # once, found by the entry first, then by what it shows.
     drawn: dict[int, str] = {}
+    looks: dict[tuple[object, ...], str] = {}
 
     def cell_text(entry: Entry) -> str:
         text = drawn.get(id(entry))
         if text is None:
-            text = drawn[id(entry)] = draw(entry)
+            look = (entry.outcome, entry.source.url, entry.counts)
+            text = looks.get(look)
+            if text is None:
+                text = looks[look] = draw(entry)
+            drawn[id(entry)] = text
         return text
 
     body = (

@@ -85,10 +85,18 @@ def backend_totals(state: DashboardState) -> dict[str, BackendTotals]:
         (backend, id(cell)) for row in state.rows for backend, cell in row.cells.items()
     )
     cells = {id(cell): cell for row in state.rows for cell in row.cells.values()}
-    sums: dict[str, list[int]] = {name: [0] * 8 for name in state.backend_names}
-    for (backend, key), count in uses.items():
+    return totals_of(state.backend_names, ((b, cells[k], n) for (b, k), n in uses.items()))
+
+
+def totals_of(
+    backends: Iterable[str], uses: Iterable[tuple[str, Cell, int]]
+) -> dict[str, BackendTotals]:
+    """The totals of ``backends`` (and any other backend met) from (backend, cell, how many
+    rows hold that cell there)."""
+    sums: dict[str, list[int]] = {name: [0] * 8 for name in backends}
+    for backend, cell, count in uses:
         total = sums.setdefault(backend, [0] * 8)
-        for index, value in enumerate(_cell_tally(cells[key])):
+        for index, value in enumerate(_cell_tally(cell)):
             total[index] += value * count
     return {
         name: BackendTotals(

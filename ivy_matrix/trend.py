@@ -54,24 +54,20 @@ VERSION = 1
 DEFAULT_POINTS = 365
 TREND_NAME = "trend.json"
 
-_GREEN = frozenset({Outcome.SUCCESS, Outcome.FLAKY})
 # Where each outcome is counted in a backend's tally: passed, failed, flaky, skipped, missing.
 _SLOT = {Outcome.SUCCESS: 0, Outcome.FAILURE: 1, Outcome.FLAKY: 2, Outcome.SKIPPED: 3}
-_MISSING = 4
+_FAILED, _SKIPPED, _MISSING = 1, 3, 4
 
 
 class _RunCells:
-    """The result of one run in each cell, worked out once per distinct cell object."""
+    """The result of one run in each cell (a tally slot), worked out once per cell object."""
 
     def __init__(self, run: int) -> None:
         self.run = run
         self.sources: dict[int, Source] = {}
-        self._known: dict[int, Outcome | None] = {}
+        self.known: dict[int, int] = {}
 
-    def outcome(self, cell: Cell) -> Outcome | None:
-        key = id(cell)
-        if key in self._known:
-            return self._known[key]
+    def slot(self, cell: Cell) -> int:
         mine: list[Entry] = []
         for entry in cell.entries:  # newest first: stop at the first older run
             run_id = entry.run.run_id
@@ -80,39 +76,48 @@ class _RunCells:
             if run_id == self.run and is_default_branch(entry.source):
                 mine.append(entry)
                 self.sources[id(entry.source)] = entry.source
-        found = run_outcome(mine) if mine else None
-        self._known[key] = found
+        found = _SLOT[run_outcome(mine)] if mine else _MISSING
+        self.known[id(cell)] = found
         return found
 
 
+# One flat loop over every cell of the store (a million at the largest sizes measured), with
+# the parity of each row worked out on the way.
 def trend_point(states: Iterable[DashboardState], run: int) -> TrendPoint | None:
     """The point of run ``run`` over ``states`` (None when no cell holds a result of it)."""
     tallies: dict[str, list[int]] = {}
     rows = green = 0
     fails_only: dict[str, int] = {}
     cells = _RunCells(run)
+    known = cells.known
     for state in sorted(states, key=lambda s: s.key):
         names = state.backend_names
-        for name in names:
-            tallies.setdefault(name, [0] * 5)
+        mine = {name: tallies.setdefault(name, [0] * 5) for name in names}
         for row in state.rows:
-            outcomes: list[tuple[str, Outcome]] = []
+            ran = not_green = 0
+            failing = ""  # the backend of the one failure, when it is the only non-green
             for backend, cell in row.cells.items():
-                outcome = cells.outcome(cell)
-                tally = tallies.setdefault(backend, [0] * 5)
-                if outcome is None:
-                    tally[_MISSING] += 1
-                else:
-                    tally[_SLOT[outcome]] += 1
-                    outcomes.append((backend, outcome))
-            if len(outcomes) < len(names) or not outcomes:
+                slot = known.get(id(cell))
+                if slot is None:
+                    slot = cells.slot(cell)
+                tally = mine.get(backend) or tallies.setdefault(backend, [0] * 5)
+                tally[slot] += 1
+                if slot == _MISSING:
+                    continue
+                ran += 1
+                if slot == _FAILED:
+                    not_green += 1
+                    failing = backend
+                elif slot == _SKIPPED:
+                    not_green += 1
+                    failing = ""
+            if not ran or ran < len(names):
                 continue
             rows += 1
-            failing = [backend for backend, outcome in outcomes if outcome not in _GREEN]
-            if not failing:
+            if not not_green:
                 green += 1
-            elif len(failing) == 1 and dict(outcomes)[failing[0]] is Outcome.FAILURE:
-                fails_only[failing[0]] = fails_only.get(failing[0], 0) + 1
+            elif not_green == 1 and failing:
+                fails_only[failing] = fails_only.get(failing, 0) + 1
     if not cells.sources:
         return None
     sources = sorted(cells.sources.values(), key=lambda s: (s.time, s.run))
