@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ivy_matrix.charts import PARITY_FILE, PASS_RATE_FILE, parity_svg, pass_rate_svg, trend_section
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
 from ivy_matrix.history import dashboard_history, render_index_sections, render_issue_section
 from ivy_matrix.model import DashboardState, Entry, Outcome, Totals, Trend
 from ivy_matrix.paths import INDEX_NAME, dashboard_file
-from ivy_matrix.totals import backend_totals
+from ivy_matrix.totals import BackendTotals, add_totals, backend_totals
 from ivy_matrix.trend import TREND_NAME, dump_trend
 
 
@@ -61,8 +62,12 @@ def ivy_cell(entry: Entry) -> str:
 
 
 def compact_cell(entry: Entry) -> str:
-    """One cell as an emoji; only cells that need a look get a link."""
+    """One cell as an emoji; only cells that need a look get a link. A partly failing cell
+    (some of its cases failed, some did not) says how many: ``[❌ 44/256](URL)``."""
     symbol = COMPACT_SYMBOLS[entry.outcome]
+    counts = entry.counts
+    if entry.outcome is Outcome.FAILURE and counts is not None and counts.partly_failing:
+        symbol = f"{symbol} {counts.failed}/{counts.total}"
     url = safe_link(entry.source.url)
     if entry.outcome in {Outcome.SUCCESS, Outcome.SKIPPED} or not url:
         return symbol
@@ -162,41 +167,59 @@ def counts_table(
     link: Callable[[DashboardState], str | None],
     *,
     link_counts: bool = False,
+    total: bool = False,
 ) -> tuple[list[str], list[list[str]]]:
     """The passing/total table: its header, and a row per dashboard, per backend.
 
     Backends are in first-seen order over ``states``; a dashboard's name links to
-    ``link(state)`` when that is not None, and so do its counts with ``link_counts``.
+    ``link(state)`` when that is not None, and so do its counts with ``link_counts``. With
+    ``total``, a last row adds up every dashboard per backend (totals.py).
     """
     backends: dict[str, None] = {}
     for state in states:
         backends.update(dict.fromkeys(state.backend_names))
     rows = []
+    sums: list[dict[str, BackendTotals]] = []
     for state in states:
         url = link(state)
         target = escape_url(url).replace(")", "%29") if url else None
-        counts = backend_counts(state)
+        counts = backend_totals(state)
+        sums.append(counts)
         cells = []
         for backend in backends:
             if backend not in counts:
                 cells.append("")
                 continue
-            text = f"{counts[backend][0]}/{counts[backend][1]}"
+            text = f"{counts[backend].passing}/{counts[backend].total}"
             cells.append(f"[{text}]({target})" if link_counts and target else text)
         name = escape_name(state.key)
         rows.append([f"[{name}]({target})" if target else name, *cells])
+    if total and states:
+        added = add_totals(sums)
+        rows.append(
+            [
+                "**all dashboards**",
+                *(f"**{added[b].passing}/{added[b].total}**" for b in backends),
+            ]
+        )
     return ["dashboard", *(escape_name(b) for b in backends)], rows
 
 
-def render_index(states: Sequence[DashboardState], link: Callable[[DashboardState], str]) -> str:
-    """The index page: each dashboard x backend as passing/total, linked to the dashboard."""
-    header, rows = counts_table(states, link, link_counts=True)
+def render_index(
+    states: Sequence[DashboardState],
+    link: Callable[[DashboardState], str],
+    *,
+    trend: str = "",
+) -> str:
+    """The index page: each dashboard x backend as passing/total, linked to the dashboard,
+    with a last row of the totals per backend; then ``trend`` (charts.trend_section)."""
+    header, rows = counts_table(states, link, link_counts=True, total=True)
     intro = (
         "# Test dashboards\n\n"
         "Passing/total tests per backend, by each test's latest result; a pass after reruns "
         "counts as passing, skipped tests count in neither.\n\n"
     )
-    return intro + table(header, rows) + "\n"
+    return intro + table(header, rows) + "\n" + (f"\n{trend}" if trend else "")
 
 
 # The runner refuses a step summary over 1 MiB; leave room for what other steps add.
@@ -289,11 +312,13 @@ def render_files(
     trend: Trend | None = None,
 ) -> list[RenderedFile]:
     """The dashboards (all, or those whose keys are in ``only``) and the index page, and with
-    a ``trend`` that has points (the store keeps one) its file, ``trend.json``.
+    a ``trend`` that has points (the store keeps one) its file, ``trend.json``, and its two
+    pictures (charts.py).
 
-    Below the index's table go its history sections (newly failing, failing for long, flaky;
-    history.py); a compact dashboard gets its failing and flaky cells below its table. The
-    Ivy-style table is Ivy's format byte for byte, so nothing is added to it.
+    Below the index's table go the pictures with their tables of the latest values, then its
+    history sections (newly failing, failing for long, flaky; history.py); a compact
+    dashboard gets its failing and flaky cells below its table. The Ivy-style table is Ivy's
+    format byte for byte, so nothing is added to it.
     """
     wanted = None if only is None else set(only)
     histories = {state.key: dashboard_history(state) for state in states}
@@ -307,11 +332,17 @@ def render_files(
             text = f"{text}\n\n{section.rstrip()}"
         files.append(RenderedFile(path=dashboard_file(state), text=text))
     paths = {state.key: dashboard_file(state) for state in states}
-    index = render_index(states, dashboard_file)
+    charted = trend is not None and bool(trend.points)
+    pictures = trend_section(trend, lambda path: path) if trend is not None else ""
+    index = render_index(states, dashboard_file, trend=pictures)
     sections = render_index_sections(list(histories.values()), lambda key: paths[key])
     if sections:
         index = f"{index}\n{sections.rstrip()}\n"
     files.append(RenderedFile(path=INDEX_NAME, text=index))
-    if trend is not None and trend.points:
-        files.append(RenderedFile(path=TREND_NAME, text=dump_trend(trend)))
+    if trend is not None and charted:
+        files += [
+            RenderedFile(path=TREND_NAME, text=dump_trend(trend)),
+            RenderedFile(path=PASS_RATE_FILE, text=pass_rate_svg(trend)),
+            RenderedFile(path=PARITY_FILE, text=parity_svg(trend)),
+        ]
     return files

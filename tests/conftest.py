@@ -43,11 +43,12 @@ def shared_dir(name: str) -> Path:
 
 @pytest.fixture(name="golden")
 def golden_fixture(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
-    """Compare a rendered body with tests/golden/<name>.md."""
+    """Compare a rendered body with tests/golden/<name>.md (or <name> itself when it has an
+    extension, such as a picture's ``.svg``)."""
     update = bool(request.config.getoption("--update-goldens"))
 
     def check(name: str, actual: str) -> None:
-        path = GOLDEN_DIR / f"{name}.md"
+        path = GOLDEN_DIR / (name if "." in name else f"{name}.md")
         if update:
             if os.environ.get("CI"):
                 pytest.fail("--update-goldens is refused when CI is set")

@@ -9,12 +9,23 @@ from __future__ import annotations
 
 import re
 
+from ivy_matrix.charts import parity_svg, pass_rate_svg, trend_section
 from ivy_matrix.issues.bodies import compose_index, compose_issue
 from ivy_matrix.issues.markers import END, utf16_len
 from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.merge import Batch, apply_batch
-from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source, Totals
+from ivy_matrix.model import (
+    DashboardId,
+    DashboardState,
+    Entry,
+    Outcome,
+    RunKey,
+    Source,
+    Totals,
+    Trend,
+)
 from ivy_matrix.render import Style, render_dashboard, render_files, render_job_summary
+from ivy_matrix.trend import record_runs
 
 RUN = 4519909128
 ISSUES = "https://github.com/unifyai/ivy/issues"
@@ -146,3 +157,36 @@ def test_the_index_issue_drops_its_history_before_its_links():
     tight = compose_index([LAYERS, GRADIENTS], links, budget=utf16_len(without))
     assert tight == without
     assert f"[2/3]({ISSUES}/41)" in tight
+
+
+TREND = record_runs(Trend(), [GRADIENTS, LAYERS], [RUN], cap=365)
+PINNED = "https://github.com/unifyai/ivy/raw/9f2c0de1c2a3b4c5d6e7f8091a2b3c4d5e6f7081/"
+
+
+def test_the_index_page_shows_the_trend_pictures_and_their_latest_values(golden):
+    """Below the index's table: the two pictures by relative path, each with its table."""
+    files = {
+        f.path: f.text for f in render_files([GRADIENTS, LAYERS], style=Style.IVY, trend=TREND)
+    }
+    index = files["README.md"]
+    assert index is not None
+    assert files["charts/pass-rate.svg"] == pass_rate_svg(TREND)
+    assert files["charts/parity.svg"] == parity_svg(TREND)
+    golden("index_page_trend", index)
+
+
+def test_the_index_issue_shows_the_pictures_pinned_to_a_commit(golden):
+    """The index issue links the pictures of one commit, so each version shows its own."""
+    links = {GRADIENTS.key: f"{ISSUES}/41", LAYERS.key: f"{ISSUES}/42"}
+    charts = trend_section(TREND, lambda path: PINNED + path)
+    body = compose_index([LAYERS, GRADIENTS], links, charts=charts)
+    assert f"![Pass rate per backend]({PINNED}charts/pass-rate.svg)" in body
+    golden("index_issue_trend", body)
+    # The history goes first when there is too little room; then the pictures, before any
+    # dashboard does.
+    fewer = compose_index([LAYERS, GRADIENTS], links, charts=charts, budget=len(body) - 100)
+    assert "## Trend" in fewer
+    assert "## Newly failing" not in fewer
+    small = compose_index([LAYERS, GRADIENTS], links, charts=charts, budget=len(charts))
+    assert "## Trend" not in small
+    assert f"[core/gradients]({ISSUES}/41)" in small

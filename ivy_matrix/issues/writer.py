@@ -56,6 +56,8 @@ class IssueOptions:
     ``budget`` the size a body may have (UTF-16 units, ``issues/markers.py``); ``index``
     whether the index issue is kept, ``pin_index`` whether it is pinned (the issue target
     only; through ``graphql_url``, None for GitHub's); ``dry_run`` plans instead of writing.
+    ``index_charts`` is the trend's markdown for the index issue (charts.trend_section, its
+    pictures pinned to the branch commit that holds them; "" for none).
     """
 
     label: str = DEFAULT_LABEL
@@ -65,6 +67,7 @@ class IssueOptions:
     pin_index: bool = False
     graphql_url: str | None = None
     dry_run: bool = False
+    index_charts: str = ""
 
 
 class IssueWriter:

@@ -212,7 +212,14 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
 
     out = workdir / "out"
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert written == ["README.md", "core/gradients.md", "nn/layers.md", "trend.json"]
+    assert written == [
+        "README.md",
+        "charts/parity.svg",
+        "charts/pass-rate.svg",
+        "core/gradients.md",
+        "nn/layers.md",
+        "trend.json",
+    ]
     url = "https://github.com/o/r/actions/runs/41/job/3"
     expected = tabulate(
         [
@@ -236,6 +243,7 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
         [
             ["[core/gradients](core/gradients.md)", "[1/2](core/gradients.md)"],
             ["[nn/layers](nn/layers.md)", "[0/1](nn/layers.md)"],
+            ["**all dashboards**", "**1/3**"],
         ],
         headers=["dashboard", "torch"],
         tablefmt="pipe",
@@ -243,8 +251,11 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
     )
     assert index.startswith("# Test dashboards\n")
     table_end = index.index(index_table) + len(index_table)
-    # Below the table: the history sections, each entry linking its dashboard and job.
-    assert index[table_end:] == (
+    # Below the table: the trend's pictures, then the history sections, each entry linking its
+    # dashboard and job.
+    below = index[table_end:]
+    assert below.startswith("\n\n## Trend\n\n")
+    assert below[below.index("\n\n## Newly failing") :] == (
         "\n\n## Newly failing\n\n"
         f"- [core/gradients](core/gradients.md) · test_jac · torch: [failure]({url}), "
         "failing since run 41, at least 1 run\n"
