@@ -17,17 +17,20 @@ This module holds the command line (built from ``config.options.OPTIONS``) and t
 output streams, so that tests can run whole commands in-process, several at once, against a
 fast client.
 
-Exit codes (:class:`~ivy_matrix.errors.ExitCode`): 0 done (warnings included), 1 something the
-user must fix (the message says what), 2 a bug in ivy-matrix (a traceback is printed; please
-report it).
+Exit codes are :class:`~ivy_matrix.errors.ExitCode` (docs/commands.md lists them): 0 done
+(warnings included), 1 the results fail ``--fail-on``, 2 a usage error, 3 an input that is not
+usable, 4 the store, 5 GitHub, 70 a bug in ivy-matrix (a traceback is printed; please report it).
+Diagnostics go to stderr and data to stdout (runner/log.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
+import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
@@ -38,11 +41,12 @@ from ivy_matrix.commands.prune import run_prune
 from ivy_matrix.commands.publish import run_publish
 from ivy_matrix.commands.render import run_render
 from ivy_matrix.commands.update import run_update
-from ivy_matrix.config.options import OPTIONS, Kind
+from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, Kind
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
-from ivy_matrix.errors import ExitCode, InputError, IvyMatrixError, ProblemsError
+from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError, UsageError
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.runner.log import Log
+from ivy_matrix.runner.pacing import Heartbeat
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -53,6 +57,7 @@ _NOT_COMPARE = frozenset(
     {
         "lock_timeout",
         "output_dir",
+        "html",
         "summary_json",
         "leg_metadata",
         "matrix_size",
@@ -80,6 +85,7 @@ _METAVARS = {
     "store": "DIR",
     "lock_timeout": "SECONDS",
     "output_dir": "DIR",
+    "html": "DIR",
     "config": "FILE",
     "summary_json": "FILE",
     "targets": "TARGETS",
@@ -95,6 +101,7 @@ _METAVARS = {
     "base_sha": "SHA",
     "ref": "REF",
     "pr_comment_author": "LOGIN",
+    "budget_warning": "PERCENT",
 }
 _KIND_METAVARS = {
     Kind.LIST: "GLOB",
@@ -104,29 +111,54 @@ _KIND_METAVARS = {
     Kind.BOOL: "VALUE",
 }
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
-_BRANCH_OPTIONS = ("targets", "branch", "token", "api_url", "repository", "dry_run")
+_BRANCH_OPTIONS = (
+    *("targets", "branch", "token", "api_url", "repository", "dry_run", "budget_warning"),
+)
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
-    *("output_dir", "config", "style", "history", "retire_after_runs", "trend_points"),
+    *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
     *("issue_label", "pin_index", "server_url"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors raised as InputError (exit 1) instead of exit 2, and help
-    and version written to ``stdout`` (None: the process's)."""
+    """argparse, with usage errors raised as UsageError (exit 2, our one-line message with a
+    hint) and help and version written to ``stdout`` (None: the process's)."""
 
     stdout: TextIO | None = None
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise UsageError(f"{self.prog}: {message}{_hint(message)} (see {self.prog} --help)")
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         # argparse sends help and version here with file=sys.stdout: use the command's stream.
         if self.stdout is not None and file in (None, sys.stdout):
             file = self.stdout
         super()._print_message(message, file)
+
+
+_COMMANDS = ("update", "compare", "adopt", "render", "publish", "prune")
+
+
+def _hint(message: str) -> str:
+    """What a newcomer most likely meant, for argparse's usual complaints."""
+    if message.startswith("unrecognized arguments:"):
+        extra = message.removeprefix("unrecognized arguments:").split()
+        if any(Path(word).exists() for word in extra if not word.startswith("-")):
+            return (
+                "; the shell expanded a glob into several files: quote it "
+                "(--junit 'results/*.xml') or repeat --junit for each"
+            )
+        return ""
+    if "invalid choice:" in message and "argument COMMAND" in message:
+        word = message.split("invalid choice:", 1)[1].split("'")[1:2]
+        close = difflib.get_close_matches(word[0], _COMMANDS, n=1) if word else []
+        if close:
+            return f"; did you mean {close[0]}?"
+    if "required: COMMAND" in message or "argument COMMAND" in message:
+        return "; the command comes first: ivy-matrix update --junit GLOB ..."
+    return ""
 
 
 def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
@@ -152,8 +184,10 @@ def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
     _adopt_arguments(
         commands.add_parser("adopt", help="take an existing dashboard table into the store")
     )
-    render = commands.add_parser("render", help="write every stored dashboard and the index")
-    _add_options(render, _STORE_OPTIONS)
+    render = commands.add_parser(
+        "render", help="write every stored dashboard and the index, or the HTML site"
+    )
+    _add_options(render, (*_STORE_OPTIONS, "html"))
     publish = commands.add_parser(
         "publish", help="render the dashboards, issues and index from the branch state"
     )
@@ -195,10 +229,18 @@ def _add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
 def _compare_arguments(compare: argparse.ArgumentParser) -> None:
     """``compare``: where the comment and the verdicts go, then the options of ``update`` it uses."""
     compare.add_argument(
-        "--markdown", dest="compare_markdown", type=Path, metavar="FILE", help="write the comment"
+        "--markdown",
+        dest="compare_markdown",
+        type=Path,
+        metavar="FILE",
+        help="write the comment ('-': to stdout)",
     )
     compare.add_argument(
-        "--json", dest="compare_json", type=Path, metavar="FILE", help="write the verdicts"
+        "--json",
+        dest="compare_json",
+        type=Path,
+        metavar="FILE",
+        help="write the verdicts ('-': to stdout)",
     )
     _add_options(compare, _COMPARE_OPTIONS)
 
@@ -240,7 +282,8 @@ def _prune_arguments(prune: argparse.ArgumentParser) -> None:
 
 
 _BOOL_FLAGS = frozenset(option.flag for option in OPTIONS if option.kind is Kind.BOOL)
-_BOOL_WORDS = frozenset({"true", "false"})
+# Words taken as a flag's value, so that "--dry-run yes" is told the allowed values.
+_BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n"})
 
 
 def _bare_flags(argv: Sequence[str]) -> list[str]:
@@ -258,6 +301,18 @@ def _bare_flags(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _given_tokens(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The token as given on the command line (``--token T``, ``--token=T``, or an
+    abbreviation argparse accepts) and in the environment, before any parsing."""
+    token = OPTION_BY_NAME["token"]
+    found = [env.get(token.env, ""), env.get(token.env, "").strip()]
+    for at, word in enumerate(argv):
+        flag, equals, value = word.partition("=")
+        if len(flag) > len("--t") and token.flag.startswith(flag):
+            found.append(value if equals else (argv[at + 1] if at + 1 < len(argv) else ""))
+    return [value for value in found if value]
+
+
 def main(
     argv: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
@@ -265,28 +320,45 @@ def main(
     remote: Remote | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    platform: str = sys.platform,
 ) -> int:
     """Run one command; return the exit code. ``remote``: how to reach GitHub (tests);
-    ``stdout``, ``stderr``: where the log goes (None: the process's streams)."""
+    ``stdout`` (data) and ``stderr`` (diagnostics): the streams (None: the process's);
+    ``clock``: what phases and progress are timed by; ``platform``: ``sys.platform``."""
     env = environ() if env is None else env
-    log = Log(github_actions=is_github_actions(env), stream=stdout, error_stream=stderr)
+    argv = sys.argv[1:] if argv is None else argv
+    log = Log(github_actions=is_github_actions(env), stream=stderr, data=stdout, clock=clock)
+    for token in _given_tokens(argv, env):
+        log.conceal(token)  # before parsing: a usage error quotes the arguments
+    if platform == "win32":
+        log.error(WINDOWS)
+        return ExitCode.USAGE
     try:
-        args = _parser(stdout).parse_args(_bare_flags(sys.argv[1:] if argv is None else argv))
+        args = _parser(stdout).parse_args(_bare_flags(argv))
         skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
-        return _run(args, settings, log, remote)
+        log.conceal(settings.token or "")
+        with Heartbeat(log).running():
+            return _run(args, settings, log, remote)
     except IvyMatrixError as error:
         log.error(str(error))
         for problem in error.problems if isinstance(error, ProblemsError) else ():
             log.error(problem)
-        return ExitCode.USER
-    except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 2
+        return error.exit_code
+    except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 70
         log.traceback(traceback.format_exc())
         log.error("ivy-matrix crashed; please report this with the log above")
         return ExitCode.BUG
+
+
+WINDOWS = (
+    "ivy-matrix runs on Linux and macOS; Windows is not supported (run it under WSL, or on a "
+    "Linux or macOS runner)"
+)
 
 
 def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> ExitCode:

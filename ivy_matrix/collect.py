@@ -14,7 +14,7 @@ signature (signature.py).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO, NamedTuple
 
 from ivy_matrix.junit import cap_name, scan_junit
@@ -86,6 +86,16 @@ class Collected:
     problems: list[ParseProblem] = field(default_factory=list)
     # Cases whose backend no rule could name, by file.
     unassigned: dict[str, int] = field(default_factory=dict)
+    # How many paths and test ids the backend regexes were tried on, and the first few that
+    # they did not match (for the message when none matched).
+    paths_tried: int = 0
+    unmatched_paths: list[str] = field(default_factory=list)
+    ids_tried: int = 0
+    unmatched_ids: list[str] = field(default_factory=list)
+    # Test cases without a name, by file: how many, and the line of the first.
+    nameless: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Per backend: test cases read, failed, errors, skipped (the log's per-backend summary).
+    by_backend: dict[str, list[int]] = field(default_factory=dict)
     dashboards: dict[DashboardId, dict[str, dict[str, int]]] = field(default_factory=dict)
     messages: dict[tuple[DashboardId, str, str], str] = field(default_factory=dict)
     # The first failures read, for annotations (at most FAILURES_KEPT).
@@ -122,6 +132,9 @@ class Collected:
 
 
 FAILURES_KEPT = 50
+SAMPLES_KEPT = 2  # paths or test ids a message shows as not matched
+# Where a case's status is counted in a backend's tally: tests, failed, errors, skipped.
+_TALLY = {CaseStatus.FAILED: 1, CaseStatus.ERROR: 2, CaseStatus.SKIPPED: 3}
 
 
 class Collector:
@@ -149,12 +162,22 @@ class Collector:
     def add_file(self, stream: BinaryIO, *, source: str) -> FileCounts:  # noqa: C901, PLR0915  -- the per-case closure is the hot loop, kept flat
         """Read one result file; its cells count only if all of it could be read."""
         namer = self.namer
+        collected = self.collected
         file_backend = namer.backend_for_file(source)
         if file_backend is not None:
             file_backend = cap_name(file_backend)
+        elif namer.matches_paths:
+            collected.paths_tried += 1
+            if len(collected.unmatched_paths) < SAMPLES_KEPT:
+                collected.unmatched_paths.append(source)
         per_case = namer.needs_test_id
+        # This file's tallies, added to the rest only when the whole file was read.
+        by_backend: dict[str, list[int]] = {}
+        unmatched_ids = collected.unmatched_ids
+        tried = 0
+        nameless: list[int] = []
         pending: dict[tuple[int, str, str], int] = {}
-        count = pending.get  # bound once: called for every case
+        cases_of = pending.get  # bound once: called for every case
         # The first failure line of each failing cell.
         messages: dict[tuple[int, str, str], str] = {}
         places = self._places
@@ -163,12 +186,23 @@ class Collector:
         room = FAILURES_KEPT - len(self.collected.failures)
 
         def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
-            nonlocal unassigned
+            nonlocal unassigned, tried
             backend = file_backend
             if backend is None and per_case:
+                tried += 1
                 backend = namer.backend_for_case(case)
                 if backend is not None:
                     backend = cap_name(backend)
+                    # Per case only here: with a file's backend the file's counts say it all.
+                    counted = by_backend.get(backend)
+                    if counted is None:
+                        counted = by_backend[backend] = [0, 0, 0, 0]
+                    counted[0] += 1
+                    column = _TALLY.get(case.status)
+                    if column is not None:
+                        counted[column] += 1
+                elif len(unmatched_ids) < SAMPLES_KEPT:
+                    unmatched_ids.append(test_id(case))
             if backend is None:
                 unassigned += 1
                 return
@@ -193,11 +227,11 @@ class Collector:
             cell = (index, row, backend)
             status = case.status
             if status is CaseStatus.PASSED:
-                pending[cell] = count(cell, 0) + (_FLAKY if case.flaky else _PASSED)
+                pending[cell] = cases_of(cell, 0) + (_FLAKY if case.flaky else _PASSED)
             elif status is CaseStatus.SKIPPED:
-                pending[cell] = count(cell, 0) + _SKIPPED
+                pending[cell] = cases_of(cell, 0) + _SKIPPED
             else:
-                pending[cell] = count(cell, 0) + _FAILED
+                pending[cell] = cases_of(cell, 0) + _FAILED
                 if case.message and cell not in messages:
                     messages[cell] = case.message
                 if len(failures) < room:
@@ -211,12 +245,24 @@ class Collector:
                         )
                     )
 
-        counts, problem = scan_junit(stream, source=source, on_case=on_case)
-        collected = self.collected
+        counts, problem = scan_junit(
+            stream, source=source, on_case=on_case, on_nameless=nameless.append
+        )
+        collected.ids_tried += tried
+        if nameless:
+            counts = replace(counts, nameless=len(nameless))
         collected.files.append(counts)
         if problem is not None:
             collected.problems.append(problem)
             return counts
+        if nameless:
+            collected.nameless[source] = (len(nameless), nameless[0])
+        if file_backend is not None:
+            by_backend[file_backend] = [counts.tests, counts.failed, counts.errors, counts.skipped]
+        for backend, numbers in by_backend.items():
+            total = collected.by_backend.setdefault(backend, [0, 0, 0, 0])
+            for slot, count in enumerate(numbers):
+                total[slot] += count
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)

@@ -101,6 +101,8 @@ class FileCounts:
     skipped: int = 0
     flaky: int = 0
     problem: str | None = None
+    # Test cases without a name (counted above, never recorded: an interrupted run).
+    nameless: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

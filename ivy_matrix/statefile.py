@@ -20,7 +20,8 @@ Pure: no I/O; the stores read and write the text. Version 2 looks like this::
                            "cases_flaky": 0, "passing": 1, "total": 2}}
     }
 
-- ``sources`` lists each job once: run id, run attempt, job id (``-1`` when unknown), URL,
+- ``sources`` lists each job once: run id, run attempt, job id (``-1`` when unknown; an
+  attempt of 0, which older versions wrote for adopted cells, reads as all unknown), URL,
   and the time it was recorded (``""`` when unknown); then, only when some is known, an object
   of the job's provenance holding only the known fields: ``sha`` (the commit), ``event``,
   ``ref``, and for a pull request ``pr`` (its number) and ``base_sha``, e.g.
@@ -43,6 +44,9 @@ Version 1 documents (no ``messages``, no counts, no ``totals``; older ones also 
 cell's text as a third item of a result, which is ignored) load with unknown counts and no
 messages, and are written as version 2 when next saved. Readers refuse documents of another
 format or of a newer version, with a message that says so.
+Row and backend names longer than the JUnit reader's cap are read capped as it caps them
+(``junit.cap_name``: their start and a hash), as results would name them; failure messages
+are cut at its ``MESSAGE_CAP``.
 """
 
 from __future__ import annotations
@@ -52,8 +56,10 @@ from collections.abc import Callable, Iterable, Mapping
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_str
+from ivy_matrix.junit import MESSAGE_CAP, cap_name
 from ivy_matrix.merge import RUNS_KEPT
 from ivy_matrix.model import (
+    UNKNOWN_RUN,
     CaseCounts,
     Cell,
     DashboardId,
@@ -69,6 +75,14 @@ from ivy_matrix.totals import BackendTotals, totals_of
 
 FORMAT = "ivy-matrix-dashboard"
 VERSION = 2
+
+
+def _name(value: object) -> str:
+    """A row or backend name, capped as the JUnit reader caps names (``cap_name``): a state
+    file is text anyone with write access to the store can edit, and a name a megabyte long
+    would be copied into every line of its table. (Titles are not: ``--dashboard`` may give
+    any, and the stores check them against the file's path.)"""
+    return cap_name(expect_str(value))
 
 
 def _run(value: object) -> RunKey:
@@ -97,8 +111,14 @@ def _source(item: object) -> Source:
     if not isinstance(provenance, dict):
         raise MalformedError(f"expected an object of provenance, got {provenance!r:.60}")
     pr = provenance.get("pr")
+    run = RunKey(expect_int(run_id), expect_int(attempt), expect_int(job_id))
+    if run.run_attempt == 0:
+        # Attempts start at 1: attempt 0 is a cell adopted by an older ivy-matrix, which took
+        # its place in run order from its link. Adopted cells are older than any run now
+        # (readback.py), so that no link can pin its cell against later results.
+        run = UNKNOWN_RUN
     return Source(
-        run=RunKey(expect_int(run_id), expect_int(attempt), expect_int(job_id)),
+        run=run,
         url=expect_str(url),
         time=expect_str(time),
         sha=expect_str(provenance.get("sha", "")),
@@ -240,7 +260,8 @@ def _counts(value: object) -> CaseCounts | None:
 
 def _message(value: object) -> tuple[str, str]:
     text, signature = expect_list(value)
-    return expect_str(text), expect_str(signature)
+    # Cut as the JUnit reader cuts failure messages (a hand edit can make one any size).
+    return expect_str(text)[:MESSAGE_CAP], expect_str(signature)
 
 
 def _cell(
@@ -302,10 +323,10 @@ def _decode(document: dict[str, object], version: int) -> DashboardState:
             position = expect_int(index)
             if not 0 <= position < len(cells):
                 raise MalformedError(f"cell index {position} out of range")
-            decoded[expect_str(backend)] = cells[position]
+            decoded[_name(backend)] = cells[position]
         rows.append(
             Row(
-                name=expect_str(name),
+                name=_name(name),
                 first_seen=Seen(_run(first_run), expect_int(seq)),
                 cells=decoded,
             )
@@ -313,7 +334,7 @@ def _decode(document: dict[str, object], version: int) -> DashboardState:
     backends = []
     for item in expect_list(document["backends"]):
         name, first_run, seq = expect_list(item)
-        backends.append((expect_str(name), Seen(_run(first_run), expect_int(seq))))
+        backends.append((_name(name), Seen(_run(first_run), expect_int(seq))))
     return DashboardState(
         id=DashboardId(
             title=expect_str(document["title"]), category=expect_str(document["category"])

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ivy_matrix.config.options import OPTIONS, Option
@@ -102,11 +104,12 @@ def option_reference() -> list[list[str]]:
 
 
 def shown_default(name: str, spec: dict[str, str]) -> set[str]:
-    """What the reference's default cell must show as code: the default, the runner variable
-    that fills the option, and the expression the action passes instead."""
+    """What the reference's default cell must show as code: the default, the runner variables
+    that fill the option, and the expression the action passes instead."""
     o = option(name)
     shown = {o.default.replace("\n", ", ")} if o.default else set()
     shown |= {o.runner_env} if o.runner_env else set()
+    shown |= set(o.also_env)
     return shown | ({spec["default"]} if "${{" in spec["default"] else set())
 
 
@@ -151,3 +154,68 @@ def test_outputs_reference_lists_every_step_output():
     text = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
     rows = table(section(text, "Step outputs"), ["output", "what it holds"])
     assert [row[0].strip("`") for row in rows] == list(action()["outputs"])
+
+
+def run_script(step_id: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The ``run:`` script of one step of action.yml, run by bash as the runner would, with a
+    stand-in Python that prints its arguments and the step's env."""
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "python ran: $*"\n', encoding="utf-8")
+    python.chmod(0o755)
+    step = next(s for s in action()["runs"]["steps"] if s.get("id") == step_id)
+    variables = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHON": str(python),
+        "GITHUB_ACTION_PATH": str(ROOT),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        **env,
+    }
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]],
+        env=variables,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", ["update", "publish"])
+def test_the_command_input_runs_the_command_it_names(tmp_path, command):
+    """update and publish reach the entrypoint as its one argument."""
+    result = run_script("run", tmp_path, COMMAND=command)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == f"python ran: {ROOT}/entrypoint.py {command}\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("render", "'render'"),
+        ("update\n::warning title=x::injected", "a value that is not a plain word"),
+        ("update\r\n::add-mask::update", "a value that is not a plain word"),
+        ("x ##[error]injected", "a value that is not a plain word"),
+        ("", "a value that is not a plain word"),
+    ],
+)
+def test_a_bad_command_input_fails_the_step_before_use_and_injects_nothing(
+    tmp_path, command, shown
+):
+    """Anything but update or publish exits 1 with one ::error:: line, before Python runs;
+    a value with a line break or other markup is not echoed, so it starts no workflow command."""
+    result = run_script("run", tmp_path, COMMAND=command)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"::error::input 'command' got {shown}"
+        + (" (not shown)" if shown.startswith("a value") else "")
+        + ": use update or publish"
+    ]
+
+
+def test_a_python_input_with_a_line_break_sets_no_other_output(tmp_path):
+    """The python input goes to the install step's output file only as one line, or not at
+    all: a line break in it is refused."""
+    result = run_script("install", tmp_path, GIVEN_PYTHON="/usr/bin/python3\nvenv=/tmp/evil")
+    assert result.returncode == 1
+    assert result.stdout.startswith("::error::input 'python' holds a line break")
+    assert not (tmp_path / "output").exists()

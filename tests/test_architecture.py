@@ -24,10 +24,10 @@ LAYERS = (
     ("runner",),
     ("github",),
     ("stores",),
-    ("issues", "pr", "targets"),
+    ("issues", "pr", "targets", "site"),
     ("config",),
     ("commands",),
-    ("cli",),
+    ("cli", "__main__"),
 )
 # Standard and third-party modules that reach files, processes, the clock's sleep or the network:
 # a pure module imports none of them.

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
-from ivy_matrix.errors import InputError
-from ivy_matrix.github.types import GitHubAPI
+from ivy_matrix.errors import UsageError
+from ivy_matrix.github.types import GitHubAPI, Spend
+from ivy_matrix.runner.log import Log
+from ivy_matrix.runner.pacing import paced
 
 if TYPE_CHECKING:
     from ivy_matrix.github.client import GitHubClient
@@ -51,11 +53,17 @@ class Connection:
         api_url: str,
         repository: str | None,
         remote: Remote | None = None,
+        log: Log | None = None,
     ) -> None:
         self.token = token
         self.api_url = api_url
         self._repository = repository
-        self.remote = remote or Remote()
+        remote = remote or Remote()
+        if log is not None:
+            # The stores and targets wait with remote.sleep: long waits say so in the log.
+            remote = replace(remote, sleep=paced(log, remote.sleep))
+        self.remote = remote
+        self._log = log
         self._client: GitHubAPI | None = None
 
     def __enter__(self) -> Self:
@@ -72,7 +80,7 @@ class Connection:
     @property
     def repository(self) -> str:
         if not self._repository:
-            raise InputError(
+            raise UsageError(
                 "no repository: pass --repository OWNER/REPO (on a runner GITHUB_REPOSITORY "
                 "sets it)"
             )
@@ -82,12 +90,19 @@ class Connection:
     def client(self) -> GitHubAPI:
         if self._client is None:
             if not self.token:
-                raise InputError(
-                    "the branch, issue and pr-comment targets need a token: pass --token, or set the "
-                    "'token' input (it defaults to github.token) / IVY_MATRIX_TOKEN"
+                raise UsageError(
+                    "the branch, issue and pr-comment targets need a token: pass --token or set "
+                    "IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN (the action's 'token' input "
+                    "defaults to github.token)"
                 )
             self._client = self.remote.client(self.token, self.api_url)
+            if self._log is not None:
+                self._client.report_to(self._log)
         return self._client
+
+    def spent(self) -> Spend | None:
+        """What the client spent of GitHub's budgets (None: it was never opened)."""
+        return None if self._client is None else self._client.spent()
 
     def close(self) -> None:
         if self._client is not None:

@@ -4,7 +4,8 @@ Pure: frozen dataclasses and protocols. ``github.client.GitHubClient`` returns t
 implements :class:`IssueAPI` and :class:`GitHubAPI`. The stores and targets each declare (or
 take :class:`IssueAPI` for) the few calls they make, so tests can hand them any other
 implementation (``tests/github/memory.py``) without a cast; :class:`GitHubAPI`, every call a
-command makes, is what a command's connection (``github/connection.py``) hands out.
+command makes, is what a command's connection (``github/connection.py``) hands out, with
+what the client spent of GitHub's budgets (:class:`Spend`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class Tree:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Issue:
-    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none."""
+    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none; ``author`` is
+    the login of the user who opened it ("" when unknown)."""
 
     number: int
     node_id: str
@@ -35,6 +37,7 @@ class Issue:
     state: str
     html_url: str
     labels: tuple[str, ...] = ()
+    author: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,10 +53,23 @@ class IssueComment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullRequest:
-    """A pull request as the pr-comment target needs it: its number and head commit."""
+    """A pull request as the pr-comment target needs it: its number, head commit and state
+    (``open`` or ``closed``; a merged pull request is closed)."""
 
     number: int
     head_sha: str
+    state: str = "open"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spend:
+    """What one client sent to GitHub (``github/spend.py`` counts it); the rate-limit
+    figures are None when GitHub sent none (no request, or a server with rate limits off)."""
+
+    requests: int = 0
+    content_requests: int = 0
+    rate_limit_remaining: int | None = None
+    rate_limit: int | None = None  # the token's requests an hour (x-ratelimit-limit)
 
 
 class IssueAPI(Protocol):
@@ -93,6 +109,15 @@ class IssueAPI(Protocol):
     def pin_issue(self, node_id: str, *, graphql_url: str | None = None) -> None: ...
 
 
+class Reporter(Protocol):
+    """Where a client says its retries and long waits (``runner.log.Log`` is one): lines, and
+    the phase of the command they happen in."""
+
+    phase: str | None
+
+    def info(self, message: str) -> None: ...
+
+
 class GitHubAPI(IssueAPI, Protocol):
     """Every call a command makes through its connection: the issue calls, the run's jobs,
     pull requests and git data (what the stores, the issue target and the pr-comment target
@@ -101,6 +126,8 @@ class GitHubAPI(IssueAPI, Protocol):
     def list_run_jobs(self, repo: str, run_id: int, attempt: int) -> list[Job]: ...
 
     def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]: ...
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequest: ...
 
     def get_branch_head(self, repo: str, branch: str) -> str | None: ...
 
@@ -131,5 +158,9 @@ class GitHubAPI(IssueAPI, Protocol):
     def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
 
     def delete_ref(self, repo: str, ref: str) -> bool: ...
+
+    def spent(self) -> Spend: ...
+
+    def report_to(self, log: Reporter) -> None: ...
 
     def close(self) -> None: ...

@@ -114,11 +114,20 @@ class ReadBack:
         return back, False
 
     def sync_comments(
-        self, number: int, key: str, texts: Sequence[str], listing: list[IssueComment] | None
+        self,
+        number: int,
+        key: str,
+        texts: Sequence[str],
+        listing: list[IssueComment] | None,
+        *,
+        author: str,
     ) -> tuple[tuple[int, ...], bool]:
         """Make the continuation comments of ``key`` on issue ``number`` equal ``texts``.
 
         ``listing`` is the issue's comments when the caller knows them (None: list them).
+        Only comments by ``author``, the login that opened the issue (this tool's token: it
+        creates every dashboard issue), are continuation comments: anyone may write a comment
+        that starts like one, and such a comment is never edited or deleted.
         Returns the comment ids in part order and whether any write was made (or planned).
         """
         calls = self.requests
@@ -126,7 +135,7 @@ class ReadBack:
             listing = calls.client.list_issue_comments(calls.repo, number)
         wrote = False
         for attempt in range(3):
-            ids, creates, updates, deletes = _comment_plan(listing, key, texts)
+            ids, creates, updates, deletes = _comment_plan(listing, key, texts, author)
             if not (creates or updates or deletes):
                 return ids, wrote
             if attempt == 2:  # noqa: PLR2004  -- the writes were repeated once already
@@ -158,11 +167,13 @@ class ReadBack:
 
 
 def _comment_plan(
-    listing: Sequence[IssueComment], key: str, texts: Sequence[str]
+    listing: Sequence[IssueComment], key: str, texts: Sequence[str], author: str
 ) -> tuple[tuple[int, ...], list[tuple[int, str]], list[tuple[int, str]], list[int]]:
     """Ids in part order, and the creates (part, text), updates (id, text) and deletes (id)."""
     parts: dict[int, list[IssueComment]] = {}
     for comment in sorted(listing, key=lambda c: c.id):
+        if comment.author.lower() != author.lower():
+            continue  # not written by this tool's login: never ours to edit or delete
         part = continuation_part(comment.body, key)
         if part is not None:
             parts.setdefault(part, []).append(comment)

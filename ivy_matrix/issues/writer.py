@@ -145,7 +145,7 @@ class IssueWriter:
         if bodies.continuations or parse_parts(current.body):
             listing = None  # read them: there are (or were) continuation comments
         ids, comments_written = self.readback.sync_comments(
-            current.number, state.key, bodies.continuations, listing
+            current.number, state.key, bodies.continuations, listing, author=current.author
         )
         verified = True
         body_written = bodies.body != current.body
@@ -209,7 +209,9 @@ class IssueWriter:
             )
             return Written(None, result)
         issue = self.finder.create(title, bodies.body)
-        ids, _ = self.readback.sync_comments(issue.number, state.key, bodies.continuations, [])
+        ids, _ = self.readback.sync_comments(
+            issue.number, state.key, bodies.continuations, [], author=issue.author
+        )
         result = IssueResult(
             key=state.key,
             action=IssueAction.CREATED,

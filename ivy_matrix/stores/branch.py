@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -155,6 +155,16 @@ class BranchStore:
         """Every dashboard's state at the branch tip (empty if the branch does not exist yet)."""
         tip = self.client.get_branch_head(self.repo, self.branch)
         return self._reader.read(tip, self.leg).states
+
+    def load_columns(
+        self, dashboards: Iterable[DashboardId], backends: Iterable[str]
+    ) -> dict[DashboardId, DashboardState]:
+        """The columns of ``dashboards`` for ``backends`` at the branch tip, and nothing else
+        (what a pull request's leg compares its results with)."""
+        tip = self.client.get_branch_head(self.repo, self.branch)
+        names = list(backends)
+        paths = {path for d in dashboards for path in self.layout.state_files(d, names)}
+        return self._reader.read_paths(tip, paths, lambda _: False).states
 
     def _delay(self, attempt: int) -> float:
         """How long to wait before trying again: a random moment ("full jitter") in a window

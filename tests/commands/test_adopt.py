@@ -6,6 +6,8 @@ import pytest
 from tabulate import tabulate
 
 from ivy_matrix.cli import main
+from ivy_matrix.errors import ExitCode
+from ivy_matrix.junit import cap_name
 from ivy_matrix.model import Outcome
 from ivy_matrix.readback import MAX_ADOPT_BYTES
 from tests.commands.results import error_lines, ivy_cell, write_junit
@@ -118,7 +120,7 @@ def test_table_rebuilt_cell_by_cell_matches_the_seed(workdir, name):
 
 
 def test_adopt_refuses_to_replace_a_stored_dashboard_without_force(workdir, capsys):
-    """Adopting over existing state exits 1 and says to pass --force; --force replaces it."""
+    """Adopting over existing state exits 3 (an input) and says to pass --force; --force replaces it."""
     table = tabulate(
         [["test_a", ivy_cell("https://github.com/o/r/actions/runs/3/job/4", Outcome.SUCCESS)]],
         headers=["", "torch"],
@@ -129,19 +131,19 @@ def test_adopt_refuses_to_replace_a_stored_dashboard_without_force(workdir, caps
     assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 0
     capsys.readouterr()
 
-    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 1
-    assert "pass --force" in capsys.readouterr().out
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == ExitCode.INPUT
+    assert "pass --force" in capsys.readouterr().err
     assert main(["adopt", "--dashboard", "core/x", "t.md", "--force"], {}) == 0
 
 
-def test_adopting_a_table_that_is_not_utf8_exits_1(workdir, capsys):
+def test_adopting_a_table_that_is_not_utf8_exits_3(workdir, capsys):
     """A table file in another encoding is a user error that names the file."""
     (workdir / "t.md").write_bytes("| | caf\u00e9 |\n|:--|:--|\n".encode("latin-1"))
 
     code = main(["adopt", "--dashboard", "core/x", "t.md"], {})
 
-    assert code == 1
-    assert "t.md" in capsys.readouterr().out.splitlines()[-1]
+    assert code == ExitCode.INPUT
+    assert "t.md" in capsys.readouterr().err.splitlines()[-1]
 
 
 def test_adopt_reports_every_unreadable_cell_and_stores_nothing(workdir, capsys):
@@ -157,8 +159,8 @@ def test_adopt_reports_every_unreadable_cell_and_stores_nothing(workdir, capsys)
 
     code = main(["adopt", "--dashboard", "core/x", "t.md"], {"GITHUB_ACTIONS": "true"})
 
-    errors = error_lines(capsys.readouterr().out)
-    assert code == 1
+    errors = error_lines(capsys.readouterr().err)
+    assert code == ExitCode.INPUT
     assert "cannot adopt core/x: 2 problem(s)" in errors[0]
     assert [line.split(": cannot read the cell")[0] for line in errors[1:]] == [
         "::error::row 'test_a', column 'torch'",
@@ -167,10 +169,96 @@ def test_adopt_reports_every_unreadable_cell_and_stores_nothing(workdir, capsys)
     assert not (workdir / ".ivy-matrix").exists()
 
 
-def test_adopting_a_file_over_the_size_limit_exits_1(workdir, capsys):
+def test_adopting_a_file_over_the_size_limit_exits_3(workdir, capsys):
     """A table file larger than adopt reads is refused by name before it is read whole."""
     with (workdir / "big.md").open("wb") as handle:
         handle.truncate(MAX_ADOPT_BYTES + 1)
 
-    assert main(["adopt", "--dashboard", "core/x", "big.md"], {}) == 1
-    assert "big.md: it is larger than" in capsys.readouterr().out
+    assert main(["adopt", "--dashboard", "core/x", "big.md"], {}) == ExitCode.INPUT
+    assert "big.md: it is larger than" in capsys.readouterr().err
+
+
+def adopt_one_failure(workdir, link_run: int, link_job: int = 7) -> None:
+    """Adopt core/x: one row test_a whose torch cell fails, linking run ``link_run``."""
+    url = f"https://github.com/o/r/actions/runs/{link_run}/job/{link_job}"
+    table = tabulate(
+        [["test_a", ivy_cell(url, Outcome.FAILURE)]],
+        headers=["", "torch"],
+        tablefmt="pipe",
+        stralign="left",
+    )
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 0
+
+
+@pytest.mark.parametrize("link_run", [10**26, 2**63, 9_999_999_999, 1], ids=str)
+def test_a_later_real_result_replaces_an_adopted_cell_whatever_run_its_link_names(
+    workdir, link_run
+):
+    """An adopted cell is older than any real result: the next result for it wins, even when
+    the adopted link names a run far newer than the real one (or no GitHub run at all)."""
+    adopt_one_failure(workdir, link_run)
+    write_junit(workdir / "r.xml", [("test_a", "passed")])
+    argv = ["update", "--junit", "r.xml", "--backend", "torch", "--dashboard", "core/x"]
+    env = {"GITHUB_RUN_ID": "9000000001", "GITHUB_REPOSITORY": "o/r", "IVY_MATRIX_JOB_ID": "42"}
+
+    assert main([*argv, "--output-dir", "out"], env) == 0
+
+    table = (workdir / "out" / "core" / "x.md").read_text(encoding="utf-8")
+    expected = ivy_cell("https://github.com/o/r/actions/runs/9000000001/job/42", Outcome.SUCCESS)
+    assert cells_of(table.splitlines()[2]) == ["test_a", expected]
+
+
+@pytest.mark.parametrize(
+    ("link", "named"),
+    [
+        ("runs/100000000000000000000000000/job/7", "run 100000000000000000000000000"),
+        ("runs/5/job/99999999999999999999", "job 99999999999999999999"),
+        ("runs/5/attempts/9007199254740992/job/7", "attempt 9007199254740992"),
+    ],
+)
+def test_an_absurd_id_in_an_adopted_link_is_a_named_warning(workdir, capsys, link, named):
+    """A link naming an id no GitHub run, attempt or job can have is adopted with a warning
+    that names the row, the column and the id."""
+    url = f"https://github.com/o/r/actions/{link}"
+    table = tabulate(
+        [["test_a", ivy_cell(url, Outcome.FAILURE)], ["test_b", ""]],
+        headers=["", "torch"],
+        tablefmt="pipe",
+        stralign="left",
+    )
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {"GITHUB_ACTIONS": "true"}) == 0
+
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "::warning" in line]
+    expected = (
+        f"::warning::adopting t.md as core/x: row 'test_a', column 'torch': the link names "
+        f"{named}, larger than any GitHub id; the cell is kept, and the next result for it "
+        f"replaces it"
+    )
+    assert warnings == [expected]
+
+
+def test_an_adopted_long_name_is_the_row_results_for_that_test_update(workdir):
+    """A row name longer than the reader's cap is adopted capped as results name it, so a
+    result for that test changes the adopted row instead of adding a second one."""
+    name = "test_" + "x" * 1_500
+    url = "https://github.com/o/r/actions/runs/3/job/4"
+    table = tabulate(
+        [[name, ivy_cell(url, Outcome.FAILURE)]],
+        headers=["", "torch"],
+        tablefmt="pipe",
+        stralign="left",
+    )
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 0
+    write_junit(workdir / "r.xml", [(name, "passed")])
+    argv = ["update", "--junit", "r.xml", "--backend", "torch", "--dashboard", "core/x"]
+
+    assert main([*argv, "--run-id", "9", "--output-dir", "out"], {}) == 0
+
+    rows = (workdir / "out" / "core" / "x.md").read_text(encoding="utf-8").splitlines()[2:]
+    assert [(cells_of(row)[0], status_of(cells_of(row)[1])) for row in rows] == [
+        (cap_name(name), "success")
+    ]

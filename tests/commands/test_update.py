@@ -83,18 +83,32 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
 
     code = main(argv, {})
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 0
     summary = read_json(workdir / "summary.json")
     assert sorted(summary) == [
+        "backends",
+        "conclusion",
+        "content_requests",
         "dashboards",
         "files",
         "index_url",
+        "rate_limit_remaining",
+        "recorded",
         "removed_dashboards",
+        "requests",
         "totals",
         "version",
     ]
+    assert summary["conclusion"] == "failure"
+    assert summary["backends"]["torch"] == {"tests": 8, "failed": 2, "errors": 2, "skipped": 1}
     assert summary["index_url"] is None  # nothing published on GitHub
+    # No GitHub, no spend: the keys are there all the same.
+    assert [summary[k] for k in ("requests", "content_requests", "rate_limit_remaining")] == [
+        0,
+        0,
+        None,
+    ]
     assert summary["version"] == 1
     files = {f["path"]: f for f in summary["files"]}
     assert [f["path"] for f in summary["files"]] == sorted(files)
@@ -104,6 +118,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
             **junitparser_counts(workdir / good),
             "flaky": int(good.endswith("torch.xml")),
             "problem": None,
+            "nameless": 0,
         }
         assert files[good] == expected
     assert files["results/torch.xml"]["errors"] == 2  # error beats failure in test_both
@@ -113,6 +128,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
         "results/wrongroot.xml": "root element is <html>",
     }
     zeros = {"tests": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "flaky": 0}
+    zeros["nameless"] = 0
     for path, phrase in problems.items():
         entry = dict(files[path])
         problem = entry.pop("problem")
@@ -284,7 +300,7 @@ def test_fail_on_decides_the_exit_code(workdir, capsys, fail_on, status, expecte
 
     code = main(argv, {"GITHUB_ACTIONS": "true"})
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == expected_code
     assert len(error_lines(out)) == expected_code
     assert (workdir / ".ivy-matrix" / "state" / "core" / "gradients.json").is_file()
@@ -360,7 +376,7 @@ def test_applying_the_same_results_twice_changes_nothing(workdir, capsys):
 
     assert main(argv, env) == 0
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert state_file.read_bytes() == first_state
     assert state_file.stat().st_mtime_ns == first_mtime
     assert table_file.read_bytes() == first_table
@@ -369,20 +385,22 @@ def test_applying_the_same_results_twice_changes_nothing(workdir, capsys):
 
 
 def test_failed_tests_are_annotated_up_to_a_cap(workdir, capsys):
-    """Each failed test gets a warning annotation titled with its id and backend, up to ten."""
+    """Each failed test gets an error annotation titled with its id and backend, up to ten;
+    they are the tests' failures, not ivy-matrix's own errors or warnings."""
     cases = [(f"test_{i:02d}[torch-cpu]", "failed") for i in range(12)] + [("test_ok", "passed")]
     write_junit(workdir / "r.xml", cases)
     code = main(["update", "--junit", "r.xml", "--backend", "torch"], {"GITHUB_ACTIONS": "true"})
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 0
     annotations = [line for line in out.splitlines() if "failed on torch" in line]
     assert len(annotations) == 10
-    assert annotations[0].startswith("::warning file=r.xml,title=")
     # Workflow-command properties escape ":" as %3A.
     title = f"{GRADIENTS}%3A%3Atest_00[torch-cpu] failed on torch"
-    assert annotations[0] == f"::warning file=r.xml,title={title}::assert 1 == 2"
-    assert "::notice::2 more failed test case(s) are not annotated" in out
+    assert annotations[0] == f"::error file=r.xml,title={title}::assert 1 == 2"
+    assert "... and 2 more failed test case(s): the dashboards and the job summary" in out
+    assert "torch: 13 test case(s), 12 failed, 0 error(s), 0 skipped" in out
     assert error_lines(out) == []
+    assert "::warning" not in out
 
 
 def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdir, capsys):
@@ -392,8 +410,8 @@ def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdi
         ["update", "--junit", "r.xml", "--backend", "torch", "--leg-metadata", "leg.json"],
         {"GITHUB_ACTIONS": "true"},
     )
-    out = capsys.readouterr().out
-    assert code == 1
+    out = capsys.readouterr().err
+    assert code == 2
     assert "leg-metadata needs the leg's backend and run" in error_lines(out)[0]
     assert not (workdir / ".ivy-matrix").exists()
     assert not (workdir / "leg.json").exists()

@@ -167,7 +167,7 @@ def test_a_leg_commits_its_column_linked_to_its_job(fake, tmp_path):
     url = f"https://github.com/{REPO}/actions/runs/{RUN}/job/777"
     assert {row.cells["torch"].latest.source.url for row in state.rows} == {url}
     assert url in files["core/gradients.md"].decode()
-    assert "committed" in result.stdout
+    assert "committed" in result.stderr
     assert (tmp_path / "summary.md").read_text(encoding="utf-8").startswith("## ivy-matrix")
     assert "tests=3" in (tmp_path / "output.txt").read_text(encoding="utf-8")
     # The job id was given: no job listing was needed.
@@ -184,7 +184,7 @@ def test_rerun_with_identical_results_makes_no_write(fake, tmp_path, targets):
     again = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(fake.writes()) == writes
-    assert "nothing to commit" in again.stdout
+    assert "nothing to commit" in again.stderr
 
 
 def test_job_is_found_by_runner_name_with_one_listing(fake, tmp_path):
@@ -252,8 +252,8 @@ def test_read_only_token_still_writes_the_summary_and_exits_0(fake, tmp_path):
     env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
     result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "::warning::" in result.stdout
-    assert "workflow_run" in result.stdout
+    assert "::warning::" in result.stderr
+    assert "workflow_run" in result.stderr
     assert "## ivy-matrix: 3 test cases" in (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert fake.ref_sha("heads/ivy-matrix") is None
 
@@ -284,7 +284,7 @@ def test_fork_pull_request_skips_github_writes_up_front(fake, tmp_path):
     result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
     assert result.returncode == 0, result.stdout + result.stderr
     # A pull request's results never enter the dashboards, from a fork or not.
-    assert "results of pull request #7 are not recorded into the dashboards" in result.stdout
+    assert "results of pull request #7 are not recorded into the dashboards" in result.stderr
     assert fake.writes() == []
     assert (tmp_path / "summary.md").is_file()
 
@@ -295,8 +295,8 @@ def test_dry_run_shows_what_it_would_commit_and_writes_nothing(fake, tmp_path):
     env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_DRY_RUN="true")
     result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "dry run: would commit" in result.stdout
-    assert "core/gradients.md" in result.stdout
+    assert "dry run: would commit" in result.stderr
+    assert "core/gradients.md" in result.stderr
     assert fake.writes() == []
 
 
@@ -320,13 +320,13 @@ def test_requests_per_leg_do_not_grow_with_the_number_of_tests(fake, tmp_path):
 
 
 def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_path):
-    """The branch target without a token exits 1 naming the input to set."""
+    """The branch target without a token exits 2 (usage) naming the input to set."""
     write_results(tmp_path / "results" / "junit.xml", "torch")
     env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_TOKEN="")
     result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
-    assert result.returncode == 1
-    assert "::error::" in result.stdout
-    assert "token" in result.stdout
+    assert result.returncode == 2
+    assert "::error::" in result.stderr
+    assert "token" in result.stderr
 
 
 @pytest.mark.timeout(120)
@@ -424,7 +424,7 @@ def test_sixteen_concurrent_legs_on_the_issue_store_lose_nothing_and_duplicate_n
     for result in results.values():
         assert result.returncode in {0, 1}, result.stdout + result.stderr
         if result.returncode == 1:
-            assert "contents: write" in result.stdout
+            assert "contents: write" in result.stderr
     assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
     body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
     with fake.lock:
@@ -481,7 +481,7 @@ def test_issue_target_alone_keeps_state_in_the_issue_and_warns(fake, tmp_path):
         env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="issue")
         result = run(work, env, "--junit", "*.xml", "--backend", backend)
         assert result.returncode == 0, result.stdout + result.stderr
-        assert "concurrent writers can overwrite each other" in result.stdout
+        assert "concurrent writers can overwrite each other" in result.stderr
     body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
     assert "<!-- ivy-matrix:state" in body
     assert "/job/401" in body
@@ -560,8 +560,8 @@ def test_adopted_ivy_table_on_the_branch_then_one_leg_changes_one_cell(fake, tmp
     assert adopt.returncode == 0, adopt.stdout + adopt.stderr
     assert fake.read_file("core/gradients.md", "ivy-matrix") == text
     again = run(tmp_path, env, *adopt_args, command="adopt")
-    assert again.returncode == 1
-    assert "pass --force" in again.stdout
+    assert again.returncode == 3
+    assert "pass --force" in again.stderr
 
     first_row = text.splitlines()[2].split("|")[1].strip()
     results = tmp_path / "leg" / "junit.xml"
@@ -651,11 +651,11 @@ def test_publish_renders_the_branch_state_once_and_then_writes_nothing(fake, tmp
 
 
 def test_publish_without_the_branch_target_is_a_clear_user_error(fake, tmp_path):
-    """publish needs the branch state: without the branch target it exits 1 saying so."""
+    """publish needs the branch state: without the branch target it exits 2 saying so."""
     env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="issue")
     result = run(tmp_path, env, command="publish")
-    assert result.returncode == 1
-    assert "add 'branch' to" in result.stdout
+    assert result.returncode == 2
+    assert "add 'branch' to" in result.stderr
 
 
 def test_matrix_size_without_the_branch_target_is_ignored_with_a_warning(fake, tmp_path):
@@ -665,4 +665,4 @@ def test_matrix_size_without_the_branch_target_is_ignored_with_a_warning(fake, t
     matrix = ("--matrix-size", "3", "--matrix-index", "0")
     result = run(tmp_path, env, "--junit", "*.xml", "--backend", "torch", *matrix)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "::warning::matrix-size is used by the branch target" in result.stdout
+    assert "::warning::matrix-size is used by the branch target" in result.stderr

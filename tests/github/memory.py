@@ -48,7 +48,7 @@ from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.git import INLINE_LIMIT
 from ivy_matrix.github.http import HTTPError, Transport
 from ivy_matrix.github.retry import RetryPolicy
-from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Tree
+from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Reporter, Spend, Tree
 from ivy_matrix.jobs import Job
 from tests.github.budget import GITHUB_TOKEN, Budget, Clock, Limits
 from tests.github.fake_server import BOT_LOGIN, git_blob_sha, tree_sha
@@ -165,6 +165,10 @@ class MemoryGitHub:
     def close(self) -> None:
         """Nothing to close (the client's method)."""
 
+    def report_to(self, log: Reporter) -> None:
+        """Say the client's retries in ``log``, as the real client does (the client's method)."""
+        self._client_retry.report_to(log)
+
     def __enter__(self) -> Self:
         return self
 
@@ -264,6 +268,18 @@ class MemoryGitHub:
     def _token(self) -> str:
         """Who pays for the calls made through this object (a view has its own token)."""
         return DEFAULT_TOKEN
+
+    def spent(self) -> Spend:
+        """What this token spent, as the client reports it (the client's method)."""
+        token = self._token()
+        spend = self.budget.spent(token)
+        headers = self.budget.headers(token)
+        return Spend(
+            requests=spend.requests,
+            content_requests=spend.content_requests,
+            rate_limit_remaining=int(headers["X-RateLimit-Remaining"]),
+            rate_limit=int(headers["X-RateLimit-Limit"]),
+        )
 
     def _take_fault(self, method: str) -> MemoryFault | None:
         with self.lock:
@@ -557,6 +573,7 @@ class MemoryGitHub:
             state=issue["state"],
             html_url=f"{SERVER}/{repo}/{'pull' if issue['pull_request'] else 'issues'}/{number}",
             labels=tuple(self.labels[repo][name]["name"] for name in issue["labels"]),
+            author=issue.get("login", BOT_LOGIN),
         )
 
     def _as_comment(self, comment: JSON) -> IssueComment:
@@ -683,6 +700,19 @@ class MemoryGitHub:
             return found
 
         return self._call("list_pull_requests", apply)
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequest:
+        """One pull request (404 for an issue that is not one), with its state."""
+
+        def apply() -> PullRequest:
+            issue = self._issue(repo, number)
+            if not issue["pull_request"]:
+                raise _error(f"reading pull request #{number} of {repo}", 404, "Not Found")
+            return PullRequest(
+                number=number, head_sha=issue.get("head", ("", ""))[1], state=issue["state"]
+            )
+
+        return self._call("get_pull_request", apply)
 
     def list_issue_comments(self, repo: str, number: int) -> list[IssueComment]:
         """Every comment on an issue, oldest first."""

@@ -58,6 +58,7 @@ LIVE = {
     "issues/list-for-repo",
     "issues/update",
     "issues/update-comment",
+    "pulls/get",
 }
 
 
@@ -492,6 +493,8 @@ def _openapi_scenario(fake: FakeGitHub) -> list[tuple[str, str, object]]:
         ("PATCH", f"{R}/issues/1", {"body": "c", "state": "closed"}),
         ("PATCH", f"{R}/issues/1", {"body": too_long}),
         ("GET", f"{R}/issues/1/comments", None),
+        ("GET", f"{R}/pulls/2", None),
+        ("GET", f"{R}/pulls/1", None),
         ("POST", f"{R}/issues/1/comments", {"body": "again"}),
         ("POST", f"{R}/issues/1/comments", {"body": too_long}),
         ("PATCH", c, {"body": "edited"}),
