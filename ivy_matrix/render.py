@@ -157,11 +157,6 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
     return table(header, body) if style is Style.IVY else compact_table(header, body)
 
 
-def backend_counts(state: DashboardState) -> dict[str, tuple[int, int]]:
-    """Per backend: (passing, total) tests; skipped tests count in neither, flaky ones pass."""
-    return {name: (t.passing, t.total) for name, t in backend_totals(state).items()}
-
-
 def counts_table(
     states: Sequence[DashboardState],
     link: Callable[[DashboardState], str | None],

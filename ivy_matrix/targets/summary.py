@@ -20,10 +20,11 @@ from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
 from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
-from ivy_matrix.render import backend_counts, render_job_summary
+from ivy_matrix.render import render_job_summary
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log, append_output, append_summary
 from ivy_matrix.targets import Published
+from ivy_matrix.totals import BackendTotals, add_totals, backend_totals
 
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard
 
@@ -134,19 +135,22 @@ class Results:
 
 
 def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], None]) -> None:
-    """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts,
-    link and changes, and its failing and flaky cells' history (failing since, last pass,
-    flaky); what the run spent of GitHub's budgets."""
+    """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts
+    (totals.py: per backend, rows by latest outcome and their cases; and added up over every
+    dashboard), link and changes, and its failing and flaky cells' history (failing since,
+    last pass, flaky); what the run spent of GitHub's budgets."""
     merged, published, collected = results.merged, results.published, results.collected
     spend = results.spend or Spend()
     dashboards = {}
+    every: list[dict[str, BackendTotals]] = []
     for state in merged.ordered():
-        counts = backend_counts(state)
+        counts = backend_totals(state)
+        every.append(counts)
         report = merged.reports.get(state.key)
         dashboards[state.key] = {
             "file": dashboard_file(state),
             "rows": len(state.rows),
-            "backends": {b: {"passing": p, "total": t} for b, (p, t) in counts.items()},
+            "backends": {b: totals.to_json() for b, totals in counts.items()},
             "updated": report is not None,
             "history": summary_cells(dashboard_history(state)),
             **({"url": published.urls[state.key]} if state.key in published.urls else {}),
@@ -163,6 +167,7 @@ def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], 
         "files": [asdict(f) for f in collected.files],
         "totals": asdict(collected.totals()),
         "backends": results.backends(),
+        "all_dashboards": {b: t.to_json() for b, t in add_totals(every).items()},
         "dashboards": dashboards,
         "removed_dashboards": {
             state.key: {
