@@ -191,8 +191,20 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "leg_metadata",
         Kind.PATH,
-        "write this leg's backend, run and job to this file (upload it with the results; a "
+        "deprecated, use collect: write this leg's backend, run and job to this file (a "
         "fan-in job reads ivy-matrix-leg.json files beside result files)",
+    ),
+    Option(
+        "legs",
+        Kind.LIST,
+        "leg files written by ivy-matrix collect, to fold into the dashboards in one commit "
+        "(a fan-in job after the matrix): glob, directory or !exclude; repeatable",
+    ),
+    Option(
+        "leg_file",
+        Kind.PATH,
+        "where collect writes the leg file: a path ending in .json, or a directory (created "
+        "if missing) where the file is named after the leg (default: the current directory)",
     ),
     Option(
         "matrix_size",
