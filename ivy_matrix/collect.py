@@ -31,6 +31,7 @@ from ivy_matrix.model import (
     ParseProblem,
     Source,
     Totals,
+    worst,
 )
 from ivy_matrix.naming import UNNAMED, Namer, row_name, test_id
 from ivy_matrix.signature import Signer
@@ -44,18 +45,31 @@ class CellResult(NamedTuple):
     message: str = ""
 
 
-# While results are read, a cell's cases are one int: four counts of _BITS bits each, passed
-# in the lowest (so the usual cell, one passing case, is the cached small int 1), then
-# skipped, flaky, and failed in the highest (unbounded). A case adds its bucket's increment,
-# and two parts of one cell (two files) add up: one dict read and one store per case.
-_BITS = 24  # fewer than 16 million cases of one kind in one cell
+def combine_results(a: CellResult, b: CellResult) -> CellResult:
+    """Two parts of one cell (two files of one update, two legs): the worse outcome, the
+    counts added, the first message."""
+    return CellResult(
+        worst(a.outcome, b.outcome),
+        CaseCounts(*(x + y for x, y in zip(a.counts, b.counts, strict=True))),
+        a.message or b.message,
+    )
+
+
+# While a file is read, a cell's cases are one int: four counts of _BITS bits each, passed in
+# the lowest (so the usual cell, one passing case, is the cached small int 1), then skipped,
+# flaky, and failed in the highest (unbounded). A case adds its bucket's increment: one dict
+# read and one store per case.
+_BITS = 24  # fewer than 16 million cases of one kind in one cell of one file
 _MASK = (1 << _BITS) - 1
 _PASSED, _SKIPPED, _FLAKY, _FAILED = (1 << (_BITS * slot) for slot in range(4))
 
 
+_ONE_PASS = CellResult(Outcome.SUCCESS, CaseCounts(passed=1))
+
+
 def cell_result(tally: int, message: str = "") -> CellResult:
-    """A cell's result from its packed counts (as :attr:`Collected.dashboards` holds them):
-    the worst outcome its cases had (failure, flaky, success, skipped, in that order)."""
+    """A cell's result from its packed counts (see _BITS): the worst outcome its cases had
+    (failure, flaky, success, skipped, in that order)."""
     counts = CaseCounts(
         passed=tally & _MASK,
         skipped=(tally >> _BITS) & _MASK,
@@ -75,12 +89,7 @@ def cell_result(tally: int, message: str = "") -> CellResult:
 
 @dataclass(slots=True)
 class Collected:
-    """What one update read: per-file counts, problems, and the cells it found.
-
-    ``dashboards`` holds each cell's cases packed in one int (row -> backend -> int; read a
-    cell with :meth:`result`), ``messages`` the first failure line of each failing cell that
-    has one, by (dashboard, row, backend).
-    """
+    """What one update read: per-file counts, problems, and the cells it found."""
 
     files: list[FileCounts] = field(default_factory=list)
     problems: list[ParseProblem] = field(default_factory=list)
@@ -96,15 +105,9 @@ class Collected:
     nameless: dict[str, tuple[int, int]] = field(default_factory=dict)
     # Per backend: test cases read, failed, errors, skipped (the log's per-backend summary).
     by_backend: dict[str, list[int]] = field(default_factory=dict)
-    dashboards: dict[DashboardId, dict[str, dict[str, int]]] = field(default_factory=dict)
-    messages: dict[tuple[DashboardId, str, str], str] = field(default_factory=dict)
+    dashboards: dict[DashboardId, dict[str, dict[str, CellResult]]] = field(default_factory=dict)
     # The first failures read, for annotations (at most FAILURES_KEPT).
     failures: list[Failure] = field(default_factory=list)
-
-    def result(self, dashboard: DashboardId, row: str, backend: str) -> CellResult:
-        """One cell's outcome, case counts and first failure line."""
-        tally = self.dashboards[dashboard][row][backend]
-        return cell_result(tally, self.messages.get((dashboard, row, backend), ""))
 
     @property
     def backends(self) -> list[str]:
@@ -149,6 +152,7 @@ class Collector:
         # come back for every case, so the split is done once per classname (the one cache
         # of naming: Namer itself is stateless).
         self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
+        self._shared: dict[int, CellResult] = {}  # see _commit
 
     def _index(self, dashboard: DashboardId) -> int:
         index = self._dashboard_index.get(dashboard)
@@ -274,17 +278,28 @@ class Collector:
         pending: dict[tuple[int, str, str], int],
         messages: dict[tuple[int, str, str], str],
     ) -> None:
-        """Add one fully read file's cells to the rest (a cell in two files: counts added,
-        the first message kept)."""
+        """Add one fully read file's cells to the rest (a cell in two files: combined)."""
         dashboards = self.collected.dashboards
         ids = self._dashboards
-        for (index, row, backend), tally in pending.items():
+        # Cells without a failure line share one result per count (most are one passing case).
+        shared = self._shared
+        alike = shared.get
+        failed = _FAILED
+        one_pass = _ONE_PASS
+        for cell, tally in pending.items():
+            if tally == _PASSED:  # the usual cell, without a dict lookup
+                result = one_pass
+            elif tally >= failed and cell in messages:
+                result = cell_result(tally, messages[cell])
+            else:
+                found = alike(tally)
+                if found is None:
+                    found = shared[tally] = cell_result(tally)
+                result = found
+            index, row, backend = cell
             cells = dashboards.setdefault(ids[index], {}).setdefault(row, {})
             old = cells.get(backend)
-            cells[backend] = tally if old is None else old + tally
-        kept = self.collected.messages
-        for (index, row, backend), message in messages.items():
-            kept.setdefault((ids[index], row, backend), message)
+            cells[backend] = result if old is None else combine_results(old, result)
 
 
 def build_batches(
@@ -298,29 +313,32 @@ def build_batches(
     """
     signer = signer or Signer()
     # Cells with the same result share one entry (and so, when merged, one cell object): most
-    # are one passing case, and a failure line is usually shared by many cells.
-    entries: dict[tuple[str, int, str], Entry] = {}
-    messages = collected.messages
+    # are one passing case, and one failure line is often that of many cells. Results are
+    # found by identity first (Collector._commit shares them), then by value.
+    known: dict[tuple[str, int], Entry] = {}
+    alike: dict[tuple[str, CellResult], Entry] = {}
 
-    def entry(dashboard: DashboardId, row: str, backend: str, tally: int) -> Entry:
-        message = messages.get((dashboard, row, backend), "") if tally >= _FAILED else ""
-        found = entries.get((backend, tally, message))
+    def entry(backend: str, result: CellResult) -> Entry:
+        found = known.get((backend, id(result)))
         if found is None:
-            result = cell_result(tally, message)
-            found = entries[backend, tally, message] = Entry(
-                source=source_for(backend),
-                outcome=result.outcome,
-                counts=result.counts,
-                message=message,
-                signature=signer.signature(message, backend),
-            )
+            found = alike.get((backend, result))
+            if found is None:
+                message = result.message if result.outcome is Outcome.FAILURE else ""
+                found = alike[backend, result] = Entry(
+                    source=source_for(backend),
+                    outcome=result.outcome,
+                    counts=result.counts,
+                    message=message,
+                    signature=signer.signature(message, backend),
+                )
+            known[backend, id(result)] = found
         return found
 
     return [
         Batch(
             dashboard=dashboard,
             cells={
-                row: {backend: entry(dashboard, row, backend, t) for backend, t in cells.items()}
+                row: {backend: entry(backend, result) for backend, result in cells.items()}
                 for row, cells in rows.items()
             },
         )

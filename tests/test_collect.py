@@ -45,7 +45,7 @@ def test_parametrizations_collapse_into_one_cell_whose_counts_survive():
     )
     collected = collector.collected
     assert list(collected.dashboards[DASH]) == ["test_add"]
-    assert collected.result(DASH, "test_add", "torch") == CellResult(
+    assert collected.dashboards[DASH]["test_add"]["torch"] == CellResult(
         Outcome.FAILURE,
         CaseCounts(passed=2, failed=2, skipped=1, flaky=1),
         "AssertionError: 1 != 4",
@@ -59,7 +59,7 @@ def test_a_cell_read_from_two_files_adds_their_counts_and_keeps_the_first_messag
         junit(case("test_x[b]", FAIL.format(7)), case("test_x[c]", FAIL.format(8))),
         junit(case("test_x[d]", FAIL.format(9))),
     )
-    assert collector.collected.result(DASH, "test_x", "torch") == CellResult(
+    assert collector.collected.dashboards[DASH]["test_x"]["torch"] == CellResult(
         Outcome.FAILURE, CaseCounts(passed=1, failed=3), "AssertionError: 7 != 4"
     )
 
@@ -67,13 +67,13 @@ def test_a_cell_read_from_two_files_adds_their_counts_and_keeps_the_first_messag
 def test_a_failure_without_a_message_attribute_keeps_its_first_text_line():
     """The message comes from the element's text when it has no attribute."""
     collector = collect(junit(case("test_y", "<error>\n\n  E   boom\nmore</error>")))
-    assert collector.collected.result(DASH, "test_y", "torch").message == "E   boom"
+    assert collector.collected.dashboards[DASH]["test_y"]["torch"].message == "E   boom"
 
 
 def test_a_broken_file_adds_no_counts():
     """A file that is not well-formed halfway leaves no cell and no count behind."""
     collector = collect(junit(case("test_z")), io.BytesIO(b"<testsuite>" + case("test_z").encode()))
-    assert collector.collected.result(DASH, "test_z", "torch").counts == CaseCounts(passed=1)
+    assert collector.collected.dashboards[DASH]["test_z"]["torch"].counts == CaseCounts(passed=1)
 
 
 def test_batches_carry_counts_and_a_signed_message_for_failures_only():
@@ -104,7 +104,7 @@ def test_a_cell_holding_only_skipped_cases_is_skipped_and_flaky_beats_success():
         junit(case("test_s[a]", "<skipped/>"), case("test_s[b]", "<skipped/>")),
         junit(case("test_f[a]"), case("test_f[b]", '<flakyFailure message="once"/>')),
     )
-    skipped = collector.collected.result(DASH, "test_s", "torch")
-    flaky = collector.collected.result(DASH, "test_f", "torch")
+    skipped = collector.collected.dashboards[DASH]["test_s"]["torch"]
+    flaky = collector.collected.dashboards[DASH]["test_f"]["torch"]
     assert (skipped.outcome, skipped.counts) == (Outcome.SKIPPED, CaseCounts(skipped=2))
     assert (flaky.outcome, flaky.counts) == (Outcome.FLAKY, CaseCounts(passed=1, flaky=1))
