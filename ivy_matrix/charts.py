@@ -19,6 +19,7 @@ both pictures (Okabe-Ito colours, told apart without colour by the dashes).
 
 from __future__ import annotations
 
+import html
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,13 +47,7 @@ def _text(value: str) -> str:
         "\ufffd" if unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"} and c != "\t" else c
         for c in value
     )
-    return (
-        shown.replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace('"', "&quot;")
-        .replace("'", "&#39;")
-    )
+    return html.escape(shown, quote=True)
 
 
 def _short(name: str) -> str:
