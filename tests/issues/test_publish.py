@@ -14,7 +14,7 @@ from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.issues.finding import RELIST_EVERY
 from ivy_matrix.issues.markers import is_index
 from ivy_matrix.issues.report import IssueAction
-from ivy_matrix.model import DashboardId
+from ivy_matrix.model import DashboardId, DashboardState
 from tests.github.budget import ManualClock
 from tests.github.fake_server import FakeGitHub
 from tests.github.memory import MemoryGitHub
@@ -95,7 +95,7 @@ def test_the_newest_writer_restores_its_revision_after_a_slower_job_overwrote_it
     assert any("an older revision replaced ours; writing again" in line for line in lines.infos)
 
 
-def many_states(count: int, run: int) -> list:
+def many_states(count: int, run: int) -> list[DashboardState]:
     """``count`` small dashboards (``many/d00`` ...) of run ``run``."""
     return [
         make_state(DashboardId(title=f"d{i:02d}", category="many"), 2, run=run)
