@@ -92,7 +92,7 @@ def summarize(
         ),
         "legs": len(legs),
         "cases_per_leg": median_max([f["cases"] for f in legs]),
-        "finished": len(finished),
+        "finished": sum(r.leg.index >= 0 for r in finished),  # legs (a fan-in job has its exit)
         "failed": len(failed),
         "failures": [tail(r.log) for r in failed[:3]],
         "run_wall_s": round(max((r.ended or wall) for r in runs), 2),
@@ -168,7 +168,9 @@ def lost_cells(runs: list[LegRun], files: dict[str, bytes], *, fan_in: bool = Fa
             "expected": expected,
             "found": found,
             "lost": max(expected - found, 0),
-            "linked_to_own_leg": sum(links.get(str(r.leg.job_id), 0) for r in runs),
+            "linked_to_own_leg": sum(
+                links.get(str(r.leg.job_id), 0) for r in runs if r.leg.index >= 0
+            ),
             "legs_short": {},
         }
     lost = {
