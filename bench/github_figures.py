@@ -92,7 +92,7 @@ def summarize(
         ),
         "legs": len(legs),
         "cases_per_leg": median_max([f["cases"] for f in legs]),
-        "finished": sum(r.leg.index >= 0 for r in finished),  # legs (a fan-in job has its exit)
+        "finished": len(finished),
         "failed": len(failed),
         "failures": [tail(r.log) for r in failed[:3]],
         "run_wall_s": round(max((r.ended or wall) for r in runs), 2),
@@ -115,7 +115,7 @@ def summarize(
             "per_hour_hourly_runs": len(writes),
             "per_hour_back_to_back": round(len(writes) / wall * 3600) if wall else None,
         },
-        "lost_cells": lost_cells(runs, outcome.files, fan_in=setup == FAN_IN),
+        "lost_cells": lost_cells(runs, outcome.files),
         "github": budget_figures(outcome.spend),
     }
     if "issue" in targets:
@@ -149,40 +149,29 @@ def median_max(values: list[float]) -> Json:
     return {"median": round(statistics.median(values), 2), "max": round(max(values), 2)}
 
 
-def lost_cells(runs: list[LegRun], files: dict[str, bytes], *, fan_in: bool = False) -> Json:
+def lost_cells(runs: list[LegRun], files: dict[str, bytes]) -> Json:
     """Cells of each leg not linked to its job in the branch's dashboards (the union must hold).
 
     A leg fills one cell per row it has results for (its backend's column); the dashboards on
     the branch link each cell's newest result to the job that produced it, so a leg whose N
     cells all landed is linked N times. Counting links in the markdown keeps this independent
-    of the state format. A fan-in job (``fan_in``) links every cell to its own job on main
-    (leg metadata names one job per backend, not per shard): its cells count as found when
-    they link any job of the run, and ``linked_to_own_leg`` says how many link their leg's.
+    of the state format. A fan-in job links no cell of its own: ``linked_to_fan_in_job``
+    counts those that do (it must be 0).
     """
     text = "\n".join(d.decode(errors="replace") for p, d in files.items() if p.endswith(".md"))
     links = Counter(re.findall(rf"/actions/runs/{RUN}/job/(\d+)\"", text))
-    if fan_in:
-        expected = sum(r.leg.cells for r in runs)
-        found = sum(links.values())
-        return {
-            "expected": expected,
-            "found": found,
-            "lost": max(expected - found, 0),
-            "linked_to_own_leg": sum(
-                links.get(str(r.leg.job_id), 0) for r in runs if r.leg.index >= 0
-            ),
-            "legs_short": {},
-        }
+    legs = [run for run in runs if run.leg.index >= 0]
     lost = {
         run.leg.token: run.leg.cells - links.get(str(run.leg.job_id), 0)
-        for run in runs
+        for run in legs
         if links.get(str(run.leg.job_id), 0) != run.leg.cells
     }
     return {
-        "expected": sum(r.leg.cells for r in runs),
-        "found": sum(links.get(str(r.leg.job_id), 0) for r in runs),
+        "expected": sum(r.leg.cells for r in legs),
+        "found": sum(links.get(str(r.leg.job_id), 0) for r in legs),
         "lost": sum(max(v, 0) for v in lost.values()),
         "legs_short": lost,
+        "linked_to_fan_in_job": links.get(str(JOB_BASE - 1), 0),
     }
 
 

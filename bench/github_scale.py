@@ -29,8 +29,10 @@ Set-ups (``--setups``), each for every leg count:
   (the README's first recipe, no ``matrix-size``);
 - ``matrix``: every leg passes ``--matrix-size``/``--matrix-index`` (its inbox ref; the leg
   that completes the run renders);
-- ``fan-in``: the legs make no request; one ``update`` reads every leg's file
-  (``--backend-from-path``) and commits once, as a job after the matrix. A configuration still running after ``--cap``
+- ``fan-in``: every leg runs ``ivy-matrix collect`` at once, with no api url and no token (so
+  no request can be made), into one folder of leg files; then one job after the matrix runs
+  ``update --legs`` on them and commits once, with a job id of its own (``FAN_IN_JOB``) that
+  no cell may link. A configuration still running after ``--cap``
 seconds is stopped (its legs killed) and reported as "stopped at cap" with its partial figures;
 a leg that exits non-zero makes it "legs failed".
 
@@ -269,13 +271,23 @@ def seeded_fake(args: argparse.Namespace, seed: Json) -> FakeGitHub:
     return fake
 
 
+def collect_command(leg: Leg, legs_dir: Path) -> list[str]:
+    """One leg's ``ivy-matrix collect`` of the fan-in set-up: no api url, no token."""
+    return [
+        *(PYTHON, str(ENTRYPOINT), "collect", "--junit", str(leg.path), "--backend", leg.backend),
+        *("--repository", REPOSITORY, "--run-id", str(RUN), "--job-id", str(leg.job_id)),
+        *("--leg-file", str(legs_dir)),
+    ]
+
+
 def leg_command(
     args: argparse.Namespace, leg: Leg, legs: list[Leg], *, api_url: str, setup: str
 ) -> list[str]:
-    """The command line of one leg (a fan-in job when ``leg.index`` is -1)."""
+    """The command line of one leg (the fan-in job when ``leg.index`` is -1: it reads the leg
+    files of ``leg.path``)."""
     if leg.index < 0:
-        junit = [str(other.path) for other in legs]
-        backend = ["--backend-from-path", BACKEND_FROM_PATH]
+        junit: list[str] = []
+        backend = ["--legs", str(leg.path)]
     else:
         junit, backend = [str(leg.path)], ["--backend", leg.backend]
     cmd = update_command(
@@ -309,13 +321,15 @@ def run_config(
     root = work / "legs" / tag
     shutil.rmtree(root, ignore_errors=True)
     fan_in = setup == FAN_IN
-    # In a fan-in the legs only upload their files: they are done before the job starts.
-    runs = [LegRun(leg, started=0.0, ended=0.0, code=0) for leg in legs] if fan_in else []
+    runs: list[LegRun] = []
+    start = time.perf_counter()
+    if fan_in:
+        # The legs collect their files, all at once, with no network; then the job runs.
+        runs = collect_legs(args, legs, root, start=start)
     started: list[tuple[LegRun, subprocess.Popen[bytes]]] = []
     with fake:
-        start = time.perf_counter()
         cases = sum(leg.cases for leg in legs)
-        jobs = [Leg(-1, "all", 0, legs[0].path, cases, 0)] if fan_in else legs
+        jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)] if fan_in else legs
         for leg in jobs:
             leg_dir = root / (f"{leg.index:03d}" if leg.index >= 0 else "fan-in")
             leg_dir.mkdir(parents=True)
@@ -345,6 +359,28 @@ def run_config(
     for run in runs:
         run.records = by_token.get(run.leg.token, [])
     return summarize(runs, outcome, wall=wall, targets=targets, setup=setup)
+
+
+def collect_legs(
+    args: argparse.Namespace, legs: list[Leg], root: Path, *, start: float
+) -> list[LegRun]:
+    """Every leg's ``collect`` into ``root/leg-files``, all started at once; their runs."""
+    started: list[tuple[LegRun, subprocess.Popen[bytes]]] = []
+    for leg in legs:
+        leg_dir = root / f"{leg.index:03d}"
+        leg_dir.mkdir(parents=True)
+        log = leg_dir / "log.txt"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                collect_command(leg, root / "leg-files"),
+                cwd=leg_dir,
+                env=cli_env(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        started.append((LegRun(leg, started=time.perf_counter() - start, log=log), proc))
+    wait_for(started, start=start, cap=args.cap)
+    return [run for run, _ in started]
 
 
 def wait_for(

@@ -2,8 +2,10 @@
 
 I/O. Commands:
 
-- ``update``: read result files, fold them into the stored dashboards, publish them
-  (commands/update.py holds the pipeline's order; ARCHITECTURE.md maps it);
+- ``update``: read result files (and leg files, ``--legs``), fold them into the stored
+  dashboards, publish them (commands/update.py holds the pipeline's order; ARCHITECTURE.md
+  maps it);
+- ``collect``: one matrix leg's results into a leg file, with no network (commands/collect.py);
 - ``compare``: a pull request's verdicts against the stored dashboards, as JSON and markdown
   (commands/compare.py); records nothing;
 - ``adopt``: take an existing dashboard table into the store, cell by cell (commands/adopt.py);
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from ivy_matrix import __version__
 from ivy_matrix.commands.adopt import run_adopt
+from ivy_matrix.commands.collect import run_collect
 from ivy_matrix.commands.compare import run_compare
 from ivy_matrix.commands.prune import run_prune
 from ivy_matrix.commands.publish import run_publish
@@ -51,14 +54,16 @@ from ivy_matrix.runner.pacing import Heartbeat
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-_UPDATE_OPTIONS = tuple(o.name for o in OPTIONS)
+_UPDATE_OPTIONS = tuple(o.name for o in OPTIONS if o.name != "leg_file")
 # What compare does not use: it records nothing, writes no dashboards, issues or leg metadata.
 _NOT_COMPARE = frozenset(
     {
         "lock_timeout",
         "output_dir",
+        "html",
         "summary_json",
         "leg_metadata",
+        "legs",
         "matrix_size",
         "matrix_index",
         "issue_label",
@@ -73,6 +78,12 @@ _NOT_COMPARE = frozenset(
     }
 )
 _COMPARE_OPTIONS = tuple(name for name in _UPDATE_OPTIONS if name not in _NOT_COMPARE)
+# What collect uses: reading and naming results, the leg's run and job, and its own outputs.
+_COLLECT_OPTIONS = (
+    *("junit", "if_no_files_found", "backend", "backend_from_path", "backend_from_test"),
+    *("dashboard", "config", "run_id", "run_attempt", "job_id", "repository"),
+    *("server_url", "leg_file", "fail_on", "dry_run", "sha", "ref", "pr", "head_sha"),
+)
 _METAVARS = {
     "backend": "NAME",
     "backend_from_path": "REGEX",
@@ -84,6 +95,7 @@ _METAVARS = {
     "store": "DIR",
     "lock_timeout": "SECONDS",
     "output_dir": "DIR",
+    "html": "DIR",
     "config": "FILE",
     "summary_json": "FILE",
     "targets": "TARGETS",
@@ -114,7 +126,7 @@ _BRANCH_OPTIONS = (
 )
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
-    *("output_dir", "config", "style", "history", "retire_after_runs", "trend_points"),
+    *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
     *("issue_label", "pin_index", "server_url"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
@@ -173,6 +185,11 @@ def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
         "update", help="fold result files into the dashboards and write them"
     )
     _add_options(update, _UPDATE_OPTIONS)
+    collect = commands.add_parser(
+        "collect",
+        help="one matrix leg's results into a leg file for a fan-in job; no network at all",
+    )
+    _add_options(collect, _COLLECT_OPTIONS)
     _compare_arguments(
         commands.add_parser(
             "compare",
@@ -182,8 +199,10 @@ def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
     _adopt_arguments(
         commands.add_parser("adopt", help="take an existing dashboard table into the store")
     )
-    render = commands.add_parser("render", help="write every stored dashboard and the index")
-    _add_options(render, _STORE_OPTIONS)
+    render = commands.add_parser(
+        "render", help="write every stored dashboard and the index, or the HTML site"
+    )
+    _add_options(render, (*_STORE_OPTIONS, "html"))
     publish = commands.add_parser(
         "publish", help="render the dashboards, issues and index from the branch state"
     )
@@ -359,6 +378,9 @@ WINDOWS = (
 
 def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> ExitCode:
     """Run the command ``args`` name."""
+    offline = {"collect": run_collect, "render": run_render}  # they never reach GitHub
+    if args.command in offline:
+        return offline[args.command](settings, log)
     match args.command:
         case "update":
             return run_update(settings, log, remote)
@@ -372,7 +394,7 @@ def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote 
             return run_adopt(
                 settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
             )
-        case "prune":
+        case _:
             return run_prune(
                 settings,
                 log,
@@ -381,5 +403,3 @@ def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote 
                 backends=args.prune_backends,
                 rows=args.prune_rows,
             )
-        case _:
-            return run_render(settings, log)

@@ -19,7 +19,7 @@ store's states with both. :func:`union_states` joins two states by the rules abo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
@@ -63,6 +63,27 @@ def combine(a: Entry, b: Entry) -> Entry:
     if rank_a != rank_b:
         return a if rank_a > rank_b else b
     return a if a.source.time <= b.source.time else b
+
+
+def join_batches(batches: Iterable[Batch]) -> list[Batch]:
+    """One batch per dashboard out of several (a fan-in job's legs): rows in first-seen order.
+
+    A cell that two batches both fill keeps the entry the dashboard would show: the newer run,
+    or for the same run the worse outcome (:func:`combine`). Each dashboard is then merged
+    once, so its report counts each changed cell once.
+    """
+    joined: dict[DashboardId, dict[str, dict[str, Entry]]] = {}
+    for batch in batches:
+        rows = joined.setdefault(batch.dashboard, {})
+        for row, cells in batch.cells.items():
+            mine = rows.setdefault(row, {})
+            for backend, entry in cells.items():
+                old = mine.get(backend)
+                if old is None or old.run < entry.run:
+                    mine[backend] = entry
+                elif old.run == entry.run:
+                    mine[backend] = combine(old, entry)
+    return [Batch(dashboard=dashboard, cells=rows) for dashboard, rows in joined.items()]
 
 
 def merge_cell(cell: Cell | None, entry: Entry, history: int) -> Cell:

@@ -97,3 +97,26 @@ def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -
     assert fan_in["fan_in_job"]["requests"] == fan_in["github"]["requests"] > 0
     assert fan_in["lost_cells"]["lost"] == 0
     assert "| set-up | legs |" in proc.stdout
+
+
+def test_site_bench_smoke_reports_sizes_and_paint_times(tmp_path: Path) -> None:
+    """`bench/site.py --smoke` builds a tiny store, renders its site and reports every figure."""
+    from tests.site.browser import chromium_path
+
+    chromium_path()  # skips without chromium (fails under CI)
+    out = tmp_path / "site.json"
+    proc = subprocess.run(
+        [sys.executable, "bench/site.py", "--smoke", "--work", str(tmp_path), "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert report["shape"]["rows"] == 60
+    assert report["size"]["data_bytes"] > 0
+    assert report["render"]["second_render"].endswith("0 file(s) changed")
+    assert set(report["paint"]) == {"attention", "grid"}
+    assert report["paint"]["grid"]["rows_in_document"] == 31

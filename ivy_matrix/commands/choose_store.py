@@ -21,15 +21,21 @@ from functools import partial
 
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
+from ivy_matrix.errors import UsageError
+from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.issues.store import IssueStore
 from ivy_matrix.issues.store_lock import Turns
 from ivy_matrix.issues.writer import IssueOptions
-from ivy_matrix.render import render_files
+from ivy_matrix.paths import SITE_DIR, site_data_file
+from ivy_matrix.render import RenderedFile, render_files
 from ivy_matrix.runner.log import Log
+from ivy_matrix.site.build import render_site
+from ivy_matrix.site.page import read_page
+from ivy_matrix.site.write import write_site_output
 from ivy_matrix.stores import AfterSave, Saved, Store
-from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.branch import BranchStore, Render
 from ivy_matrix.stores.layout import Leg
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets import Published
@@ -71,13 +77,62 @@ def remote_targets(settings: Settings, log: Log) -> frozenset[Target]:
     return remote
 
 
+def check_site(settings: Settings) -> None:
+    """The ``site`` target needs somewhere to go: the dashboard branch, or ``--html``."""
+    targets = settings.targets
+    if Target.SITE in targets and Target.BRANCH not in targets and settings.html is None:
+        raise UsageError(
+            "the site target writes the HTML site into site/ of the dashboard branch (add "
+            "'branch' to targets) or into the folder --html names (input 'html'): give one"
+        )
+
+
 def output_folder(settings: Settings, log: Log) -> AfterSave | None:
-    """What keeps ``--output-dir`` in step with the store (None without the file target)."""
-    if Target.FILE not in settings.targets or settings.output_dir is None:
+    """What keeps the local folders in step with the store: ``--output-dir`` with the file
+    target, ``--html`` with the site target (None when neither is asked for)."""
+    writers: list[AfterSave] = []
+    if Target.FILE in settings.targets and settings.output_dir is not None:
+        writers.append(
+            partial(
+                write_output,
+                settings.output_dir,
+                style=settings.style,
+                dry_run=settings.dry_run,
+                log=log,
+            )
+        )
+    if Target.SITE in settings.targets and settings.html is not None:
+        writers.append(partial(write_site_output, settings.html, dry_run=settings.dry_run, log=log))
+    if not writers:
         return None
-    return partial(
-        write_output, settings.output_dir, style=settings.style, dry_run=settings.dry_run, log=log
-    )
+
+    def write(merged: Merged) -> tuple[str, ...]:
+        return tuple(path for writer in writers for path in writer(merged))
+
+    return write
+
+
+def branch_pages(settings: Settings) -> Render:
+    """What the branch store commits beside the states: the markdown pages and the trend, and
+    with the site target the HTML site under ``site/``, less the data files of dashboards that
+    went (only what a render changes is committed)."""
+    site = Target.SITE in settings.targets
+
+    def render(merged: Merged, keys: Collection[str]) -> list[RenderedFile]:
+        states = merged.ordered()
+        files = render_files(states, style=settings.style, only=keys, trend=merged.trend)
+        if site:
+            files += [
+                RenderedFile(path=f"{SITE_DIR}/{file.path}", text=file.text)
+                for file in render_site(states, read_page(), only=keys, trend=merged.trend)
+            ]
+            files += [
+                RenderedFile(path=f"{SITE_DIR}/{site_data_file(gone)}", text=None)
+                for gone in merged.removed
+            ]
+        return files
+
+    return render
 
 
 def open_store(
@@ -110,9 +165,7 @@ def open_store(
             github.repository,
             settings.branch,
             message=message,
-            render=lambda merged, keys: render_files(
-                merged.ordered(), style=settings.style, only=keys, trend=merged.trend
-            ),
+            render=branch_pages(settings),
             trend_points=settings.trend_points,
             dry_run=settings.dry_run,
             log=log,

@@ -20,7 +20,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import connect
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
@@ -97,7 +97,7 @@ def pr_comparison(
 ) -> Comparison:
     """The verdicts of the pull request's results against ``states``."""
     signer = Signer(aliases=settings.backend_aliases)
-    batches = build_batches(collected, links.sources(pr_run_id(settings, states)), signer)
+    batches = links.batches(collected, pr_run_id(settings, states), signer)
     branches = settings.feeding_branches
     ancestry = run_order_ancestry(states, settings.base_sha or pr_base_sha(batches), branches)
     return compare(batches, states, ancestry=ancestry, branches=branches)

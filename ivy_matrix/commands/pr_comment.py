@@ -25,6 +25,7 @@ from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.connection import Connection
+from ivy_matrix.legs import with_legs
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import PullRequestComment
 from ivy_matrix.pr.state import CommentState
@@ -53,7 +54,8 @@ def pull_request_verdicts(
         commenting = False
     if not commenting and settings.fail_on is not FailOn.NEW:
         return None
-    states = baseline_states(settings, github, log, collected)
+    # The baseline covers the leg files' dashboards and backends too (a fan-in job).
+    states = baseline_states(settings, github, log, with_legs(collected, links.leg_files))
     comparison = pr_comparison(settings, collected, links, states)
     log.info(f"pull request verdicts: {counts_line(comparison)}")
     if commenting:

@@ -60,7 +60,7 @@ def read_results(settings: Settings, log: Log) -> Collected:
     with phase(log, "read") as step:
         files, warnings = find_result_files(settings.junit, root=Path.cwd())
         if not files:
-            _no_files_found(settings, log)
+            no_files_found(settings, log)
         elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
             for warning in warnings:
                 log.warning(warning)
@@ -78,7 +78,7 @@ def read_results(settings: Settings, log: Log) -> Collected:
 
 
 def _read_one(collector: Collector, path: Path, meter: Meter, log: Log) -> None:
-    shown = _shown(path)
+    shown = shown_path(path)
     try:
         with path.open("rb") as stream:
             metered = cast("BinaryIO", _Metered(stream, meter))
@@ -150,18 +150,24 @@ def _examples(samples: Sequence[str]) -> str:
     return f"for example {shown}" if samples else "none kept"
 
 
-def _no_files_found(settings: Settings, log: Log) -> None:
-    """No result file at all: usually a wrong path, which must not look like success."""
-    patterns = ", ".join(repr(p) for p in settings.junit)
-    message = f"no result files matched the junit pattern(s) {patterns} (in {Path.cwd()})"
+def no_files_found(settings: Settings, log: Log, *, legs: bool = False) -> None:
+    """No result file (or with ``legs``, no leg file) at all: usually a wrong path, which must
+    not look like success."""
+    what, name = ("leg files", "legs") if legs else ("result files", "junit")
+    patterns = ", ".join(repr(p) for p in (settings.legs if legs else settings.junit))
+    message = f"no {what} matched the {name} pattern(s) {patterns} (in {Path.cwd()})"
+    check = (
+        "check that the legs ran ivy-matrix collect and that their files are here"
+        if legs
+        else "check the paths"
+    )
     option = settings.named("if_no_files_found")
     if settings.if_no_files_found is IfNoFilesFound.ERROR:
         raise InputError(
-            f"{message}; check the paths, or set {option} to warn or ignore if a run may have "
-            f"no results"
+            f"{message}; {check}, or set {option} to warn or ignore if a run may have none"
         )
     if settings.if_no_files_found is IfNoFilesFound.WARN:
-        log.warning(f"{message}; nothing to publish ({option}: warn)")
+        log.warning(f"{message}; nothing to publish from them ({option}: warn)")
 
 
 def log_results(collected: Collected, log: Log) -> None:
@@ -188,7 +194,8 @@ def log_results(collected: Collected, log: Log) -> None:
         log.info(f"... and {failed - len(shown)} more failed test case(s): {where} have them all")
 
 
-def _shown(path: Path) -> str:
+def shown_path(path: Path) -> str:
+    """``path`` as messages show it: relative to the working directory when it is below it."""
     try:
         return path.relative_to(Path.cwd()).as_posix()
     except ValueError:

@@ -2,8 +2,9 @@
 
 I/O: the imperative shell. It only orders the stages; each lives in its own module:
 
-1. read the result files and name every case's cell (commands/result_files.py -> collect.py);
-2. find each backend's job link (commands/job_links.py);
+1. read the result files and name every case's cell (commands/reading.py -> collect.py), and
+   in a fan-in job the legs' leg files (commands/leg_files.py);
+2. find each backend's job link (commands/job_links.py; a leg file's cells link its leg's job);
 3. ``store.update(merge)``: fold the results into the stored state (merge.py), in whichever
    store the settings name (commands/choose_store.py; stores/), which also keeps ``--output-dir`` in step;
 4. publish: the dashboard issues (issues/publish.py), the job summary, step outputs and
@@ -24,10 +25,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 
-from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
     REMOTE,
+    check_site,
     connect,
     open_store,
     output_folder,
@@ -41,6 +43,7 @@ from ivy_matrix.commands.job_links import (
     resolve_links,
     write_leg_metadata,
 )
+from ivy_matrix.commands.leg_files import read_legs
 from ivy_matrix.commands.pr_comment import pull_request_verdicts
 from ivy_matrix.commands.publish import every_dashboard
 from ivy_matrix.commands.reading import log_results, read_results
@@ -50,6 +53,7 @@ from ivy_matrix.errors import ExitCode, ReadOnlyTokenError, UsageError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
+from ivy_matrix.legs import with_legs
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.pr.verdicts import Comparison
 from ivy_matrix.runner.log import Log
@@ -74,13 +78,17 @@ COMMIT_BACKENDS = 8  # backends named in a commit message
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
     started = log.clock()
-    require_update_inputs(settings)
+    require_update_inputs(settings, legs=True)
+    check_site(settings)
     check_leg_metadata(settings)
+    _check_fan_in(settings)
     recorded = settings.feeds_dashboards
     _check_targets(
         settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
     )
-    collected = read_results(settings, log)
+    results = read_results(settings, log) if settings.junit else Collected()
+    leg_files = read_legs(settings, log)
+    collected = with_legs(results, leg_files)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
     with (
@@ -89,7 +97,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     ):
         targets = remote_targets(settings, log) if recorded else _comment_target(settings)
         with phase(log, "links") as step:
-            links = resolve_links(settings, collected, github, log, now=now)
+            links = resolve_links(settings, results, github, log, now=now, leg_files=leg_files)
             step.done(f"{len(collected.backends)} backend(s)")
         if recorded:
             _log_not_a_pull_request(settings, log)
@@ -100,21 +108,21 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 remote=targets,
                 message=_commit_message(settings, collected),
                 after_save=output_folder(settings, log),
-                leg=_leg(settings, collected, links, log),
+                leg=_leg(settings, results, links, log),
             )
-            change = _change(settings, collected, links, log, announce=True)
+            change = _change(settings, results, links, log, announce=True)
             saved, published = _save_and_publish(
                 settings, store, change, github, log, targets=targets
             )
         else:
             _log_not_recorded(settings, log)
             saved, published = (
-                Saved(merged=_change(settings, collected, links, log)({})),
+                Saved(merged=_change(settings, results, links, log)({})),
                 Published(),
             )
             if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
                 with phase(log, "pull request"):
-                    comparison = pull_request_verdicts(settings, collected, links, github, log)
+                    comparison = pull_request_verdicts(settings, results, links, github, log)
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
@@ -181,6 +189,7 @@ def _summarize(
             github_output=settings.github_output,
             summary_json=settings.summary_json,
             output_dir=settings.output_dir,
+            html=settings.html if Target.SITE in settings.targets else None,
         )
         with phase(log, "summary"):
             publish_job_summary(files, outcome, log)
@@ -237,12 +246,22 @@ def _change(
                 log.info(f"no run id given: recording these results as local run {run_id}")
         return merge_batches(
             states,
-            build_batches(collected, links.sources(run_id), signer),
+            links.batches(collected, run_id, signer),
             history=settings.history,
             retire_after_runs=settings.retire_after_runs if retire else 0,
         )
 
     return change
+
+
+def _check_fan_in(settings: Settings) -> None:
+    """Refuse what a fan-in job (``--legs``) cannot do, before anything is read or written."""
+    if settings.legs and settings.matrix_size is not None:
+        raise UsageError(
+            f"{settings.named('legs')} and {settings.named('matrix_size')} do not go together: "
+            f"matrix-size is for legs that each write to the branch; a fan-in job (legs) reads "
+            f"every leg's file and commits once"
+        )
 
 
 def _commit_message(settings: Settings, collected: Collected) -> str:

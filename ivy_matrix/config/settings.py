@@ -71,6 +71,7 @@ class Settings:
     store: Path = field(default_factory=_defaults("store", Path))
     lock_timeout: int = field(default_factory=_defaults("lock_timeout", int))
     output_dir: Path | None = None
+    html: Path | None = None
     config: Path | None = None
     summary_json: Path | None = None
     fail_on: FailOn = field(default_factory=lambda: FailOn(option_default("fail_on", str)))
@@ -91,6 +92,8 @@ class Settings:
     budget_warning: int = field(default_factory=_defaults("budget_warning", int))
     job_name: str | None = None
     leg_metadata: Path | None = None
+    legs: tuple[str, ...] = ()
+    leg_file: Path | None = None
     matrix_size: int | None = None
     matrix_index: int | None = None
     issue_label: str = field(default_factory=_defaults("issue_label", str))
@@ -241,6 +244,7 @@ def _from_options(
         store=_value(values, "store", Path),
         lock_timeout=_value(values, "lock_timeout", int),
         output_dir=_get(values, "output_dir", Path),
+        html=_get(values, "html", Path),
         config=_get(values, "config", Path),
         summary_json=_get(values, "summary_json", Path),
         fail_on=FailOn(_value(values, "fail_on", str)),
@@ -258,6 +262,8 @@ def _from_options(
         matrix_size=_get(values, "matrix_size", int),
         matrix_index=_get(values, "matrix_index", int),
         leg_metadata=_get(values, "leg_metadata", Path),
+        legs=_get(values, "legs", tuple) or (),
+        leg_file=_get(values, "leg_file", Path),
         issue_label=_value(values, "issue_label", str),
         pin_index=_value(values, "pin_index", bool),
         dry_run=_value(values, "dry_run", bool),
@@ -382,11 +388,16 @@ def _check_numbers(settings: Settings) -> None:
         raise UsageError(f"{named('trend_points')} got {settings.trend_points}: keep at least 1")
 
 
-def require_update_inputs(settings: Settings) -> None:
-    """``update`` needs result files and a way to name the backend."""
+def require_update_inputs(settings: Settings, *, legs: bool = False) -> None:
+    """``update`` needs result files (or, with ``legs``, leg files) and a way to name the
+    backend of result files."""
+    if legs and settings.legs and not settings.junit:
+        return  # leg files name their own cells
     if not settings.junit:
+        also = " or leg files with --legs GLOB" if legs else ""
         raise UsageError(
-            "no result files given: pass --junit GLOB (or set the 'junit' input / IVY_MATRIX_JUNIT)"
+            f"no result files given: pass --junit GLOB (or set the 'junit' input / "
+            f"IVY_MATRIX_JUNIT){also}"
         )
     if not (settings.backend or settings.backend_from_path or settings.backend_from_test):
         raise UsageError(

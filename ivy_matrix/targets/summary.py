@@ -37,6 +37,7 @@ class SummaryFiles:
     github_output: Path | None = None  # the runner's GITHUB_OUTPUT
     summary_json: Path | None = None  # named by the summary-json output
     output_dir: Path | None = None  # named by the output-dir output
+    html: Path | None = None  # named by the html output (the site target's folder)
 
 
 def log_dashboards(log: Log, merged: Merged) -> None:
@@ -226,6 +227,8 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
                 outputs["summary-json"] = str(files.summary_json)
             if files.output_dir is not None:
                 outputs["output-dir"] = str(files.output_dir)
+            if files.html is not None:
+                outputs["html"] = str(files.html)
             for name, value in outputs.items():
                 append_output(files.github_output, name, value)
     except OSError as error:
