@@ -129,6 +129,9 @@ def _publish_dashboards(
     missing = [s.key for s in ordered if not found.by_key.get(s.key)]
     claimed = creator.claim(missing) if creator is not None and missing else {}
     for state in ordered:
+        if state.key in touched and found.by_key.get(state.key) and writer.finder.stale:
+            # One listing (a request per 100 issues) instead of a read before every write.
+            found = writer.finder.find()
         candidates = found.by_key.get(state.key, [])
         if candidates and state.key not in touched:
             keep = candidates[0]
