@@ -10,7 +10,8 @@ GitHub's budgets (``github/spend.py``) ends the log (:func:`log_spend`, with a w
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -91,6 +92,18 @@ def log_spend(log: Log, spend: Spend | None, *, warn_percent: int) -> None:
             f"hour is over. Publish from one fan-in job, or write from fewer legs",
             title="GitHub's budget",
         )
+
+
+@contextmanager
+def spend_on_failure(
+    log: Log, spent: Callable[[], Spend | None], *, warn_percent: int
+) -> Iterator[None]:
+    """A command that fails (GitHub refused the token, say) still says what it spent."""
+    try:
+        yield
+    except Exception:
+        log_spend(log, spent(), warn_percent=warn_percent)
+        raise
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

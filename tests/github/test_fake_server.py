@@ -576,3 +576,19 @@ def test_every_served_endpoint_matches_the_openapi_subset(spec):
         }
     assert problems == []
     assert covered == served == LIVE
+
+
+def test_a_client_that_went_away_is_not_reported_as_an_error(capsys):
+    """A reset connection (a benchmark's leg killed at its cap) prints nothing; a real error
+    in serving still prints its traceback."""
+    with FakeGitHub() as fake:
+        server = fake._server
+        assert server is not None
+        for error in (ConnectionResetError("reset"), ValueError("boom")):
+            try:
+                raise error
+            except (ConnectionResetError, ValueError):
+                server.handle_error(None, ("127.0.0.1", 1))
+    printed = capsys.readouterr().err
+    assert "ConnectionResetError" not in printed
+    assert "ValueError: boom" in printed
