@@ -25,6 +25,7 @@ from ivy_matrix.model import (
     Trend,
 )
 from ivy_matrix.render import Style, render_dashboard, render_files, render_job_summary
+from ivy_matrix.signature import Signer
 from ivy_matrix.trend import record_runs
 
 RUN = 4519909128
@@ -41,14 +42,30 @@ def source(job: int) -> Source:
     )
 
 
+def failure_line(backend: str, row: int) -> str:
+    """One error seen by torch and jax (numbers differ), another by numpy."""
+    if backend == "numpy":
+        return "TypeError: unsupported dtype 'bfloat16'"
+    return f"AssertionError: {backend}.float32 result {row} != {row + 1}"
+
+
+def entry(job: int, backend: str, row: int) -> Entry:
+    outcome = CYCLE[(row + job) % len(CYCLE)]
+    line = failure_line(backend, row) if outcome is Outcome.FAILURE else ""
+    return Entry(
+        source=source(job),
+        outcome=outcome,
+        message=line,
+        signature=Signer().signature(line, backend),
+    )
+
+
 def dashboard(title: str, category: str, rows: int) -> DashboardState:
     """A dashboard of ``rows`` tests over three backends, outcomes in a fixed pattern."""
     state = None
     for job, backend in enumerate(BACKENDS, start=7960678746):
         cells = {
-            f"test_{title}_{row:02d}": {
-                backend: Entry(source=source(job), outcome=CYCLE[(row + job) % len(CYCLE)])
-            }
+            f"test_{title}_{row:02d}": {backend: entry(job, backend, row)}
             for row in range(rows)
             if (row, backend) != (1, "numpy")  # one empty cell
         }
@@ -119,12 +136,14 @@ def test_the_history_section_shrinks_then_goes_before_the_table_does():
     full = compose_issue(GRADIENTS, existing_body=None, revision=1)
     assert "### Failing" in full.body
     assert full.style.value == "ivy"
+    # The section: the failure reasons, the failing cells, the flaky ones.
     without = full.body.replace(
-        full.body[full.body.index("\n### Failing") : full.body.index(END)], ""
+        full.body[full.body.index("\n### Failure reasons") : full.body.index(END)], ""
     )
     # A budget the body fits only without the section: the Ivy table stays, the section goes.
     tight = compose_issue(GRADIENTS, existing_body=None, revision=1, budget=utf16_len(without))
     assert "### Failing" not in tight.body
+    assert "### Failure reasons" not in tight.body
     assert tight.style.value == "ivy"
     assert tight.body == without
 
@@ -144,7 +163,8 @@ def test_a_compact_dashboard_file_lists_its_failing_and_flaky_cells():
     assert ivy["core/gradients.md"] == render_dashboard(GRADIENTS, Style.IVY)
     text = compact["core/gradients.md"]
     assert text is not None
-    assert text.startswith(render_dashboard(GRADIENTS, Style.COMPACT) + "\n\n### Failing\n")
+    assert text.startswith(render_dashboard(GRADIENTS, Style.COMPACT) + "\n\n### Failure reasons\n")
+    assert "### Failing\n" in text
     assert "### Flaky\n" in text
 
 
