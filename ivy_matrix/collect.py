@@ -47,13 +47,52 @@ class CellResult(NamedTuple):
 
 
 def combine_results(a: CellResult, b: CellResult) -> CellResult:
-    """Two parts of one cell (two files of one update): the worse outcome, the counts added,
-    the first message."""
+    """Two parts of one cell (two files of one update, two legs): the worse outcome, the
+    counts added, the first message."""
     return CellResult(
         worst(a.outcome, b.outcome),
         CaseCounts(*(x + y for x, y in zip(a.counts, b.counts, strict=True))),
         a.message or b.message,
     )
+
+
+# While a file is read, a cell's cases are one int: four counts of _BITS bits each, passed in
+# the lowest (so the usual cell, one passing case, is the cached small int 1), then skipped,
+# flaky, and failed in the highest (unbounded). A case adds its bucket's increment: one dict
+# read and one store per case.
+_BITS = 24  # fewer than 16 million cases of one kind in one cell of one file
+_MASK = (1 << _BITS) - 1
+_PASSED, _SKIPPED, _FLAKY, _FAILED = (1 << (_BITS * slot) for slot in range(4))
+
+
+_ONE_PASS = CellResult(Outcome.SUCCESS, CaseCounts(passed=1))
+# What a case of each status adds to its cell (a flaky pass adds _FLAKY).
+_STEP = {
+    CaseStatus.PASSED: _PASSED,
+    CaseStatus.SKIPPED: _SKIPPED,
+    CaseStatus.FAILED: _FAILED,
+    CaseStatus.ERROR: _FAILED,
+}
+
+
+def cell_result(tally: int, message: str = "") -> CellResult:
+    """A cell's result from its packed counts (see _BITS): the worst outcome its cases had
+    (failure, flaky, success, skipped, in that order)."""
+    counts = CaseCounts(
+        passed=tally & _MASK,
+        skipped=(tally >> _BITS) & _MASK,
+        flaky=(tally >> 2 * _BITS) & _MASK,
+        failed=tally >> 3 * _BITS,
+    )
+    if counts.failed:
+        outcome = Outcome.FAILURE
+    elif counts.flaky:
+        outcome = Outcome.FLAKY
+    elif counts.passed:
+        outcome = Outcome.SUCCESS
+    else:
+        outcome = Outcome.SKIPPED
+    return CellResult(outcome, counts, message)
 
 
 @dataclass(slots=True)
@@ -113,23 +152,6 @@ FAILURES_KEPT = 50
 SAMPLES_KEPT = 2  # paths or test ids a message shows as not matched
 # Where a case's status is counted in a backend's tally: tests, failed, errors, skipped.
 _TALLY = {CaseStatus.FAILED: 1, CaseStatus.ERROR: 2, CaseStatus.SKIPPED: 3}
-# Outcomes as their severity (model.py) while gathering, so "worst wins" is an int comparison.
-_CODES = tuple(sorted(Outcome, key=lambda outcome: outcome.severity))
-_SKIPPED, _SUCCESS, _FLAKY, _FAILURE = (
-    outcome.severity
-    for outcome in (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
-)
-# A pending cell is a list: [worst code, passed, failed, skipped, flaky]; a case adds one to
-# the slot of its bucket.
-_PASSED_SLOT, _FAILED_SLOT, _SKIPPED_SLOT, _FLAKY_SLOT = 1, 2, 3, 4
-# Each status's (code, slot), and a flaky pass's.
-_BY_STATUS = {
-    CaseStatus.PASSED: (_SUCCESS, _PASSED_SLOT),
-    CaseStatus.SKIPPED: (_SKIPPED, _SKIPPED_SLOT),
-    CaseStatus.FAILED: (_FAILURE, _FAILED_SLOT),
-    CaseStatus.ERROR: (_FAILURE, _FAILED_SLOT),
-}
-_FLAKY_PASS = (_FLAKY, _FLAKY_SLOT)
 
 
 class Read(NamedTuple):
@@ -145,20 +167,6 @@ class Read(NamedTuple):
     ids_tried: int
     unmatched_ids: tuple[str, ...]
     dashboards: tuple[DashboardId, ...]
-
-
-def _add_tally(
-    pending: dict[tuple[int, str, str], list[int]], cell: tuple[int, str, str], tally: list[int]
-) -> None:
-    """Add a cell's tally to ``pending`` (two places of one row: combined, as one loop over
-    both combines them: the worst code, the cases added)."""
-    old = pending.get(cell)
-    if old is None:
-        pending[cell] = tally
-        return
-    old[0] = max(old[0], tally[0])
-    for slot in range(1, len(tally)):
-        old[slot] += tally[slot]
 
 
 class Collector:
@@ -177,6 +185,7 @@ class Collector:
         # come back for every case, so the split is done once per classname (the one cache
         # of naming: Namer itself is stateless).
         self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
+        self._shared: dict[int, CellResult] = {}  # see _commit
 
     def _index(self, dashboard: DashboardId) -> int:
         index = self._dashboard_index.get(dashboard)
@@ -200,7 +209,8 @@ class Collector:
         unmatched_before = len(unmatched_ids)
         tried = 0
         nameless: list[int] = []
-        pending: dict[tuple[int, str, str], list[int]] = {}
+        pending: dict[tuple[int, str, str], int] = {}
+        cases_of = pending.get  # bound once: called for every case
         # The first failure line of each failing cell.
         messages: dict[tuple[int, str, str], str] = {}
         places = self._places
@@ -210,8 +220,6 @@ class Collector:
 
         def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
             nonlocal unassigned, tried
-            # One unpacking instead of an attribute lookup per field.
-            name, classname, test_file, suite, status, flaky, message = case
             backend = file_backend
             if backend is None and per_case:
                 tried += 1
@@ -231,7 +239,7 @@ class Collector:
             if backend is None:
                 unassigned += 1
                 return
-            key = (classname, test_file, suite)
+            key = (case.classname, case.file, case.suite)
             place = places.get(key)
             if place is None:
                 dashboard, prefix = namer.locate(case)
@@ -241,33 +249,32 @@ class Collector:
                 ruled = namer.ruled(case)
                 if ruled is not None:
                     index = self._index(ruled)
-                row = row_name(prefix, name)
+                row = row_name(prefix, case.name)
             else:
+                name = case.name
                 if name[-1:] == "]":
                     head = name.partition("[")[0]
                     if head:
                         name = head
                 row = prefix + name if name else prefix + UNNAMED
-            # Only a passing case is flaky (junit.py): it passed after reruns.
-            code, slot = _FLAKY_PASS if flaky else _BY_STATUS[status]
             cell = (index, row, backend)
-            tally = pending.get(cell)
-            if tally is None:
-                tally = pending[cell] = [code, 0, 0, 0, 0]
-            elif code > tally[0]:
-                tally[0] = code
-            tally[slot] += 1
-            if code == _FAILURE:
-                if message and cell not in messages:
-                    messages[cell] = message
+            status = case.status
+            if status is CaseStatus.PASSED:
+                pending[cell] = cases_of(cell, 0) + (_FLAKY if case.flaky else _PASSED)
+            elif status is CaseStatus.SKIPPED:
+                pending[cell] = cases_of(cell, 0) + _SKIPPED
+            else:
+                pending[cell] = cases_of(cell, 0) + _FAILED
+                if case.message and cell not in messages:
+                    messages[cell] = case.message
                 if len(failures) < room:
                     failures.append(
                         Failure(
                             test=test_id(case),
                             backend=backend,
-                            message=message,
+                            message=case.message,
                             result_file=source,
-                            test_file=test_file,
+                            test_file=case.file,
                         )
                     )
 
@@ -318,7 +325,7 @@ class Collector:
         source: str,
         backend: str,
         into: tuple[
-            dict[tuple[int, str, str], list[int]],
+            dict[tuple[int, str, str], int],
             dict[tuple[int, str, str], str],
             list[Failure],
             int,
@@ -326,7 +333,8 @@ class Collector:
         nameless: list[int],
     ) -> tuple[FileCounts, ParseProblem | None]:
         """Read a file whose cases all have its ``backend`` (no per-case naming) into
-        ``into``'s pending cells and first failure lines, as ``add_file``'s loop does.
+        ``into``'s pending cells (packed counts, see _BITS) and first failure lines, as
+        ``add_file``'s loop does.
 
         Cases come in runs of one place (classname, file, suite): each run finds its place's
         rows once, and a case's cell is its row name there, no string built and no tuple
@@ -335,12 +343,12 @@ class Collector:
         pending, messages, failures, room = into
         namer, places = self.namer, self._places
         Place = tuple[str, str, str]  # noqa: N806  -- a local type alias
-        groups: dict[Place, dict[str, list[int]]] = {}
+        groups: dict[Place, dict[str, int]] = {}
         order: list[tuple[Place, str]] = []  # (place, name) of each cell, as it first came
         # Each cell's first failure line, and the failing case it came with.
         lines: dict[tuple[Place, str], tuple[int, str]] = {}
         last: Place = ("", "", "\0")  # no place has a NUL in its suite name
-        rows: dict[str, list[int]] = {}
+        rows: dict[str, int] = {}
         failing = 0
 
         def on_case(case: CaseResult) -> None:
@@ -359,15 +367,14 @@ class Collector:
                 head = name.partition("[")[0]
                 if head:
                     name = head
-            code, slot = _FLAKY_PASS if flaky else _BY_STATUS[status]
+            step = _FLAKY if flaky else _STEP[status]
             tally = rows.get(name)
             if tally is None:
-                tally = rows[name] = [code, 0, 0, 0, 0]
+                rows[name] = step
                 order.append((last, name))
-            elif code > tally[0]:
-                tally[0] = code
-            tally[slot] += 1
-            if code == _FAILURE:
+            else:
+                rows[name] = tally + step
+            if step == _FAILED:
                 failing += 1
                 if message:
                     lines.setdefault((last, name), (failing, message))
@@ -385,13 +392,13 @@ class Collector:
         counts, problem = scan_junit(
             stream, source=source, on_case=on_case, on_nameless=nameless.append
         )
-        # Each place's rows as the cells add_file's loop keeps, in the order they came.
+        # Each place's rows as the cells add_file's loop keeps, in the order they came (two
+        # places of one row add up, as one loop over both would have counted them).
         first: dict[tuple[int, str, str], int] = {}
         for place, name in order:
             index, prefix = places[place]
-            tally = groups[place][name]
             cell = (index, prefix + name if name else prefix + UNNAMED, backend)
-            _add_tally(pending, cell, tally)
+            pending[cell] = pending.get(cell, 0) + groups[place][name]
             line = lines.get((place, name))
             if line is not None and first.get(cell, failing + 1) > line[0]:
                 first[cell] = line[0]
@@ -441,34 +448,32 @@ class Collector:
 
     def _commit(
         self,
-        pending: dict[tuple[int, str, str], list[int]],
+        pending: dict[tuple[int, str, str], int],
         messages: dict[tuple[int, str, str], str],
     ) -> tuple[DashboardId, ...]:
-        """Add one fully read file's cells to the rest (a cell in two files: combined); return
-        the dashboards they reached."""
+        """Add one fully read file's cells to the rest (a cell in two files: combined);
+        return the dashboards they reached."""
         dashboards = self.collected.dashboards
         ids = self._dashboards
-        reached: dict[int, dict[str, dict[str, CellResult]]] = {}
-        # Most cells hold one passing case: cells alike share one result (and build_batches
-        # makes one entry of it).
-        alike: dict[tuple[int, ...], CellResult] = {}
-        new_tuple = tuple.__new__  # the NamedTuple's own __new__ is a Python function
+        reached: dict[int, None] = {}
+        # Cells without a failure line share one result per count (most are one passing case).
+        shared = self._shared
+        alike = shared.get
+        failed = _FAILED
+        one_pass = _ONE_PASS
         for cell, tally in pending.items():
+            if tally == _PASSED:  # the usual cell, without a dict lookup
+                result = one_pass
+            elif tally >= failed and cell in messages:
+                result = cell_result(tally, messages[cell])
+            else:
+                found = alike(tally)
+                if found is None:
+                    found = shared[tally] = cell_result(tally)
+                result = found
             index, row, backend = cell
-            rows = reached.get(index)
-            if rows is None:
-                rows = reached[index] = dashboards.setdefault(ids[index], {})
-            cells = rows.get(row)
-            if cells is None:
-                cells = rows[row] = {}
-            key = tuple(tally)
-            result = alike.get(key)
-            if result is None:
-                counts = new_tuple(CaseCounts, key[1:])
-                result = alike[key] = new_tuple(CellResult, (_CODES[key[0]], counts, ""))
-            message = messages.get(cell)
-            if message:
-                result = new_tuple(CellResult, (result.outcome, result.counts, message))
+            reached[index] = None
+            cells = dashboards.setdefault(ids[index], {}).setdefault(row, {})
             old = cells.get(backend)
             cells[backend] = result if old is None else combine_results(old, result)
         return tuple(ids[index] for index in reached)
@@ -481,29 +486,30 @@ def build_batches(
 
     ``source_for(backend)`` says which job produced a backend's results (in a fan-in job each
     backend came from its own matrix leg); ``signer`` computes the signature of each failing
-    cell's message (the default words when not given). Cells with the same result share one
-    entry. A dashboard that only files recorded before reached gets an empty batch.
+    cell's message (the default words when not given). A dashboard that only files recorded
+    before reached gets an empty batch.
     """
     signer = signer or Signer()
-    entries: dict[tuple[str, CellResult], Entry] = {}
-    # Results alike are mostly one shared object (Collector._commit): found by identity first.
-    by_identity: dict[tuple[str, int], Entry] = {}
+    # Cells with the same result share one entry (and so, when merged, one cell object): most
+    # are one passing case, and one failure line is often that of many cells. Results are
+    # found by identity first (Collector._commit shares them), then by value.
+    known: dict[tuple[str, int], Entry] = {}
+    alike: dict[tuple[str, CellResult], Entry] = {}
 
     def entry(backend: str, result: CellResult) -> Entry:
-        found = by_identity.get((backend, id(result)))
-        if found is not None:
-            return found
-        found = entries.get((backend, result))
+        found = known.get((backend, id(result)))
         if found is None:
-            message = result.message if result.outcome is Outcome.FAILURE else ""
-            found = entries[backend, result] = Entry(
-                source=source_for(backend),
-                outcome=result.outcome,
-                counts=result.counts,
-                message=message,
-                signature=signer.signature(message, backend),
-            )
-        by_identity[backend, id(result)] = found  # the results live in collected: ids hold
+            found = alike.get((backend, result))
+            if found is None:
+                message = result.message if result.outcome is Outcome.FAILURE else ""
+                found = alike[backend, result] = Entry(
+                    source=source_for(backend),
+                    outcome=result.outcome,
+                    counts=result.counts,
+                    message=message,
+                    signature=signer.signature(message, backend),
+                )
+            known[backend, id(result)] = found
         return found
 
     batches = [

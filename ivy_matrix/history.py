@@ -41,6 +41,7 @@ from enum import StrEnum
 
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.model import DashboardState, Entry, Outcome, Source, worst
+from ivy_matrix.reasons import Failing, render_reasons
 
 FLAKY_WINDOW = 10
 FLIPS_FOR_FLAKY = 2
@@ -391,13 +392,30 @@ def render_notes_sections(
 
 
 def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECTION_LIMIT) -> str:
-    """The section below the table of a dashboard issue: its failing and flaky cells.
+    """The section below the table of a dashboard issue: why its cells fail (failure lines
+    grouped by signature, reasons.py), then its failing and flaky cells.
 
-    "" when the dashboard has none. At most ``limit`` entries (the issue's size budget).
+    "" when the dashboard has none. At most ``limit`` entries each (the issue's size budget).
     """
-    failing = [describe(r) for r in history.cells if r.history.failing]
+    failing = [r for r in history.cells if r.history.failing]
+    reasons = render_reasons(
+        (
+            Failing(
+                test=r.row,
+                backend=r.backend,
+                message=r.latest.message,
+                signature=r.latest.signature,
+            )
+            for r in failing
+        ),
+        limit=limit,
+    )
     flaky = [describe(r) for r in history.cells if not r.history.failing]
-    return _section("### Failing", failing, limit) + _section("### Flaky", flaky, limit)
+    return (
+        reasons
+        + _section("### Failing", [describe(r) for r in failing], limit)
+        + _section("### Flaky", flaky, limit)
+    )
 
 
 def summary_cells(history: DashboardHistory) -> list[dict[str, object]]:

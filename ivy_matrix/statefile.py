@@ -52,7 +52,7 @@ are cut at its ``MESSAGE_CAP``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ivy_matrix.columnar import COLUMNS_VERSION, decode_columns
 from ivy_matrix.errors import StoreError
@@ -69,7 +69,7 @@ from ivy_matrix.records import (
     read_runs,
     read_source,
 )
-from ivy_matrix.totals import backend_totals
+from ivy_matrix.totals import BackendTotals, totals_of
 
 FORMAT = "ivy-matrix-dashboard"
 VERSION = 2  # what dump_state writes; the local store writes version 3 (columnar.py)
@@ -79,13 +79,7 @@ NEWEST = COLUMNS_VERSION  # the newest version read
 def dump_state(state: DashboardState) -> str:
     """Serialize one dashboard's state (deterministic: same state, same text)."""
     tables = Tables()
-    history = tables.history
-    rows: list[list[object]] = []
-    for row in state.rows:
-        seen = row.first_seen
-        cells = {backend: history(cell) for backend, cell in row.cells.items()}
-        # RunKey is a tuple: json writes it as [run_id, run_attempt, job_id].
-        rows.append([row.name, seen.run, seen.seq, cells])
+    rows, totals = _rows_and_totals(state, tables.history)
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -97,9 +91,32 @@ def dump_state(state: DashboardState) -> str:
         "cells": tables.histories,
         "backends": [[name, seen.run, seen.seq] for name, seen in state.backends],
         "rows": rows,
-        "totals": {name: t.to_json() for name, t in backend_totals(state).items()},
+        "totals": {name: t.to_json() for name, t in totals.items()},
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _rows_and_totals(
+    state: DashboardState, cell_index: Callable[[Cell], int]
+) -> tuple[list[list[object]], dict[str, BackendTotals]]:
+    """The rows as written (each backend's cell as its history's index), and the totals,
+    counted on the way: how many rows hold each history, per backend."""
+    rows: list[list[object]] = []
+    uses: dict[tuple[str, int], int] = {}
+    cell_of: list[Cell] = []  # a cell of each history, by index
+    for row in state.rows:
+        seen = row.first_seen
+        cells = {}
+        for backend, cell in row.cells.items():
+            index = cells[backend] = cell_index(cell)
+            key = (backend, index)
+            uses[key] = uses.get(key, 0) + 1
+            if index == len(cell_of):
+                cell_of.append(cell)
+        # RunKey is a tuple: json writes it as [run_id, run_attempt, job_id].
+        rows.append([row.name, seen.run, seen.seq, cells])
+    totals = totals_of(state.backend_names, ((b, cell_of[i], n) for (b, i), n in uses.items()))
+    return rows, totals
 
 
 def load_state(text: str, *, where: str) -> DashboardState:

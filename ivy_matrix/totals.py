@@ -107,14 +107,24 @@ def _backend_totals(state: DashboardState) -> dict[str, BackendTotals]:
     for cells in row_cells:
         if len(cells) > len(names) or not names.keys() >= cells.keys():
             names.update(dict.fromkeys(cells))  # a cell of a backend the state does not list
-    sums: dict[str, list[int]] = {}
+    uses: list[tuple[str, Cell, int]] = []
     for backend in names:
         held = list(filter(None, map(operator.methodcaller("get", backend), row_cells)))
         distinct = {id(cell): cell for cell in held}
-        total = sums[backend] = [0] * 8
-        for key, count in Counter(map(id, held)).items():
-            for index, value in enumerate(_cell_tally(distinct[key])):
-                total[index] += value * count
+        uses.extend((backend, distinct[k], n) for k, n in Counter(map(id, held)).items())
+    return totals_of(names, uses)
+
+
+def totals_of(
+    backends: Iterable[str], uses: Iterable[tuple[str, Cell, int]]
+) -> dict[str, BackendTotals]:
+    """The totals of ``backends`` (and any other backend met) from (backend, cell, how many
+    rows hold that cell there)."""
+    sums: dict[str, list[int]] = {name: [0] * 8 for name in backends}
+    for backend, cell, count in uses:
+        total = sums.setdefault(backend, [0] * 8)
+        for index, value in enumerate(_cell_tally(cell)):
+            total[index] += value * count
     return {
         name: BackendTotals(
             success=s[0],

@@ -47,16 +47,13 @@ def test_parametrizations_collapse_into_one_cell_whose_counts_survive():
             case("test_add[f]", '<flakyFailure message="once"/>'),
         )
     )
-    cells = collector.collected.dashboards[DASH]
-    assert cells == {
-        "test_add": {
-            "torch": CellResult(
-                Outcome.FAILURE,
-                CaseCounts(passed=2, failed=2, skipped=1, flaky=1),
-                "AssertionError: 1 != 4",
-            )
-        }
-    }
+    collected = collector.collected
+    assert list(collected.dashboards[DASH]) == ["test_add"]
+    assert collected.dashboards[DASH]["test_add"]["torch"] == CellResult(
+        Outcome.FAILURE,
+        CaseCounts(passed=2, failed=2, skipped=1, flaky=1),
+        "AssertionError: 1 != 4",
+    )
 
 
 def test_a_cell_read_from_two_files_adds_their_counts_and_keeps_the_first_message():
@@ -103,6 +100,18 @@ def test_batches_carry_counts_and_a_signed_message_for_failures_only():
         "AssertionError: 3 != 4",
     )
     assert c.signature == Signer().signature("AssertionError: 9 != 4", "torch")
+
+
+def test_a_cell_holding_only_skipped_cases_is_skipped_and_flaky_beats_success():
+    """The outcome follows from the counts: the worst kind of case the cell has."""
+    collector = collect(
+        junit(case("test_s[a]", "<skipped/>"), case("test_s[b]", "<skipped/>")),
+        junit(case("test_f[a]"), case("test_f[b]", '<flakyFailure message="once"/>')),
+    )
+    skipped = collector.collected.dashboards[DASH]["test_s"]["torch"]
+    flaky = collector.collected.dashboards[DASH]["test_f"]["torch"]
+    assert (skipped.outcome, skipped.counts) == (Outcome.SKIPPED, CaseCounts(skipped=2))
+    assert (flaky.outcome, flaky.counts) == (Outcome.FLAKY, CaseCounts(passed=1, flaky=1))
 
 
 # Cases for the two loops: classnames (two map to one row), names with and without ids,

@@ -227,6 +227,7 @@ def publish_issue_target(
         holder=job_name(settings),
         log=log,
         sleep=github.remote.sleep,
+        server_url=settings.server_url,
     )
 
 

@@ -66,6 +66,7 @@ from ivy_matrix.targets.summary import (
     log_dashboards,
     log_spend,
     publish_job_summary,
+    spend_on_failure,
     write_summary_json,
 )
 
@@ -101,7 +102,10 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     collected = with_legs(results, leg_files)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
-    with connect(settings, remote, log) as github:
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         targets = remote_targets(settings, log) if recorded else _comment_target(settings)
         with phase(log, "links") as step:
             links = resolve_links(settings, results, github, log, now=now, leg_files=leg_files)

@@ -272,7 +272,9 @@ class BranchStore:
         another writer moved the branch first. Nothing to write: no commit; a dry run: the
         files it would commit."""
         revision = snapshot.revision
-        saved = Saved(merged=merged, attempts=attempt, revision=revision, rendered=rendered)
+        saved = Saved(
+            merged=merged, attempts=attempt, revision=revision, rendered=rendered, at=snapshot.tip
+        )
         if not writes:
             return saved
         writes[self.layout.revision_path] = f"{revision + 1}\n"
@@ -282,7 +284,11 @@ class BranchStore:
         if commit is None:
             return None
         return replace(
-            saved, commit_sha=commit, written=tuple(sorted(writes)), revision=revision + 1
+            saved,
+            commit_sha=commit,
+            at=commit,
+            written=tuple(sorted(writes)),
+            revision=revision + 1,
         )
 
     def _commit(

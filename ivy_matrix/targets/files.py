@@ -1,7 +1,8 @@
 """The file target: rendered dashboards written into ``--output-dir``.
 
 I/O. One markdown file per dashboard, in its category folder (``core/gradients.md``), plus
-``README.md``, the index page that links them all (file names: paths.py), and ``trend.json``.
+``README.md``, the index page that links them all (file names: paths.py), and ``trend.json``
+with its two pictures.
 After every update the folder equals a fresh render of the whole state; a file whose text did
 not change is not rewritten, and each write replaces the file atomically.
 
@@ -35,13 +36,14 @@ from ivy_matrix.render import (
     RenderedFile,
     Style,
     index_row,
+    index_trend,
     removed_files,
     render_index_page,
     render_page,
+    trend_files,
 )
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress
-from ivy_matrix.trend import TREND_NAME, dump_trend
 
 RECORD_NAME = "pages.json"
 RECORD_FORMAT = "ivy-matrix-pages"
@@ -112,10 +114,9 @@ def _render(
         rows = {key: row for key, row in shown.index.items() if key in present}
     files = [render_page(state, style) for state in wanted]
     rows.update((state.key, index_row(state)) for state in wanted)
-    files.append(RenderedFile(path=INDEX_NAME, text=render_index_page(list(rows.values()))))
-    if merged.trend is not None and merged.trend.points:
-        files.append(RenderedFile(path=TREND_NAME, text=dump_trend(merged.trend)))
-    return files, rows
+    index = render_index_page(list(rows.values()), trend=index_trend(merged.trend))
+    files.append(RenderedFile(path=INDEX_NAME, text=index))
+    return files + trend_files(merged.trend), rows
 
 
 def _keep_record(

@@ -18,7 +18,8 @@ answers them; time from the ``clock`` the test gives), every token's spend recor
 "Resource not accessible by integration" on writes with a read-only token; 400 for conditional headers on writes; ``url``
 values under the prefix the request came in on (root or GHES ``/api/v3``), as PyGithub
 asserts. Faults are queued per request (``inject``: before or after the write lands, held, or
-silently not applied) or drawn at random (``fail_rate``).
+silently not applied) or drawn at random (``fail_rate``; ``fail_landed`` of those on writes
+land before their 502).
 
 Run standalone::
 
@@ -111,6 +112,9 @@ class FakeConfig:
     latency: tuple[float, float] = (0.0, 0.0)
     fail_rate: float = 0.0
     fail_kinds: tuple[str, ...] = FAIL_KINDS
+    # Of the random faults drawn for writes, this share lands first: the write is applied and
+    # then answered with a 502 (the "5xx after commit" that makes a retried POST duplicate).
+    fail_landed: float = 0.0
     retry_after: tuple[int, ...] = (0, 1)
     seed: int = 0
     read_only: bool = False
@@ -249,6 +253,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     fake: FakeGitHub
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a benchmark's leg killed at its cap) is not an error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -659,8 +668,11 @@ class FakeGitHub:
             return handler(req)
         if fault is not None and not fault.after_write:
             return self._fault_response(fault)
+        landed = False
         if self.config.fail_rate and self._rng.random() < self.config.fail_rate:
-            return self._random_fault()
+            landed = write and self._rng.random() < self.config.fail_landed
+            if not landed:
+                return self._random_fault()
         if req.body is _INVALID_JSON:
             raise _Fail(400, "Problems parsing JSON")
         handler, req.params = self._route(req.method, req.path)
@@ -670,6 +682,8 @@ class FakeGitHub:
         status, payload, headers = handler(req)
         if fault is not None and status < 400:
             return self._fault_response(fault)
+        if landed and status < 400:
+            return self._fault_response(Fault(status=502))
         return status, payload, headers
 
     def serves(self, method: str, path: str) -> bool:
