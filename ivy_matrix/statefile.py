@@ -52,7 +52,7 @@ are cut at its ``MESSAGE_CAP``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 from ivy_matrix.columnar import COLUMNS_VERSION, decode_columns
 from ivy_matrix.errors import StoreError
@@ -243,44 +243,3 @@ def join_columns(columns: Iterable[DashboardState]) -> DashboardState:
         rows=tuple(sorted(rows.values(), key=lambda r: (r.first_seen, r.name))),
         runs=tuple(sorted(runs, reverse=True)[:RUNS_KEPT]),
     )
-
-
-# --------------------------------------------------------------------------- runs of a matrix
-
-RUNS_FORMAT = "ivy-matrix-runs"
-RUNS_KEPT_FOR_LEGS = 50  # runs whose finished legs are remembered
-
-
-def dump_runs(done: Mapping[int, tuple[int, frozenset[int]]]) -> str:
-    """The matrix legs that finished, per run id: ``{run: (matrix size, leg indexes)}``.
-
-    Only the newest ``RUNS_KEPT_FOR_LEGS`` runs are kept. Deterministic, so an unchanged record
-    is the same blob.
-    """
-    kept = sorted(done.items(), reverse=True)[:RUNS_KEPT_FOR_LEGS]
-    runs = {str(run): {"size": size, "done": sorted(legs)} for run, (size, legs) in kept}
-    document = {"format": RUNS_FORMAT, "version": 1, "runs": runs}
-    return json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n"
-
-
-def load_runs(text: str, *, where: str) -> dict[int, tuple[int, frozenset[int]]]:
-    """Parse :func:`dump_runs`' text; :class:`StoreError` naming ``where`` if it is not one."""
-    try:
-        document = json.loads(text)
-        if not isinstance(document, dict) or document.get("format") != RUNS_FORMAT:
-            raise MalformedError(f"not an {RUNS_FORMAT} document")
-        runs = document["runs"]
-        if not isinstance(runs, dict):
-            raise MalformedError("'runs' is not an object")
-        return {
-            int(run): (
-                expect_int(entry["size"]),
-                frozenset(expect_int(i) for i in expect_list(entry["done"])),
-            )
-            for run, entry in runs.items()
-        }
-    except (ValueError, KeyError, TypeError) as error:
-        raise StoreError(
-            f"cannot read the finished matrix legs {where}: {error}; delete the file (the "
-            f"next run that finishes renders every dashboard again)"
-        ) from None

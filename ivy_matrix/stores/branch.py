@@ -56,7 +56,6 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import checked_path
 from ivy_matrix.render import RenderedFile, removed_files
 from ivy_matrix.runner.log import Progress, Quiet
-from ivy_matrix.statefile import dump_runs
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.inbox import Inbox, InboxAPI, fold_results, own_reports
 from ivy_matrix.stores.layout import (
@@ -64,6 +63,7 @@ from ivy_matrix.stores.layout import (
     BranchLayout,
     Leg,
     Runs,
+    dump_runs,
     inbox_prefix,
     page_links,
     record_leg,

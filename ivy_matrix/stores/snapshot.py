@@ -29,8 +29,8 @@ from typing import Protocol
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import column_file
-from ivy_matrix.statefile import join_columns, load_runs, load_state
-from ivy_matrix.stores.layout import BranchLayout, Leg, Runs, record_leg
+from ivy_matrix.statefile import join_columns, load_state
+from ivy_matrix.stores.layout import BranchLayout, Leg, Runs, load_runs, record_leg
 
 
 class TreeListing(Protocol):
