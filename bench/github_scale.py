@@ -21,7 +21,9 @@ what GitHub asks). The fake answers each request after a uniform random latency 
 (``tests/github/budget.py``: 1,000 requests an hour, 80 content-creating requests a minute
 and 500 an hour, 100 at once; every leg's token pays into the repository's budget), on the
 real clock: a refused leg waits as GitHub asks, as it would on github.com. ``--no-limits``
-only records the spend.
+only records the spend. ``--faults`` answers that share of requests with a random fault (502,
+503, 403 or 429 as GitHub sends them) and ``--landed`` lets that share of the faults on writes
+land before their 502.
 
 Set-ups (``--setups``), each for every leg count:
 
@@ -267,7 +269,13 @@ def seeded_fake(args: argparse.Namespace, seed: Json) -> FakeGitHub:
     comment_ids = [c["id"] for cs in fake.comments.values() for c in cs]
     fake._next_issue = max(fake.issues, default=0) + 1  # noqa: SLF001  -- see above
     fake._next_comment = max(comment_ids, default=fake._next_comment - 1) + 1  # noqa: SLF001
-    fake.configure(latency=tuple(args.latency), keep_bodies=False, seed=args.seed)
+    fake.configure(
+        latency=tuple(args.latency),
+        keep_bodies=False,
+        seed=args.seed,
+        fail_rate=args.faults,
+        fail_landed=args.landed,
+    )
     return fake
 
 
@@ -442,6 +450,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="the stand-in records what legs spend but refuses nothing (default: GitHub's limits)",
     )
+    parser.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        help="share of requests the stand-in answers with a random fault (502, 503, 403 or 429)",
+    )
+    parser.add_argument(
+        "--landed",
+        type=float,
+        default=0.0,
+        help="share of the faults on writes that land before their 502",
+    )
     parser.add_argument("--cap", type=float, default=600, help="seconds before legs are stopped")
     parser.add_argument("--repeat", type=int, default=1, help="rounds (configurations interleaved)")
     parser.add_argument("--seed", type=int, default=1, help="the stand-in's latency draws")
@@ -520,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed_targets": args.seed_targets or args.targets,
             "setups": args.setups.split(","),
             "limits": "none (recorded only)" if args.no_limits else "GitHub's, for a GITHUB_TOKEN",
+            "faults": {"rate": args.faults, "landed_share_of_writes": args.landed},
             "cap_s": args.cap,
             "repeat": args.repeat,
             "splits": splits,

@@ -12,8 +12,8 @@ content-creating requests a minute and 500 an hour, shared by every job of the r
 - **The pull request's results** (run 101): the same tests with other outcomes, and a fifth of
   the passing cases turned into failures, so that thousands of cells fail (a pull request that
   breaks a lot is the comment's worst case).
-- **Faults**: ``--fail-rate`` of all requests answer 502, 503 or a secondary rate limit, and
-  some writes land before their 502 (``502-landed``); comment edits take ``--slow-edits``
+- **Faults**: ``--faults`` of all requests answer 502, 503, 403 or 429 as GitHub sends them,
+  and ``--landed`` of the faults on writes land before their 502; comment edits take ``--slow-edits``
   seconds (GitHub's edits of long comments can take seconds), on top of ``--latency``.
 - **Checks**: exactly one comment of ours on the pull request at the end (by its marker and
   author), and its per-backend counts equal ``ivy-matrix compare --json`` on all the legs'
@@ -49,7 +49,7 @@ from github_figures import RUN, Leg, LegRun, median_max
 
 sys.path.insert(0, str(scale.ROOT))  # the stand-in lives in tests/, beside the product
 from tests.github.budget import UNLIMITED, peak_per_minute
-from tests.github.fake_server import BOT_LOGIN, LANDED, FakeGitHub
+from tests.github.fake_server import BOT_LOGIN, FakeGitHub
 
 Json = dict[str, Any]
 COMMENT_EDIT = r"/issues/comments/\d+$"
@@ -126,7 +126,7 @@ def compare_counts(fake: FakeGitHub, pr_root: Path, work: Path, number: int) -> 
 
 
 def start_legs(
-    fake: FakeGitHub, legs: list[Leg], root: Path, event: Path, transport: list[str]
+    fake: FakeGitHub, legs: list[Leg], root: Path, event: Path
 ) -> list[tuple[LegRun, subprocess.Popen[bytes]]]:
     started = []
     begin = time.perf_counter()
@@ -142,7 +142,7 @@ def start_legs(
             run_id=RUN,
             job_id=leg.job_id,
         )
-        cmd += ["--targets", "pr-comment,branch", "--store", str(leg_dir / "store"), *transport]
+        cmd += ["--targets", "pr-comment,branch", "--store", str(leg_dir / "store")]
         log = leg_dir / "log.txt"
         with log.open("wb") as out:
             proc = subprocess.Popen(cmd, cwd=leg_dir, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -155,18 +155,13 @@ def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg]) 
     fake = scale.seeded_fake(args, seed)
     number = int(fake.add_issue(scale.REPOSITORY, title="a change", pull_request=True)["number"])
     slow = (("PATCH", COMMENT_EDIT, *args.slow_edits),)
-    fake.configure(
-        fail_rate=args.fail_rate,
-        fail_kinds=("502", "503", "403-secondary", LANDED),
-        slow=slow,
-    )
+    fake.configure(slow=slow)  # faults and latency: seeded_fake, from --faults and --landed
     root = work / "legs" / "run"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    transport = [] if args.transport is None else ["--branch-transport", args.transport]
     with fake:
         begin = time.perf_counter()
-        started = start_legs(fake, legs, root, event_file(work / "event.json", number), transport)
+        started = start_legs(fake, legs, root, event_file(work / "event.json", number))
         wall = scale.wait_for(started, start=begin, cap=args.cap)
         fake.configure(fail_rate=0.0, slow=(), latency=(0.0, 0.0), limits=UNLIMITED)
         with fake.lock:
@@ -230,9 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--legs", type=int, default=32, help="a multiple of 4 (backend x shard)")
     parser.add_argument("--latency", type=float, nargs=2, default=(0.02, 0.08))
     parser.add_argument("--slow-edits", type=float, nargs=2, default=(0.5, 5.0))
-    parser.add_argument("--fail-rate", type=float, default=0.1)
+    parser.add_argument("--faults", type=float, default=0.1, help="share of requests that fail")
+    parser.add_argument("--landed", type=float, default=0.3, help="share of write faults landed")
     parser.add_argument("--fail-every", type=int, default=5, help="one passing case in N fails")
-    parser.add_argument("--transport", choices=("git", "rest", "auto"), help="--branch-transport")
     parser.add_argument("--no-limits", action="store_true", help="record spend, refuse nothing")
     parser.add_argument("--cap", type=float, default=600)
     parser.add_argument("--seed", type=int, default=1)
@@ -242,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.tests, args.dashboards, args.legs, args.cap = 8, 1, 4, 120
-        args.latency, args.slow_edits, args.fail_rate = (0.0, 0.0), (0.0, 0.0), 0.0
+        args.latency, args.slow_edits, args.faults = (0.0, 0.0), (0.0, 0.0), 0.0
     work = args.work.resolve()
     seed, seed_info = scale.seed_repository(args, work, "branch")
     backends, shards, take = scale.split_for(args.legs, single_shards=8)
@@ -261,8 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             "legs": args.legs,
             "latency_s": list(args.latency),
             "slow_edits_s": list(args.slow_edits),
-            "fail_rate": args.fail_rate,
-            "transport": args.transport or "the default",
+            "faults": {"rate": args.faults, "landed_share_of_writes": args.landed},
             "limits": "none (recorded)" if args.no_limits else "GitHub's for a GITHUB_TOKEN",
         },
         "seed": seed_info,

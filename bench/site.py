@@ -12,6 +12,8 @@ runs (default: Ivy's shape: 100 dashboards, 8,000 rows, one of them 1,200 rows, 
   ``ivy-drawn:<view>`` mark, when the document holds it) for the landing view (needs
   attention) and for the largest dashboard's grid, each opened from ``file://`` in a fresh
   browser context; the median and best of ``--repeat`` tries, and the rows in the document.
+  Wall times depend on what else the machine runs; ``main_thread_cpu``, the CPU time of the
+  page's main thread until then (Chromium's ``ThreadTime`` metric), much less so.
 
 Debian's chromium through Playwright, as the browser tests use it (tests/site/browser.py).
 Data and the site go to ``bench/out/site/`` (gitignored). ``--smoke`` runs a tiny shape once.
@@ -26,6 +28,7 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import random
 import shutil
 import statistics
@@ -215,10 +218,12 @@ def paint(site: Path, big_id: str, repeat: int) -> dict[str, Any]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         for view, fragment in views.items():
-            times, drawn, rows, fcp = [], [], 0, []
+            times, drawn, cpu, rows, fcp = [], [], [], 0, []
             for _ in range(repeat):
                 context = browser.new_context(viewport={"width": 1400, "height": 900})
                 page = context.new_page()
+                session = context.new_cdp_session(page)
+                session.send("Performance.enable")
                 page.goto((site / "index.html").as_uri() + fragment)
                 page.wait_for_function(f"() => document.body.dataset.painted === {view!r}")
                 marks = page.evaluate(
@@ -227,6 +232,8 @@ def paint(site: Path, big_id: str, repeat: int) -> dict[str, Any]:
                 )
                 drawn.append(marks[0])
                 times.append(marks[1])
+                metrics = session.send("Performance.getMetrics")["metrics"]
+                cpu.append(1000 * next(m["value"] for m in metrics if m["name"] == "ThreadTime"))
                 fcp.append(
                     page.evaluate(
                         "() => (performance.getEntriesByName('first-contentful-paint')[0]"
@@ -239,11 +246,17 @@ def paint(site: Path, big_id: str, repeat: int) -> dict[str, Any]:
                 "median_ms": round(statistics.median(times), 1),
                 "best_ms": round(min(times), 1),
                 "drawn_median_ms": round(statistics.median(drawn), 1),
+                "main_thread_cpu_median_ms": round(statistics.median(cpu), 1),
                 "first_contentful_paint_ms": round(statistics.median(f for f in fcp if f), 1),
                 "rows_in_document": rows,
             }
         browser.close()
     return found
+
+
+def load_average() -> float:
+    """The machine's load over the last minute (the paint times depend on it)."""
+    return round(os.getloadavg()[0], 1)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -279,6 +292,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "second_render": again.strip().splitlines()[-1],
         },
         "paint": paint(site, site_id(big), 1 if args.smoke else args.repeat),
+        "load_average": load_average(),
     }
 
 

@@ -37,13 +37,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from ivy_matrix import __version__
-from ivy_matrix.commands.adopt import run_adopt
-from ivy_matrix.commands.collect import run_collect
-from ivy_matrix.commands.compare import run_compare
-from ivy_matrix.commands.prune import run_prune
-from ivy_matrix.commands.publish import run_publish
-from ivy_matrix.commands.render import run_render
-from ivy_matrix.commands.update import run_update
 from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, Kind
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
 from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError, UsageError
@@ -203,6 +196,12 @@ def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
         "render", help="write every stored dashboard and the index, or the HTML site"
     )
     _add_options(render, (*_STORE_OPTIONS, "html"))
+    render.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when --output-dir differs from a fresh render, naming "
+        "each file that does",
+    )
     publish = commands.add_parser(
         "publish", help="render the dashboards, issues and index from the branch state"
     )
@@ -351,7 +350,15 @@ def main(
         return ExitCode.USAGE
     try:
         args = _parser(stdout).parse_args(_bare_flags(argv))
-        skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
+        skip = {
+            "command",
+            "file",
+            "force",
+            "check",
+            "compare_markdown",
+            "compare_json",
+            *_PRUNE_NAMES,
+        }
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
@@ -376,25 +383,37 @@ WINDOWS = (
 )
 
 
+# Each command is imported when it runs: a matrix leg starts a fresh interpreter, and
+# importing every command (the pull request's, the issues', the branch store's) would cost it
+# more than reading a small result file.
 def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> ExitCode:
     """Run the command ``args`` name."""
-    offline = {"collect": run_collect, "render": run_render}  # they never reach GitHub
-    if args.command in offline:
-        return offline[args.command](settings, log)
     match args.command:
+        case "collect" | "render":
+            return _run_offline(args, settings, log)
         case "update":
+            from ivy_matrix.commands.update import run_update  # noqa: PLC0415  -- see above
+
             return run_update(settings, log, remote)
         case "publish":
+            from ivy_matrix.commands.publish import run_publish  # noqa: PLC0415  -- see above
+
             return run_publish(settings, log, remote)
         case "compare":
+            from ivy_matrix.commands.compare import run_compare  # noqa: PLC0415  -- see above
+
             return run_compare(
                 settings, log, remote, markdown=args.compare_markdown, json_path=args.compare_json
             )
         case "adopt":
+            from ivy_matrix.commands.adopt import run_adopt  # noqa: PLC0415  -- see above
+
             return run_adopt(
                 settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
             )
         case _:
+            from ivy_matrix.commands.prune import run_prune  # noqa: PLC0415  -- see above
+
             return run_prune(
                 settings,
                 log,
@@ -403,3 +422,14 @@ def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote 
                 backends=args.prune_backends,
                 rows=args.prune_rows,
             )
+
+
+def _run_offline(args: argparse.Namespace, settings: Settings, log: Log) -> ExitCode:
+    """Run ``collect`` or ``render``: they never reach GitHub."""
+    if args.command == "collect":
+        from ivy_matrix.commands.collect import run_collect  # noqa: PLC0415  -- see _run
+
+        return run_collect(settings, log)
+    from ivy_matrix.commands.render import run_render  # noqa: PLC0415  -- see _run
+
+    return run_render(settings, log, check=args.check)

@@ -7,7 +7,8 @@ no markup, script or mention in it can reach a dashboard. A cell is one of:
 - Ivy's: ``<a href="URL" rel="noopener noreferrer" target="_blank">BADGE</a>`` (``rel`` and
   ``target`` optional), or ``BADGE`` alone, where BADGE is
   ``<img src=https://img.shields.io/badge/-LABEL-COLOR>`` (``src`` may be quoted);
-- ours in the compact style: ``✅``, ``❌``, ``⏭️``, ``🔁``, or ``[SYMBOL](URL)``;
+- ours in the compact style: ``✅``, ``❌``, ``⏭️``, ``🔁``, or ``[SYMBOL](URL)`` (with
+  ``failed/total`` cases after the symbol for a partly failing cell);
 - empty.
 
 URL is a plain ``http(s)://`` link, or Ivy's ``null`` (the old generator's "no job found",
@@ -69,7 +70,11 @@ _IVY_CELL = re.compile(
 _SYMBOLS = {symbol: outcome for outcome, symbol in COMPACT_SYMBOLS.items()}
 _SYMBOLS["⏭"] = Outcome.SKIPPED  # without the emoji variation selector
 _SYMBOL = "|".join(sorted(map(re.escape, _SYMBOLS), key=len, reverse=True))
-_COMPACT_CELL = re.compile(rf"(?P<symbol>{_SYMBOL})|\[(?P<linked>{_SYMBOL})\]\((?P<url>[^()\s]*)\)")
+# A linked compact cell may say how many of its cases failed ("[❌ 44/256](URL)"); the counts
+# are not read back (nothing of a cell's text is kept).
+_COMPACT_CELL = re.compile(
+    rf"(?P<symbol>{_SYMBOL})|\[(?P<linked>{_SYMBOL})(?: \d{{1,12}}/\d{{1,12}})?\]\((?P<url>[^()\s]*)\)"
+)
 _LABELS = {
     "success": Outcome.SUCCESS,
     "passed": Outcome.SUCCESS,

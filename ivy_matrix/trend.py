@@ -13,7 +13,8 @@ store for one run:
 A point is computed from the cells' histories (:func:`trend_point`; a run's attempts make one
 result, as history.py says) when a store renders after a change that brought that run's
 results (:func:`record_runs`): every update without matrix legs, or the leg that completes a
-run. Points of older runs stay as they were written, so the trend reaches back further than
+run; and for the store's newest run when the trend has no point of it yet (``publish``).
+Points of older runs stay as they were written, so the trend reaches back further than
 the cells' histories. At most ``cap`` points are kept (``trend-points``, default 365): when
 there are more, the newest half stays whole and every other point of the older part goes,
 oldest kept, so the trend thins out with age instead of ending.
@@ -30,6 +31,7 @@ The file (one point per line, so that a commit's diff shows the new point)::
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
@@ -54,24 +56,20 @@ VERSION = 1
 DEFAULT_POINTS = 365
 TREND_NAME = "trend.json"
 
-_GREEN = frozenset({Outcome.SUCCESS, Outcome.FLAKY})
 # Where each outcome is counted in a backend's tally: passed, failed, flaky, skipped, missing.
 _SLOT = {Outcome.SUCCESS: 0, Outcome.FAILURE: 1, Outcome.FLAKY: 2, Outcome.SKIPPED: 3}
-_MISSING = 4
+_FAILED, _SKIPPED, _MISSING = 1, 3, 4
 
 
 class _RunCells:
-    """The result of one run in each cell, worked out once per distinct cell object."""
+    """The result of one run in each cell (a tally slot), worked out once per cell object."""
 
     def __init__(self, run: int) -> None:
         self.run = run
         self.sources: dict[int, Source] = {}
-        self._known: dict[int, Outcome | None] = {}
+        self.known: dict[int, int] = {}
 
-    def outcome(self, cell: Cell) -> Outcome | None:
-        key = id(cell)
-        if key in self._known:
-            return self._known[key]
+    def slot(self, cell: Cell) -> int:
         mine: list[Entry] = []
         for entry in cell.entries:  # newest first: stop at the first older run
             run_id = entry.run.run_id
@@ -80,8 +78,8 @@ class _RunCells:
             if run_id == self.run and is_default_branch(entry.source):
                 mine.append(entry)
                 self.sources[id(entry.source)] = entry.source
-        found = run_outcome(mine) if mine else None
-        self._known[key] = found
+        found = _SLOT[run_outcome(mine)] if mine else _MISSING
+        self.known[id(cell)] = found
         return found
 
 
@@ -91,28 +89,41 @@ def trend_point(states: Iterable[DashboardState], run: int) -> TrendPoint | None
     rows = green = 0
     fails_only: dict[str, int] = {}
     cells = _RunCells(run)
+    known = cells.known
     for state in sorted(states, key=lambda s: s.key):
         names = state.backend_names
-        for name in names:
-            tallies.setdefault(name, [0] * 5)
-        for row in state.rows:
-            outcomes: list[tuple[str, Outcome]] = []
-            for backend, cell in row.cells.items():
-                outcome = cells.outcome(cell)
-                tally = tallies.setdefault(backend, [0] * 5)
-                if outcome is None:
-                    tally[_MISSING] += 1
-                else:
-                    tally[_SLOT[outcome]] += 1
-                    outcomes.append((backend, outcome))
-            if len(outcomes) < len(names) or not outcomes:
+        mine = {name: tallies.setdefault(name, [0] * 5) for name in names}
+        slot_of = {
+            key: known[key] if key in known else cells.slot(cell)
+            for key, cell in {id(c): c for r in state.rows for c in r.cells.values()}.items()
+        }
+        # Rows are counted by shape (their backends and this run's slot on each): a dashboard
+        # of thousands of rows has a few dozen shapes, each worked out once.
+        shapes = Counter(
+            (tuple(r.cells), tuple([slot_of[id(c)] for c in r.cells.values()])) for r in state.rows
+        )
+        for (backends, slots), count in shapes.items():
+            ran = not_green = 0
+            failing = ""  # the backend of the one failure, when it is the only non-green
+            for backend, slot in zip(backends, slots, strict=True):
+                tally = mine.get(backend) or tallies.setdefault(backend, [0] * 5)
+                tally[slot] += count
+                if slot == _MISSING:
+                    continue
+                ran += 1
+                if slot == _FAILED:
+                    not_green += 1
+                    failing = backend
+                elif slot == _SKIPPED:
+                    not_green += 1
+                    failing = ""
+            if not ran or ran < len(names):
                 continue
-            rows += 1
-            failing = [backend for backend, outcome in outcomes if outcome not in _GREEN]
-            if not failing:
-                green += 1
-            elif len(failing) == 1 and dict(outcomes)[failing[0]] is Outcome.FAILURE:
-                fails_only[failing[0]] = fails_only.get(failing[0], 0) + 1
+            rows += count
+            if not not_green:
+                green += count
+            elif not_green == 1 and failing:
+                fails_only[failing] = fails_only.get(failing, 0) + count
     if not cells.sources:
         return None
     sources = sorted(cells.sources.values(), key=lambda s: (s.time, s.run))
@@ -153,8 +164,13 @@ def record_runs(
 
 
 def with_trend(merged: Merged, previous: Trend, *, cap: int = DEFAULT_POINTS) -> Merged:
-    """``merged`` holding the store's trend with the runs it brought (see the docstring)."""
-    trend = record_runs(previous, merged.states.values(), merged.runs, cap=cap)
+    """``merged`` holding the store's trend with the runs it brought, and the store's newest
+    run when the trend has no point of it yet (``publish`` after matrix legs brings none)."""
+    runs = set(merged.runs)
+    newest = max((state.runs[0] for state in merged.states.values() if state.runs), default=None)
+    if newest is not None and (not previous.points or newest > previous.points[-1].run):
+        runs.add(newest)
+    trend = record_runs(previous, merged.states.values(), sorted(runs), cap=cap)
     return replace(merged, trend=trend)
 
 

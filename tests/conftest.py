@@ -57,10 +57,11 @@ def check_golden(request: pytest.FixtureRequest, path: Path, actual: str) -> Non
 
 @pytest.fixture(name="golden")
 def golden_fixture(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
-    """Compare a rendered body with tests/golden/<name>.md."""
+    """Compare a rendered body with tests/golden/<name>.md (or <name> itself when it has an
+    extension, such as a picture's ``.svg``)."""
 
     def check(name: str, actual: str) -> None:
-        check_golden(request, GOLDEN_DIR / f"{name}.md", actual)
+        check_golden(request, GOLDEN_DIR / (name if "." in name else f"{name}.md"), actual)
 
     return check
 

@@ -45,8 +45,15 @@ def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
     results = report["results"]
     # Every measurement can run here (the CLI, scan_junit, and --smoke's sizes): "skipped"
     # or "error" is a harness that stopped measuring something.
-    statuses = {name: results[name]["status"] for name in results}
+    statuses = {name: results[name]["status"] for name in results if name != "local"}
     assert statuses == dict.fromkeys(MEASUREMENTS, "ok"), results
+    # Issue 19's figures: every update's ratio to its floor, per round, with the targets.
+    assert sorted(results["local"]["ratios"]) == [
+        "e2e / floor",
+        "e2e-rerun / floor",
+        "leg-update / floor",
+        "leg-update / floor-leg",
+    ]
     for name in ("floor", "junitparser", "scan"):
         assert results[name]["cases"] == 2_000
     assert report["checks"] == [], report["checks"]

@@ -15,11 +15,10 @@ from ivy_matrix.render import render_dashboard
 from ivy_matrix.signature import Signer
 from ivy_matrix.statefile import (
     FORMAT,
+    NEWEST,
     VERSION,
-    dump_runs,
     dump_state,
     join_columns,
-    load_runs,
     load_state,
     split_columns,
 )
@@ -60,7 +59,7 @@ def test_sources_are_stored_once():
 def test_newer_versions_and_other_documents_are_refused_clearly():
     """A newer format says to upgrade; anything else says what it is not."""
     with pytest.raises(StoreError, match="upgrade ivy-matrix"):
-        load_state(json.dumps({"format": FORMAT, "version": VERSION + 1}), where="f.json")
+        load_state(json.dumps({"format": FORMAT, "version": NEWEST + 1}), where="f.json")
     with pytest.raises(StoreError, match=r"f\.json: not JSON"):
         load_state("{", where="f.json")
     with pytest.raises(StoreError, match="not an ivy-matrix-dashboard document"):
@@ -204,16 +203,6 @@ def test_a_dashboard_split_into_columns_joins_back_to_itself_in_any_order():
     texts = {name: dump_state(column) for name, column in columns.items()}
     loaded = [load_state(text, where=name) for name, text in texts.items()]
     assert join_columns(loaded) == state
-
-
-def test_the_finished_legs_record_round_trips_keeps_50_runs_and_refuses_garbage():
-    """dump_runs/load_runs keep each run's size and legs; a bad record names its file."""
-    legs = {run: (4, frozenset({0, run % 4})) for run in range(60)}
-    loaded = load_runs(dump_runs(legs), where="LEGS")
-    assert loaded == {run: legs[run] for run in range(10, 60)}
-    for bad in ("[]", '{"format": "ivy-matrix-runs", "runs": {"1": {"size": "x"}}}', "{"):
-        with pytest.raises(StoreError, match=r"finished matrix legs LEGS: .*delete the file"):
-            load_runs(bad, where="LEGS")
 
 
 def legacy_document(sources: list[list[object]]) -> dict[str, object]:

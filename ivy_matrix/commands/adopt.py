@@ -21,7 +21,7 @@ from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.readback import MAX_ADOPT_BYTES, absurd_links, adopt_table
 from ivy_matrix.runner.log import Log
-from ivy_matrix.targets.summary import log_spend
+from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 
 def read_table(file: Path) -> str:
@@ -66,7 +66,10 @@ def run_adopt(
             raise InputError(f"dashboard {state.key!r} already has state {where}; {replace}")
         return Merged(states={**states, state.id: state}, changed=(state.key,))
 
-    with connect(settings, remote, log) as github:
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         store = open_store(
             settings,
             github,

@@ -18,29 +18,31 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import UsageError
 from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
-from ivy_matrix.issues.publish import publish_from_branch
-from ivy_matrix.issues.store import IssueStore
-from ivy_matrix.issues.store_lock import Turns
-from ivy_matrix.issues.writer import IssueOptions
+from ivy_matrix.ledger import Inputs
 from ivy_matrix.paths import SITE_DIR, site_data_file
 from ivy_matrix.render import RenderedFile, render_files
 from ivy_matrix.runner.log import Log
-from ivy_matrix.site.build import render_site
-from ivy_matrix.site.page import read_page
-from ivy_matrix.site.write import write_site_output
 from ivy_matrix.stores import AfterSave, Saved, Store
-from ivy_matrix.stores.branch import BranchStore, Render
-from ivy_matrix.stores.layout import Leg
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets import Published
-from ivy_matrix.targets.files import write_output
+from ivy_matrix.targets.files import RECORD_NAME, write_output
 
+if TYPE_CHECKING:
+    from ivy_matrix.issues.writer import IssueOptions
+    from ivy_matrix.stores.branch import Render
+    from ivy_matrix.stores.layout import Leg
+
+# The branch store, the issues and the site are imported where they are chosen (noqa PLC0415
+# below): a leg that writes the local store needs none of them, and a matrix leg starts a fresh
+# interpreter, which pays for every module it imports.
 REMOTE = frozenset({Target.BRANCH, Target.ISSUE})
 READ_ONLY_ADVICE = (
     "the token is read-only here (a pull request from a fork, or Dependabot), so the "
@@ -99,9 +101,12 @@ def output_folder(settings: Settings, log: Log) -> AfterSave | None:
                 style=settings.style,
                 dry_run=settings.dry_run,
                 log=log,
+                record=pages_record(settings),
             )
         )
     if Target.SITE in settings.targets and settings.html is not None:
+        from ivy_matrix.site.write import write_site_output  # noqa: PLC0415  -- see REMOTE
+
         writers.append(partial(write_site_output, settings.html, dry_run=settings.dry_run, log=log))
     if not writers:
         return None
@@ -110,6 +115,14 @@ def output_folder(settings: Settings, log: Log) -> AfterSave | None:
         return tuple(path for writer in writers for path in writer(merged))
 
     return write
+
+
+def pages_record(settings: Settings) -> Path | None:
+    """Where the local store keeps the output folder's record (None: another store keeps the
+    state, and the folder is rendered in full)."""
+    if REMOTE & set(settings.targets) and not settings.read_only:
+        return None
+    return settings.store / RECORD_NAME
 
 
 def branch_pages(settings: Settings) -> Render:
@@ -122,6 +135,9 @@ def branch_pages(settings: Settings) -> Render:
         states = merged.ordered()
         files = render_files(states, style=settings.style, only=keys, trend=merged.trend)
         if site:
+            from ivy_matrix.site.build import render_site  # noqa: PLC0415  -- see REMOTE
+            from ivy_matrix.site.page import read_page  # noqa: PLC0415  -- see REMOTE
+
             files += [
                 RenderedFile(path=f"{SITE_DIR}/{file.path}", text=file.text)
                 for file in render_site(states, read_page(), only=keys, trend=merged.trend)
@@ -145,10 +161,12 @@ def open_store(
     after_save: AfterSave | None,
     leg: Leg | None = None,
     render_all: bool = False,
+    inputs: Inputs | None = None,
 ) -> Store:
     """The store for ``remote`` (the GitHub targets this run writes); see the module docstring.
 
-    ``render_all``: the branch store renders every dashboard, not only those that changed.
+    ``render_all``: the branch store renders every dashboard, not only those that changed;
+    ``inputs``: the result files the update brings, for the local store's ledger.
     """
     if not remote:
         return LocalStore(
@@ -158,8 +176,11 @@ def open_store(
             after_save=after_save,
             lock_timeout=settings.lock_timeout,
             trend_points=settings.trend_points,
+            inputs=inputs,
         )
     if Target.BRANCH in remote:
+        from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
+
         return BranchStore(
             github.client,
             github.repository,
@@ -176,6 +197,9 @@ def open_store(
             render_all=render_all,
         )
     log.warning(ISSUE_STORE_WARNING)
+    from ivy_matrix.issues.store import IssueStore  # noqa: PLC0415  -- see REMOTE
+    from ivy_matrix.issues.store_lock import Turns  # noqa: PLC0415  -- see REMOTE
+
     return IssueStore(
         github.client,
         github.repository,
@@ -192,6 +216,8 @@ def publish_issue_target(
     settings: Settings, github: Connection, log: Log, saved: Saved, published: Published
 ) -> Published:
     """The issue target beside the branch store (``issues/publish.py``), from ``saved``."""
+    from ivy_matrix.issues.publish import publish_from_branch  # noqa: PLC0415  -- see REMOTE
+
     return publish_from_branch(
         github.client,
         github.repository,
@@ -201,11 +227,14 @@ def publish_issue_target(
         holder=job_name(settings),
         log=log,
         sleep=github.remote.sleep,
+        server_url=settings.server_url,
     )
 
 
 def issue_options(settings: Settings) -> IssueOptions:
     """What the dashboard issues look like and whether they are written."""
+    from ivy_matrix.issues.writer import IssueOptions  # noqa: PLC0415  -- see REMOTE
+
     return IssueOptions(
         label=settings.issue_label,
         style=settings.style,

@@ -45,7 +45,7 @@ from ivy_matrix.runner.log import Log
 from ivy_matrix.signature import Signer
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
-from ivy_matrix.targets.summary import log_spend
+from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 
 def baseline_states(
@@ -136,7 +136,10 @@ def run_compare(
     settings = replace(settings, pull_request=True)
     collected = read_results(settings, log)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with connect(settings, remote, log) as github:
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         links = resolve_links(settings, collected, github, log, now=now)
         states = baseline_states(settings, github, log, collected)
     comparison = pr_comparison(settings, collected, links, states)

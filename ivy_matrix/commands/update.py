@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import (
@@ -44,9 +45,8 @@ from ivy_matrix.commands.job_links import (
     write_leg_metadata,
 )
 from ivy_matrix.commands.leg_files import read_legs
-from ivy_matrix.commands.pr_comment import pull_request_verdicts
-from ivy_matrix.commands.publish import every_dashboard
 from ivy_matrix.commands.reading import log_results, read_results
+from ivy_matrix.commands.recorded import inputs_of, known_files, reading_of
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, ReadOnlyTokenError, UsageError
@@ -55,12 +55,10 @@ from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
 from ivy_matrix.legs import with_legs
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.pr.verdicts import Comparison
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import phase
 from ivy_matrix.signature import Signer
 from ivy_matrix.stores import Change, Saved, Store
-from ivy_matrix.stores.layout import Leg
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
     Results,
@@ -68,10 +66,18 @@ from ivy_matrix.targets.summary import (
     log_dashboards,
     log_spend,
     publish_job_summary,
+    spend_on_failure,
     write_summary_json,
 )
 
+if TYPE_CHECKING:
+    from ivy_matrix.pr.verdicts import Comparison
+    from ivy_matrix.stores.layout import Leg
+
 COMMIT_BACKENDS = 8  # backends named in a commit message
+# The pull request's verdicts and comment, matrix legs on the branch and the issue target are
+# imported where they are used (noqa PLC0415 below): a leg that writes the local store needs
+# none of them, and importing them all costs a leg more than reading a small result file.
 
 
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
@@ -85,12 +91,21 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     _check_targets(
         settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
     )
-    results = read_results(settings, log) if settings.junit else Collected()
+    reading = reading_of(settings)
+    known, revision = known_files(settings, reading)
+    results = (
+        read_results(settings, log, known=known, record=reading is not None)
+        if settings.junit
+        else Collected()
+    )
     leg_files = read_legs(settings, log)
     collected = with_legs(results, leg_files)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
-    with connect(settings, remote, log) as github:
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         targets = remote_targets(settings, log) if recorded else _comment_target(settings)
         with phase(log, "links") as step:
             links = resolve_links(settings, results, github, log, now=now, leg_files=leg_files)
@@ -105,6 +120,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 message=_commit_message(settings, collected),
                 after_save=output_folder(settings, log),
                 leg=_leg(settings, results, links, log),
+                inputs=inputs_of(settings, results, reading, revision),
             )
             change = _change(settings, results, links, log, announce=True)
             saved, published = _save_and_publish(
@@ -117,6 +133,10 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 Published(),
             )
             if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
+                from ivy_matrix.commands.pr_comment import (  # noqa: PLC0415  -- see COMMIT_BACKENDS
+                    pull_request_verdicts,
+                )
+
                 with phase(log, "pull request"):
                     comparison = pull_request_verdicts(settings, results, links, github, log)
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
@@ -201,6 +221,8 @@ def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Le
             "id): this update renders the dashboards itself"
         )
         return None
+    from ivy_matrix.stores.layout import Leg  # noqa: PLC0415  -- see COMMIT_BACKENDS
+
     return Leg(
         run_id=settings.run_id,
         index=settings.matrix_index,
@@ -285,6 +307,8 @@ def _save_and_publish(
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
             # The leg that completes a matrix run publishes what every leg brought.
+            from ivy_matrix.commands.publish import every_dashboard  # noqa: PLC0415  -- see COMMIT_BACKENDS
+
             shown = every_dashboard(saved) if settings.matrix_size else saved
             with phase(log, "issues"):
                 published = publish_issue_target(settings, github, log, shown, published)

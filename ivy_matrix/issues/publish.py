@@ -16,8 +16,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
+from urllib.parse import quote
 
+from ivy_matrix.charts import trend_section
 from ivy_matrix.github.types import Issue, IssueAPI
 from ivy_matrix.issues.creation_locks import CreationLocks, Creator, RefAPI
 from ivy_matrix.issues.finding import INDEX_KEY, Found
@@ -129,6 +132,9 @@ def _publish_dashboards(
     missing = [s.key for s in ordered if not found.by_key.get(s.key)]
     claimed = creator.claim(missing) if creator is not None and missing else {}
     for state in ordered:
+        if state.key in touched and found.by_key.get(state.key) and writer.finder.stale:
+            # One listing (a request per 100 issues) instead of a read before every write.
+            found = writer.finder.find()
         candidates = found.by_key.get(state.key, [])
         if candidates and state.key not in touched:
             keep = candidates[0]
@@ -223,13 +229,20 @@ def publish_from_branch(
     holder: str,
     log: Progress,
     sleep: Callable[[float], None] = time.sleep,
+    server_url: str | None = None,
 ) -> Published:
     """The issue target beside the branch store: publish its state at its revision, each
     missing issue created by the one job (named ``holder``) that holds its creation lock.
 
-    The dashboard issues' URLs replace the branch files' URLs: people read them there.
+    The dashboard issues' URLs replace the branch files' URLs: people read them there. With
+    ``server_url``, the index issue shows the trend's pictures, pinned to the branch commit
+    that holds them (``saved.at``), so each version of the index keeps its own.
     """
     merged = saved.merged
+    if server_url and saved.at and merged.trend is not None:
+        base = f"{server_url.rstrip('/')}/{repo}/raw/{saved.at}/"
+        charts = trend_section(merged.trend, lambda path: base + quote(path))
+        options = replace(options, index_charts=charts)
     report = publish_issues(
         client,
         repo,

@@ -12,9 +12,10 @@ Two small collaborators of :class:`~ivy_matrix.issues.writer.IssueWriter`:
 - :class:`ReadBack`: writes of a body or of a set of continuation comments, read back and
   fixed once. A difference that remains after the second round is a warning, never an error.
 
-**Pace.** GitHub allows about 80 content-creating requests a minute per repository
-(PLATFORM.md 1.2): every such write is counted with :meth:`Requests.pace`, which lets the
-first :data:`PACE_FROM` writes go at once and waits :data:`PACE_SECONDS` before every later one.
+**Pace.** GitHub allows 80 content-creating requests a minute per repository (PLATFORM.md
+1.2): every such write is counted with :meth:`Requests.pace`, which lets the first
+:data:`PACE_FROM` writes go at once and waits :data:`PACE_SECONDS` before every later one, so
+that no minute holds more than 70 of one writer's.
 
 **Read back.** GitHub has been reported to accept large writes silently without applying
 them, so after every write the result is read back and compared; a mismatch is written once
@@ -34,10 +35,12 @@ from ivy_matrix.issues.markers import continuation_part, parse_revision
 from ivy_matrix.issues.report import PlannedWrite
 from ivy_matrix.runner.log import Progress
 
-# GitHub allows about 80 content-creating requests a minute per repository (PLATFORM.md 1.2):
-# a writer's first PACE_FROM writes go at once, every later one PACE_SECONDS after the last.
-PACE_FROM = 20
-PACE_SECONDS = 60 / 80
+# GitHub allows 80 content-creating requests a minute per repository (PLATFORM.md 1.2): a
+# writer's first PACE_FROM writes go at once, every later one PACE_SECONDS after the last, so
+# that no minute holds more than PACE_FROM + 60 / PACE_SECONDS (70) of them, which leaves room
+# for the branch's commit and for other jobs.
+PACE_FROM = 10
+PACE_SECONDS = 1.0
 
 
 class Requests:

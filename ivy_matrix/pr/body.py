@@ -10,7 +10,9 @@ verdict, and the next writer restores it. A body looks like::
     <!-- ivy-matrix:run=4519946746.2 -->          the run id and attempt that wrote them
     ## ivy-matrix: 2 new failures
     ...which baseline; per backend the counts (torch: 2 new, 5 pre-existing, 1 fixed); the new
-    failures with links to the PR's job and the baseline's; the rest in <details>...
+    failures with links to the PR's job and the baseline's, grouped by their failure line
+    ("one error on torch, jax: 7 tests: AssertionError: ...", reasons.py); the rest in
+    <details>...
 
 A pull request with no failing cell gets a short all-green note
 (:func:`~ivy_matrix.pr.state.has_failures` lets the caller write nothing instead, when no
@@ -35,6 +37,7 @@ from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.issues.markers import DEFAULT_BUDGET, utf16_len
 from ivy_matrix.pr.state import CommentState, has_failures
 from ivy_matrix.pr.verdicts import COUNT_ORDER, BaselineKind, CellVerdict, Verdict
+from ivy_matrix.reasons import Failing, group_failures, headline, shown_message
 
 BUDGET = DEFAULT_BUDGET
 NAME_CAP = 200
@@ -67,7 +70,7 @@ def _link(label: str, url: str | None) -> str:
     return f"[{label}]({escape_url(safe).replace(')', '%29')})" if safe else ""
 
 
-def _cell_line(cell: CellVerdict) -> str:
+def _cell_line(cell: CellVerdict, indent: str = "") -> str:
     parts = [_link("PR job", cell.link), _link("baseline job", cell.baseline_link)]
     since = cell.failing_since
     if since is not None:
@@ -75,7 +78,32 @@ def _cell_line(cell: CellVerdict) -> str:
         parts.append(f"failing since run {since.run_id}{sha}")
     place = f"{_name(cell.dashboard)} · {_name(cell.row)} · {_name(cell.backend)}"
     shown = " · ".join(part for part in parts if part)
-    return f"- {place}: {shown}\n" if shown else f"- {place}\n"
+    return f"{indent}- {place}: {shown}\n" if shown else f"{indent}- {place}\n"
+
+
+def _new_failure_lines(cells: Sequence[CellVerdict]) -> list[str]:
+    """The new failures, grouped by failure line (biggest group first): a headline with the
+    line, then its cells; cells without a line are listed as they are, last."""
+    failings = [
+        Failing(
+            test=f"{cell.dashboard} · {cell.row}",
+            backend=cell.backend,
+            message=cell.message,
+            signature=cell.signature,
+        )
+        for cell in cells
+    ]
+    # The list keeps every Failing alive, so their ids stay theirs while this runs.
+    cell_of = {id(failing): cell for failing, cell in zip(failings, cells, strict=True)}
+    lines = []
+    for group in group_failures(failings):
+        members = [cell_of[id(failing)] for failing in group.cells]
+        if not group.signature:
+            lines += [_cell_line(cell) for cell in members]
+            continue
+        lines.append(f"- **{headline(group)}**: {shown_message(group.sample)}\n")
+        lines += [_cell_line(cell, indent="  ") for cell in members]
+    return lines
 
 
 def _count_line(backend: str, counts: Mapping[Verdict, int]) -> str:
@@ -146,6 +174,7 @@ def _compose(
 def render_comment(state: CommentState, *, budget: int = BUDGET) -> str:
     """The comment body of ``state`` within ``budget`` (see the module docstring)."""
     lines = {v: [_cell_line(c) for c in state.cells if c.verdict is v] for v, _ in _SECTIONS}
+    lines[Verdict.NEW] = _new_failure_lines([c for c in state.cells if c.verdict is Verdict.NEW])
     shown = {verdict: len(found) for verdict, found in lines.items()}
     backends_shown = len(state.backends)
     while True:

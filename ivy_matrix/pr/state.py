@@ -208,6 +208,8 @@ def _cell_record(cell: CellVerdict) -> list[object]:
         cell.baseline_link,
         None if since is None else [since.run_id, since.sha, since.url],
         list(cell.position),
+        cell.message,
+        cell.signature,
     ]
 
 
@@ -216,22 +218,25 @@ def dump_ref_state(state: RefState) -> str:
     verdicts = state.verdicts
     links: _Table[str] = _Table()
     runs: _Table[RunKey] = _Table()
+    # A failing cell's failure line and signature, each pair once (many cells share one).
+    messages: _Table[tuple[str, str]] = _Table()
     dashboards: dict[str, list[list[object]]] = {}
     for cell in verdicts.cells:
         since = cell.failing_since
-        dashboards.setdefault(cell.dashboard, []).append(
-            [
-                cell.row,
-                cell.backend,
-                cell.verdict.value,
-                links.index(cell.link),
-                runs.index(cell.run),
-                None if cell.baseline is None else cell.baseline.value,
-                links.index(cell.baseline_link),
-                None if since is None else [since.run_id, since.sha, links.index(since.url)],
-                list(cell.position),
-            ]
-        )
+        record: list[object] = [
+            cell.row,
+            cell.backend,
+            cell.verdict.value,
+            links.index(cell.link),
+            runs.index(cell.run),
+            None if cell.baseline is None else cell.baseline.value,
+            links.index(cell.baseline_link),
+            None if since is None else [since.run_id, since.sha, links.index(since.url)],
+            list(cell.position),
+        ]
+        if cell.message or cell.signature:
+            record.append(messages.index((cell.message, cell.signature)))
+        dashboards.setdefault(cell.dashboard, []).append(record)
     lease = state.lease
     document = {
         "format": FORMAT,
@@ -246,6 +251,7 @@ def dump_ref_state(state: RefState) -> str:
         "backends": [[name, rank, list(run)] for name, rank, run in verdicts.backends],
         "links": links.dump(),
         "runs": [list(run) for run in runs.dump()],
+        "messages": [list(pair) for pair in messages.dump()],
         "dashboards": [[key, cells] for key, cells in dashboards.items()],
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -266,8 +272,9 @@ def load_ref_state(text: str) -> RefState:
         raise ValueError(f"unknown format {version}")
     links = [_typed(link, str) for link in _typed(document["links"], list)]
     runs = [_run(run) for run in _typed(document["runs"], list)]
+    messages = [_message(pair) for pair in _typed(document.get("messages", []), list)]
     cells = [
-        _cell_from(_typed(key, str), _typed(record, list), links, runs)
+        _cell_from(_typed(key, str), _typed(record, list), links, runs, messages)
         for key, records in _typed(document["dashboards"], list)
         for record in _typed(records, list)
     ]
@@ -300,10 +307,21 @@ def _lease(parts: Sequence[object]) -> Lease:
     return Lease(holder=_typed(holder, str), at=float(at))
 
 
+def _message(value: object) -> tuple[str, str]:
+    text, signature = _typed(value, list)
+    return _typed(text, str), _typed(signature, str)
+
+
 def _cell_from(
-    dashboard: str, record: Sequence[object], links: Sequence[str], runs: Sequence[RunKey]
+    dashboard: str,
+    record: Sequence[object],
+    links: Sequence[str],
+    runs: Sequence[RunKey],
+    messages: Sequence[tuple[str, str]],
 ) -> CellVerdict:
-    row, backend, verdict, link, run, baseline, baseline_link, since, position = record
+    # Records written before failure lines were kept have no tenth item.
+    row, backend, verdict, link, run, baseline, baseline_link, since, position = record[:9]
+    message, signature = messages[_index(record[9])] if len(record) > 9 else ("", "")  # noqa: PLR2004  -- the optional failure line
     row_at, backend_at = _typed(position, list)
     since_parts = None if since is None else _typed(since, list)
     return CellVerdict(
@@ -323,6 +341,8 @@ def _cell_from(
             url=_linked(since_parts[2], links) or "",
         ),
         position=(_typed(row_at, int), _typed(backend_at, int)),
+        message=message,
+        signature=signature,
     )
 
 

@@ -151,6 +151,8 @@ class CellVerdict:
     ``link`` is the job of the pull request's result, ``baseline_link`` the baseline's (None
     when there is no baseline, or it has no link); ``run`` orders results of one cell when
     comments of several legs are merged; ``position`` is (row, backend) in display order.
+    ``message`` and ``signature`` are the first failure line of the pull request's result and
+    its signature (signature.py; "" when it did not fail or gave no message).
     """
 
     dashboard: str
@@ -163,6 +165,8 @@ class CellVerdict:
     baseline_link: str | None = None
     failing_since: RunRef | None = None
     position: tuple[int, int] = (0, 0)
+    message: str = ""
+    signature: str = ""
 
     @property
     def key(self) -> CellKey:
@@ -302,6 +306,8 @@ def _cell_verdict(
         baseline_link=_link(base.result.entry.source.url) if base else None,
         failing_since=base.failing_since if base and verdict is Verdict.PRE_EXISTING else None,
         position=position,
+        message=pr.entry.message,
+        signature=pr.entry.signature,
     )
 
 
@@ -382,6 +388,8 @@ def compare_document(comparison: Comparison) -> dict[str, object]:
                 "failing_since": None
                 if cell.failing_since is None
                 else cell.failing_since.to_json(),
+                "message": cell.message,
+                "signature": cell.signature,
             }
             for cell in comparison.cells
         ],

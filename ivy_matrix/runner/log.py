@@ -29,10 +29,10 @@ import contextlib
 import io
 import os
 import re
+import secrets
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol, TextIO
@@ -306,7 +306,8 @@ class Log:
 
 
 def _random_delimiter() -> str:
-    return f"ivy_matrix_{uuid.uuid4().hex}"
+    # 128 random bits, as uuid4 has (uuid's import pulls in platform and more: a leg's start-up).
+    return f"ivy_matrix_{secrets.token_hex(16)}"
 
 
 def append_output(

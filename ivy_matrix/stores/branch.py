@@ -56,7 +56,6 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import checked_path
 from ivy_matrix.render import RenderedFile, removed_files
 from ivy_matrix.runner.log import Progress, Quiet
-from ivy_matrix.statefile import dump_runs
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.inbox import Inbox, InboxAPI, fold_results, own_reports
 from ivy_matrix.stores.layout import (
@@ -64,6 +63,7 @@ from ivy_matrix.stores.layout import (
     BranchLayout,
     Leg,
     Runs,
+    dump_runs,
     inbox_prefix,
     page_links,
     record_leg,
@@ -272,7 +272,9 @@ class BranchStore:
         another writer moved the branch first. Nothing to write: no commit; a dry run: the
         files it would commit."""
         revision = snapshot.revision
-        saved = Saved(merged=merged, attempts=attempt, revision=revision, rendered=rendered)
+        saved = Saved(
+            merged=merged, attempts=attempt, revision=revision, rendered=rendered, at=snapshot.tip
+        )
         if not writes:
             return saved
         writes[self.layout.revision_path] = f"{revision + 1}\n"
@@ -282,7 +284,11 @@ class BranchStore:
         if commit is None:
             return None
         return replace(
-            saved, commit_sha=commit, written=tuple(sorted(writes)), revision=revision + 1
+            saved,
+            commit_sha=commit,
+            at=commit,
+            written=tuple(sorted(writes)),
+            revision=revision + 1,
         )
 
     def _commit(

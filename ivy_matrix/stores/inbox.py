@@ -41,10 +41,11 @@ from typing import Protocol
 from ivy_matrix.fold import Merged
 from ivy_matrix.merge import union_states
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.statefile import dump_runs, dump_state, split_columns
+from ivy_matrix.statefile import dump_state, split_columns
 from ivy_matrix.stores.layout import (
     BranchLayout,
     Leg,
+    dump_runs,
     inbox_prefix,
     inbox_ref,
     parse_inbox_ref,

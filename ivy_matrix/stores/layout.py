@@ -22,11 +22,14 @@ replaced by their columns when written (:meth:`BranchLayout.state_writes`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
+from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list
 from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId
 from ivy_matrix.paths import INDEX_NAME, column_file, dashboard_file, relative_path
@@ -38,12 +41,50 @@ DEFAULT_STATE_DIR = ".ivy-matrix/state"
 # so revisions are strictly increasing; projections (issue bodies) carry the revision they
 # show, so that a slow writer never replaces a newer projection with an older one.
 REVISION_NAME = "REVISION"
-# The matrix legs that finished, per run (statefile.dump_runs): the leg that completes a run
+# The matrix legs that finished, per run (dump_runs below): the leg that completes a run
 # renders the dashboards. Upper case, so no (lower-case) category folder meets it.
 LEGS_NAME = "LEGS"
 
 # The finished-legs record: run id -> (matrix size, indexes of the legs that finished).
 Runs = dict[int, tuple[int, frozenset[int]]]
+
+RUNS_FORMAT = "ivy-matrix-runs"
+RUNS_KEPT_FOR_LEGS = 50  # runs whose finished legs are remembered
+
+
+def dump_runs(done: Mapping[int, tuple[int, frozenset[int]]]) -> str:
+    """The matrix legs that finished, per run id: ``{run: (matrix size, leg indexes)}``.
+
+    Only the newest ``RUNS_KEPT_FOR_LEGS`` runs are kept. Deterministic, so an unchanged record
+    is the same blob.
+    """
+    kept = sorted(done.items(), reverse=True)[:RUNS_KEPT_FOR_LEGS]
+    runs = {str(run): {"size": size, "done": sorted(legs)} for run, (size, legs) in kept}
+    document = {"format": RUNS_FORMAT, "version": 1, "runs": runs}
+    return json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n"
+
+
+def load_runs(text: str, *, where: str) -> dict[int, tuple[int, frozenset[int]]]:
+    """Parse :func:`dump_runs`' text; :class:`StoreError` naming ``where`` if it is not one."""
+    try:
+        document = json.loads(text)
+        if not isinstance(document, dict) or document.get("format") != RUNS_FORMAT:
+            raise MalformedError(f"not an {RUNS_FORMAT} document")
+        runs = document["runs"]
+        if not isinstance(runs, dict):
+            raise MalformedError("'runs' is not an object")
+        return {
+            int(run): (
+                expect_int(entry["size"]),
+                frozenset(expect_int(i) for i in expect_list(entry["done"])),
+            )
+            for run, entry in runs.items()
+        }
+    except (ValueError, KeyError, TypeError) as error:
+        raise StoreError(
+            f"cannot read the finished matrix legs {where}: {error}; delete the file (the "
+            f"next run that finishes renders every dashboard again)"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

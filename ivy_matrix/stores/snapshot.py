@@ -29,8 +29,8 @@ from typing import Protocol
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import column_file
-from ivy_matrix.statefile import join_columns, load_runs, load_state
-from ivy_matrix.stores.layout import BranchLayout, Leg, Runs, record_leg
+from ivy_matrix.statefile import join_columns, load_state
+from ivy_matrix.stores.layout import BranchLayout, Leg, Runs, load_runs, record_leg
 
 
 class TreeListing(Protocol):
@@ -94,6 +94,9 @@ class BranchReader:
         self.layout = layout
         self._blobs: dict[str, str] = {}
         self._trees: dict[str, TreeListing] = {}
+        # Each blob decoded once, however many reads (a fold's, then its render's, a retry's)
+        # meet it: a blob's text never changes, and states are frozen values.
+        self._states: dict[str, DashboardState] = {}
 
     def remember(self, text: str) -> None:
         """Cache a blob this process wrote, so that the next read does not fetch it."""
@@ -115,7 +118,9 @@ class BranchReader:
         """One state file (a column, or an older one-file state), checked against its path."""
         layout = self.layout
         where = f"{path} on branch {self.branch} of {self.repo}"
-        state = load_state(self._blob(sha), where=where)
+        state = self._states.get(sha)
+        if state is None:
+            state = self._states[sha] = load_state(self._blob(sha), where=where)
         names = state.backend_names
         column = len(names) == 1 and path == layout.column_path(state.id, names[0])
         if path != layout.state_path(state.id) and not column:

@@ -29,6 +29,7 @@ from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.model import DashboardId
 from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import join_columns, load_state
+from ivy_matrix.trend import TREND_NAME, load_trend
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import shared_dir
 from tests.github.budget import RACING
@@ -589,11 +590,15 @@ def test_adopted_ivy_table_on_the_branch_then_one_leg_changes_one_cell(fake, tmp
 
 
 def branch_pages_are_a_render_of_its_state(fake: FakeGitHub) -> bool:
-    """Whether the branch's markdown is exactly what rendering its state gives."""
+    """Whether the branch's pages, trend and pictures are exactly what rendering its state (and
+    its trend) gives, with no other markdown."""
     states = [branch_state(fake)]
-    expected = {f.path: f.text for f in render_files(states, style=Style.IVY)}
     files = fake.files("ivy-matrix")
-    return {p: d.decode() for p, d in files.items() if p.endswith(".md")} == expected
+    trend = load_trend(files[TREND_NAME].decode(), where="the branch")
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY, trend=trend)}
+    pages = {p for p in files if p.endswith(".md")}
+    shown = {p: files[p].decode() for p in pages | set(expected) if p in files}
+    return shown == expected
 
 
 def test_matrix_legs_commit_results_and_the_last_leg_renders_and_publishes(fake, tmp_path):
@@ -615,6 +620,13 @@ def test_matrix_legs_commit_results_and_the_last_leg_renders_and_publishes(fake,
     assert branch_state(fake).backend_names == ("b0", "b1", "b2")
     body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
     assert all(f"/job/{700 + leg}" in body for leg in range(3))
+    # The index issue shows the trend's pictures of the commit that holds them.
+    index = dashboard_issues(fake)["<!-- ivy-matrix:index -->"]["body"]
+    head = fake.ref_sha("heads/ivy-matrix")
+    pinned = f"https://github.com/{REPO}/raw/{head}/charts"
+    assert f"![Pass rate per backend]({pinned}/pass-rate.svg)" in index
+    assert f"![Parity across backends]({pinned}/parity.svg)" in index
+    assert {"charts/pass-rate.svg", "charts/parity.svg"} <= set(fake.files("ivy-matrix"))
 
 
 def test_publish_renders_the_branch_state_once_and_then_writes_nothing(fake, tmp_path):

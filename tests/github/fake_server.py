@@ -18,8 +18,8 @@ answers them; time from the ``clock`` the test gives), every token's spend recor
 "Resource not accessible by integration" on writes with a read-only token; 400 for conditional headers on writes; ``url``
 values under the prefix the request came in on (root or GHES ``/api/v3``), as PyGithub
 asserts. Faults are queued per request (``inject``: before or after the write lands, held, or
-silently not applied) or drawn at random (``fail_rate``; the kind ``502-landed`` applies a write
-and then answers 502). Requests matching ``slow`` take that much longer (GitHub's comment
+silently not applied) or drawn at random (``fail_rate``; ``fail_landed`` of those on writes
+land before their 502). Requests matching ``slow`` take that much longer (GitHub's comment
 edits can take seconds).
 
 Run standalone::
@@ -76,8 +76,6 @@ BOT_ID = 41898282
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 GHES_PREFIX = "/api/v3"
 FAIL_KINDS = ("502", "503", "403-secondary", "429", "429-no-retry-after")
-# A random fault of this kind applies a write, then answers 502 (reads get a plain 502).
-LANDED = "502-landed"
 JOB_NAME_LIMIT = 100
 FIRST_JOB_ID = 30_000_000_001
 
@@ -115,6 +113,9 @@ class FakeConfig:
     latency: tuple[float, float] = (0.0, 0.0)
     fail_rate: float = 0.0
     fail_kinds: tuple[str, ...] = FAIL_KINDS
+    # Of the random faults drawn for writes, this share lands first: the write is applied and
+    # then answered with a 502 (the "5xx after commit" that makes a retried POST duplicate).
+    fail_landed: float = 0.0
     retry_after: tuple[int, ...] = (0, 1)
     seed: int = 0
     read_only: bool = False
@@ -256,6 +257,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     fake: FakeGitHub
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a benchmark's leg killed at its cap) is not an error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -669,12 +675,11 @@ class FakeGitHub:
             return handler(req)
         if fault is not None and not fault.after_write:
             return self._fault_response(fault)
-        landed = None
+        landed = False
         if self.config.fail_rate and self._rng.random() < self.config.fail_rate:
-            kind = self._rng.choice(self.config.fail_kinds)
-            if kind != LANDED or not write:
-                return self._random_fault(kind)
-            landed = self._fault_response(Fault(status=502))  # answered once it is applied
+            landed = write and self._rng.random() < self.config.fail_landed
+            if not landed:
+                return self._random_fault()
         if req.body is _INVALID_JSON:
             raise _Fail(400, "Problems parsing JSON")
         handler, req.params = self._route(req.method, req.path)
@@ -684,8 +689,8 @@ class FakeGitHub:
         status, payload, headers = handler(req)
         if fault is not None and status < 400:
             return self._fault_response(fault)
-        if landed is not None and status < 400:
-            return landed
+        if landed and status < 400:
+            return self._fault_response(Fault(status=502))
         return status, payload, headers
 
     def serves(self, method: str, path: str) -> bool:
@@ -714,7 +719,8 @@ class FakeGitHub:
         message = fault.message or messages.get(status, "Injected fault")
         return status, _Fail(status, message).body, headers
 
-    def _random_fault(self, kind: str) -> Response:
+    def _random_fault(self) -> Response:
+        kind = self._rng.choice(self.config.fail_kinds)
         retry_after = self._rng.choice(self.config.retry_after)
         status = int(kind[:3])
         with_wait = kind in {"403-secondary", "429"}

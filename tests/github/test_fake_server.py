@@ -376,16 +376,16 @@ def test_secondary_limits_and_fail_rate_produce_transient_errors(fake):
     assert call(url)[0] == 200
 
 
-def test_a_random_fault_can_land_a_write_before_it_answers_502(fake):
-    """The fail kind 502-landed applies a write and answers 502 (a client that repeats it
-    makes a duplicate); a read gets a plain 502."""
-    fake.add_issue(REPO, title="a PR", pull_request=True)
-    fake.configure(fail_rate=1.0, fail_kinds=["502-landed"])
-    status, _, _ = call(f"{fake.base_url}{R}/issues/1/comments", "POST", {"body": "once"})
-    assert status == 502
-    assert call(f"{fake.base_url}{R}/issues/1/comments")[0] == 502
+def test_random_faults_on_writes_can_land_before_their_error(fake):
+    """With fail_landed=1, a random fault on a write applies it first and then answers 502;
+    reads still fail before anything happens."""
+    fake.add_issue(body="one")
+    url = f"{fake.base_url}{R}/issues/1"
+    fake.configure(fail_rate=1.0, fail_landed=1.0)
+    assert call(url, "PATCH", {"body": "two"})[0] == 502
+    assert call(url)[0] != 200
     fake.configure(fail_rate=0.0)
-    assert [c["body"] for c in fake.comments[1]] == ["once"]
+    assert call(url)[2]["body"] == "two"
 
 
 def test_a_held_request_lets_a_test_force_last_writer_wins(fake):
@@ -576,3 +576,19 @@ def test_every_served_endpoint_matches_the_openapi_subset(spec):
         }
     assert problems == []
     assert covered == served == LIVE
+
+
+def test_a_client_that_went_away_is_not_reported_as_an_error(capsys):
+    """A reset connection (a benchmark's leg killed at its cap) prints nothing; a real error
+    in serving still prints its traceback."""
+    with FakeGitHub() as fake:
+        server = fake._server
+        assert server is not None
+        for error in (ConnectionResetError("reset"), ValueError("boom")):
+            try:
+                raise error
+            except (ConnectionResetError, ValueError):
+                server.handle_error(None, ("127.0.0.1", 1))
+    printed = capsys.readouterr().err
+    assert "ConnectionResetError" not in printed
+    assert "ValueError: boom" in printed

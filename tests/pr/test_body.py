@@ -3,8 +3,10 @@ verdicts merge, and the record that keeps them."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 from ivy_matrix.history import RunRef
 from ivy_matrix.issues.markers import utf16_len
 from ivy_matrix.merge import Batch
-from ivy_matrix.model import Outcome, RunKey
+from ivy_matrix.model import Entry, Outcome, RunKey
 from ivy_matrix.pr.body import BUDGET, comment_marker, render_comment
 from ivy_matrix.pr.state import (
     FORMAT,
@@ -35,6 +37,7 @@ from ivy_matrix.pr.verdicts import (
     compare,
     run_order_ancestry,
 )
+from ivy_matrix.signature import Signer
 from tests.pr.test_verdicts import BASELINE, F, K, R, S, pr_batch, pr_entry
 from tests.test_history import DASH, history, state_of
 
@@ -361,3 +364,68 @@ def test_the_body_is_always_within_the_budget(count, budget, name):
     )
     body = render_comment(state, budget=budget)
     assert utf16_len(body) <= budget
+
+
+def failing_entry(backend: str, line: str, job: int) -> Entry:
+    """A pull request's failing result with its first failure line and signature."""
+    entry = pr_entry(F, job=job)
+    return replace(entry, message=line, signature=Signer().signature(line, backend))
+
+
+def test_new_failures_are_grouped_by_their_failure_line(golden):
+    """One error on torch and jax is one headline with its line, then its cells; another
+    error has its own; a cell without a line is listed on its own, last."""
+    jobs = {"torch": 1, "jax": 2, "numpy": 3}
+    cells = {
+        "t_new": {
+            b: failing_entry(b, f"AssertionError: {b}.float32 0 != 1", jobs[b])
+            for b in ("torch", "jax")
+        },
+        "t_fixed": {"torch": failing_entry("torch", "AssertionError: torch.float32 5 != 6", 1)},
+        "t_pre": {"jax": failing_entry("jax", "KeyError: 'weight'", 2)},
+    }
+    baseline = state_of(
+        {
+            "t_new": {"torch": history(S), "jax": history(S)},
+            "t_fixed": {"torch": history(S)},
+            "t_pre": {"jax": history(S), "numpy": history(S)},
+        }
+    )
+    batches = [Batch(dashboard=DASH, cells=cells)]
+    batches.append(Batch(dashboard=DASH, cells={"t_pre": {"numpy": pr_entry(F, job=3)}}))
+    comparison = compare(batches, [baseline])
+    body = render_comment(comment_state(comparison, pr=7, head=HEAD, run=RUN))
+    new = body[body.index("### New failures") :]
+    assert new.index("one error on torch, jax: 2 tests") < new.index("one error on jax: 1 test")
+    assert "  - core/gradients · t_new · torch: [PR job]" in new
+    assert "\n- core/gradients · t_pre · numpy: [PR job]" in new
+    golden("pr_comment_reasons", body)
+
+
+def test_a_hostile_failure_line_shows_as_text_in_the_comment():
+    """Markup, mentions and bidi characters in a failure line cannot act in the comment."""
+    line = '"><img src=x onerror=alert(1)> <script>x</script> @owner \u202egnp.exe'
+    cells = {"t_new": {"torch": failing_entry("torch", line, 1)}}
+    comparison = compare([Batch(dashboard=DASH, cells=cells)], [BASELINE])
+    body = render_comment(comment_state(comparison, pr=7, head=HEAD, run=RUN))
+    assert "one error on torch: 1 test" in body
+    for forbidden in ("<img", "<script", "@owner", "\u202e"):
+        assert forbidden not in body
+
+
+def test_the_record_keeps_failure_lines_and_reads_older_records_without_them():
+    """Failure lines survive the record; a record written before them reads with none."""
+    cells = {"t_new": {"torch": failing_entry("torch", "E: 1 != 2", 1)}}
+    state = comment_state(
+        compare([Batch(dashboard=DASH, cells=cells)], [BASELINE]), pr=7, head=HEAD, run=RUN
+    )
+    record = RefState(verdicts=state)
+    loaded = load_ref_state(dump_ref_state(record))
+    assert loaded.verdicts.cells[0].message == "E: 1 != 2"
+    assert loaded == record
+    older = json.loads(dump_ref_state(record))
+    del older["messages"]
+    for _key, records in older["dashboards"]:
+        for cell in records:
+            del cell[9:]
+    assert load_ref_state(json.dumps(older)).verdicts.cells[0].message == ""

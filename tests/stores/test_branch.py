@@ -56,6 +56,7 @@ def test_first_update_creates_the_branch_and_makes_one_commit(fake):
         "core/gradients.md",
         "core/random.md",
         "stateful/layers.md",
+        "trend.json",
     )
     assert len(history(fake)) == 1
     assert fake.commits[outcome_.commit_sha]["message"] == "ivy-matrix: run 1"
@@ -105,6 +106,7 @@ def test_only_changed_files_are_written(fake):
         ".ivy-matrix/state/core/gradients.d/b00.json",
         "README.md",
         "core/gradients.md",
+        "trend.json",  # the store's newest run is a new point
     )
     assert result.revision == 2
     tree_posts = fake.requests_to("POST", r"/git/trees$")

@@ -186,7 +186,8 @@
               h("td", null, M.index.backends.filter(function (b) { return g.backends.has(b); }).map(function (b, i) { return [i ? ", " : "", name(b)]; })));
           }))));
       }
-      let budget = ROW_LIMIT / 2;
+      // The overview table takes at most half the rows; one chosen group, all of them.
+      let budget = chosen === null ? ROW_LIMIT / 2 : ROW_LIMIT;
       for (const group of groups) {
         if (budget <= 0) break;
         const limit = Math.min(budget, chosen === null ? GROUP_SAMPLE : ROW_LIMIT);

@@ -92,8 +92,8 @@
           return i !== column && other >= 0 && doc.cells[other].m === cell.m;
         });
         nodes.push(h("h3", { text: "Same failure" }), h("p", null,
-          same.length ? ["Also on ", same.map(function (b, i) { return [i ? ", " : "", h("a", { href: dashboardHref(doc.id, { test: test, cell: b }) }, name(b))]; })] : "On no other backend of this test. ",
-          " ", h("a", { href: makeHash("/groups", { sig: cell.m }), text: "Every test with this failure" })));
+          same.length ? ["Also on ", same.map(function (b, i) { return [i ? ", " : "", h("a", { href: dashboardHref(doc.id, { test: test, cell: b }) }, name(b))]; }), ". "] : "On no other backend of this test. ",
+          h("a", { href: makeHash("/groups", { sig: cell.m }), text: "Every test with this failure" })));
       }
     } else {
       nodes.push(h("p", { text: "This test has no result on this backend." }));
