@@ -93,9 +93,10 @@ def event_file(path: Path, number: int) -> Path:
 
 
 def shown_counts(body: str) -> dict[str, dict[str, int]]:
-    """The per-backend counts a comment body states (only the verdicts it names)."""
+    """The per-backend counts a comment body states (only the verdicts it names): the list
+    above the first section (failure groups below it are bold list items too)."""
     counts: dict[str, dict[str, int]] = {}
-    for found in COUNT_LINE.finditer(body):
+    for found in COUNT_LINE.finditer(body.split("\n### ", 1)[0]):
         said = found.group("said")
         parts = [] if said == "all passing" else said.split(", ")
         counts[found.group("backend")] = {
