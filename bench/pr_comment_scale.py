@@ -54,6 +54,13 @@ from tests.github.fake_server import BOT_LOGIN, FakeGitHub
 Json = dict[str, Any]
 COMMENT_EDIT = r"/issues/comments/\d+$"
 COUNT_LINE = re.compile(r"^- \*\*(?P<backend>[^*]+)\*\*: (?P<said>.*)$", re.MULTILINE)
+# The parts of a path that name one object (a sha, a ref's own name, a number), folded so that
+# requests of one kind are counted together.
+PATH_PARTS = (
+    (re.compile(r"[0-9a-f]{40}"), "{sha}"),
+    (re.compile(r"(/refs?/)(ivy-matrix|heads)/.*"), r"\1\2/{name}"),
+    (re.compile(r"/\d+(?=/|$)"), "/{n}"),
+)
 PASSING_CASE = re.compile(r"^(<testcase [^>]*?) />$", re.MULTILINE)
 
 
@@ -172,6 +179,24 @@ def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg]) 
     return figures(started, records, comments, expected, number=number, wall=wall)
 
 
+def by_path(records: list[Any], legs: int) -> list[Json]:
+    """Where the legs' requests went: per method and path (numbers, shas and the ref's or
+    comment's own names folded), requests per leg, refused ones and content-creating ones."""
+    spent: dict[str, list[int]] = {}
+    for record in records:
+        path = record.path.split(scale.REPOSITORY, 1)[-1]
+        for part, folded in PATH_PARTS:
+            path = part.sub(folded, path)
+        row = spent.setdefault(f"{record.method} {path}", [0, 0])
+        row[0] += 1
+        row[1] += record.status in {403, 429}
+    ranked = sorted(spent.items(), key=lambda item: -item[1][0])
+    return [
+        {"request": name, "per_leg": round(n / legs, 2), "refused": refused}
+        for name, (n, refused) in ranked
+    ]
+
+
 def figures(
     started: list[tuple[LegRun, subprocess.Popen[bytes]]],
     records: list[Any],
@@ -208,6 +233,7 @@ def figures(
         "requests_all_legs": sum(requests),
         "content_all_legs": sum(content),
         "content_peak_per_minute": peak_per_minute(x.at for x in leg_records if x.write),
+        "by_path": by_path(leg_records, len(runs)),
         "comment_writes": len(edits),
         "comments_of_ours": len(ours),
         "failing_cells": sum(

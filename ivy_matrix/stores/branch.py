@@ -164,7 +164,7 @@ class BranchStore:
         tip = self.client.get_branch_head(self.repo, self.branch)
         names = list(backends)
         paths = {path for d in dashboards for path in self.layout.state_files(d, names)}
-        return self._reader.read_paths(tip, paths, lambda _: False).states
+        return self._reader.read_columns(tip, paths)
 
     def _delay(self, attempt: int) -> float:
         """How long to wait before trying again: a random moment ("full jitter") in a window

@@ -140,6 +140,23 @@ class BranchReader:
             tip, self.layout.leg_paths(leg), lambda legs: record_leg(legs, leg)[1]
         )
 
+    def read_columns(
+        self, tip: str | None, paths: Collection[str]
+    ) -> dict[DashboardId, DashboardState]:
+        """The state files in ``paths`` at ``tip`` joined by dashboard, and no other file (a
+        pull request's leg needs neither the finished-legs record nor the revision)."""
+        if tip is None:
+            return {}
+        tree = self._trees.get(tip) or self.client.get_tree(self.repo, tip)
+        self._trees = {tip: tree}
+        files = {path: tree.files[path] for path in sorted(paths) if path in tree.files}
+        self._fetch(files.values())
+        parts: dict[DashboardId, list[DashboardState]] = {}
+        for path, sha in files.items():
+            state = self._load(path, sha)
+            parts.setdefault(state.id, []).append(state)
+        return {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
+
     def read_paths(
         self, tip: str | None, paths: Collection[str] | None, complete: Callable[[Runs], bool]
     ) -> Snapshot:
