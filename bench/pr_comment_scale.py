@@ -45,7 +45,7 @@ from typing import Any
 
 import generate
 import github_scale as scale
-from github_figures import RUN, Leg, LegRun, median_max
+from github_figures import FAN_IN, LEGS, RUN, Leg, LegRun, median_max
 
 sys.path.insert(0, str(scale.ROOT))  # the stand-in lives in tests/, beside the product
 from tests.github.budget import UNLIMITED, peak_per_minute
@@ -134,17 +134,20 @@ def compare_counts(fake: FakeGitHub, pr_root: Path, work: Path, number: int) -> 
 
 
 def start_legs(
-    fake: FakeGitHub, legs: list[Leg], root: Path, event: Path
+    fake: FakeGitHub, jobs: list[Leg], root: Path, event: Path
 ) -> list[tuple[LegRun, subprocess.Popen[bytes]]]:
+    """Start every job's ``update`` at once: the legs, or the fan-in job alone (index -1,
+    reading the leg files of its ``path``)."""
     started = []
     begin = time.perf_counter()
     env = scale.cli_env() | {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
-    for leg in legs:
-        leg_dir = root / f"{leg.index:03d}"
+    for leg in jobs:
+        leg_dir = root / (f"{leg.index:03d}" if leg.index >= 0 else "fan-in")
         leg_dir.mkdir(parents=True)
+        fan_in = leg.index < 0
         cmd = scale.update_command(
-            junit=[str(leg.path)],
-            backend_args=["--backend", leg.backend],
+            junit=[] if fan_in else [str(leg.path)],
+            backend_args=["--legs", str(leg.path)] if fan_in else ["--backend", leg.backend],
             api_url=fake.base_url,
             token=leg.token,
             run_id=RUN,
@@ -167,9 +170,15 @@ def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg]) 
     root = work / "legs" / "run"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
+    begin = time.perf_counter()
+    jobs = legs
+    if args.setup == FAN_IN:
+        # The legs collect their files at once with no network; then the fan-in job comments.
+        scale.collect_legs(args, legs, root, start=begin)
+        cases = sum(leg.cases for leg in legs)
+        jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)]
     with fake:
-        begin = time.perf_counter()
-        started = start_legs(fake, legs, root, event_file(work / "event.json", number))
+        started = start_legs(fake, jobs, root, event_file(work / "event.json", number))
         wall = scale.wait_for(started, start=begin, cap=args.cap)
         fake.configure(fail_rate=0.0, slow=(), latency=(0.0, 0.0), limits=UNLIMITED)
         with fake.lock:
@@ -255,6 +264,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", type=float, default=0.1, help="share of requests that fail")
     parser.add_argument("--landed", type=float, default=0.3, help="share of write faults landed")
     parser.add_argument("--fail-every", type=int, default=5, help="one passing case in N fails")
+    parser.add_argument(
+        "--setup",
+        choices=(LEGS, FAN_IN),
+        default=LEGS,
+        help="legs: every leg runs update (racing); fan-in: legs collect, one job comments",
+    )
     parser.add_argument("--no-limits", action="store_true", help="record spend, refuse nothing")
     parser.add_argument("--cap", type=float, default=600)
     parser.add_argument("--seed", type=int, default=1)
@@ -281,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             "backends": list(generate.BACKENDS),
             "dashboards": args.dashboards,
             "legs": args.legs,
+            "setup": args.setup,
             "latency_s": list(args.latency),
             "slow_edits_s": list(args.slow_edits),
             "faults": {"rate": args.faults, "landed_share_of_writes": args.landed},
