@@ -10,7 +10,7 @@ link options) and recorded as the pull request's: its number (``--pr``), head co
 (``--head-sha``) and base (``--base-sha``), each from the runner's event when not given. The
 baseline is read for the results' own dashboards and backends only (on the dashboard branch,
 those columns and nothing else), and its ancestry follows run order from the base commit
-(``pr.verdicts.run_order_ancestry``) among them.
+(``pr.ancestry.run_order_ancestry``) among them.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, StoreError
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.model import DashboardState, RunKey
+from ivy_matrix.pr.ancestry import pr_base_sha, run_order_ancestry
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.state import CommentState, comment_state
 from ivy_matrix.pr.verdicts import (
@@ -38,8 +39,6 @@ from ivy_matrix.pr.verdicts import (
     Comparison,
     compare,
     compare_document,
-    pr_base_sha,
-    run_order_ancestry,
 )
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log
