@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import connect
+from ivy_matrix.commands.environment import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
 from ivy_matrix.commands.reading import read_results
@@ -134,12 +135,15 @@ def run_compare(
     check_leg_metadata(settings)
     settings = replace(settings, pull_request=True)
     collected = read_results(settings, log)
+    # The pull request's columns are named as the default branch's are (--backend-version).
+    env = job_environment(settings, collected, log)
+    versioned_columns(settings, collected, env)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with (
         connect(settings, remote, log) as github,
         spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
     ):
-        links = resolve_links(settings, collected, github, log, now=now)
+        links = resolve_links(settings, collected, github, log, now=now, env=env)
         states = baseline_states(settings, github, log, collected)
     comparison = pr_comparison(settings, collected, links, states)
     if json_path is not None:
