@@ -14,7 +14,7 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.reasons import TIMES
-from tests.commands.results import GRADIENTS, write_junit
+from tests.commands.results import GRADIENTS, write_junit, write_suite
 from tests.commands.test_update_github import FAST, runner_env, write_results
 from tests.github.fake_server import FakeGitHub
 
@@ -353,14 +353,7 @@ def grouped_results(folder: Path, backend: str) -> Path:
         line = lines[backend]
         child = "" if line is None else f"<failure message={quoteattr(line)}>trace</failure>"
         cases.append(f'<testcase classname="{GRADIENTS}" name="{name}">{child}</testcase>')
-    path = folder / backend / "r.xml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="pytest">'
-        f"{''.join(cases)}</testsuite></testsuites>\n",
-        encoding="utf-8",
-    )
-    return path
+    return write_suite(folder / backend / "r.xml", "".join(cases))
 
 
 @pytest.mark.usefixtures("workdir")
