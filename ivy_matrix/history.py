@@ -265,6 +265,40 @@ def _section(title: str, lines: Sequence[str], limit: int) -> str:
     return f"{title}\n\n" + "".join(shown) + "\n"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexNotes:
+    """What the index's sections show of one dashboard: its cells' lines (:func:`describe`),
+    at most ``limit`` per section, and how many each section has in all."""
+
+    newly: tuple[str, ...] = ()
+    newly_total: int = 0
+    longer: tuple[str, ...] = ()
+    longer_total: int = 0
+    flaky: tuple[str, ...] = ()
+    flaky_total: int = 0
+
+
+def index_notes(
+    history: DashboardHistory,
+    *,
+    more_than: int = DEFAULT_LONG_FAILING,
+    limit: int = DEFAULT_SECTION_LIMIT,
+) -> IndexNotes:
+    """The lines a dashboard gives the index's sections (enough for any index that shows it:
+    no section shows more than ``limit`` lines)."""
+    newly = history.newly_failing()
+    longer = history.failing_longer(more_than)
+    flaky = history.flaky()
+    return IndexNotes(
+        newly=tuple(describe(r) for r in newly[:limit]),
+        newly_total=len(newly),
+        longer=tuple(describe(r) for r in longer[:limit]),
+        longer_total=len(longer),
+        flaky=tuple(describe(r) for r in flaky[:limit]),
+        flaky_total=len(flaky),
+    )
+
+
 def render_index_sections(
     histories: Sequence[DashboardHistory],
     link: Callable[[str], str],
@@ -277,23 +311,40 @@ def render_index_sections(
     Each entry links its dashboard (``link(key)``) and the job of its newest result; empty
     sections are left out ("" when all are empty). At most ``limit`` entries per section.
     """
+    notes = [(h.key, index_notes(h, more_than=more_than, limit=limit)) for h in histories]
+    return render_notes_sections(notes, link, more_than=more_than, limit=limit)
 
-    def lines(pick: Callable[[DashboardHistory], Sequence[CellReport]]) -> list[str]:
-        return [
-            f"[{escape_name(history.key)}]({_target(link(history.key))}) · {describe(report)}"
-            for history in histories
-            for report in pick(history)
-        ]
+
+def render_notes_sections(
+    notes: Sequence[tuple[str, IndexNotes]],
+    link: Callable[[str], str],
+    *,
+    more_than: int = DEFAULT_LONG_FAILING,
+    limit: int = DEFAULT_SECTION_LIMIT,
+) -> str:
+    """:func:`render_index_sections` from each dashboard's :class:`IndexNotes` (by key), as
+    the dashboard branch keeps them, so its index is drawn without reading every state."""
+
+    def section(title: str, pick: Callable[[IndexNotes], tuple[tuple[str, ...], int]]) -> str:
+        lines: list[str] = []
+        total = 0
+        for key, dashboard in notes:
+            shown, count = pick(dashboard)
+            total += count
+            prefix = f"[{escape_name(key)}]({_target(link(key))}) · "
+            lines.extend(prefix + line for line in shown[: max(limit - len(lines), 0)])
+        if not total:
+            return ""
+        more = [f"- ... and {total - limit} more\n"] if total > limit else []
+        return f"{title}\n\n" + "".join(f"- {line}\n" for line in lines) + "".join(more) + "\n"
 
     return "".join(
         (
-            _section("## Newly failing", lines(DashboardHistory.newly_failing), limit),
-            _section(
-                f"## Failing for more than {more_than} runs",
-                lines(lambda h: h.failing_longer(more_than)),
-                limit,
+            section("## Newly failing", lambda n: (n.newly, n.newly_total)),
+            section(
+                f"## Failing for more than {more_than} runs", lambda n: (n.longer, n.longer_total)
             ),
-            _section("## Flaky", lines(DashboardHistory.flaky), limit),
+            section("## Flaky", lambda n: (n.flaky, n.flaky_total)),
         )
     )
 

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
-from ivy_matrix.history import dashboard_history, render_index_sections, render_issue_section
+from ivy_matrix.history import (
+    IndexNotes,
+    dashboard_history,
+    index_notes,
+    render_issue_section,
+    render_notes_sections,
+)
 from ivy_matrix.model import DashboardState, Entry, Outcome, Totals
 from ivy_matrix.paths import INDEX_NAME, dashboard_file
 
@@ -169,14 +175,22 @@ def counts_table(
     Backends are in first-seen order over ``states``; a dashboard's name links to
     ``link(state)`` when that is not None, and so do its counts with ``link_counts``.
     """
+    rows = [(state.key, backend_counts(state), link(state)) for state in states]
+    return _counts_rows(rows, link_counts=link_counts)
+
+
+def _counts_rows(
+    dashboards: Sequence[tuple[str, Mapping[str, tuple[int, int]], str | None]],
+    *,
+    link_counts: bool,
+) -> tuple[list[str], list[list[str]]]:
+    """:func:`counts_table` from each dashboard's key, counts by backend and link."""
     backends: dict[str, None] = {}
-    for state in states:
-        backends.update(dict.fromkeys(state.backend_names))
+    for _, counts, _ in dashboards:
+        backends.update(dict.fromkeys(counts))
     rows = []
-    for state in states:
-        url = link(state)
+    for key, counts, url in dashboards:
         target = escape_url(url).replace(")", "%29") if url else None
-        counts = backend_counts(state)
         cells = []
         for backend in backends:
             if backend not in counts:
@@ -184,20 +198,56 @@ def counts_table(
                 continue
             text = f"{counts[backend][0]}/{counts[backend][1]}"
             cells.append(f"[{text}]({target})" if link_counts and target else text)
-        name = escape_name(state.key)
+        name = escape_name(key)
         rows.append([f"[{name}]({target})" if target else name, *cells])
     return ["dashboard", *(escape_name(b) for b in backends)], rows
+
+
+INDEX_INTRO = (
+    "# Test dashboards\n\n"
+    "Passing/total tests per backend, by each test's latest result; a pass after reruns "
+    "counts as passing, skipped tests count in neither.\n\n"
+)
 
 
 def render_index(states: Sequence[DashboardState], link: Callable[[DashboardState], str]) -> str:
     """The index page: each dashboard x backend as passing/total, linked to the dashboard."""
     header, rows = counts_table(states, link, link_counts=True)
-    intro = (
-        "# Test dashboards\n\n"
-        "Passing/total tests per backend, by each test's latest result; a pass after reruns "
-        "counts as passing, skipped tests count in neither.\n\n"
+    return INDEX_INTRO + table(header, rows) + "\n"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexRow:
+    """What the index page shows of one dashboard: its key, its page (relative to the index),
+    its passing/total counts by backend (display order) and its history lines."""
+
+    key: str
+    path: str
+    counts: Mapping[str, tuple[int, int]]
+    notes: IndexNotes
+
+
+def index_row(state: DashboardState) -> IndexRow:
+    """The index's row of a dashboard (:func:`render_index_page` draws them)."""
+    return IndexRow(
+        key=state.key,
+        path=dashboard_file(state),
+        counts=backend_counts(state),
+        notes=index_notes(dashboard_history(state)),
     )
-    return intro + table(header, rows) + "\n"
+
+
+def render_index_page(rows: Sequence[IndexRow]) -> str:
+    """The index page of the output folder and the branch, from each dashboard's row (in key
+    order): the counts table, then the history sections (history.py)."""
+    ordered = sorted(rows, key=lambda row: row.key)
+    header, cells = _counts_rows(
+        [(row.key, row.counts, row.path) for row in ordered], link_counts=True
+    )
+    page = INDEX_INTRO + table(header, cells) + "\n"
+    paths = {row.key: row.path for row in ordered}
+    sections = render_notes_sections([(row.key, row.notes) for row in ordered], paths.__getitem__)
+    return f"{page}\n{sections.rstrip()}\n" if sections else page
 
 
 # The runner refuses a step summary over 1 MiB; leave room for what other steps add.
@@ -282,30 +332,27 @@ def removed_files(states: Iterable[DashboardState]) -> list[RenderedFile]:
     return [RenderedFile(path=dashboard_file(state), text=None) for state in states]
 
 
+def render_page(state: DashboardState, style: Style) -> RenderedFile:
+    """A dashboard's page: its table; a compact one gets its failing and flaky cells below.
+    The Ivy-style table is Ivy's format byte for byte, so nothing is added to it."""
+    text = render_dashboard(state, style)
+    if style is Style.COMPACT:
+        section = render_issue_section(dashboard_history(state))
+        if section:
+            text = f"{text}\n\n{section.rstrip()}"
+    return RenderedFile(path=dashboard_file(state), text=text)
+
+
 def render_files(
     states: Sequence[DashboardState], *, style: Style, only: Iterable[str] | None = None
 ) -> list[RenderedFile]:
     """The dashboards (all, or those whose keys are in ``only``) and the index page.
 
     Below the index's table go its history sections (newly failing, failing for long, flaky;
-    history.py); a compact dashboard gets its failing and flaky cells below its table. The
-    Ivy-style table is Ivy's format byte for byte, so nothing is added to it.
+    history.py); a compact dashboard gets its failing and flaky cells below its table.
     """
     wanted = None if only is None else set(only)
-    histories = {state.key: dashboard_history(state) for state in states}
-    files = []
-    for state in states:
-        if wanted is not None and state.key not in wanted:
-            continue
-        text = render_dashboard(state, style)
-        section = render_issue_section(histories[state.key])
-        if style is Style.COMPACT and section:
-            text = f"{text}\n\n{section.rstrip()}"
-        files.append(RenderedFile(path=dashboard_file(state), text=text))
-    paths = {state.key: dashboard_file(state) for state in states}
-    index = render_index(states, dashboard_file)
-    sections = render_index_sections(list(histories.values()), lambda key: paths[key])
-    if sections:
-        index = f"{index}\n{sections.rstrip()}\n"
+    files = [render_page(state, style) for state in states if wanted is None or state.key in wanted]
+    index = render_index_page([index_row(state) for state in states])
     files.append(RenderedFile(path=INDEX_NAME, text=index))
     return files
