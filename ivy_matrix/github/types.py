@@ -25,6 +25,16 @@ class Tree:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RefUpdate:
+    """One ref change of a push, a compare-and-swap: ``ref`` (a full name, ``refs/...``) from
+    ``old`` (None: it must not exist yet) to ``new`` (None: delete it)."""
+
+    ref: str
+    new: str | None
+    old: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Issue:
     """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none."""
 
