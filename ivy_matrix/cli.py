@@ -102,11 +102,14 @@ _KIND_METAVARS = {
     Kind.BOOL: "VALUE",
 }
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
-_BRANCH_OPTIONS = ("targets", "branch", "token", "api_url", "repository", "dry_run")
+_BRANCH_OPTIONS = (
+    *("targets", "branch", "branch_transport", "token", "api_url", "server_url"),
+    *("repository", "dry_run"),
+)
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
     *("output_dir", "config", "style", "history", "retire_after_runs"),
-    *("issue_label", "pin_index", "server_url"),
+    *("issue_label", "pin_index"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 

@@ -35,6 +35,7 @@ Readers refuse documents of another format or of a newer version, with a message
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 
 from ivy_matrix.errors import StoreError
@@ -329,8 +330,14 @@ def dump_runs(done: Mapping[int, tuple[int, frozenset[int]]]) -> str:
     return json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n"
 
 
-def load_runs(text: str, *, where: str) -> dict[int, tuple[int, frozenset[int]]]:
-    """Parse :func:`dump_runs`' text; :class:`StoreError` naming ``where`` if it is not one."""
+def load_runs(
+    text: str, *, where: str, max_size: int = 256
+) -> dict[int, tuple[int, frozenset[int]]]:
+    """Parse :func:`dump_runs`' text; :class:`StoreError` naming ``where`` if it is not one.
+
+    Entries that no matrix can have (a run id that is not ASCII digits, a size over
+    ``max_size``, a leg index outside the size) are left out, so a bad entry is never kept.
+    """
     try:
         document = json.loads(text)
         if not isinstance(document, dict) or document.get("format") != RUNS_FORMAT:
@@ -338,12 +345,22 @@ def load_runs(text: str, *, where: str) -> dict[int, tuple[int, frozenset[int]]]
         runs = document["runs"]
         if not isinstance(runs, dict):
             raise _MalformedError("'runs' is not an object")
-        return {
-            int(run): (_int(entry["size"]), frozenset(_int(i) for i in _list(entry["done"])))
-            for run, entry in runs.items()
-        }
+        record = {}
+        for run, entry in runs.items():
+            size = _int(entry["size"])
+            done = frozenset(_int(i) for i in _list(entry["done"]))
+            if (
+                _ASCII_RUN.fullmatch(run)
+                and 0 < size <= max_size
+                and all(0 <= index < size for index in done)
+            ):
+                record[int(run)] = (size, done)
     except (ValueError, KeyError, TypeError) as error:
         raise StoreError(
             f"cannot read the finished matrix legs {where}: {error}; delete the file (the "
             f"next run that finishes renders every dashboard again)"
         ) from None
+    return record
+
+
+_ASCII_RUN = re.compile(r"[0-9]{1,19}")

@@ -136,7 +136,7 @@ def test_the_log_goes_to_the_streams_main_is_given(workdir, capsys):
     argv += ["--run-id", "5", "--repository", "o/r", "--token", "t"]
     out, err = io.StringIO(), io.StringIO()
 
-    code = main(argv, {}, remote=Remote(client=broken_client), stdout=out, stderr=err)
+    code = main(argv, {}, remote=Remote(client=broken_client, git=None), stdout=out, stderr=err)
 
     assert code == 2
     assert capsys.readouterr() == ("", "")

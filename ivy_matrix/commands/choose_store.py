@@ -16,22 +16,23 @@ Both issue parts (the issue-body store, and the issue target beside the branch s
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Collection
 from functools import partial
 
-from ivy_matrix.config.options import Target
+from ivy_matrix.config.options import BranchTransport, Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.issues.store import IssueStore
 from ivy_matrix.issues.store_lock import Turns
 from ivy_matrix.issues.writer import IssueOptions
-from ivy_matrix.render import render_files
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import AfterSave, Saved, Store
 from ivy_matrix.stores.branch import BranchStore
-from ivy_matrix.stores.layout import Leg
+from ivy_matrix.stores.layout import Scope
 from ivy_matrix.stores.local import LocalStore
+from ivy_matrix.stores.remote import AutoRemote, BranchRemote, RestRemote
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.files import write_output
 
@@ -55,6 +56,7 @@ def connect(settings: Settings, remote: Remote | None) -> Connection:
     return Connection(
         token=settings.token,
         api_url=settings.api_url,
+        server_url=settings.server_url,
         repository=settings.repository,
         remote=remote,
     )
@@ -86,7 +88,7 @@ def open_store(
     remote: Collection[Target],
     message: str,
     after_save: AfterSave | None,
-    leg: Leg | None = None,
+    scope: Scope | None = None,
     render_all: bool = False,
 ) -> Store:
     """The store for ``remote`` (the GitHub targets this run writes); see the module docstring.
@@ -103,18 +105,21 @@ def open_store(
         )
     if Target.BRANCH in remote:
         return BranchStore(
-            github.client,
+            None,
             github.repository,
             settings.branch,
+            remote=branch_remote(settings, github, log),
             message=message,
-            render=lambda states, keys: render_files(states, style=settings.style, only=keys),
+            style=settings.style,
             dry_run=settings.dry_run,
             log=log,
             after_save=after_save,
             server_url=settings.server_url,
             sleep=github.remote.sleep,
-            leg=leg,
+            scope=scope,
             render_all=render_all,
+            read_all_when_complete=Target.ISSUE in remote,
+            job_finished=github.job_finished,
         )
     log.warning(ISSUE_STORE_WARNING)
     return IssueStore(
@@ -127,6 +132,33 @@ def open_store(
         after_save=after_save,
         sleep=github.remote.sleep,
     )
+
+
+def branch_remote(settings: Settings, github: Connection, log: Log) -> BranchRemote:
+    """How the branch store reaches the repository (``branch-transport``): git's protocol,
+    the REST API, or git with the REST API where git cannot be used (``auto``). ``auto``
+    tries git only where ``server-url`` is the API's server (GitHub, GHES, a stand-in that
+    serves both): an API set elsewhere with the default server URL means the REST API."""
+    choice = settings.branch_transport
+
+    def rest() -> BranchRemote:
+        return RestRemote(github.client, github.repository)
+
+    same = _same_server(settings.server_url, settings.api_url)
+    if choice is BranchTransport.REST or (
+        choice is BranchTransport.AUTO and not (github.has_git and same)
+    ):
+        return rest()
+    if choice is BranchTransport.GIT:
+        return github.git()
+    return AutoRemote(github.git, rest, log)
+
+
+def _same_server(server_url: str, api_url: str) -> bool:
+    """Whether the API is on the web server's host (GHES: ``/api/v3``) or its ``api.`` host."""
+    server = urllib.parse.urlsplit(server_url).hostname or ""
+    api = urllib.parse.urlsplit(api_url).hostname or ""
+    return bool(server) and api in {server, f"api.{server}"}
 
 
 def publish_issue_target(

@@ -30,6 +30,7 @@ from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
     connect,
+    job_name,
     open_store,
     output_folder,
     publish_issue_target,
@@ -62,7 +63,7 @@ from ivy_matrix.pr.state import CommentState
 from ivy_matrix.pr.verdicts import Comparison
 from ivy_matrix.runner.log import Log, append_summary
 from ivy_matrix.stores import Change, Saved, Store
-from ivy_matrix.stores.layout import Leg
+from ivy_matrix.stores.layout import MatrixLeg, PartialChange, Scope
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
     SummaryFiles,
@@ -103,7 +104,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 remote=targets,
                 message=_commit_message(settings, collected),
                 after_save=output_folder(settings, log),
-                leg=_leg(settings, collected, links, log),
+                scope=_scope(settings, collected, links, log),
             )
             saved, published = _save_and_publish(
                 settings, store, change, github, log, targets=targets
@@ -148,38 +149,51 @@ def _summarize(
         publish_job_summary(files, collected, merged, published, log)
 
 
-def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Leg | None:
-    """This matrix leg's part in its run (``--matrix-size``), for the branch store."""
-    if settings.matrix_size is None or settings.matrix_index is None:
-        return None
+def _scope(settings: Settings, collected: Collected, links: Links, log: Log) -> Scope | None:
+    """What this update touches, for the branch store: it then reads only that (and, with
+    ``--matrix-size``, queues as one leg of its run)."""
+    matrix = None
+    if settings.matrix_size is not None and settings.matrix_index is not None:
+        if settings.run_id is None or Target.BRANCH not in settings.targets:
+            log.warning(
+                "matrix-size is used by the branch target of a workflow run only (it needs the "
+                "run id): it is ignored here"
+            )
+        else:
+            matrix = MatrixLeg(
+                run_id=settings.run_id, index=settings.matrix_index, size=settings.matrix_size
+            )
     if settings.run_id is None or Target.BRANCH not in settings.targets:
-        log.warning(
-            "matrix-size is used by the branch target of a workflow run only (it needs the run "
-            "id): this update renders the dashboards itself"
-        )
         return None
-    return Leg(
-        run_id=settings.run_id,
-        index=settings.matrix_index,
-        size=settings.matrix_size,
+    return Scope(
         dashboards=frozenset(collected.dashboards),
-        backends=frozenset(collected.backends),
-        change=_change(settings, collected, links, log, retire=False),
+        change=_partial_change(settings, collected, links, log),
+        run_id=settings.run_id,
         history=settings.history,
+        retire_after_runs=settings.retire_after_runs,
+        matrix=matrix,
+        holder=job_name(settings),
+        job_id=settings.job_id,
     )
 
 
-def _change(
-    settings: Settings, collected: Collected, links: Links, log: Log, *, retire: bool = True
-) -> Change:
-    """The store's change: fold this update's results into the states it reads (pure).
+def _change(settings: Settings, collected: Collected, links: Links, log: Log) -> Change:
+    """The store's change: fold this update's results into the states it reads (pure)."""
+    partial = _partial_change(settings, collected, links, log)
+    return lambda states: partial(states, ())
+
+
+def _partial_change(
+    settings: Settings, collected: Collected, links: Links, log: Log
+) -> PartialChange:
+    """This update's results folded into the states given, the runs of the store's other
+    dashboards counting in the retirement window (pure).
 
     The batches are built on each call and dropped after the merge, so they do not stay in
     memory while the store renders and writes (a retried branch commit builds them again).
-    Without ``retire``, no store-wide retirement (a matrix leg reads only its own columns).
     """
 
-    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+    def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
         run_id = settings.run_id
         if run_id is None:
             # Not on GitHub Actions: number local runs after everything the store has seen.
@@ -189,7 +203,8 @@ def _change(
             states,
             build_batches(collected, links.sources(run_id)),
             history=settings.history,
-            retire_after_runs=settings.retire_after_runs if retire else 0,
+            retire_after_runs=settings.retire_after_runs,
+            other_runs=other_runs,
         )
 
     return change

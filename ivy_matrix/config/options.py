@@ -21,6 +21,7 @@ from ivy_matrix.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.pr.comment import WhenGreen
 from ivy_matrix.render import Style
+from ivy_matrix.stores.layout import MAX_MATRIX_SIZE
 from ivy_matrix.stores.local import DEFAULT_LOCK_TIMEOUT
 
 _T = TypeVar("_T")
@@ -56,6 +57,14 @@ class Target(StrEnum):
     BRANCH = "branch"
     ISSUE = "issue"
     PR_COMMENT = "pr-comment"
+
+
+class BranchTransport(StrEnum):
+    """How the branch target reads and writes the dashboard branch."""
+
+    AUTO = "auto"  # git, or the REST API where git cannot be used
+    GIT = "git"
+    REST = "rest"
 
 
 class Kind(StrEnum):
@@ -146,6 +155,14 @@ OPTIONS: tuple[Option, ...] = (
         default="summary\nfile",
     ),
     Option("branch", Kind.STR, "the branch the branch target commits to", default="ivy-matrix"),
+    Option(
+        "branch_transport",
+        Kind.STR,
+        "how the branch target reads and writes the branch: git (its own protocol over HTTPS, "
+        "no REST request), rest (the REST git-data API), or auto (git, else rest)",
+        default="auto",
+        choices=tuple(BranchTransport),
+    ),
     Option("token", Kind.STR, "GitHub token for the branch and issue targets and job lookup"),
     Option(
         "api_url",
@@ -169,8 +186,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "matrix_size",
         Kind.INT,
-        "the number of legs of the matrix (strategy.job-total): each leg then commits only its "
-        "own results, and the leg that completes the run renders the dashboards",
+        "the number of legs of the matrix (strategy.job-total), at most 256: each leg then "
+        "queues its results in the branch's inbox, one leg at a time folds them",
     ),
     Option("matrix_index", Kind.INT, "this leg's index (strategy.job-index), with matrix-size"),
     Option("issue_label", Kind.STR, "the label that marks dashboard issues", default=DEFAULT_LABEL),
@@ -280,9 +297,10 @@ def check_matrix(size: int | None, index: int | None) -> None:
             "inputs 'matrix-size' and 'matrix-index' go together: pass both "
             "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
         )
-    if size < 1:
+    if not 1 <= size <= MAX_MATRIX_SIZE:
         raise InputError(
-            f"input 'matrix-size' got {size}: a matrix has at least 1 leg (pass strategy.job-total)"
+            f"input 'matrix-size' got {size}: a matrix has 1 to {MAX_MATRIX_SIZE} legs (pass "
+            f"strategy.job-total)"
         )
     if not 0 <= index < size:
         raise InputError(

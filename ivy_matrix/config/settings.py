@@ -24,6 +24,7 @@ from ivy_matrix.config.options import (
     MAX_RETIRE_AFTER_RUNS,
     OPTION_BY_NAME,
     OPTIONS,
+    BranchTransport,
     FailOn,
     IfNoFilesFound,
     Target,
@@ -79,6 +80,9 @@ class Settings:
         default_factory=lambda: parse_targets(option_default("targets", tuple))
     )
     branch: str = field(default_factory=_defaults("branch", str))
+    branch_transport: BranchTransport = field(
+        default_factory=lambda: BranchTransport(option_default("branch_transport", str))
+    )
     token: str | None = None
     api_url: str = field(default_factory=_defaults("api_url", str))
     job_name: str | None = None
@@ -224,6 +228,7 @@ def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]
         retire_after_runs=_value(values, "retire_after_runs", int),
         targets=parse_targets(_get(values, "targets", tuple) or ()),
         branch=_value(values, "branch", str),
+        branch_transport=BranchTransport(_value(values, "branch_transport", str)),
         token=_get(values, "token", str),
         api_url=_value(values, "api_url", str),
         job_name=_get(values, "job_name", str),

@@ -1,11 +1,13 @@
 """The GitHub connection of one command: opened on first use, from a factory that can be swapped.
 
 I/O. :class:`Remote` holds what a command needs to reach GitHub: a client factory (by default
-:func:`~ivy_matrix.github.client.make_client`) and the ``sleep`` the stores and targets wait
-with. Tests pass a factory with short waits, or one that returns the in-memory model: the
-client is typed as :class:`~ivy_matrix.github.types.GitHubAPI`; nothing else changes. :class:`Connection` takes
-plain values (the token, the API URL and the repository) and opens the client only when a
-target needs the API, so local runs never import PyGithub.
+:func:`~ivy_matrix.github.client.make_client`), a factory of the git transport of the
+dashboard branch (``github/git_transport.py``; None: no git, the REST API only) and the
+``sleep`` the stores and targets wait with. Tests pass a factory with short waits, or one that
+returns the in-memory model: the client is typed as :class:`~ivy_matrix.github.types.GitHubAPI`;
+nothing else changes. :class:`Connection` takes plain values (the token, the API and server
+URLs and the repository) and opens the client, or the git transport, only when a target needs
+it, so local runs never import PyGithub; it closes both.
 """
 
 from __future__ import annotations
@@ -15,14 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
-from ivy_matrix.errors import InputError
+from ivy_matrix.errors import GitHubAPIError, InputError
+from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.github.types import GitHubAPI
+from ivy_matrix.jobs import DEFAULT_SERVER_URL
 
 if TYPE_CHECKING:
     from ivy_matrix.github.client import GitHubClient
 
 # (token, api_url) -> a client.
 ClientFactory = Callable[[str, str], GitHubAPI]
+# (server_url, repository, token) -> the git transport of the repository's branches.
+GitFactory = Callable[[str, str, str], GitTransport]
+
+
+def production_git(server_url: str, repository: str, token: str) -> GitTransport:
+    """The git transport a real run uses (``git`` on the PATH, 2.31 or newer)."""
+    return GitTransport(server_url=server_url, repository=repository, token=token)
 
 
 def production_client(token: str, api_url: str) -> GitHubClient:
@@ -38,6 +49,7 @@ class Remote:
 
     client: ClientFactory = production_client
     sleep: Callable[[float], None] = field(default=time.sleep)
+    git: GitFactory | None = production_git
 
 
 class Connection:
@@ -51,12 +63,15 @@ class Connection:
         api_url: str,
         repository: str | None,
         remote: Remote | None = None,
+        server_url: str = DEFAULT_SERVER_URL,
     ) -> None:
         self.token = token
         self.api_url = api_url
+        self.server_url = server_url
         self._repository = repository
         self.remote = remote or Remote()
         self._client: GitHubAPI | None = None
+        self._git: GitTransport | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -89,6 +104,37 @@ class Connection:
             self._client = self.remote.client(self.token, self.api_url)
         return self._client
 
+    @property
+    def has_git(self) -> bool:
+        """Whether the git transport may be tried (the remote has a factory for it)."""
+        return self.remote.git is not None
+
+    def git(self) -> GitTransport:
+        """The git transport of the repository (made on first use)."""
+        if self._git is None:
+            if self.remote.git is None:
+                raise InputError("the git branch transport is not available here")
+            if not self.token:
+                raise InputError(
+                    "the branch target needs a token: pass --token, or set the 'token' input "
+                    "(it defaults to github.token) / IVY_MATRIX_TOKEN"
+                )
+            self._git = self.remote.git(self.server_url, self.repository, self.token)
+        return self._git
+
+    def job_finished(self, job_id: int) -> bool | None:
+        """Whether GitHub says the job has finished (None: it cannot say, e.g. no
+        ``actions: read``): how a waiting leg tells a gone folder from a slow one."""
+        if not self.available:
+            return None
+        try:
+            status = self.client.get_job_status(self.repository, job_id)
+        except GitHubAPIError:
+            return None
+        return None if status is None else status == "completed"
+
     def close(self) -> None:
+        if self._git is not None:
+            self._git.close()
         if self._client is not None:
             self._client.close()

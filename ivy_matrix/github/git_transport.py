@@ -110,10 +110,11 @@ class GitTransport:
 
     # ------------------------------------------------------------------ the remote
 
-    def read_refs(self, branch: str, prefix: str) -> tuple[str | None, dict[str, str]]:
-        """(the branch's tip or None, every ref under ``prefix``), objects fetched."""
+    def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]:
+        """(the branch's tip or None, every ref under ``prefix`` (None: none)), objects
+        fetched."""
         what = f"fetching branch {branch!r} of {self.url}"
-        listed = [f"+{prefix}*:{_LISTED}*"]
+        listed = [] if prefix is None else [f"+{prefix}*:{_LISTED}*"]
         try:
             self._remote(
                 lambda: self._fetch([f"+refs/heads/{branch}:{_BRANCH_REF}", *listed], what),
@@ -126,8 +127,11 @@ class GitTransport:
             # No branch yet: the inbox alone (and no tip: the first commit creates it). Not
             # shallow: inbox commits have no parent, and git fails a shallow fetch that finds
             # no ref at all.
-            self._remote(lambda: self._fetch(listed, what, shallow=False), what)
+            if listed:
+                self._remote(lambda: self._fetch(listed, what, shallow=False), what)
             tip = None
+        if prefix is None:
+            return tip, {}
         found = self._local_refs(_LISTED)
         return tip, {prefix + name.removeprefix(_LISTED): sha for name, sha in found.items()}
 

@@ -1,0 +1,100 @@
+"""What one commit of the branch store writes, from a change's result and what was read.
+
+Pure: values in, ``path -> text`` (None: delete) out; ``stores/branch.py`` commits it. Every
+commit keeps the branch a render of its state: the changed dashboards' documents and pages,
+the index file's summaries of them, the index page drawn from every summary, ``LEGS`` when
+it changed, and ``REVISION`` raised by one. Only files whose git blob differs from the tip's
+are written; when none does, nothing is written at all (not even the revision).
+
+A branch read without a valid index (layout 1 or older, or written since by an older
+version) is migrated by its next commit: every dashboard's document and page is written in
+layout 2, the files of older layouts are deleted, and the index file is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ivy_matrix.fold import Merged
+from ivy_matrix.model import DashboardId
+from ivy_matrix.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.render import Style, render_index_page, render_page
+from ivy_matrix.statefile import dump_runs, dump_state
+from ivy_matrix.stores.index import Summary, dump_index, summarize
+from ivy_matrix.stores.layout import BranchLayout, Runs
+from ivy_matrix.stores.snapshot import Snapshot, git_blob_sha
+
+
+def commit_files(
+    layout: BranchLayout,
+    snapshot: Snapshot,
+    merged: Merged,
+    *,
+    style: Style,
+    legs: Runs | None = None,
+    every_page: bool = False,
+) -> dict[str, str | None]:
+    """The files that differ from ``snapshot`` once ``merged`` is saved (see the module
+    docstring); empty when nothing does. ``every_page``: render every dashboard read, not
+    only those that changed (``publish``)."""
+    summaries = dict(snapshot.summaries)
+    writes = _differing(
+        snapshot.tree.files,
+        _wanted(layout, snapshot, merged, summaries, style=style, legs=legs, every=every_page),
+    )
+    if not writes:
+        return {}
+    if not snapshot.indexed:
+        # Layout 2 from now on: every dashboard's document and page, the old files gone.
+        summaries = dict(snapshot.summaries)
+        wanted = _wanted(layout, snapshot, merged, summaries, style=style, legs=legs, every=True)
+        writes = _differing(snapshot.tree.files, wanted)
+    revision = snapshot.revision + 1
+    writes[layout.summary_path] = dump_index(summaries.values(), revision)
+    writes[layout.revision_path] = f"{revision}\n"
+    return writes
+
+
+def _wanted(
+    layout: BranchLayout,
+    snapshot: Snapshot,
+    merged: Merged,
+    summaries: dict[DashboardId, Summary],
+    *,
+    style: Style,
+    legs: Runs | None,
+    every: bool,
+) -> dict[str, str | None]:
+    """Every file the commit needs (``every``: each dashboard read, rewritten; else the
+    changed ones), with ``summaries`` brought up to date (in place)."""
+    wanted: dict[str, str | None] = {}
+    to_save = {**merged.states, **merged.to_save()} if every else merged.to_save()
+    for dashboard, state in to_save.items():
+        if state.id != dashboard:
+            raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
+        path = layout.state_path(dashboard)
+        wanted[path] = dump_state(state)
+        wanted.update(dict.fromkeys(snapshot.paths.get(dashboard, set()) - {path}))
+        summaries[dashboard] = summarize(state)
+        page = render_page(state, style)
+        wanted[page.path] = page.text
+    for gone in merged.removed:
+        wanted.update(dict.fromkeys(snapshot.paths.get(gone.id, set())))
+        wanted[layout.state_path(gone.id)] = None
+        wanted[dashboard_file(gone)] = None
+        summaries.pop(gone.id, None)
+    if legs is not None and legs != snapshot.legs:
+        wanted[layout.legs_path] = dump_runs(legs)
+    wanted[INDEX_NAME] = render_index_page([s.row for s in summaries.values()])
+    return wanted
+
+
+def _differing(
+    current: Mapping[str, str], wanted: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    """The entries of ``wanted`` that change ``current`` (path -> blob sha)."""
+    return {
+        path: text
+        for path, text in wanted.items()
+        if (path in current if text is None else current.get(path) != git_blob_sha(text))
+    }

@@ -1,0 +1,170 @@
+"""The dashboard branch's index file: what the index page and retirement need of each dashboard.
+
+Pure: text in, values out. ``.ivy-matrix/state/INDEX`` (no ``.json``, so no older version
+takes it for a dashboard state) holds one :class:`Summary` per dashboard: its runs, the run
+id from which retirement would take something from it (``stale_at``), its passing/total
+counts by backend and the lines of the index's history sections (``render.IndexRow``). So a
+writer reads only the dashboards its results touch and still draws the whole index page and
+applies the store-wide retirement, reading a dashboard it does not touch only when that
+dashboard has something to retire. The file says which ``REVISION`` it describes: a branch
+written since by an older version (which does not keep it) is read whole once and the file
+rebuilt (migration on write). Format, version 1::
+
+    {"format": "ivy-matrix-index", "version": 1, "revision": 12,
+     "dashboards": [{"title": "gradients", "category": "core", "runs": [102, 101],
+                     "stale_at": 101, "counts": [["torch", 68, 70], ["jax", 70, 70]],
+                     "notes": {"newly": ["test_x · torch: ..."], "newly_total": 1,
+                               "longer": [], "longer_total": 0, "flaky": [], "flaky_total": 0}}]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from ivy_matrix.history import IndexNotes
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.paths import dashboard_file
+from ivy_matrix.render import IndexRow, index_row
+
+INDEX_FORMAT = "ivy-matrix-index"
+INDEX_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    """What the index keeps of one dashboard (see the module docstring)."""
+
+    id: DashboardId
+    runs: tuple[int, ...]
+    stale_at: int | None
+    row: IndexRow
+
+
+def stale_at(state: DashboardState) -> int | None:
+    """The run id past which retirement takes something from ``state``: it retires something
+    exactly when its horizon (retirement.retirement_horizon) is above this. A row goes when
+    its newest result is older than the horizon, a column likewise, so this is the smallest
+    of the rows' and the columns' newest run ids (None: no cell at all)."""
+    newest: list[int] = []
+    columns: dict[str, int] = {}
+    for row in state.rows:
+        if not row.cells:
+            continue
+        runs = {backend: cell.latest.run.run_id for backend, cell in row.cells.items()}
+        newest.append(max(runs.values()))
+        for backend, run in runs.items():
+            columns[backend] = max(columns.get(backend, run), run)
+    newest.extend(columns.values())
+    return min(newest) if newest else None
+
+
+def summarize(state: DashboardState) -> Summary:
+    """A dashboard's summary for the index file."""
+    return Summary(id=state.id, runs=state.runs, stale_at=stale_at(state), row=index_row(state))
+
+
+def retires_something(summary: Summary, horizon: int | None) -> bool:
+    """Whether retirement with this horizon changes the dashboard ``summary`` describes."""
+    return horizon is not None and summary.stale_at is not None and horizon > summary.stale_at
+
+
+def dump_index(summaries: Iterable[Summary], revision: int) -> str:
+    """The index file's text (deterministic: dashboards by key)."""
+    dashboards = []
+    for summary in sorted(summaries, key=lambda s: s.id.key):
+        notes = summary.row.notes
+        dashboards.append(
+            {
+                "title": summary.id.title,
+                "category": summary.id.category,
+                "runs": list(summary.runs),
+                "stale_at": summary.stale_at,
+                "counts": [[b, p, t] for b, (p, t) in summary.row.counts.items()],
+                "notes": {
+                    "newly": list(notes.newly),
+                    "newly_total": notes.newly_total,
+                    "longer": list(notes.longer),
+                    "longer_total": notes.longer_total,
+                    "flaky": list(notes.flaky),
+                    "flaky_total": notes.flaky_total,
+                },
+            }
+        )
+    document = {
+        "format": INDEX_FORMAT,
+        "version": INDEX_VERSION,
+        "revision": revision,
+        "dashboards": dashboards,
+    }
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def load_index(text: str) -> tuple[int, dict[DashboardId, Summary]] | None:
+    """(the revision it describes, the summaries by dashboard); None when the text is not an
+    index file this version reads (the caller reads the whole branch and writes a new one)."""
+    try:
+        document = json.loads(text)
+        if not isinstance(document, dict) or document.get("format") != INDEX_FORMAT:
+            return None
+        if document.get("version") != INDEX_VERSION:
+            return None
+        revision = _int(document["revision"])
+        summaries = {}
+        for item in _list(document["dashboards"]):
+            summary = _summary(item)
+            summaries[summary.id] = summary
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return None
+    return revision, summaries
+
+
+def _summary(item: object) -> Summary:
+    if not isinstance(item, Mapping):
+        raise TypeError("a dashboard is not an object")
+    dashboard = DashboardId(title=_str(item["title"]), category=_str(item["category"]))
+    stale = item["stale_at"]
+    notes = item["notes"]
+    if not isinstance(notes, Mapping):
+        raise TypeError("notes are not an object")
+    counts = {}
+    for entry in _list(item["counts"]):
+        backend, passing, total = _list(entry)
+        counts[_str(backend)] = (_int(passing), _int(total))
+    return Summary(
+        id=dashboard,
+        runs=tuple(_int(run) for run in _list(item["runs"])),
+        stale_at=None if stale is None else _int(stale),
+        row=IndexRow(
+            key=dashboard.key,
+            path=dashboard_file(DashboardState(id=dashboard)),
+            counts=counts,
+            notes=IndexNotes(
+                newly=tuple(_str(line) for line in _list(notes["newly"])),
+                newly_total=_int(notes["newly_total"]),
+                longer=tuple(_str(line) for line in _list(notes["longer"])),
+                longer_total=_int(notes["longer_total"]),
+                flaky=tuple(_str(line) for line in _list(notes["flaky"])),
+                flaky_total=_int(notes["flaky_total"]),
+            ),
+        ),
+    )
+
+
+def _list(value: object) -> list[object]:
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _int(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value
+
+
+def _str(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
