@@ -54,7 +54,8 @@ import generate
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))  # the stand-in lives in tests/, beside the product
-from tests.github.fake_server import FakeGitHub, RequestRecord  # noqa: E402  -- after the path entry
+from tests.github.budget import GITHUB_TOKEN, UNLIMITED  # noqa: E402  -- after the path entry
+from tests.github.fake_server import FakeGitHub, RequestRecord  # noqa: E402
 
 PYTHON = sys.executable
 ENTRYPOINT = ROOT / "entrypoint.py"
@@ -204,7 +205,8 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
     seed_dir = work / "legs" / "seed"
     shutil.rmtree(seed_dir, ignore_errors=True)
     seed_dir.mkdir(parents=True)
-    with FakeGitHub(rate_limit=10**9) as fake:
+    # Seeding arranges the repository a run starts from: its spend is not measured.
+    with FakeGitHub(limits=UNLIMITED) as fake:
         fake.configure(keep_bodies=False)
         cmd = update_command(
             junit=f"{manifest['root']}/**/*.xml",
@@ -264,7 +266,7 @@ def run_config(
     args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], *, targets: str, tag: str
 ) -> Json:
     """Start every leg at once against a fresh, pre-seeded stand-in; measure until done or cap."""
-    fake = FakeGitHub(rate_limit=10**9)
+    fake = FakeGitHub(limits=UNLIMITED if args.no_limits else GITHUB_TOKEN)
     for name in SEEDED:
         setattr(fake, name, _copy(seed[name]))
     # Seeded issues and comments keep their numbers; new ones continue after them.
@@ -536,6 +538,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="legs pass --matrix-size/--matrix-index: they commit their columns only, and the "
         "leg that completes the run renders",
+    )
+    parser.add_argument(
+        "--no-limits",
+        action="store_true",
+        help="the stand-in records what legs spend but refuses nothing (default: GitHub's limits)",
     )
     parser.add_argument("--cap", type=float, default=600, help="seconds before legs are stopped")
     parser.add_argument("--repeat", type=int, default=1, help="rounds (configurations interleaved)")

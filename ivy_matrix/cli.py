@@ -17,17 +17,20 @@ This module holds the command line (built from ``config.options.OPTIONS``) and t
 output streams, so that tests can run whole commands in-process, several at once, against a
 fast client.
 
-Exit codes (:class:`~ivy_matrix.errors.ExitCode`): 0 done (warnings included), 1 something the
-user must fix (the message says what), 2 a bug in ivy-matrix (a traceback is printed; please
-report it).
+Exit codes are :class:`~ivy_matrix.errors.ExitCode` (docs/commands.md lists them): 0 done
+(warnings included), 1 the results fail ``--fail-on``, 2 a usage error, 3 an input that is not
+usable, 4 the store, 5 GitHub, 70 a bug in ivy-matrix (a traceback is printed; please report it).
+Diagnostics go to stderr and data to stdout (runner/log.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
+import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
@@ -40,9 +43,10 @@ from ivy_matrix.commands.render import run_render
 from ivy_matrix.commands.update import run_update
 from ivy_matrix.config.options import OPTIONS, Kind
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
-from ivy_matrix.errors import ExitCode, InputError, IvyMatrixError, ProblemsError
+from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError, UsageError
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.runner.log import Log
+from ivy_matrix.runner.pacing import Heartbeat
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -65,6 +69,7 @@ _NOT_COMPARE = frozenset(
         "style",
         "history",
         "retire_after_runs",
+        "trend_points",
     }
 )
 _COMPARE_OPTIONS = tuple(name for name in _UPDATE_OPTIONS if name not in _NOT_COMPARE)
@@ -88,11 +93,13 @@ _METAVARS = {
     "api_url": "URL",
     "job_name": "PATTERN",
     "issue_label": "LABEL",
+    "backend_aliases": "WORDS",
     "sha": "SHA",
     "head_sha": "SHA",
     "base_sha": "SHA",
     "ref": "REF",
     "pr_comment_author": "LOGIN",
+    "budget_warning": "PERCENT",
 }
 _KIND_METAVARS = {
     Kind.LIST: "GLOB",
@@ -104,30 +111,53 @@ _KIND_METAVARS = {
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
 _BRANCH_OPTIONS = (
     *("targets", "branch", "branch_transport", "token", "api_url", "server_url"),
-    *("repository", "dry_run"),
+    *("repository", "dry_run", "budget_warning"),
 )
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
-    *("output_dir", "config", "style", "history", "retire_after_runs"),
+    *("output_dir", "config", "style", "history", "retire_after_runs", "trend_points"),
     *("issue_label", "pin_index"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors raised as InputError (exit 1) instead of exit 2, and help
-    and version written to ``stdout`` (None: the process's)."""
+    """argparse, with usage errors raised as UsageError (exit 2, our one-line message with a
+    hint) and help and version written to ``stdout`` (None: the process's)."""
 
     stdout: TextIO | None = None
 
     def error(self, message: str) -> NoReturn:
-        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
+        raise UsageError(f"{self.prog}: {message}{_hint(message)} (see {self.prog} --help)")
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         # argparse sends help and version here with file=sys.stdout: use the command's stream.
         if self.stdout is not None and file in (None, sys.stdout):
             file = self.stdout
         super()._print_message(message, file)
+
+
+_COMMANDS = ("update", "compare", "adopt", "render", "publish", "prune")
+
+
+def _hint(message: str) -> str:
+    """What a newcomer most likely meant, for argparse's usual complaints."""
+    if message.startswith("unrecognized arguments:"):
+        extra = message.removeprefix("unrecognized arguments:").split()
+        if any(Path(word).exists() for word in extra if not word.startswith("-")):
+            return (
+                "; the shell expanded a glob into several files: quote it "
+                "(--junit 'results/*.xml') or repeat --junit for each"
+            )
+        return ""
+    if "invalid choice:" in message and "argument COMMAND" in message:
+        word = message.split("invalid choice:", 1)[1].split("'")[1:2]
+        close = difflib.get_close_matches(word[0], _COMMANDS, n=1) if word else []
+        if close:
+            return f"; did you mean {close[0]}?"
+    if "required: COMMAND" in message or "argument COMMAND" in message:
+        return "; the command comes first: ivy-matrix update --junit GLOB ..."
+    return ""
 
 
 def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
@@ -196,10 +226,18 @@ def _add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
 def _compare_arguments(compare: argparse.ArgumentParser) -> None:
     """``compare``: where the comment and the verdicts go, then the options of ``update`` it uses."""
     compare.add_argument(
-        "--markdown", dest="compare_markdown", type=Path, metavar="FILE", help="write the comment"
+        "--markdown",
+        dest="compare_markdown",
+        type=Path,
+        metavar="FILE",
+        help="write the comment ('-': to stdout)",
     )
     compare.add_argument(
-        "--json", dest="compare_json", type=Path, metavar="FILE", help="write the verdicts"
+        "--json",
+        dest="compare_json",
+        type=Path,
+        metavar="FILE",
+        help="write the verdicts ('-': to stdout)",
     )
     _add_options(compare, _COMPARE_OPTIONS)
 
@@ -241,7 +279,8 @@ def _prune_arguments(prune: argparse.ArgumentParser) -> None:
 
 
 _BOOL_FLAGS = frozenset(option.flag for option in OPTIONS if option.kind is Kind.BOOL)
-_BOOL_WORDS = frozenset({"true", "false"})
+# Words taken as a flag's value, so that "--dry-run yes" is told the allowed values.
+_BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n"})
 
 
 def _bare_flags(argv: Sequence[str]) -> list[str]:
@@ -266,11 +305,17 @@ def main(
     remote: Remote | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    platform: str = sys.platform,
 ) -> int:
     """Run one command; return the exit code. ``remote``: how to reach GitHub (tests);
-    ``stdout``, ``stderr``: where the log goes (None: the process's streams)."""
+    ``stdout`` (data) and ``stderr`` (diagnostics): the streams (None: the process's);
+    ``clock``: what phases and progress are timed by; ``platform``: ``sys.platform``."""
     env = environ() if env is None else env
-    log = Log(github_actions=is_github_actions(env), stream=stdout, error_stream=stderr)
+    log = Log(github_actions=is_github_actions(env), stream=stderr, data=stdout, clock=clock)
+    if platform == "win32":
+        log.error(WINDOWS)
+        return ExitCode.USAGE
     try:
         args = _parser(stdout).parse_args(_bare_flags(sys.argv[1:] if argv is None else argv))
         skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
@@ -278,16 +323,23 @@ def main(
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
-        return _run(args, settings, log, remote)
+        with Heartbeat(log).running():
+            return _run(args, settings, log, remote)
     except IvyMatrixError as error:
         log.error(str(error))
         for problem in error.problems if isinstance(error, ProblemsError) else ():
             log.error(problem)
-        return ExitCode.USER
-    except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 2
+        return error.exit_code
+    except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 70
         log.traceback(traceback.format_exc())
         log.error("ivy-matrix crashed; please report this with the log above")
         return ExitCode.BUG
+
+
+WINDOWS = (
+    "ivy-matrix runs on Linux and macOS; Windows is not supported (run it under WSL, or on a "
+    "Linux or macOS runner)"
+)
 
 
 def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> ExitCode:

@@ -1,18 +1,18 @@
-"""The exceptions ivy-matrix raises on purpose.
+"""The exceptions ivy-matrix raises on purpose, and the exit codes they end a command with.
 
-Pure: no I/O. The hierarchy::
+Pure: no I/O. The hierarchy, with each class's exit code (:class:`ExitCode`)::
 
-    IvyMatrixError          the user must fix something; exit code 1, one-line message
-    ├── InputError          a setting, config file, table or path is wrong
-    │   └── ProblemsError   several problems of one input (a table's cells), listed together
-    ├── StoreError          the state store cannot be read or written
-    └── GitHubAPIError      GitHub refused a request (status, operation, permission hint)
+    IvyMatrixError          the user must fix something; a one-line message         3
+    ├── InputError          an input is not usable: result files, a table, a path    3
+    │   ├── UsageError      the command line or a setting is wrong                  2
+    │   └── ProblemsError   several problems of one input (a table's cells)          3
+    ├── StoreError          the state store cannot be read, written or locked        4
+    └── GitHubAPIError      GitHub refused a request or could not be reached         5
         ├── ReadOnlyTokenError  the token may not write (fork pull requests, Dependabot)
         └── RateLimitError      rate limited for longer than we are willing to wait
 
-Anything else that escapes is a bug in ivy-matrix: exit code 2 with a traceback. Messages say
-what failed, why, and what to do, naming settings the way the user wrote them. The exit codes
-are :class:`ExitCode`.
+Anything else that escapes is a bug in ivy-matrix: exit code 70 with a traceback. Messages say
+what failed, why, and what to do, naming settings the way the user wrote them.
 """
 
 from __future__ import annotations
@@ -22,27 +22,44 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """What a command's exit code says: done, the user must fix something, or a bug."""
+    """What a command's exit code says. The one table: docs/commands.md lists it too."""
 
     OK = 0  # done, warnings included
-    USER = 1  # an IvyMatrixError, or what fail-on asks for: the message says what to fix
-    BUG = 2  # anything else: a bug in ivy-matrix (a traceback is printed)
+    FAILING = 1  # the results fail the --fail-on rule (failed tests, or a new failure)
+    USAGE = 2  # the command line or a setting is wrong (argparse's code for usage errors)
+    INPUT = 3  # an input is not usable: no result file, none readable, no backend matched
+    STORE = 4  # the state store cannot be read, written or locked, or holds no baseline
+    GITHUB = 5  # GitHub refused a request or could not be reached
+    BUG = 70  # anything else: a bug in ivy-matrix (a traceback is printed); EX_SOFTWARE
 
 
 class IvyMatrixError(Exception):
     """A problem the user can fix; the message says how."""
 
+    exit_code = ExitCode.INPUT
+
 
 class InputError(IvyMatrixError):
-    """A setting, config file, table or path is not usable."""
+    """An input is not usable: result files, a table, a path or a setting's value."""
+
+
+class UsageError(InputError):
+    """The command line or a setting is wrong: an unknown option, a bad value, options that
+    do not go together, a bad config file."""
+
+    exit_code = ExitCode.USAGE
 
 
 class StoreError(IvyMatrixError):
-    """The state store could not be read or written."""
+    """The state store could not be read, written or locked."""
+
+    exit_code = ExitCode.STORE
 
 
 class GitHubAPIError(IvyMatrixError):
-    """GitHub answered a request with an error."""
+    """GitHub answered a request with an error, or could not be reached."""
+
+    exit_code = ExitCode.GITHUB
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)

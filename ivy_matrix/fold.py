@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT, Batch, apply_batch
-from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.model import DashboardId, DashboardState, Trend
 from ivy_matrix.retirement import (
     Removal,
     batch_runs,
@@ -42,13 +42,17 @@ class Merged:
 
     ``changed`` are the keys whose state must be saved (anything changed, history included);
     ``removed`` the dashboards that are gone (their state and files are deleted); ``reports``
-    has one entry per dashboard the change reached. Stores fold this in and hand it back.
+    has one entry per dashboard the change reached; ``runs`` the run ids whose results the
+    change brought. Stores fold this in and hand it back; a store that keeps a trend
+    (trend.py) adds it as ``trend`` when it renders (None: it keeps none, or did not render).
     """
 
     states: Mapping[DashboardId, DashboardState]
     changed: tuple[str, ...] = ()
     removed: tuple[DashboardState, ...] = ()
     reports: Mapping[str, DashboardReport] = field(default_factory=dict)
+    runs: tuple[int, ...] = ()
+    trend: Trend | None = None
 
     @property
     def changed_cells(self) -> int:
@@ -83,7 +87,8 @@ def merge_batches(
     merged = dict(states)
     changed: list[str] = []
     reports: dict[str, DashboardReport] = {}
-    runs = set(store_runs(states.values())) | batch_runs(batches) | set(other_runs)
+    brought = batch_runs(batches)
+    runs = set(store_runs(states.values())) | brought | set(other_runs)
     horizon = retirement_horizon(sorted(runs, reverse=True), retire_after_runs)
     for given in batches:
         batch = within_window(given, horizon)
@@ -101,7 +106,13 @@ def merge_batches(
     removed = _retire_all(
         states, merged, changed, reports, retire_after_runs, other_runs=other_runs
     )
-    return Merged(states=merged, changed=tuple(changed), removed=removed, reports=reports)
+    return Merged(
+        states=merged,
+        changed=tuple(changed),
+        removed=removed,
+        reports=reports,
+        runs=tuple(sorted(brought)),
+    )
 
 
 def retire_merged(
@@ -124,6 +135,8 @@ def retire_merged(
         changed=tuple(changed),
         removed=(*merged.removed, *removed),
         reports=reports,
+        runs=merged.runs,
+        trend=merged.trend,
     )
 
 

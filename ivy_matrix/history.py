@@ -96,7 +96,7 @@ class RunResult:
     outcome: Outcome
 
 
-def _run_outcome(entries: Sequence[Entry]) -> Outcome:
+def run_outcome(entries: Sequence[Entry]) -> Outcome:
     """The outcome of one run from its entries: flaky when its attempts disagree."""
     by_attempt: dict[int, Outcome] = {}
     for entry in entries:
@@ -121,7 +121,7 @@ def runs_of(entries: Iterable[Entry]) -> list[RunResult]:
         runs.setdefault(entry.run.run_id, []).append(entry)
     ordered = sorted(runs.values(), key=lambda group: group[0].run.run_id, reverse=True)
     return [
-        RunResult(entry=max(group, key=lambda e: e.run), outcome=_run_outcome(group))
+        RunResult(entry=max(group, key=lambda e: e.run), outcome=run_outcome(group))
         for group in ordered
     ]
 

@@ -52,6 +52,8 @@ DEPTH_CAP = 1000
 _TEXT_CAP = 4 * MESSAGE_CAP
 
 _JUNIT_ROOTS = frozenset({"testsuites", "testsuite"})
+# Where a nameless testcase's line is kept among its attributes: no XML name has a space.
+_LINE = " line"
 _new_tuple = tuple.__new__
 
 # Ranks of a testcase's direct result children; a higher rank decides the bucket.
@@ -127,9 +129,13 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
     *,
     source: str,
     on_case: Callable[[CaseResult], None],
+    on_nameless: Callable[[int], None] | None = None,
     chunk_size: int = 1 << 20,
 ) -> tuple[FileCounts, ParseProblem | None]:
     """Stream one JUnit XML file, calling ``on_case`` for every ``<testcase>`` as it ends.
+
+    With ``on_nameless``, a ``<testcase>`` without a name (an interrupted run writes them) is
+    passed to it instead, as the line it starts on; it is still counted.
 
     ``source`` names the file in the counts and in any problem. Returns the file's counts and
     ``None``, or, when the file is empty, not well-formed, not JUnit or refused as unsafe,
@@ -178,7 +184,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             text.append(data[:_TEXT_CAP])
             text_len += len(data)
 
-    def start(name: str, attrs: dict[str, str]) -> None:
+    def start(name: str, attrs: dict[str, str]) -> None:  # noqa: C901  -- the hot loop, kept flat
         nonlocal depth, case, case_depth, rank, flaky, message, capture_depth, text_len, suite
         depth += 1
         if name == "testcase":
@@ -186,6 +192,8 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                 if depth > DEPTH_CAP:
                     raise BadInputError(_too_deep(), parser.CurrentLineNumber)
                 outer.append((case, case_depth, rank, flaky, message))
+            if on_nameless is not None and not attrs.get("name"):
+                attrs[_LINE] = str(parser.CurrentLineNumber)
             case = attrs
             case_depth = depth
             rank = _PASSED
@@ -232,22 +240,25 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                     cap_name(classname),
                     cap_name(file),
                 )
-            # tuple.__new__ straight from C: the NamedTuple's own __new__ is a Python function,
-            # one more call per case.
-            on_case(
-                _new_tuple(
-                    CaseResult,
-                    (
-                        case_name,
-                        classname,
-                        file,
-                        suite,
-                        _STATUS[rank],
-                        is_flaky,
-                        message,
-                    ),
+            if not case_name and on_nameless is not None:
+                on_nameless(int(case.get(_LINE, "0")))
+            else:
+                # tuple.__new__ straight from C: the NamedTuple's own __new__ is a Python
+                # function, one more call per case.
+                on_case(
+                    _new_tuple(
+                        CaseResult,
+                        (
+                            case_name,
+                            classname,
+                            file,
+                            suite,
+                            _STATUS[rank],
+                            is_flaky,
+                            message,
+                        ),
+                    )
                 )
-            )
             tally[rank] += 1
             if is_flaky:
                 flaky_count += 1

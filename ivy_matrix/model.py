@@ -101,6 +101,8 @@ class FileCounts:
     skipped: int = 0
     flaky: int = 0
     problem: str | None = None
+    # Test cases without a name (counted above, never recorded: an interrupted run).
+    nameless: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,9 +178,39 @@ class Source:
         return self.pr is not None or self.event in PULL_REQUEST_EVENTS
 
 
+class CaseCounts(NamedTuple):
+    """How the test cases of one cell ended in one run (a row collapses a test's
+    parametrizations, so a cell can hold many cases). The four are disjoint: ``passed`` does
+    not include ``flaky`` (passed only after reruns); ``failed`` counts failures and errors.
+
+    A NamedTuple: one is built per cell, tens of thousands per update, and most are equal.
+    """
+
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    flaky: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.skipped + self.flaky
+
+    @property
+    def partly_failing(self) -> bool:
+        """Some cases failed and some did not (the compact style shows the counts then)."""
+        return 0 < self.failed < self.total
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Entry:
     """One recorded result of one cell: what a run found.
+
+    ``counts`` are its cases (None when unknown: adopted cells, states written before
+    version 2). A failing entry keeps the first line of its first failure's message
+    (``message``, at most ``junit.MESSAGE_CAP`` characters) and that line's ``signature``
+    (signature.py: a short hash of the line with what varies between runs and backends taken
+    out, so that one error on several backends or tests has one signature); both are "" for
+    the other outcomes and when the result file gave no message.
 
     Cells adopted from an existing table are read into this form too: a cell is always drawn
     from its outcome and link, never from text kept as it was.
@@ -186,6 +218,9 @@ class Entry:
 
     source: Source
     outcome: Outcome
+    counts: CaseCounts | None = None
+    message: str = ""
+    signature: str = ""
 
     @property
     def run(self) -> RunKey:
@@ -242,3 +277,48 @@ class DashboardState:
     @property
     def backend_names(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.backends)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BackendPoint:
+    """One backend in one run, over every dashboard: its rows by that run's result, and
+    ``missing``, the rows it has a cell in that the run brought no result for."""
+
+    passed: int = 0
+    failed: int = 0
+    flaky: int = 0
+    skipped: int = 0
+    missing: int = 0
+
+    @property
+    def ran(self) -> int:
+        """Rows with a result that says pass or fail (skipped and missing ones say neither)."""
+        return self.passed + self.failed + self.flaky
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parity:
+    """One run's rows that ran on every backend of their dashboard (``rows``), how many of
+    them passed on all (``green``), and per backend how many failed there only."""
+
+    rows: int = 0
+    green: int = 0
+    fails_only: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrendPoint:
+    """One completed default-branch run, summed over every dashboard of the store."""
+
+    run: int
+    sha: str = ""
+    time: str = ""
+    backends: tuple[tuple[str, BackendPoint], ...] = ()
+    parity: Parity = Parity()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trend:
+    """A store's trend: one point per run, oldest first (trend.py keeps it)."""
+
+    points: tuple[TrendPoint, ...] = ()

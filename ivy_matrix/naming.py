@@ -140,6 +140,11 @@ class Namer:
         return match.group("backend") if match and match.group("backend") else None
 
     @property
+    def matches_paths(self) -> bool:
+        """Whether a file's backend comes from ``backend-from-path`` (not a fixed backend)."""
+        return self._rules.backend_from_path is not None and not self._rules.backend
+
+    @property
     def needs_test_id(self) -> bool:
         """Whether naming looks at each case's id (dashboard rules, backend-from-test)."""
         rules = self._rules

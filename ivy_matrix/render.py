@@ -22,8 +22,10 @@ from ivy_matrix.history import (
     render_issue_section,
     render_notes_sections,
 )
-from ivy_matrix.model import DashboardState, Entry, Outcome, Totals
+from ivy_matrix.model import DashboardState, Entry, Outcome, Totals, Trend
 from ivy_matrix.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.totals import backend_totals
+from ivy_matrix.trend import TREND_NAME, dump_trend
 
 
 class Style(StrEnum):
@@ -151,17 +153,7 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
 
 def backend_counts(state: DashboardState) -> dict[str, tuple[int, int]]:
     """Per backend: (passing, total) tests; skipped tests count in neither, flaky ones pass."""
-    counts: dict[str, list[int]] = {b: [0, 0] for b in state.backend_names}
-    for row in state.rows:
-        for backend, cell in row.cells.items():
-            outcome = cell.latest.outcome
-            if outcome is Outcome.SKIPPED:
-                continue
-            tally = counts.setdefault(backend, [0, 0])
-            tally[1] += 1
-            if outcome is not Outcome.FAILURE:
-                tally[0] += 1
-    return {b: (p, t) for b, (p, t) in counts.items()}
+    return {name: (t.passing, t.total) for name, t in backend_totals(state).items()}
 
 
 def counts_table(
@@ -344,9 +336,14 @@ def render_page(state: DashboardState, style: Style) -> RenderedFile:
 
 
 def render_files(
-    states: Sequence[DashboardState], *, style: Style, only: Iterable[str] | None = None
+    states: Sequence[DashboardState],
+    *,
+    style: Style,
+    only: Iterable[str] | None = None,
+    trend: Trend | None = None,
 ) -> list[RenderedFile]:
-    """The dashboards (all, or those whose keys are in ``only``) and the index page.
+    """The dashboards (all, or those whose keys are in ``only``) and the index page, and with
+    a ``trend`` that has points (the store keeps one) its file, ``trend.json``.
 
     Below the index's table go its history sections (newly failing, failing for long, flaky;
     history.py); a compact dashboard gets its failing and flaky cells below its table.
@@ -355,4 +352,6 @@ def render_files(
     files = [render_page(state, style) for state in states if wanted is None or state.key in wanted]
     index = render_index_page([index_row(state) for state in states])
     files.append(RenderedFile(path=INDEX_NAME, text=index))
+    if trend is not None and trend.points:
+        files.append(RenderedFile(path=TREND_NAME, text=dump_trend(trend)))
     return files

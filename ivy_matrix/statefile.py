@@ -1,18 +1,23 @@
 """The serialized form of a dashboard's state (JSON, one document per dashboard).
 
-Pure: no I/O; the stores read and write the text. Version 1 looks like this::
+Pure: no I/O; the stores read and write the text. Version 2 looks like this::
 
     {
       "format": "ivy-matrix-dashboard",
-      "version": 1,
+      "version": 2,
       "title": "gradients",
       "category": "core",
       "runs": [4519946746, 4519909128],
       "sources": [[4519946746, 1, 7960678746, "https://github.com/o/r/actions/runs/.../job/...",
                    "2026-11-21T10:00:00Z"]],
-      "cells": [[[0, "failure"], [3, "success"]], [[0, "success"]]],
+      "messages": [["AssertionError: 3 != 4", "5d41402abc"]],
+      "cells": [[[0, "failure", [2, 1, 0, 0], 0], [3, "success", [3, 0, 0, 0]]],
+                [[0, "success", [1, 0, 0, 0]]]],
       "backends": [["torch", [4519946746, 1, 7960678746], 0]],
-      "rows": [["test_grad", [4519946746, 1, 7960678746], 0, {"torch": 0}]]
+      "rows": [["test_grad", [4519946746, 1, 7960678746], 0, {"torch": 0}]],
+      "totals": {"torch": {"success": 1, "failure": 1, "flaky": 0, "skipped": 0,
+                           "cases_passed": 3, "cases_failed": 1, "cases_skipped": 0,
+                           "cases_flaky": 0, "passing": 1, "total": 2}}
     }
 
 - ``sources`` lists each job once: run id, run attempt, job id (``-1`` when unknown), URL,
@@ -21,15 +26,23 @@ Pure: no I/O; the stores read and write the text. Version 1 looks like this::
   ``ref``, and for a pull request ``pr`` (its number) and ``base_sha``, e.g.
   ``{"sha": "9f2c...", "event": "push", "ref": "refs/heads/main"}``. Sources without it are
   written exactly as before, and documents without it load with empty provenance.
-- ``cells`` lists each distinct cell history once, newest first: ``[source index, outcome]``
-  (older versions added the original text of adopted cells as a third item; it is ignored).
-  (Most cells of a run are alike: one job, one outcome. A dashboard of 50,000 rows has only a
-  few hundred distinct histories.)
+- ``messages`` lists each distinct failure line once, with its signature (signature.py).
+  The first line with a signature is that signature's sample in this dashboard.
+- ``cells`` lists each distinct cell history once, newest first. Each result is
+  ``[source index, outcome]``, then its case counts ``[passed, failed, skipped, flaky]``
+  when known (``null`` when not, if a message follows), then the index of its failure line
+  in ``messages`` when it has one. (Most cells of a run are alike: one job, one outcome, one
+  case. A dashboard of 50,000 rows has only a few hundred distinct histories.)
 - ``backends`` and ``rows`` are in display order, each with the run where it first appeared
   and its position in that run's results; a row maps each backend to an index in ``cells``.
 - ``runs``: the newest distinct run ids that touched the dashboard, newest first.
+- ``totals``: per backend, its rows by latest outcome and their cases (totals.py). Derived
+  from the cells, for readers that want only them; ignored when loading.
 
-Readers refuse documents of another format or of a newer version, with a message that says so.
+Version 1 documents (no ``messages``, no counts, no ``totals``; older ones also kept an adopted
+cell's text as a third item of a result, which is ignored) load with unknown counts and no
+messages, and are written as version 2 when next saved. Readers refuse documents of another
+format or of a newer version, with a message that says so.
 """
 
 from __future__ import annotations
@@ -39,8 +52,10 @@ import re
 from collections.abc import Iterable, Mapping
 
 from ivy_matrix.errors import StoreError
+from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_str
 from ivy_matrix.merge import RUNS_KEPT
 from ivy_matrix.model import (
+    CaseCounts,
     Cell,
     DashboardId,
     DashboardState,
@@ -51,36 +66,15 @@ from ivy_matrix.model import (
     Seen,
     Source,
 )
+from ivy_matrix.totals import backend_totals
 
 FORMAT = "ivy-matrix-dashboard"
-VERSION = 1
-
-
-class _MalformedError(ValueError):
-    """A value in the document does not have the expected shape."""
-
-
-def _list(value: object) -> list[object]:
-    if not isinstance(value, list):
-        raise _MalformedError(f"expected a list, got {value!r:.60}")
-    return value
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _MalformedError(f"expected an integer, got {value!r:.60}")
-    return value
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise _MalformedError(f"expected a string, got {value!r:.60}")
-    return value
+VERSION = 2
 
 
 def _run(value: object) -> RunKey:
-    run_id, attempt, job_id = _list(value)
-    return RunKey(_int(run_id), _int(attempt), _int(job_id))
+    run_id, attempt, job_id = expect_list(value)
+    return RunKey(expect_int(run_id), expect_int(attempt), expect_int(job_id))
 
 
 def _provenance(source: Source) -> dict[str, object]:
@@ -96,23 +90,23 @@ def _provenance(source: Source) -> dict[str, object]:
 
 
 def _source(item: object) -> Source:
-    values = _list(item)
+    values = expect_list(item)
     if len(values) not in {5, 6}:
-        raise _MalformedError(f"expected a source of 5 or 6 items, got {len(values)}")
+        raise MalformedError(f"expected a source of 5 or 6 items, got {len(values)}")
     run_id, attempt, job_id, url, time = values[:5]
     provenance = values[5] if len(values) == 6 else {}  # noqa: PLR2004  -- the optional item
     if not isinstance(provenance, dict):
-        raise _MalformedError(f"expected an object of provenance, got {provenance!r:.60}")
+        raise MalformedError(f"expected an object of provenance, got {provenance!r:.60}")
     pr = provenance.get("pr")
     return Source(
-        run=RunKey(_int(run_id), _int(attempt), _int(job_id)),
-        url=_str(url),
-        time=_str(time),
-        sha=_str(provenance.get("sha", "")),
-        event=_str(provenance.get("event", "")),
-        ref=_str(provenance.get("ref", "")),
-        pr=None if pr is None else _int(pr),
-        base_sha=_str(provenance.get("base_sha", "")),
+        run=RunKey(expect_int(run_id), expect_int(attempt), expect_int(job_id)),
+        url=expect_str(url),
+        time=expect_str(time),
+        sha=expect_str(provenance.get("sha", "")),
+        event=expect_str(provenance.get("event", "")),
+        ref=expect_str(provenance.get("ref", "")),
+        pr=None if pr is None else expect_int(pr),
+        base_sha=expect_str(provenance.get("base_sha", "")),
     )
 
 
@@ -136,6 +130,20 @@ def dump_state(state: DashboardState) -> str:
             by_identity[id(source)] = found
         return found
 
+    # Each distinct failure line once, with its signature.
+    message_index: dict[tuple[str, str], int] = {}
+
+    def result(entry: Entry) -> tuple[object, ...]:
+        head = (index_of(entry.source), entry.outcome.value)
+        counts = entry.counts  # a tuple: json writes it as a list
+        if entry.message or entry.signature:
+            key = (entry.message, entry.signature)
+            found = message_index.get(key)
+            if found is None:
+                found = message_index[key] = len(message_index)
+            return (*head, counts, found)
+        return head if counts is None else (*head, counts)
+
     # Each distinct history once, found by identity first (rows share cell objects), then by
     # value, so that equal states give the same text however their cells are shared.
     cell_by_identity: dict[int, int] = {}
@@ -145,7 +153,7 @@ def dump_state(state: DashboardState) -> str:
     def cell_index(cell: Cell) -> int:
         found = cell_by_identity.get(id(cell))
         if found is None:
-            history = tuple((index_of(e.source), e.outcome.value) for e in cell.entries)
+            history = tuple(result(e) for e in cell.entries)
             found = cell_by_value.get(history)
             if found is None:
                 found = cell_by_value[history] = len(histories)
@@ -166,9 +174,11 @@ def dump_state(state: DashboardState) -> str:
         "category": state.id.category,
         "runs": list(state.runs),
         "sources": sources,
+        "messages": [[text, signature] for text, signature in message_index],
         "cells": histories,
         "backends": [[name, seen.run, seen.seq] for name, seen in state.backends],
         "rows": rows,
+        "totals": {name: t.to_json() for name, t in backend_totals(state).items()},
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
 
@@ -195,56 +205,105 @@ def load_state(text: str, *, where: str) -> DashboardState:
             f"this ivy-matrix understands ({VERSION}); upgrade ivy-matrix"
         )
     try:
-        return _decode(document)
+        return _decode(document, version)
     except (KeyError, ValueError, IndexError) as error:
         raise StoreError(
             f"cannot read dashboard state {where}: malformed document ({error!r})"
         ) from None
 
 
-def _cell(history: list[object], sources: list[Source], outcomes: dict[str, Outcome]) -> Cell:
+def _counts(value: object) -> CaseCounts | None:
+    if value is None:
+        return None
+    numbers = expect_list(value)
+    if len(numbers) != 4:  # noqa: PLR2004  -- passed, failed, skipped, flaky
+        raise MalformedError(f"expected 4 case counts, got {value!r:.60}")
+    return CaseCounts(*(expect_int(n) for n in numbers))
+
+
+def _message(value: object) -> tuple[str, str]:
+    text, signature = expect_list(value)
+    return expect_str(text), expect_str(signature)
+
+
+def _cell(
+    history: list[object],
+    sources: list[Source],
+    outcomes: dict[str, Outcome],
+    messages: list[tuple[str, str]],
+    version: int,
+) -> Cell:
     entries = []
     for record in history:
-        values = _list(record)
-        # Older versions kept an adopted cell's text as a third item: it is not used any more,
-        # so that no adopted markdown is ever drawn again as it was.
-        index = _int(values[0])
+        values = expect_list(record)
+        index = expect_int(values[0])
         if not 0 <= index < len(sources):
-            raise _MalformedError(f"source index {index} out of range")
-        entries.append(Entry(source=sources[index], outcome=outcomes[_str(values[1])]))
+            raise MalformedError(f"source index {index} out of range")
+        outcome = outcomes[expect_str(values[1])]
+        if version < 2:  # noqa: PLR2004  -- the version that added counts and messages
+            # Older versions kept an adopted cell's text as a third item: it is not used any
+            # more, so that no adopted markdown is ever drawn again as it was.
+            entries.append(Entry(source=sources[index], outcome=outcome))
+            continue
+        counts = _counts(values[2]) if len(values) > 2 else None  # noqa: PLR2004  -- optional
+        message, signature = "", ""
+        if len(values) > 3:  # noqa: PLR2004  -- the optional message index
+            position = expect_int(values[3])
+            if not 0 <= position < len(messages):
+                raise MalformedError(f"message index {position} out of range")
+            message, signature = messages[position]
+        entries.append(
+            Entry(
+                source=sources[index],
+                outcome=outcome,
+                counts=counts,
+                message=message,
+                signature=signature,
+            )
+        )
     if not entries:
-        raise _MalformedError("a cell with no results")
+        raise MalformedError("a cell with no results")
     return Cell(entries=tuple(entries))
 
 
-def _decode(document: dict[str, object]) -> DashboardState:
-    sources = [_source(item) for item in _list(document["sources"])]
+def _decode(document: dict[str, object], version: int) -> DashboardState:
+    sources = [_source(item) for item in expect_list(document["sources"])]
     outcomes = {o.value: o for o in Outcome}
+    messages = [_message(item) for item in expect_list(document.get("messages", []))]
     # Decoded once each and shared by every row that has them: quick to load, small in memory.
-    cells = [_cell(_list(history), sources, outcomes) for history in _list(document["cells"])]
+    cells = [
+        _cell(expect_list(history), sources, outcomes, messages, version)
+        for history in expect_list(document["cells"])
+    ]
     rows = []
-    for item in _list(document["rows"]):
-        name, first_run, seq, row_cells = _list(item)
+    for item in expect_list(document["rows"]):
+        name, first_run, seq, row_cells = expect_list(item)
         if not isinstance(row_cells, dict):
-            raise _MalformedError(f"expected an object of cells, got {row_cells!r:.60}")
+            raise MalformedError(f"expected an object of cells, got {row_cells!r:.60}")
         decoded: dict[str, Cell] = {}
         for backend, index in row_cells.items():
-            position = _int(index)
+            position = expect_int(index)
             if not 0 <= position < len(cells):
-                raise _MalformedError(f"cell index {position} out of range")
-            decoded[_str(backend)] = cells[position]
+                raise MalformedError(f"cell index {position} out of range")
+            decoded[expect_str(backend)] = cells[position]
         rows.append(
-            Row(name=_str(name), first_seen=Seen(_run(first_run), _int(seq)), cells=decoded)
+            Row(
+                name=expect_str(name),
+                first_seen=Seen(_run(first_run), expect_int(seq)),
+                cells=decoded,
+            )
         )
     backends = []
-    for item in _list(document["backends"]):
-        name, first_run, seq = _list(item)
-        backends.append((_str(name), Seen(_run(first_run), _int(seq))))
+    for item in expect_list(document["backends"]):
+        name, first_run, seq = expect_list(item)
+        backends.append((expect_str(name), Seen(_run(first_run), expect_int(seq))))
     return DashboardState(
-        id=DashboardId(title=_str(document["title"]), category=_str(document["category"])),
+        id=DashboardId(
+            title=expect_str(document["title"]), category=expect_str(document["category"])
+        ),
         backends=tuple(backends),
         rows=tuple(rows),
-        runs=tuple(_int(r) for r in _list(document["runs"])),
+        runs=tuple(expect_int(r) for r in expect_list(document["runs"])),
     )
 
 
@@ -341,14 +400,14 @@ def load_runs(
     try:
         document = json.loads(text)
         if not isinstance(document, dict) or document.get("format") != RUNS_FORMAT:
-            raise _MalformedError(f"not an {RUNS_FORMAT} document")
+            raise MalformedError(f"not an {RUNS_FORMAT} document")
         runs = document["runs"]
         if not isinstance(runs, dict):
-            raise _MalformedError("'runs' is not an object")
+            raise MalformedError("'runs' is not an object")
         record = {}
         for run, entry in runs.items():
-            size = _int(entry["size"])
-            done = frozenset(_int(i) for i in _list(entry["done"]))
+            size = expect_int(entry["size"])
+            done = frozenset(expect_int(i) for i in expect_list(entry["done"]))
             if (
                 _ASCII_RUN.fullmatch(run)
                 and 0 < size <= max_size

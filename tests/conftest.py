@@ -1,4 +1,5 @@
-"""Shared fixtures: the golden-file comparison and the paths of the shared test data."""
+"""Shared fixtures: the golden-file comparison, the paths of the shared test data, the GitHub
+doubles (under GitHub's budgets) and the plugin that reports what each test spent."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ import pytest
 from ivy_matrix.github.client import GitHubClient, make_client
 from tests.github.fake_server import FakeGitHub
 from tests.github.memory import MemoryGitHub
+
+# What each test spent of GitHub's budgets, and the top spenders, in the terminal summary.
+pytest_plugins = ("tests.github.spend_report",)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

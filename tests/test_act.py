@@ -77,7 +77,7 @@ def scratch_repo(path: Path, workflow: Path) -> Path:
 
 @pytest.fixture(name="fake")
 def fake_fixture():
-    with FakeGitHub(rate_limit=1_000_000) as fake:
+    with FakeGitHub() as fake:
         yield fake
 
 

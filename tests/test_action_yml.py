@@ -102,11 +102,12 @@ def option_reference() -> list[list[str]]:
 
 
 def shown_default(name: str, spec: dict[str, str]) -> set[str]:
-    """What the reference's default cell must show as code: the default, the runner variable
-    that fills the option, and the expression the action passes instead."""
+    """What the reference's default cell must show as code: the default, the runner variables
+    that fill the option, and the expression the action passes instead."""
     o = option(name)
     shown = {o.default.replace("\n", ", ")} if o.default else set()
     shown |= {o.runner_env} if o.runner_env else set()
+    shown |= set(o.also_env)
     return shown | ({spec["default"]} if "${{" in spec["default"] else set())
 
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from ivy_matrix.cli import main
+from ivy_matrix.cli import WINDOWS, main
+from ivy_matrix.config.settings import load_settings
+from ivy_matrix.errors import ExitCode
 from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import Outcome
@@ -20,22 +24,39 @@ ENTRYPOINT = ROOT / "entrypoint.py"
 
 
 @pytest.mark.parametrize(
-    ("argv", "env", "phrase"),
+    ("argv", "env", "code", "phrase"),
     [
-        (["--junit", "r.xml"], {}, "no backend given"),
-        (["--backend", "torch"], {}, "no result files given"),
+        (["--junit", "r.xml"], {}, ExitCode.USAGE, "no backend given"),
+        (["--backend", "torch"], {}, ExitCode.USAGE, "no result files given"),
         (
             ["--junit", "r.xml", "--backend-from-path", r"results/(\w+)\.xml"],
             {},
+            ExitCode.USAGE,
             "needs a named group (?P<backend>...)",
         ),
-        (["--junit", "r.xml", "--backend-from-test", "("], {}, "not a valid regex"),
-        (["--junit", "r.xml", "--backend", "t", "--config", "missing.yml"], {}, "cannot read it"),
-        (["--junit", "r.xml", "--backend", "t", "--config", "."], {}, "cannot read it"),
-        (["--junit", "r.xml", "--backend", "t", "--config", "bad.yml"], {}, "not valid YAML"),
+        (["--junit", "r.xml", "--backend-from-test", "("], {}, ExitCode.USAGE, "not a valid regex"),
+        (
+            ["--junit", "r.xml", "--backend", "t", "--config", "missing.yml"],
+            {},
+            ExitCode.USAGE,
+            "cannot read it",
+        ),
+        (
+            ["--junit", "r.xml", "--backend", "t", "--config", "."],
+            {},
+            ExitCode.USAGE,
+            "cannot read it",
+        ),
+        (
+            ["--junit", "r.xml", "--backend", "t", "--config", "bad.yml"],
+            {},
+            ExitCode.USAGE,
+            "not valid YAML",
+        ),
         (
             ["--junit", "r.xml", "--backend", "t"],
             {"IVY_MATRIX_FAIL_ON": "sometimes"},
+            ExitCode.USAGE,
             (
                 "input 'fail-on' (IVY_MATRIX_FAIL_ON) got 'sometimes'; "
                 "allowed values: failures, errors, new, nothing"
@@ -44,18 +65,22 @@ ENTRYPOINT = ROOT / "entrypoint.py"
         (
             ["--junit", "r.xml", "--backend", "t"],
             {"IVY_MATRIX_STYLE": "fancy"},
+            ExitCode.USAGE,
             "allowed values: ivy, compact",
         ),
         (
             ["--junit", "r.xml", "--backend", "t"],
             {"GITHUB_RUN_ID": "abc"},
+            ExitCode.USAGE,
             "got 'abc': not a whole number",
         ),
         (
             ["--junit", "r.xml", "--backend", "t"],
             {"IVY_MATRIX_REPOSITORY": "no-slash"},
+            ExitCode.USAGE,
             "expected OWNER/REPO",
         ),
+        (["--junit", "none.xml", "--backend", "t"], {}, ExitCode.INPUT, "no result files"),
     ],
     ids=[
         "no-backend",
@@ -69,22 +94,34 @@ ENTRYPOINT = ROOT / "entrypoint.py"
         "bad-style-env",
         "bad-run-id",
         "bad-repository",
+        "no-file",
     ],
 )
-def test_user_errors_exit_1_with_one_error_line(workdir, capsys, argv, env, phrase):
-    """A setting the user must fix gives exit 1 and exactly one ::error:: line that says what."""
+@pytest.mark.usefixtures("workdir")
+def test_user_errors_exit_with_their_code_and_one_error_line(capsys, argv, env, code, phrase):
+    """A setting the user must fix exits 2, an unusable input 3, each with exactly one
+    ::error:: line on stderr that says what, and nothing on stdout."""
+    workdir = Path.cwd()
     write_junit(workdir / "r.xml", [("test_grad", "passed")])
     (workdir / "bad.yml").write_text("backend: [unclosed\nstyle: : :\n", encoding="utf-8")
 
-    code = main(["update", *argv], {"GITHUB_ACTIONS": "true", **env})
+    got = main(["update", *argv], {"GITHUB_ACTIONS": "true", **env})
 
-    out = capsys.readouterr().out
-    assert code == 1
-    (line,) = error_lines(out)
+    out, err = capsys.readouterr()
+    assert (got, out) == (code, "")
+    (line,) = error_lines(err)
     assert line.startswith("::error::")
     assert phrase in line
-    assert out.splitlines()[-1] == line
+    assert err.splitlines()[-1] == line
     assert not (workdir / ".ivy-matrix" / "state").exists()
+
+
+def test_exit_codes_are_distinct_and_documented():
+    """Every exit code is distinct, and docs/commands.md lists each with its number."""
+    doc = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    assert len({int(code) for code in ExitCode}) == len(ExitCode)
+    for code in ExitCode:
+        assert re.search(rf"^\| {int(code)} \| ", doc, re.MULTILINE), code.name
 
 
 @pytest.mark.usefixtures("workdir")
@@ -92,36 +129,71 @@ def test_without_github_actions_errors_are_plain_lines(capsys):
     """Off the runner the same error is a plain 'error:' line, not a workflow command."""
     code = main(["update", "--junit", "r.xml"], {})
 
-    out = capsys.readouterr().out
-    assert code == 1
-    assert error_lines(out) == []
-    assert out.splitlines()[-1].startswith("error: no backend given")
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE
+    assert error_lines(err) == []
+    assert err.splitlines()[-1].startswith("error: no backend given")
 
 
 @pytest.mark.usefixtures("workdir")
-def test_bad_choice_message_lists_plain_values(capsys):
-    """The error for a bad choice lists the allowed values as the user types them."""
-    code = main(["update", "--junit", "r.xml", "--backend", "t", "--fail-on", "bogus"], {})
+def test_bad_choice_message_lists_plain_values_and_the_nearest(capsys):
+    """The error for a bad choice lists the allowed values as typed, and the one meant."""
+    code = main(["update", "--junit", "r.xml", "--backend", "t", "--fail-on", "failure"], {})
 
-    out = capsys.readouterr().out
-    assert code == 1
-    assert "<FailOn." not in out
-    assert "allowed values: failures, errors, new, nothing" in out
+    err = capsys.readouterr().err
+    assert code == ExitCode.USAGE
+    assert "<FailOn." not in err
+    assert "allowed values: failures, errors, new, nothing; did you mean failures?" in err
 
 
 @pytest.mark.usefixtures("workdir")
-def test_bad_choice_on_the_command_line_exits_1_like_the_env_var(capsys):
-    """A bad --fail-on on the command line is a user error: exit 1 with an ::error:: line."""
+def test_bad_choice_on_the_command_line_exits_2_like_the_env_var(capsys):
+    """A bad --fail-on on the command line is a usage error: exit 2 with one ::error:: line."""
     argv = ["update", "--junit", "r.xml", "--backend", "t", "--fail-on", "bogus"]
 
-    try:
-        code = main(argv, {"GITHUB_ACTIONS": "true"})
-    except SystemExit as exit_info:
-        code = exit_info.code if isinstance(exit_info.code, int) else -1
+    code = main(argv, {"GITHUB_ACTIONS": "true"})
 
-    captured = capsys.readouterr()
-    assert code == 1
-    assert len(error_lines(captured.out)) == 1
+    assert code == ExitCode.USAGE
+    assert len(error_lines(capsys.readouterr().err)) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "phrase"),
+    [
+        (["--junit", "r.xml"], "the command comes first: ivy-matrix update --junit GLOB"),
+        (["updte"], "did you mean update?"),
+        (["update", "--junit", "a.xml", "b.xml"], "quote it (--junit 'results/*.xml')"),
+        (["update", "--jnuit", "r.xml"], "unrecognized arguments: --jnuit"),
+    ],
+    ids=["no-command", "typo-command", "expanded-glob", "typo-option"],
+)
+def test_usage_errors_exit_2_with_a_hint(workdir, capsys, argv, phrase):
+    """argparse's complaints exit 2 (its convention) as one error line with what was meant."""
+    write_junit(workdir / "a.xml", [("test_grad", "passed")])
+    write_junit(workdir / "b.xml", [("test_grad", "passed")])
+
+    code = main(argv, {})
+
+    out, err = capsys.readouterr()
+    assert (code, out) == (ExitCode.USAGE, "")
+    assert len(err.splitlines()) == 1
+    assert phrase in err
+
+
+def test_windows_is_refused_at_the_start_with_one_line(workdir, capsys):
+    """On Windows the command stops before reading anything, with one line saying why."""
+    write_junit(workdir / "r.xml", [("test_grad", "passed")])
+
+    code = main(["update", "--junit", "r.xml", "--backend", "t"], {}, platform="win32")
+
+    out, err = capsys.readouterr()
+    assert (code, out) == (ExitCode.USAGE, "")
+    assert err.splitlines() == [f"error: {WINDOWS}"]
+    assert WINDOWS == (
+        "ivy-matrix runs on Linux and macOS; Windows is not supported (run it under WSL, "
+        "or on a Linux or macOS runner)"
+    )
+    assert not (workdir / ".ivy-matrix").exists()
 
 
 def broken_client(token: str, api_url: str) -> GitHubClient:
@@ -129,8 +201,9 @@ def broken_client(token: str, api_url: str) -> GitHubClient:
     raise RuntimeError(f"no client for {api_url} with a token of {len(token)} character(s)")
 
 
-def test_the_log_goes_to_the_streams_main_is_given(workdir, capsys):
-    """Every log line goes to the given stdout and a crash's traceback to the given stderr."""
+def test_diagnostics_go_to_stderr_and_a_crash_exits_70(workdir, capsys):
+    """Every log line and a crash's traceback go to the given stderr, nothing to stdout, and a
+    bug exits 70."""
     write_junit(workdir / "r.xml", [("test_grad", "passed")])
     argv = ["update", "--junit", "r.xml", "--backend", "torch", "--targets", "branch"]
     argv += ["--run-id", "5", "--repository", "o/r", "--token", "t"]
@@ -138,17 +211,20 @@ def test_the_log_goes_to_the_streams_main_is_given(workdir, capsys):
 
     code = main(argv, {}, remote=Remote(client=broken_client, git=None), stdout=out, stderr=err)
 
-    assert code == 2
+    assert code == ExitCode.BUG
+    assert int(ExitCode.BUG) == 70
     assert capsys.readouterr() == ("", "")
-    assert out.getvalue().splitlines() == [
+    assert out.getvalue() == ""
+    lines = err.getvalue().splitlines()
+    assert lines[:2] == [
         "Reading 1 result file(s)",
         "r.xml: 1 tests, 0 failed, 0 errors, 0 skipped",
-        "error: ivy-matrix crashed; please report this with the log above",
     ]
-    assert err.getvalue().splitlines()[0] == "Traceback (most recent call last):"
-    assert err.getvalue().splitlines()[-1] == (
+    assert "Traceback (most recent call last):" in lines
+    assert lines[-2] == (
         "RuntimeError: no client for https://api.github.com with a token of 1 character(s)"
     )
+    assert lines[-1] == "error: ivy-matrix crashed; please report this with the log above"
 
 
 def test_help_goes_to_the_stdout_main_is_given(capsys):
@@ -163,15 +239,23 @@ def test_help_goes_to_the_stdout_main_is_given(capsys):
     assert out.getvalue().startswith("usage: ivy-matrix update [-h]")
 
 
-def test_entrypoint_runs_update_as_a_subprocess(workdir):
-    """python entrypoint.py update imports the package from beside it and exits 0."""
+@pytest.mark.parametrize(
+    "launcher", [[str(ENTRYPOINT)], ["-m", "ivy_matrix"]], ids=["entrypoint", "python-m"]
+)
+def test_the_command_runs_as_a_subprocess(workdir, launcher):
+    """python entrypoint.py and python -m ivy_matrix run update, log to stderr, exit 0."""
     write_junit(workdir / "r.xml", [("test_grad", "passed"), ("test_jac", "failed")])
     argv = ["update", "--junit", "r.xml", "--backend", "torch", "--summary-json", "s.json"]
 
     completed = subprocess.run(
-        [sys.executable, str(ENTRYPOINT), *argv],
+        [sys.executable, *launcher, *argv],
         cwd=workdir,
-        env={"PYTHONUTF8": "1", "GITHUB_RUN_ID": "6", "GITHUB_REPOSITORY": "o/r"},
+        env={
+            "PYTHONUTF8": "1",
+            "GITHUB_RUN_ID": "6",
+            "GITHUB_REPOSITORY": "o/r",
+            "PYTHONPATH": str(ROOT),
+        },
         capture_output=True,
         text=True,
         timeout=60,
@@ -179,15 +263,83 @@ def test_entrypoint_runs_update_as_a_subprocess(workdir):
     )
 
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert "dashboard core/gradients: 2 cell(s) changed; 2 new row(s)" in completed.stdout
+    assert completed.stdout == ""
+    assert "dashboard core/gradients: 2 cell(s) changed; 2 new row(s)" in completed.stderr
     assert read_json(workdir / "s.json")["totals"]["failed"] == 1
     assert latest(load(store=workdir / ".ivy-matrix"), "test_jac", "torch").source.url == (
         "https://github.com/o/r/actions/runs/6"
     )
 
 
-def test_a_closed_stdout_ends_the_log_but_the_update_still_saves(workdir):
-    """With stdout closed by its reader (``| head -1``), update exits 0, saves, and blames nothing."""
+def test_a_dash_writes_the_summary_json_to_stdout_and_nothing_else(workdir, capsys):
+    """--summary-json - puts the JSON alone on stdout (a pipe gets data), the log on stderr."""
+    write_junit(workdir / "r.xml", [("test_grad", "passed"), ("test_jac", "failed")])
+
+    code = main(["update", "--junit", "r.xml", "--backend", "torch", "--summary-json", "-"], {})
+
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert json.loads(out)["totals"]["failed"] == 1
+    assert "summary-json" not in err
+    assert not (workdir / "-").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "starts"),
+    [
+        (["compare", "--json", "-"], "{"),
+        (["compare", "--markdown", "-"], "<!-- ivy-matrix:"),
+        (["update", "--leg-metadata", "-", "--run-id", "3", "--repository", "o/r"], "{"),
+    ],
+    ids=["compare-json", "compare-markdown", "leg-metadata"],
+)
+def test_a_dash_writes_each_single_file_to_stdout(workdir, capsys, argv, starts):
+    """Every option that writes one file takes '-' for stdout, and writes no file named '-'."""
+    write_junit(workdir / "r.xml", [("test_grad", "passed"), ("test_jac", "failed")])
+    assert main(["update", "--junit", "r.xml", "--backend", "torch"], {}) == 0
+    capsys.readouterr()
+
+    code = main([*argv, "--junit", "r.xml", "--backend", "torch"], {})
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith(starts)
+    assert not (workdir / "-").exists()
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"IVY_MATRIX_TOKEN": "a", "GITHUB_TOKEN": "b", "GH_TOKEN": "c"}, "a"),
+        ({"GITHUB_TOKEN": "b", "GH_TOKEN": "c"}, "b"),
+        ({"GH_TOKEN": "c"}, "c"),
+        ({"GITHUB_TOKEN": " ", "GH_TOKEN": "c"}, "c"),
+        ({}, None),
+    ],
+)
+def test_the_token_comes_from_the_first_variable_that_gives_one(env, expected):
+    """--token, then IVY_MATRIX_TOKEN, GITHUB_TOKEN and GH_TOKEN, in that order."""
+    assert load_settings({}, env).token == expected
+    assert load_settings({"token": "z"}, env).token == "z"
+
+
+def test_the_token_is_never_printed(workdir, capsys):
+    """A refused token shows nowhere: not in the log, an error, or the settings' repr."""
+    write_junit(workdir / "r.xml", [("test_grad", "passed")])
+    secret = "ghp_SECRET_never_shown_0123456789"
+    argv = ["update", "--junit", "r.xml", "--backend", "torch", "--targets", "branch"]
+    argv += ["--run-id", "5", "--repository", "o/r"]
+
+    code = main(argv, {"GH_TOKEN": secret}, remote=Remote(client=broken_client))
+
+    out, err = capsys.readouterr()
+    assert code == ExitCode.BUG
+    assert secret not in out + err
+    assert secret not in repr(load_settings({}, {"GH_TOKEN": secret}))
+
+
+def test_a_closed_stderr_ends_the_log_but_the_update_still_saves(workdir):
+    """With the log's reader gone (``2>&1 | head -1``), update exits 0, saves, and blames nothing."""
     write_junit(workdir / "r.xml", [("test_grad", "passed"), ("test_jac", "failed")])
     argv = ["update", "--junit", "r.xml", "--backend", "torch", "--output-dir", "out"]
     with subprocess.Popen(
@@ -199,11 +351,11 @@ def test_a_closed_stdout_ends_the_log_but_the_update_still_saves(workdir):
         stderr=subprocess.PIPE,
         text=True,
     ) as proc:
-        assert proc.stdout is not None
-        proc.stdout.close()  # the reader is gone before the first line is written
-        _, stderr = proc.communicate(timeout=60)
+        assert proc.stderr is not None
+        proc.stderr.close()  # the reader is gone before the first line is written
+        stdout, _ = proc.communicate(timeout=60)
 
-    assert (proc.returncode, stderr) == (0, "")
+    assert (proc.returncode, stdout) == (0, "")
     assert latest(load(store=workdir / ".ivy-matrix"), "test_jac", "torch").outcome == (
         Outcome.FAILURE
     )

@@ -8,8 +8,9 @@ import pytest
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.merge import Batch, apply_batch
-from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import CaseCounts, DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.readback import adopt_table
+from ivy_matrix.signature import Signer
 from ivy_matrix.statefile import (
     FORMAT,
     VERSION,
@@ -211,3 +212,101 @@ def test_the_finished_legs_record_round_trips_keeps_50_runs_and_refuses_garbage(
     for bad in ("[]", '{"format": "ivy-matrix-runs", "runs": {"1": {"size": "x"}}}', "{"):
         with pytest.raises(StoreError, match=r"finished matrix legs LEGS: .*delete the file"):
             load_runs(bad, where="LEGS")
+
+
+# --------------------------------------------------------------------------- version 2
+
+
+def _entry(outcome: Outcome, counts: CaseCounts | None, message: str = "") -> Entry:
+    source = Source(run=RunKey(5, 1, 2), url="https://github.com/o/r/actions/runs/5/job/2")
+    signature = Signer().signature(message, "torch")
+    return Entry(
+        source=source, outcome=outcome, counts=counts, message=message, signature=signature
+    )
+
+
+def test_counts_messages_and_signatures_round_trip():
+    """Case counts, failure lines and signatures load back as they were saved."""
+    cells = {
+        "test_a": {"torch": _entry(Outcome.FAILURE, CaseCounts(passed=3, failed=1), "E: 3 != 4")},
+        "test_b": {"torch": _entry(Outcome.FAILURE, None, "E: 5 != 4")},
+        "test_c": {"torch": _entry(Outcome.SUCCESS, CaseCounts(passed=256))},
+        "test_d": {"torch": _entry(Outcome.SKIPPED, None)},
+    }
+    state = apply_batch(None, Batch(dashboard=DASH, cells=cells)).state
+    dumped = dump_state(state)
+    assert load_state(dumped, where="x") == state
+    assert dump_state(load_state(dumped, where="x")) == dumped
+
+
+def test_each_distinct_failure_line_is_stored_once_with_its_signature():
+    """Rows failing with the same line share one entry of the messages table."""
+    cells = {
+        f"t{i}": {"torch": _entry(Outcome.FAILURE, CaseCounts(failed=1), f"E: {i % 2}")}
+        for i in range(10)
+    }
+    document = json.loads(dump_state(apply_batch(None, Batch(dashboard=DASH, cells=cells)).state))
+    assert document["messages"] == [
+        ["E: 0", Signer().signature("E: 0", "torch")],
+        ["E: 1", Signer().signature("E: 1", "torch")],
+    ]
+
+
+def test_the_document_carries_each_backends_totals():
+    """Rows by latest outcome and their cases, per backend, are written for readers."""
+    cells = {
+        "a": {"torch": _entry(Outcome.FAILURE, CaseCounts(passed=3, failed=1), "E")},
+        "b": {"torch": _entry(Outcome.FLAKY, CaseCounts(passed=1, flaky=1))},
+        "c": {"torch": _entry(Outcome.SKIPPED, CaseCounts(skipped=2))},
+    }
+    document = json.loads(dump_state(apply_batch(None, Batch(dashboard=DASH, cells=cells)).state))
+    assert document["totals"] == {
+        "torch": {
+            "success": 0,
+            "failure": 1,
+            "flaky": 1,
+            "skipped": 1,
+            "cases_passed": 4,
+            "cases_failed": 1,
+            "cases_skipped": 2,
+            "cases_flaky": 1,
+            "passing": 1,
+            "total": 2,
+        }
+    }
+
+
+def test_a_version_1_document_loads_with_unknown_counts_and_is_written_as_version_2():
+    """An older state keeps its cells (no counts, no messages) and migrates when saved."""
+    old = {
+        "format": FORMAT,
+        "version": 1,
+        "title": "gradients",
+        "category": "core",
+        "runs": [7],
+        "sources": [[7, 1, 3, "https://x/actions/runs/7/job/3", ""]],
+        "cells": [[[0, "failure"]], [[0, "success", "<a>old text</a>"]]],
+        "backends": [["torch", [7, 1, 3], 0]],
+        "rows": [["t1", [7, 1, 3], 0, {"torch": 0}], ["t2", [7, 1, 3], 1, {"torch": 1}]],
+    }
+    state = load_state(json.dumps(old), where="old.json")
+    entries = [row.cells["torch"].latest for row in state.rows]
+    assert [(e.outcome, e.counts, e.message) for e in entries] == [
+        (Outcome.FAILURE, None, ""),
+        (Outcome.SUCCESS, None, ""),
+    ]
+    migrated = json.loads(dump_state(state))
+    assert migrated["version"] == 2
+    assert migrated["cells"] == [[[0, "failure"]], [[0, "success"]]]
+
+
+def test_a_message_index_out_of_range_is_malformed():
+    """A result pointing past the messages table is refused, not guessed."""
+    state = apply_batch(
+        None,
+        Batch(dashboard=DASH, cells={"a": {"torch": _entry(Outcome.FAILURE, None, "E")}}),
+    ).state
+    document = json.loads(dump_state(state))
+    document["messages"] = []
+    with pytest.raises(StoreError, match="message index 0 out of range"):
+        load_state(json.dumps(document), where="f.json")

@@ -21,6 +21,7 @@ from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.readback import MAX_ADOPT_BYTES, adopt_table
 from ivy_matrix.runner.log import Log
+from ivy_matrix.targets.summary import log_spend
 
 
 def read_table(file: Path) -> str:
@@ -63,7 +64,7 @@ def run_adopt(
             raise InputError(f"dashboard {state.key!r} already has state {where}; {replace}")
         return Merged(states={**states, state.id: state}, changed=(state.key,))
 
-    with connect(settings, remote) as github:
+    with connect(settings, remote, log) as github:
         store = open_store(
             settings,
             github,
@@ -73,8 +74,8 @@ def run_adopt(
             after_save=None,
         )
         store.update(change)
-    if settings.dry_run:
-        return ExitCode.OK
-    shown = " on the branch" if on_branch else ""
-    log.info(f"adopted {file} as dashboard {dashboard_id.key}{shown}: {summary}")
+    if not settings.dry_run:
+        shown = " on the branch" if on_branch else ""
+        log.info(f"adopted {file} as dashboard {dashboard_id.key}{shown}: {summary}")
+    log_spend(log, github.spent(), warn_percent=settings.budget_warning)
     return ExitCode.OK

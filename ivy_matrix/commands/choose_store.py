@@ -51,14 +51,16 @@ ISSUE_STORE_WARNING = (
 )
 
 
-def connect(settings: Settings, remote: Remote | None) -> Connection:
-    """The command's GitHub connection (opened on first use): the token, API and repository."""
+def connect(settings: Settings, remote: Remote | None, log: Log) -> Connection:
+    """The command's GitHub connection (opened on first use): the token, API and repository;
+    its retries and long waits are said in ``log``."""
     return Connection(
         token=settings.token,
         api_url=settings.api_url,
         server_url=settings.server_url,
         repository=settings.repository,
         remote=remote,
+        log=log,
     )
 
 
@@ -102,6 +104,7 @@ def open_store(
             log=log,
             after_save=after_save,
             lock_timeout=settings.lock_timeout,
+            trend_points=settings.trend_points,
         )
     if Target.BRANCH in remote:
         return BranchStore(
@@ -111,6 +114,7 @@ def open_store(
             remote=branch_remote(settings, github, log),
             message=message,
             style=settings.style,
+            trend_points=settings.trend_points,
             dry_run=settings.dry_run,
             log=log,
             after_save=after_save,

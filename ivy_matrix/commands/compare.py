@@ -22,10 +22,10 @@ from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.commands.choose_store import connect
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
-from ivy_matrix.commands.result_files import read_results
-from ivy_matrix.config.options import Target
+from ivy_matrix.commands.reading import read_results
+from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.errors import ExitCode, InputError
+from ivy_matrix.errors import ExitCode, StoreError
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.model import DashboardState, RunKey
 from ivy_matrix.pr.body import render_comment
@@ -38,10 +38,12 @@ from ivy_matrix.pr.verdicts import (
     pr_base_sha,
     run_order_ancestry,
 )
-from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log
+from ivy_matrix.signature import Signer
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
+from ivy_matrix.targets.summary import log_spend
 
 
 def baseline_states(settings: Settings, github: Connection, log: Log) -> list[DashboardState]:
@@ -54,12 +56,26 @@ def baseline_states(settings: Settings, github: Connection, log: Log) -> list[Da
         states = list(store.load().values())
         where = f"branch {settings.branch}"
     else:
+        if not settings.store.is_dir():
+            # A mistyped --store would make every failure "no-baseline", never "new".
+            raise StoreError(
+                f"there is no store at {settings.named('store')} {settings.store}, so there is "
+                f"nothing to compare with; pass the folder that update writes on the default "
+                f"branch (default .ivy-matrix), or --targets branch for the dashboard branch"
+            )
         states = LocalStore(settings.store).load_all()
         where = f"store {settings.store}"
     if not states:
+        said = f"no default-branch results in {where}: every failing cell would be no-baseline"
+        if settings.fail_on is FailOn.NEW:
+            raise StoreError(
+                f"{said}, so {settings.named('fail_on')} new could never fail; run update on "
+                f"the default branch first, or point {settings.named('store')} (or "
+                f"{settings.named('branch')}) at the dashboards' state"
+            )
         log.warning(
-            f"no default-branch results in {where}: every failing cell has no baseline; "
-            f"point --store (or --targets branch --branch) at the dashboards' state"
+            f"{said}; point {settings.named('store')} (or {settings.named('branch')} with the "
+            f"branch target) at the dashboards' state"
         )
     return sorted(states, key=lambda s: s.key)
 
@@ -75,7 +91,8 @@ def pr_comparison(
     settings: Settings, collected: Collected, links: Links, states: list[DashboardState]
 ) -> Comparison:
     """The verdicts of the pull request's results against ``states``."""
-    batches = build_batches(collected, links.sources(pr_run_id(settings, states)))
+    signer = Signer(aliases=settings.backend_aliases)
+    batches = build_batches(collected, links.sources(pr_run_id(settings, states)), signer)
     branches = settings.feeding_branches
     ancestry = run_order_ancestry(states, settings.base_sha or pr_base_sha(batches), branches)
     return compare(batches, states, ancestry=ancestry, branches=branches)
@@ -100,13 +117,6 @@ def counts_line(comparison: Comparison) -> str:
     return f"{said} (baseline: {comparison.baseline.value})"
 
 
-def _write(path: Path, text: str, what: str) -> None:
-    try:
-        write_atomic(path, text)
-    except OSError as error:
-        raise InputError(f"cannot write {what} {path}: {error.strerror or error}") from None
-
-
 def run_compare(
     settings: Settings,
     log: Log,
@@ -121,18 +131,18 @@ def run_compare(
     settings = replace(settings, pull_request=True)
     collected = read_results(settings, log)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with connect(settings, remote) as github:
+    with connect(settings, remote, log) as github:
         links = resolve_links(settings, collected, github, log, now=now)
         states = baseline_states(settings, github, log)
     comparison = pr_comparison(settings, collected, links, states)
     if json_path is not None:
         text = json.dumps(compare_document(comparison), indent=2, ensure_ascii=False) + "\n"
-        _write(json_path, text, "--json")
+        write_file(json_path, text, stdout=log.data, what="--json")
     if markdown is not None:
-        _write(
-            markdown, render_comment(pr_comment_state(settings, comparison, states)), "--markdown"
-        )
+        comment = render_comment(pr_comment_state(settings, comparison, states))
+        write_file(markdown, comment, stdout=log.data, what="--markdown")
     log.info(
         f"ivy-matrix compare: {len(comparison.cells)} cell(s) listed: {counts_line(comparison)}"
     )
+    log_spend(log, github.spent(), warn_percent=settings.budget_warning)
     return exit_code(settings.fail_on, collected.totals(), log, comparison)

@@ -3,7 +3,7 @@
 I/O: only the error line that says why the step fails. ``failures`` exits 1 on any failed or
 errored test, ``errors`` only on errors, ``new`` only when a pull request brings a new failure
 (its verdicts, pr/verdicts.py; never for results that are not a pull request's), ``nothing``
-never. Errors of the run itself exit 1 or 2 before this is asked (cli.py).
+never. Errors of the run itself end the command with their own codes (errors.ExitCode) first.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ def exit_code(
         new = 0 if comparison is None else comparison.counts()[Verdict.NEW]
         if new:
             log.error(f"the pull request brings {new} new failure(s) (fail-on: new)")
-            return ExitCode.USER
+            return ExitCode.FAILING
         return ExitCode.OK
     if fail_on is FailOn.FAILURES and totals.failed + totals.errors:
         log.error(
             f"{totals.failed} test(s) failed and {totals.errors} had errors (fail-on: failures)"
         )
-        return ExitCode.USER
+        return ExitCode.FAILING
     if fail_on is FailOn.ERRORS and totals.errors:
         log.error(f"{totals.errors} test(s) had errors (fail-on: errors)")
-        return ExitCode.USER
+        return ExitCode.FAILING
     return ExitCode.OK

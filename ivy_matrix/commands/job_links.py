@@ -16,7 +16,7 @@ from typing import TypedDict
 
 from ivy_matrix.collect import Collected
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import GitHubAPIError, InputError
+from ivy_matrix.errors import GitHubAPIError, InputError, UsageError
 from ivy_matrix.github.connection import Connection
 from ivy_matrix.jobs import (
     LEG_METADATA_NAME,
@@ -30,7 +30,7 @@ from ivy_matrix.jobs import (
     parse_leg_metadata,
 )
 from ivy_matrix.model import PULL_REQUEST_EVENTS, RunKey, Source
-from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log
 
 
@@ -212,12 +212,12 @@ def check_leg_metadata(settings: Settings) -> None:
     if settings.leg_metadata is None:
         return
     if not settings.backend or settings.run_id is None:
-        raise InputError(
+        raise UsageError(
             "leg-metadata needs the leg's backend and run: give --backend and --run-id "
             "(on a runner, GITHUB_RUN_ID gives the run)"
         )
     if not (settings.repository or settings.job_url):
-        raise InputError(
+        raise UsageError(
             "leg-metadata needs a link for the leg's cells: give --repository OWNER/REPO "
             "(on a runner, GITHUB_REPOSITORY gives it) or --job-url"
         )
@@ -237,10 +237,10 @@ def write_leg_metadata(settings: Settings, source: Source, log: Log) -> None:
     if settings.dry_run:
         log.info(f"dry run: would write {settings.leg_metadata}")
         return
-    try:
-        write_atomic(settings.leg_metadata, leg_metadata_json(metadata))
-    except OSError as error:
-        raise InputError(
-            f"cannot write --leg-metadata {settings.leg_metadata}: {error.strerror or error}"
-        ) from None
+    write_file(
+        settings.leg_metadata,
+        leg_metadata_json(metadata),
+        stdout=log.data,
+        what="--leg-metadata",
+    )
     log.info(f"wrote this leg's metadata to {settings.leg_metadata}")

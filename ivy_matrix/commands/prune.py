@@ -15,13 +15,14 @@ from functools import partial
 from ivy_matrix.commands.choose_store import connect, open_store
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings, parse_dashboard
-from ivy_matrix.errors import ExitCode, InputError
+from ivy_matrix.errors import ExitCode, StoreError
 from ivy_matrix.fold import DashboardReport, Merged, prune_change
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.retirement import prune
 from ivy_matrix.runner.log import Log
 from ivy_matrix.targets.files import write_output
+from ivy_matrix.targets.summary import log_spend
 
 
 def run_prune(
@@ -37,7 +38,7 @@ def run_prune(
     named = [parse_dashboard(name) for name in dashboards]
     on_branch = Target.BRANCH in settings.targets
     if not on_branch and not settings.store.is_dir():
-        raise InputError(
+        raise StoreError(
             f"cannot prune --store {settings.store}: there is no store there; pass the folder "
             f"that update writes to (default .ivy-matrix), or --targets branch for the branch"
         )
@@ -47,7 +48,7 @@ def run_prune(
         if output is None
         else partial(write_output, output, style=settings.style, dry_run=settings.dry_run, log=log)
     )
-    with connect(settings, remote) as github:
+    with connect(settings, remote, log) as github:
         where = (
             f"branch {settings.branch} of {github.repository}"
             if on_branch
@@ -70,6 +71,7 @@ def run_prune(
     _log_removals(log, saved.merged, dry_run=settings.dry_run, whole=not (backends or rows))
     if output is not None and not settings.dry_run:
         log.info(f"{len(saved.output)} file(s) of {output} changed")
+    log_spend(log, github.spent(), warn_percent=settings.budget_warning)
     return ExitCode.OK
 
 

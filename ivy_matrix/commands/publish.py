@@ -22,21 +22,22 @@ from ivy_matrix.commands.choose_store import (
 )
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import ExitCode, InputError
+from ivy_matrix.errors import ExitCode, UsageError
 from ivy_matrix.fold import DashboardReport, Merged, merge_batches
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
+from ivy_matrix.targets.summary import log_spend
 
 
 def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix publish``; return the exit code."""
-    with connect(settings, remote) as github:
+    with connect(settings, remote, log) as github:
         targets = remote_targets(settings, log)
         if Target.BRANCH not in targets:
-            raise InputError(
+            raise UsageError(
                 "publish renders from the state on the dashboard branch: add 'branch' to "
                 "--targets (and 'issue' for the issues); the job needs contents: write"
             )
@@ -66,6 +67,7 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> E
         f"{len(saved.written)} file(s) {'to commit' if settings.dry_run else 'committed'}"
         + (f"; index: {published.index_url}" if published.index_url else "")
     )
+    log_spend(log, github.spent(), warn_percent=settings.budget_warning)
     return ExitCode.OK
 
 

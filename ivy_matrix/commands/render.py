@@ -8,7 +8,7 @@ I/O: reads the local store (stores/local.py) and writes the files that differ
 from __future__ import annotations
 
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import ExitCode, InputError
+from ivy_matrix.errors import ExitCode, StoreError, UsageError
 from ivy_matrix.render import render_files
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores.local import LocalStore
@@ -18,15 +18,17 @@ from ivy_matrix.targets.files import write_files
 def run_render(settings: Settings, log: Log) -> ExitCode:
     """Run ``ivy-matrix render``; return the exit code."""
     if settings.output_dir is None:
-        raise InputError("render needs --output-dir DIR (or IVY_MATRIX_OUTPUT_DIR)")
+        raise UsageError("render needs --output-dir DIR (or IVY_MATRIX_OUTPUT_DIR)")
     if not settings.store.is_dir():
         # An empty index written over the real one would look like success.
-        raise InputError(
+        raise StoreError(
             f"cannot render: the store {settings.store} does not exist; pass --store with "
             f"the folder that 'ivy-matrix update' wrote"
         )
-    states = LocalStore(settings.store).load_all()
-    written = write_files(settings.output_dir, render_files(states, style=settings.style))
+    store = LocalStore(settings.store)
+    states = store.load_all()
+    files = render_files(states, style=settings.style, trend=store.load_trend())
+    written = write_files(settings.output_dir, files)
     log.info(
         f"rendered {len(states)} dashboard(s) into {settings.output_dir}; "
         f"{len(written)} file(s) changed"

@@ -1,7 +1,6 @@
 """Find and read the JUnit result files a run should read.
 
-I/O: lists directories and opens the result files; :func:`read_results` feeds each to the
-collector (collect.py) and turns problems into warnings naming the file.
+I/O: lists directories (and stats files); commands/reading.py reads what it finds.
 
 Patterns are globs relative to ``root`` (or absolute), with ``**`` matching any number of
 directories. A pattern that names a directory, or a glob match that is a directory, stands for
@@ -21,13 +20,6 @@ import os
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-from ivy_matrix.collect import Collected, Collector
-from ivy_matrix.config.options import IfNoFilesFound
-from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import InputError
-from ivy_matrix.naming import Namer
-from ivy_matrix.runner.log import Log
 
 
 def _walk(top: Path) -> list[Path]:
@@ -183,60 +175,3 @@ def find_result_files(patterns: Sequence[str], *, root: Path) -> tuple[list[Path
             warnings.append(f"no result files matched '{pattern}'")
         included |= matched
     return _once_each(included - excluded, excluded), warnings
-
-
-def read_results(settings: Settings, log: Log) -> Collected:
-    """Find and read every result file; problems become warnings naming the file."""
-    files, warnings = find_result_files(settings.junit, root=Path.cwd())
-    if not files:
-        _no_files_found(settings, log)
-    elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
-        for warning in warnings:
-            log.warning(warning)
-    collector = Collector(Namer(settings.naming_rules()))
-    with log.group(f"Reading {len(files)} result file(s)"):
-        for path in files:
-            shown = _shown(path)
-            try:
-                with path.open("rb") as stream:
-                    counts = collector.add_file(stream, source=shown)
-            except OSError as error:
-                log.warning(f"cannot read result file: {error.strerror or error}", file=shown)
-                continue
-            if counts.problem is None:
-                log.info(
-                    f"{shown}: {counts.tests} tests, {counts.failed} failed, "
-                    f"{counts.errors} errors, {counts.skipped} skipped"
-                )
-    collected = collector.collected
-    for problem in collected.problems:
-        log.warning(
-            f"result file skipped: {problem.message}", file=problem.source, line=problem.line
-        )
-    for source, count in collected.unassigned.items():
-        log.warning(
-            f"{count} test case(s) have no backend: neither backend-from-path nor "
-            f"backend-from-test matched; they were not recorded",
-            file=source,
-        )
-    return collected
-
-
-def _no_files_found(settings: Settings, log: Log) -> None:
-    """No result file at all: usually a wrong path, which must not look like success."""
-    patterns = ", ".join(repr(p) for p in settings.junit)
-    message = f"no result files matched the junit pattern(s) {patterns} (in {Path.cwd()})"
-    if settings.if_no_files_found is IfNoFilesFound.ERROR:
-        raise InputError(
-            f"{message}; check the paths, or set if-no-files-found to warn or ignore if a "
-            f"run may have no results"
-        )
-    if settings.if_no_files_found is IfNoFilesFound.WARN:
-        log.warning(f"{message}; nothing to publish (if-no-files-found: warn)")
-
-
-def _shown(path: Path) -> str:
-    try:
-        return path.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return path.as_posix()

@@ -21,7 +21,6 @@ then skipped (or refused by GitHub and caught), with a warning that explains the
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -29,6 +28,7 @@ from datetime import UTC, datetime
 from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
+    REMOTE,
     connect,
     job_name,
     open_store,
@@ -50,25 +50,29 @@ from ivy_matrix.commands.job_links import (
     write_leg_metadata,
 )
 from ivy_matrix.commands.publish import every_dashboard
-from ivy_matrix.commands.result_files import read_results
+from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.errors import ExitCode, GitHubAPIError, InputError, ReadOnlyTokenError
+from ivy_matrix.errors import ExitCode, GitHubAPIError, ReadOnlyTokenError, UsageError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
+from ivy_matrix.github.types import Spend
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import PullRequestComment
 from ivy_matrix.pr.state import CommentState
 from ivy_matrix.pr.verdicts import Comparison
 from ivy_matrix.runner.log import Log, append_summary
+from ivy_matrix.runner.pacing import phase
+from ivy_matrix.signature import Signer
 from ivy_matrix.stores import Change, Saved, Store
 from ivy_matrix.stores.layout import MatrixLeg, PartialChange, Scope
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
+    Results,
     SummaryFiles,
-    annotate_failures,
     log_dashboards,
+    log_spend,
     publish_job_summary,
     write_summary_json,
 )
@@ -78,23 +82,21 @@ COMMIT_BACKENDS = 8  # backends named in a commit message
 
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
-    started = time.monotonic()
+    started = log.clock()
     require_update_inputs(settings)
     check_leg_metadata(settings)
+    recorded = settings.feeds_dashboards
+    _check_targets(
+        settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
+    )
     collected = read_results(settings, log)
-    read_seconds = time.monotonic() - started
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
-    with connect(settings, remote) as github:
-        recorded = settings.feeds_dashboards
+    with connect(settings, remote, log) as github:
         targets = remote_targets(settings, log) if recorded else _comment_target(settings)
-        if targets and settings.run_id is None:
-            raise InputError(
-                f"the {' and '.join(sorted(targets))} target(s) need the run id: pass "
-                f"--run-id (on a runner GITHUB_RUN_ID gives it)"
-            )
-        links = resolve_links(settings, collected, github, log, now=now)
-        change = _change(settings, collected, links, log)
+        with phase(log, "links") as step:
+            links = resolve_links(settings, collected, github, log, now=now)
+            step.done(f"{len(collected.backends)} backend(s)")
         if recorded:
             _log_not_a_pull_request(settings, log)
             store = open_store(
@@ -106,39 +108,79 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 after_save=output_folder(settings, log),
                 scope=_scope(settings, collected, links, log),
             )
+            change = _change(settings, collected, links, log, announce=True)
             saved, published = _save_and_publish(
                 settings, store, change, github, log, targets=targets
             )
         else:
             _log_not_recorded(settings, log)
-            saved, published = Saved(merged=change({})), Published()
+            saved, published = (
+                Saved(merged=_change(settings, collected, links, log)({})),
+                Published(),
+            )
             if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
-                comparison = _pull_request_verdicts(settings, collected, links, github, log)
+                with phase(log, "pull request"):
+                    comparison = _pull_request_verdicts(settings, collected, links, github, log)
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
-    _summarize(settings, collected, merged, published, log)
+    spend = github.spent()  # the connection is closed: nothing more is sent
+    _summarize(settings, collected, merged, published, log, recorded=recorded, spend=spend)
     totals = collected.totals()
+    if recorded:
+        done = (
+            f"into {len(merged.reports)} dashboard(s); {merged.changed_cells} cell(s) changed; "
+            f"{len(saved.output)} file(s) {'to write' if settings.dry_run else 'written'}"
+        )
+    else:
+        done = "not recorded into the dashboards (see above)"
     log.info(
         f"ivy-matrix: {totals.files} file(s), {totals.tests} test cases "
         f"({totals.failed} failed, {totals.errors} errors, {totals.skipped} skipped) "
-        f"into {len(merged.reports)} dashboard(s); {merged.changed_cells} cell(s) changed; "
-        f"{len(saved.output)} file(s) {'to write' if settings.dry_run else 'written'}; "
-        f"read in {read_seconds:.2f} s, done in {time.monotonic() - started:.2f} s"
+        f"{done}; done in {log.clock() - started:.2f} s"
     )
+    log_spend(log, spend, warn_percent=settings.budget_warning)
     return exit_code(settings.fail_on, totals, log, comparison)
 
 
+def _check_targets(settings: Settings, targets: Collection[Target]) -> None:
+    """What the GitHub targets need, checked before anything is read."""
+    if not targets or settings.read_only:
+        return
+    if settings.run_id is None:
+        raise UsageError(
+            f"the {' and '.join(sorted(targets))} target(s) need the run id: pass "
+            f"{settings.named('run_id')} (on a runner GITHUB_RUN_ID gives it)"
+        )
+    if not settings.token:
+        raise UsageError(
+            f"the {' and '.join(sorted(targets))} target(s) need a token: pass "
+            f"{settings.named('token')} or set IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN "
+            f"(the action's 'token' input defaults to github.token)"
+        )
+
+
 def _summarize(
-    settings: Settings, collected: Collected, merged: Merged, published: Published, log: Log
+    settings: Settings,
+    collected: Collected,
+    merged: Merged,
+    published: Published,
+    log: Log,
+    *,
+    recorded: bool,
+    spend: Spend | None,
 ) -> None:
     """The summary target and ``--summary-json``: the log lines, annotations and files."""
-    log_dashboards(log, merged)
-    annotate_failures(collected, log)
+    if recorded:
+        log_dashboards(log, merged)
+    log_results(collected, log)
+    outcome = Results(
+        collected=collected, merged=merged, published=published, recorded=recorded, spend=spend
+    )
     if settings.summary_json is not None and settings.dry_run:
         log.info(f"dry run: would write the summary JSON {settings.summary_json}")
     elif settings.summary_json is not None:
-        write_summary_json(settings.summary_json, collected, merged, published)
+        write_summary_json(settings.summary_json, outcome, stdout=log.data)
     if Target.SUMMARY in settings.targets:
         files = SummaryFiles(
             step_summary=settings.step_summary,
@@ -146,7 +188,8 @@ def _summarize(
             summary_json=settings.summary_json,
             output_dir=settings.output_dir,
         )
-        publish_job_summary(files, collected, merged, published, log)
+        with phase(log, "summary"):
+            publish_job_summary(files, outcome, log)
 
 
 def _scope(settings: Settings, collected: Collected, links: Links, log: Log) -> Scope | None:
@@ -177,14 +220,17 @@ def _scope(settings: Settings, collected: Collected, links: Links, log: Log) -> 
     )
 
 
-def _change(settings: Settings, collected: Collected, links: Links, log: Log) -> Change:
-    """The store's change: fold this update's results into the states it reads (pure)."""
-    partial = _partial_change(settings, collected, links, log)
+def _change(
+    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
+) -> Change:
+    """The store's change: fold this update's results into the states it reads (pure).
+    With ``announce`` (the change a store records), a local run's number is said once."""
+    partial = _partial_change(settings, collected, links, log, announce=announce)
     return lambda states: partial(states, ())
 
 
 def _partial_change(
-    settings: Settings, collected: Collected, links: Links, log: Log
+    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
 ) -> PartialChange:
     """This update's results folded into the states given, the runs of the store's other
     dashboards counting in the retirement window (pure).
@@ -192,16 +238,21 @@ def _partial_change(
     The batches are built on each call and dropped after the merge, so they do not stay in
     memory while the store renders and writes (a retried branch commit builds them again).
     """
+    said: list[int] = []
+
+    signer = Signer(aliases=settings.backend_aliases)
 
     def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
         run_id = settings.run_id
         if run_id is None:
             # Not on GitHub Actions: number local runs after everything the store has seen.
             run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
-            log.info(f"no run id given: recording these results as local run {run_id}")
+            if announce and run_id not in said:
+                said.append(run_id)
+                log.info(f"no run id given: recording these results as local run {run_id}")
         return merge_batches(
             states,
-            build_batches(collected, links.sources(run_id)),
+            build_batches(collected, links.sources(run_id), signer),
             history=settings.history,
             retire_after_runs=settings.retire_after_runs,
             other_runs=other_runs,
@@ -229,12 +280,15 @@ def _save_and_publish(
 ) -> tuple[Saved, Published]:
     """``store.update(change)``, then the dashboard issues; the summary only if read-only."""
     try:
-        saved = store.update(change)
+        with phase(log, "store") as step:
+            saved = store.update(change)
+            step.done(f"{saved.merged.changed_cells} cell(s) changed")
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
             # The leg that completes a matrix run publishes what every leg brought.
             shown = every_dashboard(saved) if settings.matrix_size else saved
-            published = publish_issue_target(settings, github, log, shown, published)
+            with phase(log, "issues"):
+                published = publish_issue_target(settings, github, log, shown, published)
     except ReadOnlyTokenError:
         log.warning(READ_ONLY_ADVICE)
         merged = change({})

@@ -1,7 +1,7 @@
 """The YAML config file (``--config``): settings and dashboard rules, read as untrusted input.
 
 I/O: reads one file, at most 1 MiB of UTF-8, with YAML's safe loader and no aliases; config/settings.py
-merges what it holds with the other layers. Every problem is an InputError naming the file.
+merges what it holds with the other layers. Every problem is a UsageError naming the file.
 """
 
 from __future__ import annotations
@@ -13,21 +13,22 @@ from pathlib import Path
 
 import yaml
 
-from ivy_matrix.errors import InputError
+from ivy_matrix.config.options import did_you_mean
+from ivy_matrix.errors import UsageError
 from ivy_matrix.naming import DashboardRule
 
 
 def compile_regex(value: str | None, name: str, *, group: bool) -> re.Pattern[str] | None:
-    """``value`` compiled (None when empty); an InputError naming the input when it is bad."""
+    """``value`` compiled (None when empty); a UsageError naming the input when it is bad."""
     if not value:
         return None
     try:
         pattern = re.compile(value)
     except re.error as error:
-        raise InputError(f"input '{name}' got {value!r}: not a valid regex ({error})") from None
+        raise UsageError(f"{name} got {value!r}: not a valid regex ({error})") from None
     if group and "backend" not in pattern.groupindex:
-        raise InputError(
-            f"input '{name}' got {value!r}: it needs a named group (?P<backend>...) "
+        raise UsageError(
+            f"{name} got {value!r}: it needs a named group (?P<backend>...) "
             f"that captures the backend name"
         )
     return pattern
@@ -61,18 +62,18 @@ def _read_config(path: Path) -> str:
         with path.open("rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as error:
-        raise InputError(
+        raise UsageError(
             f"input 'config' got {str(path)!r}: cannot read it ({error.strerror or error})"
         ) from None
     if len(data) > MAX_CONFIG_BYTES:
-        raise InputError(
+        raise UsageError(
             f"config file {path} is larger than {MAX_CONFIG_BYTES // 1024} KiB; a config file "
             f"holds settings and dashboard rules: give a smaller file"
         )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise InputError(f"config file {path} is not UTF-8 text ({error.reason})") from None
+        raise UsageError(f"config file {path} is not UTF-8 text ({error.reason})") from None
 
 
 def read_config_file(
@@ -86,32 +87,40 @@ def read_config_file(
     try:
         raw = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506  -- a SafeLoader subclass
     except _AliasError as error:
-        raise InputError(
+        raise UsageError(
             f"config file {path} line {error.line}: the YAML alias *{error.anchor} is not "
             f"allowed (a config file has no need for anchors and aliases); write the value out"
         ) from None
     except yaml.YAMLError as error:
-        raise InputError(f"config file {path} is not valid YAML: {error}") from None
+        raise UsageError(f"config file {path} is not valid YAML: {error}") from None
     except RecursionError:
-        raise InputError(
+        raise UsageError(
             f"config file {path} is nested too deeply to be an ivy-matrix config; "
             f"a config file is a mapping of settings"
         ) from None
     if raw is None:
         return {}, ()
     if not isinstance(raw, dict):
-        raise InputError(f"config file {path} must be a mapping of settings")
+        raise UsageError(f"config file {path} must be a mapping of settings")
     values: dict[str, object] = {}
     rules: tuple[DashboardRule, ...] = ()
     for key, value in raw.items():
         name = str(key).replace("-", "_")
         if name == "dashboards":
             rules = _rules(value, path)
+        elif name == "token":
+            raise UsageError(
+                f"config file {path}: 'token' does not belong in a file that is committed; "
+                f"pass --token, or set IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN"
+            )
         elif name in known and name != "config":
             values[name] = value
         else:
-            names = ", ".join([*sorted(n.replace("_", "-") for n in known), "dashboards"])
-            raise InputError(f"config file {path}: unknown setting {key!r}; known: {names}")
+            names = [*sorted(n.replace("_", "-") for n in known), "dashboards"]
+            raise UsageError(
+                f"config file {path}: unknown setting {key!r}; known: {', '.join(names)}"
+                f"{did_you_mean(str(key), names)}"
+            )
     return values, rules
 
 
@@ -125,13 +134,13 @@ def _check_placeholders(
     try:
         fields = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
     except ValueError as error:
-        raise InputError(
+        raise UsageError(
             f"config file {path}: dashboards rule {index} {key} {template!r}: {error}"
         ) from None
     for name in fields:
         if name not in pattern.groupindex:
             groups = ", ".join(pattern.groupindex) or "none"
-            raise InputError(
+            raise UsageError(
                 f"config file {path}: dashboards rule {index} {key} uses {{{name}}}, which is "
                 f"not a named group of its 'match' regex (named groups: {groups})"
             )
@@ -139,21 +148,23 @@ def _check_placeholders(
 
 def _rules(value: object, path: Path) -> tuple[DashboardRule, ...]:
     if not isinstance(value, list):
-        raise InputError(f"config file {path}: 'dashboards' must be a list of rules")
+        raise UsageError(f"config file {path}: 'dashboards' must be a list of rules")
     rules = []
     for index, item in enumerate(value, start=1):
         if not isinstance(item, dict) or "match" not in item or "title" not in item:
-            raise InputError(
+            raise UsageError(
                 f"config file {path}: dashboards rule {index} needs 'match' (a regex on the "
                 f"test id) and 'title' (and may have 'category')"
             )
         unknown = sorted(str(key) for key in item if key not in _RULE_KEYS)
         if unknown:
-            raise InputError(
+            raise UsageError(
                 f"config file {path}: dashboards rule {index} has unknown key(s) "
                 f"{', '.join(map(repr, unknown))}; known: match, title, category"
             )
-        pattern = compile_regex(str(item["match"]), f"dashboards[{index}].match", group=False)
+        pattern = compile_regex(
+            str(item["match"]), f"config file {path}: dashboards rule {index} 'match'", group=False
+        )
         assert pattern is not None
         for key in ("title", "category"):
             _check_placeholders(str(item.get(key) or ""), pattern, path, index, key)

@@ -10,19 +10,23 @@ docs/options.md list the same options with the same defaults. Each default is st
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TypeVar
 
-from ivy_matrix.errors import InputError
+from ivy_matrix.errors import UsageError
 from ivy_matrix.issues.markers import DEFAULT_LABEL
 from ivy_matrix.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
-from ivy_matrix.pr.comment import WhenGreen
+from ivy_matrix.pr.state import WhenGreen
 from ivy_matrix.render import Style
+from ivy_matrix.signature import DEFAULT_ALIASES
+from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT
 from ivy_matrix.stores.layout import MAX_MATRIX_SIZE
-from ivy_matrix.stores.local import DEFAULT_LOCK_TIMEOUT
+from ivy_matrix.trend import DEFAULT_POINTS
 
 _T = TypeVar("_T")
 
@@ -87,6 +91,8 @@ class Option:
     runner_env: str | None = None
     default: str | None = None
     choices: tuple[str, ...] = ()
+    # Variables other tools set, read after runner_env in this order (the token's).
+    also_env: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str:
@@ -102,7 +108,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "if_no_files_found",
         Kind.STR,
-        "when the junit patterns select no file: error (exit 1), warn, or ignore",
+        "when the junit patterns select no file: error (exit 3), warn, or ignore",
         default="error",
         choices=tuple(IfNoFilesFound),
     ),
@@ -132,7 +138,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "lock_timeout",
         Kind.INT,
-        "seconds to wait for the store's lock while another update holds it, then exit 1 "
+        "seconds to wait for the store's lock while another update holds it, then exit 4 "
         "naming the holder (0: do not wait)",
         default=str(DEFAULT_LOCK_TIMEOUT),
     ),
@@ -163,13 +169,27 @@ OPTIONS: tuple[Option, ...] = (
         default="auto",
         choices=tuple(BranchTransport),
     ),
-    Option("token", Kind.STR, "GitHub token for the branch and issue targets and job lookup"),
+    Option(
+        "token",
+        Kind.STR,
+        "GitHub token for the branch, issue and pr-comment targets and job lookup (default: "
+        "IVY_MATRIX_TOKEN, GITHUB_TOKEN, GH_TOKEN; never printed)",
+        also_env=("GITHUB_TOKEN", "GH_TOKEN"),
+    ),
     Option(
         "api_url",
         Kind.STR,
         "GitHub's REST API address",
         runner_env="GITHUB_API_URL",
         default="https://api.github.com",
+    ),
+    Option(
+        "budget_warning",
+        Kind.INT,
+        "warn when one run spends more than this percent of an hourly GitHub budget: the "
+        "token's requests (x-ratelimit-limit) or GitHub's 500 content-creating requests "
+        "(0: never)",
+        default="10",
     ),
     Option(
         "job_name",
@@ -237,6 +257,21 @@ OPTIONS: tuple[Option, ...] = (
         "retire rows, columns and dashboards no run reported in the store's last N runs (0: never)",
         default=str(DEFAULT_RETIRE_AFTER_RUNS),
     ),
+    Option(
+        "trend_points",
+        Kind.INT,
+        "points kept in trend.json, one per completed default-branch run; older ones are "
+        "thinned (1 or more)",
+        default=str(DEFAULT_POINTS),
+    ),
+    Option(
+        "backend_aliases",
+        Kind.LIST,
+        "words that name a backend in failure messages (module names, aliases), replaced by "
+        "<backend> when failures are grouped by signature; the cell's own backend always is; "
+        "repeatable, commas allowed",
+        default="\n".join(DEFAULT_ALIASES),
+    ),
 )
 OPTION_BY_NAME = {option.name: option for option in OPTIONS}
 
@@ -256,21 +291,24 @@ def _split_list(value: str) -> list[str]:
 
 
 def convert(option: Option, value: object, origin: str) -> object:
-    """``value`` as the option's kind; an InputError saying where it came from if it is not."""
+    """``value`` as the option's kind; a UsageError saying where it came from if it is not."""
     if option.kind is Kind.LIST:
         if isinstance(value, str):
             return tuple(_split_list(value))
         if isinstance(value, list | tuple):
             return tuple(str(v) for v in value)
-        raise InputError(f"{origin} must be a list of strings, got {value!r}")
+        raise UsageError(f"{origin} must be a list of strings, got {value!r}")
     text = str(value).strip().lower() if isinstance(value, bool) else str(value).strip()
     if option.choices and text not in option.choices:
-        raise InputError(f"{origin} got {text!r}; allowed values: {', '.join(option.choices)}")
+        raise UsageError(
+            f"{origin} got {text!r}; allowed values: {', '.join(option.choices)}"
+            f"{did_you_mean(text, option.choices)}"
+        )
     if option.kind is Kind.INT:
         try:
             return int(text)
         except ValueError:
-            raise InputError(f"{origin} got {text!r}: not a whole number") from None
+            raise UsageError(f"{origin} got {text!r}: not a whole number") from None
     if option.kind is Kind.PATH:
         return Path(text)
     if option.kind is Kind.BOOL:
@@ -278,32 +316,53 @@ def convert(option: Option, value: object, origin: str) -> object:
     return text
 
 
-def parse_targets(values: tuple[str, ...]) -> tuple[Target, ...]:
-    """The ``targets`` given (comma-separated, any case) as Targets, each once, in order."""
+def spell(name: str, *, action: bool) -> str:
+    """How a user names a setting: the action's input on a runner, else the flag."""
+    return f"input '{name.replace('_', '-')}'" if action else OPTION_BY_NAME[name].flag
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean X?"`` for the choice closest to a mistyped ``word``, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _flag(name: str) -> str:
+    return OPTION_BY_NAME[name].flag
+
+
+def parse_targets(values: tuple[str, ...], named: str = "--targets") -> tuple[Target, ...]:
+    """The ``targets`` given (comma-separated, any case) as Targets, each once, in order;
+    ``named``: the setting as the user gave it, for the message."""
     names = [v.strip().lower() for value in values for v in value.split(",") if v.strip()]
-    allowed = ", ".join(t.value for t in Target)
+    allowed = [t.value for t in Target]
     for name in names:
-        if name not in {t.value for t in Target}:
-            raise InputError(f"input 'targets' got {name!r}; allowed values: {allowed}")
+        if name not in allowed:
+            raise UsageError(
+                f"{named} got {name!r}; allowed values: {', '.join(allowed)}"
+                f"{did_you_mean(name, allowed)}"
+            )
     return tuple(dict.fromkeys(Target(n) for n in names))
 
 
-def check_matrix(size: int | None, index: int | None) -> None:
-    """``matrix-size`` and ``matrix-index``: both or neither, and the index within the size."""
+def check_matrix(size: int | None, index: int | None, named: Callable[[str], str] = _flag) -> None:
+    """``matrix-size`` and ``matrix-index``: both or neither, and the index within the size.
+    ``named(option)``: the setting as the user gave it, for the message."""
     if size is None and index is None:
         return
+    size_name, index_name = named("matrix_size"), named("matrix_index")
     if size is None or index is None:
-        raise InputError(
-            "inputs 'matrix-size' and 'matrix-index' go together: pass both "
+        raise UsageError(
+            f"{size_name} and {index_name} go together: pass both "
             "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
         )
     if not 1 <= size <= MAX_MATRIX_SIZE:
-        raise InputError(
-            f"input 'matrix-size' got {size}: a matrix has 1 to {MAX_MATRIX_SIZE} legs (pass "
+        raise UsageError(
+            f"{size_name} got {size}: a matrix has 1 to {MAX_MATRIX_SIZE} legs (pass "
             f"strategy.job-total)"
         )
     if not 0 <= index < size:
-        raise InputError(
-            f"input 'matrix-index' got {index} with 'matrix-size' {size}: the index must be "
+        raise UsageError(
+            f"{index_name} got {index} with {size_name} {size}: the index must be "
             f"0 to {size - 1} (pass strategy.job-index and strategy.job-total)"
         )

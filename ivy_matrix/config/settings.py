@@ -19,25 +19,26 @@ from pathlib import Path
 from typing import TypeVar
 
 from ivy_matrix.config.event import EventInfo, parse_event
-from ivy_matrix.config.file import compile_regex, read_config_file
+from ivy_matrix.config.file import compile_regex
+from ivy_matrix.config.layers import resolve_layers
 from ivy_matrix.config.options import (
     MAX_RETIRE_AFTER_RUNS,
-    OPTION_BY_NAME,
-    OPTIONS,
     BranchTransport,
     FailOn,
     IfNoFilesFound,
     Target,
     check_matrix,
-    convert,
     option_default,
     parse_targets,
+    spell,
 )
-from ivy_matrix.errors import InputError
+from ivy_matrix.errors import UsageError
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
-from ivy_matrix.pr.comment import WhenGreen
+from ivy_matrix.pr.state import WhenGreen
 from ivy_matrix.render import Style
+from ivy_matrix.runner.files import STDOUT
+from ivy_matrix.signature import parse_aliases
 
 _T = TypeVar("_T")
 
@@ -76,6 +77,10 @@ class Settings:
     style: Style = field(default_factory=lambda: Style(option_default("style", str)))
     history: int = field(default_factory=_defaults("history", int))
     retire_after_runs: int = field(default_factory=_defaults("retire_after_runs", int))
+    trend_points: int = field(default_factory=_defaults("trend_points", int))
+    backend_aliases: tuple[str, ...] = field(
+        default_factory=lambda: parse_aliases(option_default("backend_aliases", tuple))
+    )
     targets: tuple[Target, ...] = field(
         default_factory=lambda: parse_targets(option_default("targets", tuple))
     )
@@ -83,8 +88,10 @@ class Settings:
     branch_transport: BranchTransport = field(
         default_factory=lambda: BranchTransport(option_default("branch_transport", str))
     )
-    token: str | None = None
+    # Never shown: not in the settings' repr (a traceback or a debug print), nor in a message.
+    token: str | None = field(default=None, repr=False)
     api_url: str = field(default_factory=_defaults("api_url", str))
+    budget_warning: int = field(default_factory=_defaults("budget_warning", int))
     job_name: str | None = None
     leg_metadata: Path | None = None
     matrix_size: int | None = None
@@ -118,6 +125,20 @@ class Settings:
     # The token can only read: a pull request from a fork, or one Dependabot runs (the event).
     read_only: bool = False
     graphql_url: str | None = None
+    # Where each value came from ("option --fail-on", "input 'fail-on' (IVY_MATRIX_FAIL_ON)",
+    # a config file's key, a runner variable), so messages name a setting as it was given.
+    origins: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def named(self, name: str) -> str:
+        """A setting as the user gave it, or as they would give it here (the action's input
+        on a runner, the flag elsewhere)."""
+        origin = self.origins.get(name, "default")
+        if origin == "default":
+            return spell(name, action=self.github_actions)
+        if origin.startswith("input '"):  # "input 'x' (IVY_MATRIX_X)": the variable off a runner
+            short, _, variable = origin.partition(" (")
+            return short if self.github_actions else variable.rstrip(")")
+        return origin
 
     @property
     def feeds_dashboards(self) -> bool:
@@ -149,10 +170,10 @@ class Settings:
         return NamingRules(
             backend=self.backend,
             backend_from_path=compile_regex(
-                self.backend_from_path, "backend-from-path", group=True
+                self.backend_from_path, self.named("backend_from_path"), group=True
             ),
             backend_from_test=compile_regex(
-                self.backend_from_test, "backend-from-test", group=True
+                self.backend_from_test, self.named("backend_from_test"), group=True
             ),
             dashboard=parse_dashboard(self.dashboard) if self.dashboard else None,
             rules=self.dashboard_rules,
@@ -163,7 +184,7 @@ def parse_dashboard(value: str) -> DashboardId:
     """``category/title`` or ``title`` -> a dashboard id."""
     category, _, title = value.strip().strip("/").rpartition("/")
     if not title:
-        raise InputError(f"dashboard name {value!r} is empty; give [category/]title")
+        raise UsageError(f"dashboard name {value!r} is empty; give [category/]title")
     return DashboardId(title=title, category=category)
 
 
@@ -196,13 +217,16 @@ def is_github_actions(env: Mapping[str, str]) -> bool:
 def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = None) -> Settings:
     """Resolve every setting from the command line, the environment and the config file."""
     env = environ() if env is None else env
-    values, rules = _resolve(given, env)
-    settings = _with_runner(_with_event(_from_options(values, rules), values, env), env)
+    values, rules, origins = resolve_layers(given, env)
+    settings = _from_options(values, rules, origins)
+    settings = _with_runner(_with_event(settings, values, env), env)
     _check(settings)
     return settings
 
 
-def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]) -> Settings:
+def _from_options(
+    values: Mapping[str, object], rules: tuple[DashboardRule, ...], origins: Mapping[str, str]
+) -> Settings:
     """The settings the resolved options give (the event and the runner add the rest)."""
     return Settings(
         junit=_get(values, "junit", tuple) or (),
@@ -226,11 +250,14 @@ def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]
         style=Style(_value(values, "style", str)),
         history=_value(values, "history", int),
         retire_after_runs=_value(values, "retire_after_runs", int),
-        targets=parse_targets(_get(values, "targets", tuple) or ()),
+        trend_points=_value(values, "trend_points", int),
+        backend_aliases=parse_aliases(_value(values, "backend_aliases", tuple)),
+        targets=parse_targets(_get(values, "targets", tuple) or (), origins.get("targets", "")),
         branch=_value(values, "branch", str),
         branch_transport=BranchTransport(_value(values, "branch_transport", str)),
         token=_get(values, "token", str),
         api_url=_value(values, "api_url", str),
+        budget_warning=_value(values, "budget_warning", int),
         job_name=_get(values, "job_name", str),
         matrix_size=_get(values, "matrix_size", int),
         matrix_index=_get(values, "matrix_index", int),
@@ -244,6 +271,7 @@ def _from_options(values: Mapping[str, object], rules: tuple[DashboardRule, ...]
         dashboard_branches=_get(values, "dashboard_branches", tuple) or (),
         pr_comment_when_green=WhenGreen(_value(values, "pr_comment_when_green", str)),
         pr_comment_author=_value(values, "pr_comment_author", str),
+        origins=origins,
     )
 
 
@@ -293,74 +321,67 @@ def read_event(path: Path | None, event_name: str | None) -> EventInfo:
     return parse_event(payload, event_name)
 
 
-def _resolve(
-    given: Mapping[str, object], env: Mapping[str, str]
-) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
-    """Each option's value from the first layer that gives one, converted; and the rules."""
-    chosen: dict[str, tuple[object, str]] = {}
-    for name, value in given.items():
-        if value not in (None, "", [], ()):
-            chosen[name] = (value, f"option {OPTION_BY_NAME[name].flag}")
-    for option in OPTIONS:
-        value = env.get(option.env, "")
-        if option.name not in chosen and value.strip():
-            chosen[option.name] = (value, f"input '{option.name.replace('_', '-')}' ({option.env})")
-    rules: tuple[DashboardRule, ...] = ()
-    if "config" in chosen:
-        config_path = Path(str(chosen["config"][0]))
-        from_file, rules = read_config_file(config_path, OPTION_BY_NAME)
-        for name, value in from_file.items():
-            if name not in chosen and value not in (None, ""):
-                chosen[name] = (value, f"setting '{name.replace('_', '-')}' in {config_path}")
-    for option in OPTIONS:
-        if option.name in chosen:
-            continue
-        runner = env.get(option.runner_env, "").strip() if option.runner_env else ""
-        if runner:
-            chosen[option.name] = (runner, option.runner_env or "")
-        elif option.default is not None:
-            chosen[option.name] = (option.default, "default")
-    values = {
-        name: convert(OPTION_BY_NAME[name], value, origin)
-        for name, (value, origin) in chosen.items()
-    }
-    return values, rules
-
-
 def _check(settings: Settings) -> None:
-    if settings.run_attempt < 1:
-        raise InputError(f"input 'run-attempt' got {settings.run_attempt}: attempts start at 1")
-    if settings.lock_timeout < 0:
-        raise InputError(
-            f"input 'lock-timeout' got {settings.lock_timeout}: give seconds, 0 or more"
-        )
-    if settings.history < 1:
-        raise InputError(f"input 'history' got {settings.history}: keep at least 1 result per cell")
-    if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:
-        raise InputError(
-            f"input 'retire-after-runs' got {settings.retire_after_runs}; "
-            f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
-        )
-    check_matrix(settings.matrix_size, settings.matrix_index)
+    named = settings.named
+    _check_numbers(settings)
+    check_matrix(settings.matrix_size, settings.matrix_index, named)
     if settings.repository is not None and not re.fullmatch(
         r"[^/\s]+/[^/\s]+", settings.repository
     ):
-        raise InputError(f"input 'repository' got {settings.repository!r}; expected OWNER/REPO")
+        raise UsageError(f"{named('repository')} got {settings.repository!r}; expected OWNER/REPO")
     for name in ("run_id", "job_id", "pr"):
         value = getattr(settings, name)
         if value is not None and value < 0:
-            raise InputError(f"input '{name.replace('_', '-')}' got {value}: ids are positive")
+            raise UsageError(f"{named(name)} got {value}: ids are positive")
+    for name in ("output_dir", "store"):
+        if getattr(settings, name) == STDOUT:
+            raise UsageError(
+                f"{named(name)} is a folder, so it cannot be '-' (standard output is for one "
+                f"file: --summary-json -, compare --json -)"
+            )
+    if settings.backend and (settings.backend_from_path or settings.backend_from_test):
+        regex = "backend_from_path" if settings.backend_from_path else "backend_from_test"
+        raise UsageError(
+            f"{named('backend')} and {named(regex)} do not go together: {named('backend')} "
+            f"puts every result of one matrix leg in one column, the regex finds each "
+            f"result's backend (a fan-in job); give one of them"
+        )
     settings.naming_rules()  # compiles and checks the regexes
+
+
+def _check_numbers(settings: Settings) -> None:
+    """The numeric settings, each within its range."""
+    named = settings.named
+    if settings.run_attempt < 1:
+        raise UsageError(f"{named('run_attempt')} got {settings.run_attempt}: attempts start at 1")
+    if settings.lock_timeout < 0:
+        raise UsageError(
+            f"{named('lock_timeout')} got {settings.lock_timeout}: give seconds, 0 or more"
+        )
+    if settings.history < 1:
+        raise UsageError(f"{named('history')} got {settings.history}: keep at least 1 result")
+    if not 0 <= settings.retire_after_runs <= MAX_RETIRE_AFTER_RUNS:
+        raise UsageError(
+            f"{named('retire_after_runs')} got {settings.retire_after_runs}; "
+            f"allowed: 0 (never) to {MAX_RETIRE_AFTER_RUNS}"
+        )
+    if not 0 <= settings.budget_warning <= 100:  # noqa: PLR2004  -- a percentage
+        raise UsageError(
+            f"{named('budget_warning')} got {settings.budget_warning}; give a percent, "
+            f"0 (never) to 100"
+        )
+    if settings.trend_points < 1:
+        raise UsageError(f"{named('trend_points')} got {settings.trend_points}: keep at least 1")
 
 
 def require_update_inputs(settings: Settings) -> None:
     """``update`` needs result files and a way to name the backend."""
     if not settings.junit:
-        raise InputError(
+        raise UsageError(
             "no result files given: pass --junit GLOB (or set the 'junit' input / IVY_MATRIX_JUNIT)"
         )
     if not (settings.backend or settings.backend_from_path or settings.backend_from_test):
-        raise InputError(
+        raise UsageError(
             "no backend given: pass --backend NAME for one matrix leg, or --backend-from-path "
             "REGEX / --backend-from-test REGEX with a (?P<backend>...) group"
         )

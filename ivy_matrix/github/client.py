@@ -156,7 +156,8 @@ def make_client(
     """
     if not token.strip():
         raise GitHubAPIError(
-            "no GitHub token: set the 'token' input (it defaults to github.token) or GITHUB_TOKEN"
+            "no GitHub token: pass --token or set IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN "
+            "(the action's 'token' input defaults to github.token)"
         )
 
     def github() -> Github:

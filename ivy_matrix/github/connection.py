@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
-from ivy_matrix.errors import GitHubAPIError, InputError
+from ivy_matrix.errors import GitHubAPIError, UsageError
 from ivy_matrix.github.git_transport import GitTransport
-from ivy_matrix.github.types import GitHubAPI
+from ivy_matrix.github.types import GitHubAPI, Spend
 from ivy_matrix.jobs import DEFAULT_SERVER_URL
+from ivy_matrix.runner.log import Log
+from ivy_matrix.runner.pacing import paced
 
 if TYPE_CHECKING:
     from ivy_matrix.github.client import GitHubClient
@@ -64,12 +66,18 @@ class Connection:
         repository: str | None,
         remote: Remote | None = None,
         server_url: str = DEFAULT_SERVER_URL,
+        log: Log | None = None,
     ) -> None:
         self.token = token
         self.api_url = api_url
         self.server_url = server_url
         self._repository = repository
-        self.remote = remote or Remote()
+        remote = remote or Remote()
+        if log is not None:
+            # The stores and targets wait with remote.sleep: long waits say so in the log.
+            remote = replace(remote, sleep=paced(log, remote.sleep))
+        self.remote = remote
+        self._log = log
         self._client: GitHubAPI | None = None
         self._git: GitTransport | None = None
 
@@ -87,7 +95,7 @@ class Connection:
     @property
     def repository(self) -> str:
         if not self._repository:
-            raise InputError(
+            raise UsageError(
                 "no repository: pass --repository OWNER/REPO (on a runner GITHUB_REPOSITORY "
                 "sets it)"
             )
@@ -97,11 +105,14 @@ class Connection:
     def client(self) -> GitHubAPI:
         if self._client is None:
             if not self.token:
-                raise InputError(
-                    "the branch, issue and pr-comment targets need a token: pass --token, or set the "
-                    "'token' input (it defaults to github.token) / IVY_MATRIX_TOKEN"
+                raise UsageError(
+                    "the branch, issue and pr-comment targets need a token: pass --token or set "
+                    "IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN (the action's 'token' input "
+                    "defaults to github.token)"
                 )
             self._client = self.remote.client(self.token, self.api_url)
+            if self._log is not None:
+                self._client.report_to(self._log)
         return self._client
 
     @property
@@ -113,11 +124,12 @@ class Connection:
         """The git transport of the repository (made on first use)."""
         if self._git is None:
             if self.remote.git is None:
-                raise InputError("the git branch transport is not available here")
+                raise UsageError("the git branch transport is not available here")
             if not self.token:
-                raise InputError(
-                    "the branch target needs a token: pass --token, or set the 'token' input "
-                    "(it defaults to github.token) / IVY_MATRIX_TOKEN"
+                raise UsageError(
+                    "the branch target needs a token: pass --token or set IVY_MATRIX_TOKEN, "
+                    "GITHUB_TOKEN or GH_TOKEN (the action's 'token' input defaults to "
+                    "github.token)"
                 )
             self._git = self.remote.git(self.server_url, self.repository, self.token)
         return self._git
@@ -132,6 +144,10 @@ class Connection:
         except GitHubAPIError:
             return None
         return None if status is None else status == "completed"
+
+    def spent(self) -> Spend | None:
+        """What the client spent of GitHub's budgets (None: it was never opened)."""
+        return None if self._client is None else self._client.spent()
 
     def close(self) -> None:
         if self._git is not None:

@@ -4,7 +4,8 @@ I/O through an abstract :meth:`Transport._send` (``github.client.GitHubClient`` 
 PyGithub's requester); this module does not import PyGithub. An answer that is not 2xx comes
 back as :class:`HTTPError`; :meth:`Transport._call` retries it as ``github/retry.py`` decides
 and turns the last one into a :class:`~ivy_matrix.errors.GitHubAPIError` that names the
-permission the call needs.
+permission the call needs. Every request sent is counted (``github/spend.py``): :meth:`Transport.spent`
+says what the client spent and how much of the token's hour GitHub says is left.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from typing import Any, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.retry import RetryPolicy, Wait, translate_error
+from ivy_matrix.github.spend import SpendMeter
+from ivy_matrix.github.types import Reporter, Spend
+from ivy_matrix.runner.pacing import paced
 
 _T = TypeVar("_T")
 
@@ -94,12 +98,27 @@ def bind(
     return request
 
 
+def _silent(_message: str) -> None:
+    pass
+
+
 class Transport:
     """Sends requests and retries them; the calls (github/git.py, github/issues.py) build on it."""
 
     def __init__(self, *, retry: RetryPolicy, sleep: Callable[[float], None]) -> None:
         self._retry = retry
         self._sleep = sleep
+        self._notify: Callable[[str], None] = _silent
+        self._meter = SpendMeter()
+
+    def spent(self) -> Spend:
+        """What this client sent so far (every try), and GitHub's last rate-limit figures."""
+        return self._meter.spent()
+
+    def report_to(self, log: Reporter) -> None:
+        """Say every retry in ``log``, and wait in steps that keep the log talking."""
+        self._notify = log.info
+        self._sleep = paced(log, self._sleep, announce=False)
 
     def _send(
         self,
@@ -150,6 +169,10 @@ class Transport:
             self._retry.give_up_unless_retryable(
                 what, wait, status=status, said=said, attempt=attempt, waited=waited
             )
+            self._notify(
+                f"GitHub: {what} failed ({wait.why}: {said}); retry {attempt + 1} of "
+                f"{self._retry.retries} in {wait.seconds:.0f} s"
+            )
             self._sleep(wait.seconds)
             waited += wait.seconds
             attempt += 1
@@ -162,7 +185,17 @@ class Transport:
         parameters: dict[str, Any] | None = None,
         body: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], Any]:
-        return self._send(verb, url, parameters=parameters, body=body)
+        """Send one request and count it (answered or not; a URL off the API's host is not sent)."""
+        try:
+            headers, data = self._send(verb, url, parameters=parameters, body=body)
+        except HTTPError as error:
+            self._meter.count(verb, lower_headers(error.headers))
+            raise
+        except OSError:
+            self._meter.count(verb, None)
+            raise
+        self._meter.count(verb, lower_headers(headers))
+        return headers, data
 
     def _get_all(
         self, what: str, permission: str, url: str, parameters: dict[str, Any]

@@ -4,7 +4,8 @@ Pure: frozen dataclasses and protocols. ``github.client.GitHubClient`` returns t
 implements :class:`IssueAPI` and :class:`GitHubAPI`. The stores and targets each declare (or
 take :class:`IssueAPI` for) the few calls they make, so tests can hand them any other
 implementation (``tests/github/memory.py``) without a cast; :class:`GitHubAPI`, every call a
-command makes, is what a command's connection (``github/connection.py``) hands out.
+command makes, is what a command's connection (``github/connection.py``) hands out, with
+what the client spent of GitHub's budgets (:class:`Spend`).
 """
 
 from __future__ import annotations
@@ -68,6 +69,17 @@ class PullRequest:
     head_sha: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spend:
+    """What one client sent to GitHub (``github/spend.py`` counts it); the rate-limit
+    figures are None when GitHub sent none (no request, or a server with rate limits off)."""
+
+    requests: int = 0
+    content_requests: int = 0
+    rate_limit_remaining: int | None = None
+    rate_limit: int | None = None  # the token's requests an hour (x-ratelimit-limit)
+
+
 class IssueAPI(Protocol):
     """The issue calls of ``github.client.GitHubClient`` that targets/ and issues/store.py make."""
 
@@ -103,6 +115,15 @@ class IssueAPI(Protocol):
     ) -> bool: ...
 
     def pin_issue(self, node_id: str, *, graphql_url: str | None = None) -> None: ...
+
+
+class Reporter(Protocol):
+    """Where a client says its retries and long waits (``runner.log.Log`` is one): lines, and
+    the phase of the command they happen in."""
+
+    phase: str | None
+
+    def info(self, message: str) -> None: ...
 
 
 class GitHubAPI(IssueAPI, Protocol):
@@ -145,5 +166,9 @@ class GitHubAPI(IssueAPI, Protocol):
     def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
 
     def delete_ref(self, repo: str, ref: str) -> bool: ...
+
+    def spent(self) -> Spend: ...
+
+    def report_to(self, log: Reporter) -> None: ...
 
     def close(self) -> None: ...

@@ -32,13 +32,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Protocol
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.types import IssueComment
 from ivy_matrix.pr.body import comment_marker, comment_update, parse_comment, render_comment
-from ivy_matrix.pr.state import CommentState, has_failures, merge_states
+from ivy_matrix.pr.state import CommentState, WhenGreen, has_failures, merge_states
 from ivy_matrix.runner.log import Log
 
 ROUNDS = 16
@@ -50,13 +49,6 @@ WAIT_CAP = 4.0
 # writes after one look, is caught by the next (its read-to-write time is far shorter).
 CONFIRMATIONS = 2
 SETTLE = 2.0
-
-
-class WhenGreen(StrEnum):
-    """What the pr-comment target writes for a pull request with no failing cell."""
-
-    NOTE = "note"
-    NOTHING = "nothing"
 
 
 # Answers to a listing that another try will not change (404: no such pull request; 401: a bad

@@ -24,6 +24,7 @@ import re
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TypeVar
 
 from ivy_matrix.history import RunRef
@@ -43,6 +44,13 @@ BLOCK_OPEN = "<!-- ivy-matrix:verdicts"
 _WRAP = 100
 _FORMAT = 1
 _T = TypeVar("_T")
+
+
+class WhenGreen(StrEnum):
+    """What the pr-comment target writes for a pull request with no failing cell."""
+
+    NOTE = "note"
+    NOTHING = "nothing"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

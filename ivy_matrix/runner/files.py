@@ -1,13 +1,17 @@
 """Replace a local file so that readers see the old text or the new one, never half.
 
-I/O: the one way ivy-matrix writes a local file (state, pages, summary JSON, leg metadata).
+I/O: the one way ivy-matrix writes a local file (state, pages, summary JSON, leg metadata);
+:func:`write_file` also takes ``-`` for standard output.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+
+from ivy_matrix.errors import InputError
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -39,3 +43,22 @@ def _create_temp(path: Path) -> tuple[int, Path]:
             return os.open(temp, flags, 0o666), temp
         except FileExistsError:  # pragma: no cover  -- 32 random bits collided
             continue
+
+
+STDOUT = Path("-")
+"""A path of ``-`` means standard output, wherever ivy-matrix writes one file."""
+
+
+def write_file(path: Path, text: str, *, stdout: Callable[[str], None], what: str) -> None:
+    """Write ``text`` to ``path``, or to ``stdout`` when the path is ``-``.
+
+    A file that cannot be written is an :class:`~ivy_matrix.errors.InputError` naming the
+    option (``what``) and the path.
+    """
+    if path == STDOUT:
+        stdout(text)
+        return
+    try:
+        write_atomic(path, text)
+    except OSError as error:
+        raise InputError(f"cannot write {what} {path}: {error.strerror or error}") from None

@@ -1,10 +1,13 @@
 """The log: plain lines in a terminal, workflow commands on a GitHub runner.
 
-I/O: writes to the streams it is given (by default the process's stdout and stderr: every
-line to stdout, a crash's traceback to stderr) and to the files the runner names
-(``$GITHUB_OUTPUT``, ``$GITHUB_STEP_SUMMARY``). On a runner, warnings and errors become ``::warning::`` and
-``::error::`` commands (annotations on the run page, with the file when one is named) and long
-listings are folded into ``::group::`` sections.
+I/O: writes to the streams it is given and to the files the runner names (``$GITHUB_OUTPUT``,
+``$GITHUB_STEP_SUMMARY``). Diagnostics (progress, phases, warnings, errors, a crash's
+traceback) go to the diagnostics stream, by default stderr; data a command is asked for
+(``--json -``, ``--summary-json -``) goes to the data stream, by default stdout, so that
+``ivy-matrix compare --json - | jq`` gets only JSON. The runner reads both streams for workflow
+commands. On a runner, warnings and errors become ``::warning::`` and ``::error::`` commands
+(annotations on the run page, with the file when one is named) and long listings are folded
+into ``::group::`` sections. Phases, waits and progress are runner/pacing.py's.
 
 Every line goes through :class:`Log`, which neutralises what it prints, so that no test name,
 file name or message can write a workflow command of its own (the runner reads stdout and stderr
@@ -26,6 +29,8 @@ import io
 import os
 import re
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -81,21 +86,28 @@ def _escape_property(text: str) -> str:
 
 
 class _Output:
-    """The log's stream, where a write error (a closed pipe, a full disk) ends the log quietly.
+    """A stream where a write error (a closed pipe, a full disk) ends the output quietly.
 
-    ``ivy-matrix update | head -1`` closes stdout early; the update must still finish and save,
-    so the first failed write stops all further output instead of failing the command.
-    Without a stream, the process's stdout as it is when written to (so pytest's capture and
-    ``contextlib.redirect_stdout`` see it).
+    ``ivy-matrix update 2>&1 | head -1`` closes the stream early; the update must still finish
+    and save, so the first failed write stops all further output instead of failing the
+    command. Without a stream, the process's ``fallback`` stream as it is when written to (so
+    pytest's capture and ``contextlib.redirect_stdout`` see it).
     """
 
-    def __init__(self, stream: TextIO | None) -> None:
+    def __init__(self, stream: TextIO | None, fallback: Callable[[], TextIO]) -> None:
         self._stream = stream
+        self._fallback = fallback
         self.lost = False
 
     @property
     def target(self) -> TextIO:
-        return self._stream if self._stream is not None else sys.stdout
+        return self._stream if self._stream is not None else self._fallback()
+
+    def isatty(self) -> bool:
+        try:
+            return not self.lost and self.target.isatty()
+        except (OSError, ValueError, AttributeError):
+            return False
 
     def write(self, text: str) -> int:
         if not self.lost:
@@ -115,11 +127,11 @@ class _Output:
     def _lose(self) -> None:
         self.lost = True
         if self._stream is None:
-            # What is still buffered for stdout would fail again when Python exits and print
+            # What is still buffered would fail again when Python exits and print
             # "Exception ignored ... BrokenPipeError": send it to the null device instead.
             with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
                 null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, sys.stdout.fileno())
+                os.dup2(null, self._fallback().fileno())
                 os.close(null)
 
 
@@ -130,26 +142,68 @@ def plain_line(text: str) -> str:
 
 
 class Log:
-    """Where every user-facing line goes: ``stream`` (default stdout), and a crash's traceback
-    to ``error_stream`` (default stderr; both looked up when written to)."""
+    """Where every user-facing line goes: diagnostics to ``stream`` (default stderr), data to
+    ``data`` (default stdout); both looked up when written to. ``clock`` (seconds, monotonic)
+    times the phases and paces progress lines; tests pass a virtual one.
+
+    Safe to use from two threads (runner/pacing.py's heartbeat writes too): each line is
+    written whole under a lock. ``last_line`` is when the last line was written.
+    """
 
     def __init__(
         self,
         *,
         github_actions: bool,
         stream: TextIO | None = None,
-        error_stream: TextIO | None = None,
+        data: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.github_actions = github_actions
-        self._output = _Output(stream)
-        self._error_stream = error_stream
+        self._output = _Output(stream, lambda: sys.stderr)
+        self._data = _Output(data, lambda: sys.stdout)
+        self.clock = clock
+        self.last_line = clock()
+        self._lock = threading.RLock()
+        # A terminal's progress bar: drawn with "\r" on the diagnostics stream and erased
+        # before any line, so it never reaches a log file or a pipe (runner/pacing.py).
+        self._bar = ""
+        self.phase: str | None = None
 
     @property
     def stream(self) -> _Output:
         return self._output
 
+    @property
+    def terminal(self) -> bool:
+        """Whether diagnostics go to a terminal a person watches (not a runner, log or pipe)."""
+        return not self.github_actions and self._output.isatty()
+
+    def _line(self, text: str) -> None:
+        with self._lock:
+            if self._bar:
+                self._output.write("\r" + " " * len(self._bar) + "\r")
+                self._bar = ""
+            print(text, file=self._output, flush=True)
+            self.last_line = self.clock()
+
+    def bar(self, text: str) -> None:
+        """Draw ``text`` as the terminal's progress bar (nothing when not on a terminal)."""
+        if not self.terminal:
+            return
+        with self._lock:
+            pad = " " * max(len(self._bar) - len(text), 0)
+            self._output.write("\r" + text + pad)
+            self._output.flush()
+            self._bar = text
+
+    def data(self, text: str) -> None:
+        """Write what the command was asked for (``-`` as a path) to the data stream."""
+        with self._lock:
+            self._data.write(text)
+            self._data.flush()
+
     def info(self, message: str) -> None:
-        print(plain_line(message), file=self.stream, flush=True)
+        self._line(plain_line(message))
 
     def _annotate(
         self, kind: str, message: str, file: str | None, line: int | None, title: str | None = None
@@ -163,11 +217,11 @@ class Log:
             if title:
                 props.append(f"title={_escape_property(title)}")
             head = f"::{kind} {','.join(props)}::" if props else f"::{kind}::"
-            print(head + _escape_data(message), file=self.stream, flush=True)
+            self._line(head + _escape_data(message))
         else:
             where = f"{file}:{line}: " if file and line else f"{file}: " if file else ""
             what = f"{title}: " if title else ""
-            print(plain_line(f"{kind}: {where}{what}{message}"), file=self.stream, flush=True)
+            self._line(plain_line(f"{kind}: {where}{what}{message}"))
 
     def warning(
         self,
@@ -192,24 +246,31 @@ class Log:
     def notice(self, message: str) -> None:
         self._annotate("notice", message, None, None)
 
+    def test_failure(self, title: str, message: str, *, file: str | None) -> None:
+        """A failed test: an error annotation on a runner (titled with the test and backend),
+        a plain indented line elsewhere; never a ``warning:`` about ivy-matrix itself."""
+        if self.github_actions:
+            self._annotate("error", message, file, None, title)
+        else:
+            self.info(f"  {title}: {message}")
+
     def traceback(self, text: str) -> None:
-        """Print a traceback to the error stream, each of its lines neutralised like any other."""
-        stream = sys.stderr if self._error_stream is None else self._error_stream
+        """Print a traceback to the diagnostics stream, each line neutralised like any other."""
         for line in text.splitlines():
-            print(plain_line(line), file=stream, flush=True)
+            self._line(plain_line(line))
 
     @contextlib.contextmanager
     def group(self, title: str) -> Iterator[None]:
         """Fold the lines printed inside into one section of the runner's log."""
         if self.github_actions:
-            print(f"::group::{_escape_data(title)}", file=self.stream, flush=True)
+            self._line(f"::group::{_escape_data(title)}")
         else:
             self.info(title)
         try:
             yield
         finally:
             if self.github_actions:
-                print("::endgroup::", file=self.stream, flush=True)
+                self._line("::endgroup::")
 
 
 def _random_delimiter() -> str:

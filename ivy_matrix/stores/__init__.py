@@ -10,6 +10,8 @@ logs what it would write instead of writing it.
 - ``stores/branch.py``: a branch of the repository, by git compare-and-swap (reading it:
   ``stores/snapshot.py``; what is where on it: ``stores/layout.py``);
 - ``issues/store.py``: hidden blocks of the dashboard issues (writers take turns).
+
+Pure: the protocol, its values and the stores' shared defaults; the stores themselves do I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from typing import Protocol
 
 from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId, DashboardState
+
+# How long a writer waits for the local store's lock before it refuses, in seconds.
+DEFAULT_LOCK_TIMEOUT = 600
 
 Change = Callable[[Mapping[DashboardId, DashboardState]], Merged]
 

@@ -48,6 +48,7 @@ from ivy_matrix.stores.layout import DEFAULT_STATE_DIR, BranchLayout, Scope, pag
 from ivy_matrix.stores.lease import JobFinished
 from ivy_matrix.stores.queue import Queue
 from ivy_matrix.stores.remote import BranchRemote, GitData, RestRemote
+from ivy_matrix.trend import DEFAULT_POINTS
 
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
@@ -88,6 +89,7 @@ class BranchStore:
         render_all: bool = False,
         read_all_when_complete: bool = False,
         job_finished: JobFinished | None = None,
+        trend_points: int = DEFAULT_POINTS,
     ) -> None:
         if remote is None:
             if client is None:
@@ -118,6 +120,7 @@ class BranchStore:
             style=style,
             dry_run=dry_run,
             log=self.log,
+            trend_points=trend_points,
         )
         self.inbox = Inbox(remote, branch=self.branch, layout=self.layout, message=message)
         self.queue = Queue(
@@ -179,7 +182,11 @@ class BranchStore:
             snapshot = self.committer.read(tip, None)
             merged = change(dict(snapshot.states))
             saved = self.committer.land(
-                snapshot, merged, attempt=attempt, every_page=self.render_all
+                snapshot,
+                merged,
+                attempt=attempt,
+                every_page=self.render_all,
+                trend_runs=merged.runs,
             )
             self._try_seconds = self._clock() - started
             if saved is not None:
@@ -209,6 +216,12 @@ class BranchStore:
                 snapshot.legs, [(matrix.run_id, matrix.size, matrix.index)]
             )
         rendered = complete if matrix else True
+        # The trend gets a point for each run this update brought, or for a matrix leg the
+        # run it completes (the folds of the others' legs add theirs).
+        runs = own.runs if matrix is None else ((matrix.run_id,) if complete else ())
+        trend = committer.trend(snapshot, own, runs)
+        if trend is not None:
+            own = replace(own, trend=trend)
         files = committer.files(snapshot, own, legs=legs)
         if not files or self.dry_run:
             saved = Saved(

@@ -9,20 +9,25 @@ are written; when none does, nothing is written at all (not even the revision).
 A branch read without a valid index (layout 1 or older, or written since by an older
 version) is migrated by its next commit: every dashboard's document and page is written in
 layout 2, the files of older layouts are deleted, and the index file is written.
+
+The trend (``trend.json`` at the branch's root, trend.py) gets the points of the runs a
+commit completes: a run's point sums every dashboard's part, computed for the dashboards read
+and taken from the index file's summaries for the others (:func:`branch_trend`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from ivy_matrix.fold import Merged
-from ivy_matrix.model import DashboardId
+from ivy_matrix.model import DashboardId, Trend
 from ivy_matrix.paths import INDEX_NAME, dashboard_file
 from ivy_matrix.render import Style, render_index_page, render_page
 from ivy_matrix.statefile import dump_runs, dump_state
 from ivy_matrix.stores.index import Summary, dump_index, summarize
 from ivy_matrix.stores.layout import BranchLayout, Runs
-from ivy_matrix.stores.snapshot import Snapshot, git_blob_sha
+from ivy_matrix.stores.tree import Snapshot, git_blob_sha
+from ivy_matrix.trend import TREND_NAME, dashboard_part, dump_trend, join_parts, with_points
 
 
 def commit_files(
@@ -33,22 +38,24 @@ def commit_files(
     style: Style,
     legs: Runs | None = None,
     every_page: bool = False,
+    trend: Trend | None = None,
 ) -> dict[str, str | None]:
     """The files that differ from ``snapshot`` once ``merged`` is saved (see the module
     docstring); empty when nothing does. ``every_page``: render every dashboard read, not
-    only those that changed (``publish``)."""
+    only those that changed (``publish``); ``trend``: the store's trend after this commit
+    (None: unchanged)."""
     summaries = dict(snapshot.summaries)
-    writes = _differing(
-        snapshot.tree.files,
-        _wanted(layout, snapshot, merged, summaries, style=style, legs=legs, every=every_page),
-    )
+    wanted = _wanted(layout, snapshot, merged, summaries, style=style, legs=legs, every=every_page)
+    if trend is not None and (trend.points or TREND_NAME in snapshot.tree.files):
+        wanted[TREND_NAME] = dump_trend(trend)
+    writes = _differing(snapshot.tree.files, wanted)
     if not writes:
         return {}
     if not snapshot.indexed:
         # Layout 2 from now on: every dashboard's document and page, the old files gone.
         summaries = dict(snapshot.summaries)
-        wanted = _wanted(layout, snapshot, merged, summaries, style=style, legs=legs, every=True)
-        writes = _differing(snapshot.tree.files, wanted)
+        again = _wanted(layout, snapshot, merged, summaries, style=style, legs=legs, every=True)
+        writes = _differing(snapshot.tree.files, {**wanted, **again})
     revision = snapshot.revision + 1
     writes[layout.summary_path] = dump_index(summaries.values(), revision)
     writes[layout.revision_path] = f"{revision}\n"
@@ -98,3 +105,33 @@ def _differing(
         for path, text in wanted.items()
         if (path in current if text is None else current.get(path) != git_blob_sha(text))
     }
+
+
+def branch_trend(
+    previous: Trend,
+    snapshot: Snapshot,
+    merged: Merged,
+    runs: Collection[int],
+    *,
+    cap: int,
+) -> Trend:
+    """``previous`` with the points of ``runs``: each the sum, in key order, of the parts of
+    the dashboards ``merged`` holds (computed) and of the others' (their summaries say them;
+    :meth:`Committer.merge` read the dashboards whose summary cannot)."""
+    gone = {state.id for state in merged.states.values()} | {s.id for s in merged.removed}
+    removed = {state.id for state in merged.removed}
+    others = {d: s for d, s in snapshot.summaries.items() if d not in gone}
+    keys = sorted([*(d for d in merged.states if d not in removed), *others], key=lambda d: d.key)
+    points = []
+    for run in runs:
+        parts = []
+        for dashboard in keys:
+            state = merged.states.get(dashboard)
+            part = dashboard_part(state, run) if state is not None else others[dashboard].part(run)
+            if part is None:
+                raise ValueError(f"the trend part of {dashboard.key} in run {run} was not read")
+            parts.append(part)
+        point = join_parts(run, parts)
+        if point is not None:
+            points.append(point)
+    return with_points(previous, points, cap=cap)

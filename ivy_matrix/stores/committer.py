@@ -21,15 +21,17 @@ from dataclasses import replace
 
 from ivy_matrix.fold import Merged, window_horizon
 from ivy_matrix.github.types import RefUpdate
-from ivy_matrix.model import DashboardId
+from ivy_matrix.model import DashboardId, Trend
 from ivy_matrix.render import Style
 from ivy_matrix.runner.log import Progress
 from ivy_matrix.stores import Saved
-from ivy_matrix.stores.commit import commit_files
+from ivy_matrix.stores.commit import branch_trend, commit_files
 from ivy_matrix.stores.index import retires_something
 from ivy_matrix.stores.layout import BranchLayout, Runs
 from ivy_matrix.stores.remote import BranchRemote
-from ivy_matrix.stores.snapshot import BranchReader, Snapshot
+from ivy_matrix.stores.snapshot import BranchReader
+from ivy_matrix.stores.tree import Snapshot
+from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, load_trend
 
 # Rounds of "apply, then read the dashboards retirement reaches": the second finds none,
 # since the window only depends on the runs, which reading more does not add to.
@@ -49,8 +51,10 @@ class Committer:
         style: Style,
         dry_run: bool,
         log: Progress,
+        trend_points: int = DEFAULT_POINTS,
     ) -> None:
         self.remote = remote
+        self.trend_points = trend_points
         self.branch = branch
         self.layout = layout
         self.message = message
@@ -94,12 +98,16 @@ class Committer:
         legs: Runs | None = None,
         also: Sequence[RefUpdate] = (),
         every_page: bool = False,
+        trend_runs: Collection[int] = (),
         writes: dict[str, str | None] | None = None,
     ) -> Saved | None:
         """Commit what differs and push it with ``also``, atomically (see the module
         docstring); None when something moved first. Nothing to write and nothing ``also``:
         no request; a dry run: the files it would commit. ``writes``: what :meth:`files`
         gave for the same arguments."""
+        trend = self.trend(snapshot, merged, trend_runs)
+        if trend is not None:
+            merged = replace(merged, trend=trend)
         if writes is None:
             writes = self.files(snapshot, merged, legs=legs, every_page=every_page)
         saved = Saved(merged=merged, attempts=attempt, revision=snapshot.revision)
@@ -120,7 +128,7 @@ class Committer:
         if commit is None:
             return saved
         for path, text in writes.items():
-            if text is not None and self.layout.in_state_dir(path):
+            if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
                 self.reader.remember(text)
         return replace(
             saved,
@@ -137,10 +145,25 @@ class Committer:
         legs: Runs | None = None,
         every_page: bool = False,
     ) -> dict[str, str | None]:
-        """What committing ``merged`` on ``snapshot`` writes (empty: nothing differs)."""
+        """What committing ``merged`` on ``snapshot`` writes (empty: nothing differs); with
+        the store's trend when ``merged`` holds it (:meth:`trend`)."""
         return commit_files(
-            self.layout, snapshot, merged, style=self.style, legs=legs, every_page=every_page
+            self.layout,
+            snapshot,
+            merged,
+            style=self.style,
+            legs=legs,
+            every_page=every_page,
+            trend=merged.trend,
         )
+
+    def trend(self, snapshot: Snapshot, merged: Merged, runs: Collection[int]) -> Trend | None:
+        """The branch's trend with the points of ``runs`` (None: no run, no change)."""
+        if not runs:
+            return None
+        where = f"{TREND_NAME} on branch {self.branch}"
+        previous = load_trend(self.reader.text(snapshot.tree, TREND_NAME), where=where)
+        return branch_trend(previous, snapshot, merged, runs, cap=self.trend_points)
 
     def report(self, saved: Saved) -> None:
         where = f"branch {self.branch}"

@@ -24,12 +24,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ivy_matrix.history import IndexNotes
-from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.model import BackendPoint, DashboardId, DashboardState, Parity, TrendPoint
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import IndexRow, index_row
+from ivy_matrix.trend import PointPart, dashboard_part
 
 INDEX_FORMAT = "ivy-matrix-index"
 INDEX_VERSION = 1
+# Runs (a dashboard's newest) whose trend parts the index keeps: a run's point is drawn when
+# its results arrive, so the newest few are all a point ever needs of a dashboard not read.
+PART_RUNS = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,6 +44,17 @@ class Summary:
     runs: tuple[int, ...]
     stale_at: int | None
     row: IndexRow
+    # Its share of the trend's point of each of its newest runs that brought it results, and
+    # of a run that brought it none (trend.dashboard_part).
+    parts: Mapping[int, PointPart]
+    absent: PointPart
+
+    def part(self, run: int) -> PointPart | None:
+        """Its share of run ``run``'s point; None when only reading it tells (an old run)."""
+        found = self.parts.get(run)
+        if found is not None:
+            return found
+        return None if run in self.runs else self.absent
 
 
 def stale_at(state: DashboardState) -> int | None:
@@ -62,7 +77,15 @@ def stale_at(state: DashboardState) -> int | None:
 
 def summarize(state: DashboardState) -> Summary:
     """A dashboard's summary for the index file."""
-    return Summary(id=state.id, runs=state.runs, stale_at=stale_at(state), row=index_row(state))
+    parts = {run: dashboard_part(state, run) for run in state.runs[:PART_RUNS]}
+    return Summary(
+        id=state.id,
+        runs=state.runs,
+        stale_at=stale_at(state),
+        row=index_row(state),
+        parts={run: part for run, part in parts.items() if part.brought},
+        absent=dashboard_part(state, 0),
+    )
 
 
 def retires_something(summary: Summary, horizon: int | None) -> bool:
@@ -82,6 +105,8 @@ def dump_index(summaries: Iterable[Summary], revision: int) -> str:
                 "runs": list(summary.runs),
                 "stale_at": summary.stale_at,
                 "counts": [[b, p, t] for b, (p, t) in summary.row.counts.items()],
+                "parts": {str(run): _part_json(part) for run, part in summary.parts.items()},
+                "absent": _part_json(summary.absent),
                 "notes": {
                     "newly": list(notes.newly),
                     "newly_total": notes.newly_total,
@@ -99,6 +124,60 @@ def dump_index(summaries: Iterable[Summary], revision: int) -> str:
         "dashboards": dashboards,
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _part_json(part: PointPart) -> dict[str, object]:
+    point = part.point
+    return {
+        "brought": part.brought,
+        "sha": point.sha,
+        "time": point.time,
+        "sha_time": part.sha_time,
+        "backends": [
+            [name, b.passed, b.failed, b.flaky, b.skipped, b.missing] for name, b in point.backends
+        ],
+        "parity": [
+            point.parity.rows,
+            point.parity.green,
+            [list(f) for f in point.parity.fails_only],
+        ],
+    }
+
+
+def _part(value: object, run: int) -> PointPart:
+    if not isinstance(value, Mapping):
+        raise TypeError("a trend part is not an object")
+    backends = []
+    for entry in _list(value["backends"]):
+        name, *counts = _list(entry)
+        passed, failed, flaky, skipped, missing = (_int(n) for n in counts)
+        backends.append(
+            (
+                _str(name),
+                BackendPoint(
+                    passed=passed, failed=failed, flaky=flaky, skipped=skipped, missing=missing
+                ),
+            )
+        )
+    rows, green, only = _list(value["parity"])
+    fails_only = []
+    for entry in _list(only):
+        name, count = _list(entry)
+        fails_only.append((_str(name), _int(count)))
+    brought = value["brought"]
+    if not isinstance(brought, bool):
+        raise TypeError("'brought' is not a boolean")
+    return PointPart(
+        point=TrendPoint(
+            run=run,
+            sha=_str(value["sha"]),
+            time=_str(value["time"]),
+            backends=tuple(backends),
+            parity=Parity(rows=_int(rows), green=_int(green), fails_only=tuple(fails_only)),
+        ),
+        brought=brought,
+        sha_time=_str(value["sha_time"]),
+    )
 
 
 def load_index(text: str) -> tuple[int, dict[DashboardId, Summary]] | None:
@@ -128,6 +207,9 @@ def _summary(item: object) -> Summary:
     notes = item["notes"]
     if not isinstance(notes, Mapping):
         raise TypeError("notes are not an object")
+    parts = item["parts"]
+    if not isinstance(parts, Mapping):
+        raise TypeError("parts are not an object")
     counts = {}
     for entry in _list(item["counts"]):
         backend, passing, total = _list(entry)
@@ -149,6 +231,8 @@ def _summary(item: object) -> Summary:
                 flaky_total=_int(notes["flaky_total"]),
             ),
         ),
+        parts={int(run): _part(part, int(run)) for run, part in parts.items()},
+        absent=_part(item["absent"], 0),
     )
 
 

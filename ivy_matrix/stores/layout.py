@@ -105,6 +105,15 @@ def record_legs(legs: Runs, finished: Iterable[tuple[int, int, int]]) -> tuple[R
     return record, any(_complete(*record[run]) for run in runs)
 
 
+def completed_runs(before: Runs, after: Runs) -> set[int]:
+    """The runs complete in the record ``after`` and not in ``before``."""
+    return {
+        run
+        for run, (size, done) in after.items()
+        if _complete(size, done) and not (run in before and _complete(*before[run]))
+    }
+
+
 def _complete(size: int, done: frozenset[int]) -> bool:
     """Whether the legs ``done`` (indexes below ``size``) are every leg of the matrix."""
     return len({index for index in done if 0 <= index < size}) >= size

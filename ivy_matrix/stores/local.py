@@ -7,6 +7,7 @@ I/O. The local store is a directory (``.ivy-matrix/`` by default)::
                                   holder's pid, host and start time (for messages)
       state/<category>/<title>.json   one serialized dashboard each (see statefile.py), named
                                   by paths.state_file (unique even where case is ignored)
+      trend.json                  one point per run the store recorded (trend.py)
 
 Older versions named the files with ``paths.relative_path``, which differs for names that are
 not lower-case (``state/Core/Grad.json``, now ``state/Core-70ea1983/Grad-d1c58652.json``): a
@@ -31,15 +32,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.model import DashboardId, DashboardState, Trend
 from ivy_matrix.paths import relative_path, state_file
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.statefile import dump_state, load_state
-from ivy_matrix.stores import AfterSave, Change, Saved
+from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT, AfterSave, Change, Saved
+from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend, with_trend
 
 # Seconds an update waits for the store's lock (the lock-timeout setting's default).
-DEFAULT_LOCK_TIMEOUT = 600
 
 # --------------------------------------------------------------------------- the lock
 
@@ -168,23 +169,40 @@ class LocalStore:
         log: Progress | None = None,
         after_save: AfterSave | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        trend_points: int = DEFAULT_POINTS,
     ) -> None:
         self.root = root
         self._state_dir = root / "state"
+        self.trend_path = root / TREND_NAME
+        self.trend_points = trend_points
         self.dry_run = dry_run
         self.log: Progress = log or Quiet()
         self.after_save = after_save
         self.lock_timeout = lock_timeout
 
     def update(self, change: Change) -> Saved:
-        """Under the lock: read every state, ``change`` them, save what changed."""
+        """Under the lock: read every state, ``change`` them, save what changed (and the trend,
+        with the points of the runs the change brought)."""
         locked = self.locked(timeout=self.lock_timeout, on_wait=self.log.info)
         with contextlib.nullcontext() if self.dry_run else locked:
             merged = change({state.id: state for state in self.load_all()})
+            previous = self._read_trend()
+            merged = with_trend(
+                merged,
+                load_trend(previous, where=str(self.trend_path)),
+                cap=self.trend_points,
+            )
+            trend = dump_trend(merged.trend) if merged.trend is not None else None
             to_save = merged.to_save()
             written = tuple(
                 self.path_of(d).as_posix() for d in [*to_save, *(s.id for s in merged.removed)]
             )
+            if trend is not None and trend != (previous or dump_trend(Trend())):
+                written += (self.trend_path.as_posix(),)
+                if self.dry_run:
+                    self.log.info(f"dry run: would save the trend in {self.trend_path}")
+                else:
+                    self._write(self.trend_path, trend)
             for state in to_save.values():
                 if self.dry_run:
                     self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
@@ -290,6 +308,18 @@ class LocalStore:
                 states[state.id] = state
         return sorted(states.values(), key=lambda s: s.key)
 
+    def _read_trend(self) -> str | None:
+        try:
+            return self.trend_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as error:
+            raise StoreError(f"cannot read {self.trend_path}: {error}") from None
+
+    def load_trend(self) -> Trend:
+        """The store's trend (empty when it has none yet)."""
+        return load_trend(self._read_trend(), where=str(self.trend_path))
+
     def delete(self, dashboard: DashboardId) -> None:
         """Remove one dashboard's state, at its path and the old one (none is fine)."""
         for path in (self.path_of(dashboard), self._old_path_of(dashboard)):
@@ -312,16 +342,20 @@ class LocalStore:
         read the new one.
         """
         path = self.path_of(state.id)
-        try:
-            write_atomic(path, dump_state(state))
-        except OSError as error:
-            raise StoreError(
-                f"cannot write {path}: {error.strerror or error}; "
-                f"check that the folder is writable or pass another --store"
-            ) from None
+        self._write(path, dump_state(state))
         old = self._old_path_of(state.id)
         if old != path:
             self._remove(old)
             with contextlib.suppress(OSError):  # only tidies up: a folder in use stays
                 if old.parent != self._state_dir:
                     old.parent.rmdir()
+
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
+        try:
+            write_atomic(path, text)
+        except OSError as error:
+            raise StoreError(
+                f"cannot write {path}: {error.strerror or error}; "
+                f"check that the folder is writable or pass another --store"
+            ) from None

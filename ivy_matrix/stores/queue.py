@@ -32,9 +32,9 @@ from ivy_matrix.runner.log import Progress
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.committer import Committer
 from ivy_matrix.stores.inbox import Inbox, Pending, fold_results, own_reports
-from ivy_matrix.stores.layout import Scope, record_legs, rejected_ref
+from ivy_matrix.stores.layout import Scope, completed_runs, record_legs, rejected_ref
 from ivy_matrix.stores.lease import JobFinished, LeaseWatch
-from ivy_matrix.stores.snapshot import Snapshot
+from ivy_matrix.stores.tree import Snapshot
 
 POLL_START = 0.5
 POLL_CAP = 4.0
@@ -240,24 +240,32 @@ class Queue:
         if complete and self.read_all_when_complete:
             snapshot = committer.reader.more(snapshot, snapshot.summaries)
 
+        brought = tuple(sorted({run for state in results.states for run in state.runs}))
+
         def fold(read: Snapshot) -> Merged:
             folded = fold_results(read.states, results.states, scope.history)
             changed = tuple(s.key for d, s in folded.items() if read.states.get(d) != s)
             return retire_merged(
                 read.states,
-                Merged(states=folded, changed=changed),
+                Merged(states=folded, changed=changed, runs=brought),
                 retire_after_runs=scope.retire_after_runs,
                 other_runs=read.other_runs(),
             )
 
         snapshot, merged = committer.merge(snapshot, fold, scope.retire_after_runs)
+        # The trend's points: of the runs of results from outside a matrix, and of the matrix
+        # runs this fold completes.
+        outside = {run for run, size, _ in pending.legs if size == 0}
+        trend_runs = sorted(outside | completed_runs(snapshot.legs, legs))
         also = [RefUpdate(ref=r, new=None, old=sha) for r, sha in pending.refs.items()]
         for moved in {**{r: pending.refs[r] for r in results.bad}, **pending.strays}.items():
             aside = f"{rejected_ref(committer.branch, moved[0])}-{moved[1][:12]}"
             also.append(RefUpdate(ref=aside, new=moved[1], old=None))
         also.extend(RefUpdate(ref=r, new=None, old=sha) for r, sha in pending.strays.items())
         also.append(RefUpdate(ref=self.inbox.lease, new=None, old=pending.lease))
-        saved = committer.land(snapshot, merged, attempt=attempt, legs=legs, also=also)
+        saved = committer.land(
+            snapshot, merged, attempt=attempt, legs=legs, also=also, trend_runs=trend_runs
+        )
         if saved is None:
             return None
         return replace(saved, rendered=complete if scope.matrix else True)

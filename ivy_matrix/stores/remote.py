@@ -23,18 +23,9 @@ from typing import Protocol, TypeVar
 from ivy_matrix.github.git_process import GitUnavailableError
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.runner.log import Progress
+from ivy_matrix.stores.tree import TreeListing
 
 _R = TypeVar("_R")
-
-
-class TreeListing(Protocol):
-    """A listed tree: its sha and its files (path -> blob sha)."""
-
-    @property
-    def sha(self) -> str: ...
-
-    @property
-    def files(self) -> Mapping[str, str]: ...
 
 
 class BranchRemote(Protocol):

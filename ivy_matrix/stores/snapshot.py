@@ -22,59 +22,16 @@ a column of an older layout in its dashboard's folder): a misplaced file is a
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Iterable
+from dataclasses import replace
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.statefile import join_columns, load_runs, load_state
-from ivy_matrix.stores.index import Summary, load_index, summarize
+from ivy_matrix.stores.index import load_index, summarize
 from ivy_matrix.stores.layout import MAX_MATRIX_SIZE, BranchLayout, Runs
-from ivy_matrix.stores.remote import BranchRemote, TreeListing
-
-
-def git_blob_sha(text: str) -> str:
-    """The git object id of a blob holding ``text`` as UTF-8 (``git hash-object``)."""
-    data = text.encode("utf-8")
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class _EmptyTree:
-    """The tree of a branch that does not exist yet."""
-
-    sha: str = ""
-    files: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """The branch at ``tip`` (None: no branch yet), as one try of an update read it.
-
-    ``states`` are the dashboards read; ``summaries`` every dashboard's (from the index, or
-    computed when everything was read); ``paths`` the state files found of each dashboard
-    read (older layouts' included, to be removed when it is written); ``whole``: every
-    dashboard was read; ``indexed``: the branch has a valid index of this revision (else the
-    next commit writes the whole layout anew).
-    """
-
-    tip: str | None
-    tree: TreeListing
-    states: dict[DashboardId, DashboardState]
-    summaries: dict[DashboardId, Summary]
-    revision: int = 0
-    legs: Runs = field(default_factory=dict)
-    paths: dict[DashboardId, set[str]] = field(default_factory=dict)
-    whole: bool = True
-    indexed: bool = True
-
-    def other_runs(self) -> set[int]:
-        """The runs of the dashboards not read (their summaries'): the retirement window."""
-        return {
-            run for dashboard, s in self.summaries.items() if dashboard not in self.states
-            for run in s.runs
-        }  # fmt: skip
+from ivy_matrix.stores.remote import BranchRemote
+from ivy_matrix.stores.tree import EmptyTree, Snapshot, TreeListing, git_blob_sha
 
 
 class BranchReader:
@@ -103,7 +60,7 @@ class BranchReader:
         """The branch at ``tip``: the ``dashboards`` asked for (None: every one), or every
         one when the branch has no valid index (see the module docstring)."""
         if tip is None:
-            return Snapshot(None, _EmptyTree(), {}, {})
+            return Snapshot(None, EmptyTree(), {}, {})
         tree = self.remote.tree(tip)
         layout = self.layout
         small = [layout.summary_path, layout.revision_path, layout.legs_path]
@@ -182,6 +139,14 @@ class BranchReader:
     def _text(self, tree: TreeListing, path: str) -> str | None:
         sha = tree.files.get(path)
         return None if sha is None else self._blobs[sha]
+
+    def text(self, tree: TreeListing, path: str) -> str | None:
+        """The text of the file at ``path`` in ``tree`` (None when it has none), read once."""
+        sha = tree.files.get(path)
+        if sha is None:
+            return None
+        self._fetch([sha])
+        return self._blobs[sha]
 
     def _revision(self, tree: TreeListing) -> int:
         text = self._text(tree, self.layout.revision_path)

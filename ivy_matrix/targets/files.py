@@ -27,13 +27,16 @@ def write_output(
     changed: a run without ``--output-dir``, or one stopped after saving the store, leaves
     files behind the state. Files that are already right are not rewritten; files that no
     dashboard renders are the user's and are left alone. Returns the paths written (in a dry
-    run: the paths a real run would write, writing nothing).
+    run: the paths a real run would write or delete, writing nothing).
     """
-    files = render_files(merged.ordered(), style=style) + removed_files(merged.removed)
+    files = render_files(merged.ordered(), style=style, trend=merged.trend)
+    files += removed_files(merged.removed)
     written = write_files(output_dir, files, dry_run=dry_run)
     if dry_run:
+        gone = {file.path for file in files if file.text is None}
         for path in written:
-            log.info(f"dry run: would write {output_dir / path}")
+            verb = "delete" if path in gone else "write"
+            log.info(f"dry run: would {verb} {output_dir / path}")
     return tuple(written)
 
 

@@ -1,29 +1,30 @@
 """The summary target: the job summary, step outputs, ``--summary-json`` and the run's log.
 
 I/O: appends to the files the runner names (``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``),
-writes the summary JSON atomically, and logs one line per dashboard plus an annotation per
-failed test (the first few). The markdown comes from render.py. The files it writes come as
-one :class:`SummaryFiles` value.
+writes the summary JSON atomically, and logs one line per dashboard. The markdown comes from
+render.py. The files it writes come as one :class:`SummaryFiles` value. What the run spent of
+GitHub's budgets (``github/spend.py``) ends the log (:func:`log_spend`, with a warning past
+``budget-warning``), the job summary and the summary JSON.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ivy_matrix.collect import Collected
-from ivy_matrix.errors import InputError
 from ivy_matrix.fold import DashboardReport, Merged
+from ivy_matrix.github.spend import over_budget
+from ivy_matrix.github.types import Spend
 from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import backend_counts, render_job_summary
-from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log, append_output, append_summary
 from ivy_matrix.targets import Published
 
-# GitHub shows at most 10 warning annotations per step; more only fill the log.
-ANNOTATIONS = 10
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard
 
 
@@ -61,33 +62,82 @@ def _log_dashboard(log: Log, key: str, report: DashboardReport) -> None:
     log.info(f"dashboard {key}: " + "; ".join(parts))
 
 
-def annotate_failures(collected: Collected, log: Log) -> None:
-    """One annotation per failed test, for the first few; the rest are counted.
+def spend_line(spend: Spend) -> str:
+    """What a run spent of GitHub's budgets, in one sentence (no full stop)."""
+    text = (
+        f"GitHub: {spend.requests:,} request(s), {spend.content_requests:,} of them "
+        f"content-creating"
+    )
+    if spend.rate_limit_remaining is not None:
+        of = f" of {spend.rate_limit:,}" if spend.rate_limit is not None else ""
+        text += f"; {spend.rate_limit_remaining:,}{of} left this hour (x-ratelimit-remaining)"
+    return text
 
-    Warnings, not errors: failing tests are what a dashboard shows, and they fail the step
-    only with ``fail-on``.
-    """
-    failed = sum(f.failed + f.errors for f in collected.files if f.problem is None)
-    shown = collected.failures[:ANNOTATIONS]
-    for failure in shown:
-        message = failure.message or "failed"
+
+def log_spend(log: Log, spend: Spend | None, *, warn_percent: int) -> None:
+    """The run's spend (nothing without a GitHub connection), and a warning when it used more
+    than ``warn_percent`` of an hourly budget."""
+    if spend is None:
+        return
+    log.info(spend_line(spend))
+    over = over_budget(spend, warn_percent)
+    if over:
         log.warning(
-            message,
-            file=failure.test_file or failure.result_file,
-            title=f"{failure.test} failed on {failure.backend}",
-        )
-    if failed > len(shown):
-        log.notice(
-            f"{failed - len(shown)} more failed test case(s) are not annotated; the dashboards "
-            f"and the job summary have them all"
+            f"this run spent {' and '.join(over)}, more than budget-warning's {warn_percent}%. "
+            f"The hour's budget is the repository's, shared by every workflow and every matrix "
+            f"leg: runs like this one exhaust it, and GitHub then refuses the token until the "
+            f"hour is over. Publish from one fan-in job, or write from fewer legs",
+            title="GitHub's budget",
         )
 
 
-def write_summary_json(
-    path: Path, collected: Collected, merged: Merged, published: Published
-) -> None:
-    """``--summary-json``: totals, files, and every dashboard's counts, link and changes, and
-    its failing and flaky cells' history (failing since, last pass, flaky)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Results:
+    """What one update read, merged and published, whether it recorded the results, and what
+    it spent of GitHub's budgets (None: it made no request)."""
+
+    collected: Collected
+    merged: Merged
+    published: Published
+    recorded: bool = True
+    spend: Spend | None = None
+
+    @property
+    def conclusion(self) -> str:
+        """``failure`` (a test failed or had an error), ``success``, or ``neutral`` (no test
+        case read): the ``conclusion`` step output."""
+        totals = self.collected.totals()
+        if totals.failed or totals.errors:
+            return "failure"
+        return "success" if totals.tests else "neutral"
+
+    def backends(self) -> dict[str, dict[str, int]]:
+        """Per backend: test cases, failed, errors, skipped."""
+        keys = ("tests", "failed", "errors", "skipped")
+        return {
+            backend: dict(zip(keys, tally, strict=True))
+            for backend, tally in sorted(self.collected.by_backend.items())
+        }
+
+    def outline(self) -> dict[str, object]:
+        """The short JSON of the ``json`` step output: conclusion, totals, backends, links."""
+        return {
+            "conclusion": self.conclusion,
+            "recorded": self.recorded,
+            "totals": asdict(self.collected.totals()),
+            "backends": self.backends(),
+            "changed_cells": self.merged.changed_cells if self.recorded else 0,
+            "dashboard_urls": dict(self.published.urls),
+            "index_url": self.published.index_url,
+        }
+
+
+def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], None]) -> None:
+    """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts,
+    link and changes, and its failing and flaky cells' history (failing since, last pass,
+    flaky); what the run spent of GitHub's budgets."""
+    merged, published, collected = results.merged, results.published, results.collected
+    spend = results.spend or Spend()
     dashboards = {}
     for state in merged.ordered():
         counts = backend_counts(state)
@@ -103,9 +153,15 @@ def write_summary_json(
         }
     document = {
         "version": 1,
+        "conclusion": results.conclusion,
+        "recorded": results.recorded,
         "index_url": published.index_url,
+        "requests": spend.requests,
+        "content_requests": spend.content_requests,
+        "rate_limit_remaining": spend.rate_limit_remaining,
         "files": [asdict(f) for f in collected.files],
         "totals": asdict(collected.totals()),
+        "backends": results.backends(),
         "dashboards": dashboards,
         "removed_dashboards": {
             state.key: {
@@ -115,10 +171,7 @@ def write_summary_json(
             for state in merged.removed
         },
     }
-    try:
-        write_atomic(path, json.dumps(document, indent=2) + "\n")
-    except OSError as error:
-        raise InputError(f"cannot write --summary-json {path}: {error.strerror or error}") from None
+    write_file(path, json.dumps(document, indent=2) + "\n", stdout=stdout, what="--summary-json")
 
 
 def _report_json(report: DashboardReport) -> dict[str, object]:
@@ -129,12 +182,11 @@ def _report_json(report: DashboardReport) -> dict[str, object]:
     return document
 
 
-def publish_job_summary(
-    files: SummaryFiles, collected: Collected, merged: Merged, published: Published, log: Log
-) -> None:
+def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None:
     """Write the job summary and the step outputs, when the runner provides their files."""
+    collected, merged, published = results.collected, results.merged, results.published
     totals = collected.totals()
-    touched = [s for s in merged.ordered() if s.key in merged.reports]
+    touched = [s for s in merged.ordered() if s.key in merged.reports] if results.recorded else []
     try:
         if files.step_summary is not None:
             problems = [(p.source, p.message) for p in collected.problems]
@@ -145,11 +197,16 @@ def publish_job_summary(
                 links=published.urls,
                 index_url=published.index_url,
             )
+            if results.spend is not None:
+                markdown += f"{spend_line(results.spend)}.\n\n"
             append_summary(files.step_summary, markdown)
         if files.github_output is not None:
             outputs = {name.replace("_", "-"): str(v) for name, v in asdict(totals).items()}
-            outputs["changed-cells"] = str(merged.changed_cells)
+            outputs["conclusion"] = results.conclusion
+            outputs["recorded"] = str(results.recorded).lower()
+            outputs["changed-cells"] = str(merged.changed_cells if results.recorded else 0)
             outputs["dashboard-urls"] = json.dumps(dict(published.urls), sort_keys=True)
+            outputs["json"] = json.dumps(results.outline(), sort_keys=True)
             if published.index_url:
                 outputs["index-url"] = published.index_url
             if files.summary_json is not None:

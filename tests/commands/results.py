@@ -77,8 +77,9 @@ def latest(state: DashboardState, row: str, backend: str) -> Entry:
 
 
 def error_lines(out: str) -> list[str]:
-    """The ``::error::`` workflow commands in a captured log."""
-    return [line for line in out.splitlines() if line.startswith("::error")]
+    """The ``::error::`` workflow commands in a captured log: ivy-matrix's own errors, not the
+    annotations of failed tests (``::error file=...,title=...::``)."""
+    return [line for line in out.splitlines() if line.startswith("::error::")]
 
 
 def tree(folder: Path) -> dict[str, bytes]:

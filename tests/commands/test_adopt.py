@@ -6,6 +6,7 @@ import pytest
 from tabulate import tabulate
 
 from ivy_matrix.cli import main
+from ivy_matrix.errors import ExitCode
 from ivy_matrix.model import Outcome
 from ivy_matrix.readback import MAX_ADOPT_BYTES
 from tests.commands.results import error_lines, ivy_cell, write_junit
@@ -118,7 +119,7 @@ def test_table_rebuilt_cell_by_cell_matches_the_seed(workdir, name):
 
 
 def test_adopt_refuses_to_replace_a_stored_dashboard_without_force(workdir, capsys):
-    """Adopting over existing state exits 1 and says to pass --force; --force replaces it."""
+    """Adopting over existing state exits 3 (an input) and says to pass --force; --force replaces it."""
     table = tabulate(
         [["test_a", ivy_cell("https://github.com/o/r/actions/runs/3/job/4", Outcome.SUCCESS)]],
         headers=["", "torch"],
@@ -129,19 +130,19 @@ def test_adopt_refuses_to_replace_a_stored_dashboard_without_force(workdir, caps
     assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 0
     capsys.readouterr()
 
-    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 1
-    assert "pass --force" in capsys.readouterr().out
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == ExitCode.INPUT
+    assert "pass --force" in capsys.readouterr().err
     assert main(["adopt", "--dashboard", "core/x", "t.md", "--force"], {}) == 0
 
 
-def test_adopting_a_table_that_is_not_utf8_exits_1(workdir, capsys):
+def test_adopting_a_table_that_is_not_utf8_exits_3(workdir, capsys):
     """A table file in another encoding is a user error that names the file."""
     (workdir / "t.md").write_bytes("| | caf\u00e9 |\n|:--|:--|\n".encode("latin-1"))
 
     code = main(["adopt", "--dashboard", "core/x", "t.md"], {})
 
-    assert code == 1
-    assert "t.md" in capsys.readouterr().out.splitlines()[-1]
+    assert code == ExitCode.INPUT
+    assert "t.md" in capsys.readouterr().err.splitlines()[-1]
 
 
 def test_adopt_reports_every_unreadable_cell_and_stores_nothing(workdir, capsys):
@@ -157,8 +158,8 @@ def test_adopt_reports_every_unreadable_cell_and_stores_nothing(workdir, capsys)
 
     code = main(["adopt", "--dashboard", "core/x", "t.md"], {"GITHUB_ACTIONS": "true"})
 
-    errors = error_lines(capsys.readouterr().out)
-    assert code == 1
+    errors = error_lines(capsys.readouterr().err)
+    assert code == ExitCode.INPUT
     assert "cannot adopt core/x: 2 problem(s)" in errors[0]
     assert [line.split(": cannot read the cell")[0] for line in errors[1:]] == [
         "::error::row 'test_a', column 'torch'",
@@ -167,10 +168,10 @@ def test_adopt_reports_every_unreadable_cell_and_stores_nothing(workdir, capsys)
     assert not (workdir / ".ivy-matrix").exists()
 
 
-def test_adopting_a_file_over_the_size_limit_exits_1(workdir, capsys):
+def test_adopting_a_file_over_the_size_limit_exits_3(workdir, capsys):
     """A table file larger than adopt reads is refused by name before it is read whole."""
     with (workdir / "big.md").open("wb") as handle:
         handle.truncate(MAX_ADOPT_BYTES + 1)
 
-    assert main(["adopt", "--dashboard", "core/x", "big.md"], {}) == 1
-    assert "big.md: it is larger than" in capsys.readouterr().out
+    assert main(["adopt", "--dashboard", "core/x", "big.md"], {}) == ExitCode.INPUT
+    assert "big.md: it is larger than" in capsys.readouterr().err

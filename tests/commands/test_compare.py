@@ -196,7 +196,7 @@ def test_update_on_a_pull_request_records_nothing(capsys):
     after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
     assert after == before
     assert not Path("out").exists()
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "results of pull request #7 are not recorded into the dashboards" in out
     assert "1 new" in out
 
@@ -247,7 +247,7 @@ def test_a_branch_that_does_not_feed_the_dashboards_records_nothing(capsys):
     assert code == 0
     after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
     assert after == before
-    assert "results of refs/heads/dev are not recorded" in capsys.readouterr().out
+    assert "results of refs/heads/dev are not recorded" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("workdir")
@@ -263,7 +263,7 @@ def test_a_push_to_another_branch_than_the_default_records_nothing(tmp_path, cap
     assert run(*argv, "--ref", "refs/heads/feature", env=env) == 0
     after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
     assert after == before
-    assert "only main feed them" in capsys.readouterr().out
+    assert "only main feed them" in capsys.readouterr().err
     assert run(*argv, "--ref", "refs/heads/main", env=env) == 0
     after = {p: p.read_bytes() for p in Path(".ivy-matrix").rglob("*") if p.is_file()}
     assert after != before
@@ -295,4 +295,4 @@ def test_fail_on_new_never_fails_a_default_branch_update(capsys):
     path = results(Path("main/r.xml"), [("test_a", "failed")])
     code = run("update", "--junit", str(path), "--backend", "torch", "--fail-on", "new")
     assert code == 0
-    assert "fail-on: new have nothing to do" in capsys.readouterr().out
+    assert "fail-on: new have nothing to do" in capsys.readouterr().err

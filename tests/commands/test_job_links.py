@@ -93,7 +93,7 @@ def test_forged_leg_metadata_is_named_and_its_cells_link_this_run(workdir, capsy
 
     assert main(argv, leg_env(100)) == 0
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     state = load()
     assert (
         latest(state, "test_x", "torch").source.url

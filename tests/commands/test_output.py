@@ -34,9 +34,10 @@ def test_output_dir_catches_up_with_updates_that_did_not_write_it(workdir, capsy
         "--junit", "jax/*.xml", "--backend", "jax", "--run-id", "2", "--output-dir", "out"
     )
 
-    log = capsys.readouterr().out
+    log = capsys.readouterr().err
     assert code == 0
-    assert "0 cell(s) changed; 2 file(s) written" in log
+    # The page, the index and the trend (run 2's point) were behind the store.
+    assert "0 cell(s) changed; 3 file(s) written" in log
     dashboard = (workdir / "out" / "core" / "gradients.md").read_text(encoding="utf-8")
     assert "torch" in dashboard.splitlines()[0]
     assert "jax" in dashboard.splitlines()[0]
@@ -63,6 +64,7 @@ def test_a_dashboard_named_readme_does_not_overwrite_the_index(workdir):
 
     files = tree(workdir / "out")
     index = files.pop("README.md").decode()
+    files.pop("trend.json")
     assert index.startswith("# Test dashboards\n")
     assert len(files) == 2
     for path in files:
@@ -74,8 +76,8 @@ def test_a_dashboard_named_readme_does_not_overwrite_the_index(workdir):
 @pytest.mark.parametrize(
     ("mode", "code", "phrase"),
     [
-        (None, 1, "::error::no result files matched the junit pattern(s) 'reslts/*.xml', 'x.xml'"),
-        ("error", 1, "::error::no result files matched the junit pattern(s) 'reslts/*.xml'"),
+        (None, 3, "::error::no result files matched the junit pattern(s) 'reslts/*.xml', 'x.xml'"),
+        ("error", 3, "::error::no result files matched the junit pattern(s) 'reslts/*.xml'"),
         ("warn", 0, "::warning::no result files matched the junit pattern(s) 'reslts/*.xml'"),
         ("ignore", 0, None),
     ],
@@ -88,14 +90,14 @@ def test_if_no_files_found_decides_what_a_wrong_path_does(workdir, capsys, mode,
 
     got = update("--junit", "reslts/*.xml", "--junit", "x.xml", "--backend", "t", env=env)
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert got == code
     if phrase is None:
         assert "no result files" not in out
         assert "::warning" not in out
     else:
         assert phrase in out
-    if code == 1:
+    if code == 3:
         assert not (workdir / ".ivy-matrix").exists()
 
 
@@ -114,7 +116,7 @@ def test_a_pattern_that_matches_nothing_beside_others_that_match_is_a_warning(wo
     )
 
     assert code == 0
-    assert "::warning::no result files matched 'typo/*.xml'" in capsys.readouterr().out
+    assert "::warning::no result files matched 'typo/*.xml'" in capsys.readouterr().err
 
 
 def dry_run_plan(log: str) -> list[str]:
@@ -131,12 +133,12 @@ def test_a_dry_run_writes_nothing_and_lists_what_the_real_run_writes(workdir, ca
 
     assert update(*argv, "--summary-json", "out/s.json", "--dry-run", "true") == 0
 
-    log = capsys.readouterr().out
+    log = capsys.readouterr().err
     assert sorted(p.name for p in workdir.iterdir()) == ["a.xml", "b.xml"]
     plan = dry_run_plan(log)
-    assert "3 file(s) to write" in log
+    assert "4 file(s) to write" in log
     assert update(*argv) == 0
-    assert "3 file(s) written" in capsys.readouterr().out
+    assert "4 file(s) written" in capsys.readouterr().err
     assert plan == sorted(tree(workdir / "out"))
 
 
@@ -155,12 +157,12 @@ def test_a_dry_run_on_a_used_store_plans_exactly_the_files_that_change(workdir, 
 
     assert update(*argv, "--dry-run", "true") == 0
 
-    plan = dry_run_plan(capsys.readouterr().out)
+    plan = dry_run_plan(capsys.readouterr().err)
     assert (tree(workdir / ".ivy-matrix"), tree(workdir / "out")) == (store, out)
     assert update(*argv) == 0
     after = tree(workdir / "out")
     assert plan == sorted(path for path in after if after[path] != out.get(path))
-    assert plan == ["README.md", "core/gradients.md"]
+    assert plan == ["README.md", "core/gradients.md", "trend.json"]
 
 
 def test_adopt_with_dry_run_writes_no_store(workdir, capsys):
@@ -174,7 +176,7 @@ def test_adopt_with_dry_run_writes_no_store(workdir, capsys):
     code = main(["adopt", "--dashboard", "x", "t.md", "--store", "fresh", "--dry-run", "true"], {})
 
     assert code == 0
-    assert "dry run: would save the state of x in fresh" in capsys.readouterr().out
+    assert "dry run: would save the state of x in fresh" in capsys.readouterr().err
     assert not (workdir / "fresh").exists()
 
 
@@ -197,7 +199,7 @@ def test_a_bare_dry_run_flag_means_true_and_never_takes_the_file(workdir, capsys
     code = main(["adopt", "--dashboard", "x", *flags, "t.md", "--store", "fresh"], {})
 
     assert code == 0
-    assert "dry run: would save the state of x in fresh" in capsys.readouterr().out
+    assert "dry run: would save the state of x in fresh" in capsys.readouterr().err
     assert not (workdir / "fresh").exists()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from ivy_matrix.cli import main
+from ivy_matrix.errors import ExitCode
 from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId
 from ivy_matrix.statefile import join_columns, load_state
@@ -72,7 +73,7 @@ def test_a_collection_error_dashboard_retires_after_n_runs_of_the_store(workdir,
 
     assert main([*common, "--run-id", "4", "--junit", "g.xml", *summary], {}) == 0
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert store.load(PYTEST) is None
     assert not (workdir / "out" / "pytest.md").exists()
     index = (workdir / "out" / "README.md").read_text(encoding="utf-8")
@@ -123,7 +124,7 @@ def test_prune_removes_a_dashboard_its_file_and_its_index_entry(store, workdir, 
     index = (workdir / "out" / "README.md").read_text(encoding="utf-8")
     assert "nn/layers" not in index
     assert "core/gradients" in index
-    assert "removed dashboard nn/layers: 1 row(s), 1 backend(s)" in capsys.readouterr().out
+    assert "removed dashboard nn/layers: 1 row(s), 1 backend(s)" in capsys.readouterr().err
 
 
 def test_prune_removes_a_backend_from_every_dashboard(store, workdir):
@@ -156,7 +157,7 @@ def test_prune_removes_a_row_and_a_dashboard_left_empty_goes_too(store, workdir,
 
     assert main(["prune", "--dashboard", "nn/layers", "--row", "test_linear"], {}) == 0
     assert store.load(NN) is None
-    assert "nothing is left, so the dashboard goes too" in capsys.readouterr().out
+    assert "nothing is left, so the dashboard goes too" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("store")
@@ -173,7 +174,7 @@ def test_prune_dry_run_says_what_would_go_and_writes_nothing(workdir, capsys):
         "core/gradients",
     ]
     assert main([*args, "--output-dir", "out", "--dry-run", "true"], {}) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert tree(workdir) == before
     assert "would remove from dashboard core/gradients: backend(s) jax" in out
     assert "nn/layers" not in out.replace("--dashboard nn/layers", "")
@@ -182,7 +183,7 @@ def test_prune_dry_run_says_what_would_go_and_writes_nothing(workdir, capsys):
     assert main(["prune", "--dashboard", "core/gradients", "--dry-run", "true"], {}) == 0
     assert tree(workdir) == before
     assert (
-        "would remove dashboard core/gradients: 2 row(s), 2 backend(s)" in capsys.readouterr().out
+        "would remove dashboard core/gradients: 2 row(s), 2 backend(s)" in capsys.readouterr().err
     )
 
 
@@ -200,23 +201,23 @@ def test_prune_dry_run_says_what_would_go_and_writes_nothing(workdir, capsys):
         ([], ["nothing to remove"]),
     ],
 )
-def test_prune_of_something_that_does_not_exist_exits_1_naming_what_does(
+def test_prune_of_something_that_does_not_exist_exits_3_naming_what_does(
     store, workdir, capsys, args, phrases
 ):
-    """Unknown names exit 1, list what exists (nearest first), and change nothing."""
+    """Unknown names exit 3 (an input), list what exists (nearest first), and change nothing."""
     before = tree(workdir)
-    assert main(["prune", *args], {}) == 1
-    out = capsys.readouterr().out
+    assert main(["prune", *args], {}) == ExitCode.INPUT
+    out = capsys.readouterr().err
     for phrase in phrases:
         assert phrase in out
     assert tree(workdir) == before
     assert store.load(CORE) is not None
 
 
-def test_prune_of_a_store_that_does_not_exist_exits_1_and_creates_nothing(workdir, capsys):
+def test_prune_of_a_store_that_does_not_exist_exits_4_and_creates_nothing(workdir, capsys):
     """A mistyped --store is an error, and no folder or lock is created for it."""
-    assert main(["prune", "--store", "TYPO", "--dashboard", "core/gradients"], {}) == 1
-    assert "no store there" in capsys.readouterr().out
+    assert main(["prune", "--store", "TYPO", "--dashboard", "core/gradients"], {}) == ExitCode.STORE
+    assert "no store there" in capsys.readouterr().err
     assert not (workdir / "TYPO").exists()
 
 
@@ -273,13 +274,13 @@ def test_prune_on_the_branch_is_one_commit_of_state_markdown_and_index(seeded, c
 
     assert main(["prune", "--dashboard", "nn/layers", "--dry-run", "true"], env) == 0
     assert fake.files("ivy-matrix") == before
-    dry = capsys.readouterr().out
+    dry = capsys.readouterr().err
     assert "would remove dashboard nn/layers" in dry
     assert f"{STATE_DIR}/nn/layers.json" in dry
     assert "nn/layers.md" in dry
 
-    assert main(["prune", "--dashboard", "nn/layers", "--backend", "jax"], env) == 1
-    assert "no backend 'jax'" in capsys.readouterr().out
+    assert main(["prune", "--dashboard", "nn/layers", "--backend", "jax"], env) == ExitCode.INPUT
+    assert "no backend 'jax'" in capsys.readouterr().err
     assert main(["prune", "--dashboard", "nn/layers"], env) == 0
     files = fake.files("ivy-matrix")
     assert f"{STATE_DIR}/nn/layers.json" not in files

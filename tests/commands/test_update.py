@@ -10,7 +10,9 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from tabulate import tabulate
 
 from ivy_matrix.cli import main
-from ivy_matrix.model import Outcome, RunKey
+from ivy_matrix.model import BackendPoint, CaseCounts, Outcome, RunKey
+from ivy_matrix.signature import Signer
+from ivy_matrix.stores.local import LocalStore
 from tests.commands.results import (
     GRADIENTS,
     LAYERS,
@@ -81,18 +83,32 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
 
     code = main(argv, {})
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 0
     summary = read_json(workdir / "summary.json")
     assert sorted(summary) == [
+        "backends",
+        "conclusion",
+        "content_requests",
         "dashboards",
         "files",
         "index_url",
+        "rate_limit_remaining",
+        "recorded",
         "removed_dashboards",
+        "requests",
         "totals",
         "version",
     ]
+    assert summary["conclusion"] == "failure"
+    assert summary["backends"]["torch"] == {"tests": 8, "failed": 2, "errors": 2, "skipped": 1}
     assert summary["index_url"] is None  # nothing published on GitHub
+    # No GitHub, no spend: the keys are there all the same.
+    assert [summary[k] for k in ("requests", "content_requests", "rate_limit_remaining")] == [
+        0,
+        0,
+        None,
+    ]
     assert summary["version"] == 1
     files = {f["path"]: f for f in summary["files"]}
     assert [f["path"] for f in summary["files"]] == sorted(files)
@@ -102,6 +118,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
             **junitparser_counts(workdir / good),
             "flaky": int(good.endswith("torch.xml")),
             "problem": None,
+            "nameless": 0,
         }
         assert files[good] == expected
     assert files["results/torch.xml"]["errors"] == 2  # error beats failure in test_both
@@ -111,6 +128,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
         "results/wrongroot.xml": "root element is <html>",
     }
     zeros = {"tests": 0, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "flaky": 0}
+    zeros["nameless"] = 0
     for path, phrase in problems.items():
         entry = dict(files[path])
         problem = entry.pop("problem")
@@ -210,7 +228,7 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
 
     out = workdir / "out"
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert written == ["README.md", "core/gradients.md", "nn/layers.md"]
+    assert written == ["README.md", "core/gradients.md", "nn/layers.md", "trend.json"]
     url = "https://github.com/o/r/actions/runs/41/job/3"
     expected = tabulate(
         [
@@ -271,7 +289,7 @@ def test_fail_on_decides_the_exit_code(workdir, capsys, fail_on, status, expecte
 
     code = main(argv, {"GITHUB_ACTIONS": "true"})
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == expected_code
     assert len(error_lines(out)) == expected_code
     assert (workdir / ".ivy-matrix" / "state" / "core" / "gradients.json").is_file()
@@ -347,7 +365,7 @@ def test_applying_the_same_results_twice_changes_nothing(workdir, capsys):
 
     assert main(argv, env) == 0
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert state_file.read_bytes() == first_state
     assert state_file.stat().st_mtime_ns == first_mtime
     assert table_file.read_bytes() == first_table
@@ -356,20 +374,22 @@ def test_applying_the_same_results_twice_changes_nothing(workdir, capsys):
 
 
 def test_failed_tests_are_annotated_up_to_a_cap(workdir, capsys):
-    """Each failed test gets a warning annotation titled with its id and backend, up to ten."""
+    """Each failed test gets an error annotation titled with its id and backend, up to ten;
+    they are the tests' failures, not ivy-matrix's own errors or warnings."""
     cases = [(f"test_{i:02d}[torch-cpu]", "failed") for i in range(12)] + [("test_ok", "passed")]
     write_junit(workdir / "r.xml", cases)
     code = main(["update", "--junit", "r.xml", "--backend", "torch"], {"GITHUB_ACTIONS": "true"})
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 0
     annotations = [line for line in out.splitlines() if "failed on torch" in line]
     assert len(annotations) == 10
-    assert annotations[0].startswith("::warning file=r.xml,title=")
     # Workflow-command properties escape ":" as %3A.
     title = f"{GRADIENTS}%3A%3Atest_00[torch-cpu] failed on torch"
-    assert annotations[0] == f"::warning file=r.xml,title={title}::assert 1 == 2"
-    assert "::notice::2 more failed test case(s) are not annotated" in out
+    assert annotations[0] == f"::error file=r.xml,title={title}::assert 1 == 2"
+    assert "... and 2 more failed test case(s): the dashboards and the job summary" in out
+    assert "torch: 13 test case(s), 12 failed, 0 error(s), 0 skipped" in out
     assert error_lines(out) == []
+    assert "::warning" not in out
 
 
 def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdir, capsys):
@@ -379,8 +399,31 @@ def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdi
         ["update", "--junit", "r.xml", "--backend", "torch", "--leg-metadata", "leg.json"],
         {"GITHUB_ACTIONS": "true"},
     )
-    out = capsys.readouterr().out
-    assert code == 1
+    out = capsys.readouterr().err
+    assert code == 2
     assert "leg-metadata needs the leg's backend and run" in error_lines(out)[0]
     assert not (workdir / ".ivy-matrix").exists()
     assert not (workdir / "leg.json").exists()
+
+
+def test_update_keeps_case_counts_the_failure_line_and_its_signature(workdir):
+    """A parametrized test is one row whose counts, first failure line and signature are stored."""
+    write_junit(
+        workdir / "r.xml",
+        [("test_add[a]", "passed"), ("test_add[b]", "failed"), ("test_add[c]", "skipped")],
+    )
+
+    assert main(["update", "--junit", "r.xml", "--backend", "torch", "--run-id", "5"], {}) == 0
+
+    (row,) = load().rows
+    entry = row.cells["torch"].latest
+    assert (entry.outcome, entry.counts, entry.message) == (
+        Outcome.FAILURE,
+        CaseCounts(passed=1, failed=1, skipped=1),
+        "assert 1 == 2",
+    )
+    assert entry.signature == Signer().signature("assert 7 == 9", "jax")
+    trend = LocalStore(workdir / ".ivy-matrix").load_trend()
+    assert [(p.run, p.backends) for p in trend.points] == [
+        (5, (("torch", BackendPoint(failed=1)),))
+    ]

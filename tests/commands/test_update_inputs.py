@@ -56,13 +56,17 @@ def test_hostile_names_and_file_names_write_no_workflow_command(workdir, capsys)
         name = line.lstrip()[2:].split("::", 1)[0].split(" ", 1)[0]
         assert name in _OWN_COMMANDS, line
         assert "##[" not in line, line
-        assert not line.lstrip().startswith("::error"), line
+        # Only the failed tests' annotations are errors, and they are ours (file= first).
+        assert not line.lstrip().startswith("::error::"), line
     # The names are still there, escaped: one annotation per failed test, the bad file named.
-    annotations = [line for line in commands if line.startswith("::warning file=")]
-    assert len([a for a in annotations if "failed on torch" in a]) == len(_HOSTILE)
+    annotations = [
+        line for line in commands if line.startswith(("::warning file=", "::error file="))
+    ]
+    failed = [a for a in annotations if a.startswith("::error file=") and "failed on torch" in a]
+    assert len(failed) == len(_HOSTILE)
     assert any("broken%0A%3A%3Aerror title=X%3A%3Apwned.xml" in a for a in annotations)
-    assert "mod%0A::error title=X::pwned" not in out
-    assert "\\n::error title=X::pwned" in out
+    assert "mod%0A::error title=X::pwned" not in err
+    assert "\\n::error title=X::pwned" in err
 
 
 @pytest.mark.parametrize("github_actions", ["true", "false"])
@@ -73,7 +77,7 @@ def test_no_plain_log_line_can_start_a_command(workdir, capsys, github_actions):
     code = main(
         ["update", "--junit", "*.xml", "--backend", "torch"], {"GITHUB_ACTIONS": github_actions}
     )
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 0, out
     commands = command_lines(out)
     assert [line for line in commands if "::error::x" in line or "add-mask" in line] == []
@@ -115,7 +119,7 @@ def test_a_file_in_an_unreadable_encoding_is_a_warning_and_the_rest_is_saved(
 
     code = main(update_argv(), {})
 
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert code == 0
     (line,) = [line for line in out.splitlines() if "results/bad.xml" in line]
     assert line.startswith("warning: results/bad.xml")
@@ -135,7 +139,7 @@ def test_a_symlink_loop_in_the_results_counts_each_file_once(workdir, capsys):
 
     code = main(update_argv(), {})
 
-    assert code == 0, capsys.readouterr().out
+    assert code == 0, capsys.readouterr().err
     assert read_json(workdir / "summary.json")["totals"]["tests"] == 1
     assert latest(load(), "test_a", "torch").outcome is Outcome.FAILURE
 
@@ -150,7 +154,7 @@ def test_huge_names_are_capped_in_the_store_and_the_dashboards(workdir, capsys):
 
     code = main(update_argv("--output-dir", "out"), {})
 
-    assert code == 0, capsys.readouterr().out
+    assert code == 0, capsys.readouterr().err
     stored = list((workdir / ".ivy-matrix").rglob("*.json"))
     assert stored
     assert all(path.stat().st_size < 20_000 for path in stored)
@@ -169,7 +173,7 @@ def test_backends_taken_from_huge_names_are_capped(workdir, capsys):
 
     code = main(argv, {})
 
-    assert code == 0, capsys.readouterr().out
+    assert code == 0, capsys.readouterr().err
     (row,) = load().rows
     (backend,) = row.cells
     assert row.name == "test_a"

@@ -97,7 +97,7 @@ def test_dashboard_rules_place_tests_with_group_placeholders(workdir):
 
 
 def test_unknown_placeholder_in_a_dashboards_rule_is_a_user_error(workdir, capsys):
-    """A title placeholder that names no group of the rule's regex exits 1, not 2 (a crash)."""
+    """A title placeholder that names no group of the rule's regex exits 2 (usage), not 70 (a crash)."""
     write_junit(workdir / "r.xml", [("test_grad", "passed")])
     (workdir / "ivy.yml").write_text(
         'dashboards:\n  - match: "test_(?P<area>core)"\n    title: "{module}"\n', encoding="utf-8"
@@ -105,6 +105,6 @@ def test_unknown_placeholder_in_a_dashboards_rule_is_a_user_error(workdir, capsy
 
     code = main(["update", "--junit", "r.xml", "--backend", "t", "--config", "ivy.yml"], {})
 
-    out = capsys.readouterr().out
-    assert code == 1
+    out = capsys.readouterr().err
+    assert code == 2
     assert "module" in out.splitlines()[-1]

@@ -172,14 +172,14 @@ def test_config_keys_may_be_kebab_or_snake_case(tmp_path):
 @pytest.mark.parametrize(
     ("given", "env", "config", "message"),
     [
-        ({"history": "x"}, {}, "", "option --history got 'x': not a whole number"),
+        ({"history": "x"}, {}, "", "--history got 'x': not a whole number"),
         ({}, {"IVY_MATRIX_JOB_ID": "1.5"}, "", "input 'job-id' (IVY_MATRIX_JOB_ID) got '1.5'"),
         ({}, {}, "history: many\n", "setting 'history' in "),
         ({}, {}, "fail-on: always\n", "allowed values: failures, errors, new, nothing"),
         ({}, {}, "junit: 5\n", "must be a list of strings, got 5"),
-        ({}, {"GITHUB_RUN_ID": "-3"}, "", "input 'run-id' got -3: ids are positive"),
+        ({}, {"GITHUB_RUN_ID": "-3"}, "", "GITHUB_RUN_ID got -3: ids are positive"),
         ({}, {"IVY_MATRIX_RETIRE_AFTER_RUNS": "5000"}, "", "allowed: 0 (never) to 1000"),
-        ({}, {"IVY_MATRIX_HISTORY": "-1"}, "", "keep at least 1 result per cell"),
+        ({}, {"IVY_MATRIX_HISTORY": "-1"}, "", "keep at least 1 result"),
         ({}, {"GITHUB_REPOSITORY": "just-a-name"}, "", "expected OWNER/REPO"),
         ({"dashboard": " / "}, {}, "", "dashboard name '/' is empty"),
     ],
@@ -196,7 +196,7 @@ def test_bad_values_name_where_they_came_from(tmp_path, given, env, config, mess
 
 def test_history_zero_is_refused():
     """history 0 is refused like any value below 1, not silently replaced by the default."""
-    with pytest.raises(InputError, match="keep at least 1 result per cell"):
+    with pytest.raises(InputError, match="keep at least 1 result"):
         load_settings({"history": "0"}, {})
 
 
@@ -251,7 +251,7 @@ def test_dashboard_rules_are_read_in_order(tmp_path):
         ("dashboards: {match: x}\n", "'dashboards' must be a list of rules"),
         ("dashboards:\n  - match: x\n", "dashboards rule 1 needs 'match'"),
         ("dashboards:\n  - title: x\n  - title: y\n", "dashboards rule 1 needs"),
-        ("dashboards:\n  - {match: '(', title: t}\n", "input 'dashboards[1].match' got '('"),
+        ("dashboards:\n  - {match: '(', title: t}\n", "dashboards rule 1 'match' got '('"),
     ],
     ids=[
         "typo",
@@ -343,8 +343,8 @@ _LIMITED = (
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
 @pytest.mark.parametrize("kind", ["alias-bomb", "dev-zero"])
-def test_hostile_config_files_exit_1_with_bounded_memory(tmp_path, kind):
-    """An alias bomb and an endless device as --config exit 1 with one message, within 1 GiB."""
+def test_hostile_config_files_exit_2_with_bounded_memory(tmp_path, kind):
+    """An alias bomb and an endless device as --config exit 2 (usage) with one message, within 1 GiB."""
     if kind == "dev-zero":
         config = Path("/dev/zero")
     else:
@@ -362,9 +362,9 @@ def test_hostile_config_files_exit_1_with_bounded_memory(tmp_path, kind):
         check=False,
     )
 
-    assert completed.returncode == 1, completed.stdout + completed.stderr
-    assert completed.stderr == ""
-    assert completed.stdout.startswith(f"error: config file {config} ")
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert completed.stdout == ""
+    assert completed.stderr.startswith(f"error: config file {config} ")
 
 
 def test_missing_config_file_names_the_input(tmp_path):

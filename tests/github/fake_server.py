@@ -11,9 +11,11 @@ Bodies have the shapes of ``../shared/github-api/openapi-subset.json``, errors t
 
 What GitHub does and the client relies on: ``Link`` pagination (``per_page`` 30 by default,
 at most 100); 422 for a ref move that is not a fast-forward and for creating an existing ref;
-422 for bodies over 65,536 characters; ``x-ratelimit-*`` headers from a budget (1,000/h like
-GITHUB_TOKEN) and the primary-limit 403 when it is spent; 403 "Resource not accessible by
-integration" on writes with a read-only token; 400 for conditional headers on writes; ``url``
+422 for bodies over 65,536 characters; GitHub's rate limits, kept by a
+:class:`~tests.github.budget.Budget` (``x-ratelimit-*`` headers on every answer; the primary
+limit, content creation per minute and per hour, concurrent requests; 403 or 429 as GitHub
+answers them; time from the ``clock`` the test gives), every token's spend recorded; 403
+"Resource not accessible by integration" on writes with a read-only token; 400 for conditional headers on writes; ``url``
 values under the prefix the request came in on (root or GHES ``/api/v3``), as PyGithub
 asserts. Faults are queued per request (``inject``: before or after the write lands, held, or
 silently not applied) or drawn at random (``fail_rate``).
@@ -45,11 +47,23 @@ import traceback
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Self
+
+if __name__ == "__main__":  # run as a script: the checkout's root must be importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.github.budget import (
+    GITHUB_TOKEN,
+    SECONDARY_MESSAGE,
+    UNLIMITED,
+    Admission,
+    Budget,
+    Clock,
+    Limits,
+)
 
 DOCS = "https://docs.github.com/rest"
 BODY_LIMIT = 65_536
@@ -58,13 +72,8 @@ CONDITIONAL_HEADERS = ("If-Match", "If-None-Match", "If-Modified-Since", "If-Unm
 BOT_LOGIN = "github-actions[bot]"
 BOT_ID = 41898282
 BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
-INSTALLATION_ID = 12345678
 GHES_PREFIX = "/api/v3"
 FAIL_KINDS = ("502", "503", "403-secondary", "429", "429-no-retry-after")
-SECONDARY_MESSAGE = (
-    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
-    "If you reach out to GitHub Support for help, please include the request ID 0000:FAKE."
-)
 JOB_NAME_LIMIT = 100
 FIRST_JOB_ID = 30_000_000_001
 
@@ -97,7 +106,8 @@ def _validation_failed(resource: str, field_: str, code: str, message: str | Non
 class FakeConfig:
     """Runtime knobs; change them with ``fake.configure(...)`` or ``POST /_fake/config``."""
 
-    rate_limit: int = 1000
+    # GitHub's rate limits (tests/github/budget.py); a test that needs more says why.
+    limits: Limits = GITHUB_TOKEN
     latency: tuple[float, float] = (0.0, 0.0)
     fail_rate: float = 0.0
     fail_kinds: tuple[str, ...] = FAIL_KINDS
@@ -270,15 +280,27 @@ class FakeGitHub:
     ids]}, ...}; ``jobs`` job id -> job; ``issues`` number -> issue (PRs included, with
     ``pull_request: True``); ``comments`` issue number -> [comment]; ``labels`` repo -> lower
     name -> label; ``blobs`` sha -> bytes; ``trees`` sha -> {path: blob sha}; ``commits`` sha
-    -> commit; ``refs`` repo -> "refs/heads/x" -> sha; ``requests`` -> [RequestRecord].
+    -> commit; ``refs`` repo -> "refs/heads/x" -> sha; ``requests`` -> [RequestRecord];
+    ``budget`` the rate limits and what each token spent (``fake.budget.spent("t")``).
+
+    ``limits`` are GitHub's for a ``GITHUB_TOKEN`` unless a test passes others (and says why);
+    ``clock`` is the time they are kept by (a ``ManualClock`` makes an hour pass at once).
 
     Issue numbers and comment ids are unique across the whole fake (one counter), so
     ``fake.comments[5]`` needs no repository key; each record names its ``repo``.
     """
 
-    def __init__(self, *, port: int = 0, rate_limit: int = 1000, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        limits: Limits = GITHUB_TOKEN,
+        clock: Clock = time.time,
+        read_only: bool = False,
+    ) -> None:
         self.lock = threading.RLock()
-        self.config = FakeConfig(rate_limit=rate_limit, read_only=read_only)
+        self.config = FakeConfig(limits=limits, read_only=read_only)
+        self.budget = Budget(limits, clock=clock)
         self._rng = random.Random(0)
         self._port = port
         self._server: _Server | None = None
@@ -295,8 +317,6 @@ class FakeGitHub:
         self.refs: dict[str, dict[str, str]] = {}
         self.requests: list[RequestRecord] = []
         self.faults: list[Fault] = []
-        self.rate_used = 0
-        self.rate_reset = int(time.time()) + 3600
         self._next_issue = 1
         self._next_comment = 1_000_000_001
         self._next_label = 5_000_000_001
@@ -352,17 +372,20 @@ class FakeGitHub:
     # ----------------------------------------------------------------- knobs and the log
 
     def configure(self, **changes: Any) -> FakeConfig:
-        """Change ``FakeConfig`` fields; a new ``rate_limit`` refills the budget."""
+        """Change ``FakeConfig`` fields; new ``limits`` start every budget window afresh."""
         with self.lock:
-            for key, value in changes.items():
+            for key, given in changes.items():
                 if not hasattr(self.config, key):
                     raise TypeError(f"unknown FakeGitHub setting {key!r}")
+                value = given
+                if key == "limits" and isinstance(given, Mapping):
+                    value = Limits(**given)  # from POST /_fake/config
                 tuples = {"latency", "fail_kinds", "retry_after"}
                 setattr(self.config, key, tuple(value) if key in tuples else value)
             if "seed" in changes:
                 self._rng.seed(self.config.seed)
-            if "rate_limit" in changes:
-                self.rate_used = 0
+            if "limits" in changes:
+                self.budget.configure(self.config.limits)
             return self.config
 
     def inject(self, **fields: Any) -> Fault:
@@ -371,11 +394,6 @@ class FakeGitHub:
         with self.lock:
             self.faults.append(fault)
         return fault
-
-    @property
-    def rate_remaining(self) -> int:
-        """Requests left in the primary rate-limit budget."""
-        return max(self.config.rate_limit - self.rate_used, 0)
 
     def request_counts(self) -> Counter[str]:
         """Requests served so far per HTTP method."""
@@ -546,40 +564,53 @@ class FakeGitHub:
             self._send(h, *self._control(method, path, raw))
             return
         prefix = GHES_PREFIX if path == GHES_PREFIX or path.startswith(GHES_PREFIX + "/") else ""
-        api_path = path[len(prefix) :] or "/"
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = _INVALID_JSON
+        req = _Req(method, path[len(prefix) :] or "/", query, body, self.base_url + prefix)
+        # Requests without a token get 401 and spend nothing; every other one is counted,
+        # and is in flight (for the concurrency limit) until it is answered.
+        token = _token(h.headers.get("Authorization", ""))
+        admission = None if token is None else self.budget.admit(token, method, size=len(raw))
+        try:
+            self._respond(h, req, admission, prefix=prefix, size=len(raw))
+        finally:
+            if token is not None:
+                self.budget.release(token)
+
+    def _respond(
+        self, h: _Handler, req: _Req, admission: Admission | None, *, prefix: str, size: int
+    ) -> None:
+        """Answer one API request after its latency and any fault queued for it; log it."""
         low, high = self.config.latency
         if high > 0:
             with self.lock:
                 pause = self._rng.uniform(low, high)
             time.sleep(pause)
-        fault = self._take_fault(method, api_path)
+        refused = admission is not None and admission.refusal is not None
+        # A request refused for a rate limit never reaches the endpoint: no fault applies.
+        fault = None if refused else self._take_fault(req.method, req.path)
         if fault is not None and fault.wait is not None:
             fault.wait.wait(timeout=30)
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = _INVALID_JSON
         if fault is not None and fault.status is None:
             fault = None
         with self.lock:
-            req = _Req(method, api_path, query, body, self.base_url + prefix)
-            status, payload, headers = self._answer(req, h.headers, fault)
-            sent = None if body is _INVALID_JSON or not self.config.keep_bodies else body
-            auth = h.headers.get("Authorization")
-            write = method in WRITE_METHODS
+            status, payload, headers = self._answer(req, h.headers, fault, admission)
+            keep = req.body is not _INVALID_JSON and self.config.keep_bodies
         data = self._encode(payload)  # outside the lock, as before: answers may be large
         with self.lock:
             record = RequestRecord(
-                method,
-                api_path,
-                query,
+                req.method,
+                req.path,
+                req.query,
                 status,
-                write,
-                sent,
-                auth,
+                req.method in WRITE_METHODS,
+                req.body if keep else None,
+                h.headers.get("Authorization"),
                 prefix,
                 at=time.time(),
-                bytes_in=len(raw),
+                bytes_in=size,
                 bytes_out=len(data),
             )
             self.requests.append(record)
@@ -596,7 +627,12 @@ class FakeGitHub:
                     return fault
         return None
 
-    def _answer(self, req: _Req, headers_in: Any, fault: Fault | None) -> Response:
+    def _answer(
+        self, req: _Req, headers_in: Any, fault: Fault | None, admission: Admission | None
+    ) -> Response:
+        if admission is not None and admission.refusal is not None:
+            refusal = admission.refusal
+            return refusal.status, refusal.body, dict(admission.headers)
         try:
             status, payload, headers = self._guarded(req, headers_in, fault)
         except _Fail as fail:
@@ -604,23 +640,14 @@ class FakeGitHub:
         except Exception as exc:  # noqa: BLE001  -- a bug in the fake must answer, not hang
             traceback.print_exc()
             status, payload, headers = 500, {"message": f"FakeGitHub bug: {exc!r}"}, {}
-        if self.rate_remaining > 0:
-            self.rate_used += 1
-        headers.update(self._rate_headers())
+        if admission is not None:
+            headers.update(admission.headers)
         return status, payload, headers
 
     def _guarded(self, req: _Req, headers_in: Any, fault: Fault | None) -> Response:
         write = req.method in WRITE_METHODS
-        if not re.match(r"(token|bearer) \S", headers_in.get("Authorization", ""), re.IGNORECASE):
+        if _token(headers_in.get("Authorization", "")) is None:
             raise _Fail(401, "Requires authentication")
-        if self.rate_remaining <= 0:
-            raise _Fail(
-                403,
-                f"API rate limit exceeded for installation ID {INSTALLATION_ID}. If you reach out "
-                "to GitHub Support for help, please include the request ID 0000:FAKE and "
-                "timestamp 2026-01-01 00:00:00 UTC.",
-                f"{DOCS}/overview/rate-limits-for-the-rest-api",
-            )
         if write and any(headers_in.get(name) for name in CONDITIONAL_HEADERS):
             raise _Fail(
                 400,
@@ -679,15 +706,6 @@ class FakeGitHub:
         return self._fault_response(
             Fault(status=status, retry_after=retry_after if with_wait else None)
         )
-
-    def _rate_headers(self) -> dict[str, str]:
-        return {
-            "X-RateLimit-Limit": str(self.config.rate_limit),
-            "X-RateLimit-Remaining": str(self.rate_remaining),
-            "X-RateLimit-Used": str(min(self.rate_used, self.config.rate_limit)),
-            "X-RateLimit-Reset": str(self.rate_reset),
-            "X-RateLimit-Resource": "core",
-        }
 
     @staticmethod
     def _encode(payload: Any) -> bytes:
@@ -1309,16 +1327,28 @@ class FakeGitHub:
 _INVALID_JSON = object()
 
 
+def _token(authorization: str) -> str | None:
+    """The token of an ``Authorization: token X`` (or ``Bearer X``) header; None without one."""
+    found = re.fullmatch(r"(?:token|bearer) (\S+)", authorization.strip(), re.IGNORECASE)
+    return found.group(1) if found else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Serve until SIGTERM/SIGINT, then write the state JSON to ``--state-file``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--state-file", type=Path)
     parser.add_argument("--seed", type=Path, help="JSON with repos, runs and issues")
-    parser.add_argument("--rate-limit", type=int, default=1000)
+    parser.add_argument(
+        "--rate-limit", type=int, default=GITHUB_TOKEN.requests_per_hour, help="requests an hour"
+    )
+    parser.add_argument("--no-limits", action="store_true", help="record the spend, refuse nothing")
     parser.add_argument("--read-only", action="store_true")
     args = parser.parse_args(argv)
-    fake = FakeGitHub(port=args.port, rate_limit=args.rate_limit, read_only=args.read_only)
+    limits = (
+        UNLIMITED if args.no_limits else replace(GITHUB_TOKEN, requests_per_hour=args.rate_limit)
+    )
+    fake = FakeGitHub(port=args.port, limits=limits, read_only=args.read_only)
     if args.seed:
         fake.seed_data(json.loads(args.seed.read_text()))
     stop = threading.Event()

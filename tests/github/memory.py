@@ -19,11 +19,22 @@ that landed and then failed, a write that landed and was repeated by the client'
 second issue; the same ref move again), and a ``before`` hook that runs just before the call,
 outside the lock, so a test can let a competing writer move the branch between read and write.
 ``tests/github/test_memory.py`` runs the same scenarios here and through the HTTP fake.
+
+**GitHub's budgets** (``tests/github/budget.py``) apply as on the HTTP fake: every call costs
+the requests the client's call sends (one, plus a page per 100 items listed, a blob per file
+over 1 MB written, a label create after its read), charged to the token of the view it came
+through (``for_token(token)``; the model itself is ``GITHUB_TOKEN``). A refused request is handled as the client handles it:
+``github/retry.py``'s policy, from the client's own :class:`Transport`, waits what GitHub asks
+with the model's ``sleep`` (by default none at all, so a refusal is asked again at once and
+the client's limits on tries and waiting end in its :class:`RateLimitError`; a test that
+passes a clock and a sleep that moves it sees the wait succeed). ``budget.spent(token)`` says
+what each token sent.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import threading
 import time
@@ -34,8 +45,12 @@ from typing import Any, Self, TypeVar
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient
-from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Tree
+from ivy_matrix.github.git import INLINE_LIMIT
+from ivy_matrix.github.http import HTTPError, Transport
+from ivy_matrix.github.retry import RetryPolicy
+from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Reporter, Spend, Tree
 from ivy_matrix.jobs import Job
+from tests.github.budget import GITHUB_TOKEN, Budget, Clock, Limits
 from tests.github.fake_server import BOT_LOGIN, git_blob_sha, tree_sha
 
 _T = TypeVar("_T")
@@ -43,6 +58,22 @@ BODY_LIMIT = 65_536
 MAX_PINS = 3  # GitHub pins at most three issues per repository
 SERVER = "https://github.com"
 JSON = dict[str, Any]
+DEFAULT_TOKEN = "GITHUB_TOKEN"  # the token of calls made on the model itself
+PAGE = 100  # items per page of the client's listings (per_page=100)
+# The HTTP method of the (first) request each client call sends; the others send a GET.
+VERBS = {
+    **dict.fromkeys(
+        ("create_tree", "create_commit", "create_branch", "create_ref", "create_issue",
+         "create_issue_comment", "pin_issue"),
+        "POST",
+    ),
+    **dict.fromkeys(("update_branch", "move_ref", "update_issue", "update_issue_comment"), "PATCH"),
+    **dict.fromkeys(("delete_ref", "delete_issue_comment"), "DELETE"),
+}  # fmt: skip
+
+
+def _no_wait(_seconds: float) -> None:
+    """The model's default sleep: a refused request is asked again at once."""
 
 
 @dataclass
@@ -92,11 +123,18 @@ class MemoryGitHub:
         read_only: bool = False,
         latency: tuple[float, float] = (0.0, 0.0),
         seed: int = 0,
+        limits: Limits = GITHUB_TOKEN,
+        clock: Clock = time.time,
+        sleep: Callable[[float], None] = _no_wait,
     ) -> None:
         self.lock = threading.Lock()
         self.read_only = read_only
         self.latency = latency
         self._rng = random.Random(seed)
+        self.budget = Budget(limits, clock=clock)
+        # The client's own retries, as a GitHubClient with default settings makes them.
+        policy = RetryPolicy(clock=clock, rng=random.Random(seed))
+        self._client_retry = Transport(retry=policy, sleep=sleep)
         self.blobs: dict[str, str] = {}
         self.trees: dict[str, dict[str, str]] = {tree_sha({}): {}}
         self.commits: dict[str, JSON] = {}
@@ -114,8 +152,22 @@ class MemoryGitHub:
 
     # ----------------------------------------------------------------- test side
 
+    def for_token(self, token: str) -> MemoryGitHub:
+        """This model, as the client of ``token``: every call through it is charged to
+        ``token`` (each leg of a race can have its own, so ``budget.spent(token)`` tells them
+        apart). It shares all state with this model, settings and faults included."""
+        view = TokenView.__new__(TokenView)
+        # The same attribute dict, not a copy: the view *is* this model, bar its token.
+        view.__dict__ = self.__dict__
+        view.token = token
+        return view
+
     def close(self) -> None:
         """Nothing to close (the client's method)."""
+
+    def report_to(self, log: Reporter) -> None:
+        """Say the client's retries in ``log``, as the real client does (the client's method)."""
+        self._client_retry.report_to(log)
 
     def __enter__(self) -> Self:
         return self
@@ -213,29 +265,82 @@ class MemoryGitHub:
 
     # ----------------------------------------------------------------- the machinery
 
-    def _call(self, method: str, apply: Callable[[], _T]) -> _T:
-        fault = None
+    def _token(self) -> str:
+        """Who pays for the calls made through this object (a view has its own token)."""
+        return DEFAULT_TOKEN
+
+    def spent(self) -> Spend:
+        """What this token spent, as the client reports it (the client's method)."""
+        token = self._token()
+        spend = self.budget.spent(token)
+        headers = self.budget.headers(token)
+        return Spend(
+            requests=spend.requests,
+            content_requests=spend.content_requests,
+            rate_limit_remaining=int(headers["X-RateLimit-Remaining"]),
+            rate_limit=int(headers["X-RateLimit-Limit"]),
+        )
+
+    def _take_fault(self, method: str) -> MemoryFault | None:
         with self.lock:
             for queued in self.faults:
                 if queued.method == method and queued.times > 0:
                     queued.times -= 1
                     queued.hits += 1
-                    fault = queued
-                    break
+                    return queued
+        return None
+
+    def _call(self, method: str, apply: Callable[[], _T], *, size: int = 0) -> _T:
+        """One client call: its fault, its budget (retried as the client retries), its latency.
+
+        ``size``: the bytes the call sends (bodies and file texts), for the spend.
+        """
+        fault = self._take_fault(method)
         if fault is not None and fault.before is not None:
             fault.before()
-        low, high = self.latency
-        if high > 0:
-            time.sleep(self._rng.uniform(low, high))
-        with self.lock:
-            self.calls.append(method)
-            if fault is None or fault.status is None:
-                return apply()
-            if fault.after_write:
-                apply()
-                if fault.retried:
-                    return apply()
-            raise _error(method, fault.status, "injected fault")
+        token = self._token()
+
+        def attempt() -> _T:
+            self._charge(VERBS.get(method, "GET"), size=size, token=token)
+            try:
+                low, high = self.latency
+                if high > 0:
+                    time.sleep(self._rng.uniform(low, high))
+                with self.lock:
+                    self.calls.append(method)
+                    if fault is None or fault.status is None:
+                        return apply()
+                    if fault.after_write:
+                        apply()
+                        if fault.retried:
+                            return apply()
+                    raise _error(method, fault.status, "injected fault")
+            finally:
+                self.budget.release(token)
+
+        return self._client_retry._call(method, "", attempt)
+
+    def _charge(self, verb: str, *, size: int = 0, token: str | None = None) -> None:
+        """Count one request; GitHub's refusal as the client sees it (:class:`HTTPError`).
+
+        Admitted requests are in flight until the caller releases them; extra requests of
+        one call (pages, big blobs) are released at once, their latency being the call's.
+        """
+        admission = self.budget.admit(token or self._token(), verb, size=size)
+        refusal = admission.refusal
+        if refusal is not None:
+            self.budget.release(token or self._token())
+            raise HTTPError(refusal.status, refusal.body, admission.headers)
+
+    def _charge_more(self, verb: str, count: int) -> None:
+        """Count ``count`` more requests of the running call (released at once)."""
+        for _ in range(count):
+            self._charge(verb)
+            self.budget.release(self._token())
+
+    def _charge_pages(self, items: int) -> None:
+        """The pages after the first of a listing of ``items`` (100 a page, as the client asks)."""
+        self._charge_more("GET", max(math.ceil(items / PAGE), 1) - 1)
 
     def _writable(self, method: str) -> None:
         self._written.append(method)
@@ -298,14 +403,20 @@ class MemoryGitHub:
     def create_tree(self, repo: str, base_tree: str | None, files: Mapping[str, str | None]) -> str:
         """``base_tree`` with each path set to its text, or deleted (with all below it) if None."""
 
+        texts = [text for text in files.values() if text is not None]
+        # The client sends files over INLINE_LIMIT bytes as blobs of their own first.
+        big = sum(len(t) > INLINE_LIMIT // 4 and len(t.encode()) > INLINE_LIMIT for t in texts)
+
         def apply() -> str:
             self._repo(repo)
             self._writable("create_tree")
+            self._charge_more("POST", big)
             if base_tree is not None and base_tree not in self.trees:
                 raise _error("writing a tree", 422, "Invalid tree info")
             return self._store_tree(base_tree, files)
 
-        return self._call("create_tree", apply)
+        size = sum(len(t.encode()) for t in texts) + sum(len(p) for p in files)
+        return self._call("create_tree", apply, size=size)
 
     def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str:
         """A commit of ``tree`` on ``parents`` (content-addressed; no branch moves)."""
@@ -513,14 +624,15 @@ class MemoryGitHub:
 
         def apply() -> list[Issue]:
             self._repo(repo)
-            return [
-                self._as_issue(issue)
+            listed = [
+                issue
                 for _, issue in sorted(self.issues.items(), reverse=True)
                 if issue["repo"] == repo
                 and label.lower() in issue["labels"]
                 and state in {"all", issue["state"]}
-                and not issue["pull_request"]
             ]
+            self._charge_pages(len(listed))  # GitHub lists pull requests too; the client drops them
+            return [self._as_issue(issue) for issue in listed if not issue["pull_request"]]
 
         return self._call("list_issues", apply)
 
@@ -539,7 +651,7 @@ class MemoryGitHub:
             self._check_body(f"creating an issue in {repo}", body, required=False)
             return self._as_issue(self._new_issue(repo, title, body, labels))
 
-        return self._call("create_issue", apply)
+        return self._call("create_issue", apply, size=len(title) + len(body.encode()))
 
     def update_issue(
         self,
@@ -568,14 +680,14 @@ class MemoryGitHub:
                 issue.update(state="open", state_reason="reopened")
             return self._as_issue(issue)
 
-        return self._call("update_issue", apply)
+        return self._call("update_issue", apply, size=len((body or "").encode()))
 
     def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]:
         """The open pull requests whose head label is ``head``."""
 
         def apply() -> list[PullRequest]:
             self._repo(repo)
-            return [
+            found = [
                 PullRequest(number=number, head_sha=issue["head"][1])
                 for number, issue in sorted(self.issues.items())
                 if issue["repo"] == repo
@@ -583,6 +695,8 @@ class MemoryGitHub:
                 and issue["state"] == "open"
                 and issue.get("head", ("", ""))[0] == head
             ]
+            self._charge_pages(len(found))
+            return found
 
         return self._call("list_pull_requests", apply)
 
@@ -591,6 +705,7 @@ class MemoryGitHub:
 
         def apply() -> list[IssueComment]:
             self._issue(repo, number)
+            self._charge_pages(len(self.comments[number]))
             return [self._as_comment(comment) for comment in self.comments[number]]
 
         return self._call("list_issue_comments", apply)
@@ -608,7 +723,7 @@ class MemoryGitHub:
             self.comments[number].append(comment)
             return self._as_comment(comment)
 
-        return self._call("create_issue_comment", apply)
+        return self._call("create_issue_comment", apply, size=len(body.encode()))
 
     def _comment(self, repo: str, comment_id: int) -> JSON | None:
         return next(
@@ -641,7 +756,7 @@ class MemoryGitHub:
             comment["body"] = body
             return self._as_comment(comment)
 
-        return self._call("update_issue_comment", apply)
+        return self._call("update_issue_comment", apply, size=len(body.encode()))
 
     def delete_issue_comment(self, repo: str, comment_id: int) -> bool:
         """Delete a comment; False if it was already gone."""
@@ -666,6 +781,7 @@ class MemoryGitHub:
             self._repo(repo)
             if name.lower() in self.labels[repo]:
                 return False
+            self._charge_more("POST", 1)  # the create after the read
             self._writable("ensure_label")
             self.labels[repo][name.lower()] = {
                 "name": name,
@@ -700,6 +816,7 @@ class MemoryGitHub:
             if jobs is None:
                 what = f"listing the jobs of run {run_id} attempt {attempt} in {repo}"
                 raise _error(what, 404, "Not Found")
+            self._charge_pages(len(jobs))
             return list(jobs)
 
         return self._call("list_run_jobs", apply)
@@ -719,3 +836,14 @@ class MemoryGitHub:
 def _is_client_method(name: str) -> bool:
     """Whether GitHubClient has a method ``name`` (its calls live in mixin classes)."""
     return any(name in vars(klass) for klass in GitHubClient.__mro__ if klass is not object)
+
+
+class TokenView(MemoryGitHub):
+    """The model seen through one token (see :meth:`MemoryGitHub.for_token`)."""
+
+    __slots__ = ("token",)  # beside the shared attribute dict: the view's own
+
+    token: str
+
+    def _token(self) -> str:
+        return self.token

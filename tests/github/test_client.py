@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 
 import pytest
 
@@ -10,6 +11,7 @@ from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient, make_client
 from ivy_matrix.github.connection import production_client
 from ivy_matrix.github.git import INLINE_LIMIT
+from tests.github.budget import Limits, ManualClock
 from tests.github.fake_server import FIRST_JOB_ID, FakeGitHub, git_blob_sha
 
 REPO = "acme/widgets"
@@ -20,6 +22,18 @@ class Sleeps(list[float]):
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
+
+
+class ClockSleeps(Sleeps):
+    """A sleep that records how long it was asked to wait and moves ``clock`` on by that."""
+
+    def __init__(self, clock: ManualClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def __call__(self, seconds: float) -> None:
+        super().__call__(seconds)
+        self.clock.advance(seconds)
 
 
 def client(url: str, sleeps: Sleeps | None = None, **options) -> GitHubClient:
@@ -311,27 +325,33 @@ def test_secondary_limit_longer_than_max_wait_fails_at_once(fake):
     assert "at most 30 s" in message
 
 
-def test_exhausted_primary_limit_waits_until_reset(fake):
-    """With the budget at 0 the wait lasts until x-ratelimit-reset (+1 s); then the call succeeds."""
-    fake.configure(rate_limit=1)
-    now = fake.rate_reset - 20.0
+@pytest.mark.parametrize("status", [403, 429])
+def test_exhausted_primary_limit_waits_until_reset(status):
+    """With the hour's budget spent (403 or 429, remaining 0) the client waits until
+    x-ratelimit-reset (+1 s) and then succeeds."""
+    clock = ManualClock()
+    limits = Limits(requests_per_hour=1, status=status)
+    with FakeGitHub(limits=limits, clock=clock) as fake:
+        sleeps = ClockSleeps(clock)
+        with client(fake.base_url, sleeps, clock=clock) as gh:
+            # The first read spends the budget of 1 and starts the hour; the second, 20 s
+            # before its end, waits for the reset.
+            assert gh.get_branch_head(REPO, "main") == main_tip(fake)
+            clock.advance(3580)
+            assert gh.get_branch_head(REPO, "main") == main_tip(fake)
+        assert sleeps == [21.0]
+        assert fake.budget.spent("t").refused == 1
 
-    def sleep(seconds: float) -> None:
-        sleeps.append(seconds)
-        fake.configure(rate_limit=1000)  # the hour is over: the budget is full again
 
-    sleeps = Sleeps()
-    with client(fake.base_url, clock=lambda: now, sleep=sleep) as gh:
-        # The first read spends the budget of 1; the second waits for the reset.
-        assert [gh.get_branch_head(REPO, "main") for _ in range(2)] == [main_tip(fake)] * 2
-    assert sleeps == [21.0]
-
-
-def test_exhausted_primary_limit_beyond_max_wait_is_a_clear_error(fake):
+def test_exhausted_primary_limit_beyond_max_wait_is_a_clear_error():
     """A reset an hour away with max_wait=300 fails at once, naming the wait and the budget."""
-    fake.configure(rate_limit=0)
     sleeps = Sleeps()
-    with client(fake.base_url, sleeps, max_wait=300) as gh, pytest.raises(RateLimitError) as caught:
+    clock = ManualClock()
+    with (
+        FakeGitHub(limits=Limits(requests_per_hour=0), clock=clock) as fake,
+        client(fake.base_url, sleeps, max_wait=300, clock=clock) as gh,
+        pytest.raises(RateLimitError) as caught,
+    ):
         gh.get_branch_head(REPO, "main")
     assert sleeps == []
     assert caught.value.status == 403
@@ -339,6 +359,59 @@ def test_exhausted_primary_limit_beyond_max_wait_is_a_clear_error(fake):
     assert "reading branch 'main' of acme/widgets failed: GitHub rate limited the token" in message
     assert "the rate limit resets" in message
     assert "at most 300 s" in message
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_content_creation_limit_waits_the_retry_after_for_every_kind_of_write(status):
+    """With one write a minute, a PATCH, a POST and a DELETE each wait GitHub's retry-after
+    of 60 s (PyGithub's own retry would give up on the PATCH) and then land."""
+    clock = ManualClock()
+    limits = Limits(content_per_minute=1, status=status)
+    with FakeGitHub(limits=limits, clock=clock) as fake:
+        sleeps = ClockSleeps(clock)
+        with client(fake.base_url, sleeps, clock=clock) as gh:
+            tip = main_tip(fake)
+            commit = gh.create_commit(REPO, "c", gh.get_tree(REPO, tip).sha, [tip])
+            assert gh.update_branch(REPO, "main", commit) is True
+            assert gh.create_ref(REPO, "refs/x/y", tip) is True
+            assert gh.delete_ref(REPO, "refs/x/y") is True
+        assert sleeps == [60.0, 60.0, 60.0]
+        assert fake.ref_sha("heads/main") == commit
+        assert fake.ref_sha("refs/x/y") is None
+        spent = fake.budget.spent("t")
+        assert (spent.content_requests, spent.refused, spent.peak_content_per_minute) == (7, 3, 2)
+
+
+def test_over_100_concurrent_requests_waits_a_minute_without_retry_after():
+    """The concurrency limit's 403 has no retry-after: the client waits GitHub's minute."""
+    clock = ManualClock()
+    release = threading.Event()
+    with FakeGitHub(limits=Limits(concurrent=1), clock=clock) as fake:
+        hold = fake.inject(method="GET", path=r"/issues/1$", status=None, wait=release)
+        fake.add_issue(REPO, title="held")
+        waits: list[float] = []
+        answered = threading.Event()
+
+        def sleep(seconds: float) -> None:
+            waits.append(seconds)
+            release.set()  # the held request is answered while this one waits
+            answered.wait()
+
+        with client(fake.base_url) as holder, client(fake.base_url, sleep=sleep) as gh:
+
+            def hold_one() -> None:
+                holder.get_issue(REPO, 1)
+                answered.set()
+
+            held = threading.Thread(target=hold_one)
+            held.start()
+            while hold.hits == 0:  # until the held request is in flight
+                threading.Event().wait(0.005)
+            assert gh.get_branch_head(REPO, "main") == main_tip(fake)
+            held.join()
+        assert len(waits) == 1
+        assert waits[0] >= 60
+        assert fake.budget.spent("t").refused == 1
 
 
 def test_repeated_rate_limits_stop_within_max_wait(fake):

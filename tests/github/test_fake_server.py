@@ -303,27 +303,6 @@ def test_read_only_token_gets_403_on_every_write(fake):
     assert fake.request_counts() == {"GET": 1, "PATCH": 1, "POST": 1}
 
 
-def test_rate_limit_headers_budget_and_exhaustion():
-    """Every answer carries x-ratelimit-*; the budget runs out with GitHub's primary-limit 403."""
-    with FakeGitHub(rate_limit=3) as fake:
-        url = f"{fake.base_url}{R}/git/ref/heads/main"
-        status, headers, _ = call(url)
-        assert status == 200
-        assert {
-            k.lower(): v for k, v in headers.items() if k.lower().startswith("x-ratelimit")
-        } == {
-            "x-ratelimit-limit": "3",
-            "x-ratelimit-remaining": "2",
-            "x-ratelimit-used": "1",
-            "x-ratelimit-reset": str(fake.rate_reset),
-            "x-ratelimit-resource": "core",
-        }
-        assert [call(url)[0] for _ in range(3)] == [200, 200, 403]
-        _, headers, error = call(url)
-        assert error["message"].startswith("API rate limit exceeded for installation ID")
-        assert headers["X-RateLimit-Remaining"] == "0"
-
-
 def test_requests_without_authorization_get_401(fake):
     """A request with no Authorization header is answered 401 Requires authentication."""
     request = urllib.request.Request(f"{fake.base_url}{R}/issues")

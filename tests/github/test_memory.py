@@ -9,14 +9,17 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
 
-from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
+from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient
+from ivy_matrix.github.git import INLINE_LIMIT
 from ivy_matrix.jobs import Job
 from tests.conftest import fake_client
+from tests.github.budget import GITHUB_TOKEN, Limits, ManualClock
 from tests.github.fake_server import FakeGitHub, git_blob_sha
 from tests.github.memory import MemoryGitHub
 
@@ -140,8 +143,10 @@ def test_listings_hold_every_item_newest_issue_first_oldest_comment_first(side):
     gh = side.gh
     side.model.add_issue(REPO, title="pr", body="b", labels=[LABEL], pull_request=True)
     side.model.add_issue(REPO, title="other", body="b", labels=["bug"])
+    # Arranged in state: 202 creates in a second are over GitHub's 80 writes a minute.
     numbers = [
-        gh.create_issue(REPO, title=f"{i}", body="b", labels=[LABEL]).number for i in range(101)
+        side.model.add_issue(REPO, title=f"{i}", body="b", labels=[LABEL])["number"]
+        for i in range(101)
     ]
     gh.update_issue(REPO, numbers[0], state="closed")
     listed = gh.list_issues(REPO, label=LABEL)
@@ -149,7 +154,7 @@ def test_listings_hold_every_item_newest_issue_first_oldest_comment_first(side):
     assert listed[0].labels == (LABEL,)
     assert listed[0].html_url == f"https://github.com/{REPO}/issues/{numbers[-1]}"
     assert [i.number for i in gh.list_issues(REPO, label=LABEL, state="closed")] == numbers[:1]
-    ids = [gh.create_issue_comment(REPO, numbers[1], f"c{i}").id for i in range(101)]
+    ids = [side.model.add_comment(numbers[1], f"c{i}")["id"] for i in range(101)]
     comments = gh.list_issue_comments(REPO, numbers[1])
     assert [c.id for c in comments] == ids
     assert [c.body for c in comments[:2]] == ["c0", "c1"]
@@ -187,6 +192,106 @@ def test_a_read_only_token_reads_but_every_write_raises_read_only_token_error(si
     with pytest.raises(ReadOnlyTokenError):  # refused before GitHub looks for the comment
         gh.delete_issue_comment(REPO, 12345)
     assert gh.get_issue(REPO, 1).body == "b"
+
+
+# --------------------------------------------------------------------------- budgets, alike
+
+
+@contextmanager
+def budgeted_side(kind: str, limits: Limits, sleeps: list[float]) -> Iterator[Side]:
+    """One side under ``limits`` on a ManualClock that the client's waits move."""
+    clock = ManualClock()
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        clock.advance(seconds)
+
+    if kind == "memory":
+        memory = MemoryGitHub(limits=limits, clock=clock, sleep=sleep)
+        yield Side(memory.for_token("t"), memory)
+        return
+    with (
+        FakeGitHub(limits=limits, clock=clock) as fake,
+        fake_client(fake, clock=clock, sleep=sleep, retries=8) as gh,
+    ):
+        yield Side(gh, fake)
+
+
+@pytest.mark.parametrize("kind", ["http", "memory"])
+def test_each_call_spends_the_requests_the_client_sends(kind):
+    """Pages of 100, blobs over 1 MB sent alone, a label's read before its create: the model
+    charges what the client sends to GitHub, request for request."""
+    with budgeted_side(kind, GITHUB_TOKEN, []) as side:
+        gh, model = side.gh, side.model
+        for i in range(150):  # two pages of issues
+            model.add_issue(REPO, title=f"{i}", body="b", labels=[LABEL])
+        big = "x" * (INLINE_LIMIT + 1)
+        tree = gh.create_tree(REPO, None, {"big.md": big, "small.md": "s"})  # 2 POSTs
+        root = gh.create_commit(REPO, "root", tree, [])
+        assert gh.create_branch(REPO, BRANCH, root) is True
+        files = gh.get_tree(REPO, root).files
+        assert set(gh.get_blob_texts(REPO, files.values())) == set(files.values())  # 2 GETs
+        assert len(gh.list_issues(REPO, label=LABEL)) == 150  # 2 GETs
+        assert gh.ensure_label(REPO, "jax") is True  # GET, POST
+        assert gh.ensure_label(REPO, "jax") is False  # GET
+        issue = gh.create_issue(REPO, title="t", body="b", labels=[])
+        gh.update_issue(REPO, issue.number, body="c")
+        assert gh.delete_issue_comment(REPO, gh.create_issue_comment(REPO, 1, "c").id)
+        spent = model.budget.spent("t")
+    assert (spent.requests, spent.content_requests, spent.refused) == (16, 9, 0)
+    assert spent.bytes_sent > INLINE_LIMIT
+
+
+@pytest.mark.parametrize("kind", ["http", "memory"])
+def test_a_write_over_the_content_limit_waits_a_minute_then_lands(kind):
+    """With 2 writes a minute the third issue waits GitHub's retry-after of 60 s, then lands."""
+    sleeps: list[float] = []
+    with budgeted_side(kind, Limits(content_per_minute=2), sleeps) as side:
+        numbers = [
+            side.gh.create_issue(REPO, title=f"{i}", body="", labels=[]).number for i in range(3)
+        ]
+        spent = side.model.budget.spent("t")
+    assert sleeps == [60.0]
+    assert len(set(numbers)) == 3
+    assert (spent.content_requests, spent.refused, spent.peak_content_per_minute) == (4, 1, 3)
+
+
+@pytest.mark.parametrize("kind", ["http", "memory"])
+def test_a_spent_hour_ends_the_call_with_a_rate_limit_error(kind):
+    """With the hour's 2 requests spent, the third read is an error at once: the reset is
+    further away than the client waits."""
+    sleeps: list[float] = []
+    with budgeted_side(kind, Limits(requests_per_hour=2), sleeps) as side:
+        assert [side.gh.get_branch_head(REPO, "main") is None for _ in range(2)] == [
+            kind == "memory"
+        ] * 2
+        with pytest.raises(RateLimitError, match="the rate limit resets"):
+            side.gh.get_branch_head(REPO, "main")
+    assert sleeps == []
+
+
+def test_legs_spend_on_their_own_tokens_from_one_shared_budget():
+    """Each view's calls, its parallel blob reads included, count for its token; together
+    they pay into the repository's budget."""
+    memory = MemoryGitHub(limits=Limits(requests_per_hour=6))
+    one, two = memory.for_token("leg-1"), memory.for_token("leg-2")
+    tree = one.create_tree(REPO, None, {"a": "a", "b": "b", "c": "c"})
+    shas = one.get_tree(REPO, tree).files.values()
+    assert len(two.get_blob_texts(REPO, shas)) == 3
+    assert memory.budget.remaining() == 1
+    assert [memory.budget.spent(t).requests for t in ("leg-1", "leg-2")] == [2, 3]
+    assert memory.calls == ["create_tree", "get_tree"] + ["get_blob_text"] * 3
+
+
+def test_without_a_clock_to_move_a_refused_write_is_asked_again_until_the_client_gives_up():
+    """The model's default sleep does not wait: the client's policy retries (5 waits of
+    60 s fill its 300 s) and raises its RateLimitError; the write never lands."""
+    memory = MemoryGitHub(limits=Limits(content_per_minute=1))
+    memory.create_issue(REPO, title="a", body="", labels=[])
+    with pytest.raises(RateLimitError, match="asks to wait 60 s"):
+        memory.create_issue(REPO, title="b", body="", labels=[])
+    assert [i["title"] for i in memory.issues.values()] == ["a"]
+    assert memory.budget.spent().refused == 6
 
 
 # --------------------------------------------------------------------------- the model alone
@@ -250,8 +355,12 @@ def test_a_competing_writer_moves_the_branch_between_read_and_write(memory):
     assert memory.read_file("a", BRANCH) == "b"
 
 
-def test_threads_racing_on_one_branch_never_lose_a_move(memory):
+def test_threads_racing_on_one_branch_never_lose_a_move():
     """Eight threads each fast-forward the branch until they land; the history holds all eight."""
+    # Writers retrying at once pass 80 writes a minute: they wait as the client does, on a
+    # clock that moves when they sleep.
+    clock = ManualClock()
+    memory = MemoryGitHub(clock=clock, sleep=clock.advance)
     memory.latency = (0.0, 0.001)
     root = memory.create_commit(REPO, "root", memory.create_tree(REPO, None, {}), [])
     memory.create_branch(REPO, BRANCH, root)

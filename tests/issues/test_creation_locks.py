@@ -14,6 +14,7 @@ from ivy_matrix.issues.creation_locks import CreationLocks
 from ivy_matrix.issues.markers import dashboard_key, is_index
 from ivy_matrix.issues.report import IssueAction, IssuesReport
 from tests.concurrency import at_once
+from tests.github.budget import RACING
 from tests.github.memory import MemoryGitHub
 from tests.issues.helpers import GRADIENTS, LABEL, RANDOM, REPO, Lines, make_state, publish
 
@@ -52,6 +53,9 @@ def issues_of(memory: MemoryGitHub, key: str | None) -> list[dict[str, Any]]:
 def test_sixteen_racing_publishers_create_each_issue_exactly_once(memory):
     """16 jobs that all find no issue, with creates answered 502 after landing, create each
     issue once: no duplicate is ever created, so none is closed."""
+    # 16 jobs racing to create and edit the same issues make about 100 writes within a
+    # second, over GitHub's 80 a minute; this tests that none is duplicated.
+    memory.budget.configure(RACING)
     memory.latency = (0.0, 0.002)
     # Every job lists before any creates: hold the first creates until all 16 have listed.
     all_listed = threading.Barrier(16)

@@ -15,6 +15,7 @@ from ivy_matrix.statefile import dump_state
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.remote import RestRemote
 from tests.concurrency import VirtualClock, at_once
+from tests.github.budget import RACING
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
@@ -83,6 +84,10 @@ def test_a_re_run_attempt_of_a_failed_leg_lands_its_new_results(memory):
 def test_thirty_two_matrix_legs_at_once_all_land_within_five_tries(memory):
     """32 legs of one run race: every cell lands, no leg tries more than 5 times, the lease
     lets one leg fold at a time, and the markdown is a render of the state at the end."""
+    # 32 legs publish within seconds: more than GitHub's 80 writes a minute through the REST
+    # API (git's protocol spends none: tests/stores/test_git.py); this tests that nothing is
+    # lost, so it takes the racing budget.
+    memory.budget.configure(RACING)
     memory.latency = (0.0, 0.002)
     clock = VirtualClock()
     outcomes = race_legs(lambda _leg: (memory, {}), 32, 32, clock=clock, rows=5)
@@ -102,6 +107,7 @@ def test_thirty_two_legs_with_faults_and_a_folder_that_dies_lose_nothing(memory)
     """32 racing legs, with inbox refs that land before a 502 and a folder that dies in the
     middle of its fold (it releases the lease on the way out): every cell lands, within 5
     tries."""
+    memory.budget.configure(RACING)
     memory.latency = (0.0, 0.002)
     memory.inject("create_ref", after_write=True, retried=True, times=4)
 
@@ -224,6 +230,7 @@ def test_a_dry_run_leg_publishes_nothing_to_the_inbox(memory):
 def test_folding_keeps_as_many_results_per_cell_as_the_legs_history_says(memory):
     """Folded results keep the leg's ``history`` entries per cell, more than the default too."""
     runs = 12
+    memory.budget.configure(RACING)  # twelve runs' writes within a second of the test's clock
     for offset in range(runs):
         run_leg(memory, 0, 2, run=RUN + offset, history=runs)
     for state in branch_states(memory).values():

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.errors import StoreError
+from ivy_matrix.errors import ExitCode, StoreError
 from ivy_matrix.model import (
     Cell,
     DashboardId,
@@ -229,8 +229,8 @@ def test_a_newer_format_version_is_refused_with_upgrade_advice(tmp_path):
     assert message.endswith("upgrade ivy-matrix")
 
 
-def test_update_over_a_newer_state_exits_1_and_leaves_it_alone(tmp_path, monkeypatch, capsys):
-    """The command refuses a newer state file with exit 1 and does not overwrite it."""
+def test_update_over_a_newer_state_exits_4_and_leaves_it_alone(tmp_path, monkeypatch, capsys):
+    """The command refuses a newer state file with exit 4 and does not overwrite it."""
     monkeypatch.chdir(tmp_path)
     store = LocalStore(Path(".ivy-matrix"))
     path = store.path_of(GRADIENTS)
@@ -245,8 +245,8 @@ def test_update_over_a_newer_state_exits_1_and_leaves_it_alone(tmp_path, monkeyp
 
     code = main(["update", "--junit", "r.xml", "--backend", "t"], {"GITHUB_ACTIONS": "true"})
 
-    last = capsys.readouterr().out.splitlines()[-1]
-    assert code == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert code == ExitCode.STORE
     assert last.startswith("::error::cannot read dashboard state ")
     assert "upgrade ivy-matrix" in last
     assert path.read_text(encoding="utf-8") == newer
@@ -281,8 +281,8 @@ def test_load_all_refuses_a_file_whose_title_does_not_match_its_path(tmp_path):
     assert "'core/random'" in str(error.value)
 
 
-def test_update_over_a_hand_edited_title_exits_1_and_changes_nothing(tmp_path, monkeypatch, capsys):
-    """The command names the edited file, exits 1 and leaves both files as they were."""
+def test_update_over_a_hand_edited_title_exits_4_and_changes_nothing(tmp_path, monkeypatch, capsys):
+    """The command names the edited file, exits 4 and leaves both files as they were."""
     monkeypatch.chdir(tmp_path)
     store = LocalStore(Path(".ivy-matrix"))
     store.save(sample_state(DashboardId(title="random", category="core")))
@@ -296,8 +296,8 @@ def test_update_over_a_hand_edited_title_exits_1_and_changes_nothing(tmp_path, m
 
     code = main(["update", "--junit", "r.xml", "--backend", "t"], {})
 
-    assert code == 1
-    assert str(edited) in capsys.readouterr().out.splitlines()[-1]
+    assert code == ExitCode.STORE
+    assert str(edited) in capsys.readouterr().err.splitlines()[-1]
     assert {path: path.read_bytes() for path in Path(".ivy-matrix/state").rglob("*.json")} == before
 
 
@@ -403,7 +403,7 @@ def test_an_old_layout_store_loads_and_moves_to_the_new_path_on_update(
 
     code = main(["update", "--junit", "r.xml", "--backend", "jax"], {})
 
-    assert code == 0, capsys.readouterr().out
+    assert code == 0, capsys.readouterr().err
     assert not old.exists()
     assert not old.parent.exists()
     assert store.path_of(CORE_GRAD).is_file()

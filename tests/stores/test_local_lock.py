@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.errors import StoreError
+from ivy_matrix.errors import ExitCode, StoreError
 from ivy_matrix.stores.local import LocalStore
 
 pytestmark = pytest.mark.timeout(60)
@@ -49,7 +49,7 @@ def holder_fixture(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
 def test_update_gives_up_after_the_lock_timeout_naming_the_holder(
     tmp_path, monkeypatch, capsys, holder
 ):
-    """While another process holds the lock, update says who and exits 1 after --lock-timeout."""
+    """While another process holds the lock, update says who and exits 4 after --lock-timeout."""
     monkeypatch.chdir(tmp_path)
     Path("r.xml").write_text(
         '<testsuite><testcase classname="x.test_core.test_grad" name="t"/></testsuite>',
@@ -58,11 +58,11 @@ def test_update_gives_up_after_the_lock_timeout_naming_the_holder(
 
     code = main(["update", "--junit", "r.xml", "--backend", "t", "--lock-timeout", "1"], {})
 
-    lines = capsys.readouterr().out.splitlines()
+    lines = capsys.readouterr().err.splitlines()
 
     holder_text = f"pid {holder.pid} on host {socket.gethostname()!r} since "
     waiting = [line for line in lines if line.startswith("waiting for the lock")]
-    assert code == 1
+    assert code == ExitCode.STORE
     assert len(waiting) == 1
     assert holder_text in waiting[0]
     assert "giving up after 1 s (--lock-timeout)" in waiting[0]
@@ -104,5 +104,5 @@ def test_a_negative_lock_timeout_is_refused(capsys):
     """A negative --lock-timeout is a user error naming the input."""
     code = main(["update", "--junit", "r.xml", "--backend", "t", "--lock-timeout", "-1"], {})
 
-    assert code == 1
-    assert "input 'lock-timeout' got -1" in capsys.readouterr().out
+    assert code == ExitCode.USAGE
+    assert "--lock-timeout got -1" in capsys.readouterr().err

@@ -10,7 +10,7 @@ import pytest
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.statefile import dump_state
-from ivy_matrix.stores.snapshot import git_blob_sha
+from ivy_matrix.stores.tree import git_blob_sha
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
