@@ -151,6 +151,12 @@ class Connection:
 
     def close(self) -> None:
         if self._git is not None:
-            self._git.close()
+            git = self._git
+            if self._log is not None and (git.fetches or git.listings or git.pushes):
+                self._log.info(
+                    f"git over HTTPS: {git.fetches} fetch(es), {git.listings} listing(s), "
+                    f"{git.pushes} push(es) to {git.url} (not REST API requests)"
+                )
+            git.close()
         if self._client is not None:
             self._client.close()

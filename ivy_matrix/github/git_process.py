@@ -27,7 +27,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ivy_matrix.errors import GitHubAPIError, InputError, ReadOnlyTokenError
+from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError, UsageError
 
 # GIT_CONFIG_COUNT (config through the environment) came with git 2.31.
 MIN_GIT = (2, 31)
@@ -119,10 +119,10 @@ def remote_url(server_url: str, repository: str) -> str:
     base = server_url.split("?", 1)[0].rstrip("/")
     owner, sep, name = repository.partition("/")
     if not (owner and sep and name) or "/" in name:
-        raise InputError(f"repository {repository!r} is not of the form OWNER/REPO")
+        raise UsageError(f"repository {repository!r} is not of the form OWNER/REPO")
     parsed = urllib.parse.urlsplit(base)
     if parsed.scheme not in {"http", "https"} or not parsed.netloc:
-        raise InputError(f"server URL {server_url!r} is not an http(s) address")
+        raise UsageError(f"server URL {server_url!r} is not an http(s) address")
     quote = urllib.parse.quote
     return f"{base}/{quote(owner, safe='')}/{quote(name, safe='')}"
 
@@ -151,7 +151,7 @@ class GitAuth:
 
     def __post_init__(self) -> None:
         if not _TOKEN.fullmatch(self.token):
-            raise InputError(
+            raise UsageError(
                 "the token has spaces, line breaks or other characters no token has; check "
                 "the 'token' input (it defaults to github.token)"
             )
@@ -199,6 +199,10 @@ class GitProcess:
             "LC_ALL": "C",
         }
 
+    def command(self, *args: str) -> list[str]:
+        """The argv of ``git <args>`` (what every user of the machine can see: no token)."""
+        return [self.program, *_OPTIONS, *args]
+
     def run(
         self,
         *args: str,
@@ -214,7 +218,7 @@ class GitProcess:
             environment = {**environment, "GIT_INDEX_FILE": index}
         try:
             done = subprocess.run(  # noqa: S603  -- git with our own arguments; no shell
-                [self.program, *_OPTIONS, *args],
+                self.command(*args),
                 input=stdin,
                 env=environment,
                 capture_output=True,

@@ -76,6 +76,8 @@ class GitServer:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.requests: list[GitRequest] = []
+        # Queued faults: (where the path must contain this, after the work or before).
+        self._queued: list[tuple[str, bool]] = []
         self.git = shutil.which("git") or "git"
         self.create(OWNER_REPO)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -222,6 +224,12 @@ class GitServer:
 
     # ------------------------------------------------------------------ what was asked
 
+    def fail_next(self, path: str, *, after: bool, times: int = 1) -> None:
+        """Answer the next ``times`` requests whose path contains ``path`` with a 5xx, after
+        git did the work (``after``: a push that lands and still answers an error) or before."""
+        with self._lock:
+            self._queued.extend([(path, after)] * times)
+
     def requests_of(self, token: str) -> list[GitRequest]:
         with self._lock:
             return [r for r in self.requests if r.token == token]
@@ -306,6 +314,10 @@ class GitServer:
             delay = self._rng.uniform(low, high)
             fault = self._rng.random() < self.fail_rate
             after = self._rng.random() < 0.5  # half the faults land before the error
+            queued = next((q for q in self._queued if q[0] in path), None)
+            if queued is not None:
+                self._queued.remove(queued)
+                fault, after = True, queued[1]
         if delay:
             time.sleep(delay)
         if token is None or (self.tokens is not None and token not in self.tokens):
