@@ -12,7 +12,10 @@ to splits as follows (``split_for``):
 
 Each configuration starts a fresh ``tests/github/fake_server.py`` on 127.0.0.1, pre-seeded with the
 branch (and issues) a real Ivy repository would have: the git objects written by one full
-``update`` of all 28,000 cases (run 100) are copied in. Then every leg of run 101 (other
+``update`` of all 28,000 cases (run 100) are copied in. With ``--transport git`` (the default)
+the branch lives on a real git remote instead (``bench/git_side.py``: ``git http-backend``
+behind ``tests/github/git_server.py``, seeded the same way), which the legs reach with git's
+own protocol; ``--transport rest`` keeps it on the REST stand-in. Then every leg of run 101 (other
 outcomes) starts at once as its own ``python entrypoint.py update`` process, with its own
 token, so the fake's request log attributes each request to its leg. ivy-matrix runs exactly
 as in production: ``make_client``'s PyGithub throttle is on (0.25 s between requests, 1 s
@@ -34,6 +37,7 @@ I/O: writes generated data and leg folders under ``--work`` (default ``bench/out
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -54,8 +58,11 @@ import generate
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))  # the stand-in lives in tests/, beside the product
-from tests.github.budget import GITHUB_TOKEN, UNLIMITED  # noqa: E402  -- after the path entry
+import git_side  # noqa: E402  -- after the path entry
+
+from tests.github.budget import GITHUB_TOKEN, UNLIMITED  # noqa: E402
 from tests.github.fake_server import FakeGitHub, RequestRecord  # noqa: E402
+from tests.github.git_server import GitRequest, GitServer  # noqa: E402
 
 PYTHON = sys.executable
 ENTRYPOINT = ROOT / "entrypoint.py"
@@ -101,6 +108,7 @@ class LegRun:
     cpu_s: float | None = None  # user + system time of the leg's process (os.wait4)
     log: Path | None = None
     records: list[RequestRecord] = field(default_factory=list)
+    git_records: list[GitRequest] = field(default_factory=list)
 
 
 def split_for(legs: int, *, single_shards: int) -> tuple[tuple[str, ...], int, int]:
@@ -170,12 +178,22 @@ def cli_env() -> dict[str, str]:
 
 
 def update_command(
-    *, junit: str, backend_args: list[str], api_url: str, token: str, run_id: int, job_id: int
+    *,
+    junit: str,
+    backend_args: list[str],
+    api_url: str,
+    token: str,
+    run_id: int,
+    job_id: int,
+    server_url: str | None = None,
 ) -> list[str]:
+    # The git server's URL as the server URL: branch-transport auto then uses git (same host).
+    server = ["--server-url", server_url] if server_url else ["--branch-transport", "rest"]
     return [
         PYTHON,
         str(ENTRYPOINT),
         "update",
+        *server,
         "--junit",
         junit,
         *backend_args,
@@ -206,7 +224,8 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
     shutil.rmtree(seed_dir, ignore_errors=True)
     seed_dir.mkdir(parents=True)
     # Seeding arranges the repository a run starts from: its spend is not measured.
-    with FakeGitHub(limits=UNLIMITED) as fake:
+    git = GitServer() if args.transport == "git" else None
+    with FakeGitHub(limits=UNLIMITED) as fake, git or contextlib.nullcontext():
         fake.configure(keep_bodies=False)
         cmd = update_command(
             junit=f"{manifest['root']}/**/*.xml",
@@ -215,6 +234,7 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
             token="seed",
             run_id=SEED_RUN,
             job_id=1,
+            server_url=git.url if git else None,
         )
         cmd += ["--targets", targets, "--store", str(seed_dir / "store")]
         start = time.perf_counter()
@@ -226,6 +246,10 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
             raise SystemExit(f"seeding update failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         with fake.lock:
             state = {name: _copy(getattr(fake, name)) for name in SEEDED}
+        if git is not None:
+            files = git.files(BRANCH)
+            state["git_repo"] = str(git_side.keep_seed(git, work))
+        else:
             files = fake.files(BRANCH)
         markdown = [p for p in files if p.endswith(".md")]
         text = "\n".join(files[p].decode(errors="replace") for p in markdown)
@@ -262,10 +286,8 @@ def _copy(value: Any) -> Any:
 # --- one configuration -----------------------------------------------------------------------
 
 
-def run_config(
-    args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], *, targets: str, tag: str
-) -> Json:
-    """Start every leg at once against a fresh, pre-seeded stand-in; measure until done or cap."""
+def stand_ins(args: argparse.Namespace, seed: Json) -> tuple[FakeGitHub, GitServer | None]:
+    """A fresh REST stand-in (and git server, with ``--transport git``), pre-seeded."""
     fake = FakeGitHub(limits=UNLIMITED if args.no_limits else GITHUB_TOKEN)
     for name in SEEDED:
         setattr(fake, name, _copy(seed[name]))
@@ -274,10 +296,26 @@ def run_config(
     fake._next_issue = max(fake.issues, default=0) + 1  # noqa: SLF001  -- see above
     fake._next_comment = max(comment_ids, default=fake._next_comment - 1) + 1  # noqa: SLF001
     fake.configure(latency=tuple(args.latency), keep_bodies=False, seed=args.seed)
+    if args.faults:
+        fake.configure(fail_rate=args.faults, fail_kinds=("502", "503"))
+    if args.transport != "git":
+        return fake, None
+    git = git_side.seeded_server(
+        Path(seed["git_repo"]), latency=tuple(args.latency), seed=args.seed
+    )
+    git.fail_rate = args.faults
+    return fake, git
+
+
+def run_config(
+    args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], *, targets: str, tag: str
+) -> Json:
+    """Start every leg at once against fresh, pre-seeded stand-ins; measure until done or cap."""
+    fake, git = stand_ins(args, seed)
     root = work / "legs" / tag
     shutil.rmtree(root, ignore_errors=True)
     runs: list[LegRun] = []
-    with fake:
+    with fake, git or contextlib.nullcontext():
         procs: list[subprocess.Popen[bytes]] = []
         start = time.perf_counter()
         for leg in legs:
@@ -290,6 +328,7 @@ def run_config(
                 token=leg.token,
                 run_id=RUN,
                 job_id=leg.job_id,
+                server_url=git.url if git else None,
             )
             cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
             if args.matrix:
@@ -304,29 +343,65 @@ def run_config(
                     )
                 )
             runs.append(LegRun(leg, started=time.perf_counter() - start, log=log))
-        deadline = start + args.cap
-        while any(r.code is None for r in runs) and time.perf_counter() < deadline:
-            time.sleep(0.05)
-            for run, proc in zip(runs, procs, strict=True):
-                if run.code is None:
-                    reap(run, proc, time.perf_counter() - start)
+        wall = wait_for(runs, procs, start=start, cap=args.cap)
+        return collect(fake, git, runs, seed, wall=wall, targets=targets)
+
+
+def wait_for(
+    runs: list[LegRun], procs: list[subprocess.Popen[bytes]], *, start: float, cap: float
+) -> float:
+    """Reap the legs as they end; kill those still running after ``cap`` s; the run's wall."""
+    deadline = start + cap
+    while any(r.code is None for r in runs) and time.perf_counter() < deadline:
+        time.sleep(0.05)
         for run, proc in zip(runs, procs, strict=True):
             if run.code is None:
-                proc.kill()
-                proc.wait()
-        wall = time.perf_counter() - start
-        with fake.lock:
-            records = list(fake.requests)
-            files = fake.files(BRANCH)
-            issues = list(fake.issues.values())
-        seeded_issues = set(seed["issues"])
+                reap(run, proc, time.perf_counter() - start)
+    for run, proc in zip(runs, procs, strict=True):
+        if run.code is None:
+            proc.kill()
+            proc.wait()
+    return time.perf_counter() - start
+
+
+def collect(
+    fake: FakeGitHub,
+    git: GitServer | None,
+    runs: list[LegRun],
+    seed: Json,
+    *,
+    wall: float,
+    targets: str,
+) -> Json:
+    """The figures of one configuration, from both stand-ins' records."""
+    with fake.lock:
+        records = list(fake.requests)
+        issues = list(fake.issues.values())
+    git_records: list[GitRequest] = []
+    if git is not None:
+        git_records = list(git.requests)
+        files = git.files(BRANCH)
+    else:
+        files = fake.files(BRANCH)
     by_token: dict[str, list[RequestRecord]] = {}
     for record in records:
         token = (record.authorization or "").split(" ")[-1]
         by_token.setdefault(token, []).append(record)
     for run in runs:
         run.records = by_token.get(run.leg.token, [])
-    return summarize(runs, records, files, issues, seeded_issues, wall=wall, targets=targets)
+        run.git_records = [r for r in git_records if r.token == run.leg.token]
+    result = summarize(
+        runs, records, files, issues, set(seed["issues"]), wall=wall, targets=targets
+    )
+    pushes = git_side.pushes_per_minute(git_records)
+    result["git"] = {
+        "requests": len(git_records),
+        "pushes": len(pushes),
+        "pushes_peak_per_minute": peak_per_window(pushes, 60.0),
+        "sent_mb_total": round(sum(r.bytes_in for r in git_records) / 1e6, 2),
+        "failed_5xx": sum(r.status >= 500 for r in git_records),
+    }
+    return result
 
 
 def reap(run: LegRun, proc: subprocess.Popen[bytes], now: float) -> None:
@@ -370,6 +445,15 @@ def summarize(
         "leg_cpu_s": median_max([r.cpu_s for r in finished if r.cpu_s is not None]),
         "requests": len(records),
         "requests_per_leg": median_max([f["requests"] for f in per_leg]),
+        "git_requests_per_leg": median_max([f["git_requests"] for f in per_leg]),
+        "all_requests_per_leg": median_max([f["all_requests"] for f in per_leg]),
+        "all_requests_per_leg_mean": round(statistics.fmean(f["all_requests"] for f in per_leg), 2)
+        if per_leg
+        else None,
+        "all_sent_kb_per_leg": median_max([f["all_sent_kb"] for f in per_leg]),
+        "content_creating_per_leg_mean": round(statistics.fmean(f["writes"] for f in per_leg), 2)
+        if per_leg
+        else None,
         "sent_kb_per_leg": median_max([f["sent_kb"] for f in per_leg]),
         "received_kb_per_leg": median_max([f["received_kb"] for f in per_leg]),
         "sent_mb_total": round(sum(r.bytes_in for r in records) / 1e6, 2),
@@ -392,8 +476,14 @@ def summarize(
     return result
 
 
+COMMITTED = re.compile(r"committed \d+ file\(s\) to branch .*\((?:revision \d+, )?(\d+) attempt")
+
+
 def leg_figures(run: LegRun) -> Json:
     refs = [r for r in run.records if r.method in {"POST", "PATCH"} and REF_WRITE.search(r.path)]
+    git = git_side.leg_git_figures(run.git_records)
+    log = run.log.read_text(errors="replace") if run.log and run.log.exists() else ""
+    commits = [int(n) for n in COMMITTED.findall(log)]
     return {
         "leg": run.leg.token,
         "backend": run.leg.backend,
@@ -406,8 +496,13 @@ def leg_figures(run: LegRun) -> Json:
         "writes": sum(r.method in WRITE_METHODS for r in run.records),
         "sent_kb": round(sum(r.bytes_in for r in run.records) / 1000, 1),
         "received_kb": round(sum(r.bytes_out for r in run.records) / 1000, 1),
-        "tries": len(refs),
+        # REST: the ref writes; git: the branch commits the leg's log reports (0: its results
+        # were folded by another leg), counting every compare-and-swap try of each.
+        "tries": sum(commits) if run.git_records else len(refs),
         "rejected": sum(r.status == 422 for r in refs),
+        **git,
+        "all_requests": len(run.records) + git["git_requests"],
+        "all_sent_kb": round(sum(r.bytes_in for r in run.records) / 1000 + git["git_sent_kb"], 1),
     }
 
 
@@ -485,8 +580,9 @@ def print_config(name: str, r: Json) -> None:
     print(
         f"  {name:>9}: {r['status']:<10} legs {r['finished']}/{r['legs']} (failed {r['failed']})"
         f"  run {r['run_wall_s']:.1f} s  leg {r['leg_wall_s']['median']} / {r['leg_wall_s']['max']} s"
-        f"  req/leg {r['requests_per_leg']['median']} / {r['requests_per_leg']['max']}"
-        f"  sent KB/leg {r['sent_kb_per_leg']['median']} / {r['sent_kb_per_leg']['max']}"
+        f"  REST req/leg {r['requests_per_leg']['median']} / {r['requests_per_leg']['max']}"
+        f"  git req/leg {r['git_requests_per_leg']['median']} / {r['git_requests_per_leg']['max']}"
+        f"  sent KB/leg {r['all_sent_kb_per_leg']['median']} / {r['all_sent_kb_per_leg']['max']}"
         f"  tries max {tries['max']} mean {tries['mean']} (rejected {tries['rejected_total']})"
         f"  writes/min peak {cc['peak_per_minute']}, run {cc['total']}"
         f"  lost {r['lost_cells']['lost']}"
@@ -529,6 +625,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--targets", default="branch", help="--targets of every leg")
     parser.add_argument(
+        "--transport",
+        choices=("git", "rest"),
+        default="git",
+        help="the branch over git's protocol (a git http-backend server) or the REST API",
+    )
+    parser.add_argument(
+        "--faults",
+        type=float,
+        default=0.0,
+        help="share of requests answered 5xx (git: half of them after the work landed)",
+    )
+    parser.add_argument(
         "--seed-targets",
         help="--targets of the seeding update (default: --targets); 'branch' with legs that "
         "also publish issues makes the legs create every dashboard's issue at once",
@@ -536,8 +644,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--matrix",
         action="store_true",
-        help="legs pass --matrix-size/--matrix-index: they commit their columns only, and the "
-        "leg that completes the run renders",
+        help="legs pass --matrix-size/--matrix-index: they queue their results in the inbox, "
+        "one leg at a time folds them",
     )
     parser.add_argument(
         "--no-limits",
@@ -599,6 +707,9 @@ def main(argv: list[str] | None = None) -> int:
             "dashboards": args.dashboards,
             "latency_s": list(args.latency),
             "targets": args.targets,
+            "transport": args.transport,
+            "faults": args.faults,
+            "matrix": args.matrix,
             "seed_targets": args.seed_targets or args.targets,
             "cap_s": args.cap,
             "repeat": args.repeat,

@@ -44,6 +44,7 @@ from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.committer import Committer
 from ivy_matrix.stores.inbox import Inbox
+from ivy_matrix.stores.index import summarize
 from ivy_matrix.stores.layout import DEFAULT_STATE_DIR, BranchLayout, Scope, page_links, record_legs
 from ivy_matrix.stores.lease import JobFinished
 from ivy_matrix.stores.queue import Queue
@@ -216,24 +217,33 @@ class BranchStore:
                 snapshot.legs, [(matrix.run_id, matrix.size, matrix.index)]
             )
         rendered = complete if matrix else True
-        # The trend gets a point for each run this update brought, or for a matrix leg the
-        # run it completes (the folds of the others' legs add theirs).
-        runs = own.runs if matrix is None else ((matrix.run_id,) if complete else ())
-        trend = committer.trend(snapshot, own, runs)
-        if trend is not None:
-            own = replace(own, trend=trend)
-        files = committer.files(snapshot, own, legs=legs)
-        if not files or self.dry_run:
+        direct = matrix is None or matrix.size == 1
+        files: dict[str, str | None] = {}
+        if direct or self.dry_run:
+            # The trend gets a point for each run this update brought, or for a matrix leg
+            # the run it completes (the folds of the others' legs add theirs).
+            runs = own.runs if matrix is None else ((matrix.run_id,) if complete else ())
+            fresh = {d: summarize(state) for d, state in own.to_save().items()}
+            trend = committer.trend(snapshot, own, runs, fresh=fresh)
+            if trend is not None:
+                own = replace(own, trend=trend)
+            files = committer.files(snapshot, own, legs=legs, fresh=fresh)
+            changes = bool(files)
+        else:
+            # A matrix leg queues its results and the fold renders: here only whether its
+            # results (or its leg) are new.
+            changes = bool(own.changed or own.removed) or legs != snapshot.legs
+        if not changes or self.dry_run:
             saved = Saved(
                 merged=own,
                 revision=snapshot.revision,
                 written=tuple(sorted(files)) if self.dry_run else (),
-                rendered=rendered and not files,
+                rendered=rendered and not changes,
             )
             committer.report(saved)
             return saved
         pending = self.inbox.pending(listed)
-        direct = (matrix is None or matrix.size == 1) and not pending.refs and not pending.lease
+        direct = direct and not pending.refs and not pending.lease
         if direct:
             landed = committer.land(snapshot, own, attempt=1, legs=legs, writes=files)
             if landed is not None:

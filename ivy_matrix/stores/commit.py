@@ -39,13 +39,17 @@ def commit_files(
     legs: Runs | None = None,
     every_page: bool = False,
     trend: Trend | None = None,
+    fresh: Mapping[DashboardId, Summary] | None = None,
 ) -> dict[str, str | None]:
     """The files that differ from ``snapshot`` once ``merged`` is saved (see the module
     docstring); empty when nothing does. ``every_page``: render every dashboard read, not
     only those that changed (``publish``); ``trend``: the store's trend after this commit
-    (None: unchanged)."""
+    (None: unchanged); ``fresh``: summaries already made of states of ``merged``."""
     summaries = dict(snapshot.summaries)
-    wanted = _wanted(layout, snapshot, merged, summaries, style=style, legs=legs, every=every_page)
+    made = dict(fresh or {})
+    wanted = _wanted(
+        layout, snapshot, merged, summaries, made, style=style, legs=legs, every=every_page
+    )
     if trend is not None and (trend.points or TREND_NAME in snapshot.tree.files):
         wanted[TREND_NAME] = dump_trend(trend)
     writes = _differing(snapshot.tree.files, wanted)
@@ -54,7 +58,9 @@ def commit_files(
     if not snapshot.indexed:
         # Layout 2 from now on: every dashboard's document and page, the old files gone.
         summaries = dict(snapshot.summaries)
-        again = _wanted(layout, snapshot, merged, summaries, style=style, legs=legs, every=True)
+        again = _wanted(
+            layout, snapshot, merged, summaries, made, style=style, legs=legs, every=True
+        )
         writes = _differing(snapshot.tree.files, {**wanted, **again})
     revision = snapshot.revision + 1
     writes[layout.summary_path] = dump_index(summaries.values(), revision)
@@ -67,6 +73,7 @@ def _wanted(
     snapshot: Snapshot,
     merged: Merged,
     summaries: dict[DashboardId, Summary],
+    made: dict[DashboardId, Summary],
     *,
     style: Style,
     legs: Runs | None,
@@ -82,7 +89,10 @@ def _wanted(
         path = layout.state_path(dashboard)
         wanted[path] = dump_state(state)
         wanted.update(dict.fromkeys(snapshot.paths.get(dashboard, set()) - {path}))
-        summaries[dashboard] = summarize(state)
+        summary = made.get(dashboard)
+        if summary is None or summary.runs != state.runs:
+            summary = made[dashboard] = summarize(state)
+        summaries[dashboard] = summary
         page = render_page(state, style)
         wanted[page.path] = page.text
     for gone in merged.removed:
@@ -114,10 +124,12 @@ def branch_trend(
     runs: Collection[int],
     *,
     cap: int,
+    fresh: Mapping[DashboardId, Summary],
 ) -> Trend:
-    """``previous`` with the points of ``runs``: each the sum, in key order, of the parts of
-    the dashboards ``merged`` holds (computed) and of the others' (their summaries say them;
-    :meth:`Committer.merge` read the dashboards whose summary cannot)."""
+    """``previous`` with the points of ``runs``: each the sum, in key order, of every
+    dashboard's part: from ``fresh`` (summaries of ``merged``'s changed states), else
+    computed for the other dashboards ``merged`` holds, else from the index's summaries
+    (:meth:`Committer.merge` read the dashboards whose summary cannot say it)."""
     gone = {state.id for state in merged.states.values()} | {s.id for s in merged.removed}
     removed = {state.id for state in merged.removed}
     others = {d: s for d, s in snapshot.summaries.items() if d not in gone}
@@ -127,7 +139,15 @@ def branch_trend(
         parts = []
         for dashboard in keys:
             state = merged.states.get(dashboard)
-            part = dashboard_part(state, run) if state is not None else others[dashboard].part(run)
+            summary = fresh.get(dashboard)
+            if summary is not None:
+                part = summary.part(run)
+            elif state is not None:
+                part = dashboard_part(state, run)
+            else:
+                part = others[dashboard].part(run)
+            if part is None and state is not None:
+                part = dashboard_part(state, run)
             if part is None:
                 raise ValueError(f"the trend part of {dashboard.key} in run {run} was not read")
             parts.append(part)

@@ -16,7 +16,7 @@ the direct update (``stores/branch.py``) and the inbox's folds (``stores/queue.p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 from ivy_matrix.fold import Merged, window_horizon
@@ -26,7 +26,7 @@ from ivy_matrix.render import Style
 from ivy_matrix.runner.log import Progress
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.commit import branch_trend, commit_files
-from ivy_matrix.stores.index import retires_something
+from ivy_matrix.stores.index import Summary, retires_something, summarize
 from ivy_matrix.stores.layout import BranchLayout, Runs
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.snapshot import BranchReader
@@ -105,11 +105,12 @@ class Committer:
         docstring); None when something moved first. Nothing to write and nothing ``also``:
         no request; a dry run: the files it would commit. ``writes``: what :meth:`files`
         gave for the same arguments."""
-        trend = self.trend(snapshot, merged, trend_runs)
-        if trend is not None:
-            merged = replace(merged, trend=trend)
         if writes is None:
-            writes = self.files(snapshot, merged, legs=legs, every_page=every_page)
+            fresh = {d: summarize(s) for d, s in merged.to_save().items()}
+            trend = self.trend(snapshot, merged, trend_runs, fresh=fresh)
+            if trend is not None:
+                merged = replace(merged, trend=trend)
+            writes = self.files(snapshot, merged, legs=legs, every_page=every_page, fresh=fresh)
         saved = Saved(merged=merged, attempts=attempt, revision=snapshot.revision)
         if self.dry_run:
             return replace(saved, written=tuple(sorted(writes)))
@@ -144,9 +145,11 @@ class Committer:
         *,
         legs: Runs | None = None,
         every_page: bool = False,
+        fresh: Mapping[DashboardId, Summary] | None = None,
     ) -> dict[str, str | None]:
         """What committing ``merged`` on ``snapshot`` writes (empty: nothing differs); with
-        the store's trend when ``merged`` holds it (:meth:`trend`)."""
+        the store's trend when ``merged`` holds it (:meth:`trend`). ``fresh``: summaries
+        already made of ``merged``'s states."""
         return commit_files(
             self.layout,
             snapshot,
@@ -155,15 +158,25 @@ class Committer:
             legs=legs,
             every_page=every_page,
             trend=merged.trend,
+            fresh=fresh,
         )
 
-    def trend(self, snapshot: Snapshot, merged: Merged, runs: Collection[int]) -> Trend | None:
+    def trend(
+        self,
+        snapshot: Snapshot,
+        merged: Merged,
+        runs: Collection[int],
+        *,
+        fresh: Mapping[DashboardId, Summary] | None = None,
+    ) -> Trend | None:
         """The branch's trend with the points of ``runs`` (None: no run, no change)."""
         if not runs:
             return None
         where = f"{TREND_NAME} on branch {self.branch}"
         previous = load_trend(self.reader.text(snapshot.tree, TREND_NAME), where=where)
-        return branch_trend(previous, snapshot, merged, runs, cap=self.trend_points)
+        return branch_trend(
+            previous, snapshot, merged, runs, cap=self.trend_points, fresh=fresh or {}
+        )
 
     def report(self, saved: Saved) -> None:
         where = f"branch {self.branch}"

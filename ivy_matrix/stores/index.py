@@ -32,8 +32,9 @@ from ivy_matrix.trend import PointPart, dashboard_part
 INDEX_FORMAT = "ivy-matrix-index"
 INDEX_VERSION = 1
 # Runs (a dashboard's newest) whose trend parts the index keeps: a run's point is drawn when
-# its results arrive, so the newest few are all a point ever needs of a dashboard not read.
-PART_RUNS = 3
+# its results arrive, so the newest two (a run, and one beside it) are what a point needs of
+# a dashboard not read; an older run's re-run reads the dashboard.
+PART_RUNS = 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,7 +85,22 @@ def summarize(state: DashboardState) -> Summary:
         stale_at=stale_at(state),
         row=index_row(state),
         parts={run: part for run, part in parts.items() if part.brought},
-        absent=dashboard_part(state, 0),
+        absent=absent_part(state),
+    )
+
+
+def absent_part(state: DashboardState) -> PointPart:
+    """``state``'s share of the point of a run that brought it nothing: every cell missing
+    (what trend.dashboard_part gives for such a run, without looking at the cells' results)."""
+    missing = dict.fromkeys(state.backend_names, 0)
+    for row in state.rows:
+        for backend in row.cells:
+            missing[backend] = missing.get(backend, 0) + 1
+    return PointPart(
+        point=TrendPoint(
+            run=0,
+            backends=tuple((name, BackendPoint(missing=n)) for name, n in missing.items()),
+        )
     )
 
 

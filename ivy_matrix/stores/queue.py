@@ -10,9 +10,10 @@ the branch to another):
    merged into the dashboards they touch, retired, rendered, committed, and in the same
    atomic push the folded refs deleted and the lease released;
 3. without it, it waits: one listing of the inbox at a time (``git ls-remote``, or one REST
-   request), every 0.25 to 4 s, until its ref is gone (its results are on the branch: done)
+   request), until its ref is gone (its results are on the branch: done)
    or the lease is free (then the first pending ref's leg takes it and folds; the k-th
    after k listings more, in case the first is gone) or the holder is shown to be gone.
+   It lists after about 1, 2, 4, then every 8 s.
 
 So the branch moves once per fold, not once per leg, a leg's cost is about its own
 requests plus a few listings, and no leg repeats work another is doing: one fold at a time,
@@ -36,8 +37,10 @@ from ivy_matrix.stores.layout import Scope, completed_runs, record_legs, rejecte
 from ivy_matrix.stores.lease import JobFinished, LeaseWatch
 from ivy_matrix.stores.tree import Snapshot
 
-POLL_START = 0.5
-POLL_CAP = 4.0
+# A waiting leg lists the inbox after about 1, 2, 4, then every 8 s: a fold takes seconds
+# (more on a runner short of CPU), and every listing is a request.
+POLL_START = 1.0
+POLL_CAP = 8.0
 # A waiting leg stops waiting after this long (its results stay in the inbox, and the next
 # fold takes them): longer than the lease's time to live, so a dead holder is replaced first.
 MAX_WAIT = 900.0
@@ -104,7 +107,7 @@ class Queue:
         polls = free = 0
         while True:
             window = min(POLL_CAP, POLL_START * 2.0**polls)
-            self._sleep(self._rng.uniform(window / 2, window))
+            self._sleep(self._rng.uniform(window * 0.75, window))
             polls += 1
             pending = self.inbox.pending(self.remote.list_refs(self.inbox.prefix))
             if ref not in pending.refs:
