@@ -310,41 +310,68 @@ def stand_ins(args: argparse.Namespace, seed: Json) -> tuple[FakeGitHub, GitServ
 def run_config(
     args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], *, targets: str, tag: str
 ) -> Json:
-    """Start every leg at once against fresh, pre-seeded stand-ins; measure until done or cap."""
+    """Start every leg at once against fresh, pre-seeded stand-ins; measure until done or cap.
+    With ``--rerun``, every leg then runs again with the same results: its writes are counted
+    (an identical re-run should make none)."""
     fake, git = stand_ins(args, seed)
     root = work / "legs" / tag
     shutil.rmtree(root, ignore_errors=True)
-    runs: list[LegRun] = []
     with fake, git or contextlib.nullcontext():
-        procs: list[subprocess.Popen[bytes]] = []
-        start = time.perf_counter()
-        for leg in legs:
-            leg_dir = root / f"{leg.index:03d}"
-            leg_dir.mkdir(parents=True)
-            cmd = update_command(
-                junit=str(leg.path),
-                backend_args=["--backend", leg.backend],
-                api_url=fake.base_url,
-                token=leg.token,
-                run_id=RUN,
-                job_id=leg.job_id,
-                server_url=git.url if git else None,
-            )
-            cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
-            if args.matrix:
-                # The 1-leg reference is one leg of a matrix of 4 x single-shards legs.
-                size = len(legs) if len(legs) > 1 else 4 * args.single_shards
-                cmd += ["--matrix-size", str(size), "--matrix-index", str(leg.index)]
-            log = leg_dir / "log.txt"
-            with log.open("wb") as out:
-                procs.append(
-                    subprocess.Popen(
-                        cmd, cwd=leg_dir, env=cli_env(), stdout=out, stderr=subprocess.STDOUT
-                    )
+        runs, wall = start_legs(args, fake, git, legs, root, targets=targets)
+        result = collect(fake, git, runs, seed, wall=wall, targets=targets)
+        if args.rerun:
+            rest_before, git_before = len(fake.requests), len(git.requests) if git else 0
+            again, _ = start_legs(args, fake, git, legs, root / "rerun", targets=targets)
+            rest = fake.requests[rest_before:]
+            pushes = [r for r in (git.requests[git_before:] if git else []) if r.is_push]
+            result["rerun"] = {
+                "failed": sum(r.code != 0 for r in again),
+                "rest_requests": len(rest),
+                "rest_writes": sum(r.method in WRITE_METHODS for r in rest),
+                "git_pushes": len(pushes),
+            }
+        return result
+
+
+def start_legs(
+    args: argparse.Namespace,
+    fake: FakeGitHub,
+    git: GitServer | None,
+    legs: list[Leg],
+    root: Path,
+    *,
+    targets: str,
+) -> tuple[list[LegRun], float]:
+    """Every leg's process, started at once; (the legs, the run's wall) once all ended."""
+    procs: list[subprocess.Popen[bytes]] = []
+    runs: list[LegRun] = []
+    start = time.perf_counter()
+    for leg in legs:
+        leg_dir = root / f"{leg.index:03d}"
+        leg_dir.mkdir(parents=True)
+        cmd = update_command(
+            junit=str(leg.path),
+            backend_args=["--backend", leg.backend],
+            api_url=fake.base_url,
+            token=leg.token,
+            run_id=RUN,
+            job_id=leg.job_id,
+            server_url=git.url if git else None,
+        )
+        cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
+        if args.matrix:
+            # The 1-leg reference is one leg of a matrix of 4 x single-shards legs.
+            size = len(legs) if len(legs) > 1 else 4 * args.single_shards
+            cmd += ["--matrix-size", str(size), "--matrix-index", str(leg.index)]
+        log = leg_dir / "log.txt"
+        with log.open("wb") as out:
+            procs.append(
+                subprocess.Popen(
+                    cmd, cwd=leg_dir, env=cli_env(), stdout=out, stderr=subprocess.STDOUT
                 )
-            runs.append(LegRun(leg, started=time.perf_counter() - start, log=log))
-        wall = wait_for(runs, procs, start=start, cap=args.cap)
-        return collect(fake, git, runs, seed, wall=wall, targets=targets)
+            )
+        runs.append(LegRun(leg, started=time.perf_counter() - start, log=log))
+    return runs, wait_for(runs, procs, start=start, cap=args.cap)
 
 
 def wait_for(
@@ -653,6 +680,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the stand-in records what legs spend but refuses nothing (default: GitHub's limits)",
     )
     parser.add_argument("--cap", type=float, default=600, help="seconds before legs are stopped")
+    parser.add_argument(
+        "--rerun", action="store_true", help="run every leg again, same results: count writes"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="rounds (configurations interleaved)")
     parser.add_argument("--seed", type=int, default=1, help="the stand-in's latency draws")
     parser.add_argument("--work", type=Path, default=BENCH / "out" / "github")
@@ -710,6 +740,7 @@ def main(argv: list[str] | None = None) -> int:
             "transport": args.transport,
             "faults": args.faults,
             "matrix": args.matrix,
+            "rerun": args.rerun,
             "seed_targets": args.seed_targets or args.targets,
             "cap_s": args.cap,
             "repeat": args.repeat,
