@@ -13,7 +13,7 @@ the branch to another):
    request), until its ref is gone (its results are on the branch: done)
    or the lease is free (then the first pending ref's leg takes it and folds; the k-th
    after k listings more, in case the first is gone) or the holder is shown to be gone.
-   It lists after about 1, 2, 4, then every 8 s.
+   It lists after about 2, 4, 8, then every 16 s.
 
 So the branch moves once per fold, not once per leg, a leg's cost is about its own
 requests plus a few listings, and no leg repeats work another is doing: one fold at a time,
@@ -37,10 +37,11 @@ from ivy_matrix.stores.layout import Scope, completed_runs, record_legs, rejecte
 from ivy_matrix.stores.lease import JobFinished, LeaseWatch
 from ivy_matrix.stores.tree import Snapshot
 
-# A waiting leg lists the inbox after about 1, 2, 4, then every 8 s: a fold takes seconds
-# (more on a runner short of CPU), and every listing is a request.
-POLL_START = 1.0
-POLL_CAP = 8.0
+# A waiting leg lists the inbox after about 2, 4, 8, then every 16 s: a fold takes seconds
+# (a minute on a runner short of CPU), and every listing is a request (two over git), so the
+# listings grow with the log of the wait and then slowly.
+POLL_START = 2.0
+POLL_CAP = 16.0
 # A waiting leg stops waiting after this long (its results stay in the inbox, and the next
 # fold takes them): longer than the lease's time to live, so a dead holder is replaced first.
 MAX_WAIT = 900.0
