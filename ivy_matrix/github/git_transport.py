@@ -24,7 +24,9 @@ detection on pushes), so ivy-matrix still pushes little: one push per matrix leg
 
 Retrying: a transfer that fails transiently (5xx, dropped connection) is retried with backoff;
 after a failed push the remote's refs are listed to see what landed (a push can land and still
-answer an error), and only what did not is pushed again.
+answer an error), and only what did not is pushed again; an atomic push only as a whole (had
+another writer moved one of its refs since, pushing the rest alone would delete folded inbox
+refs without the commit that holds their results).
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ from ivy_matrix.github.types import RefUpdate, Tree
 
 _T = TypeVar("_T")
 
-DEFAULT_RETRIES = 4
+# Eight tries with backoff from 1 s ride out about two minutes of failing transfers.
+DEFAULT_RETRIES = 8
 BACKOFF_START = 1.0
 BACKOFF_CAP = 30.0
 _ZERO = "0" * 40
@@ -174,6 +177,11 @@ class GitTransport:
                 self._sleep(self._backoff(attempt))
                 attempt += 1
                 landed = self._landed(left, what)
+                if atomic and set(landed.values()) != {None}:
+                    # All or nothing: it landed as a whole, or (a ref moved since, by another
+                    # writer) it did not; never push the rest of it on its own.
+                    whole = set(landed.values()) == {True}
+                    return done | {u.ref: whole for u in left}
                 done.update({ref: ok for ref, ok in landed.items() if ok is not None})
                 left = [u for u in left if landed[u.ref] is None]
                 if not left:

@@ -126,6 +126,34 @@ def test_a_push_that_landed_before_an_error_is_checked_not_repeated():
     assert transport.pushes == 1
 
 
+def test_an_atomic_push_that_failed_is_never_pushed_in_part():
+    """An atomic push (the branch and an inbox ref's deletion) fails before it reached git,
+    while another writer moved the branch: the transport reports the whole push refused and
+    leaves the inbox ref alone, never deleting it without the commit that folds it."""
+    inbox = "refs/ivy-matrix/inbox/ivy-matrix/1-0-0-abc"
+    with GitServer() as server:
+        server.push_files(BRANCH, {"a.md": "x"})
+        result = server.push_files(inbox, {"b.md": "y"})
+        transport = git_transport(server)
+        tip, listed = transport.read_refs("ivy-matrix", "refs/ivy-matrix/inbox/ivy-matrix/")
+        assert tip is not None
+        assert listed == {inbox: result}
+        commit = commit_of(transport, {"c.md": "z"}, [tip])
+        moved = server.push_files(BRANCH, {"a.md": "another writer"})
+        server.fail_next("info/refs", after=False)
+        landed = transport.update_refs(
+            [
+                RefUpdate(ref=BRANCH, new=commit, old=tip),
+                RefUpdate(ref=inbox, new=None, old=result),
+            ],
+            atomic=True,
+        )
+        transport.close()
+        assert server.ref_sha(inbox) == result
+        assert server.ref_sha(BRANCH) == moved
+    assert landed == {BRANCH: False, inbox: False}
+
+
 def test_a_failed_fetch_is_retried():
     """A fetch answered 502 is tried again and reads the branch."""
     with GitServer() as server:
