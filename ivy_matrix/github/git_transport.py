@@ -176,6 +176,8 @@ class GitTransport:
                     raise
                 self._sleep(self._backoff(attempt))
                 attempt += 1
+                if _before_sending(str(error)):
+                    continue  # the push never started: nothing can have landed
                 landed = self._landed(left, what)
                 if atomic and set(landed.values()) != {None}:
                     # All or nothing: it landed as a whole, or (a ref moved since, by another
@@ -353,3 +355,10 @@ class GitTransport:
             "commit-tree", tree, *args, "-F", "-", what="writing a commit", stdin=message.encode()
         )
         return done.stdout.decode().strip()
+
+
+def _before_sending(message: str) -> bool:
+    """Whether a push failed at its first request (git's discovery of the remote's refs), so
+    it sent nothing: git says "unable to access" there, "RPC failed" once it sends the pack."""
+    said = message.lower()
+    return "unable to access" in said and "rpc failed" not in said

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -76,8 +76,9 @@ class GitServer:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.requests: list[GitRequest] = []
-        # Queued faults: (where the path must contain this, after the work or before).
-        self._queued: list[tuple[str, bool]] = []
+        # Queued faults: (where the path must contain this, after the work or before, what to
+        # do once the fault is answered).
+        self._queued: list[tuple[str, bool, Callable[[], object] | None]] = []
         self.git = shutil.which("git") or "git"
         self.create(OWNER_REPO)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -224,11 +225,19 @@ class GitServer:
 
     # ------------------------------------------------------------------ what was asked
 
-    def fail_next(self, path: str, *, after: bool, times: int = 1) -> None:
+    def fail_next(
+        self,
+        path: str,
+        *,
+        after: bool,
+        times: int = 1,
+        then: Callable[[], object] | None = None,
+    ) -> None:
         """Answer the next ``times`` requests whose path contains ``path`` with a 5xx, after
-        git did the work (``after``: a push that lands and still answers an error) or before."""
+        git did the work (``after``: a push that lands and still answers an error) or before;
+        ``then`` runs once each fault is decided (another writer acting in between)."""
         with self._lock:
-            self._queued.extend([(path, after)] * times)
+            self._queued.extend([(path, after, then)] * times)
 
     def requests_of(self, token: str) -> list[GitRequest]:
         with self._lock:
@@ -318,6 +327,8 @@ class GitServer:
             if queued is not None:
                 self._queued.remove(queued)
                 fault, after = True, queued[1]
+        if queued is not None and queued[2] is not None:
+            queued[2]()
         if delay:
             time.sleep(delay)
         if token is None or (self.tokens is not None and token not in self.tokens):

@@ -127,9 +127,10 @@ def test_a_push_that_landed_before_an_error_is_checked_not_repeated():
 
 
 def test_an_atomic_push_that_failed_is_never_pushed_in_part():
-    """An atomic push (the branch and an inbox ref's deletion) fails before it reached git,
-    while another writer moved the branch: the transport reports the whole push refused and
-    leaves the inbox ref alone, never deleting it without the commit that folds it."""
+    """An atomic push (the branch and an inbox ref's deletion) is answered 502 before it
+    reached git, and another writer moves the branch right then: the transport reports the
+    whole push refused and leaves the inbox ref alone, never deleting it without the commit
+    that folds it."""
     inbox = "refs/ivy-matrix/inbox/ivy-matrix/1-0-0-abc"
     with GitServer() as server:
         server.push_files(BRANCH, {"a.md": "x"})
@@ -139,8 +140,12 @@ def test_an_atomic_push_that_failed_is_never_pushed_in_part():
         assert tip is not None
         assert listed == {inbox: result}
         commit = commit_of(transport, {"c.md": "z"}, [tip])
-        moved = server.push_files(BRANCH, {"a.md": "another writer"})
-        server.fail_next("info/refs", after=False)
+        moved: list[str] = []
+        server.fail_next(
+            "git-receive-pack",
+            after=False,
+            then=lambda: moved.append(server.push_files(BRANCH, {"a.md": "another writer"})),
+        )
         landed = transport.update_refs(
             [
                 RefUpdate(ref=BRANCH, new=commit, old=tip),
@@ -150,8 +155,22 @@ def test_an_atomic_push_that_failed_is_never_pushed_in_part():
         )
         transport.close()
         assert server.ref_sha(inbox) == result
-        assert server.ref_sha(BRANCH) == moved
+        assert [server.ref_sha(BRANCH)] == moved
     assert landed == {BRANCH: False, inbox: False}
+
+
+def test_a_push_refused_at_its_first_request_is_sent_again_without_a_listing():
+    """A push whose first request (git's discovery of the remote's refs) fails sent nothing:
+    it is sent again at once, with no listing to see what landed."""
+    with GitServer() as server:
+        transport = git_transport(server)
+        commit = commit_of(transport, {"a.md": "x"}, [])
+        server.fail_next("info/refs", after=False)
+        landed = transport.update_refs([RefUpdate(ref=BRANCH, new=commit, old=None)], atomic=True)
+        transport.close()
+        assert server.ref_sha(BRANCH) == commit
+    assert landed == {BRANCH: True}
+    assert (transport.pushes, transport.listings) == (2, 0)
 
 
 def test_a_failed_fetch_is_retried():
