@@ -1,6 +1,6 @@
 """Benchmark the GitHub path at Ivy's scale: concurrent matrix legs against the project's stand-in.
 
-Issue 9 item 7. Ivy's shape: 7,000 tests x 4 backends in ~100 dashboards (``bench/generate.py``
+Issues 9 (item 7) and 14 (item 7). Ivy's shape: 7,000 tests x 4 backends in ~100 dashboards (``bench/generate.py``
 writes the JUnit). A leg is one matrix job, backend x test shard: the 7,000 tests of a backend
 are cut into shards of contiguous modules (dashboards), one JUnit file per leg. Leg counts map
 to splits as follows (``split_for``):
@@ -12,15 +12,29 @@ to splits as follows (``split_for``):
 
 Each configuration starts a fresh ``tests/github/fake_server.py`` on 127.0.0.1, pre-seeded with the
 branch (and issues) a real Ivy repository would have: the git objects written by one full
-``update`` of all 28,000 cases (run 100) are copied in. With ``--transport git`` (the default)
-the branch lives on a real git remote instead (``bench/git_side.py``: ``git http-backend``
-behind ``tests/github/git_server.py``, seeded the same way), which the legs reach with git's
-own protocol; ``--transport rest`` keeps it on the REST stand-in. Then every leg of run 101 (other
+``update`` of all 28,000 cases (run 100) are copied in. Then every leg of run 101 (other
 outcomes) starts at once as its own ``python entrypoint.py update`` process, with its own
 token, so the fake's request log attributes each request to its leg. ivy-matrix runs exactly
-as in production: ``make_client``'s PyGithub throttle is on (0.25 s between requests, 1 s
-between writes), since the CLI has no way to turn it off. The fake answers each request after a
-uniform random latency (default 20-80 ms). A configuration still running after ``--cap``
+as in production (``make_client``: no pause between requests, our retries, which wait out
+what GitHub asks). The fake answers each request after a uniform random latency (default
+20-80 ms), and enforces GitHub's budgets for one repository's ``GITHUB_TOKEN``
+(``tests/github/budget.py``: 1,000 requests an hour, 80 content-creating requests a minute
+and 500 an hour, 100 at once; every leg's token pays into the repository's budget), on the
+real clock: a refused leg waits as GitHub asks, as it would on github.com. ``--no-limits``
+only records the spend. ``--faults`` answers that share of requests with a random fault (502,
+503, 403 or 429 as GitHub sends them) and ``--landed`` lets that share of the faults on writes
+land before their 502.
+
+Set-ups (``--setups``), each for every leg count:
+
+- ``legs``: every leg runs ``update`` with the branch target and renders what it changed
+  (the README's first recipe, no ``matrix-size``);
+- ``matrix``: every leg passes ``--matrix-size``/``--matrix-index`` (its inbox ref; the leg
+  that completes the run renders);
+- ``fan-in``: every leg runs ``ivy-matrix collect`` at once, with no api url and no token (so
+  no request can be made), into one folder of leg files; then one job after the matrix runs
+  ``update --legs`` on them and commits once, with a job id of its own (``FAN_IN_JOB``) that
+  no cell may link. A configuration still running after ``--cap``
 seconds is stopped (its legs killed) and reported as "stopped at cap" with its partial figures;
 a leg that exits non-zero makes it "legs failed".
 
@@ -29,7 +43,10 @@ bytes sent/received per leg (median, max); commit tries per leg (ref updates, re
 counted: max and mean); content-creating requests (POST/PATCH/PUT/DELETE) in the busiest
 sliding minute, in the whole run, and per hour; cells lost (each leg's cases must be linked to
 its job in the final dashboards on the branch) and duplicate dashboard issues (open issues per
-dashboard marker, with ``--targets branch,issue``). Speed is reported, never asserted.
+dashboard marker, with ``--targets branch,issue``); and what the whole run spent beside
+GitHub's limits (bench/github_figures.py): requests, content-creating requests, the worst
+minute of them, refusals, bytes sent, and how many such runs an hour fit in the repository's
+budget. Speed is reported, never asserted.
 
 I/O: writes generated data and leg folders under ``--work`` (default ``bench/out/github``).
 """
@@ -37,19 +54,15 @@ I/O: writes generated data and leg folders under ``--work`` (default ``bench/out
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
 import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,57 +71,35 @@ import generate
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))  # the stand-in lives in tests/, beside the product
-import git_side  # noqa: E402  -- after the path entry
+from github_figures import (  # noqa: E402  -- after the path entry
+    FAN_IN,
+    JOB_BASE,
+    LEGS,
+    MATRIX,
+    RUN,
+    Leg,
+    LegRun,
+    Outcome,
+    medians,
+    print_config,
+    print_table,
+    ratios,
+    summarize,
+)
 
 from tests.github.budget import GITHUB_TOKEN, UNLIMITED  # noqa: E402
 from tests.github.fake_server import FakeGitHub, RequestRecord  # noqa: E402
-from tests.github.git_server import GitRequest, GitServer  # noqa: E402
 
 PYTHON = sys.executable
 ENTRYPOINT = ROOT / "entrypoint.py"
 REPOSITORY = "acme/widgets"
 BRANCH = "ivy-matrix"
-SEED_RUN, RUN = 100, 101
-JOB_BASE = 2_000_000
+SEED_RUN = 100
+FAN_IN_JOB = JOB_BASE - 1  # the fan-in job's id (the legs' are JOB_BASE + index)
 BACKEND_FROM_PATH = r"(?P<backend>[^/]+)/[^/]+\.xml$"
-REF_WRITE = re.compile(r"/git/refs(/|$)")
-MARKER = re.compile(r"<!-- ivy-matrix:dashboard=(.+?) -->")
-WRITE_METHODS = ("POST", "PATCH", "PUT", "DELETE")
 # The fake's state that a pre-seeded repository consists of (copied into each configuration).
 SEEDED = ("blobs", "trees", "commits", "refs", "issues", "comments", "labels")
 Json = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Leg:
-    """One matrix job: a backend, a shard of its tests (one JUnit file), its token and job."""
-
-    index: int
-    backend: str
-    shard: int
-    path: Path
-    cases: int
-    cells: int  # distinct (module, test function): one dashboard row, so one cell of this leg
-
-    @property
-    def token(self) -> str:
-        return f"leg-{self.index:03d}"
-
-    @property
-    def job_id(self) -> int:
-        return JOB_BASE + self.index
-
-
-@dataclass
-class LegRun:
-    leg: Leg
-    started: float
-    ended: float | None = None
-    code: int | None = None
-    cpu_s: float | None = None  # user + system time of the leg's process (os.wait4)
-    log: Path | None = None
-    records: list[RequestRecord] = field(default_factory=list)
-    git_records: list[GitRequest] = field(default_factory=list)
 
 
 def split_for(legs: int, *, single_shards: int) -> tuple[tuple[str, ...], int, int]:
@@ -178,24 +169,13 @@ def cli_env() -> dict[str, str]:
 
 
 def update_command(
-    *,
-    junit: str,
-    backend_args: list[str],
-    api_url: str,
-    token: str,
-    run_id: int,
-    job_id: int,
-    server_url: str | None = None,
+    *, junit: list[str], backend_args: list[str], api_url: str, token: str, run_id: int, job_id: int
 ) -> list[str]:
-    # The git server's URL as the server URL: branch-transport auto then uses git (same host).
-    server = ["--server-url", server_url] if server_url else ["--branch-transport", "rest"]
     return [
         PYTHON,
         str(ENTRYPOINT),
         "update",
-        *server,
-        "--junit",
-        junit,
+        *(arg for pattern in junit for arg in ("--junit", pattern)),
         *backend_args,
         "--repository",
         REPOSITORY,
@@ -224,17 +204,15 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
     shutil.rmtree(seed_dir, ignore_errors=True)
     seed_dir.mkdir(parents=True)
     # Seeding arranges the repository a run starts from: its spend is not measured.
-    git = GitServer() if args.transport == "git" else None
-    with FakeGitHub(limits=UNLIMITED) as fake, git or contextlib.nullcontext():
+    with FakeGitHub(limits=UNLIMITED) as fake:
         fake.configure(keep_bodies=False)
         cmd = update_command(
-            junit=f"{manifest['root']}/**/*.xml",
+            junit=[f"{manifest['root']}/**/*.xml"],
             backend_args=["--backend-from-path", BACKEND_FROM_PATH],
             api_url=fake.base_url,
             token="seed",
             run_id=SEED_RUN,
             job_id=1,
-            server_url=git.url if git else None,
         )
         cmd += ["--targets", targets, "--store", str(seed_dir / "store")]
         start = time.perf_counter()
@@ -246,10 +224,6 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
             raise SystemExit(f"seeding update failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         with fake.lock:
             state = {name: _copy(getattr(fake, name)) for name in SEEDED}
-        if git is not None:
-            files = git.files(BRANCH)
-            state["git_repo"] = str(git_side.keep_seed(git, work))
-        else:
             files = fake.files(BRANCH)
         markdown = [p for p in files if p.endswith(".md")]
         text = "\n".join(files[p].decode(errors="replace") for p in markdown)
@@ -286,8 +260,8 @@ def _copy(value: Any) -> Any:
 # --- one configuration -----------------------------------------------------------------------
 
 
-def stand_ins(args: argparse.Namespace, seed: Json) -> tuple[FakeGitHub, GitServer | None]:
-    """A fresh REST stand-in (and git server, with ``--transport git``), pre-seeded."""
+def seeded_fake(args: argparse.Namespace, seed: Json) -> FakeGitHub:
+    """A fresh stand-in holding the seeded repository, with the run's latency and limits."""
     fake = FakeGitHub(limits=UNLIMITED if args.no_limits else GITHUB_TOKEN)
     for name in SEEDED:
         setattr(fake, name, _copy(seed[name]))
@@ -295,140 +269,143 @@ def stand_ins(args: argparse.Namespace, seed: Json) -> tuple[FakeGitHub, GitServ
     comment_ids = [c["id"] for cs in fake.comments.values() for c in cs]
     fake._next_issue = max(fake.issues, default=0) + 1  # noqa: SLF001  -- see above
     fake._next_comment = max(comment_ids, default=fake._next_comment - 1) + 1  # noqa: SLF001
-    fake.configure(latency=tuple(args.latency), keep_bodies=False, seed=args.seed)
-    if args.faults:
-        fake.configure(fail_rate=args.faults, fail_kinds=("502", "503"))
-    if args.transport != "git":
-        return fake, None
-    git = git_side.seeded_server(
-        Path(seed["git_repo"]), latency=tuple(args.latency), seed=args.seed
+    fake.configure(
+        latency=tuple(args.latency),
+        keep_bodies=False,
+        seed=args.seed,
+        fail_rate=args.faults,
+        fail_landed=args.landed,
     )
-    git.fail_rate = args.faults
-    return fake, git
+    return fake
+
+
+def collect_command(leg: Leg, legs_dir: Path) -> list[str]:
+    """One leg's ``ivy-matrix collect`` of the fan-in set-up: no api url, no token."""
+    return [
+        *(PYTHON, str(ENTRYPOINT), "collect", "--junit", str(leg.path), "--backend", leg.backend),
+        *("--repository", REPOSITORY, "--run-id", str(RUN), "--job-id", str(leg.job_id)),
+        *("--leg-file", str(legs_dir)),
+    ]
+
+
+def leg_command(
+    args: argparse.Namespace, leg: Leg, legs: list[Leg], *, api_url: str, setup: str
+) -> list[str]:
+    """The command line of one leg (the fan-in job when ``leg.index`` is -1: it reads the leg
+    files of ``leg.path``)."""
+    if leg.index < 0:
+        junit: list[str] = []
+        backend = ["--legs", str(leg.path)]
+    else:
+        junit, backend = [str(leg.path)], ["--backend", leg.backend]
+    cmd = update_command(
+        junit=junit,
+        backend_args=backend,
+        api_url=api_url,
+        token=leg.token,
+        run_id=RUN,
+        job_id=leg.job_id,
+    )
+    if setup == MATRIX:
+        # The 1-leg reference is one leg of a matrix of 4 x single-shards legs.
+        size = len(legs) if len(legs) > 1 else 4 * args.single_shards
+        cmd += ["--matrix-size", str(size), "--matrix-index", str(leg.index)]
+    return cmd
 
 
 def run_config(
-    args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], *, targets: str, tag: str
+    args: argparse.Namespace,
+    work: Path,
+    seed: Json,
+    legs: list[Leg],
+    *,
+    setup: str,
+    targets: str,
+    tag: str,
 ) -> Json:
-    """Start every leg at once against fresh, pre-seeded stand-ins; measure until done or cap.
-    With ``--rerun``, every leg then runs again with the same results: its writes are counted
-    (an identical re-run should make none)."""
-    fake, git = stand_ins(args, seed)
+    """Start every leg at once (or the fan-in job) against a fresh, pre-seeded stand-in;
+    measure until done or cap."""
+    fake = seeded_fake(args, seed)
     root = work / "legs" / tag
     shutil.rmtree(root, ignore_errors=True)
-    with fake, git or contextlib.nullcontext():
-        runs, wall = start_legs(args, fake, git, legs, root, targets=targets)
-        result = collect(fake, git, runs, seed, wall=wall, targets=targets)
-        if args.rerun:
-            rest_before, git_before = len(fake.requests), len(git.requests) if git else 0
-            again, _ = start_legs(args, fake, git, legs, root / "rerun", targets=targets)
-            rest = fake.requests[rest_before:]
-            pushes = [r for r in (git.requests[git_before:] if git else []) if r.is_push]
-            result["rerun"] = {
-                "failed": sum(r.code != 0 for r in again),
-                "rest_requests": len(rest),
-                "rest_writes": sum(r.method in WRITE_METHODS for r in rest),
-                "git_pushes": len(pushes),
-            }
-        return result
-
-
-def start_legs(
-    args: argparse.Namespace,
-    fake: FakeGitHub,
-    git: GitServer | None,
-    legs: list[Leg],
-    root: Path,
-    *,
-    targets: str,
-) -> tuple[list[LegRun], float]:
-    """Every leg's process, started at once; (the legs, the run's wall) once all ended."""
-    procs: list[subprocess.Popen[bytes]] = []
+    fan_in = setup == FAN_IN
     runs: list[LegRun] = []
     start = time.perf_counter()
-    for leg in legs:
-        leg_dir = root / f"{leg.index:03d}"
-        leg_dir.mkdir(parents=True)
-        cmd = update_command(
-            junit=str(leg.path),
-            backend_args=["--backend", leg.backend],
-            api_url=fake.base_url,
-            token=leg.token,
-            run_id=RUN,
-            job_id=leg.job_id,
-            server_url=git.url if git else None,
-        )
-        cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
-        if args.matrix:
-            # The 1-leg reference is one leg of a matrix of 4 x single-shards legs.
-            size = len(legs) if len(legs) > 1 else 4 * args.single_shards
-            cmd += ["--matrix-size", str(size), "--matrix-index", str(leg.index)]
-        log = leg_dir / "log.txt"
-        with log.open("wb") as out:
-            procs.append(
-                subprocess.Popen(
+    if fan_in:
+        # The legs collect their files, all at once, with no network; then the job runs.
+        runs = collect_legs(args, legs, root, start=start)
+    started: list[tuple[LegRun, subprocess.Popen[bytes]]] = []
+    with fake:
+        cases = sum(leg.cases for leg in legs)
+        jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)] if fan_in else legs
+        for leg in jobs:
+            leg_dir = root / (f"{leg.index:03d}" if leg.index >= 0 else "fan-in")
+            leg_dir.mkdir(parents=True)
+            cmd = leg_command(args, leg, legs, api_url=fake.base_url, setup=setup)
+            cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
+            log = leg_dir / "log.txt"
+            with log.open("wb") as out:
+                proc = subprocess.Popen(
                     cmd, cwd=leg_dir, env=cli_env(), stdout=out, stderr=subprocess.STDOUT
                 )
+            run = LegRun(leg, started=time.perf_counter() - start, log=log)
+            runs.append(run)
+            started.append((run, proc))
+        wall = wait_for(started, start=start, cap=args.cap)
+        with fake.lock:
+            outcome = Outcome(
+                records=list(fake.requests),
+                files=fake.files(BRANCH),
+                issues=list(fake.issues.values()),
+                seeded_issues=set(seed["issues"]),
+                spend=fake.budget.spent(),
             )
-        runs.append(LegRun(leg, started=time.perf_counter() - start, log=log))
-    return runs, wait_for(runs, procs, start=start, cap=args.cap)
-
-
-def wait_for(
-    runs: list[LegRun], procs: list[subprocess.Popen[bytes]], *, start: float, cap: float
-) -> float:
-    """Reap the legs as they end; kill those still running after ``cap`` s; the run's wall."""
-    deadline = start + cap
-    while any(r.code is None for r in runs) and time.perf_counter() < deadline:
-        time.sleep(0.05)
-        for run, proc in zip(runs, procs, strict=True):
-            if run.code is None:
-                reap(run, proc, time.perf_counter() - start)
-    for run, proc in zip(runs, procs, strict=True):
-        if run.code is None:
-            proc.kill()
-            proc.wait()
-    return time.perf_counter() - start
-
-
-def collect(
-    fake: FakeGitHub,
-    git: GitServer | None,
-    runs: list[LegRun],
-    seed: Json,
-    *,
-    wall: float,
-    targets: str,
-) -> Json:
-    """The figures of one configuration, from both stand-ins' records."""
-    with fake.lock:
-        records = list(fake.requests)
-        issues = list(fake.issues.values())
-    git_records: list[GitRequest] = []
-    if git is not None:
-        git_records = list(git.requests)
-        files = git.files(BRANCH)
-    else:
-        files = fake.files(BRANCH)
     by_token: dict[str, list[RequestRecord]] = {}
-    for record in records:
+    for record in outcome.records:
         token = (record.authorization or "").split(" ")[-1]
         by_token.setdefault(token, []).append(record)
     for run in runs:
         run.records = by_token.get(run.leg.token, [])
-        run.git_records = [r for r in git_records if r.token == run.leg.token]
-    result = summarize(
-        runs, records, files, issues, set(seed["issues"]), wall=wall, targets=targets
-    )
-    pushes = git_side.pushes_per_minute(git_records)
-    result["git"] = {
-        "requests": len(git_records),
-        "pushes": len(pushes),
-        "pushes_peak_per_minute": peak_per_window(pushes, 60.0),
-        "sent_mb_total": round(sum(r.bytes_in for r in git_records) / 1e6, 2),
-        "failed_5xx": sum(r.status >= 500 for r in git_records),
-    }
-    return result
+    return summarize(runs, outcome, wall=wall, targets=targets, setup=setup)
+
+
+def collect_legs(
+    args: argparse.Namespace, legs: list[Leg], root: Path, *, start: float
+) -> list[LegRun]:
+    """Every leg's ``collect`` into ``root/leg-files``, all started at once; their runs."""
+    started: list[tuple[LegRun, subprocess.Popen[bytes]]] = []
+    for leg in legs:
+        leg_dir = root / f"{leg.index:03d}"
+        leg_dir.mkdir(parents=True)
+        log = leg_dir / "log.txt"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                collect_command(leg, root / "leg-files"),
+                cwd=leg_dir,
+                env=cli_env(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        started.append((LegRun(leg, started=time.perf_counter() - start, log=log), proc))
+    wait_for(started, start=start, cap=args.cap)
+    return [run for run, _ in started]
+
+
+def wait_for(
+    started: list[tuple[LegRun, subprocess.Popen[bytes]]], *, start: float, cap: float
+) -> float:
+    """Reap the processes as they end; kill those still running at ``cap``; the wall time."""
+    deadline = start + cap
+    while any(r.code is None for r, _ in started) and time.perf_counter() < deadline:
+        time.sleep(0.05)
+        for run, proc in started:
+            if run.code is None:
+                reap(run, proc, time.perf_counter() - start)
+    for run, proc in started:
+        if run.code is None:
+            proc.kill()
+            proc.wait()
+    return time.perf_counter() - start
 
 
 def reap(run: LegRun, proc: subprocess.Popen[bytes], now: float) -> None:
@@ -443,204 +420,16 @@ def reap(run: LegRun, proc: subprocess.Popen[bytes], now: float) -> None:
     run.cpu_s = usage.ru_utime + usage.ru_stime
 
 
-def summarize(
-    runs: list[LegRun],
-    records: list[RequestRecord],
-    files: dict[str, bytes],
-    issues: list[Json],
-    seeded_issues: set[int],
-    *,
-    wall: float,
-    targets: str,
-) -> Json:
-    finished = [r for r in runs if r.code is not None]
-    failed = [r for r in finished if r.code != 0]
-    per_leg = [leg_figures(r) for r in runs]
-    writes = sorted(r.at for r in records if r.method in WRITE_METHODS)
-    peak = peak_per_window(writes, 60.0)
-    result: Json = {
-        "status": (
-            "stopped at cap" if len(finished) < len(runs) else "legs failed" if failed else "ok"
-        ),
-        "legs": len(runs),
-        "cases_per_leg": median_max([r.leg.cases for r in runs]),
-        "finished": len(finished),
-        "failed": len(failed),
-        "failures": [tail(r.log) for r in failed[:3]],
-        "run_wall_s": round(max((r.ended or wall) for r in runs), 2),
-        "leg_wall_s": median_max([(r.ended - r.started) for r in finished if r.ended]),
-        "leg_cpu_s": median_max([r.cpu_s for r in finished if r.cpu_s is not None]),
-        "requests": len(records),
-        "requests_per_leg": median_max([f["requests"] for f in per_leg]),
-        "git_requests_per_leg": median_max([f["git_requests"] for f in per_leg]),
-        "all_requests_per_leg": median_max([f["all_requests"] for f in per_leg]),
-        "all_requests_per_leg_mean": round(statistics.fmean(f["all_requests"] for f in per_leg), 2)
-        if per_leg
-        else None,
-        "all_sent_kb_per_leg": median_max([f["all_sent_kb"] for f in per_leg]),
-        "content_creating_per_leg_mean": round(statistics.fmean(f["writes"] for f in per_leg), 2)
-        if per_leg
-        else None,
-        "sent_kb_per_leg": median_max([f["sent_kb"] for f in per_leg]),
-        "received_kb_per_leg": median_max([f["received_kb"] for f in per_leg]),
-        "sent_mb_total": round(sum(r.bytes_in for r in records) / 1e6, 2),
-        "commit_tries": {
-            "max": max((f["tries"] for f in per_leg), default=0),
-            "mean": round(statistics.fmean(f["tries"] for f in per_leg), 2) if per_leg else 0,
-            "rejected_total": sum(f["rejected"] for f in per_leg),
-        },
-        "content_creating": {
-            "total": len(writes),
-            "peak_per_minute": peak,
-            "per_hour_hourly_runs": len(writes),
-            "per_hour_back_to_back": round(len(writes) / wall * 3600) if wall else None,
-        },
-        "lost_cells": lost_cells(runs, files),
-    }
-    if "issue" in targets:
-        result["issues"] = issue_figures(issues, seeded_issues)
-    result["per_leg"] = per_leg
-    return result
-
-
-COMMITTED = re.compile(r"committed \d+ file\(s\) to branch .*\((?:revision \d+, )?(\d+) attempt")
-
-
-def leg_figures(run: LegRun) -> Json:
-    refs = [r for r in run.records if r.method in {"POST", "PATCH"} and REF_WRITE.search(r.path)]
-    git = git_side.leg_git_figures(run.git_records)
-    log = run.log.read_text(errors="replace") if run.log and run.log.exists() else ""
-    commits = [int(n) for n in COMMITTED.findall(log)]
-    return {
-        "leg": run.leg.token,
-        "backend": run.leg.backend,
-        "shard": run.leg.shard,
-        "cases": run.leg.cases,
-        "exit": run.code,
-        "wall_s": round(run.ended - run.started, 2) if run.ended is not None else None,
-        "cpu_s": round(run.cpu_s, 2) if run.cpu_s is not None else None,
-        "requests": len(run.records),
-        "writes": sum(r.method in WRITE_METHODS for r in run.records),
-        "sent_kb": round(sum(r.bytes_in for r in run.records) / 1000, 1),
-        "received_kb": round(sum(r.bytes_out for r in run.records) / 1000, 1),
-        # REST: the ref writes; git: the branch commits the leg's log reports (0: its results
-        # were folded by another leg), counting every compare-and-swap try of each.
-        "tries": sum(commits) if run.git_records else len(refs),
-        "rejected": sum(r.status == 422 for r in refs),
-        **git,
-        "all_requests": len(run.records) + git["git_requests"],
-        "all_sent_kb": round(sum(r.bytes_in for r in run.records) / 1000 + git["git_sent_kb"], 1),
-    }
-
-
-def median_max(values: list[float]) -> Json:
-    if not values:
-        return {"median": None, "max": None}
-    return {"median": round(statistics.median(values), 2), "max": round(max(values), 2)}
-
-
-def peak_per_window(times: list[float], window: float) -> int:
-    """The most events in any window of ``window`` seconds (times sorted)."""
-    best, first = 0, 0
-    for last, moment in enumerate(times):
-        while moment - times[first] > window:
-            first += 1
-        best = max(best, last - first + 1)
-    return best
-
-
-def lost_cells(runs: list[LegRun], files: dict[str, bytes]) -> Json:
-    """Cells of each leg not linked to its job in the branch's dashboards (the union must hold).
-
-    A leg fills one cell per row it has results for (its backend's column); the dashboards on
-    the branch link each cell's newest result to the job that produced it, so a leg whose N
-    cells all landed is linked N times. Counting links in the markdown keeps this independent of the state format.
-    """
-    text = "\n".join(d.decode(errors="replace") for p, d in files.items() if p.endswith(".md"))
-    links = Counter(re.findall(rf"/actions/runs/{RUN}/job/(\d+)\"", text))
-    lost = {
-        run.leg.token: run.leg.cells - links.get(str(run.leg.job_id), 0)
-        for run in runs
-        if links.get(str(run.leg.job_id), 0) != run.leg.cells
-    }
-    return {
-        "expected": sum(r.leg.cells for r in runs),
-        "found": sum(links.get(str(r.leg.job_id), 0) for r in runs),
-        "lost": sum(max(v, 0) for v in lost.values()),
-        "legs_short": lost,
-    }
-
-
-def issue_figures(issues: list[Json], seeded: set[int]) -> Json:
-    open_by_marker: Counter[str] = Counter()
-    created = closed = 0
-    for issue in issues:
-        found = MARKER.search((issue.get("body") or "").split("\n", 1)[0])
-        if found is None:
-            continue
-        if issue["number"] not in seeded:
-            created += 1
-        if issue.get("state") == "open":
-            open_by_marker[found.group(1)] += 1
-        elif issue["number"] not in seeded:
-            closed += 1
-    return {
-        "dashboards_with_issue": len(open_by_marker),
-        "duplicates_open": sum(n - 1 for n in open_by_marker.values()),
-        "created_in_run": created,
-        "created_then_closed": closed,
-    }
-
-
-def tail(log: Path | None) -> str:
-    if log is None or not log.exists():
-        return ""
-    return "\n".join(log.read_text(errors="replace").strip().splitlines()[-6:])
-
-
-# --- report ----------------------------------------------------------------------------------
-
-
-def print_config(name: str, r: Json) -> None:
-    tries = r["commit_tries"]
-    cc = r["content_creating"]
-    print(
-        f"  {name:>9}: {r['status']:<10} legs {r['finished']}/{r['legs']} (failed {r['failed']})"
-        f"  run {r['run_wall_s']:.1f} s  leg {r['leg_wall_s']['median']} / {r['leg_wall_s']['max']} s"
-        f"  REST req/leg {r['requests_per_leg']['median']} / {r['requests_per_leg']['max']}"
-        f"  git req/leg {r['git_requests_per_leg']['median']} / {r['git_requests_per_leg']['max']}"
-        f"  sent KB/leg {r['all_sent_kb_per_leg']['median']} / {r['all_sent_kb_per_leg']['max']}"
-        f"  tries max {tries['max']} mean {tries['mean']} (rejected {tries['rejected_total']})"
-        f"  writes/min peak {cc['peak_per_minute']}, run {cc['total']}"
-        f"  lost {r['lost_cells']['lost']}"
-        + (f"  dup issues {r['issues']['duplicates_open']}" if "issues" in r else ""),
-        flush=True,
-    )
-
-
-def medians(rounds: list[Json]) -> Json:
-    """The round whose whole-run wall time is the median (all its figures are kept together)."""
-    ordered = sorted(rounds, key=lambda r: r["run_wall_s"])
-    return ordered[(len(ordered) - 1) // 2]
-
-
-def ratios(configs: Json) -> Json:
-    ref = configs.get("1")
-    if ref is None or ref["status"] != "ok":
-        return {}
-    base = ref["run_wall_s"]
-    return {
-        name: round(c["run_wall_s"] / base, 2)
-        for name, c in configs.items()
-        if name != "1" and base
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=7000, help="tests per backend (rows)")
     parser.add_argument("--dashboards", type=int, default=100)
-    parser.add_argument("--legs", default="1,4,32,128", help="comma-separated leg counts")
+    parser.add_argument("--legs", default="1,32,128", help="comma-separated leg counts")
+    parser.add_argument(
+        "--setups",
+        default=f"{LEGS},{MATRIX},{FAN_IN}",
+        help=f"comma-separated set-ups, of {LEGS}, {MATRIX} and {FAN_IN} (the module docstring)",
+    )
     parser.add_argument(
         "--single-shards",
         type=int,
@@ -652,37 +441,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--targets", default="branch", help="--targets of every leg")
     parser.add_argument(
-        "--transport",
-        choices=("git", "rest"),
-        default="git",
-        help="the branch over git's protocol (a git http-backend server) or the REST API",
-    )
-    parser.add_argument(
-        "--faults",
-        type=float,
-        default=0.0,
-        help="share of requests answered 5xx (git: half of them after the work landed)",
-    )
-    parser.add_argument(
         "--seed-targets",
         help="--targets of the seeding update (default: --targets); 'branch' with legs that "
         "also publish issues makes the legs create every dashboard's issue at once",
-    )
-    parser.add_argument(
-        "--matrix",
-        action="store_true",
-        help="legs pass --matrix-size/--matrix-index: they queue their results in the inbox, "
-        "one leg at a time folds them",
     )
     parser.add_argument(
         "--no-limits",
         action="store_true",
         help="the stand-in records what legs spend but refuses nothing (default: GitHub's limits)",
     )
-    parser.add_argument("--cap", type=float, default=600, help="seconds before legs are stopped")
     parser.add_argument(
-        "--rerun", action="store_true", help="run every leg again, same results: count writes"
+        "--faults",
+        type=float,
+        default=0.0,
+        help="share of requests the stand-in answers with a random fault (502, 503, 403 or 429)",
     )
+    parser.add_argument(
+        "--landed",
+        type=float,
+        default=0.0,
+        help="share of the faults on writes that land before their 502",
+    )
+    parser.add_argument("--cap", type=float, default=600, help="seconds before legs are stopped")
     parser.add_argument("--repeat", type=int, default=1, help="rounds (configurations interleaved)")
     parser.add_argument("--seed", type=int, default=1, help="the stand-in's latency draws")
     parser.add_argument("--work", type=Path, default=BENCH / "out" / "github")
@@ -696,34 +476,54 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.tests, args.dashboards, args.legs, args.single_shards = 8, 1, "1", 2
         args.latency, args.cap = (0.0, 0.0), 120
-    leg_counts = [int(n) for n in args.legs.split(",") if n]
-    work = args.work.resolve()
-    print(
-        f"GitHub path: {args.tests} tests x {len(generate.BACKENDS)} backends, "
-        f"{args.dashboards} dashboards, legs {leg_counts}, latency {args.latency[0] * 1000:.0f}-"
-        f"{args.latency[1] * 1000:.0f} ms, targets {args.targets}, cap {args.cap:.0f} s",
-        flush=True,
-    )
-    seed, seed_info = seed_repository(args, work, args.seed_targets or args.targets)
-    print(f"  seeded: {json.dumps(seed_info)}", flush=True)
+    unknown = set(args.setups.split(",")) - {LEGS, MATRIX, FAN_IN}
+    if unknown:
+        parser.error(f"--setups: unknown {', '.join(sorted(unknown))}")
+    return args
+
+
+def plan(args: argparse.Namespace, work: Path) -> tuple[dict[str, list[Leg]], Json]:
+    """The legs of every leg count, and how each count splits the backends into shards."""
     plans: dict[str, list[Leg]] = {}
     splits: Json = {}
-    for count in leg_counts:
+    for count in (int(n) for n in args.legs.split(",") if n):
         backends, shards, take = split_for(count, single_shards=args.single_shards)
         manifest = ensure_set(
             work, tests=args.tests, dashboards=args.dashboards, shards=shards, outcome_seed=2
         )
         plans[str(count)] = legs_of(manifest, backends, take)
         splits[str(count)] = {"backends": list(backends), "shards_per_backend": shards}
-    rounds: dict[str, list[Json]] = {name: [] for name in plans}
+    return plans, splits
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    work = args.work.resolve()
+    print(
+        f"GitHub path: {args.tests} tests x {len(generate.BACKENDS)} backends, "
+        f"{args.dashboards} dashboards, legs {args.legs}, set-ups {args.setups}, latency "
+        f"{args.latency[0] * 1000:.0f}-{args.latency[1] * 1000:.0f} ms, targets "
+        f"{args.targets}, {'no limits' if args.no_limits else 'GitHub limits'}, cap "
+        f"{args.cap:.0f} s",
+        flush=True,
+    )
+    seed, seed_info = seed_repository(args, work, args.seed_targets or args.targets)
+    print(f"  seeded: {json.dumps(seed_info)}", flush=True)
+    plans, splits = plan(args, work)
+    names = [
+        (f"{count} {setup}", count, setup) for setup in args.setups.split(",") for count in plans
+    ]
+    rounds: dict[str, list[Json]] = {name: [] for name, _, _ in names}
     for round_no in range(args.repeat):
-        for name, legs in plans.items():
+        for name, count, setup in names:
+            tag = f"{count}-{setup}-r{round_no}"
             result = run_config(
-                args, work, seed, legs, targets=args.targets, tag=f"{name}-r{round_no}"
+                args, work, seed, plans[count], setup=setup, targets=args.targets, tag=tag
             )
             print_config(name, result)
             rounds[name].append(result)
     configs = {name: medians(rs) for name, rs in rounds.items()}
+    print_table(configs)
     report: Json = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {
@@ -737,16 +537,15 @@ def main(argv: list[str] | None = None) -> int:
             "dashboards": args.dashboards,
             "latency_s": list(args.latency),
             "targets": args.targets,
-            "transport": args.transport,
-            "faults": args.faults,
-            "matrix": args.matrix,
-            "rerun": args.rerun,
             "seed_targets": args.seed_targets or args.targets,
+            "setups": args.setups.split(","),
+            "limits": "none (recorded only)" if args.no_limits else "GitHub's, for a GITHUB_TOKEN",
+            "faults": {"rate": args.faults, "landed_share_of_writes": args.landed},
             "cap_s": args.cap,
             "repeat": args.repeat,
             "splits": splits,
-            "client": "production make_client: PyGithub throttle on (0.25 s between requests, "
-            "1 s between writes), one process per leg, all started at once",
+            "client": "production make_client (no pause between requests; our retries wait "
+            "what GitHub asks), one process per leg, all started at once",
         },
         "seed": seed_info,
         "configs": configs,

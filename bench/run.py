@@ -34,65 +34,34 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import generate
+import local
+from children import (
+    BENCH,
+    MB,
+    PYTHON,
+    ROOT,
+    ChildFailedError,
+    Json,
+    Run,
+    cli_env,
+    ensure_set,
+    run_child,
+    xml_files,
+)
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-PYTHON = sys.executable
 IVY_MATRIX = Path(PYTHON).with_name("ivy-matrix")
 MEASURE = BENCH / "measure.py"
-REPOSITORY = "acme/widgets"
-BACKEND_FROM_PATH = r"(?P<backend>[^/]+)/[^/]+\.xml$"
-# The report is JSON data of mixed shapes; bench code is not product code.
-Json = dict[str, Any]
-MB = 1_000_000  # file sizes and throughput are in decimal MB; RSS in MiB ("MB" in the table)
+REPOSITORY = local.REPOSITORY
+BACKEND_FROM_PATH = local.BACKEND_FROM_PATH
 
 READ_KINDS = ("floor", "expat-handlers", "junitparser", "scan")
 CLI_KINDS = ("e2e", "e2e-rerun", "e2e-1m", "leg-update")
 ALL_MEASUREMENTS = (*READ_KINDS, *CLI_KINDS, "flat-memory")
-
-
-@dataclass
-class Run:
-    """One child process: its wall time (the work alone when it reports it), RSS and output."""
-
-    wall_s: float
-    proc_wall_s: float
-    maxrss_mb: float
-    report: Json = field(default_factory=dict)
-
-
-class ChildFailedError(Exception):
-    """A measured child exited non-zero."""
-
-
-def run_child(cmd: list[str], *, env: dict[str, str] | None = None, parse_json: bool = True) -> Run:
-    """Run ``cmd`` in a fresh process; take its peak RSS from ``os.wait4`` (that child only)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=ROOT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc_wall = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode(errors="replace")
-        stderr = err.read().decode(errors="replace")
-    if proc.returncode != 0:
-        tail = "\n".join((stdout + stderr).strip().splitlines()[-15:])
-        raise ChildFailedError(f"exit {proc.returncode}: {' '.join(cmd[:4])} ...\n{tail}")
-    report: Json = {}
-    if parse_json:
-        report = json.loads(stdout.strip().splitlines()[-1])
-    wall = float(report.get("wall_s", proc_wall))
-    return Run(wall_s=wall, proc_wall_s=proc_wall, maxrss_mb=usage.ru_maxrss / 1024, report=report)
 
 
 def summarize(runs: list[Run], *, nbytes: int, cases: int, **extra: object) -> Json:
@@ -115,45 +84,6 @@ def summarize(runs: list[Run], *, nbytes: int, cases: int, **extra: object) -> J
     }
 
 
-# --- data -----------------------------------------------------------------------------------
-
-
-def ensure_set(
-    work: Path,
-    cases: int,
-    seed: int,
-    *,
-    backends: tuple[str, ...] = generate.BACKENDS,
-    outcome_seed: int | None = None,
-) -> tuple[Path, Json]:
-    """Generate (or reuse) a result set; the manifest is written last, so it marks a whole set."""
-    tag = (
-        f"set-{cases}-s{seed}"
-        + (f"-o{outcome_seed}" if outcome_seed is not None else "")
-        + ("" if backends == generate.BACKENDS else "-" + "-".join(backends))
-    )
-    out = work / "data" / tag
-    manifest_path = out / "manifest.json"
-    if manifest_path.exists():
-        return out, json.loads(manifest_path.read_text())
-    shutil.rmtree(out, ignore_errors=True)
-    start = time.perf_counter()
-    manifest = generate.generate_set(
-        out,
-        cases=cases,
-        seed=seed,
-        modules=generate.default_modules(cases),
-        files_per_backend=4,
-        backends=backends,
-        outcome_seed=outcome_seed,
-    )
-    print(
-        f"  generated {tag}: {manifest['bytes'] / MB:.1f} MB, {manifest['bytes_per_case']} bytes/case in {time.perf_counter() - start:.1f} s",
-        flush=True,
-    )
-    return out, manifest
-
-
 def ensure_single(work: Path, nbytes: int, seed: int) -> tuple[Path, Json]:
     path = work / "data" / f"single-{nbytes}-s{seed}.xml"
     info_path = path.with_suffix(".json")
@@ -169,20 +99,7 @@ def ensure_single(work: Path, nbytes: int, seed: int) -> tuple[Path, Json]:
     return path, info
 
 
-def xml_files(data: Path, backends: tuple[str, ...] = generate.BACKENDS) -> list[str]:
-    return [str(p) for b in backends for p in sorted((data / b).glob("*.xml"))]
-
-
 # --- the CLI --------------------------------------------------------------------------------
-
-
-def cli_env() -> dict[str, str]:
-    """The environment for ``ivy-matrix``: ours, without any GitHub or ivy-matrix settings."""
-    return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GITHUB_", "IVY_MATRIX_", "RUNNER_"))
-    }
 
 
 def cli_mode(requested: str) -> tuple[str | None, str]:
@@ -218,16 +135,7 @@ def update_commands(
     backends: tuple[str, ...] = generate.BACKENDS,
 ) -> list[list[str]]:
     """The ``ivy-matrix update`` calls of one CI run: one per backend leg, or one for all."""
-    common = [
-        "--run-id",
-        str(run_id),
-        "--repository",
-        REPOSITORY,
-        "--store",
-        str(store),
-        "--output-dir",
-        str(out),
-    ]
+    common = local.common_args(store=store, out=out, run_id=run_id)
     if mode == "single":
         return [
             [
@@ -283,48 +191,40 @@ def bench_cli(
         print(f"  e2e: skipped: {why}", flush=True)
         return
     nbytes, cases = int(manifest["bytes"]), int(manifest["cases"])
-    store, out = work / "stores" / "e2e", work / "dashboards" / "e2e"
-    runs = []
-    for _ in range(args.repeat):
-        fresh(store, out)
-        runs.append(
-            run_update(
-                update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)
-            )
-        )
-    results["e2e"] = summarize(
-        runs,
-        nbytes=nbytes,
-        cases=cases,
-        mode=mode,
-        calls=len(
-            update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)
-        ),
+    # Issue 19: the fresh update, the identical re-run and one leg (a quarter of the set, new
+    # outcomes, a new run) into a store of the whole set, in interleaved rounds (local.py).
+    leg, leg_manifest = ensure_set(
+        work, args.cases, args.seed, backends=("torch",), outcome_seed=args.seed + 1
     )
-    print_row("e2e", results["e2e"])
-    # The store now holds this run: the same update again changes nothing.
-    runs = [
-        run_update(
-            update_commands(data, mode=mode, store=store, out=out, run_id=100, job_base=1001)
-        )
-        for _ in range(args.repeat)
-    ]
-    results["e2e-rerun"] = summarize(runs, nbytes=nbytes, cases=cases, mode=mode)
-    print_row("e2e-rerun", results["e2e-rerun"])
+    runs: dict[str, list[Run]] = {}
+    results["local"] = local.bench_local(
+        local.Sets(main=data, leg=leg),
+        work,
+        rounds=args.repeat,
+        compare=args.compare,
+        count_instructions=args.instructions,
+        runs=runs,
+    )
+    results["e2e"] = summarize(runs["e2e"], nbytes=nbytes, cases=cases, mode="single", calls=1)
+    results["e2e-rerun"] = summarize(runs["e2e-rerun"], nbytes=nbytes, cases=cases, mode="single")
+    results["leg-update"] = summarize(
+        runs["leg-update"],
+        nbytes=int(leg_manifest["bytes"]),
+        cases=int(leg_manifest["cases"]),
+        store_cases=cases,
+    )
+    for kind in ("e2e", "e2e-rerun", "leg-update"):
+        print_row(kind, results[kind])
 
     if not args.big_cases:
-        for kind in ("e2e-1m", "leg-update"):
-            results[kind] = {"status": "skipped", "reason": "--big-cases 0"}
+        results["e2e-1m"] = {"status": "skipped", "reason": "--big-cases 0"}
         return
     big, big_manifest = ensure_set(work, args.big_cases, args.seed)
-    leg, leg_manifest = ensure_set(
-        work, args.big_cases, args.seed, backends=("torch",), outcome_seed=args.seed + 1
-    )
     base_store, base_out = work / "stores" / "big", work / "dashboards" / "big"
-    runs = []
-    for _ in range(args.repeat):
+    big_runs = []
+    for _ in range(args.big_repeat):
         fresh(base_store, base_out)
-        runs.append(
+        big_runs.append(
             run_update(
                 update_commands(
                     big, mode=mode, store=base_store, out=base_out, run_id=100, job_base=1001
@@ -332,36 +232,9 @@ def bench_cli(
             )
         )
     results["e2e-1m"] = summarize(
-        runs, nbytes=int(big_manifest["bytes"]), cases=int(big_manifest["cases"]), mode=mode
+        big_runs, nbytes=int(big_manifest["bytes"]), cases=int(big_manifest["cases"]), mode=mode
     )
     print_row("e2e-1m", results["e2e-1m"])
-    runs = []
-    leg_store, leg_out = work / "stores" / "leg", work / "dashboards" / "leg"
-    for _ in range(args.repeat):
-        fresh(leg_store, leg_out)
-        shutil.copytree(base_store, leg_store)
-        if base_out.exists():
-            shutil.copytree(base_out, leg_out)
-        runs.append(
-            run_update(
-                update_commands(
-                    leg,
-                    mode="per-backend",
-                    store=leg_store,
-                    out=leg_out,
-                    run_id=101,
-                    job_base=2001,
-                    backends=("torch",),
-                )
-            )
-        )
-    results["leg-update"] = summarize(
-        runs,
-        nbytes=int(leg_manifest["bytes"]),
-        cases=int(leg_manifest["cases"]),
-        store_cases=int(big_manifest["cases"]),
-    )
-    print_row("leg-update", results["leg-update"])
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -465,13 +338,15 @@ def ratios(r: Json) -> dict[str, float | None]:
         "junitparser / scan": ("junitparser", "scan", "median_wall_s", "wall_s"),
         "junitparser / floor": ("junitparser", "floor", "median_wall_s", "wall_s"),
         "expat-handlers / floor": ("expat-handlers", "floor", "median_wall_s", "wall_s"),
-        "e2e / floor": ("e2e", "floor", "median_proc_wall_s", "proc_wall_s"),
-        "e2e-rerun / floor": ("e2e-rerun", "floor", "median_proc_wall_s", "proc_wall_s"),
     }
     result: dict[str, float | None] = {}
     for name, (a, b, median_key, best_key) in pairs.items():
         result[name] = ratio(a, b, median_key)
         result[f"{name} (best runs)"] = ratio(a, b, best_key)
+    # The updates: medians of per-round ratios, process wall time on both sides (local.py).
+    per_round = r.get("local", {}).get("ratios", {})
+    for name in local.RATIOS:
+        result[name] = per_round[name]["median"] if name in per_round else None
     return result
 
 
@@ -516,7 +391,19 @@ def targets(r: Json, q: dict[str, float | None], primary: int, big: int) -> list
         100,
         unit="MB",
     )
-    add(f"update within 3x of expat floor ({primary:,} cases)", q["e2e / floor"], 3.0, unit="x")
+    add(f"update within 3.5x of expat floor ({primary:,} cases)", q["e2e / floor"], 3.5, unit="x")
+    add(
+        f"identical re-run within 1.5x of the floor ({primary:,} cases)",
+        q["e2e-rerun / floor"],
+        1.5,
+        unit="x",
+    )
+    add(
+        f"one leg ({primary // 4:,} cases) into a store of 4 within 4x of its floor",
+        q["leg-update / floor-leg"],
+        4.0,
+        unit="x",
+    )
     add(
         f"update peak RSS < 200 MB ({big:,} cases)",
         r["e2e-1m"]["peak_rss_mb"] if ok(r, "e2e-1m") else None,
@@ -565,6 +452,8 @@ def print_report(report: Json) -> None:
     )
     for name, value in report["ratios"].items():
         print(f"  {name:<34} {'n/a' if value is None else format(value, '.2f') + 'x'}")
+    if r.get("local"):
+        local.print_local(r["local"])
     print("\ntargets (reported, never enforced)")
     for t in report["targets"]:
         value = "n/a" if t["value"] is None else f"{t['value']}{t.get('unit', '')}"
@@ -588,7 +477,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--single-small", default="10M", help="size of the file it is compared with"
     )
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=7,
+        help="interleaved rounds (reading, and the local updates), each command once a round",
+    )
+    parser.add_argument(
+        "--big-repeat", type=int, default=3, help="repeats of the 1M-case update (e2e-1m)"
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        help="a checkout of other code (e.g. main): its updates run in the same rounds",
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count each local command's instructions once under valgrind's callgrind",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--e2e-mode",
@@ -610,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.smoke:
-        args.cases, args.big_cases, args.repeat = 2_000, 8_000, 1
+        args.cases, args.big_cases, args.repeat, args.big_repeat = 2_000, 8_000, 1, 1
         args.single_bytes, args.single_small = "4M", "256K"
         args.work = args.work / "smoke"
     if args.single_bytes == "0":
@@ -651,6 +558,8 @@ def main(argv: list[str] | None = None) -> int:
             "cores": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+            "expat": __import__("pyexpat").EXPAT_VERSION,
+            "commit": _commit(),
         },
         "params": {
             "cases": args.cases,
@@ -660,6 +569,13 @@ def main(argv: list[str] | None = None) -> int:
             "single_bytes": args.single_bytes,
             "single_small": args.single_small,
             "smoke": args.smoke,
+            "big_repeat": args.big_repeat,
+            "compare": str(args.compare) if args.compare else None,
+            "instructions": args.instructions,
+            "e2e_call": "python entrypoint.py update --junit DATA/**/*.xml --backend-from-path "
+            f"{local.BACKEND_FROM_PATH!r} --job-id J --run-id R --repository {local.REPOSITORY} "
+            "--store S --output-dir O",
+            "env_removed": "GITHUB_*, IVY_MATRIX_*, RUNNER_*",
         },
         "data": {k: v for k, v in manifest.items() if k != "files"},
         "results": results,
@@ -675,6 +591,28 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
         print(f"\nfigures written to {args.json}")
     return 1 if crashed else 0
+
+
+def _commit() -> str:
+    """The measured code's commit (with "+changes" when the tree differs from it)."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if dirty else "")
 
 
 def checks(results: Json, manifest: Json) -> list[str]:

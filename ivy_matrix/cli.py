@@ -2,8 +2,10 @@
 
 I/O. Commands:
 
-- ``update``: read result files, fold them into the stored dashboards, publish them
-  (commands/update.py holds the pipeline's order; ARCHITECTURE.md maps it);
+- ``update``: read result files (and leg files, ``--legs``), fold them into the stored
+  dashboards, publish them (commands/update.py holds the pipeline's order; ARCHITECTURE.md
+  maps it);
+- ``collect``: one matrix leg's results into a leg file, with no network (commands/collect.py);
 - ``compare``: a pull request's verdicts against the stored dashboards, as JSON and markdown
   (commands/compare.py); records nothing;
 - ``adopt``: take an existing dashboard table into the store, cell by cell (commands/adopt.py);
@@ -35,13 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from ivy_matrix import __version__
-from ivy_matrix.commands.adopt import run_adopt
-from ivy_matrix.commands.compare import run_compare
-from ivy_matrix.commands.prune import run_prune
-from ivy_matrix.commands.publish import run_publish
-from ivy_matrix.commands.render import run_render
-from ivy_matrix.commands.update import run_update
-from ivy_matrix.config.options import OPTIONS, Kind
+from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, Kind
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
 from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError, UsageError
 from ivy_matrix.github.connection import Remote
@@ -51,14 +47,16 @@ from ivy_matrix.runner.pacing import Heartbeat
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-_UPDATE_OPTIONS = tuple(o.name for o in OPTIONS)
+_UPDATE_OPTIONS = tuple(o.name for o in OPTIONS if o.name != "leg_file")
 # What compare does not use: it records nothing, writes no dashboards, issues or leg metadata.
 _NOT_COMPARE = frozenset(
     {
         "lock_timeout",
         "output_dir",
+        "html",
         "summary_json",
         "leg_metadata",
+        "legs",
         "matrix_size",
         "matrix_index",
         "issue_label",
@@ -73,6 +71,12 @@ _NOT_COMPARE = frozenset(
     }
 )
 _COMPARE_OPTIONS = tuple(name for name in _UPDATE_OPTIONS if name not in _NOT_COMPARE)
+# What collect uses: reading and naming results, the leg's run and job, and its own outputs.
+_COLLECT_OPTIONS = (
+    *("junit", "if_no_files_found", "backend", "backend_from_path", "backend_from_test"),
+    *("dashboard", "config", "run_id", "run_attempt", "job_id", "repository"),
+    *("server_url", "leg_file", "fail_on", "dry_run", "sha", "ref", "pr", "head_sha"),
+)
 _METAVARS = {
     "backend": "NAME",
     "backend_from_path": "REGEX",
@@ -84,6 +88,7 @@ _METAVARS = {
     "store": "DIR",
     "lock_timeout": "SECONDS",
     "output_dir": "DIR",
+    "html": "DIR",
     "config": "FILE",
     "summary_json": "FILE",
     "targets": "TARGETS",
@@ -115,7 +120,7 @@ _BRANCH_OPTIONS = (
 )
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
-    *("output_dir", "config", "style", "history", "retire_after_runs", "trend_points"),
+    *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
     *("issue_label", "pin_index"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
@@ -174,6 +179,11 @@ def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
         "update", help="fold result files into the dashboards and write them"
     )
     _add_options(update, _UPDATE_OPTIONS)
+    collect = commands.add_parser(
+        "collect",
+        help="one matrix leg's results into a leg file for a fan-in job; no network at all",
+    )
+    _add_options(collect, _COLLECT_OPTIONS)
     _compare_arguments(
         commands.add_parser(
             "compare",
@@ -183,8 +193,16 @@ def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
     _adopt_arguments(
         commands.add_parser("adopt", help="take an existing dashboard table into the store")
     )
-    render = commands.add_parser("render", help="write every stored dashboard and the index")
-    _add_options(render, _STORE_OPTIONS)
+    render = commands.add_parser(
+        "render", help="write every stored dashboard and the index, or the HTML site"
+    )
+    _add_options(render, (*_STORE_OPTIONS, "html"))
+    render.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 when --output-dir differs from a fresh render, naming "
+        "each file that does",
+    )
     publish = commands.add_parser(
         "publish", help="render the dashboards, issues and index from the branch state"
     )
@@ -298,6 +316,18 @@ def _bare_flags(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _given_tokens(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The token as given on the command line (``--token T``, ``--token=T``, or an
+    abbreviation argparse accepts) and in the environment, before any parsing."""
+    token = OPTION_BY_NAME["token"]
+    found = [env.get(token.env, ""), env.get(token.env, "").strip()]
+    for at, word in enumerate(argv):
+        flag, equals, value = word.partition("=")
+        if len(flag) > len("--t") and token.flag.startswith(flag):
+            found.append(value if equals else (argv[at + 1] if at + 1 < len(argv) else ""))
+    return [value for value in found if value]
+
+
 def main(
     argv: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
@@ -312,17 +342,29 @@ def main(
     ``stdout`` (data) and ``stderr`` (diagnostics): the streams (None: the process's);
     ``clock``: what phases and progress are timed by; ``platform``: ``sys.platform``."""
     env = environ() if env is None else env
+    argv = sys.argv[1:] if argv is None else argv
     log = Log(github_actions=is_github_actions(env), stream=stderr, data=stdout, clock=clock)
+    for token in _given_tokens(argv, env):
+        log.conceal(token)  # before parsing: a usage error quotes the arguments
     if platform == "win32":
         log.error(WINDOWS)
         return ExitCode.USAGE
     try:
-        args = _parser(stdout).parse_args(_bare_flags(sys.argv[1:] if argv is None else argv))
-        skip = {"command", "file", "force", "compare_markdown", "compare_json", *_PRUNE_NAMES}
+        args = _parser(stdout).parse_args(_bare_flags(argv))
+        skip = {
+            "command",
+            "file",
+            "force",
+            "check",
+            "compare_markdown",
+            "compare_json",
+            *_PRUNE_NAMES,
+        }
         given = {k: v for k, v in vars(args).items() if k not in skip}
         if args.command == "adopt":
             given.pop("dashboard")
         settings = load_settings(given, env)
+        log.conceal(settings.token or "")
         with Heartbeat(log).running():
             return _run(args, settings, log, remote)
     except IvyMatrixError as error:
@@ -342,22 +384,37 @@ WINDOWS = (
 )
 
 
+# Each command is imported when it runs: a matrix leg starts a fresh interpreter, and
+# importing every command (the pull request's, the issues', the branch store's) would cost it
+# more than reading a small result file.
 def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> ExitCode:
     """Run the command ``args`` name."""
     match args.command:
+        case "collect" | "render":
+            return _run_offline(args, settings, log)
         case "update":
+            from ivy_matrix.commands.update import run_update  # noqa: PLC0415  -- see above
+
             return run_update(settings, log, remote)
         case "publish":
+            from ivy_matrix.commands.publish import run_publish  # noqa: PLC0415  -- see above
+
             return run_publish(settings, log, remote)
         case "compare":
+            from ivy_matrix.commands.compare import run_compare  # noqa: PLC0415  -- see above
+
             return run_compare(
                 settings, log, remote, markdown=args.compare_markdown, json_path=args.compare_json
             )
         case "adopt":
+            from ivy_matrix.commands.adopt import run_adopt  # noqa: PLC0415  -- see above
+
             return run_adopt(
                 settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
             )
-        case "prune":
+        case _:
+            from ivy_matrix.commands.prune import run_prune  # noqa: PLC0415  -- see above
+
             return run_prune(
                 settings,
                 log,
@@ -366,5 +423,14 @@ def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote 
                 backends=args.prune_backends,
                 rows=args.prune_rows,
             )
-        case _:
-            return run_render(settings, log)
+
+
+def _run_offline(args: argparse.Namespace, settings: Settings, log: Log) -> ExitCode:
+    """Run ``collect`` or ``render``: they never reach GitHub."""
+    if args.command == "collect":
+        from ivy_matrix.commands.collect import run_collect  # noqa: PLC0415  -- see _run
+
+        return run_collect(settings, log)
+    from ivy_matrix.commands.render import run_render  # noqa: PLC0415  -- see _run
+
+    return run_render(settings, log, check=args.check)

@@ -13,11 +13,12 @@ signature (signature.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO, NamedTuple
 
 from ivy_matrix.junit import cap_name, scan_junit
+from ivy_matrix.ledger import FileRecord
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import (
     CaseCounts,
@@ -46,13 +47,52 @@ class CellResult(NamedTuple):
 
 
 def combine_results(a: CellResult, b: CellResult) -> CellResult:
-    """Two parts of one cell (two files of one update): the worse outcome, the counts added,
-    the first message."""
+    """Two parts of one cell (two files of one update, two legs): the worse outcome, the
+    counts added, the first message."""
     return CellResult(
         worst(a.outcome, b.outcome),
         CaseCounts(*(x + y for x, y in zip(a.counts, b.counts, strict=True))),
         a.message or b.message,
     )
+
+
+# While a file is read, a cell's cases are one int: four counts of _BITS bits each, passed in
+# the lowest (so the usual cell, one passing case, is the cached small int 1), then skipped,
+# flaky, and failed in the highest (unbounded). A case adds its bucket's increment: one dict
+# read and one store per case.
+_BITS = 24  # fewer than 16 million cases of one kind in one cell of one file
+_MASK = (1 << _BITS) - 1
+_PASSED, _SKIPPED, _FLAKY, _FAILED = (1 << (_BITS * slot) for slot in range(4))
+
+
+_ONE_PASS = CellResult(Outcome.SUCCESS, CaseCounts(passed=1))
+# What a case of each status adds to its cell (a flaky pass adds _FLAKY).
+_STEP = {
+    CaseStatus.PASSED: _PASSED,
+    CaseStatus.SKIPPED: _SKIPPED,
+    CaseStatus.FAILED: _FAILED,
+    CaseStatus.ERROR: _FAILED,
+}
+
+
+def cell_result(tally: int, message: str = "") -> CellResult:
+    """A cell's result from its packed counts (see _BITS): the worst outcome its cases had
+    (failure, flaky, success, skipped, in that order)."""
+    counts = CaseCounts(
+        passed=tally & _MASK,
+        skipped=(tally >> _BITS) & _MASK,
+        flaky=(tally >> 2 * _BITS) & _MASK,
+        failed=tally >> 3 * _BITS,
+    )
+    if counts.failed:
+        outcome = Outcome.FAILURE
+    elif counts.flaky:
+        outcome = Outcome.FLAKY
+    elif counts.passed:
+        outcome = Outcome.SUCCESS
+    else:
+        outcome = Outcome.SKIPPED
+    return CellResult(outcome, counts, message)
 
 
 @dataclass(slots=True)
@@ -76,6 +116,12 @@ class Collected:
     dashboards: dict[DashboardId, dict[str, dict[str, CellResult]]] = field(default_factory=dict)
     # The first failures read, for annotations (at most FAILURES_KEPT).
     failures: list[Failure] = field(default_factory=list)
+    # Result files recorded before and not read again (their cells are in the store already;
+    # commands/reading.py), and the dashboards they reached.
+    recorded: int = 0
+    touched: dict[DashboardId, None] = field(default_factory=dict)
+    # What the files read this time are, for the store's ledger (when asked for: ledger.py).
+    records: list[FileRecord] = field(default_factory=list)
 
     @property
     def backends(self) -> list[str]:
@@ -106,29 +152,40 @@ FAILURES_KEPT = 50
 SAMPLES_KEPT = 2  # paths or test ids a message shows as not matched
 # Where a case's status is counted in a backend's tally: tests, failed, errors, skipped.
 _TALLY = {CaseStatus.FAILED: 1, CaseStatus.ERROR: 2, CaseStatus.SKIPPED: 3}
-# Outcomes as their severity (model.py) while gathering, so "worst wins" is an int comparison.
-_CODES = tuple(sorted(Outcome, key=lambda outcome: outcome.severity))
-_SKIPPED, _SUCCESS, _FLAKY, _FAILURE = (
-    outcome.severity
-    for outcome in (Outcome.SKIPPED, Outcome.SUCCESS, Outcome.FLAKY, Outcome.FAILURE)
-)
-# A pending cell is a list: [worst code, passed, failed, skipped, flaky]; a case adds one to
-# the slot of its bucket.
-_PASSED_SLOT, _FAILED_SLOT, _SKIPPED_SLOT, _FLAKY_SLOT = 1, 2, 3, 4
+
+
+class Read(NamedTuple):
+    """What reading one file added besides its counts and cells (what a
+    :class:`~ivy_matrix.ledger.FileRecord` keeps of it)."""
+
+    counts: FileCounts
+    backend: str
+    failures: tuple[Failure, ...]
+    tallies: tuple[tuple[str, tuple[int, int, int, int]], ...]
+    unassigned: int
+    nameless_line: int
+    ids_tried: int
+    unmatched_ids: tuple[str, ...]
+    dashboards: tuple[DashboardId, ...]
 
 
 class Collector:
-    """Reads result files one at a time into a :class:`Collected`."""
+    """Reads result files one at a time into a :class:`Collected`.
+
+    ``last`` is what the last file read added (None when it could not be read).
+    """
 
     def __init__(self, namer: Namer) -> None:
         self.namer = namer
         self.collected = Collected()
+        self.last: Read | None = None
         self._dashboards: list[DashboardId] = []
         self._dashboard_index: dict[DashboardId, int] = {}
         # (classname, file, suite) -> (dashboard index, row prefix): the same few classnames
         # come back for every case, so the split is done once per classname (the one cache
         # of naming: Namer itself is stateless).
         self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
+        self._shared: dict[int, CellResult] = {}  # see _commit
 
     def _index(self, dashboard: DashboardId) -> int:
         index = self._dashboard_index.get(dashboard)
@@ -143,20 +200,17 @@ class Collector:
         """Read one result file; its cells count only if all of it could be read."""
         namer = self.namer
         collected = self.collected
-        file_backend = namer.backend_for_file(source)
-        if file_backend is not None:
-            file_backend = cap_name(file_backend)
-        elif namer.matches_paths:
-            collected.paths_tried += 1
-            if len(collected.unmatched_paths) < SAMPLES_KEPT:
-                collected.unmatched_paths.append(source)
+        self.last = None
+        file_backend = self.file_backend(source)
         per_case = namer.needs_test_id
         # This file's tallies, added to the rest only when the whole file was read.
         by_backend: dict[str, list[int]] = {}
         unmatched_ids = collected.unmatched_ids
+        unmatched_before = len(unmatched_ids)
         tried = 0
         nameless: list[int] = []
-        pending: dict[tuple[int, str, str], list[int]] = {}
+        pending: dict[tuple[int, str, str], int] = {}
+        cases_of = pending.get  # bound once: called for every case
         # The first failure line of each failing cell.
         messages: dict[tuple[int, str, str], str] = {}
         places = self._places
@@ -164,7 +218,7 @@ class Collector:
         failures: list[Failure] = []
         room = FAILURES_KEPT - len(self.collected.failures)
 
-        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912, PLR0915  -- the hot loop, kept flat
+        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
             nonlocal unassigned, tried
             backend = file_backend
             if backend is None and per_case:
@@ -203,16 +257,16 @@ class Collector:
                     if head:
                         name = head
                 row = prefix + name if name else prefix + UNNAMED
+            cell = (index, row, backend)
             status = case.status
             if status is CaseStatus.PASSED:
-                if case.flaky:
-                    code, slot = _FLAKY, _FLAKY_SLOT
-                else:
-                    code, slot = _SUCCESS, _PASSED_SLOT
+                pending[cell] = cases_of(cell, 0) + (_FLAKY if case.flaky else _PASSED)
             elif status is CaseStatus.SKIPPED:
-                code, slot = _SKIPPED, _SKIPPED_SLOT
+                pending[cell] = cases_of(cell, 0) + _SKIPPED
             else:
-                code, slot = _FAILURE, _FAILED_SLOT
+                pending[cell] = cases_of(cell, 0) + _FAILED
+                if case.message and cell not in messages:
+                    messages[cell] = case.message
                 if len(failures) < room:
                     failures.append(
                         Failure(
@@ -223,19 +277,16 @@ class Collector:
                             test_file=case.file,
                         )
                     )
-            cell = (index, row, backend)
-            tally = pending.get(cell)
-            if tally is None:
-                tally = pending[cell] = [code, 0, 0, 0, 0]
-            elif code > tally[0]:
-                tally[0] = code
-            tally[slot] += 1
-            if code == _FAILURE and case.message and cell not in messages:
-                messages[cell] = case.message
 
-        counts, problem = scan_junit(
-            stream, source=source, on_case=on_case, on_nameless=nameless.append
-        )
+        if file_backend is not None and not per_case:
+            # The usual file: one backend, rows named by their place: the quicker loop.
+            counts, problem = self._scan_by_place(
+                stream, source, file_backend, (pending, messages, failures, room), nameless
+            )
+        else:
+            counts, problem = scan_junit(
+                stream, source=source, on_case=on_case, on_nameless=nameless.append
+            )
         collected.ids_tried += tried
         if nameless:
             counts = replace(counts, nameless=len(nameless))
@@ -245,39 +296,187 @@ class Collector:
             return counts
         if nameless:
             collected.nameless[source] = (len(nameless), nameless[0])
+        tallies = tuple((b, (n[0], n[1], n[2], n[3])) for b, n in by_backend.items())
         if file_backend is not None:
             by_backend[file_backend] = [counts.tests, counts.failed, counts.errors, counts.skipped]
-        for backend, numbers in by_backend.items():
-            total = collected.by_backend.setdefault(backend, [0, 0, 0, 0])
-            for slot, count in enumerate(numbers):
-                total[slot] += count
+        self._tally(by_backend.items())
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
-        self._commit(pending, messages)
+        reached = self._commit(pending, messages)
+        self.last = Read(
+            counts=counts,
+            backend=file_backend or "",
+            failures=tuple(failures),
+            tallies=tallies,
+            unassigned=unassigned,
+            nameless_line=nameless[0] if nameless else 0,
+            ids_tried=tried,
+            unmatched_ids=tuple(unmatched_ids[unmatched_before:]),
+            dashboards=reached,
+        )
         return counts
+
+    # Longer than the usual 60 lines: the per-case closure is the hot loop of the usual file,
+    # kept flat (one closure, local names).
+    def _scan_by_place(  # noqa: C901  -- see above
+        self,
+        stream: BinaryIO,
+        source: str,
+        backend: str,
+        into: tuple[
+            dict[tuple[int, str, str], int],
+            dict[tuple[int, str, str], str],
+            list[Failure],
+            int,
+        ],
+        nameless: list[int],
+    ) -> tuple[FileCounts, ParseProblem | None]:
+        """Read a file whose cases all have its ``backend`` (no per-case naming) into
+        ``into``'s pending cells (packed counts, see _BITS) and first failure lines, as
+        ``add_file``'s loop does.
+
+        Cases come in runs of one place (classname, file, suite): each run finds its place's
+        rows once, and a case's cell is its row name there, no string built and no tuple
+        hashed per case. The cells keep the order their first case came in.
+        """
+        pending, messages, failures, room = into
+        namer, places = self.namer, self._places
+        Place = tuple[str, str, str]  # noqa: N806  -- a local type alias
+        groups: dict[Place, dict[str, int]] = {}
+        order: list[tuple[Place, str]] = []  # (place, name) of each cell, as it first came
+        # Each cell's first failure line, and the failing case it came with.
+        lines: dict[tuple[Place, str], tuple[int, str]] = {}
+        last: Place = ("", "", "\0")  # no place has a NUL in its suite name
+        rows: dict[str, int] = {}
+        failing = 0
+
+        def on_case(case: CaseResult) -> None:
+            nonlocal last, rows, failing
+            name, classname, test_file, suite, status, flaky, message = case
+            if classname != last[0] or test_file != last[1] or suite != last[2]:
+                last = (classname, test_file, suite)
+                found = groups.get(last)
+                if found is None:
+                    if last not in places:
+                        dashboard, prefix = namer.locate(case)
+                        places[last] = (self._index(dashboard), prefix)
+                    found = groups[last] = {}
+                rows = found
+            if name[-1:] == "]":
+                head = name.partition("[")[0]
+                if head:
+                    name = head
+            step = _FLAKY if flaky else _STEP[status]
+            tally = rows.get(name)
+            if tally is None:
+                rows[name] = step
+                order.append((last, name))
+            else:
+                rows[name] = tally + step
+            if step == _FAILED:
+                failing += 1
+                if message:
+                    lines.setdefault((last, name), (failing, message))
+                if len(failures) < room:
+                    failures.append(
+                        Failure(
+                            test=test_id(case),
+                            backend=backend,
+                            message=message,
+                            result_file=source,
+                            test_file=test_file,
+                        )
+                    )
+
+        counts, problem = scan_junit(
+            stream, source=source, on_case=on_case, on_nameless=nameless.append
+        )
+        # Each place's rows as the cells add_file's loop keeps, in the order they came (two
+        # places of one row add up, as one loop over both would have counted them).
+        first: dict[tuple[int, str, str], int] = {}
+        for place, name in order:
+            index, prefix = places[place]
+            cell = (index, prefix + name if name else prefix + UNNAMED, backend)
+            pending[cell] = pending.get(cell, 0) + groups[place][name]
+            line = lines.get((place, name))
+            if line is not None and first.get(cell, failing + 1) > line[0]:
+                first[cell] = line[0]
+                messages[cell] = line[1]
+        return counts, problem
+
+    def file_backend(self, source: str) -> str | None:
+        """The backend a file's path names (None: none, or each test case names its own);
+        counts the paths the backend regex was tried on, as the read-error message says."""
+        backend = self.namer.backend_for_file(source)
+        if backend is not None:
+            return cap_name(backend)
+        if self.namer.matches_paths:
+            self.collected.paths_tried += 1
+            if len(self.collected.unmatched_paths) < SAMPLES_KEPT:
+                self.collected.unmatched_paths.append(source)
+        return None
+
+    def add_recorded(self, record: FileRecord) -> FileCounts:
+        """Add what a file read before reported, without its cells (they are in the store)."""
+        collected = self.collected
+        self.file_backend(record.path)
+        counts = record.counts
+        collected.files.append(counts)
+        if counts.nameless:
+            collected.nameless[record.path] = (counts.nameless, record.nameless_line)
+        tallies = {b: list(n) for b, n in record.tallies}
+        if record.backend:
+            tallies[record.backend] = [counts.tests, counts.failed, counts.errors, counts.skipped]
+        self._tally(tallies.items())
+        if record.unassigned:
+            collected.unassigned[record.path] = record.unassigned
+        collected.ids_tried += record.ids_tried
+        room = SAMPLES_KEPT - len(collected.unmatched_ids)
+        collected.unmatched_ids.extend(record.unmatched_ids[: max(room, 0)])
+        room = FAILURES_KEPT - len(collected.failures)
+        collected.failures.extend(record.failures[: max(room, 0)])
+        collected.touched.update(dict.fromkeys(record.dashboards))
+        collected.recorded += 1
+        return counts
+
+    def _tally(self, by_backend: Iterable[tuple[str, Sequence[int]]]) -> None:
+        for backend, numbers in by_backend:
+            total = self.collected.by_backend.setdefault(backend, [0, 0, 0, 0])
+            for slot, count in enumerate(numbers):
+                total[slot] += count
 
     def _commit(
         self,
-        pending: dict[tuple[int, str, str], list[int]],
+        pending: dict[tuple[int, str, str], int],
         messages: dict[tuple[int, str, str], str],
-    ) -> None:
-        """Add one fully read file's cells to the rest (a cell in two files: combined)."""
+    ) -> tuple[DashboardId, ...]:
+        """Add one fully read file's cells to the rest (a cell in two files: combined);
+        return the dashboards they reached."""
         dashboards = self.collected.dashboards
         ids = self._dashboards
-        # Most cells hold one passing case: their counts are one shared tuple.
-        counts_of: dict[tuple[int, ...], CaseCounts] = {}
-        for cell, (code, *numbers) in pending.items():
+        reached: dict[int, None] = {}
+        # Cells without a failure line share one result per count (most are one passing case).
+        shared = self._shared
+        alike = shared.get
+        failed = _FAILED
+        one_pass = _ONE_PASS
+        for cell, tally in pending.items():
+            if tally == _PASSED:  # the usual cell, without a dict lookup
+                result = one_pass
+            elif tally >= failed and cell in messages:
+                result = cell_result(tally, messages[cell])
+            else:
+                found = alike(tally)
+                if found is None:
+                    found = shared[tally] = cell_result(tally)
+                result = found
             index, row, backend = cell
-            rows = dashboards.setdefault(ids[index], {})
-            cells = rows.setdefault(row, {})
-            key = tuple(numbers)
-            counts = counts_of.get(key)
-            if counts is None:
-                counts = counts_of[key] = CaseCounts(*key)
-            result = CellResult(_CODES[code], counts, messages.get(cell, ""))
+            reached[index] = None
+            cells = dashboards.setdefault(ids[index], {}).setdefault(row, {})
             old = cells.get(backend)
             cells[backend] = result if old is None else combine_results(old, result)
+        return tuple(ids[index] for index in reached)
 
 
 def build_batches(
@@ -287,26 +486,33 @@ def build_batches(
 
     ``source_for(backend)`` says which job produced a backend's results (in a fan-in job each
     backend came from its own matrix leg); ``signer`` computes the signature of each failing
-    cell's message (the default words when not given). Cells with the same result share one
-    entry.
+    cell's message (the default words when not given). A dashboard that only files recorded
+    before reached gets an empty batch.
     """
     signer = signer or Signer()
-    entries: dict[tuple[str, CellResult], Entry] = {}
+    # Cells with the same result share one entry (and so, when merged, one cell object): most
+    # are one passing case, and one failure line is often that of many cells. Results are
+    # found by identity first (Collector._commit shares them), then by value.
+    known: dict[tuple[str, int], Entry] = {}
+    alike: dict[tuple[str, CellResult], Entry] = {}
 
     def entry(backend: str, result: CellResult) -> Entry:
-        found = entries.get((backend, result))
+        found = known.get((backend, id(result)))
         if found is None:
-            message = result.message if result.outcome is Outcome.FAILURE else ""
-            found = entries[backend, result] = Entry(
-                source=source_for(backend),
-                outcome=result.outcome,
-                counts=result.counts,
-                message=message,
-                signature=signer.signature(message, backend),
-            )
+            found = alike.get((backend, result))
+            if found is None:
+                message = result.message if result.outcome is Outcome.FAILURE else ""
+                found = alike[backend, result] = Entry(
+                    source=source_for(backend),
+                    outcome=result.outcome,
+                    counts=result.counts,
+                    message=message,
+                    signature=signer.signature(message, backend),
+                )
+            known[backend, id(result)] = found
         return found
 
-    return [
+    batches = [
         Batch(
             dashboard=dashboard,
             cells={
@@ -316,3 +522,11 @@ def build_batches(
         )
         for dashboard, rows in collected.dashboards.items()
     ]
+    # Dashboards only files recorded before reached: an empty batch each, so that the update
+    # reports them, unchanged, as a read of those files would.
+    batches.extend(
+        Batch(dashboard=dashboard, cells={})
+        for dashboard in collected.touched
+        if dashboard not in collected.dashboards
+    )
+    return batches

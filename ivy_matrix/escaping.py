@@ -8,6 +8,7 @@ no HTML, no mention, no issue link, no math, no hidden or reordered text), and
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -48,11 +49,16 @@ _UNESCAPE = re.compile(r"\\([\\|*\[\]~`])|&amp;|&lt;|&gt;|&#8203;|<span>\$</span
 _UNESCAPED = {"&amp;": "&", "&lt;": "<", "&gt;": ">", _ZWSP: "", "<span>$</span>": "$"}
 
 
+# Names come back: a row's name is drawn in its table, then in the history lines below it, in
+# the index and in the job summary; a backend's in every dashboard. Each is escaped once.
+@functools.lru_cache(maxsize=1 << 16)
 def escape_name(name: str) -> str:
     """Make a test or backend name safe inside a markdown table cell (docs/escaping.md)."""
     if not name.isascii():
         name = "".join("\ufffd" if unicodedata.category(c) == "Cf" else c for c in name)
-    return _GH_REFERENCE.sub(r"\1" + _ZWSP, name.translate(_ESCAPE_TABLE))
+    escaped = name.translate(_ESCAPE_TABLE)
+    # "GH-123" needs a hyphen: most names have none, and skip the search.
+    return _GH_REFERENCE.sub(r"\1" + _ZWSP, escaped) if "-" in escaped else escaped
 
 
 def unescape_name(text: str) -> str:

@@ -45,6 +45,12 @@ class Merged:
     has one entry per dashboard the change reached; ``runs`` the run ids whose results the
     change brought. Stores fold this in and hand it back; a store that keeps a trend
     (trend.py) adds it as ``trend`` when it renders (None: it keeps none, or did not render).
+
+    A store that numbers its revisions (the local store's ledger, ledger.py) adds
+    ``revision``, the revision these states are, and ``revision_before``, the one they were
+    read at when nothing else changed them since (None: unknown), so that the output folder
+    renders only ``changed`` and ``removed`` when it shows ``revision_before``
+    (targets/files.py).
     """
 
     states: Mapping[DashboardId, DashboardState]
@@ -53,6 +59,8 @@ class Merged:
     reports: Mapping[str, DashboardReport] = field(default_factory=dict)
     runs: tuple[int, ...] = ()
     trend: Trend | None = None
+    revision: str | None = None
+    revision_before: str | None = None
 
     @property
     def changed_cells(self) -> int:

@@ -41,6 +41,7 @@ from enum import StrEnum
 
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.model import DashboardState, Entry, Outcome, Source, worst
+from ivy_matrix.reasons import Failing, render_reasons
 
 FLAKY_WINDOW = 10
 FLIPS_FOR_FLAKY = 2
@@ -116,8 +117,13 @@ def run_results(entries: Iterable[Entry], branches: Collection[str] = ()) -> lis
 
 def runs_of(entries: Iterable[Entry]) -> list[RunResult]:
     """Entries as one result per run id, newest run first, whatever branch they are from."""
+    given = list(entries)
+    if all(a.run.run_id > b.run.run_id for a, b in itertools.pairwise(given)):
+        # The usual cell: newest first (merge.py keeps them so), one entry per run, whose
+        # outcome is the run's.
+        return [RunResult(entry=entry, outcome=entry.outcome) for entry in given]
     runs: dict[int, list[Entry]] = {}
-    for entry in entries:
+    for entry in given:
         runs.setdefault(entry.run.run_id, []).append(entry)
     ordered = sorted(runs.values(), key=lambda group: group[0].run.run_id, reverse=True)
     return [
@@ -199,23 +205,59 @@ class DashboardHistory:
         return tuple(c for c in self.cells if c.history.flaky is not None)
 
 
+_A_LOOK = frozenset({Outcome.FAILURE, Outcome.FLAKY})
+
+
+def _worth_a_look(
+    entries: Sequence[Entry], branches: Collection[str]
+) -> tuple[CellHistory, int] | None:
+    """A cell's history and the position of its newest default-branch result, if it is
+    failing or flaky."""
+    results = run_results(entries, branches)
+    if not results:
+        return None
+    history = history_of(results)
+    if history.failing or history.flaky is not None:
+        newest = results[0].entry
+        return history, next(i for i, entry in enumerate(entries) if entry is newest)
+    return None
+
+
 def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> DashboardHistory:
     """The failing and flaky cells of a dashboard (rows, then backends, in display order)."""
-    # Rows share cell objects (most cells of a run are alike): each history is worked out once.
-    known: dict[int, tuple[CellHistory, Entry | None]] = {}
+    # Rows share cell objects (most cells of a run are alike): each distinct cell's history is
+    # worked out once, and only rows holding a cell worth a look are looked at again.
+    distinct = {id(cell): cell for row in state.rows for cell in row.cells.values()}
+    worth: dict[int, tuple[CellHistory, Entry]] = {}
+    # A history depends on each result's job and outcome only (not its counts or failure
+    # line): cells alike in those are worked out once, with the position of the newest.
+    by_jobs: dict[tuple[tuple[int, Outcome], ...], tuple[CellHistory, int] | None] = {}
+    for key, cell in distinct.items():
+        entries = cell.entries
+        # Failing or flaky needs a failure or a flaky pass among the results: most cells have
+        # neither, and are passed over here.
+        if not any(entry.outcome in _A_LOOK for entry in entries):
+            continue
+        jobs = tuple([(id(entry.source), entry.outcome) for entry in entries])
+        if jobs in by_jobs:
+            found = by_jobs[jobs]
+        else:
+            found = by_jobs[jobs] = _worth_a_look(entries, branches)
+        if found is not None:
+            worth[key] = (found[0], entries[found[1]])
+    if not worth:
+        return DashboardHistory(key=state.key, cells=())
     reports = []
+    backends = state.backend_names
     for row in state.rows:
-        for backend in state.backend_names:
-            cell = row.cells.get(backend)
-            if cell is None:
-                continue
-            found = known.get(id(cell))
-            if found is None:
-                results = run_results(cell.entries, branches)
-                latest = results[0].entry if results else None
-                found = known[id(cell)] = (history_of(results), latest)
-            history, latest = found
-            if latest is not None and (history.failing or history.flaky is not None):
+        cells = row.cells
+        if worth.keys().isdisjoint(map(id, cells.values())):
+            continue
+        for backend in backends:
+            held = cells.get(backend)
+            report = None if held is None else worth.get(id(held))
+            if report is not None:
+                history, latest = report
                 reports.append(
                     CellReport(row=row.name, backend=backend, latest=latest, history=history)
                 )
@@ -350,13 +392,30 @@ def render_notes_sections(
 
 
 def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECTION_LIMIT) -> str:
-    """The section below the table of a dashboard issue: its failing and flaky cells.
+    """The section below the table of a dashboard issue: why its cells fail (failure lines
+    grouped by signature, reasons.py), then its failing and flaky cells.
 
-    "" when the dashboard has none. At most ``limit`` entries (the issue's size budget).
+    "" when the dashboard has none. At most ``limit`` entries each (the issue's size budget).
     """
-    failing = [describe(r) for r in history.cells if r.history.failing]
+    failing = [r for r in history.cells if r.history.failing]
+    reasons = render_reasons(
+        (
+            Failing(
+                test=r.row,
+                backend=r.backend,
+                message=r.latest.message,
+                signature=r.latest.signature,
+            )
+            for r in failing
+        ),
+        limit=limit,
+    )
     flaky = [describe(r) for r in history.cells if not r.history.failing]
-    return _section("### Failing", failing, limit) + _section("### Flaky", flaky, limit)
+    return (
+        reasons
+        + _section("### Failing", [describe(r) for r in failing], limit)
+        + _section("### Flaky", flaky, limit)
+    )
 
 
 def summary_cells(history: DashboardHistory) -> list[dict[str, object]]:

@@ -262,16 +262,23 @@ def _integer(document: dict[str, object], key: str, where: str, *, optional: boo
     return value
 
 
+def run_ids_problem(run_id: int, run_attempt: int, job_id: int | None) -> str | None:
+    """What is wrong with a leg's run, attempt and job ids as a file gives them, or None."""
+    if run_id <= 0:
+        return f"'run_id' must be positive, got {run_id}"
+    if run_attempt < 1:
+        return f"'run_attempt' must be 1 or more, got {run_attempt}"
+    if job_id is not None and job_id <= 0:
+        return f"'job_id' must be positive or null, got {job_id}"
+    return None
+
+
 def _check_metadata(metadata: LegMetadata, *, where: str) -> None:
     problem = None
     if not metadata.backend.strip():
         problem = "'backend' is empty"
-    elif metadata.run_id <= 0:
-        problem = f"'run_id' must be positive, got {metadata.run_id}"
-    elif metadata.run_attempt < 1:
-        problem = f"'run_attempt' must be 1 or more, got {metadata.run_attempt}"
-    elif metadata.job_id is not None and metadata.job_id <= 0:
-        problem = f"'job_id' must be positive or null, got {metadata.job_id}"
+    elif ids := run_ids_problem(metadata.run_id, metadata.run_attempt, metadata.job_id):
+        problem = ids
     elif not _SAFE_URL.fullmatch(metadata.job_url):
         problem = f"'job_url' must be an http(s) URL, got {metadata.job_url!r:.80}"
     if problem is not None:

@@ -19,7 +19,7 @@ store's states with both. :func:`union_states` joins two states by the rules abo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
@@ -65,10 +65,33 @@ def combine(a: Entry, b: Entry) -> Entry:
     return a if a.source.time <= b.source.time else b
 
 
+def join_batches(batches: Iterable[Batch]) -> list[Batch]:
+    """One batch per dashboard out of several (a fan-in job's legs): rows in first-seen order.
+
+    A cell that two batches both fill keeps the entry the dashboard would show: the newer run,
+    or for the same run the worse outcome (:func:`combine`). Each dashboard is then merged
+    once, so its report counts each changed cell once.
+    """
+    joined: dict[DashboardId, dict[str, dict[str, Entry]]] = {}
+    for batch in batches:
+        rows = joined.setdefault(batch.dashboard, {})
+        for row, cells in batch.cells.items():
+            mine = rows.setdefault(row, {})
+            for backend, entry in cells.items():
+                old = mine.get(backend)
+                if old is None or old.run < entry.run:
+                    mine[backend] = entry
+                elif old.run == entry.run:
+                    mine[backend] = combine(old, entry)
+    return [Batch(dashboard=dashboard, cells=rows) for dashboard, rows in joined.items()]
+
+
 def merge_cell(cell: Cell | None, entry: Entry, history: int) -> Cell:
     """Return ``cell`` with ``entry`` folded in (the same object when nothing changes)."""
-    if cell is None:
-        return Cell(entries=(entry,))
+    if cell is None or entry.run > cell.entries[0].run:
+        # The usual case: a newer run's result goes first, the oldest falls out.
+        older = () if cell is None else cell.entries[: max(history, 1) - 1]
+        return Cell(entries=(entry, *older))
     entries = list(cell.entries)
     for index, existing in enumerate(entries):
         if existing.run == entry.run:
@@ -123,7 +146,7 @@ def _note_run(
 
 # Longer than the usual 60 lines: the per-cell merge loop runs once per cell of every update
 # (28,000 at Ivy's size) and is kept as one flat loop over local names.
-def apply_batch(
+def apply_batch(  # noqa: C901, PLR0912  -- the per-cell loop, kept flat (see above)
     state: DashboardState | None, batch: Batch, *, history: int = DEFAULT_HISTORY
 ) -> MergeResult:
     """Fold one batch of results into a dashboard's state."""
@@ -135,11 +158,13 @@ def apply_batch(
     backend_first: dict[str, tuple[RunKey, int]] = {}
     # A new cell holding one entry is shared by every row that gets that same entry.
     fresh: dict[int, Cell] = {}
+    alike: dict[tuple[int, int], Cell] = {}
     changed = new_rows = 0
     state_changed = False
     filled = ((row_name, cells) for row_name, cells in batch.cells.items() if cells)
+    new_seen = tuple.__new__  # Seen's own __new__ is a Python function: one call per row
     for seq, (row_name, cells) in enumerate(filled):
-        seen = Seen(min(entry.run for entry in cells.values()), seq)
+        seen = new_seen(Seen, (min(entry.run for entry in cells.values()), seq))
         row = rows.get(row_name)
         if row is None:
             new_rows += 1
@@ -150,14 +175,22 @@ def apply_batch(
             first_seen = min(row.first_seen, seen)
         row_changed = row is None or first_seen != row.first_seen
         for backend, entry in cells.items():
-            _note_run(backend_first, runs, backend, entry.run)
+            first = backend_first.get(backend)
+            if first is None or entry.run != first[0]:
+                _note_run(backend_first, runs, backend, entry.run)
             old = row_cells.get(backend)
             if old is None:
                 merged = fresh.get(id(entry))
                 if merged is None:
                     merged = fresh[id(entry)] = Cell(entries=(entry,))
             else:
-                merged = merge_cell(old, entry, history)
+                # Cells alike (one stored history, one new entry) merge into one shared cell:
+                # merge_cell is a function of the two, and sharing keeps every later pass
+                # (saving, drawing, totals) to one look per distinct cell.
+                key = (id(old), id(entry))
+                merged = alike.get(key)
+                if merged is None:
+                    merged = alike[key] = merge_cell(old, entry, history)
             if merged is not old:
                 row_changed = True
                 row_cells[backend] = merged

@@ -86,6 +86,22 @@ def dashboard_file(state: DashboardState) -> str:
     return _dashboard_path(state.id, ".md")
 
 
+# The static HTML site's folder on the dashboard branch, and its dashboards' data files.
+SITE_DIR = "site"
+SITE_DASHBOARD_DATA = "data/d"
+
+
+def site_id(state: DashboardState) -> str:
+    """A dashboard's id in the site's URLs: its page's path without ``.md`` (``core/gradients``;
+    made of ``[A-Za-z0-9._/-]`` only, and unique as the pages are)."""
+    return dashboard_file(state).removesuffix(".md")
+
+
+def site_data_file(state: DashboardState) -> str:
+    """Where a dashboard's data file goes in the site's folder (``data/d/core/gradients.js``)."""
+    return f"{SITE_DASHBOARD_DATA}/{site_id(state)}.js"
+
+
 def state_file(dashboard: DashboardId) -> str:
     """Where a dashboard's one-file state goes, relative to the state folder (posix form).
 

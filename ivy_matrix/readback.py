@@ -7,15 +7,23 @@ no markup, script or mention in it can reach a dashboard. A cell is one of:
 - Ivy's: ``<a href="URL" rel="noopener noreferrer" target="_blank">BADGE</a>`` (``rel`` and
   ``target`` optional), or ``BADGE`` alone, where BADGE is
   ``<img src=https://img.shields.io/badge/-LABEL-COLOR>`` (``src`` may be quoted);
-- ours in the compact style: ``✅``, ``❌``, ``⏭️``, ``🔁``, or ``[SYMBOL](URL)``;
+- ours in the compact style: ``✅``, ``❌``, ``⏭️``, ``🔁``, or ``[SYMBOL](URL)`` (with
+  ``failed/total`` cases after the symbol for a partly failing cell);
 - empty.
 
 URL is a plain ``http(s)://`` link, or Ivy's ``null`` (the old generator's "no job found",
-kept so that the table renders back byte for byte). Links that the old generator left as
-``null`` or pointing at no run are treated as older than any known run. Anything else (another
-scheme such as ``javascript:`` or ``data:``, extra text or markup, a cell longer than
-:data:`MAX_CELL_CHARS`) is a problem named by row and column, and every problem of the table
-is reported at once (:class:`ProblemsError`).
+kept so that the table renders back byte for byte). Anything else (another scheme such as
+``javascript:`` or ``data:``, extra text or markup, a cell longer than :data:`MAX_CELL_CHARS`)
+is a problem named by row and column, and every problem of the table is reported at once
+(:class:`ProblemsError`).
+
+**An adopted cell never outranks a real result.** Its link is kept as it is (the run, attempt
+and job it names can be read back from it with ``jobs.run_key_from_url``), but its place in
+run order is unknown, older than any run: a table is anyone's text, and a link naming run
+10^26 would otherwise pin its cell against every later result. So the next result for the
+cell always wins, whatever run the link names, and adopted cells add no run to the
+dashboard's runs. :func:`absurd_links` names the links whose ids no GitHub run or job can
+have (above :data:`MAX_GITHUB_ID`), for a warning.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import re
 from ivy_matrix.errors import InputError, ProblemsError
 from ivy_matrix.escaping import IVY_NO_LINK, SAFE_URL, unescape_name
 from ivy_matrix.jobs import run_key_from_url
+from ivy_matrix.junit import cap_name
 from ivy_matrix.model import (
     UNKNOWN_RUN,
     Cell,
@@ -46,6 +55,10 @@ MAX_ADOPT_BYTES = 64 * 1024 * 1024
 MAX_CELL_CHARS = 2000
 # The problems listed one by one; the rest are counted.
 MAX_PROBLEMS_SHOWN = 100
+# The largest id a GitHub run, attempt or job can have: the REST API's ids are JSON numbers,
+# which JavaScript clients read exactly only up to 2**53 - 1 (today's run ids are near 2e10).
+MAX_GITHUB_ID = 2**53 - 1
+_ID_SHOWN = 30  # digits of an absurd id a warning shows
 
 _BADGE = (
     r'<img src=(?P<q>"?)https://img\.shields\.io/badge/-?(?P<label>[A-Za-z]+)-[A-Za-z]+(?P=q)\s*/?>'
@@ -57,7 +70,11 @@ _IVY_CELL = re.compile(
 _SYMBOLS = {symbol: outcome for outcome, symbol in COMPACT_SYMBOLS.items()}
 _SYMBOLS["⏭"] = Outcome.SKIPPED  # without the emoji variation selector
 _SYMBOL = "|".join(sorted(map(re.escape, _SYMBOLS), key=len, reverse=True))
-_COMPACT_CELL = re.compile(rf"(?P<symbol>{_SYMBOL})|\[(?P<linked>{_SYMBOL})\]\((?P<url>[^()\s]*)\)")
+# A linked compact cell may say how many of its cases failed ("[❌ 44/256](URL)"); the counts
+# are not read back (nothing of a cell's text is kept).
+_COMPACT_CELL = re.compile(
+    rf"(?P<symbol>{_SYMBOL})|\[(?P<linked>{_SYMBOL})(?: \d{{1,12}}/\d{{1,12}})?\]\((?P<url>[^()\s]*)\)"
+)
 _LABELS = {
     "success": Outcome.SUCCESS,
     "passed": Outcome.SUCCESS,
@@ -141,15 +158,16 @@ def parse_cell(text: str) -> Entry | None:
             f"(expected a shields.io badge such as -success-success or -failure-red, or one "
             f"of {' '.join(COMPACT_SYMBOLS.values())})"
         )
-    run = run_key_from_url(url) if url and url != IVY_NO_LINK else UNKNOWN_RUN
-    return Entry(source=Source(run=run, url=url), outcome=outcome)
+    # Older than any run, whatever run the link names (module docstring).
+    return Entry(source=Source(run=UNKNOWN_RUN, url=url), outcome=outcome)
 
 
 def _name(text: str, what: str, problems: list[str]) -> str:
     if len(text) > MAX_CELL_CHARS:
         problems.append(f"{what} is {len(text)} characters long, more than {MAX_CELL_CHARS}")
         text = text[:MAX_CELL_CHARS]
-    return unescape_name(text)
+    # Capped as the JUnit reader caps names, so that results for the test find its row.
+    return cap_name(unescape_name(text))
 
 
 def _read_cells(name: str, values: dict[str, str], problems: list[str]) -> dict[str, Cell]:
@@ -185,7 +203,6 @@ def adopt_table(text: str, dashboard: DashboardId) -> DashboardState:
     if len(set(backends)) != len(backends) or not all(backends):
         raise InputError(f"cannot adopt {dashboard.key}: column names must be unique and non-empty")
     rows: list[Row] = []
-    runs: set[int] = set()
     names: set[str] = set()
     for seq, line in enumerate(lines[header_at + 2 :]):
         if not line.lstrip().startswith("|"):
@@ -202,7 +219,6 @@ def adopt_table(text: str, dashboard: DashboardId) -> DashboardState:
             )
             continue
         cells = _read_cells(name, dict(zip(backends, values[1:], strict=True)), problems)
-        runs.update(c.latest.run.run_id for c in cells.values() if c.latest.run.run_id >= 0)
         rows.append(Row(name=name, first_seen=Seen(UNKNOWN_RUN, seq), cells=cells))
     if problems:
         shown = problems[:MAX_PROBLEMS_SHOWN]
@@ -217,5 +233,27 @@ def adopt_table(text: str, dashboard: DashboardId) -> DashboardState:
         id=dashboard,
         backends=tuple((b, Seen(UNKNOWN_RUN, i)) for i, b in enumerate(backends)),
         rows=tuple(rows),
-        runs=tuple(sorted(runs, reverse=True)),
+        runs=(),
     )
+
+
+def absurd_links(state: DashboardState) -> list[str]:
+    """One line per adopted cell whose link names a run, attempt or job id above
+    :data:`MAX_GITHUB_ID` (no GitHub id is that large): row, column and the id."""
+    found: list[str] = []
+    for row in state.rows:
+        for backend, cell in row.cells.items():
+            url = cell.latest.source.url
+            if not url or url == IVY_NO_LINK:
+                continue
+            named = run_key_from_url(url)
+            for what, value in zip(("run", "attempt", "job"), named, strict=True):
+                if value > MAX_GITHUB_ID:
+                    digits = str(value)
+                    shown = digits if len(digits) <= _ID_SHOWN else f"{digits[:_ID_SHOWN]}..."
+                    found.append(
+                        f"row {row.name!r}, column {backend!r}: the link names {what} {shown}, "
+                        f"larger than any GitHub id; the cell is kept, and the next result for "
+                        f"it replaces it"
+                    )
+    return found

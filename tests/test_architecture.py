@@ -24,7 +24,7 @@ LAYERS = (
     ("runner",),
     ("github",),
     ("stores",),
-    ("issues", "pr", "targets"),
+    ("issues", "pr", "targets", "site"),
     ("config",),
     ("commands",),
     ("cli", "__main__"),

@@ -45,8 +45,15 @@ def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
     results = report["results"]
     # Every measurement can run here (the CLI, scan_junit, and --smoke's sizes): "skipped"
     # or "error" is a harness that stopped measuring something.
-    statuses = {name: results[name]["status"] for name in results}
+    statuses = {name: results[name]["status"] for name in results if name != "local"}
     assert statuses == dict.fromkeys(MEASUREMENTS, "ok"), results
+    # Issue 19's figures: every update's ratio to its floor, per round, with the targets.
+    assert sorted(results["local"]["ratios"]) == [
+        "e2e / floor",
+        "e2e-rerun / floor",
+        "leg-update / floor",
+        "leg-update / floor-leg",
+    ]
     for name in ("floor", "junitparser", "scan"):
         assert results[name]["cases"] == 2_000
     assert report["checks"] == [], report["checks"]
@@ -54,7 +61,8 @@ def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
 
 
 def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -> None:
-    """`bench/github_scale.py --quick` seeds the stand-in, runs one leg and reports its figures."""
+    """`bench/github_scale.py --quick` seeds the stand-in, runs one leg of each set-up under
+    GitHub's limits and reports its figures, the run's spend beside those limits included."""
     out = tmp_path / "github.json"
     proc = subprocess.run(
         [
@@ -75,7 +83,8 @@ def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(out.read_text())
     assert report["seed"]["cells_linked"] == report["seed"]["cells_expected"] > 0
-    config = report["configs"]["1"]
+    assert sorted(report["configs"]) == ["1 fan-in", "1 legs", "1 matrix"]
+    config = report["configs"]["1 legs"]
     assert config["status"] == "ok", config
     assert config["lost_cells"]["lost"] == 0
     assert config["lost_cells"]["found"] == config["lost_cells"]["expected"] > 0
@@ -86,3 +95,35 @@ def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -
     assert leg["sent_kb"] > 0
     assert leg["received_kb"] > 0
     assert config["content_creating"]["total"] == leg["writes"] > 0
+    github = config["github"]
+    assert (github["requests"], github["content_requests"]) == (leg["requests"], leg["writes"])
+    assert (github["refused"], github["over"]) == (0, [])
+    assert github["runs_per_hour"] == min(1000 // leg["requests"], 500 // leg["writes"])
+    fan_in = report["configs"]["1 fan-in"]
+    assert fan_in["requests_per_leg"]["max"] == 0  # the legs only upload their files
+    assert fan_in["fan_in_job"]["requests"] == fan_in["github"]["requests"] > 0
+    assert fan_in["lost_cells"]["lost"] == 0
+    assert "| set-up | legs |" in proc.stdout
+
+
+def test_site_bench_smoke_reports_sizes_and_paint_times(tmp_path: Path) -> None:
+    """`bench/site.py --smoke` builds a tiny store, renders its site and reports every figure."""
+    from tests.site.browser import chromium_path
+
+    chromium_path()  # skips without chromium (fails under CI)
+    out = tmp_path / "site.json"
+    proc = subprocess.run(
+        [sys.executable, "bench/site.py", "--smoke", "--work", str(tmp_path), "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert report["shape"]["rows"] == 60
+    assert report["size"]["data_bytes"] > 0
+    assert report["render"]["second_render"].endswith("0 file(s) changed")
+    assert set(report["paint"]) == {"attention", "grid"}
+    assert report["paint"]["grid"]["rows_in_document"] == 31

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import io
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ivy_matrix.collect import CellResult, Collector, build_batches
 from ivy_matrix.model import CaseCounts, DashboardId, Outcome, RunKey, Source
@@ -43,16 +47,13 @@ def test_parametrizations_collapse_into_one_cell_whose_counts_survive():
             case("test_add[f]", '<flakyFailure message="once"/>'),
         )
     )
-    cells = collector.collected.dashboards[DASH]
-    assert cells == {
-        "test_add": {
-            "torch": CellResult(
-                Outcome.FAILURE,
-                CaseCounts(passed=2, failed=2, skipped=1, flaky=1),
-                "AssertionError: 1 != 4",
-            )
-        }
-    }
+    collected = collector.collected
+    assert list(collected.dashboards[DASH]) == ["test_add"]
+    assert collected.dashboards[DASH]["test_add"]["torch"] == CellResult(
+        Outcome.FAILURE,
+        CaseCounts(passed=2, failed=2, skipped=1, flaky=1),
+        "AssertionError: 1 != 4",
+    )
 
 
 def test_a_cell_read_from_two_files_adds_their_counts_and_keeps_the_first_message():
@@ -99,3 +100,55 @@ def test_batches_carry_counts_and_a_signed_message_for_failures_only():
         "AssertionError: 3 != 4",
     )
     assert c.signature == Signer().signature("AssertionError: 9 != 4", "torch")
+
+
+def test_a_cell_holding_only_skipped_cases_is_skipped_and_flaky_beats_success():
+    """The outcome follows from the counts: the worst kind of case the cell has."""
+    collector = collect(
+        junit(case("test_s[a]", "<skipped/>"), case("test_s[b]", "<skipped/>")),
+        junit(case("test_f[a]"), case("test_f[b]", '<flakyFailure message="once"/>')),
+    )
+    skipped = collector.collected.dashboards[DASH]["test_s"]["torch"]
+    flaky = collector.collected.dashboards[DASH]["test_f"]["torch"]
+    assert (skipped.outcome, skipped.counts) == (Outcome.SKIPPED, CaseCounts(skipped=2))
+    assert (flaky.outcome, flaky.counts) == (Outcome.FLAKY, CaseCounts(passed=1, flaky=1))
+
+
+# Cases for the two loops: classnames (two map to one row), names with and without ids,
+# statuses with and without a failure line.
+_CLASSES = ("ivy.test_core.test_a", "ivy.test_core.test_b", "ivy.test_core.TestA")
+_BODIES = ("", FAIL.format(1), FAIL.format(2), '<error message="">x</error>', "<skipped/>")
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_CLASSES),
+            st.sampled_from(("test_x", "test_y")),
+            st.sampled_from(("", "[1]", "[2]")),
+            st.sampled_from(_BODIES),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_the_usual_files_quicker_loop_gathers_what_the_per_case_loop_does(cases):
+    """A file whose backend its path names is read by a loop of its own: it gathers the same
+    cells, in the same order, with the same counts and first failure lines."""
+    text = "".join(
+        f'<testcase classname="{c}" name="{n}{p}">{b}</testcase>' for c, n, p, b in cases
+    )
+
+    def read(rules: NamingRules) -> dict[DashboardId, dict[str, dict[str, CellResult]]]:
+        collector = Collector(Namer(rules))
+        collector.add_file(junit(text), source="torch/f.xml")
+        return collector.collected.dashboards
+
+    quick = read(NamingRules(backend="torch"))
+    per_case = read(NamingRules(backend_from_test=re.compile(r"(?P<backend>test)_")))
+
+    def renamed(found: dict[DashboardId, dict[str, dict[str, CellResult]]]) -> list[object]:
+        return [(d, [(r, list(c.values())) for r, c in rows.items()]) for d, rows in found.items()]
+
+    assert renamed(quick) == renamed(per_case)

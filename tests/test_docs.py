@@ -21,7 +21,7 @@ README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 README_LIMIT = 15_000
 ACTION = "ivy-matrix/ivy-matrix@"
-COMMANDS = ("update", "render", "adopt", "prune", "publish", "compare")
+COMMANDS = ("update", "collect", "render", "adopt", "prune", "publish", "compare")
 
 
 def read(path: Path) -> str:
@@ -128,7 +128,9 @@ def test_workflow_recipes_give_only_inputs_the_action_has():
             given = step["with"]
             assert isinstance(given, dict), name
             assert set(given) - inputs == set(), name
-            assert given.get("command", "update") in {"update", "publish"}, name
+            assert given.get("command", "update") in {"update", "collect", "fan-in", "publish"}, (
+                name
+            )
             parse_targets(tuple(str(given.get("targets", "summary")).split(",")))
             seen += 1
     assert seen >= 7  # the README's recipes were all found

@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import re
 
+from ivy_matrix.charts import parity_svg, pass_rate_svg, trend_section
 from ivy_matrix.issues.bodies import compose_index, compose_issue
 from ivy_matrix.issues.markers import END, utf16_len
 from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.merge import Batch, apply_batch
-from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source, Totals
+from ivy_matrix.model import (
+    DashboardId,
+    DashboardState,
+    Entry,
+    Outcome,
+    RunKey,
+    Source,
+    Totals,
+    Trend,
+)
 from ivy_matrix.render import Style, render_dashboard, render_files, render_job_summary
+from ivy_matrix.signature import Signer
+from ivy_matrix.trend import record_runs
 
 RUN = 4519909128
 ISSUES = "https://github.com/unifyai/ivy/issues"
@@ -30,14 +42,30 @@ def source(job: int) -> Source:
     )
 
 
+def failure_line(backend: str, row: int) -> str:
+    """One error seen by torch and jax (numbers differ), another by numpy."""
+    if backend == "numpy":
+        return "TypeError: unsupported dtype 'bfloat16'"
+    return f"AssertionError: {backend}.float32 result {row} != {row + 1}"
+
+
+def entry(job: int, backend: str, row: int) -> Entry:
+    outcome = CYCLE[(row + job) % len(CYCLE)]
+    line = failure_line(backend, row) if outcome is Outcome.FAILURE else ""
+    return Entry(
+        source=source(job),
+        outcome=outcome,
+        message=line,
+        signature=Signer().signature(line, backend),
+    )
+
+
 def dashboard(title: str, category: str, rows: int) -> DashboardState:
     """A dashboard of ``rows`` tests over three backends, outcomes in a fixed pattern."""
     state = None
     for job, backend in enumerate(BACKENDS, start=7960678746):
         cells = {
-            f"test_{title}_{row:02d}": {
-                backend: Entry(source=source(job), outcome=CYCLE[(row + job) % len(CYCLE)])
-            }
+            f"test_{title}_{row:02d}": {backend: entry(job, backend, row)}
             for row in range(rows)
             if (row, backend) != (1, "numpy")  # one empty cell
         }
@@ -108,12 +136,14 @@ def test_the_history_section_shrinks_then_goes_before_the_table_does():
     full = compose_issue(GRADIENTS, existing_body=None, revision=1)
     assert "### Failing" in full.body
     assert full.style.value == "ivy"
+    # The section: the failure reasons, the failing cells, the flaky ones.
     without = full.body.replace(
-        full.body[full.body.index("\n### Failing") : full.body.index(END)], ""
+        full.body[full.body.index("\n### Failure reasons") : full.body.index(END)], ""
     )
     # A budget the body fits only without the section: the Ivy table stays, the section goes.
     tight = compose_issue(GRADIENTS, existing_body=None, revision=1, budget=utf16_len(without))
     assert "### Failing" not in tight.body
+    assert "### Failure reasons" not in tight.body
     assert tight.style.value == "ivy"
     assert tight.body == without
 
@@ -133,7 +163,8 @@ def test_a_compact_dashboard_file_lists_its_failing_and_flaky_cells():
     assert ivy["core/gradients.md"] == render_dashboard(GRADIENTS, Style.IVY)
     text = compact["core/gradients.md"]
     assert text is not None
-    assert text.startswith(render_dashboard(GRADIENTS, Style.COMPACT) + "\n\n### Failing\n")
+    assert text.startswith(render_dashboard(GRADIENTS, Style.COMPACT) + "\n\n### Failure reasons\n")
+    assert "### Failing\n" in text
     assert "### Flaky\n" in text
 
 
@@ -146,3 +177,36 @@ def test_the_index_issue_drops_its_history_before_its_links():
     tight = compose_index([LAYERS, GRADIENTS], links, budget=utf16_len(without))
     assert tight == without
     assert f"[2/3]({ISSUES}/41)" in tight
+
+
+TREND = record_runs(Trend(), [GRADIENTS, LAYERS], [RUN], cap=365)
+PINNED = "https://github.com/unifyai/ivy/raw/9f2c0de1c2a3b4c5d6e7f8091a2b3c4d5e6f7081/"
+
+
+def test_the_index_page_shows_the_trend_pictures_and_their_latest_values(golden):
+    """Below the index's table: the two pictures by relative path, each with its table."""
+    files = {
+        f.path: f.text for f in render_files([GRADIENTS, LAYERS], style=Style.IVY, trend=TREND)
+    }
+    index = files["README.md"]
+    assert index is not None
+    assert files["charts/pass-rate.svg"] == pass_rate_svg(TREND)
+    assert files["charts/parity.svg"] == parity_svg(TREND)
+    golden("index_page_trend", index)
+
+
+def test_the_index_issue_shows_the_pictures_pinned_to_a_commit(golden):
+    """The index issue links the pictures of one commit, so each version shows its own."""
+    links = {GRADIENTS.key: f"{ISSUES}/41", LAYERS.key: f"{ISSUES}/42"}
+    charts = trend_section(TREND, lambda path: PINNED + path)
+    body = compose_index([LAYERS, GRADIENTS], links, charts=charts)
+    assert f"![Pass rate per backend]({PINNED}charts/pass-rate.svg)" in body
+    golden("index_issue_trend", body)
+    # The history goes first when there is too little room; then the pictures, before any
+    # dashboard does.
+    fewer = compose_index([LAYERS, GRADIENTS], links, charts=charts, budget=len(body) - 100)
+    assert "## Trend" in fewer
+    assert "## Newly failing" not in fewer
+    small = compose_index([LAYERS, GRADIENTS], links, charts=charts, budget=len(charts))
+    assert "## Trend" not in small
+    assert f"[core/gradients]({ISSUES}/41)" in small

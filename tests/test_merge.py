@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.fold import Merged, merge_batches
-from ivy_matrix.merge import Batch, apply_batch, merge_cell
+from ivy_matrix.merge import Batch, apply_batch, join_batches, merge_cell
 from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.retirement import Removal, retire, retirement_horizon, store_runs
 
@@ -347,3 +347,27 @@ def test_without_retirement_the_store_is_the_same_in_any_order(case, rnd):
     shuffled = list(updates)
     rnd.shuffle(shuffled)
     assert run_updates(start, updates, 0) == run_updates(start, shuffled, 0)
+
+
+def test_joined_batches_show_what_applying_them_one_by_one_shows_and_count_each_cell_once():
+    """A fan-in's legs join into one batch per dashboard: the newer job (or, for the same job,
+    the worse outcome) shows, rows keep their first-seen order, and each cell counts once."""
+    legs = [
+        batch({"a": {"torch": entry(7, job=2)}, "b": {"torch": entry(7, job=2)}}),
+        batch({"c": {"numpy": entry(7, Outcome.FAILURE, job=3)}, "a": {"numpy": entry(7, job=3)}}),
+        batch({"a": {"torch": entry(7, Outcome.FAILURE, job=1)}}),  # an older job: not shown
+        batch({"b": {"torch": entry(7, Outcome.FAILURE, job=2)}}),  # the same job: worse wins
+    ]
+    (joined,) = join_batches(legs)
+    result = apply_batch(None, joined)
+    assert [row.name for row in result.state.rows] == ["a", "b", "c"]
+    assert shown(result.state) == {
+        ("a", "torch"): Outcome.SUCCESS,
+        ("a", "numpy"): Outcome.SUCCESS,
+        ("b", "torch"): Outcome.FAILURE,
+        ("c", "numpy"): Outcome.FAILURE,
+    }
+    assert result.changed_cells == 4
+    one_by_one = apply_all(legs)
+    assert one_by_one is not None
+    assert shown(one_by_one) == shown(result.state)

@@ -7,17 +7,18 @@ import json
 import pytest
 
 from ivy_matrix.errors import StoreError
+from ivy_matrix.junit import MESSAGE_CAP, NAME_CAP, cap_name
 from ivy_matrix.merge import Batch, apply_batch
-from ivy_matrix.model import CaseCounts, DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import UNKNOWN_RUN, CaseCounts, DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.readback import adopt_table
+from ivy_matrix.render import render_dashboard
 from ivy_matrix.signature import Signer
 from ivy_matrix.statefile import (
     FORMAT,
+    NEWEST,
     VERSION,
-    dump_runs,
     dump_state,
     join_columns,
-    load_runs,
     load_state,
     split_columns,
 )
@@ -58,7 +59,7 @@ def test_sources_are_stored_once():
 def test_newer_versions_and_other_documents_are_refused_clearly():
     """A newer format says to upgrade; anything else says what it is not."""
     with pytest.raises(StoreError, match="upgrade ivy-matrix"):
-        load_state(json.dumps({"format": FORMAT, "version": VERSION + 1}), where="f.json")
+        load_state(json.dumps({"format": FORMAT, "version": NEWEST + 1}), where="f.json")
     with pytest.raises(StoreError, match=r"f\.json: not JSON"):
         load_state("{", where="f.json")
     with pytest.raises(StoreError, match="not an ivy-matrix-dashboard document"):
@@ -204,14 +205,54 @@ def test_a_dashboard_split_into_columns_joins_back_to_itself_in_any_order():
     assert join_columns(loaded) == state
 
 
-def test_the_finished_legs_record_round_trips_keeps_50_runs_and_refuses_garbage():
-    """dump_runs/load_runs keep each run's size and legs; a bad record names its file."""
-    legs = {run: (4, frozenset({0, run % 4})) for run in range(60)}
-    loaded = load_runs(dump_runs(legs), where="LEGS")
-    assert loaded == {run: legs[run] for run in range(10, 60)}
-    for bad in ("[]", '{"format": "ivy-matrix-runs", "runs": {"1": {"size": "x"}}}', "{"):
-        with pytest.raises(StoreError, match=r"finished matrix legs LEGS: .*delete the file"):
-            load_runs(bad, where="LEGS")
+def legacy_document(sources: list[list[object]]) -> dict[str, object]:
+    """A one-cell document whose cell has the given sources' history, newest first."""
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "title": "t",
+        "category": "",
+        "runs": [],
+        "sources": sources,
+        "cells": [[[i, "failure"] for i in range(len(sources))]],
+        "backends": [["torch", [-1, -1, -1], 0]],
+        "rows": [["test_a", [-1, -1, -1], 0, {"torch": 0}]],
+    }
+
+
+def test_a_cell_adopted_by_an_older_version_no_longer_outranks_later_results():
+    """Older versions stored an adopted cell at the run its link named, with attempt 0; such a
+    cell loads as older than any run, so the next real result replaces it."""
+    pinned = "https://github.com/o/r/actions/runs/100000000000000000000000000/job/7"
+    document = legacy_document([[10**26, 0, 7, pinned, ""]])
+    state = load_state(json.dumps(document), where="f.json")
+    assert state.rows[0].cells["torch"].latest.source == Source(run=UNKNOWN_RUN, url=pinned)
+    real = Source(run=RunKey(9_000_000_001, 1, 42), url="https://github.com/o/r/x")
+    batch = Batch(
+        dashboard=DashboardId(title="t"),
+        cells={"test_a": {"torch": Entry(source=real, outcome=Outcome.SUCCESS)}},
+    )
+    latest = apply_batch(state, batch).state.rows[0].cells["torch"].latest
+    assert (latest.outcome, latest.source) == (Outcome.SUCCESS, real)
+
+
+def test_names_in_a_state_file_are_capped_as_the_reader_caps_them():
+    """A hand-edited state file with row and column names megabytes long loads with each name
+    capped as the JUnit reader caps a test name (its start and a hash, NAME_CAP characters),
+    distinct names staying distinct, and its table's lines stay short."""
+    row, other, backend = "r" * 1_000_000, "r" * 999_999 + "s", "b" * 50_000
+    document = {
+        **legacy_document([[1, 1, 1, "https://github.com/o/r/actions/runs/1/job/1", ""]]),
+        "backends": [[backend, [1, 1, 1], 0]],
+        "rows": [[row, [1, 1, 1], 0, {backend: 0}], [other, [1, 1, 1], 1, {backend: 0}]],
+    }
+    state = load_state(json.dumps(document), where="f.json")
+    assert [r.name for r in state.rows] == [cap_name(row), cap_name(other)]
+    assert len({r.name for r in state.rows}) == 2
+    assert all(len(r.name) == NAME_CAP for r in state.rows)
+    assert state.backend_names == (cap_name(backend),)
+    assert state.rows[0].cells.keys() == {cap_name(backend)}
+    assert max(map(len, render_dashboard(state).splitlines())) < 3 * NAME_CAP
 
 
 # --------------------------------------------------------------------------- version 2
@@ -310,3 +351,12 @@ def test_a_message_index_out_of_range_is_malformed():
     document["messages"] = []
     with pytest.raises(StoreError, match="message index 0 out of range"):
         load_state(json.dumps(document), where="f.json")
+
+
+def test_a_hand_edited_failure_message_is_cut_as_the_reader_cuts_messages():
+    """A failure line made a megabyte long in the state file loads cut at MESSAGE_CAP."""
+    cells = {"test_a": {"torch": _entry(Outcome.FAILURE, CaseCounts(failed=1), "E: 1 != 2")}}
+    document = json.loads(dump_state(apply_batch(None, Batch(dashboard=DASH, cells=cells)).state))
+    document["messages"][0][0] = "E: " + "x" * 1_000_000
+    entry = load_state(json.dumps(document), where="x").rows[0].cells["torch"].latest
+    assert entry.message == ("E: " + "x" * 1_000_000)[:MESSAGE_CAP]

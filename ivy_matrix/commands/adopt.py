@@ -19,9 +19,9 @@ from ivy_matrix.errors import ExitCode, InputError
 from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.readback import MAX_ADOPT_BYTES, adopt_table
+from ivy_matrix.readback import MAX_ADOPT_BYTES, absurd_links, adopt_table
 from ivy_matrix.runner.log import Log
-from ivy_matrix.targets.summary import log_spend
+from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 
 def read_table(file: Path) -> str:
@@ -53,6 +53,8 @@ def run_adopt(
     """Run ``ivy-matrix adopt``: store the table in ``file`` as ``dashboard``'s state."""
     dashboard_id: DashboardId = parse_dashboard(dashboard)
     state = adopt_table(read_table(file), dashboard_id)
+    for line in absurd_links(state):
+        log.warning(f"adopting {file} as {dashboard_id.key}: {line}")
     cells = sum(len(row.cells) for row in state.rows)
     summary = f"{len(state.rows)} rows, {len(state.backends)} backends, {cells} cells"
     on_branch = Target.BRANCH in settings.targets
@@ -64,7 +66,10 @@ def run_adopt(
             raise InputError(f"dashboard {state.key!r} already has state {where}; {replace}")
         return Merged(states={**states, state.id: state}, changed=(state.key,))
 
-    with connect(settings, remote, log) as github:
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         store = open_store(
             settings,
             github,

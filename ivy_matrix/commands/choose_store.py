@@ -19,23 +19,32 @@ from __future__ import annotations
 import urllib.parse
 from collections.abc import Collection
 from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ivy_matrix.config.options import BranchTransport, Target
 from ivy_matrix.config.settings import Settings
+from ivy_matrix.errors import UsageError
+from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
-from ivy_matrix.issues.publish import publish_from_branch
-from ivy_matrix.issues.store import IssueStore
-from ivy_matrix.issues.store_lock import Turns
-from ivy_matrix.issues.writer import IssueOptions
+from ivy_matrix.ledger import Inputs
+from ivy_matrix.paths import SITE_DIR, site_data_file
+from ivy_matrix.render import RenderedFile
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import AfterSave, Saved, Store
-from ivy_matrix.stores.branch import BranchStore
-from ivy_matrix.stores.layout import Scope
 from ivy_matrix.stores.local import LocalStore
-from ivy_matrix.stores.remote import AutoRemote, BranchRemote, RestRemote
 from ivy_matrix.targets import Published
-from ivy_matrix.targets.files import write_output
+from ivy_matrix.targets.files import RECORD_NAME, write_output
 
+if TYPE_CHECKING:
+    from ivy_matrix.issues.writer import IssueOptions
+    from ivy_matrix.stores.branch import Render
+    from ivy_matrix.stores.layout import Scope
+    from ivy_matrix.stores.remote import BranchRemote
+
+# The branch store, the issues and the site are imported where they are chosen (noqa PLC0415
+# below): a leg that writes the local store needs none of them, and a matrix leg starts a fresh
+# interpreter, which pays for every module it imports.
 REMOTE = frozenset({Target.BRANCH, Target.ISSUE})
 READ_ONLY_ADVICE = (
     "the token is read-only here (a pull request from a fork, or Dependabot), so the "
@@ -73,13 +82,74 @@ def remote_targets(settings: Settings, log: Log) -> frozenset[Target]:
     return remote
 
 
+def check_site(settings: Settings) -> None:
+    """The ``site`` target needs somewhere to go: the dashboard branch, or ``--html``."""
+    targets = settings.targets
+    if Target.SITE in targets and Target.BRANCH not in targets and settings.html is None:
+        raise UsageError(
+            "the site target writes the HTML site into site/ of the dashboard branch (add "
+            "'branch' to targets) or into the folder --html names (input 'html'): give one"
+        )
+
+
 def output_folder(settings: Settings, log: Log) -> AfterSave | None:
-    """What keeps ``--output-dir`` in step with the store (None without the file target)."""
-    if Target.FILE not in settings.targets or settings.output_dir is None:
+    """What keeps the local folders in step with the store: ``--output-dir`` with the file
+    target, ``--html`` with the site target (None when neither is asked for)."""
+    writers: list[AfterSave] = []
+    if Target.FILE in settings.targets and settings.output_dir is not None:
+        writers.append(
+            partial(
+                write_output,
+                settings.output_dir,
+                style=settings.style,
+                dry_run=settings.dry_run,
+                log=log,
+                record=pages_record(settings),
+            )
+        )
+    if Target.SITE in settings.targets and settings.html is not None:
+        from ivy_matrix.site.write import write_site_output  # noqa: PLC0415  -- see REMOTE
+
+        writers.append(partial(write_site_output, settings.html, dry_run=settings.dry_run, log=log))
+    if not writers:
         return None
-    return partial(
-        write_output, settings.output_dir, style=settings.style, dry_run=settings.dry_run, log=log
-    )
+
+    def write(merged: Merged) -> tuple[str, ...]:
+        return tuple(path for writer in writers for path in writer(merged))
+
+    return write
+
+
+def pages_record(settings: Settings) -> Path | None:
+    """Where the local store keeps the output folder's record (None: another store keeps the
+    state, and the folder is rendered in full)."""
+    if REMOTE & set(settings.targets) and not settings.read_only:
+        return None
+    return settings.store / RECORD_NAME
+
+
+def branch_site(settings: Settings) -> Render | None:
+    """With the site target, what the branch store commits under ``site/`` beside the pages:
+    the HTML site, less the data files of dashboards that went (None without it). The site's
+    index covers every dashboard, so the store then reads them all (``open_store``)."""
+    if Target.SITE not in settings.targets:
+        return None
+
+    def render(merged: Merged, keys: Collection[str]) -> list[RenderedFile]:
+        from ivy_matrix.site.build import render_site  # noqa: PLC0415  -- see REMOTE
+        from ivy_matrix.site.page import read_page  # noqa: PLC0415  -- see REMOTE
+
+        states = merged.ordered()
+        files = [
+            RenderedFile(path=f"{SITE_DIR}/{file.path}", text=file.text)
+            for file in render_site(states, read_page(), only=keys, trend=merged.trend)
+        ]
+        return files + [
+            RenderedFile(path=f"{SITE_DIR}/{site_data_file(gone)}", text=None)
+            for gone in merged.removed
+        ]
+
+    return render
 
 
 def open_store(
@@ -92,10 +162,12 @@ def open_store(
     after_save: AfterSave | None,
     scope: Scope | None = None,
     render_all: bool = False,
+    inputs: Inputs | None = None,
 ) -> Store:
     """The store for ``remote`` (the GitHub targets this run writes); see the module docstring.
 
-    ``render_all``: the branch store renders every dashboard, not only those that changed.
+    ``render_all``: the branch store renders every dashboard, not only those that changed;
+    ``inputs``: the result files the update brings, for the local store's ledger.
     """
     if not remote:
         return LocalStore(
@@ -105,8 +177,11 @@ def open_store(
             after_save=after_save,
             lock_timeout=settings.lock_timeout,
             trend_points=settings.trend_points,
+            inputs=inputs,
         )
     if Target.BRANCH in remote:
+        from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
+
         return BranchStore(
             None,
             github.repository,
@@ -114,18 +189,23 @@ def open_store(
             remote=branch_remote(settings, github, log),
             message=message,
             style=settings.style,
+            site=branch_site(settings),
             trend_points=settings.trend_points,
             dry_run=settings.dry_run,
             log=log,
             after_save=after_save,
             server_url=settings.server_url,
             sleep=github.remote.sleep,
-            scope=scope,
+            # The site's index covers every dashboard: with it, every update reads them all.
+            scope=None if Target.SITE in settings.targets else scope,
             render_all=render_all,
             read_all_when_complete=Target.ISSUE in remote,
             job_finished=github.job_finished,
         )
     log.warning(ISSUE_STORE_WARNING)
+    from ivy_matrix.issues.store import IssueStore  # noqa: PLC0415  -- see REMOTE
+    from ivy_matrix.issues.store_lock import Turns  # noqa: PLC0415  -- see REMOTE
+
     return IssueStore(
         github.client,
         github.repository,
@@ -143,6 +223,8 @@ def branch_remote(settings: Settings, github: Connection, log: Log) -> BranchRem
     the REST API, or git with the REST API where git cannot be used (``auto``). ``auto``
     tries git only where ``server-url`` is the API's server (GitHub, GHES, a stand-in that
     serves both): an API set elsewhere with the default server URL means the REST API."""
+    from ivy_matrix.stores.remote import AutoRemote, RestRemote  # noqa: PLC0415  -- see REMOTE
+
     choice = settings.branch_transport
 
     def rest() -> BranchRemote:
@@ -169,6 +251,8 @@ def publish_issue_target(
     settings: Settings, github: Connection, log: Log, saved: Saved, published: Published
 ) -> Published:
     """The issue target beside the branch store (``issues/publish.py``), from ``saved``."""
+    from ivy_matrix.issues.publish import publish_from_branch  # noqa: PLC0415  -- see REMOTE
+
     return publish_from_branch(
         github.client,
         github.repository,
@@ -178,11 +262,14 @@ def publish_issue_target(
         holder=job_name(settings),
         log=log,
         sleep=github.remote.sleep,
+        server_url=settings.server_url,
     )
 
 
 def issue_options(settings: Settings) -> IssueOptions:
     """What the dashboard issues look like and whether they are written."""
+    from ivy_matrix.issues.writer import IssueOptions  # noqa: PLC0415  -- see REMOTE
+
     return IssueOptions(
         label=settings.issue_label,
         style=settings.style,

@@ -8,7 +8,9 @@ dashboard branch, read-only: nothing is locked or written), writes ``--json`` an
 The pull request's results are read as ``update`` reads them (the same result, naming and job
 link options) and recorded as the pull request's: its number (``--pr``), head commit
 (``--head-sha``) and base (``--base-sha``), each from the runner's event when not given. The
-baseline's ancestry follows run order from the base commit (``pr.verdicts.run_order_ancestry``).
+baseline is read for the results' own dashboards and backends only (on the dashboard branch,
+those columns and nothing else), and its ancestry follows run order from the base commit
+(``pr.verdicts.run_order_ancestry``) among them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import connect
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
@@ -43,17 +45,20 @@ from ivy_matrix.runner.log import Log
 from ivy_matrix.signature import Signer
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
-from ivy_matrix.targets.summary import log_spend
+from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 
-def baseline_states(settings: Settings, github: Connection, log: Log) -> list[DashboardState]:
-    """The default branch's dashboards: from the dashboard branch with the branch target (and
-    a token), else from the local store; read only."""
+def baseline_states(
+    settings: Settings, github: Connection, log: Log, collected: Collected
+) -> list[DashboardState]:
+    """The default branch's dashboards that ``collected`` can be compared with: from the
+    dashboard branch with the branch target (and a token) only the columns of its dashboards
+    for its backends, else from the local store; read only."""
     if Target.BRANCH in settings.targets and github.available:
         store = BranchStore(
             github.client, github.repository, settings.branch, sleep=github.remote.sleep
         )
-        states = list(store.load().values())
+        states = list(store.load_columns(collected.dashboards, collected.backends).values())
         where = f"branch {settings.branch}"
     else:
         if not settings.store.is_dir():
@@ -92,7 +97,7 @@ def pr_comparison(
 ) -> Comparison:
     """The verdicts of the pull request's results against ``states``."""
     signer = Signer(aliases=settings.backend_aliases)
-    batches = build_batches(collected, links.sources(pr_run_id(settings, states)), signer)
+    batches = links.batches(collected, pr_run_id(settings, states), signer)
     branches = settings.feeding_branches
     ancestry = run_order_ancestry(states, settings.base_sha or pr_base_sha(batches), branches)
     return compare(batches, states, ancestry=ancestry, branches=branches)
@@ -131,9 +136,12 @@ def run_compare(
     settings = replace(settings, pull_request=True)
     collected = read_results(settings, log)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with connect(settings, remote, log) as github:
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         links = resolve_links(settings, collected, github, log, now=now)
-        states = baseline_states(settings, github, log)
+        states = baseline_states(settings, github, log, collected)
     comparison = pr_comparison(settings, collected, links, states)
     if json_path is not None:
         text = json.dumps(compare_document(comparison), indent=2, ensure_ascii=False) + "\n"

@@ -1,10 +1,13 @@
-"""Which job each backend's results came from: leg metadata on disk, else one listing of jobs.
+"""Which job each backend's results came from: leg files and leg metadata on disk, else one
+listing of jobs.
 
 I/O: reads the leg metadata files beside the results, lists the run's jobs (one request, with
 ``actions: read``), and writes this leg's metadata. The matching itself is pure (jobs.py); the
 URLs are built in jobs.py. In order, a backend's cells link: the leg's metadata file; the
 given job URL; the given job id (one leg); a job of the run found by runner name or
-``job-name``; the run.
+``job-name``; the run. The cells of a leg file (``update --legs``, read by
+commands/leg_files.py) always link the job the leg file names, or the run when it names none:
+never a job found by listing, and never the job that reads them.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from ivy_matrix.collect import Collected
+from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import GitHubAPIError, InputError, UsageError
 from ivy_matrix.github.connection import Connection
@@ -29,9 +32,12 @@ from ivy_matrix.jobs import (
     leg_metadata_problem,
     parse_leg_metadata,
 )
+from ivy_matrix.legs import LegInfo, LegResults
+from ivy_matrix.merge import Batch, join_batches
 from ivy_matrix.model import PULL_REQUEST_EVENTS, RunKey, Source
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log
+from ivy_matrix.signature import Signer
 
 
 def read_leg_metadata(path: Path) -> LegMetadata:
@@ -87,6 +93,8 @@ class Links:
     now: str
     # Backends whose leg metadata was refused: their cells link this run, never a job.
     refused: frozenset[str] = frozenset()
+    # A fan-in job's leg files (update --legs): each leg's cells link that leg's own job.
+    leg_files: tuple[LegResults, ...] = ()
 
     def _source(self, run_id: int, job_id: int | None, url: str | None = None) -> Source:
         settings = self.settings
@@ -121,16 +129,59 @@ class Links:
         fallback = self._source(run_id, self.settings.job_id)
         return lambda backend: found.get(backend, fallback)
 
+    def leg_source(self, info: LegInfo) -> Source:
+        """The source of a leg file's cells: that leg's job, linked on this job's server and
+        repository (checked to be the leg's), never this job's own id."""
+        settings = self.settings
+        link = cell_url(
+            server_url=settings.server_url,
+            repository=settings.repository,
+            run_id=info.run_id,
+            job_id=info.job_id,
+        )
+        return Source(run=info.run, url=link, time=self.now, **provenance(settings))
+
+    def batches(self, collected: Collected, run_id: int, signer: Signer) -> list[Batch]:
+        """The batches of this update: the result files' cells recorded as run ``run_id``,
+        and each leg file's cells as its own leg's; one batch per dashboard. ``signer`` signs
+        every failure line (build_batches)."""
+        found = build_batches(collected, self.sources(run_id), signer)
+        for leg in self.leg_files:
+            source = _always(self.leg_source(leg.info))
+            found.extend(build_batches(leg.collected, source, signer))
+        return join_batches(found) if self.leg_files else found
+
+
+def _always(source: Source) -> Callable[[str], Source]:
+    """Every backend's source is ``source`` (a leg file's cells all come from its leg)."""
+    return lambda _backend: source
+
 
 def resolve_links(
-    settings: Settings, collected: Collected, github: Connection, log: Log, *, now: str
+    settings: Settings,
+    collected: Collected,
+    github: Connection,
+    log: Log,
+    *,
+    now: str,
+    leg_files: tuple[LegResults, ...] = (),
 ) -> Links:
-    """Find each backend's job: its leg's metadata, else (without a given job) one listing."""
+    """Find each backend's job: its leg's metadata, else (without a given job) one listing.
+
+    The cells of ``leg_files`` link the job each leg file names: nothing is looked up for them.
+    """
     legs, refused = _leg_metadata(settings, collected, log)
     given = settings.job_url or settings.job_id is not None
     wanted = [b for b in collected.backends if b not in legs and b not in refused]
     jobs = {} if given else _find_jobs(settings, wanted, github, log)
-    return Links(settings=settings, legs=legs, jobs=jobs, now=now, refused=frozenset(refused))
+    return Links(
+        settings=settings,
+        legs=legs,
+        jobs=jobs,
+        now=now,
+        refused=frozenset(refused),
+        leg_files=leg_files,
+    )
 
 
 def _leg_metadata(

@@ -22,7 +22,7 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.retirement import prune
 from ivy_matrix.runner.log import Log
 from ivy_matrix.targets.files import write_output
-from ivy_matrix.targets.summary import log_spend
+from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 
 def run_prune(
@@ -48,7 +48,10 @@ def run_prune(
         if output is None
         else partial(write_output, output, style=settings.style, dry_run=settings.dry_run, log=log)
     )
-    with connect(settings, remote, log) as github:
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         where = (
             f"branch {settings.branch} of {github.repository}"
             if on_branch

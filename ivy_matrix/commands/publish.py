@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ivy_matrix.commands.choose_store import (
+    check_site,
     connect,
     open_store,
     output_folder,
@@ -29,12 +30,16 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
-from ivy_matrix.targets.summary import log_spend
+from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 
 def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix publish``; return the exit code."""
-    with connect(settings, remote, log) as github:
+    check_site(settings)
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         targets = remote_targets(settings, log)
         if Target.BRANCH not in targets:
             raise UsageError(

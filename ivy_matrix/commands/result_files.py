@@ -132,8 +132,8 @@ def _once_each(paths: set[Path], excluded: set[Path]) -> list[Path]:
     return sorted(kept)
 
 
-def _expand(pattern: str, root: Path) -> set[Path]:
-    """Return the files ``pattern`` matches, with directories expanded to their ``*.xml``."""
+def _expand(pattern: str, root: Path, suffix: str) -> set[Path]:
+    """Return the files ``pattern`` matches, with directories expanded to their ``*SUFFIX``."""
     literal = Path(pattern) if Path(pattern).is_absolute() else root / pattern
     # A path that exists is taken as it is, so that "results[cpu].xml" is not a character class.
     if literal.exists():
@@ -143,14 +143,19 @@ def _expand(pattern: str, root: Path) -> set[Path]:
     found: set[Path] = set()
     for match in matches:
         if match.is_dir():
-            found.update(_glob("**/*.xml", match))
+            found.update(_glob(f"**/*{suffix}", match))
         elif match.is_file():
             found.add(match)
     return {Path(os.path.normpath(p)) for p in found}
 
 
-def find_result_files(patterns: Sequence[str], *, root: Path) -> tuple[list[Path], list[str]]:
+def find_result_files(
+    patterns: Sequence[str], *, root: Path, suffix: str = ".xml"
+) -> tuple[list[Path], list[str]]:
     """Return the files the patterns select (sorted, without duplicates) and warnings.
+
+    A directory stands for every file below it whose name ends in ``suffix`` (result files:
+    ``.xml``; leg files: ``.json``).
 
     Paths are ``root`` joined with the match (absolute patterns give absolute paths), normalized
     but not resolved. A real file reached under several names (through links) is listed once,
@@ -166,11 +171,11 @@ def find_result_files(patterns: Sequence[str], *, root: Path) -> tuple[list[Path
         if pattern.startswith("!"):
             rest = pattern[1:].strip()
             if rest:
-                excluded |= _expand(rest, root)
+                excluded |= _expand(rest, root, suffix)
             continue
         if not pattern:
             continue
-        matched = _expand(pattern, root)
+        matched = _expand(pattern, root, suffix)
         if not matched:
             warnings.append(f"no result files matched '{pattern}'")
         included |= matched

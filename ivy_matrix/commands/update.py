@@ -2,8 +2,9 @@
 
 I/O: the imperative shell. It only orders the stages; each lives in its own module:
 
-1. read the result files and name every case's cell (commands/result_files.py -> collect.py);
-2. find each backend's job link (commands/job_links.py);
+1. read the result files and name every case's cell (commands/reading.py -> collect.py), and
+   in a fan-in job the legs' leg files (commands/leg_files.py);
+2. find each backend's job link (commands/job_links.py; a leg file's cells link its leg's job);
 3. ``store.update(merge)``: fold the results into the stored state (merge.py), in whichever
    store the settings name (commands/choose_store.py; stores/), which also keeps ``--output-dir`` in step;
 4. publish: the dashboard issues (issues/publish.py), the job summary, step outputs and
@@ -11,8 +12,8 @@ I/O: the imperative shell. It only orders the stages; each lives in its own modu
 
 Results of a pull request (or of a branch that does not feed the dashboards) are never
 recorded: nothing is written to the store, the output folder, the branch or the issues; they
-feed only the pull request's verdicts (commands/compare.py: the pr-comment target and ``fail-on: new``)
-and this run's job summary.
+feed only the pull request's verdicts (commands/pr_comment.py: the pr-comment target and
+``fail-on: new``) and this run's job summary.
 
 Pull requests from forks and Dependabot get a read-only token: branch and issue writes are
 then skipped (or refused by GitHub and caught), with a warning that explains the
@@ -22,25 +23,20 @@ then skipped (or refused by GitHub and caught), with a warning that explains the
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
     REMOTE,
+    check_site,
     connect,
     job_name,
     open_store,
     output_folder,
     publish_issue_target,
     remote_targets,
-)
-from ivy_matrix.commands.compare import (
-    baseline_states,
-    counts_line,
-    pr_comment_state,
-    pr_comparison,
 )
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import (
@@ -49,24 +45,21 @@ from ivy_matrix.commands.job_links import (
     resolve_links,
     write_leg_metadata,
 )
-from ivy_matrix.commands.publish import every_dashboard
+from ivy_matrix.commands.leg_files import read_legs
 from ivy_matrix.commands.reading import log_results, read_results
+from ivy_matrix.commands.recorded import inputs_of, known_files, reading_of
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.errors import ExitCode, GitHubAPIError, ReadOnlyTokenError, UsageError
+from ivy_matrix.errors import ExitCode, ReadOnlyTokenError, UsageError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
+from ivy_matrix.legs import with_legs
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.pr.body import render_comment
-from ivy_matrix.pr.comment import PullRequestComment
-from ivy_matrix.pr.state import CommentState
-from ivy_matrix.pr.verdicts import Comparison
-from ivy_matrix.runner.log import Log, append_summary
+from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import phase
 from ivy_matrix.signature import Signer
 from ivy_matrix.stores import Change, Saved, Store
-from ivy_matrix.stores.layout import MatrixLeg, PartialChange, Scope
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
     Results,
@@ -74,28 +67,49 @@ from ivy_matrix.targets.summary import (
     log_dashboards,
     log_spend,
     publish_job_summary,
+    spend_on_failure,
     write_summary_json,
 )
 
+if TYPE_CHECKING:
+    from ivy_matrix.pr.verdicts import Comparison
+    from ivy_matrix.stores.layout import PartialChange, Scope
+
 COMMIT_BACKENDS = 8  # backends named in a commit message
+# The pull request's verdicts and comment, matrix legs on the branch and the issue target are
+# imported where they are used (noqa PLC0415 below): a leg that writes the local store needs
+# none of them, and importing them all costs a leg more than reading a small result file.
 
 
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
     started = log.clock()
-    require_update_inputs(settings)
+    require_update_inputs(settings, legs=True)
+    check_site(settings)
     check_leg_metadata(settings)
+    _check_fan_in(settings)
     recorded = settings.feeds_dashboards
     _check_targets(
         settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
     )
-    collected = read_results(settings, log)
+    reading = reading_of(settings)
+    known, revision = known_files(settings, reading)
+    results = (
+        read_results(settings, log, known=known, record=reading is not None)
+        if settings.junit
+        else Collected()
+    )
+    leg_files = read_legs(settings, log)
+    collected = with_legs(results, leg_files)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     comparison: Comparison | None = None
-    with connect(settings, remote, log) as github:
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
         targets = remote_targets(settings, log) if recorded else _comment_target(settings)
         with phase(log, "links") as step:
-            links = resolve_links(settings, collected, github, log, now=now)
+            links = resolve_links(settings, results, github, log, now=now, leg_files=leg_files)
             step.done(f"{len(collected.backends)} backend(s)")
         if recorded:
             _log_not_a_pull_request(settings, log)
@@ -106,21 +120,26 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 remote=targets,
                 message=_commit_message(settings, collected),
                 after_save=output_folder(settings, log),
-                scope=_scope(settings, collected, links, log),
+                scope=_scope(settings, results, collected, links, log),
+                inputs=inputs_of(settings, results, reading, revision),
             )
-            change = _change(settings, collected, links, log, announce=True)
+            change = _change(settings, results, links, log, announce=True)
             saved, published = _save_and_publish(
                 settings, store, change, github, log, targets=targets
             )
         else:
             _log_not_recorded(settings, log)
             saved, published = (
-                Saved(merged=_change(settings, collected, links, log)({})),
+                Saved(merged=_change(settings, results, links, log)({})),
                 Published(),
             )
             if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
+                from ivy_matrix.commands.pr_comment import (  # noqa: PLC0415  -- see COMMIT_BACKENDS
+                    pull_request_verdicts,
+                )
+
                 with phase(log, "pull request"):
-                    comparison = _pull_request_verdicts(settings, collected, links, github, log)
+                    comparison = pull_request_verdicts(settings, results, links, github, log)
         if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
@@ -187,14 +206,20 @@ def _summarize(
             github_output=settings.github_output,
             summary_json=settings.summary_json,
             output_dir=settings.output_dir,
+            html=settings.html if Target.SITE in settings.targets else None,
         )
         with phase(log, "summary"):
             publish_job_summary(files, outcome, log)
 
 
-def _scope(settings: Settings, collected: Collected, links: Links, log: Log) -> Scope | None:
+def _scope(
+    settings: Settings, results: Collected, collected: Collected, links: Links, log: Log
+) -> Scope | None:
     """What this update touches, for the branch store: it then reads only that (and, with
-    ``--matrix-size``, queues as one leg of its run)."""
+    ``--matrix-size``, queues as one leg of its run). ``results``: the JUnit results (the
+    change adds the leg files' through ``links``); ``collected``: with the leg files'."""
+    from ivy_matrix.stores.layout import MatrixLeg, Scope  # noqa: PLC0415  -- see COMMIT_BACKENDS
+
     matrix = None
     if settings.matrix_size is not None and settings.matrix_index is not None:
         if settings.run_id is None or Target.BRANCH not in settings.targets:
@@ -210,7 +235,7 @@ def _scope(settings: Settings, collected: Collected, links: Links, log: Log) -> 
         return None
     return Scope(
         dashboards=frozenset(collected.dashboards),
-        change=_partial_change(settings, collected, links, log),
+        change=_partial_change(settings, results, links, log),
         run_id=settings.run_id,
         history=settings.history,
         retire_after_runs=settings.retire_after_runs,
@@ -252,13 +277,23 @@ def _partial_change(
                 log.info(f"no run id given: recording these results as local run {run_id}")
         return merge_batches(
             states,
-            build_batches(collected, links.sources(run_id), signer),
+            links.batches(collected, run_id, signer),
             history=settings.history,
             retire_after_runs=settings.retire_after_runs,
             other_runs=other_runs,
         )
 
     return change
+
+
+def _check_fan_in(settings: Settings) -> None:
+    """Refuse what a fan-in job (``--legs``) cannot do, before anything is read or written."""
+    if settings.legs and settings.matrix_size is not None:
+        raise UsageError(
+            f"{settings.named('legs')} and {settings.named('matrix_size')} do not go together: "
+            f"matrix-size is for legs that each write to the branch; a fan-in job (legs) reads "
+            f"every leg's file and commits once"
+        )
 
 
 def _commit_message(settings: Settings, collected: Collected) -> str:
@@ -286,6 +321,8 @@ def _save_and_publish(
         published = Published(urls=saved.urls, index_url=saved.index_url)
         if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
             # The leg that completes a matrix run publishes what every leg brought.
+            from ivy_matrix.commands.publish import every_dashboard  # noqa: PLC0415  -- see COMMIT_BACKENDS
+
             shown = every_dashboard(saved) if settings.matrix_size else saved
             with phase(log, "issues"):
                 published = publish_issue_target(settings, github, log, shown, published)
@@ -324,75 +361,3 @@ def _log_not_recorded(settings: Settings, log: Log) -> None:
         f"results of {settings.ref} are not recorded into the dashboards: only "
         f"{', '.join(settings.feeding_branches)} feed them (dashboard-branches)"
     )
-
-
-def _pull_request_verdicts(
-    settings: Settings, collected: Collected, links: Links, github: Connection, log: Log
-) -> Comparison:
-    """The pull request's verdicts; with the pr-comment target, its sticky comment."""
-    states = baseline_states(settings, github, log)
-    comparison = pr_comparison(settings, collected, links, states)
-    log.info(f"pull request verdicts: {counts_line(comparison)}")
-    if Target.PR_COMMENT not in settings.targets:
-        return comparison
-    if settings.pr is None:
-        settings = replace(settings, pr=_find_pull_request(settings, github, log))
-    if settings.pr is None:
-        log.warning(
-            "the pr-comment target needs the pull request's number: on a pull_request event or "
-            "a workflow_run of one GitHub's event gives it; else pass --pr"
-        )
-        return comparison
-    state = pr_comment_state(settings, comparison, states)
-    if settings.dry_run:
-        log.info(f"dry run: would update the comment on pull request #{settings.pr}")
-        return comparison
-    try:
-        if settings.read_only:
-            _degrade(settings, state, log)
-            return comparison
-        writer = PullRequestComment(
-            github.client,
-            github.repository,
-            author=settings.pr_comment_author,
-            when_green=settings.pr_comment_when_green,
-            log=log,
-            sleep=github.remote.sleep,
-        )
-        result = writer.publish(state)
-        if result.url:
-            log.info(f"pull request comment: {result.url}")
-    except ReadOnlyTokenError:
-        _degrade(settings, state, log)
-    return comparison
-
-
-def _find_pull_request(settings: Settings, github: Connection, log: Log) -> int | None:
-    """The open pull request whose head is the event's ``owner:branch`` at the event's head
-    commit (a workflow_run of a fork's pull request, whose ``pull_requests`` GitHub leaves
-    empty); None when there is not exactly one."""
-    label, head = settings.pr_head_label, settings.head_sha
-    if not (label and head and github.available):
-        return None
-    try:
-        found = github.client.list_pull_requests(github.repository, head=label)
-    except GitHubAPIError as error:
-        log.warning(f"cannot find the pull request of {label}: {error}")
-        return None
-    numbers = {pull.number for pull in found if pull.head_sha == head}
-    if len(numbers) != 1:
-        return None
-    (number,) = numbers
-    log.info(f"the pull request of {label} at {head[:12]} is #{number}")
-    return number
-
-
-def _degrade(settings: Settings, state: CommentState, log: Log) -> None:
-    """A read-only token: the comment goes to the job summary, with the fork advice."""
-    log.warning(READ_ONLY_ADVICE)
-    if settings.step_summary is None:
-        return
-    try:
-        append_summary(settings.step_summary, render_comment(state))
-    except OSError as error:
-        log.warning(f"cannot write the job summary: {error.strerror or error}")

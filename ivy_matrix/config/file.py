@@ -10,8 +10,7 @@ import re
 import string
 from collections.abc import Collection
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from ivy_matrix.config.options import did_you_mean
 from ivy_matrix.errors import UsageError
@@ -37,7 +36,11 @@ def compile_regex(value: str | None, name: str, *, group: bool) -> re.Pattern[st
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
-class _AliasError(yaml.YAMLError):
+if TYPE_CHECKING:
+    import yaml
+
+
+class _AliasError(Exception):
     """The config file uses a YAML alias (``*name``)."""
 
     def __init__(self, anchor: str, line: int) -> None:
@@ -46,14 +49,23 @@ class _AliasError(yaml.YAMLError):
         self.line = line
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """YAML's safe loader without aliases: ``*name`` is refused, so no alias bomb can expand."""
+def _load_yaml(text: str) -> object:
+    """``text`` read with YAML's safe loader, without aliases: ``*name`` is refused
+    (:class:`_AliasError`), so no alias bomb can expand.
 
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in PyYAML's stubs
-            raise _AliasError(str(event.anchor), event.start_mark.line + 1)
-        return super().compose_node(parent, index)
+    PyYAML is imported here, when a config file is given: its import costs every run's
+    start-up more than reading a small result file, and most runs have no config file.
+    """
+    import yaml  # noqa: PLC0415  -- see above
+
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in PyYAML's stubs
+                raise _AliasError(str(event.anchor), event.start_mark.line + 1)
+            return super().compose_node(parent, index)
+
+    return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506  -- a SafeLoader subclass
 
 
 def _read_config(path: Path) -> str:
@@ -84,15 +96,17 @@ def read_config_file(
     ``config`` itself is not a setting a config file can give.
     """
     text = _read_config(path)
+    import yaml  # noqa: PLC0415  -- see _load_yaml
+
     try:
-        raw = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506  -- a SafeLoader subclass
+        raw = _load_yaml(text)
     except _AliasError as error:
         raise UsageError(
             f"config file {path} line {error.line}: the YAML alias *{error.anchor} is not "
             f"allowed (a config file has no need for anchors and aliases); write the value out"
         ) from None
     except yaml.YAMLError as error:
-        raise UsageError(f"config file {path} is not valid YAML: {error}") from None
+        raise UsageError(f"config file {path} is not valid YAML: {_yaml_problem(error)}") from None
     except RecursionError:
         raise UsageError(
             f"config file {path} is nested too deeply to be an ivy-matrix config; "
@@ -122,6 +136,19 @@ def read_config_file(
                 f"{did_you_mean(str(key), names)}"
             )
     return values, rules
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """What is wrong and where, without PyYAML's quote of the lines around it: those can hold
+    a secret (the file may set the token)."""
+    import yaml  # noqa: PLC0415  -- see _load_yaml
+
+    if not isinstance(error, yaml.MarkedYAMLError):
+        return type(error).__name__
+    mark = error.problem_mark or error.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    what = ", ".join(str(part) for part in (error.context, error.problem) if part)
+    return where + (what or "unreadable")
 
 
 _RULE_KEYS = {"match", "title", "category"}

@@ -61,6 +61,7 @@ class Target(StrEnum):
     BRANCH = "branch"
     ISSUE = "issue"
     PR_COMMENT = "pr-comment"
+    SITE = "site"
 
 
 class BranchTransport(StrEnum):
@@ -143,6 +144,11 @@ OPTIONS: tuple[Option, ...] = (
         default=str(DEFAULT_LOCK_TIMEOUT),
     ),
     Option("output_dir", Kind.PATH, "write the dashboards and the index here"),
+    Option(
+        "html",
+        Kind.PATH,
+        "write the static HTML site here (render; update and publish with the site target)",
+    ),
     Option("config", Kind.PATH, "a YAML config file"),
     Option("summary_json", Kind.PATH, "write a JSON summary of the update here"),
     Option(
@@ -157,7 +163,9 @@ OPTIONS: tuple[Option, ...] = (
         Kind.LIST,
         "where to publish: summary (job summary and step outputs), file (--output-dir), "
         "branch (state and dashboards committed to --branch), issue (one issue per dashboard), "
-        "pr-comment (one sticky comment on the pull request with its verdicts)",
+        "pr-comment (one sticky comment on the pull request with its verdicts), "
+        "site (the static HTML site: into site/ of --branch with the branch target, into "
+        "--html when given)",
         default="summary\nfile",
     ),
     Option("branch", Kind.STR, "the branch the branch target commits to", default="ivy-matrix"),
@@ -200,8 +208,20 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "leg_metadata",
         Kind.PATH,
-        "write this leg's backend, run and job to this file (upload it with the results; a "
+        "deprecated, use collect: write this leg's backend, run and job to this file (a "
         "fan-in job reads ivy-matrix-leg.json files beside result files)",
+    ),
+    Option(
+        "legs",
+        Kind.LIST,
+        "leg files written by ivy-matrix collect, to fold into the dashboards in one commit "
+        "(a fan-in job after the matrix): glob, directory or !exclude; repeatable",
+    ),
+    Option(
+        "leg_file",
+        Kind.PATH,
+        "where collect writes the leg file: a path ending in .json, or a directory (created "
+        "if missing) where the file is named after the leg (default: the current directory)",
     ),
     Option(
         "matrix_size",

@@ -33,6 +33,7 @@ from ivy_matrix.config.options import (
     spell,
 )
 from ivy_matrix.errors import UsageError
+from ivy_matrix.github.http import token_problem
 from ivy_matrix.model import DashboardId
 from ivy_matrix.naming import DashboardRule, NamingRules
 from ivy_matrix.pr.state import WhenGreen
@@ -71,6 +72,7 @@ class Settings:
     store: Path = field(default_factory=_defaults("store", Path))
     lock_timeout: int = field(default_factory=_defaults("lock_timeout", int))
     output_dir: Path | None = None
+    html: Path | None = None
     config: Path | None = None
     summary_json: Path | None = None
     fail_on: FailOn = field(default_factory=lambda: FailOn(option_default("fail_on", str)))
@@ -94,6 +96,8 @@ class Settings:
     budget_warning: int = field(default_factory=_defaults("budget_warning", int))
     job_name: str | None = None
     leg_metadata: Path | None = None
+    legs: tuple[str, ...] = ()
+    leg_file: Path | None = None
     matrix_size: int | None = None
     matrix_index: int | None = None
     issue_label: str = field(default_factory=_defaults("issue_label", str))
@@ -244,6 +248,7 @@ def _from_options(
         store=_value(values, "store", Path),
         lock_timeout=_value(values, "lock_timeout", int),
         output_dir=_get(values, "output_dir", Path),
+        html=_get(values, "html", Path),
         config=_get(values, "config", Path),
         summary_json=_get(values, "summary_json", Path),
         fail_on=FailOn(_value(values, "fail_on", str)),
@@ -262,6 +267,8 @@ def _from_options(
         matrix_size=_get(values, "matrix_size", int),
         matrix_index=_get(values, "matrix_index", int),
         leg_metadata=_get(values, "leg_metadata", Path),
+        legs=_get(values, "legs", tuple) or (),
+        leg_file=_get(values, "leg_file", Path),
         issue_label=_value(values, "issue_label", str),
         pin_index=_value(values, "pin_index", bool),
         dry_run=_value(values, "dry_run", bool),
@@ -321,6 +328,17 @@ def read_event(path: Path | None, event_name: str | None) -> EventInfo:
     return parse_event(payload, event_name)
 
 
+def _check_token(settings: Settings) -> None:
+    """A token that cannot be sent is refused before any request, never quoted."""
+    problem = None if settings.token is None else token_problem(settings.token)
+    if problem is not None:
+        raise UsageError(
+            f"{settings.named('token')} contains {problem}, so it cannot be a GitHub token; it "
+            f"is not sent (nor shown here): check the secret or expression that sets it (a "
+            f"secret pasted with a line break inside, say)"
+        )
+
+
 def _check(settings: Settings) -> None:
     named = settings.named
     _check_numbers(settings)
@@ -329,6 +347,7 @@ def _check(settings: Settings) -> None:
         r"[^/\s]+/[^/\s]+", settings.repository
     ):
         raise UsageError(f"{named('repository')} got {settings.repository!r}; expected OWNER/REPO")
+    _check_token(settings)
     for name in ("run_id", "job_id", "pr"):
         value = getattr(settings, name)
         if value is not None and value < 0:
@@ -374,11 +393,16 @@ def _check_numbers(settings: Settings) -> None:
         raise UsageError(f"{named('trend_points')} got {settings.trend_points}: keep at least 1")
 
 
-def require_update_inputs(settings: Settings) -> None:
-    """``update`` needs result files and a way to name the backend."""
+def require_update_inputs(settings: Settings, *, legs: bool = False) -> None:
+    """``update`` needs result files (or, with ``legs``, leg files) and a way to name the
+    backend of result files."""
+    if legs and settings.legs and not settings.junit:
+        return  # leg files name their own cells
     if not settings.junit:
+        also = " or leg files with --legs GLOB" if legs else ""
         raise UsageError(
-            "no result files given: pass --junit GLOB (or set the 'junit' input / IVY_MATRIX_JUNIT)"
+            f"no result files given: pass --junit GLOB (or set the 'junit' input / "
+            f"IVY_MATRIX_JUNIT){also}"
         )
     if not (settings.backend or settings.backend_from_path or settings.backend_from_test):
         raise UsageError(

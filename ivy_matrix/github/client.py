@@ -35,7 +35,7 @@ from github.Requester import Requester
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.git import GitCalls
-from ivy_matrix.github.http import HTTPError, OffHostError
+from ivy_matrix.github.http import HTTPError, OffHostError, token_problem
 from ivy_matrix.github.issues import IssueCalls
 from ivy_matrix.github.retry import DEFAULT_MAX_WAIT, DEFAULT_RETRIES, SECONDARY_WAIT, RetryPolicy
 from ivy_matrix.jobs import Job
@@ -159,6 +159,9 @@ def make_client(
             "no GitHub token: pass --token or set IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN "
             "(the action's 'token' input defaults to github.token)"
         )
+    problem = token_problem(token)
+    if problem is not None:
+        raise GitHubAPIError(f"the GitHub token contains {problem}; it is not sent (nor shown)")
 
     def github() -> Github:
         return Github(

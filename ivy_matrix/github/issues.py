@@ -173,14 +173,19 @@ class IssueCalls(Transport):
         params = {"head": head, "state": "open", "per_page": 100}
         what = f"listing the pull requests of {head} in {repo}"
         return [
-            PullRequest(
-                number=int(item["number"]),
-                head_sha=str((item.get("head") or {}).get("sha") or ""),
-            )
+            _pull_request(item)
             for page in self._get_all(what, PULLS_READ, url, params)
             for item in (page if isinstance(page, list) else [])
             if isinstance(item, dict)
         ]
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequest:
+        """One pull request as GitHub has it now (``GET /repos/{owner}/{repo}/pulls/{number}``):
+        the event payload of a re-run still shows the state of the first run."""
+        url = f"{repo_path(repo)}/pulls/{number}"
+        what = f"reading pull request #{number} of {repo}"
+        _, data = self._call(what, PULLS_READ, bind(self._json, "GET", url, None))
+        return _pull_request(data)
 
     def ensure_label(
         self, repo: str, name: str, *, color: str = "ededed", description: str = ""
@@ -246,6 +251,11 @@ class IssueCalls(Transport):
         self._call(what, ISSUES_WRITE, request)
 
 
+def _login(item: Any) -> str:
+    user = item.get("user")
+    return str((user.get("login") if isinstance(user, dict) else None) or "")
+
+
 def issue_from_json(item: Any) -> Issue:
     labels = item.get("labels") or []
     return Issue(
@@ -258,14 +268,22 @@ def issue_from_json(item: Any) -> Issue:
         labels=tuple(
             str(label.get("name") if isinstance(label, dict) else label) for label in labels
         ),
+        author=_login(item),
     )
 
 
 def comment_from_json(item: Any) -> IssueComment:
-    user = item.get("user")
     return IssueComment(
         id=int(item["id"]),
         body=str(item.get("body") or ""),
         html_url=str(item.get("html_url") or ""),
-        author=str((user.get("login") if isinstance(user, dict) else None) or ""),
+        author=_login(item),
+    )
+
+
+def _pull_request(item: Any) -> PullRequest:
+    return PullRequest(
+        number=int(item["number"]),
+        head_sha=str((item.get("head") or {}).get("sha") or ""),
+        state=str(item.get("state") or "open"),
     )

@@ -39,7 +39,8 @@ class RefUpdate:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Issue:
-    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none."""
+    """An issue as ivy-matrix needs it. ``body`` is "" when the issue has none; ``author`` is
+    the login of the user who opened it ("" when unknown)."""
 
     number: int
     node_id: str
@@ -48,6 +49,7 @@ class Issue:
     state: str
     html_url: str
     labels: tuple[str, ...] = ()
+    author: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,10 +65,12 @@ class IssueComment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullRequest:
-    """A pull request as the pr-comment target needs it: its number and head commit."""
+    """A pull request as the pr-comment target needs it: its number, head commit and state
+    (``open`` or ``closed``; a merged pull request is closed)."""
 
     number: int
     head_sha: str
+    state: str = "open"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +140,8 @@ class GitHubAPI(IssueAPI, Protocol):
     def get_job_status(self, repo: str, job_id: int) -> str | None: ...
 
     def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]: ...
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequest: ...
 
     def get_branch_head(self, repo: str, branch: str) -> str | None: ...
 

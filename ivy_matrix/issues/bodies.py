@@ -208,13 +208,16 @@ def compose_index(
     *,
     existing_body: str | None = None,
     budget: int = DEFAULT_BUDGET,
+    charts: str = "",
 ) -> str:
-    """The index issue's body: each dashboard with an issue, per backend passing/total.
+    """The index issue's body: each dashboard with an issue, per backend passing/total, and
+    ``charts`` (the trend's pictures) below the table while they fit.
 
     Only dashboards in ``links`` (key -> issue URL) are listed, and below them the history
     sections (newly failing, failing for long, flaky; fewer entries, then none, when over
-    ``budget``). Over ``budget`` without them, only the dashboard names stay linked; if that is still over, the last dashboards are left out and
-    counted in a closing line.
+    ``budget``). Over ``budget`` without them, the pictures go too; then only the dashboard
+    names stay linked; if that is still over, the last dashboards are left out and counted
+    in a closing line.
     """
     linked = sorted((s for s in states if s.key in links), key=lambda s: s.key)
     before, after = outside_region(existing_body)
@@ -222,16 +225,17 @@ def compose_index(
     def wrap(text: str) -> str:
         return f"{INDEX_MARKER}\n{before}{BEGIN}\n{text}{END}{after}"
 
-    index = render_index(linked, lambda s: links[s.key])
     histories = [dashboard_history(state) for state in linked]
-    for limit in HISTORY_LIMITS:
-        sections = render_index_sections(histories, lambda key: links[key], limit=limit)
-        body = wrap(f"{index}\n{sections.rstrip()}\n" if sections else index)
+    for pictures in dict.fromkeys((charts, "")):
+        index = render_index(linked, lambda s: links[s.key], trend=pictures)
+        for limit in HISTORY_LIMITS:
+            sections = render_index_sections(histories, lambda key: links[key], limit=limit)
+            body = wrap(f"{index}\n{sections.rstrip()}\n" if sections else index)
+            if utf16_len(body) <= budget:
+                return body
+        body = wrap(index)
         if utf16_len(body) <= budget:
             return body
-    body = wrap(index)
-    if utf16_len(body) <= budget:
-        return body
     header, rows = counts_table(linked, lambda s: links[s.key])
     shown = len(rows)
     while True:

@@ -10,8 +10,14 @@ ref that exists is refused with "Reference already exists". So before creating t
 dashboard that has none, a job creates ``refs/ivy-matrix/issues/<slug>-<hash>`` pointing at a
 small commit whose message names the job and the time (one such commit per job, renewed every
 quarter of the expiry, so a lock costs one write besides the issue). The job whose ref create
-succeeds creates the issue; every other job waits for the issue to appear in the listing. The
-ref stays and is read again only when the listing does not show the issue.
+succeeds creates the issue; every other job waits for the issue to appear in the listing.
+
+**A lock goes once its issue exists.** The job that holds it deletes the ref right after
+creating the issue (or when the listing it makes after taking the lock shows the issue), so
+no ref is left behind per dashboard. That is safe because every job that takes a lock lists
+the issues once more before creating (one listing for all the locks it took at once): a job
+whose first listing predates the issue, and which takes the lock after its deletion, finds the
+issue there instead of creating a second one.
 
 A job that died between lock and create leaves a lock whose issue never appears. After
 :data:`CREATION_LOCK_EXPIRY` seconds any job takes it over by a fast-forward from the stale
@@ -19,13 +25,14 @@ commit (compare-and-swap: of several jobs taking over at once, one wins), lists 
 more (the dead job may have created it) and creates it only if it is still missing. An issue
 whose label was removed is, after the expiry, created again (as before the locks).
 
-:class:`Creator` is how the issue target uses the locks: it claims the lock of each missing
-issue, and waits (one listing a poll for all of them) for the issues other jobs are creating,
-taking over the lock of a job that died.
+:class:`Creator` is how the issue target uses the locks: it claims the locks of the missing
+issues, and waits (one listing a poll for all of them) for the issues other jobs are creating,
+taking over the lock of a job that died; it deletes each lock it holds once its issue exists.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 import re
@@ -34,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.types import Issue
 from ivy_matrix.issues.finding import INDEX_KEY, Finder
 
@@ -54,6 +62,8 @@ class RefAPI(Protocol):
     """The git-data calls the lock makes (``github.client.GitHubClient`` has them)."""
 
     def get_ref(self, repo: str, ref: str) -> str | None: ...
+
+    def delete_ref(self, repo: str, ref: str) -> bool: ...
 
     def create_ref(self, repo: str, ref: str, sha: str) -> bool: ...
 
@@ -153,6 +163,15 @@ class CreationLocks:
             return self.take_over(key, sha)
         return Claim(ref, sha, holder=holder.group("h") if holder else "(unknown)")
 
+    def release(self, key: str) -> None:
+        """Delete the lock of ``key``'s issue: the issue exists (see the module docstring).
+
+        Unconditional: once the issue exists, whoever holds the lock lists before creating and
+        finds it. A failure only leaves the ref, as before.
+        """
+        with contextlib.suppress(GitHubAPIError):
+            self.client.delete_ref(self.repo, self.ref(key))
+
     def take_over(self, key: str, stale: str) -> Claim:
         """Take a lock whose holder is gone by a fast-forward from its commit."""
         ref = self.ref(key)
@@ -171,19 +190,32 @@ class Creator:
         self.rng = rng
         self.holders: dict[str, str] = {}  # who holds each lock this job found taken
 
-    def claim(self, key: str, *, check: bool = False) -> list[Issue] | None:
-        """No issue when this job now holds the lock of ``key`` (create it then), the issue(s)
-        if a takeover found the dead job's issue, None when another job holds the lock.
+    def claim(self, keys: Sequence[str], *, check: bool = False) -> dict[str, list[Issue] | None]:
+        """For each of ``keys``: no issue when this job now holds its lock (create it then),
+        the issue(s) when the listing made after taking the locks shows it exists (its lock is
+        deleted), None when another job holds the lock.
 
-        Only with ``check`` is the holder's lock read (one more request), to take it over
-        when its job died.
+        Only with ``check`` is a holder's lock read (one more request), to take it over when
+        its job died. One listing for all the locks taken (module docstring: a lock goes once
+        its issue exists, so a lock taken is no proof that the issue is missing).
         """
-        claim = self.locks.claim(key, check=check)
-        self.holders[key] = claim.holder
-        if not claim.mine:
-            return None
-        landed = self.finder.find().by_key.get(key) if claim.takeover else None
-        return landed or []  # the job that died may have created it after all
+        claimed: dict[str, list[Issue] | None] = {}
+        for key in keys:
+            claim = self.locks.claim(key, check=check)
+            self.holders[key] = claim.holder
+            claimed[key] = [] if claim.mine else None
+        if any(issues is not None for issues in claimed.values()):
+            found = self.finder.find()
+            for key, issues in claimed.items():
+                landed = found.by_key.get(key) if issues is not None else None
+                if landed:
+                    self.locks.release(key)
+                    claimed[key] = landed
+        return claimed
+
+    def created(self, key: str) -> None:
+        """This job created the issue of ``key``: its lock goes."""
+        self.locks.release(key)
 
     def wait_for(self, keys: Sequence[str]) -> dict[str, list[Issue]]:
         """Wait until the issues of ``keys`` (locked by other jobs) appear; list them for all
@@ -199,9 +231,8 @@ class Creator:
                 if found.by_key.get(key):
                     done[key] = found.by_key[key]
                     waiting.remove(key)
-            if poll % CREATOR_CHECK_EVERY == 0:  # now and then: has a holder died?
-                for key in list(waiting):
-                    claimed = self.claim(key, check=True)
+            if waiting and poll % CREATOR_CHECK_EVERY == 0:  # now and then: has a holder died?
+                for key, claimed in self.claim(waiting, check=True).items():
                     if claimed is not None:
                         done[key] = claimed
                         waiting.remove(key)

@@ -35,6 +35,9 @@ from ivy_matrix.issues.markers import dashboard_key, is_index
 from ivy_matrix.issues.report import IssueAction, Written
 from ivy_matrix.issues.requests import ReadBack, Requests
 
+# A listing is taken again before a write when this many writes went out since the last one:
+# the revision a write is checked against is never older than that (see issues/publish.py).
+RELIST_EVERY = 25
 LABEL_COLOR = "0e8a16"
 LABEL_DESCRIPTION = "Test dashboards kept up to date by ivy-matrix"
 INDEX_KEY = "\0index"  # cannot collide with a dashboard key in the maps below
@@ -56,10 +59,12 @@ class Finder:
         self.readback = readback
         self.label = label
         self._label_ready = False  # the label is known to exist
+        self._listed_at: int | None = None  # the writes made when the last listing was taken
 
     def find(self) -> Found:
         """List the labelled issues once and group ours by marker."""
         calls = self.requests
+        self._listed_at = calls.writes
         found = Found()
         for issue in calls.client.list_issues(calls.repo, label=self.label):
             key = INDEX_KEY if is_index(issue.body) else dashboard_key(issue.body)
@@ -68,6 +73,12 @@ class Finder:
         for issues in found.by_key.values():
             issues.sort(key=lambda i: i.number)
         return found
+
+    @property
+    def stale(self) -> bool:
+        """Whether RELIST_EVERY writes (or more) went out since the last listing, or none was
+        taken: a write should not trust the revisions it shows."""
+        return self._listed_at is None or self.requests.writes - self._listed_at >= RELIST_EVERY
 
     def _ensure_label(self) -> None:
         if not self._label_ready:

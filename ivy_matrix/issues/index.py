@@ -55,7 +55,11 @@ def _write_index(
         dup.number for dup in candidates[1:] if keep and writer.finder.close_duplicate(dup, keep)
     )
     body = compose_index(
-        states, links, existing_body=keep.body if keep else None, budget=writer.options.budget
+        states,
+        links,
+        existing_body=keep.body if keep else None,
+        budget=writer.options.budget,
+        charts=writer.options.index_charts,
     )
     if keep is not None and keep.body == body:
         result = IssueResult(

@@ -120,14 +120,21 @@ def continuation_part(body: str | None, key: str) -> int | None:
     return int(found.group("part"))
 
 
+def region_bounds(body: str) -> tuple[int, int] | None:
+    """Where the managed region of a body starts and ends, markers included (None when it has
+    none; to the end when its end marker is missing). Two scans of the body, no copy."""
+    begin = body.find(BEGIN)
+    if begin < 0:
+        return None
+    end = body.find(END, begin)
+    return begin, len(body) if end < 0 else end + len(END)
+
+
 def managed_region(body: str) -> str:
     """The managed region of a body, markers included ("" when it has none; to the end when
     its end marker is missing)."""
-    begin = body.find(BEGIN)
-    if begin < 0:
-        return ""
-    end = body.find(END, begin)
-    return body[begin:] if end < 0 else body[begin : end + len(END)]
+    bounds = region_bounds(body)
+    return "" if bounds is None else body[bounds[0] : bounds[1]]
 
 
 def parse_revision(body: str | None) -> int | None:

@@ -16,9 +16,12 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
+from urllib.parse import quote
 
-from ivy_matrix.github.types import IssueAPI
+from ivy_matrix.charts import trend_section
+from ivy_matrix.github.types import Issue, IssueAPI
 from ivy_matrix.issues.creation_locks import CreationLocks, Creator, RefAPI
 from ivy_matrix.issues.finding import INDEX_KEY, Found
 from ivy_matrix.issues.index import publish_index
@@ -99,14 +102,18 @@ def _publish_index_issue(
 ) -> IssueResult | None:
     """The index issue, after the dashboards' issues; None when it has none and another job
     holds its lock and has not created it (that job writes it)."""
-    if creator is not None and not found.by_key.get(INDEX_KEY):
-        claimed = creator.claim(INDEX_KEY)
+    creating = creator is not None and not found.by_key.get(INDEX_KEY)
+    if creator is not None and creating:
+        claimed = creator.claim([INDEX_KEY])[INDEX_KEY]
         if claimed is None:
             claimed = creator.wait_for([INDEX_KEY]).get(INDEX_KEY)
         if claimed is None:
             return None
         found.by_key[INDEX_KEY] = claimed
-    return publish_index(writer, states, written, found, pin=writer.options.pin_index)
+    result = publish_index(writer, states, written, found, pin=writer.options.pin_index)
+    if creator is not None and creating and result.action is IssueAction.CREATED:
+        creator.created(INDEX_KEY)
+    return result
 
 
 def _publish_dashboards(
@@ -121,7 +128,13 @@ def _publish_dashboards(
     """Each dashboard's issue: written when touched or missing, kept as it is otherwise."""
     written: dict[str, Written] = {}
     deferred: list[DashboardState] = []
-    for state in sorted(states, key=lambda s: s.key):
+    ordered = sorted(states, key=lambda s: s.key)
+    missing = [s.key for s in ordered if not found.by_key.get(s.key)]
+    claimed = creator.claim(missing) if creator is not None and missing else {}
+    for state in ordered:
+        if state.key in touched and found.by_key.get(state.key) and writer.finder.stale:
+            # One listing (a request per 100 issues) instead of a read before every write.
+            found = writer.finder.find()
         candidates = found.by_key.get(state.key, [])
         if candidates and state.key not in touched:
             keep = candidates[0]
@@ -131,17 +144,19 @@ def _publish_dashboards(
             written[state.key] = Written(keep, result)
             continue
         if not candidates and creator is not None:
-            claimed = creator.claim(state.key)
-            if claimed is None:
+            locked = claimed.get(state.key)
+            if locked is None:
                 deferred.append(state)  # another job is creating it: written once it appears
                 continue
-            candidates = claimed  # empty: this job holds the lock and creates it
-        written[state.key] = writer.publish(state, candidates, revision=revision)
+            candidates = locked  # empty: this job holds the lock and creates it
+        written[state.key] = _publish_one(writer, creator, state, candidates, revision)
     if deferred and creator is not None:
         appeared = creator.wait_for([s.key for s in deferred])
         for state in deferred:
             if state.key in appeared:
-                written[state.key] = writer.publish(state, appeared[state.key], revision=revision)
+                written[state.key] = _publish_one(
+                    writer, creator, state, appeared[state.key], revision
+                )
     by_key = {s.key: s for s in states}
     for key, (keep, mine) in writer.finder.lost_races(written).items():
         # Another job created this dashboard's issue first: ours is closed, theirs is written.
@@ -150,6 +165,20 @@ def _publish_dashboards(
         )
         written[key] = writer.publish(by_key[key], [keep, mine], revision=revision)
     return written
+
+
+def _publish_one(
+    writer: IssueWriter,
+    creator: Creator | None,
+    state: DashboardState,
+    candidates: Sequence[Issue],
+    revision: int | None,
+) -> Written:
+    """One dashboard's issue, written; the lock of an issue this job created goes."""
+    done = writer.publish(state, candidates, revision=revision)
+    if creator is not None and done.result.action is IssueAction.CREATED:
+        creator.created(state.key)
+    return done
 
 
 def _settle(
@@ -200,13 +229,20 @@ def publish_from_branch(
     holder: str,
     log: Progress,
     sleep: Callable[[float], None] = time.sleep,
+    server_url: str | None = None,
 ) -> Published:
     """The issue target beside the branch store: publish its state at its revision, each
     missing issue created by the one job (named ``holder``) that holds its creation lock.
 
-    The dashboard issues' URLs replace the branch files' URLs: people read them there.
+    The dashboard issues' URLs replace the branch files' URLs: people read them there. With
+    ``server_url``, the index issue shows the trend's pictures, pinned to the branch commit
+    that holds them (``saved.at``), so each version of the index keeps its own.
     """
     merged = saved.merged
+    if server_url and saved.at and merged.trend is not None:
+        base = f"{server_url.rstrip('/')}/{repo}/raw/{saved.at}/"
+        charts = trend_section(merged.trend, lambda path: base + quote(path))
+        options = replace(options, index_charts=charts)
     report = publish_issues(
         client,
         repo,

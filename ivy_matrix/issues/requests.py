@@ -12,9 +12,10 @@ Two small collaborators of :class:`~ivy_matrix.issues.writer.IssueWriter`:
 - :class:`ReadBack`: writes of a body or of a set of continuation comments, read back and
   fixed once. A difference that remains after the second round is a warning, never an error.
 
-**Pace.** GitHub allows about 80 content-creating requests a minute per repository
-(PLATFORM.md 1.2): every such write is counted with :meth:`Requests.pace`, which lets the
-first :data:`PACE_FROM` writes go at once and waits :data:`PACE_SECONDS` before every later one.
+**Pace.** GitHub allows 80 content-creating requests a minute per repository (PLATFORM.md
+1.2): every such write is counted with :meth:`Requests.pace`, which lets the first
+:data:`PACE_FROM` writes go at once and waits :data:`PACE_SECONDS` before every later one, so
+that no minute holds more than 70 of one writer's.
 
 **Read back.** GitHub has been reported to accept large writes silently without applying
 them, so after every write the result is read back and compared; a mismatch is written once
@@ -34,10 +35,12 @@ from ivy_matrix.issues.markers import continuation_part, parse_revision
 from ivy_matrix.issues.report import PlannedWrite
 from ivy_matrix.runner.log import Progress
 
-# GitHub allows about 80 content-creating requests a minute per repository (PLATFORM.md 1.2):
-# a writer's first PACE_FROM writes go at once, every later one PACE_SECONDS after the last.
-PACE_FROM = 20
-PACE_SECONDS = 60 / 80
+# GitHub allows 80 content-creating requests a minute per repository (PLATFORM.md 1.2): a
+# writer's first PACE_FROM writes go at once, every later one PACE_SECONDS after the last, so
+# that no minute holds more than PACE_FROM + 60 / PACE_SECONDS (70) of them, which leaves room
+# for the branch's commit and for other jobs.
+PACE_FROM = 10
+PACE_SECONDS = 1.0
 
 
 class Requests:
@@ -114,11 +117,20 @@ class ReadBack:
         return back, False
 
     def sync_comments(
-        self, number: int, key: str, texts: Sequence[str], listing: list[IssueComment] | None
+        self,
+        number: int,
+        key: str,
+        texts: Sequence[str],
+        listing: list[IssueComment] | None,
+        *,
+        author: str,
     ) -> tuple[tuple[int, ...], bool]:
         """Make the continuation comments of ``key`` on issue ``number`` equal ``texts``.
 
         ``listing`` is the issue's comments when the caller knows them (None: list them).
+        Only comments by ``author``, the login that opened the issue (this tool's token: it
+        creates every dashboard issue), are continuation comments: anyone may write a comment
+        that starts like one, and such a comment is never edited or deleted.
         Returns the comment ids in part order and whether any write was made (or planned).
         """
         calls = self.requests
@@ -126,7 +138,7 @@ class ReadBack:
             listing = calls.client.list_issue_comments(calls.repo, number)
         wrote = False
         for attempt in range(3):
-            ids, creates, updates, deletes = _comment_plan(listing, key, texts)
+            ids, creates, updates, deletes = _comment_plan(listing, key, texts, author)
             if not (creates or updates or deletes):
                 return ids, wrote
             if attempt == 2:  # noqa: PLR2004  -- the writes were repeated once already
@@ -158,11 +170,13 @@ class ReadBack:
 
 
 def _comment_plan(
-    listing: Sequence[IssueComment], key: str, texts: Sequence[str]
+    listing: Sequence[IssueComment], key: str, texts: Sequence[str], author: str
 ) -> tuple[tuple[int, ...], list[tuple[int, str]], list[tuple[int, str]], list[int]]:
     """Ids in part order, and the creates (part, text), updates (id, text) and deletes (id)."""
     parts: dict[int, list[IssueComment]] = {}
     for comment in sorted(listing, key=lambda c: c.id):
+        if comment.author.lower() != author.lower():
+            continue  # not written by this tool's login: never ours to edit or delete
         part = continuation_part(comment.body, key)
         if part is not None:
             parts.setdefault(part, []).append(comment)

@@ -11,6 +11,20 @@ when done. Claims older than :data:`STORE_LOCK_EXPIRY` (a job that died holding 
 ignored and deleted by whoever sees them. Only ``issues: write`` is needed. (Not to be confused
 with ``issues/creation_locks.py``: git refs that let one job create a dashboard's issue.)
 
+**Whose claims count.** Anyone who can comment on the index issue can write a claim's text, so
+a claim counts only when its author is the login this job's token writes as, and only when it
+is dated in the past. That login is learned from the answer to the job's own claim (GitHub
+names the comment's author there), so it costs no request and holds for every kind of token:
+``GET /user`` would name it for a personal token, but GitHub refuses it to the installation
+tokens GITHUB_TOKEN and GitHub Apps use ("Resource not accessible by integration"; reported in
+actions/create-github-app-token#258 and zerocracy/judges-action#637), whose comments are
+written as the app's bot (``github-actions[bot]`` for GITHUB_TOKEN, GitHub's community
+discussion 25853 and the ``pr-comment-author`` default). A claim by anyone else is never
+counted, edited or deleted; it is named (comment URL and author, never its text) in one
+warning. A claim of ours dated more than :data:`STORE_LOCK_SKEW` seconds ahead of this job's
+clock (no job of ours writes one; it would hold for ever) is void, and removed like an
+expired one.
+
 A job that waits longer than :attr:`Turns.wait` seconds gives up with a
 :class:`ConcurrentWritersError` that says to use the branch target: it never writes without the
 lock, so nothing is lost.
@@ -34,7 +48,15 @@ STORE_LOCK_EXPIRY = 600.0  # a claim older than this is a job that died holding 
 STORE_LOCK_POLL = (1.0, 3.0)  # seconds between listings while waiting, per job ahead (jittered)
 STORE_LOCK_POLL_AHEAD = 8  # ... counting at most this many jobs ahead
 STORE_LOCK_SETTLE = (0.2, 0.4)  # between the two listings that confirm a hold
-_CLAIM = re.compile(r"\A<!-- ivy-matrix:lock nonce=(?P<nonce>[0-9a-f]+) since=(?P<since>\d+) -->")
+# Seconds a claim of ours may be dated ahead of this job's clock (runners' clocks differ a
+# little); beyond that it is void.
+STORE_LOCK_SKEW = 60.0
+# Digits bounded, so that no comment can make int() refuse a 5,000-digit number.
+_CLAIM = re.compile(
+    r"\A<!-- ivy-matrix:lock nonce=(?P<nonce>[0-9a-f]{1,64}) since=(?P<since>\d{1,12}) -->"
+)
+_CLAIM_MARK = "<!-- ivy-matrix:lock"
+_HOLDER_SHOWN = 200  # characters of a holder's name shown in a refusal
 
 
 class ConcurrentWritersError(StoreError):
@@ -81,6 +103,9 @@ class StoreLock:
         self.expiry = expiry
         self._host: int | None = None
         self._nonce = ""
+        # The login this job's token writes as: the author of its own claim (module docstring).
+        self._login: str | None = None
+        self._named: set[int] = set()  # others' look-alike claims already warned about
         self.waited = 0.0
 
     def _claim_text(self) -> str:
@@ -90,18 +115,57 @@ class StoreLock:
             f"when it is done."
         )
 
+    def _post_claim(self, host: int) -> None:
+        posted = self.client.create_issue_comment(self.repo, host, self._claim_text())
+        self._login = posted.author
+
+    def _learn_login(self, comments: list[IssueComment]) -> None:
+        """When the answer to our claim was lost: the oldest comment carrying our fresh nonce
+        is ours (nobody could copy the nonce before it existed), so its author is our login."""
+        if self._login is not None:
+            return
+        for comment in sorted(comments, key=lambda c: c.id):
+            found = _CLAIM.match(comment.body)
+            if found is not None and found.group("nonce") == self._nonce:
+                self._login = comment.author
+                return
+
+    def _by_us(self, comment: IssueComment) -> bool:
+        """Whether ``comment`` was written by the login this job's token writes as."""
+        return self._login is not None and comment.author.lower() == self._login.lower()
+
     def _claims(self, host: int) -> list[tuple[IssueComment, str]]:
-        """Live claims on the host, oldest first, as (comment, nonce); stale ones deleted."""
+        """Live claims on the host, oldest first, as (comment, nonce): ours only, dated in the
+        past; our expired or future-dated ones deleted, others' named once and left alone."""
+        listed = sorted(self.client.list_issue_comments(self.repo, host), key=lambda c: c.id)
+        self._learn_login(listed)
         live: list[tuple[IssueComment, str]] = []
-        for comment in sorted(self.client.list_issue_comments(self.repo, host), key=lambda c: c.id):
+        for comment in listed:
+            if not comment.body.startswith(_CLAIM_MARK):
+                continue
+            if not self._by_us(comment):
+                self._name_foreign(comment, host)
+                continue
             found = _CLAIM.match(comment.body)
             if found is None:
                 continue
-            if self._clock() - int(found.group("since")) > self.expiry:
-                self._delete(comment.id)
+            age = self._clock() - int(found.group("since"))
+            if age > self.expiry or age < -STORE_LOCK_SKEW:
+                self._delete(comment.id)  # a job that died, or a date no job of ours writes
                 continue
             live.append((comment, found.group("nonce")))
         return live
+
+    def _name_foreign(self, comment: IssueComment, host: int) -> None:
+        if comment.id in self._named:
+            return
+        self._named.add(comment.id)
+        where = comment.html_url or f"comment {comment.id}"
+        self.log.warning(
+            f"{where} on issue #{host} looks like an ivy-matrix lock claim, but its author "
+            f"({comment.author or 'unknown'}) is not the login this job's token writes as "
+            f"({self._login or 'unknown'}); it does not hold the lock and is left as it is"
+        )
 
     def _delete(self, comment_id: int) -> None:
         try:
@@ -115,7 +179,7 @@ class StoreLock:
         Whatever goes wrong while waiting, this job's claim is removed before the error
         propagates, so that the others need not wait for it to expire.
         """
-        self._host, self._nonce = host, secrets.token_hex(8)
+        self._host, self._nonce, self._login = host, secrets.token_hex(8), None
         try:
             self._queue(host)
         except BaseException:
@@ -123,13 +187,13 @@ class StoreLock:
             raise
 
     def _queue(self, host: int) -> None:
-        self.client.create_issue_comment(self.repo, host, self._claim_text())
+        self._post_claim(host)
         confirmed = False
         while True:
             claims = self._claims(host)
             if not any(nonce == self._nonce for _, nonce in claims):
                 # Ours was taken for stale (a clock far off) or removed: queue again.
-                self.client.create_issue_comment(self.repo, host, self._claim_text())
+                self._post_claim(host)
                 confirmed = False
                 continue
             first, nonce = claims[0]
@@ -159,14 +223,16 @@ class StoreLock:
         except GitHubAPIError as error:
             self.log.info(f"could not list the lock comments to remove ours: {error}")
             return
+        self._learn_login(comments)
         for comment in comments:
             found = _CLAIM.match(comment.body)
-            if found is not None and found.group("nonce") == self._nonce:
+            if found is not None and found.group("nonce") == self._nonce and self._by_us(comment):
                 self._delete(comment.id)
 
 
 def _refusal(claim: str, waited: float) -> str:
     holder = claim.split("(", 1)[-1].split(")", 1)[0] if "(" in claim else "another job"
+    holder = " ".join(holder.split())[:_HOLDER_SHOWN]
     return (
         f"cannot update the dashboard issues: another job ({holder}) kept them locked for the "
         f"{waited:.0f} s this job waited. The issue target alone keeps the state in issue "

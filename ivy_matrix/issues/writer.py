@@ -19,8 +19,9 @@ The writer holds three small collaborators, one per seam, and is built from an
 
 **Writing.** The bodies come from ``issues.bodies.compose_issue``. A body that did not change is
 not written. With ``revision`` (the branch store's revision of the state the bodies were
-rendered from) the current body is read just before the write and a newer revision is never
-replaced by an older one. Continuation comments are kept equal to the composed ones. Requests
+rendered from) a newer revision is never replaced by an older one: the body's revision is
+checked in a listing at most ``finding.RELIST_EVERY`` writes old (else it is read just before
+the write). Continuation comments are kept equal to the composed ones. Requests
 grow with the number of dashboards (and of 65,536-character parts), never with the number of
 tests.
 """
@@ -56,6 +57,8 @@ class IssueOptions:
     ``budget`` the size a body may have (UTF-16 units, ``issues/markers.py``); ``index``
     whether the index issue is kept, ``pin_index`` whether it is pinned (the issue target
     only; through ``graphql_url``, None for GitHub's); ``dry_run`` plans instead of writing.
+    ``index_charts`` is the trend's markdown for the index issue (charts.trend_section, its
+    pictures pinned to the branch commit that holds them; "" for none).
     """
 
     label: str = DEFAULT_LABEL
@@ -65,6 +68,7 @@ class IssueOptions:
     pin_index: bool = False
     graphql_url: str | None = None
     dry_run: bool = False
+    index_charts: str = ""
 
 
 class IssueWriter:
@@ -102,10 +106,12 @@ class IssueWriter:
         calls = self.requests
         current = candidates[0]
         theirs = parse_revision(current.body)
-        if revision is not None and (theirs is None or theirs < revision):
-            # This run will write: read the body once more just before, so that a newer
-            # revision written since the listing is not replaced. (A listed body at this
-            # revision or newer needs no request: it is left as it is, or is unchanged.)
+        if revision is not None and (theirs is None or theirs < revision) and self.finder.stale:
+            # This run will write and its listing is old: read the body once more just before,
+            # so that a newer revision written since is not replaced. (A recent listing is
+            # trusted: publish.py lists again every RELIST_EVERY writes, and the newest writer
+            # checks its bodies once more at the end. A listed body at this revision or newer
+            # needs no request: it is left as it is, or is unchanged.)
             current = calls.client.get_issue(calls.repo, current.number)
             theirs = parse_revision(current.body)
         if revision is not None and theirs is not None and theirs > revision:
@@ -142,7 +148,7 @@ class IssueWriter:
         if bodies.continuations or parse_parts(current.body):
             listing = None  # read them: there are (or were) continuation comments
         ids, comments_written = self.readback.sync_comments(
-            current.number, state.key, bodies.continuations, listing
+            current.number, state.key, bodies.continuations, listing, author=current.author
         )
         verified = True
         body_written = bodies.body != current.body
@@ -206,7 +212,9 @@ class IssueWriter:
             )
             return Written(None, result)
         issue = self.finder.create(title, bodies.body)
-        ids, _ = self.readback.sync_comments(issue.number, state.key, bodies.continuations, [])
+        ids, _ = self.readback.sync_comments(
+            issue.number, state.key, bodies.continuations, [], author=issue.author
+        )
         result = IssueResult(
             key=state.key,
             action=IssueAction.CREATED,

@@ -1,54 +1,45 @@
-"""The sticky pull-request comment: its body, its markers, and what a writer should write.
+"""The sticky pull-request comment's body: its markers and what it says.
 
-Pure: no I/O (``pr/comment.py`` reads and writes the comment). A comment body looks
-like::
+Pure: no I/O (``pr/comment.py`` writes the comment). The comment is a projection of the
+verdicts kept under the pull request's verdict ref (``pr/state.py``, ``pr/verdict_ref.py``),
+so nothing in it is read back: it can be cut to size or edited by hand without losing a
+verdict, and the next writer restores it. A body looks like::
 
     <!-- ivy-matrix:pr=7 -->                      how the writer finds it (with the author)
     <!-- ivy-matrix:head=9f2c0de... -->           the head commit the verdicts are about
     <!-- ivy-matrix:run=4519946746.2 -->          the run id and attempt that wrote them
     ## ivy-matrix: 2 new failures
     ...which baseline; per backend the counts (torch: 2 new, 5 pre-existing, 1 fixed); the new
-    failures with links to the PR's job and the baseline's; the rest in <details>...
-    <!-- ivy-matrix:verdicts                      every writer's cells (see pr/state.py)
-    eJy...
-    -->
+    failures with links to the PR's job and the baseline's, grouped by their failure line
+    ("one error on torch, jax: 7 tests: AssertionError: ...", reasons.py); the rest in
+    <details>...
 
-A writer reads the comment, and :func:`comment_update` merges its own
-:class:`~ivy_matrix.pr.state.CommentState` into the one in the hidden block and says what to
-write: the new body, or ``None`` when nothing would change (the comment is about a newer head
-or run, or already holds these cells). A pull request with no failing cell gets a short
-all-green note (:func:`~ivy_matrix.pr.state.has_failures` lets the caller write nothing
-instead, when no comment exists yet).
+A pull request with no failing cell gets a short all-green note
+(:func:`~ivy_matrix.pr.state.has_failures` lets the caller write nothing instead, when no
+comment exists yet).
 
 **Size.** The body is kept within ``BUDGET`` UTF-16 units (GitHub refuses comments over 65,536
-characters; measured as issues/markers.py does). The hidden block gets at most ``BLOCK_BUDGET`` (and
-half the budget); cells it has no room for are left out least important first and counted
-(per backend and verdict) instead. The visible part is then cut least important first: fixed,
-then flaky, pre-existing and no-baseline cells, then new failures, then the per-backend lines;
-the comment says what was cut, and its counts always include every cell.
+characters; measured as issues/markers.py does). Listed cells are cut least important first:
+fixed, then flaky, pre-existing and no-baseline cells, then new failures, then the
+per-backend lines; the comment says what was cut. Its counts always include every cell: they
+are the counts ``compare`` gives on the same results.
 
-**Writing it** is ``pr/comment.py``: the comment is the oldest whose first line is
-``comment_marker(pr)`` *and* whose author is the expected login; writers merge with
-``comment_update`` and re-read until their cells are there (its docstring has the details).
 In the ``workflow_run`` fork recipe the PR number and head sha come from
 ``github.event.workflow_run`` (config/settings.py ``read_event``), never from the artifact.
 """
 
 from __future__ import annotations
 
-import binascii
 import re
-import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.issues.markers import DEFAULT_BUDGET, utf16_len
-from ivy_matrix.pr.state import CommentState, has_failures, merge_states, pack_state, unpack_state
+from ivy_matrix.pr.state import CommentState, has_failures
 from ivy_matrix.pr.verdicts import COUNT_ORDER, BaselineKind, CellVerdict, Verdict
+from ivy_matrix.reasons import Failing, group_failures, headline, shown_message
 
 BUDGET = DEFAULT_BUDGET
-BLOCK_BUDGET = 30_000
 NAME_CAP = 200
 SHORT_SHA = 7
 # Visible sections, most important first; they are cut in the reverse order.
@@ -60,78 +51,11 @@ _SECTIONS = (
     (Verdict.FIXED, "Fixed"),
 )
 _CUT_ORDER = (Verdict.FIXED, Verdict.FLAKY, Verdict.PRE_EXISTING, Verdict.NO_BASELINE, Verdict.NEW)
-_PR_LINE = re.compile(r"\A<!-- ivy-matrix:pr=(?P<pr>\d{1,12}) -->\r?$", re.MULTILINE)
-_BLOCK = re.compile(r"<!-- ivy-matrix:verdicts\s+(?P<data>[A-Za-z0-9+/=\s]*?)\s*-->")
-
-
-def _fit_block(state: CommentState, budget: int) -> tuple[CommentState, str]:
-    """The state the hidden block can hold within ``budget``, and the block itself."""
-    block = pack_state(state)
-    if utf16_len(block) <= budget:
-        return state, block
-    cut_rank = {verdict: index for index, verdict in enumerate(_CUT_ORDER)}
-    order = sorted(state.cells, key=lambda c: (cut_rank[c.verdict], [-p for p in c.position]))
-    low, high = 1, len(order)  # the fewest cells to leave out so that the block fits
-    while low < high:
-        middle = (low + high) // 2
-        if utf16_len(pack_state(_without(state, order[:middle]))) <= budget:
-            high = middle
-        else:
-            low = middle + 1
-    fitted = _without(state, order[:low])
-    return fitted, pack_state(fitted)
-
-
-def _without(state: CommentState, dropped: Sequence[CellVerdict]) -> CommentState:
-    omitted = {(n, v): c for n, v, c in state.omitted}
-    for cell in dropped:
-        omitted[cell.backend, cell.verdict] = omitted.get((cell.backend, cell.verdict), 0) + 1
-    gone = {cell.key for cell in dropped}
-    return replace(
-        state,
-        cells=tuple(c for c in state.cells if c.key not in gone),
-        omitted=tuple(sorted((n, v, c) for (n, v), c in omitted.items())),
-    )
 
 
 def comment_marker(pr: int) -> str:
     """The first line of the comment of pull request ``pr``."""
     return f"<!-- ivy-matrix:pr={pr} -->"
-
-
-def comment_pr(body: str | None) -> int | None:
-    """The pull request number in a body's first-line marker, None when it has none."""
-    found = _PR_LINE.search(body or "")
-    return int(found.group("pr")) if found else None
-
-
-def parse_comment(body: str | None) -> CommentState | None:
-    """The state in a comment's hidden block; None when it is not ours or is unreadable."""
-    pr = comment_pr(body)
-    found = _BLOCK.search(body or "")
-    if pr is None or found is None:
-        return None
-    try:
-        state = unpack_state(found.group("data"))
-    except (binascii.Error, zlib.error, UnicodeDecodeError, ValueError, TypeError, KeyError):
-        return None
-    return state if state.pr == pr else None
-
-
-def comment_update(existing: str | None, new: CommentState, *, budget: int = BUDGET) -> str | None:
-    """The body to write after merging ``new`` into the ``existing`` comment; None: no write.
-
-    Nothing is written when ``new`` is about an older run or head than the comment, or adds
-    nothing to it. An existing body that is not readable is replaced.
-    """
-    old = parse_comment(existing)
-    if old is not None and old.pr != new.pr:
-        old = None
-    merged = new if old is None else merge_states(old, new)
-    if old is not None and merged == old:
-        return None
-    body = render_comment(merged, budget=budget)
-    return None if body == existing else body
 
 
 # ----------------------------------------------------------------------------- visible text
@@ -146,7 +70,7 @@ def _link(label: str, url: str | None) -> str:
     return f"[{label}]({escape_url(safe).replace(')', '%29')})" if safe else ""
 
 
-def _cell_line(cell: CellVerdict) -> str:
+def _cell_line(cell: CellVerdict, indent: str = "") -> str:
     parts = [_link("PR job", cell.link), _link("baseline job", cell.baseline_link)]
     since = cell.failing_since
     if since is not None:
@@ -154,7 +78,32 @@ def _cell_line(cell: CellVerdict) -> str:
         parts.append(f"failing since run {since.run_id}{sha}")
     place = f"{_name(cell.dashboard)} · {_name(cell.row)} · {_name(cell.backend)}"
     shown = " · ".join(part for part in parts if part)
-    return f"- {place}: {shown}\n" if shown else f"- {place}\n"
+    return f"{indent}- {place}: {shown}\n" if shown else f"{indent}- {place}\n"
+
+
+def _new_failure_lines(cells: Sequence[CellVerdict]) -> list[str]:
+    """The new failures, grouped by failure line (biggest group first): a headline with the
+    line, then its cells; cells without a line are listed as they are, last."""
+    failings = [
+        Failing(
+            test=f"{cell.dashboard} · {cell.row}",
+            backend=cell.backend,
+            message=cell.message,
+            signature=cell.signature,
+        )
+        for cell in cells
+    ]
+    # The list keeps every Failing alive, so their ids stay theirs while this runs.
+    cell_of = {id(failing): cell for failing, cell in zip(failings, cells, strict=True)}
+    lines = []
+    for group in group_failures(failings):
+        members = [cell_of[id(failing)] for failing in group.cells]
+        if not group.signature:
+            lines += [_cell_line(cell) for cell in members]
+            continue
+        lines.append(f"- **{headline(group)}**: {shown_message(group.sample)}\n")
+        lines += [_cell_line(cell, indent="  ") for cell in members]
+    return lines
 
 
 def _count_line(backend: str, counts: Mapping[Verdict, int]) -> str:
@@ -190,7 +139,6 @@ def _compose(
     lines: Mapping[Verdict, Sequence[str]],
     shown: Mapping[Verdict, int],
     backends_shown: int,
-    block: str,
 ) -> str:
     names = [name for name, _, _ in state.backends]
     parts = [
@@ -220,18 +168,17 @@ def _compose(
             )
     if cut:
         parts.append(f"_Not listed here (comment size limit): {', '.join(cut)}._\n")
-    parts.append(block)
     return "".join(parts)
 
 
 def render_comment(state: CommentState, *, budget: int = BUDGET) -> str:
     """The comment body of ``state`` within ``budget`` (see the module docstring)."""
-    state, block = _fit_block(state, min(BLOCK_BUDGET, budget // 2))
     lines = {v: [_cell_line(c) for c in state.cells if c.verdict is v] for v, _ in _SECTIONS}
+    lines[Verdict.NEW] = _new_failure_lines([c for c in state.cells if c.verdict is Verdict.NEW])
     shown = {verdict: len(found) for verdict, found in lines.items()}
     backends_shown = len(state.backends)
     while True:
-        body = _compose(state, lines, shown, backends_shown, block)
+        body = _compose(state, lines, shown, backends_shown)
         excess = utf16_len(body) - budget
         if excess <= 0:
             return body

@@ -48,7 +48,7 @@ call ``compare`` with ``run_order_ancestry`` from the base sha; ``compare_docume
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ivy_matrix.escaping import IVY_NO_LINK
@@ -79,6 +79,10 @@ COUNT_ORDER = (Verdict.NEW, Verdict.PRE_EXISTING, Verdict.FIXED, Verdict.FLAKY, 
 FAILING_VERDICTS = frozenset(
     {Verdict.NEW, Verdict.PRE_EXISTING, Verdict.FLAKY, Verdict.NO_BASELINE}
 )
+
+
+# A cell's place: (dashboard key, row, backend).
+CellKey = tuple[str, str, str]
 
 
 class BaselineKind(StrEnum):
@@ -147,6 +151,8 @@ class CellVerdict:
     ``link`` is the job of the pull request's result, ``baseline_link`` the baseline's (None
     when there is no baseline, or it has no link); ``run`` orders results of one cell when
     comments of several legs are merged; ``position`` is (row, backend) in display order.
+    ``message`` and ``signature`` are the first failure line of the pull request's result and
+    its signature (signature.py; "" when it did not fail or gave no message).
     """
 
     dashboard: str
@@ -159,9 +165,11 @@ class CellVerdict:
     baseline_link: str | None = None
     failing_since: RunRef | None = None
     position: tuple[int, int] = (0, 0)
+    message: str = ""
+    signature: str = ""
 
     @property
-    def key(self) -> tuple[str, str, str]:
+    def key(self) -> CellKey:
         return (self.dashboard, self.row, self.backend)
 
     @property
@@ -180,11 +188,17 @@ def tally(cells: Iterable[CellVerdict]) -> dict[Verdict, int]:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Comparison:
     """A pull request's verdicts: the listed cells, and every backend it has results for with
-    the newest run those results came from (display order)."""
+    the newest run those results came from (display order).
+
+    ``ran`` is every cell the results hold, listed or not ((dashboard, row, backend) -> the
+    newest run attempt with a result for it): a writer's cells replace those of an older
+    attempt in the cells it ran (``pr/state.py``).
+    """
 
     cells: tuple[CellVerdict, ...]
     backend_runs: tuple[tuple[str, RunKey], ...]
     located: bool
+    ran: Mapping[CellKey, int] = field(default_factory=dict)
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -292,6 +306,8 @@ def _cell_verdict(
         baseline_link=_link(base.result.entry.source.url) if base else None,
         failing_since=base.failing_since if base and verdict is Verdict.PRE_EXISTING else None,
         position=position,
+        message=pr.entry.message,
+        signature=pr.entry.signature,
     )
 
 
@@ -301,8 +317,8 @@ def _dashboard_cells(
     state: DashboardState | None,
     ancestry: Ancestry,
     branches: Collection[str],
-) -> list[tuple[tuple[int, int], str, RunKey, CellVerdict | None]]:
-    """Each of a dashboard's pull-request cells with its position, backend and verdict."""
+) -> list[tuple[tuple[int, int], str, str, RunKey, CellVerdict | None]]:
+    """Each of a dashboard's pull-request cells: position, backend, row, newest run, verdict."""
     known_rows = {row.name: row for row in state.rows} if state else {}
     row_at = _positions(rows, [row.name for row in state.rows] if state else [])
     backend_at = _positions(
@@ -322,7 +338,7 @@ def _dashboard_cells(
                 ancestry=ancestry,
                 branches=branches,
             )
-            found.append((position, backend, max(e.run for e in entries), listed))
+            found.append((position, backend, row, max(e.run for e in entries), listed))
     return found
 
 
@@ -337,15 +353,17 @@ def compare(
     by_key = {state.key: state for state in states}
     cells: list[CellVerdict] = []
     runs: dict[str, RunKey] = {}
+    ran: dict[CellKey, int] = {}
     for key, rows in sorted(_pr_cells(batches).items()):
         found = _dashboard_cells(key, rows, by_key.get(key), ancestry, branches)
         found.sort(key=lambda item: (item[0], item[1]))
-        for _, backend, run, listed in found:
+        for _, backend, row, run, listed in found:
             runs[backend] = max(run, runs.get(backend, run))
+            ran[key, row, backend] = run.run_attempt
             if listed is not None:
                 cells.append(listed)
     return Comparison(
-        cells=tuple(cells), backend_runs=tuple(runs.items()), located=ancestry.located
+        cells=tuple(cells), backend_runs=tuple(runs.items()), located=ancestry.located, ran=ran
     )
 
 
@@ -370,6 +388,8 @@ def compare_document(comparison: Comparison) -> dict[str, object]:
                 "failing_since": None
                 if cell.failing_since is None
                 else cell.failing_since.to_json(),
+                "message": cell.message,
+                "signature": cell.signature,
             }
             for cell in comparison.cells
         ],

@@ -14,20 +14,24 @@ from pathlib import Path
 from ivy_matrix.errors import InputError
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
     """Replace ``path`` with ``text`` so that readers see the old file or the new, never half.
 
     The file gets the permissions of any new file (``0o666`` less the umask), whether or not it
     existed before: the temporary file is created with ``os.open`` mode ``0o666``, so the
-    process's umask applies as it does for any ordinary tool.
+    process's umask applies as it does for any ordinary tool. With ``sync`` (the default) the
+    text is on disk before the file is replaced, so that a crash leaves the old file or the
+    new; files rendered from the state (the output folder's pages) need not wait for that: a
+    page a crash cut short differs from its record, and is rendered again.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         temp.replace(path)
     except BaseException:
         temp.unlink(missing_ok=True)

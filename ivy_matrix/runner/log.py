@@ -16,8 +16,9 @@ line by line, and runs ``::command::`` at the start of a line, after spaces, and
 
 - each message becomes one line: in workflow commands CR, LF and ``%`` are escaped as the runner
   expects (``%0D``, ``%0A``, ``%25``; properties also ``:`` and ``,``), in plain lines they show
-  as ``\\r`` and ``\\n``; other control characters (ESC included) and Unicode line and paragraph
-  separators show as ``\\xNN``/``\\uNNNN``;
+  as ``\\r`` and ``\\n``; other control characters (ESC included), Unicode line and paragraph
+  separators, bidi controls (U+202E and the rest, which reorder what a reader sees) and
+  zero-width characters show as ``\\xNN``/``\\uNNNN``, in annotations and every message alike;
 - ``##[`` becomes ``##\\[`` everywhere;
 - a plain line that would start with ``::`` (after blanks) gets a ``\\`` in front.
 """
@@ -28,21 +29,28 @@ import contextlib
 import io
 import os
 import re
+import secrets
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol, TextIO
 
-# Control characters other than tab, and the characters some readers take as line breaks.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# Control characters other than tab, the characters some readers take as line breaks, and
+# the invisible ones that reorder or hide text around them: bidi marks, embeddings, overrides
+# and isolates (a name holding U+202E shows its end reversed: "Trojan Source"), zero-width
+# characters and the byte order mark.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
 # The runner's older command syntax, recognised anywhere in a line.
 _OLD_COMMAND = "##["
 # A line the runner takes for a command: "::" after Unicode white space (which it trims); format
 # characters such as U+FEFF are skipped too, in case a reader drops them.
 _COMMAND_START = re.compile(r"[\s\u180e\u200b-\u200f\u2060-\u2064\ufeff]*::")
+# GitHub's shortest tokens are 40 characters; anything under this is no secret worth hiding.
+_SECRET_MIN = 8
 
 
 class Progress(Protocol):
@@ -98,6 +106,7 @@ class _Output:
         self._stream = stream
         self._fallback = fallback
         self.lost = False
+        self.secrets: list[str] = []
 
     @property
     def target(self) -> TextIO:
@@ -109,10 +118,16 @@ class _Output:
         except (OSError, ValueError, AttributeError):
             return False
 
+    def hide(self, text: str) -> str:
+        """``text`` with every secret (the token) replaced by ``***``."""
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
     def write(self, text: str) -> int:
         if not self.lost:
             try:
-                self.target.write(text)
+                self.target.write(self.hide(text))
             except OSError:
                 self._lose()
         return len(text)
@@ -172,6 +187,23 @@ class Log:
     @property
     def stream(self) -> _Output:
         return self._output
+
+    def conceal(self, secret: str) -> None:
+        """Never print ``secret`` (the token): every line shows ``***`` in its place.
+
+        The runner masks the secrets it knows too, but not a token given another way. A
+        token that holds a line break or a control character (refused by
+        ``config.settings`` before any request, but an option parsing error can quote it) is
+        concealed as the lines show it too: escaped for a workflow command, a plain line, or
+        Python's ``repr``. A "secret" shorter than any GitHub token (tests pass ``t``) is not
+        one, and would mangle every line, so it is left alone.
+        """
+        if len(secret) < _SECRET_MIN:
+            return
+        shown = {secret, _escape_data(secret), plain_line(secret), repr(secret)[1:-1]}
+        for output in (self._output, self._data):
+            # Longest first, so that no shorter form leaves part of a longer one in sight.
+            output.secrets = sorted(set(output.secrets) | shown, key=len, reverse=True)
 
     @property
     def terminal(self) -> bool:
@@ -274,7 +306,8 @@ class Log:
 
 
 def _random_delimiter() -> str:
-    return f"ivy_matrix_{uuid.uuid4().hex}"
+    # 128 random bits, as uuid4 has (uuid's import pulls in platform and more: a leg's start-up).
+    return f"ivy_matrix_{secrets.token_hex(16)}"
 
 
 def append_output(

@@ -11,8 +11,8 @@ and never wait:
   then sleeps in steps of at most :data:`TICK` seconds with a line between steps;
 - a **meter** shows how far a long read is: a bar on a terminal (drawn in place and erased, so
   it never reaches a log file or a pipe), elsewhere a line every :data:`TICK` seconds;
-- the **heartbeat** (a daemon thread) prints "still ..." when nothing was printed for
-  :data:`TICK` seconds: a request that hangs, or minutes of merging a million cases.
+- the **heartbeat** (a daemon thread) prints "still working: <phase>" when nothing was printed
+  for :data:`TICK` seconds: a request that hangs, or minutes of merging a million cases.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class Meter:
 
 
 class Heartbeat:
-    """Says "still <phase>" when the log has been silent for ``interval`` seconds."""
+    """Says "still working: <phase>" when the log has been silent for ``interval`` seconds."""
 
     def __init__(self, log: Log, *, interval: float = TICK) -> None:
         self.log = log
@@ -146,8 +146,8 @@ class Heartbeat:
         now = log.clock()
         if now - log.last_line < self.interval:
             return
-        doing = log.phase or "working"
-        text = f"still {doing} ({now - self.started:.0f} s so far)"
+        doing = f": {log.phase}" if log.phase else ""
+        text = f"still working{doing} ({now - self.started:.0f} s so far)"
         if log.terminal:
             log.bar(text)
         else:

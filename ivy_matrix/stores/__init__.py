@@ -38,7 +38,9 @@ class Saved:
     ``written`` what the store wrote, or in a dry run would write: paths in the store, or the
     keys of the dashboards whose issue it wrote; ``output`` what its ``after_save`` wrote (the
     output folder). ``urls`` and ``index_url`` are where people read the dashboards, when the
-    store is also where they are published.
+    store is also where they are published. ``at`` is the branch commit that holds the pages
+    (the new commit, or the tip read when nothing had to be written): the index issue pins
+    its pictures to it.
     """
 
     merged: Merged
@@ -46,6 +48,7 @@ class Saved:
     written: tuple[str, ...] = ()
     output: tuple[str, ...] = ()
     commit_sha: str | None = None
+    at: str | None = None
     attempts: int = 1
     converged: bool = True
     urls: Mapping[str, str] = field(default_factory=dict)

@@ -33,14 +33,16 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 
 from ivy_matrix.errors import StoreError
+from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import checked_path
-from ivy_matrix.render import Style
+from ivy_matrix.render import RenderedFile, Style
 from ivy_matrix.runner.log import Progress, Quiet
+from ivy_matrix.statefile import join_columns, split_columns
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.committer import Committer
 from ivy_matrix.stores.inbox import Inbox
@@ -50,6 +52,10 @@ from ivy_matrix.stores.lease import JobFinished
 from ivy_matrix.stores.queue import Queue
 from ivy_matrix.stores.remote import BranchRemote, GitData, RestRemote
 from ivy_matrix.trend import DEFAULT_POINTS
+
+# Files committed beside the pages, drawn from the whole store (the site): (the change's result
+# with every dashboard, the keys of those to draw) -> the files (text None: delete).
+Render = Callable[[Merged, Collection[str]], list[RenderedFile]]
 
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
@@ -91,6 +97,7 @@ class BranchStore:
         read_all_when_complete: bool = False,
         job_finished: JobFinished | None = None,
         trend_points: int = DEFAULT_POINTS,
+        site: Render | None = None,
     ) -> None:
         if remote is None:
             if client is None:
@@ -122,6 +129,7 @@ class BranchStore:
             dry_run=dry_run,
             log=self.log,
             trend_points=trend_points,
+            site=site,
         )
         self.inbox = Inbox(remote, branch=self.branch, layout=self.layout, message=message)
         self.queue = Queue(
@@ -160,6 +168,20 @@ class BranchStore:
 
     def close(self) -> None:
         self.remote.close()
+
+    def load_columns(
+        self, dashboards: Iterable[DashboardId], backends: Iterable[str]
+    ) -> dict[DashboardId, DashboardState]:
+        """The columns of ``dashboards`` for ``backends`` at the branch tip, and nothing else
+        (what a pull request's leg compares its results with): only those dashboards'
+        documents are read (layout 2), and a dashboard with none of the backends is left out."""
+        names = set(backends)
+        found = {}
+        for dashboard, state in self.load(set(dashboards)).items():
+            columns = [c for b, c in split_columns(state).items() if b in names]
+            if columns:
+                found[dashboard] = join_columns(columns)
+        return found
 
     def _delay(self, attempt: int) -> float:
         """How long to wait before trying again: a random moment ("full jitter") in a window
@@ -225,8 +247,7 @@ class BranchStore:
             runs = own.runs if matrix is None else ((matrix.run_id,) if complete else ())
             fresh = {d: summarize(state) for d, state in own.to_save().items()}
             trend = committer.trend(snapshot, own, runs, fresh=fresh)
-            if trend is not None:
-                own = replace(own, trend=trend)
+            own = replace(own, trend=trend or committer.current_trend(snapshot))
             files = committer.files(snapshot, own, legs=legs, fresh=fresh)
             changes = bool(files)
         else:
@@ -237,6 +258,7 @@ class BranchStore:
             saved = Saved(
                 merged=own,
                 revision=snapshot.revision,
+                at=snapshot.tip,
                 written=tuple(sorted(files)) if self.dry_run else (),
                 rendered=rendered and not changes,
             )

@@ -17,17 +17,24 @@ and taken from the index file's summaries for the others (:func:`branch_trend`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 
+from ivy_matrix.columnar import dump_columns
 from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId, Trend
 from ivy_matrix.paths import INDEX_NAME, dashboard_file
-from ivy_matrix.render import Style, render_index_page, render_page
-from ivy_matrix.statefile import dump_runs, dump_state
+from ivy_matrix.render import (
+    RenderedFile,
+    Style,
+    index_trend,
+    render_index_page,
+    render_page,
+    trend_files,
+)
 from ivy_matrix.stores.index import Summary, dump_index, summarize
-from ivy_matrix.stores.layout import BranchLayout, Runs
+from ivy_matrix.stores.layout import BranchLayout, Runs, dump_runs
 from ivy_matrix.stores.tree import Snapshot, git_blob_sha
-from ivy_matrix.trend import TREND_NAME, dashboard_part, dump_trend, join_parts, with_points
+from ivy_matrix.trend import dashboard_part, join_parts, with_points
 
 
 def commit_files(
@@ -40,18 +47,21 @@ def commit_files(
     every_page: bool = False,
     trend: Trend | None = None,
     fresh: Mapping[DashboardId, Summary] | None = None,
+    extra: Sequence[RenderedFile] = (),
 ) -> dict[str, str | None]:
     """The files that differ from ``snapshot`` once ``merged`` is saved (see the module
     docstring); empty when nothing does. ``every_page``: render every dashboard read, not
     only those that changed (``publish``); ``trend``: the store's trend after this commit
-    (None: unchanged); ``fresh``: summaries already made of states of ``merged``."""
+    (its file, its pictures and the index's section of it: render.trend_files); ``fresh``:
+    summaries already made of states of ``merged``; ``extra``: other files (the site), outside
+    the state folder."""
     summaries = dict(snapshot.summaries)
     made = dict(fresh or {})
     wanted = _wanted(
-        layout, snapshot, merged, summaries, made, style=style, legs=legs, every=every_page
-    )
-    if trend is not None and (trend.points or TREND_NAME in snapshot.tree.files):
-        wanted[TREND_NAME] = dump_trend(trend)
+        layout, snapshot, merged, summaries, made, style=style, legs=legs, every=every_page,
+        trend=trend,
+    )  # fmt: skip
+    wanted.update((file.path, file.text) for file in [*trend_files(trend), *extra])
     writes = _differing(snapshot.tree.files, wanted)
     if not writes:
         return {}
@@ -59,8 +69,9 @@ def commit_files(
         # Layout 2 from now on: every dashboard's document and page, the old files gone.
         summaries = dict(snapshot.summaries)
         again = _wanted(
-            layout, snapshot, merged, summaries, made, style=style, legs=legs, every=True
-        )
+            layout, snapshot, merged, summaries, made, style=style, legs=legs, every=True,
+            trend=trend,
+        )  # fmt: skip
         writes = _differing(snapshot.tree.files, {**wanted, **again})
     revision = snapshot.revision + 1
     writes[layout.summary_path] = dump_index(summaries.values(), revision)
@@ -78,6 +89,7 @@ def _wanted(
     style: Style,
     legs: Runs | None,
     every: bool,
+    trend: Trend | None,
 ) -> dict[str, str | None]:
     """Every file the commit needs (``every``: each dashboard read, rewritten; else the
     changed ones), with ``summaries`` brought up to date (in place)."""
@@ -87,7 +99,7 @@ def _wanted(
         if state.id != dashboard:
             raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
         path = layout.state_path(dashboard)
-        wanted[path] = dump_state(state)
+        wanted[path] = dump_columns(state)
         wanted.update(dict.fromkeys(snapshot.paths.get(dashboard, set()) - {path}))
         summary = made.get(dashboard)
         if summary is None or summary.runs != state.runs:
@@ -102,7 +114,8 @@ def _wanted(
         summaries.pop(gone.id, None)
     if legs is not None and legs != snapshot.legs:
         wanted[layout.legs_path] = dump_runs(legs)
-    wanted[INDEX_NAME] = render_index_page([s.row for s in summaries.values()])
+    rows = [s.row for s in summaries.values()]
+    wanted[INDEX_NAME] = render_index_page(rows, trend=index_trend(trend))
     return wanted
 
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 from ivy_matrix.fold import Merged, window_horizon
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.model import DashboardId, Trend
-from ivy_matrix.render import Style
+from ivy_matrix.render import RenderedFile, Style
 from ivy_matrix.runner.log import Progress
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.commit import branch_trend, commit_files
@@ -52,8 +52,10 @@ class Committer:
         dry_run: bool,
         log: Progress,
         trend_points: int = DEFAULT_POINTS,
+        site: Callable[[Merged, Collection[str]], list[RenderedFile]] | None = None,
     ) -> None:
         self.remote = remote
+        self.site = site  # stores/branch.py's Render: drawn only where every dashboard was read
         self.trend_points = trend_points
         self.branch = branch
         self.layout = layout
@@ -107,11 +109,12 @@ class Committer:
         gave for the same arguments."""
         if writes is None:
             fresh = {d: summarize(s) for d, s in merged.to_save().items()}
-            trend = self.trend(snapshot, merged, trend_runs, fresh=fresh)
-            if trend is not None:
-                merged = replace(merged, trend=trend)
+            trend = self.trend(snapshot, merged, trend_runs, fresh=fresh, newest=every_page)
+            # The store's trend, new points or not (as trend.with_trend gives): the issues
+            # and the output folder show it.
+            merged = replace(merged, trend=trend or self.current_trend(snapshot))
             writes = self.files(snapshot, merged, legs=legs, every_page=every_page, fresh=fresh)
-        saved = Saved(merged=merged, attempts=attempt, revision=snapshot.revision)
+        saved = Saved(merged=merged, attempts=attempt, revision=snapshot.revision, at=snapshot.tip)
         if self.dry_run:
             return replace(saved, written=tuple(sorted(writes)))
         updates = list(also)
@@ -134,6 +137,7 @@ class Committer:
         return replace(
             saved,
             commit_sha=commit,
+            at=commit,
             written=tuple(sorted(writes)),
             revision=snapshot.revision + 1,
         )
@@ -148,8 +152,14 @@ class Committer:
         fresh: Mapping[DashboardId, Summary] | None = None,
     ) -> dict[str, str | None]:
         """What committing ``merged`` on ``snapshot`` writes (empty: nothing differs); with
-        the store's trend when ``merged`` holds it (:meth:`trend`). ``fresh``: summaries
-        already made of ``merged``'s states."""
+        the store's trend when ``merged`` holds it (:meth:`trend`), else the branch's as it
+        is (the index page shows it). ``fresh``: summaries already made of ``merged``'s
+        states."""
+        trend = merged.trend if merged.trend is not None else self.current_trend(snapshot)
+        extra: list[RenderedFile] = []
+        if self.site is not None and snapshot.whole:
+            keys = [s.key for s in merged.ordered()] if every_page else merged.changed
+            extra = self.site(replace(merged, trend=trend), keys)
         return commit_files(
             self.layout,
             snapshot,
@@ -157,8 +167,9 @@ class Committer:
             style=self.style,
             legs=legs,
             every_page=every_page,
-            trend=merged.trend,
+            trend=trend,
             fresh=fresh,
+            extra=extra,
         )
 
     def trend(
@@ -168,15 +179,29 @@ class Committer:
         runs: Collection[int],
         *,
         fresh: Mapping[DashboardId, Summary] | None = None,
+        newest: bool = False,
     ) -> Trend | None:
-        """The branch's trend with the points of ``runs`` (None: no run, no change)."""
-        if not runs:
+        """The branch's trend with the points of ``runs`` (None: no run, no change); with
+        ``newest`` (``merged`` holds every dashboard: ``publish``), also of the store's newest
+        run when the trend has no point of it yet, as trend.with_trend does."""
+        previous = self.current_trend(snapshot) or Trend()
+        wanted = set(runs)
+        if newest:
+            last = max((s.runs[0] for s in merged.states.values() if s.runs), default=None)
+            if last is not None and (not previous.points or last > previous.points[-1].run):
+                wanted.add(last)
+        if not wanted:
             return None
-        where = f"{TREND_NAME} on branch {self.branch}"
-        previous = load_trend(self.reader.text(snapshot.tree, TREND_NAME), where=where)
         return branch_trend(
-            previous, snapshot, merged, runs, cap=self.trend_points, fresh=fresh or {}
+            previous, snapshot, merged, sorted(wanted), cap=self.trend_points, fresh=fresh or {}
         )
+
+    def current_trend(self, snapshot: Snapshot) -> Trend | None:
+        """The trend on the branch at ``snapshot`` (None when it has no ``trend.json``)."""
+        text = self.reader.text(snapshot.tree, TREND_NAME)
+        if text is None:
+            return None
+        return load_trend(text, where=f"{TREND_NAME} on branch {self.branch}")
 
     def report(self, saved: Saved) -> None:
         where = f"branch {self.branch}"

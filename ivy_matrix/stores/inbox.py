@@ -27,10 +27,11 @@ from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.fold import Merged
 from ivy_matrix.merge import union_states
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.statefile import dump_runs, dump_state, load_state
+from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores.layout import (
     BranchLayout,
     Scope,
+    dump_runs,
     inbox_prefix,
     inbox_ref,
     lease_ref,

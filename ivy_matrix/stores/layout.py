@@ -5,7 +5,9 @@ Pure: paths, names and small values; no I/O (reads are in ``stores/snapshot.py``
 
     README.md                                  the index page
     core/gradients.md                          one page per dashboard
-    .ivy-matrix/state/core/gradients.json      one state document per dashboard
+    trend.json, charts/*.svg                   the trend and its pictures (trend.py, charts.py)
+    .ivy-matrix/state/core/gradients.json      one state document per dashboard (version 3,
+                                               by column: columnar.py)
     .ivy-matrix/state/INDEX                    each dashboard's summary (stores/index.py)
     .ivy-matrix/state/LEGS                     the matrix legs that finished, per run
     .ivy-matrix/state/REVISION                 raised by one in every commit
@@ -27,12 +29,15 @@ can make a reader allocate by its numbers.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
+from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list
 from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.paths import INDEX_NAME, column_file, dashboard_file, relative_path, state_file
@@ -43,7 +48,7 @@ LAYOUT_VERSION = 2
 # increase; issue bodies carry the revision they show, so that a slow writer never replaces a
 # newer projection with an older one.
 REVISION_NAME = "REVISION"
-# The matrix legs that finished, per run (statefile.dump_runs). Upper case and no ``.json``,
+# The matrix legs that finished, per run (dump_runs below). Upper case and no ``.json``,
 # like the two below, so no dashboard's file meets them and no older version reads them.
 LEGS_NAME = "LEGS"
 SUMMARY_NAME = "INDEX"
@@ -59,6 +64,55 @@ Runs = dict[int, tuple[int, frozenset[int]]]
 # dashboard of the store, for the retirement window) -> the merged result (fold.merge_batches
 # with ``other_runs``).
 PartialChange = Callable[[Mapping[DashboardId, DashboardState], Collection[int]], Merged]
+
+RUNS_FORMAT = "ivy-matrix-runs"
+RUNS_KEPT_FOR_LEGS = 50  # runs whose finished legs are remembered
+
+
+def dump_runs(done: Runs) -> str:
+    """The matrix legs that finished, per run id: ``{run: (matrix size, leg indexes)}``.
+
+    Only the newest ``RUNS_KEPT_FOR_LEGS`` runs are kept. Deterministic, so an unchanged record
+    is the same blob.
+    """
+    kept = sorted(done.items(), reverse=True)[:RUNS_KEPT_FOR_LEGS]
+    runs = {str(run): {"size": size, "done": sorted(legs)} for run, (size, legs) in kept}
+    document = {"format": RUNS_FORMAT, "version": 1, "runs": runs}
+    return json.dumps(document, separators=(",", ":"), sort_keys=True) + "\n"
+
+
+def load_runs(text: str, *, where: str, max_size: int = MAX_MATRIX_SIZE) -> Runs:
+    """Parse :func:`dump_runs`' text; :class:`StoreError` naming ``where`` if it is not one.
+
+    Entries that no matrix can have (a run id that is not ASCII digits, a size over
+    ``max_size``, a leg index outside the size) are left out, so a bad entry is never kept.
+    """
+    try:
+        document = json.loads(text)
+        if not isinstance(document, dict) or document.get("format") != RUNS_FORMAT:
+            raise MalformedError(f"not an {RUNS_FORMAT} document")
+        runs = document["runs"]
+        if not isinstance(runs, dict):
+            raise MalformedError("'runs' is not an object")
+        record = {}
+        for run, entry in runs.items():
+            size = expect_int(entry["size"])
+            done = frozenset(expect_int(i) for i in expect_list(entry["done"]))
+            if (
+                _ASCII_RUN.fullmatch(run)
+                and 0 < size <= max_size
+                and all(0 <= index < size for index in done)
+            ):
+                record[int(run)] = (size, done)
+    except (ValueError, KeyError, TypeError) as error:
+        raise StoreError(
+            f"cannot read the finished matrix legs {where}: {error}; delete the file (the "
+            f"next run that finishes renders every dashboard again)"
+        ) from None
+    return record
+
+
+_ASCII_RUN = re.compile(rf"[0-9]{{1,{_RUN_DIGITS}}}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

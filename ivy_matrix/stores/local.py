@@ -8,6 +8,8 @@ I/O. The local store is a directory (``.ivy-matrix/`` by default)::
       state/<category>/<title>.json   one serialized dashboard each (see statefile.py), named
                                   by paths.state_file (unique even where case is ignored)
       trend.json                  one point per run the store recorded (trend.py)
+      ledger.json                 what the store holds: its revision, the state files it
+                                  wrote, the result files whose results it holds (ledger.py)
 
 Older versions named the files with ``paths.relative_path``, which differs for names that are
 not lower-case (``state/Core/Grad.json``, now ``state/Core-70ea1983/Grad-d1c58652.json``): a
@@ -17,6 +19,12 @@ Several ``ivy-matrix update`` processes may write one store at the same time: ea
 lock before reading and releases it after writing, and each file is replaced atomically (a
 temporary file in the same folder, flushed, then renamed over the old one), so no update is
 lost and no reader sees half a file.
+
+The ledger only saves work: an update whose result files are all recorded there (the same
+reading, size and SHA-256), while the store is at the revision the output folder shows, reads
+no state and writes nothing (:class:`~ivy_matrix.ledger.Inputs`). A state file changed by
+anything but the store is noticed by its size and modification time: the revision then moves
+on, so the output folder is rendered again in full.
 """
 
 from __future__ import annotations
@@ -24,19 +32,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
+import secrets
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ivy_matrix.columnar import Columns, column_lines, dump_columns
 from ivy_matrix.errors import StoreError
+from ivy_matrix.fold import DashboardReport, Merged
+from ivy_matrix.ledger import Inputs, Ledger, dump_ledger, load_ledger, revision_of
 from ivy_matrix.model import DashboardId, DashboardState, Trend
 from ivy_matrix.paths import relative_path, state_file
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress, Quiet
-from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.statefile import load_state
 from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT, AfterSave, Change, Saved
 from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend, with_trend
 
@@ -44,6 +56,7 @@ from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend,
 
 # --------------------------------------------------------------------------- the lock
 
+LEDGER_NAME = "ledger.json"
 _POLL_SECONDS = 0.1
 _HOLDER_BYTES = 4096
 
@@ -80,10 +93,20 @@ def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def _host() -> str:
+    """This machine's name (os.uname where there is one: socket's import costs a leg's
+    start-up more than the rest of the lock)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket  # noqa: PLC0415  -- Windows only, see above
+
+    return socket.gethostname()
+
+
 def _write_holder(fd: int) -> None:
     """Say in the lock file who holds the lock (best effort: it only feeds messages)."""
     since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": since}
+    holder = {"pid": os.getpid(), "host": _host(), "since": since}
     with contextlib.suppress(OSError):
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
@@ -170,21 +193,35 @@ class LocalStore:
         after_save: AfterSave | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         trend_points: int = DEFAULT_POINTS,
+        inputs: Inputs | None = None,
     ) -> None:
         self.root = root
         self._state_dir = root / "state"
         self.trend_path = root / TREND_NAME
+        self.ledger_path = root / LEDGER_NAME
         self.trend_points = trend_points
         self.dry_run = dry_run
         self.log: Progress = log or Quiet()
         self.after_save = after_save
         self.lock_timeout = lock_timeout
+        self.inputs = inputs
+        self._read_before: dict[DashboardId, Columns] = {}
 
     def update(self, change: Change) -> Saved:
         """Under the lock: read every state, ``change`` them, save what changed (and the trend,
-        with the points of the runs the change brought)."""
+        with the points of the runs the change brought), then the ledger.
+
+        With ``inputs`` that bring nothing new at the revision the store is still at, nothing
+        is read or written (module docstring).
+        """
         locked = self.locked(timeout=self.lock_timeout, on_wait=self.log.info)
         with contextlib.nullcontext() if self.dry_run else locked:
+            ledger, before = self.ledger()
+            inputs = self.inputs
+            if inputs is not None and inputs.nothing_new and before == inputs.revision:
+                reports = {d.key: DashboardReport() for d in inputs.touched}
+                merged = Merged(states={}, reports=reports, revision=before, revision_before=before)
+                return Saved(merged=merged)
             merged = change({state.id: state for state in self.load_all()})
             previous = self._read_trend()
             merged = with_trend(
@@ -194,6 +231,9 @@ class LocalStore:
             )
             trend = dump_trend(merged.trend) if merged.trend is not None else None
             to_save = merged.to_save()
+            store = ledger.store or secrets.token_hex(8)
+            revision = ledger.revision + (bool(to_save or merged.removed) or before is None)
+            merged = replace(merged, revision=f"{store}:{revision}", revision_before=before)
             written = tuple(
                 self.path_of(d).as_posix() for d in [*to_save, *(s.id for s in merged.removed)]
             )
@@ -217,7 +257,54 @@ class LocalStore:
                     self.delete(state.id)
             # Still under the lock: a slower process must not overwrite newer files.
             output = self.after_save(merged) if self.after_save else ()
+            if not self.dry_run:
+                self._save_ledger(ledger, merged, Ledger(store=store, revision=revision))
         return Saved(merged=merged, written=written, output=output)
+
+    def ledger(self) -> tuple[Ledger, str | None]:
+        """The store's ledger, and its revision (:func:`~ivy_matrix.ledger.revision_of`), or
+        None when the state files are not those the ledger recorded (or there is none)."""
+        try:
+            text = self.ledger_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None  # only saves work: without it, everything is read and rendered
+        ledger = load_ledger(text)
+        known = bool(ledger.store) and dict(ledger.states) == self._state_stats()
+        return ledger, revision_of(ledger) if known else None
+
+    def _save_ledger(self, old: Ledger, merged: Merged, new: Ledger) -> None:
+        """Record the revision, the state files as written, and the result files brought
+        (all forgotten when anything retired or was pruned: their results may be gone)."""
+        retired = merged.removed or any(
+            r.retired_rows or r.retired_backends or r.removed for r in merged.reports.values()
+        )
+        ledger = Ledger(
+            store=new.store,
+            revision=new.revision,
+            states=self._state_stats(),
+            inputs=() if retired else old.inputs,
+        )
+        if self.inputs is not None:
+            ledger = ledger.with_inputs(self.inputs.reading, self.inputs.files)
+        text = dump_ledger(ledger)
+        if text != dump_ledger(old):
+            self._write(self.ledger_path, text)
+
+    def _state_stats(self) -> dict[str, tuple[int, int]]:
+        """Each state file's size and modification time, by path in the state folder."""
+        found: dict[str, tuple[int, int]] = {}
+        for folder, _, names in os.walk(self._state_dir):
+            for name in names:
+                if not name.endswith(".json"):
+                    continue
+                path = os.path.join(folder, name)  # noqa: PTH118  -- a walk of many files
+                try:
+                    stat = os.stat(path)  # noqa: PTH116  -- as above
+                except OSError:
+                    continue
+                key = os.path.relpath(path, self._state_dir).replace(os.sep, "/")
+                found[key] = (stat.st_size, stat.st_mtime_ns)
+        return found
 
     @contextlib.contextmanager
     def locked(
@@ -258,7 +345,10 @@ class LocalStore:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             raise StoreError(f"cannot read dashboard state {path}: not UTF-8 text") from None
-        return load_state(text, where=str(path))
+        state = load_state(text, where=str(path))
+        # Kept until the state is saved again: its unchanged columns are written as read.
+        self._read_before[state.id] = Columns(state=state, lines=column_lines(text))
+        return state
 
     def load(self, dashboard: DashboardId) -> DashboardState | None:
         """The stored state of one dashboard, or ``None`` if it has none yet.
@@ -342,7 +432,7 @@ class LocalStore:
         read the new one.
         """
         path = self.path_of(state.id)
-        self._write(path, dump_state(state))
+        self._write(path, dump_columns(state, self._read_before.pop(state.id, None)))
         old = self._old_path_of(state.id)
         if old != path:
             self._remove(old)

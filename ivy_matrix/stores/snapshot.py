@@ -27,9 +27,9 @@ from dataclasses import replace
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.statefile import join_columns, load_runs, load_state
+from ivy_matrix.statefile import join_columns, load_state
 from ivy_matrix.stores.index import load_index, summarize
-from ivy_matrix.stores.layout import MAX_MATRIX_SIZE, BranchLayout, Runs
+from ivy_matrix.stores.layout import MAX_MATRIX_SIZE, BranchLayout, Runs, load_runs
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.tree import EmptyTree, Snapshot, TreeListing, git_blob_sha
 
@@ -42,6 +42,9 @@ class BranchReader:
         self.branch = branch
         self.layout = layout
         self._blobs: dict[str, str] = {}
+        # Each blob decoded once, however many reads (a fold's, then its render's, a retry's)
+        # meet it: a blob's text never changes, and states are frozen values.
+        self._decoded: dict[str, DashboardState] = {}
 
     def remember(self, text: str) -> None:
         """Cache a blob this process wrote, so that the next read does not fetch it."""
@@ -126,7 +129,9 @@ class BranchReader:
         """One state file, checked against its path (see the module docstring)."""
         layout = self.layout
         where = self._where(path)
-        state = load_state(self._blobs[sha], where=where)
+        state = self._decoded.get(sha)
+        if state is None:
+            state = self._decoded[sha] = load_state(self._blobs[sha], where=where)
         names = state.backend_names
         column = len(names) == 1 and path == layout.column_path(state.id, names[0])
         if path not in {layout.state_path(state.id), layout.one_file_path(state.id)} and not column:

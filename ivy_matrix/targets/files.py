@@ -1,35 +1,91 @@
 """The file target: rendered dashboards written into ``--output-dir``.
 
 I/O. One markdown file per dashboard, in its category folder (``core/gradients.md``), plus
-``README.md``, the index page that links them all (file names: paths.py). After every update
-the folder equals a fresh render of the whole state; a file whose text did not change is not
-rewritten, and each write replaces the file atomically.
+``README.md``, the index page that links them all (file names: paths.py), and ``trend.json``
+with its two pictures.
+After every update the folder equals a fresh render of the whole state; a file whose text did
+not change is not rewritten, and each write replaces the file atomically.
+
+A store that numbers its revisions (the local store, ledger.py) keeps a record of what the
+folder shows, in its own folder (``pages.json``; the output folder holds only the pages): the
+folder, the store's revision it shows, the style, each file's size and modification time, and
+each dashboard's row of the index (render.py ``IndexRow``). When the store says its states
+were read at that revision (``Merged.revision_before``) and every recorded file is still as
+written, only the dashboards the update changed are rendered, and the index is drawn from the
+recorded rows of the others; otherwise everything is rendered and compared, whatever an
+earlier run left there. ``ivy-matrix render --check`` compares the folder with a fresh render
+of the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
-from ivy_matrix.render import RenderedFile, Style, removed_files, render_files
+from ivy_matrix.history import IndexNotes
+from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
+from ivy_matrix.model import DashboardState
+from ivy_matrix.paths import INDEX_NAME
+from ivy_matrix.render import (
+    IndexRow,
+    RenderedFile,
+    Style,
+    index_row,
+    index_trend,
+    removed_files,
+    render_index_page,
+    render_page,
+    trend_files,
+)
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress
 
+RECORD_NAME = "pages.json"
+RECORD_FORMAT = "ivy-matrix-pages"
+RECORD_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PagesRecord:
+    """What the output folder ``folder`` shows (module docstring): ``files`` maps each file to
+    its size and modification time as written; ``index`` has each dashboard's row, by key."""
+
+    folder: str
+    revision: str
+    style: str
+    files: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    index: Mapping[str, IndexRow] = field(default_factory=dict)
+
 
 def write_output(
-    output_dir: Path, merged: Merged, *, style: Style, dry_run: bool, log: Progress
+    output_dir: Path,
+    merged: Merged,
+    *,
+    style: Style,
+    dry_run: bool,
+    log: Progress,
+    record: Path | None = None,
 ) -> tuple[str, ...]:
     """Make the output folder show the whole state, whatever an earlier run left there.
 
-    Every dashboard is rendered and compared with its file, not only those this update
-    changed: a run without ``--output-dir``, or one stopped after saving the store, leaves
-    files behind the state. Files that are already right are not rewritten; files that no
-    dashboard renders are the user's and are left alone. Returns the paths written (in a dry
-    run: the paths a real run would write or delete, writing nothing).
+    Every dashboard the update changed is rendered; the others too, unless the folder's record
+    shows that it holds them as the store read them (module docstring). Files that are
+    already right are not rewritten; files that no dashboard renders are the user's and are
+    left alone. ``record``: where the store keeps the folder's record (None: it keeps none).
+    Returns the paths written (in a dry run: the paths a real run would write or delete,
+    writing nothing).
     """
-    files = render_files(merged.ordered(), style=style, trend=merged.trend)
+    shown = (
+        read_record(record)
+        if record is not None and shows(record, output_dir, merged.revision_before, style)
+        else None
+    )
+    files, rows = _render(merged, style, shown)
     files += removed_files(merged.removed)
     written = write_files(output_dir, files, dry_run=dry_run)
     if dry_run:
@@ -37,7 +93,103 @@ def write_output(
         for path in written:
             verb = "delete" if path in gone else "write"
             log.info(f"dry run: would {verb} {output_dir / path}")
+        return tuple(written)
+    if record is not None:
+        _keep_record(record, output_dir, merged, (style, shown), files=files, rows=rows)
     return tuple(written)
+
+
+def _render(
+    merged: Merged, style: Style, shown: PagesRecord | None
+) -> tuple[list[RenderedFile], dict[str, IndexRow]]:
+    """The files to write, and every dashboard's index row: with ``shown``, only what changed."""
+    states = merged.ordered()
+    if shown is None:
+        wanted: list[DashboardState] = states
+        rows: dict[str, IndexRow] = {}
+    else:
+        changed = set(merged.changed)
+        wanted = [state for state in states if state.key in changed]
+        present = {state.key for state in states}
+        rows = {key: row for key, row in shown.index.items() if key in present}
+    files = [render_page(state, style) for state in wanted]
+    rows.update((state.key, index_row(state)) for state in wanted)
+    index = render_index_page(list(rows.values()), trend=index_trend(merged.trend))
+    files.append(RenderedFile(path=INDEX_NAME, text=index))
+    return files + trend_files(merged.trend), rows
+
+
+def _keep_record(
+    path: Path,
+    output_dir: Path,
+    merged: Merged,
+    shown: tuple[Style, PagesRecord | None],
+    *,
+    files: list[RenderedFile],
+    rows: Mapping[str, IndexRow],
+) -> None:
+    """Record what the folder now shows (or, for a store without revisions, forget it)."""
+    style, shown_before = shown
+    if merged.revision is None:
+        _forget(path)
+        return
+    paths = set(shown_before.files if shown_before is not None else ())
+    paths.update(file.path for file in files if file.text is not None)
+    paths.difference_update(file.path for file in files if file.text is None)
+    record = PagesRecord(
+        folder=_folder(output_dir),
+        revision=merged.revision,
+        style=style.value,
+        files=stats(output_dir, paths),
+        index=rows,
+    )
+    try:
+        write_atomic(path, dump_record(record), sync=False)
+    except OSError:
+        _forget(path)  # only saves work: the next update renders everything
+
+
+def _forget(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as error:
+        raise StoreError(
+            f"cannot remove {path}: {error.strerror or error}; check that --output-dir is writable"
+        ) from None
+
+
+def stats(output_dir: Path, paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+    """Each file's size and modification time (files that are not there are left out)."""
+    found = {}
+    for path in sorted(paths):
+        try:
+            stat = os.stat(output_dir / path)  # noqa: PTH116  -- one call per file
+        except OSError:
+            continue
+        found[path] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+def on_disk(output_dir: Path, files: Mapping[str, tuple[int, int]]) -> bool:
+    """Whether every recorded file is still as it was written (same size and time)."""
+    return stats(output_dir, files) == dict(files)
+
+
+def _folder(output_dir: Path) -> str:
+    return str(output_dir.resolve())
+
+
+def shows(record_path: Path, output_dir: Path, revision: str | None, style: Style) -> bool:
+    """Whether the record at ``record_path`` says the folder shows the store's ``revision`` in
+    ``style``, and every file it names is still as written."""
+    record = read_record(record_path) if revision is not None else None
+    return (
+        record is not None
+        and record.folder == _folder(output_dir)
+        and record.revision == revision
+        and record.style == style.value
+        and on_disk(output_dir, record.files)
+    )
 
 
 def write_files(
@@ -60,7 +212,7 @@ def write_files(
             elif path.is_file() and path.read_bytes() == file.text.encode("utf-8"):
                 continue
             elif not dry_run:
-                write_atomic(path, file.text)
+                write_atomic(path, file.text, sync=False)
         except OSError as error:
             raise StoreError(
                 f"cannot write {path}: {error.strerror or error}; "
@@ -68,3 +220,80 @@ def write_files(
             ) from None
         written.append(file.path)
     return written
+
+
+# --------------------------------------------------------------------------- the record
+
+
+def _row_json(row: IndexRow) -> dict[str, object]:
+    notes = row.notes
+    return {
+        "path": row.path,
+        "counts": {backend: list(pair) for backend, pair in row.counts.items()},
+        "notes": [
+            [list(notes.newly), notes.newly_total],
+            [list(notes.longer), notes.longer_total],
+            [list(notes.flaky), notes.flaky_total],
+        ],
+    }
+
+
+def dump_record(record: PagesRecord) -> str:
+    """The text of the folder's record (deterministic)."""
+    document = {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "folder": record.folder,
+        "revision": record.revision,
+        "style": record.style,
+        "files": {path: list(stat) for path, stat in sorted(record.files.items())},
+        "index": {key: _row_json(row) for key, row in sorted(record.index.items())},
+    }
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def _lines(value: object) -> tuple[tuple[str, ...], int]:
+    lines, total = expect_list(value)
+    return tuple(expect_str(line) for line in expect_list(lines)), expect_int(total)
+
+
+def _row(key: str, value: object) -> IndexRow:
+    item = expect_object(value)
+    counts = {}
+    for backend, pair in expect_object(item["counts"]).items():
+        passing, total = expect_list(pair)
+        counts[backend] = (expect_int(passing), expect_int(total))
+    (newly, newly_total), (longer, longer_total), (flaky, flaky_total) = map(
+        _lines, expect_list(item["notes"])
+    )
+    notes = IndexNotes(
+        newly=newly,
+        newly_total=newly_total,
+        longer=longer,
+        longer_total=longer_total,
+        flaky=flaky,
+        flaky_total=flaky_total,
+    )
+    return IndexRow(key=key, path=expect_str(item["path"]), counts=counts, notes=notes)
+
+
+def read_record(path: Path) -> PagesRecord | None:
+    """The folder's record; None when there is none or it cannot be read (it only saves
+    work: without it, everything is rendered and compared)."""
+    try:
+        document = expect_object(json.loads(path.read_bytes()))
+        if document.get("format") != RECORD_FORMAT or document.get("version") != RECORD_VERSION:
+            return None
+        files = {}
+        for name, stat in expect_object(document["files"]).items():
+            size, mtime = expect_list(stat)
+            files[name] = (expect_int(size), expect_int(mtime))
+        return PagesRecord(
+            folder=expect_str(document["folder"]),
+            revision=expect_str(document["revision"]),
+            style=expect_str(document["style"]),
+            files=files,
+            index={k: _row(k, v) for k, v in expect_object(document["index"]).items()},
+        )
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None

@@ -10,7 +10,8 @@ GitHub's budgets (``github/spend.py``) ends the log (:func:`log_spend`, with a w
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -20,10 +21,11 @@ from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
 from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
-from ivy_matrix.render import backend_counts, render_job_summary
+from ivy_matrix.render import render_job_summary
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log, append_output, append_summary
 from ivy_matrix.targets import Published
+from ivy_matrix.totals import BackendTotals, add_totals, backend_totals
 
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard
 
@@ -36,6 +38,7 @@ class SummaryFiles:
     github_output: Path | None = None  # the runner's GITHUB_OUTPUT
     summary_json: Path | None = None  # named by the summary-json output
     output_dir: Path | None = None  # named by the output-dir output
+    html: Path | None = None  # named by the html output (the site target's folder)
 
 
 def log_dashboards(log: Log, merged: Merged) -> None:
@@ -91,6 +94,18 @@ def log_spend(log: Log, spend: Spend | None, *, warn_percent: int) -> None:
         )
 
 
+@contextmanager
+def spend_on_failure(
+    log: Log, spent: Callable[[], Spend | None], *, warn_percent: int
+) -> Iterator[None]:
+    """A command that fails (GitHub refused the token, say) still says what it spent."""
+    try:
+        yield
+    except Exception:
+        log_spend(log, spent(), warn_percent=warn_percent)
+        raise
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Results:
     """What one update read, merged and published, whether it recorded the results, and what
@@ -133,19 +148,22 @@ class Results:
 
 
 def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], None]) -> None:
-    """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts,
-    link and changes, and its failing and flaky cells' history (failing since, last pass,
-    flaky); what the run spent of GitHub's budgets."""
+    """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts
+    (totals.py: per backend, rows by latest outcome and their cases; and added up over every
+    dashboard), link and changes, and its failing and flaky cells' history (failing since,
+    last pass, flaky); what the run spent of GitHub's budgets."""
     merged, published, collected = results.merged, results.published, results.collected
     spend = results.spend or Spend()
     dashboards = {}
+    every: list[dict[str, BackendTotals]] = []
     for state in merged.ordered():
-        counts = backend_counts(state)
+        counts = backend_totals(state)
+        every.append(counts)
         report = merged.reports.get(state.key)
         dashboards[state.key] = {
             "file": dashboard_file(state),
             "rows": len(state.rows),
-            "backends": {b: {"passing": p, "total": t} for b, (p, t) in counts.items()},
+            "backends": {b: totals.to_json() for b, totals in counts.items()},
             "updated": report is not None,
             "history": summary_cells(dashboard_history(state)),
             **({"url": published.urls[state.key]} if state.key in published.urls else {}),
@@ -162,6 +180,7 @@ def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], 
         "files": [asdict(f) for f in collected.files],
         "totals": asdict(collected.totals()),
         "backends": results.backends(),
+        "all_dashboards": {b: t.to_json() for b, t in add_totals(every).items()},
         "dashboards": dashboards,
         "removed_dashboards": {
             state.key: {
@@ -213,6 +232,8 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
                 outputs["summary-json"] = str(files.summary_json)
             if files.output_dir is not None:
                 outputs["output-dir"] = str(files.output_dir)
+            if files.html is not None:
+                outputs["html"] = str(files.html)
             for name, value in outputs.items():
                 append_output(files.github_output, name, value)
     except OSError as error:

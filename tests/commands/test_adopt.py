@@ -7,6 +7,7 @@ from tabulate import tabulate
 
 from ivy_matrix.cli import main
 from ivy_matrix.errors import ExitCode
+from ivy_matrix.junit import cap_name
 from ivy_matrix.model import Outcome
 from ivy_matrix.readback import MAX_ADOPT_BYTES
 from tests.commands.results import error_lines, ivy_cell, write_junit
@@ -175,3 +176,89 @@ def test_adopting_a_file_over_the_size_limit_exits_3(workdir, capsys):
 
     assert main(["adopt", "--dashboard", "core/x", "big.md"], {}) == ExitCode.INPUT
     assert "big.md: it is larger than" in capsys.readouterr().err
+
+
+def adopt_one_failure(workdir, link_run: int, link_job: int = 7) -> None:
+    """Adopt core/x: one row test_a whose torch cell fails, linking run ``link_run``."""
+    url = f"https://github.com/o/r/actions/runs/{link_run}/job/{link_job}"
+    table = tabulate(
+        [["test_a", ivy_cell(url, Outcome.FAILURE)]],
+        headers=["", "torch"],
+        tablefmt="pipe",
+        stralign="left",
+    )
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 0
+
+
+@pytest.mark.parametrize("link_run", [10**26, 2**63, 9_999_999_999, 1], ids=str)
+def test_a_later_real_result_replaces_an_adopted_cell_whatever_run_its_link_names(
+    workdir, link_run
+):
+    """An adopted cell is older than any real result: the next result for it wins, even when
+    the adopted link names a run far newer than the real one (or no GitHub run at all)."""
+    adopt_one_failure(workdir, link_run)
+    write_junit(workdir / "r.xml", [("test_a", "passed")])
+    argv = ["update", "--junit", "r.xml", "--backend", "torch", "--dashboard", "core/x"]
+    env = {"GITHUB_RUN_ID": "9000000001", "GITHUB_REPOSITORY": "o/r", "IVY_MATRIX_JOB_ID": "42"}
+
+    assert main([*argv, "--output-dir", "out"], env) == 0
+
+    table = (workdir / "out" / "core" / "x.md").read_text(encoding="utf-8")
+    expected = ivy_cell("https://github.com/o/r/actions/runs/9000000001/job/42", Outcome.SUCCESS)
+    assert cells_of(table.splitlines()[2]) == ["test_a", expected]
+
+
+@pytest.mark.parametrize(
+    ("link", "named"),
+    [
+        ("runs/100000000000000000000000000/job/7", "run 100000000000000000000000000"),
+        ("runs/5/job/99999999999999999999", "job 99999999999999999999"),
+        ("runs/5/attempts/9007199254740992/job/7", "attempt 9007199254740992"),
+    ],
+)
+def test_an_absurd_id_in_an_adopted_link_is_a_named_warning(workdir, capsys, link, named):
+    """A link naming an id no GitHub run, attempt or job can have is adopted with a warning
+    that names the row, the column and the id."""
+    url = f"https://github.com/o/r/actions/{link}"
+    table = tabulate(
+        [["test_a", ivy_cell(url, Outcome.FAILURE)], ["test_b", ""]],
+        headers=["", "torch"],
+        tablefmt="pipe",
+        stralign="left",
+    )
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {"GITHUB_ACTIONS": "true"}) == 0
+
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "::warning" in line]
+    expected = (
+        f"::warning::adopting t.md as core/x: row 'test_a', column 'torch': the link names "
+        f"{named}, larger than any GitHub id; the cell is kept, and the next result for it "
+        f"replaces it"
+    )
+    assert warnings == [expected]
+
+
+def test_an_adopted_long_name_is_the_row_results_for_that_test_update(workdir):
+    """A row name longer than the reader's cap is adopted capped as results name it, so a
+    result for that test changes the adopted row instead of adding a second one."""
+    name = "test_" + "x" * 1_500
+    url = "https://github.com/o/r/actions/runs/3/job/4"
+    table = tabulate(
+        [[name, ivy_cell(url, Outcome.FAILURE)]],
+        headers=["", "torch"],
+        tablefmt="pipe",
+        stralign="left",
+    )
+    (workdir / "t.md").write_text(table, encoding="utf-8")
+    assert main(["adopt", "--dashboard", "core/x", "t.md"], {}) == 0
+    write_junit(workdir / "r.xml", [(name, "passed")])
+    argv = ["update", "--junit", "r.xml", "--backend", "torch", "--dashboard", "core/x"]
+
+    assert main([*argv, "--run-id", "9", "--output-dir", "out"], {}) == 0
+
+    rows = (workdir / "out" / "core" / "x.md").read_text(encoding="utf-8").splitlines()[2:]
+    assert [(cells_of(row)[0], status_of(cells_of(row)[1])) for row in rows] == [
+        (cap_name(name), "success")
+    ]

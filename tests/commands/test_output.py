@@ -36,8 +36,9 @@ def test_output_dir_catches_up_with_updates_that_did_not_write_it(workdir, capsy
 
     log = capsys.readouterr().err
     assert code == 0
-    # The page, the index and the trend (run 2's point) were behind the store.
-    assert "0 cell(s) changed; 3 file(s) written" in log
+    # The page, the index, the trend (run 2's point) and its two pictures were behind the
+    # store.
+    assert "0 cell(s) changed; 5 file(s) written" in log
     dashboard = (workdir / "out" / "core" / "gradients.md").read_text(encoding="utf-8")
     assert "torch" in dashboard.splitlines()[0]
     assert "jax" in dashboard.splitlines()[0]
@@ -64,7 +65,8 @@ def test_a_dashboard_named_readme_does_not_overwrite_the_index(workdir):
 
     files = tree(workdir / "out")
     index = files.pop("README.md").decode()
-    files.pop("trend.json")
+    for trend_file in ("trend.json", "charts/pass-rate.svg", "charts/parity.svg"):
+        files.pop(trend_file)
     assert index.startswith("# Test dashboards\n")
     assert len(files) == 2
     for path in files:
@@ -136,9 +138,9 @@ def test_a_dry_run_writes_nothing_and_lists_what_the_real_run_writes(workdir, ca
     log = capsys.readouterr().err
     assert sorted(p.name for p in workdir.iterdir()) == ["a.xml", "b.xml"]
     plan = dry_run_plan(log)
-    assert "4 file(s) to write" in log
+    assert "6 file(s) to write" in log
     assert update(*argv) == 0
-    assert "4 file(s) written" in capsys.readouterr().err
+    assert "6 file(s) written" in capsys.readouterr().err
     assert plan == sorted(tree(workdir / "out"))
 
 
@@ -162,7 +164,13 @@ def test_a_dry_run_on_a_used_store_plans_exactly_the_files_that_change(workdir, 
     assert update(*argv) == 0
     after = tree(workdir / "out")
     assert plan == sorted(path for path in after if after[path] != out.get(path))
-    assert plan == ["README.md", "core/gradients.md", "trend.json"]
+    assert plan == [
+        "README.md",
+        "charts/parity.svg",
+        "charts/pass-rate.svg",
+        "core/gradients.md",
+        "trend.json",
+    ]
 
 
 def test_adopt_with_dry_run_writes_no_store(workdir, capsys):

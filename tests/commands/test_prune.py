@@ -291,7 +291,9 @@ def test_prune_on_the_branch_is_one_commit_of_state_markdown_and_index(seeded, c
     assert main(["prune", "--backend", "jax"], env) == 0
     files = fake.files("ivy-matrix")
     assert b"jax" not in files["core/gradients.md"]
-    assert b"jax" not in files["README.md"]
+    # The index's table; the trend below it keeps the runs that had jax (prune leaves the
+    # past alone).
+    assert b"jax" not in files["README.md"].partition(b"## Trend")[0]
     assert branch_states(fake)["core/gradients"].backend_names == ("torch",)
     assert f"{STATE_DIR}/core/gradients.json" in files
     assert len(fake.requests_to("POST", r"/git/commits")) == commits + 2
@@ -309,3 +311,20 @@ def test_an_idle_dashboard_on_the_branch_retires_with_its_files(seeded):
     assert "nn/layers.md" not in files
     assert b"nn/layers" not in files["README.md"]
     assert branch_states(fake)["core/gradients"].backend_names == ("torch",)
+
+
+def test_did_you_mean_shows_bidi_controls_as_escapes(workdir, capsys):
+    """Names offered by prune's "did you mean" (and listed with it) never carry a raw bidi
+    control into the log: a right-to-left override shows as its escape."""
+    hostile = "test_\u202eyp.lave"
+    write_cases(workdir / "g.xml", GRADIENTS, hostile, "test_b")
+    assert main(["update", "--run-id", "1", "--backend", "torch", "--junit", "g.xml"], {}) == 0
+    capsys.readouterr()
+
+    env = {"GITHUB_ACTIONS": "true"}
+    argv = ["prune", "--dashboard", "core/gradients", "--row", "test_\u202eyp.lavf"]
+    assert main(argv, env) == ExitCode.INPUT
+
+    out = capsys.readouterr().err
+    assert "did you mean test_\\u202eyp.lave, test_b?" in out
+    assert "\u202e" not in out

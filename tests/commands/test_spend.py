@@ -78,3 +78,22 @@ def test_a_budget_warning_over_100_percent_is_refused(fake, tmp_path):
     result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
     assert result.returncode == ExitCode.USAGE
     assert "input 'budget-warning' got 101; give a percent, 0 (never) to 100" in result.stderr
+
+
+def test_a_run_that_github_refuses_still_says_what_it_spent(fake, tmp_path):
+    """With the hour's 2 requests spent, the update fails naming the rate limit, after the line
+    that says what it spent (the refused request included)."""
+    fake.configure(limits=Limits(requests_per_hour=2))  # an hour already nearly spent
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode != 0
+    spent = fake.budget.spent(TOKEN)
+    assert spent.refused == 1
+    lines = result.stderr.splitlines()
+    spend_line = (
+        f"GitHub: {spent.requests} request(s), {spent.content_requests} of them "
+        f"content-creating; 0 of 2 left this hour (x-ratelimit-remaining)"
+    )
+    assert spend_line in lines
+    assert "rate limited the token" in "\n".join(lines[lines.index(spend_line) :])

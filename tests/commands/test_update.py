@@ -87,6 +87,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
     assert code == 0
     summary = read_json(workdir / "summary.json")
     assert sorted(summary) == [
+        "all_dashboards",
         "backends",
         "conclusion",
         "content_requests",
@@ -159,11 +160,20 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
     for cell in history["core/gradients"]:
         failing = cell["failing_runs"] == 1
         assert cell["failing_since"] == ({"run_id": 100, "sha": None} if failing else None)
+    shown = {
+        key: {b: (t["passing"], t["total"]) for b, t in dashboard.pop("backends").items()}
+        for key, dashboard in summary["dashboards"].items()
+    }
+    assert shown == {"core/gradients": {"torch": (3, 7)}, "nn/layers": {"numpy": (2, 3)}}
+    # Every case of the files is in exactly one cell: the dashboards' case counts add up to
+    # each backend's test cases.
+    for backend, totals in summary["all_dashboards"].items():
+        cases = sum(totals[f"cases_{kind}"] for kind in ("passed", "failed", "skipped", "flaky"))
+        assert cases == summary["backends"][backend]["tests"]
     assert summary["dashboards"] == {
         "core/gradients": {
             "file": "core/gradients.md",
             "rows": 8,
-            "backends": {"torch": {"passing": 3, "total": 7}},
             "updated": True,
             "changed_cells": 8,
             "new_rows": 8,
@@ -174,7 +184,6 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
         "nn/layers": {
             "file": "nn/layers.md",
             "rows": 4,
-            "backends": {"numpy": {"passing": 2, "total": 3}},
             "updated": True,
             "changed_cells": 4,
             "new_rows": 4,
@@ -194,11 +203,28 @@ def test_summary_lists_stored_dashboards_this_update_did_not_touch(workdir):
 
     assert main([*base, "--junit", "g.xml"], {}) == 0
 
-    dashboards = read_json(workdir / "s.json")["dashboards"]
+    document = read_json(workdir / "s.json")
+    # Every dashboard added up per backend: gradients' pass and layers' failure.
+    assert document["all_dashboards"]["jax"]["passing"] == 1
+    assert document["all_dashboards"]["jax"]["total"] == 2
+    dashboards = document["dashboards"]
     assert dashboards["nn/layers"] == {
         "file": "nn/layers.md",
         "rows": 1,
-        "backends": {"jax": {"passing": 0, "total": 1}},
+        "backends": {
+            "jax": {
+                "success": 0,
+                "failure": 1,
+                "flaky": 0,
+                "skipped": 0,
+                "cases_passed": 0,
+                "cases_failed": 1,
+                "cases_skipped": 0,
+                "cases_flaky": 0,
+                "passing": 0,
+                "total": 1,
+            }
+        },
         "updated": False,
         "history": [
             {
@@ -228,7 +254,14 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
 
     out = workdir / "out"
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert written == ["README.md", "core/gradients.md", "nn/layers.md", "trend.json"]
+    assert written == [
+        "README.md",
+        "charts/parity.svg",
+        "charts/pass-rate.svg",
+        "core/gradients.md",
+        "nn/layers.md",
+        "trend.json",
+    ]
     url = "https://github.com/o/r/actions/runs/41/job/3"
     expected = tabulate(
         [
@@ -252,6 +285,7 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
         [
             ["[core/gradients](core/gradients.md)", "[1/2](core/gradients.md)"],
             ["[nn/layers](nn/layers.md)", "[0/1](nn/layers.md)"],
+            ["**all dashboards**", "**1/3**"],
         ],
         headers=["dashboard", "torch"],
         tablefmt="pipe",
@@ -259,8 +293,11 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
     )
     assert index.startswith("# Test dashboards\n")
     table_end = index.index(index_table) + len(index_table)
-    # Below the table: the history sections, each entry linking its dashboard and job.
-    assert index[table_end:] == (
+    # Below the table: the trend's pictures, then the history sections, each entry linking its
+    # dashboard and job.
+    below = index[table_end:]
+    assert below.startswith("\n\n## Trend\n\n")
+    assert below[below.index("\n\n## Newly failing") :] == (
         "\n\n## Newly failing\n\n"
         f"- [core/gradients](core/gradients.md) · test_jac · torch: [failure]({url}), "
         "failing since run 41, at least 1 run\n"

@@ -29,6 +29,7 @@ from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.model import DashboardId
 from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import load_state
+from ivy_matrix.trend import TREND_NAME, load_trend
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import shared_dir
 from tests.github.budget import RACING
@@ -588,11 +589,16 @@ def test_adopted_ivy_table_on_the_branch_then_one_leg_changes_one_cell(fake, tmp
 
 
 def branch_pages_are_a_render_of_its_state(fake: FakeGitHub) -> bool:
-    """Whether the branch's markdown is exactly what rendering its state gives."""
+    """Whether the branch's pages, trend and pictures are exactly what rendering its state (and
+    its trend) gives, with no other markdown."""
     states = [branch_state(fake)]
-    expected = {f.path: f.text for f in render_files(states, style=Style.IVY)}
     files = fake.files("ivy-matrix")
-    return {p: d.decode() for p, d in files.items() if p.endswith(".md")} == expected
+    found = files.get(TREND_NAME)
+    trend = load_trend(found.decode(), where="the branch") if found is not None else None
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY, trend=trend)}
+    pages = {p for p in files if p.endswith(".md")}
+    shown = {p: files[p].decode() for p in pages | set(expected) if p in files}
+    return shown == expected
 
 
 def test_matrix_legs_commit_results_and_the_last_leg_publishes_the_issues(fake, tmp_path):
@@ -613,6 +619,13 @@ def test_matrix_legs_commit_results_and_the_last_leg_publishes_the_issues(fake, 
     assert branch_state(fake).backend_names == ("b0", "b1", "b2")
     body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
     assert all(f"/job/{700 + leg}" in body for leg in range(3))
+    # The index issue shows the trend's pictures of the commit that holds them.
+    index = dashboard_issues(fake)["<!-- ivy-matrix:index -->"]["body"]
+    head = fake.ref_sha("heads/ivy-matrix")
+    pinned = f"https://github.com/{REPO}/raw/{head}/charts"
+    assert f"![Pass rate per backend]({pinned}/pass-rate.svg)" in index
+    assert f"![Parity across backends]({pinned}/parity.svg)" in index
+    assert {"charts/pass-rate.svg", "charts/parity.svg"} <= set(fake.files("ivy-matrix"))
 
 
 def test_publish_renders_the_issues_once_and_then_writes_nothing(fake, tmp_path):
@@ -634,7 +647,7 @@ def test_publish_renders_the_issues_once_and_then_writes_nothing(fake, tmp_path)
     writes = len(fake.writes())
     again = run(tmp_path, env, command="publish")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert len(fake.writes()) == writes
+    assert [(r.method, r.path, r.body) for r in fake.writes()[writes:]] == [], again.stderr
 
 
 def test_publish_without_the_branch_target_is_a_clear_user_error(fake, tmp_path):

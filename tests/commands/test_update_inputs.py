@@ -71,7 +71,8 @@ def test_hostile_names_and_file_names_write_no_workflow_command(workdir, capsys)
 
 @pytest.mark.parametrize("github_actions", ["true", "false"])
 def test_no_plain_log_line_can_start_a_command(workdir, capsys, github_actions):
-    """A plain line that would start with ``::`` (a file name here) gets a backslash in front."""
+    """A plain line that would start with ``::`` (a file name here) gets a backslash in front;
+    an invisible character that hid the ``::`` (a byte order mark) shows as its escape."""
     write_junit(workdir / "::error::x.xml", [("test_x", "passed")])
     write_junit(workdir / " \ufeff::add-mask::y.xml", [("test_y", "passed")])
     code = main(
@@ -82,7 +83,7 @@ def test_no_plain_log_line_can_start_a_command(workdir, capsys, github_actions):
     commands = command_lines(out)
     assert [line for line in commands if "::error::x" in line or "add-mask" in line] == []
     assert "\\::error::x.xml: 1 tests" in out
-    assert "\\ \ufeff::add-mask::y.xml: 1 tests" in out
+    assert " \\ufeff::add-mask::y.xml: 1 tests" in out
 
 
 @pytest.mark.parametrize(

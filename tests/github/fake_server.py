@@ -18,7 +18,8 @@ answers them; time from the ``clock`` the test gives), every token's spend recor
 "Resource not accessible by integration" on writes with a read-only token; 400 for conditional headers on writes; ``url``
 values under the prefix the request came in on (root or GHES ``/api/v3``), as PyGithub
 asserts. Faults are queued per request (``inject``: before or after the write lands, held, or
-silently not applied) or drawn at random (``fail_rate``).
+silently not applied) or drawn at random (``fail_rate``; ``fail_landed`` of those on writes
+land before their 502).
 
 Run standalone::
 
@@ -111,6 +112,9 @@ class FakeConfig:
     latency: tuple[float, float] = (0.0, 0.0)
     fail_rate: float = 0.0
     fail_kinds: tuple[str, ...] = FAIL_KINDS
+    # Of the random faults drawn for writes, this share lands first: the write is applied and
+    # then answered with a 502 (the "5xx after commit" that makes a retried POST duplicate).
+    fail_landed: float = 0.0
     retry_after: tuple[int, ...] = (0, 1)
     seed: int = 0
     read_only: bool = False
@@ -249,6 +253,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     fake: FakeGitHub
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (a benchmark's leg killed at its cap) is not an error."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -659,8 +668,11 @@ class FakeGitHub:
             return handler(req)
         if fault is not None and not fault.after_write:
             return self._fault_response(fault)
+        landed = False
         if self.config.fail_rate and self._rng.random() < self.config.fail_rate:
-            return self._random_fault()
+            landed = write and self._rng.random() < self.config.fail_landed
+            if not landed:
+                return self._random_fault()
         if req.body is _INVALID_JSON:
             raise _Fail(400, "Problems parsing JSON")
         handler, req.params = self._route(req.method, req.path)
@@ -670,6 +682,8 @@ class FakeGitHub:
         status, payload, headers = handler(req)
         if fault is not None and status < 400:
             return self._fault_response(fault)
+        if landed and status < 400:
+            return self._fault_response(Fault(status=502))
         return status, payload, headers
 
     def serves(self, method: str, path: str) -> bool:
@@ -766,6 +780,7 @@ class FakeGitHub:
             ("GET", issue, self._get_issue),
             ("PATCH", issue, self._patch_issue),
             ("GET", issue + r"/comments", self._list_comments),
+            ("GET", repo + r"/pulls/(?P<number>\d+)", self._get_pull),
             ("POST", issue + r"/comments", self._post_comment),
             ("PATCH", comment, self._patch_comment),
             ("DELETE", comment, self._delete_comment),
@@ -807,6 +822,118 @@ class FakeGitHub:
             "html_url": self._html("apps/github-actions"),
             "type": "Bot",
             "site_admin": False,
+        }
+
+    def _repo_json(self, api: str, name: str) -> JSON:
+        """A repository as the pull-request answer embeds it (every field the schema requires)."""
+        url = f"{api}/repos/{name}"
+        links = (
+            "archive/{archive_format}{/ref}", "assignees{/user}", "git/blobs{/sha}:blobs",
+            "branches{/branch}", "collaborators{/collaborator}", "comments{/number}",
+            "commits{/sha}", "compare/{base}...{head}", "contents/{+path}", "contributors",
+            "deployments", "downloads", "events", "forks", "git/commits{/sha}:git_commits",
+            "git/refs{/sha}:git_refs", "git/tags{/sha}:git_tags", "hooks",
+            "issues/comments{/number}:issue_comment", "issues/events{/number}:issue_events",
+            "issues{/number}", "keys{/key_id}", "labels{/name}", "languages", "merges",
+            "milestones{/number}", "notifications{?since,all,participating}", "pulls{/number}",
+            "releases{/id}", "stargazers", "statuses/{sha}", "subscribers", "subscription",
+            "tags", "teams", "git/trees{/sha}:trees",
+        )  # fmt: skip
+        data: JSON = {"id": 1, "node_id": "R_kgDOfake", "name": name.split("/")[1]}
+        for link in links:
+            path, _, key = link.partition(":")
+            data[(key or re.sub(r"[/{].*", "", path)) + "_url"] = f"{url}/{path}"
+        numbers = (
+            "forks", "forks_count", "open_issues", "open_issues_count", "size",
+            "stargazers_count", "watchers", "watchers_count",
+        )  # fmt: skip
+        flags = ("has_downloads", "has_issues", "has_projects", "has_wiki", "has_pages")
+        return (
+            data
+            | dict.fromkeys(numbers, 0)
+            | dict.fromkeys(flags, True)
+            | {
+                "full_name": name,
+                "owner": self._user(api),
+                "private": False,
+                "fork": False,
+                "archived": False,
+                "disabled": False,
+                "description": None,
+                "homepage": None,
+                "language": None,
+                "mirror_url": None,
+                "license": None,
+                "url": url,
+                "html_url": self._html(name),
+                "clone_url": self._html(f"{name}.git"),
+                "git_url": f"git://github.com/{name}.git",
+                "ssh_url": f"git@github.com:{name}.git",
+                "svn_url": self._html(name),
+                "default_branch": self.repos[name]["default_branch"],
+                "pushed_at": None,
+                "created_at": None,
+                "updated_at": None,
+            }
+        )
+
+    def _pull_json(self, api: str, issue: JSON) -> JSON:
+        """A pull request (``GET /pulls/{n}``): the issue's fields and a head and base."""
+        name, number = issue["repo"], issue["number"]
+        url = f"{api}/repos/{name}/pulls/{number}"
+        data = self._issue_json(api, issue)
+        side = {"user": self._user(api), "repo": self._repo_json(api, name)}
+        head_ref, head_sha = issue.get("head") or ("feature", "0" * 40)
+        links = {
+            "self": url,
+            "html": self._html(name, "pull", number),
+            "issue": f"{api}/repos/{name}/issues/{number}",
+            "comments": f"{api}/repos/{name}/issues/{number}/comments",
+            "review_comments": f"{url}/comments",
+            "review_comment": f"{api}/repos/{name}/pulls/comments{{/number}}",
+            "commits": f"{url}/commits",
+            "statuses": f"{api}/repos/{name}/statuses/{head_sha}",
+        }
+        return {
+            key: data[key]
+            for key in ("id", "node_id", "html_url", "number", "state", "locked", "title")
+        } | {
+            "url": url,
+            "body": data["body"],
+            "user": data["user"],
+            "labels": [],
+            "milestone": None,
+            "assignee": None,
+            "created_at": data["created_at"],
+            "updated_at": data["updated_at"],
+            "closed_at": data["closed_at"],
+            "merged_at": None,
+            "merge_commit_sha": None,
+            "diff_url": self._html(name, "pull", f"{number}.diff"),
+            "patch_url": self._html(name, "pull", f"{number}.patch"),
+            "issue_url": links["issue"],
+            "comments_url": links["comments"],
+            "commits_url": links["commits"],
+            "review_comments_url": links["review_comments"],
+            "review_comment_url": links["review_comment"],
+            "statuses_url": links["statuses"],
+            "head": side
+            | {"label": f"{name.split('/')[0]}:{head_ref}", "ref": head_ref, "sha": head_sha},
+            "base": side | {"label": f"{name.split('/')[0]}:main", "ref": "main", "sha": "1" * 40},
+            "_links": {key: {"href": href} for key, href in links.items()},
+            "author_association": "NONE",
+            "auto_merge": None,
+            "merged": False,
+            "mergeable": None,
+            "mergeable_state": "unknown",
+            "merged_by": None,
+            "comments": data["comments"],
+            "review_comments": 0,
+            "maintainer_can_modify": False,
+            "commits": 1,
+            "additions": 0,
+            "deletions": 0,
+            "changed_files": 0,
         }
 
     def _job_json(self, api: str, job: JSON) -> JSON:
@@ -1124,6 +1251,12 @@ class FakeGitHub:
 
     def _get_issue(self, req: _Req) -> Response:
         return 200, self._issue_json(req.api, self._issue_or_404(req)), {}
+
+    def _get_pull(self, req: _Req) -> Response:
+        issue = self._issue_or_404(req)
+        if not issue["pull_request"]:
+            raise _not_found()
+        return 200, self._pull_json(req.api, issue), {}
 
     def _patch_issue(self, req: _Req) -> Response:
         issue = self._issue_or_404(req)

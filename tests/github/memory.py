@@ -573,6 +573,7 @@ class MemoryGitHub:
             state=issue["state"],
             html_url=f"{SERVER}/{repo}/{'pull' if issue['pull_request'] else 'issues'}/{number}",
             labels=tuple(self.labels[repo][name]["name"] for name in issue["labels"]),
+            author=issue.get("login", BOT_LOGIN),
         )
 
     def _as_comment(self, comment: JSON) -> IssueComment:
@@ -699,6 +700,19 @@ class MemoryGitHub:
             return found
 
         return self._call("list_pull_requests", apply)
+
+    def get_pull_request(self, repo: str, number: int) -> PullRequest:
+        """One pull request (404 for an issue that is not one), with its state."""
+
+        def apply() -> PullRequest:
+            issue = self._issue(repo, number)
+            if not issue["pull_request"]:
+                raise _error(f"reading pull request #{number} of {repo}", 404, "Not Found")
+            return PullRequest(
+                number=number, head_sha=issue.get("head", ("", ""))[1], state=issue["state"]
+            )
+
+        return self._call("get_pull_request", apply)
 
     def list_issue_comments(self, repo: str, number: int) -> list[IssueComment]:
         """Every comment on an issue, oldest first."""

@@ -11,6 +11,7 @@ from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient, make_client
 from ivy_matrix.github.connection import production_client
 from ivy_matrix.github.git import INLINE_LIMIT
+from ivy_matrix.github.types import PullRequest
 from tests.github.budget import Limits, ManualClock
 from tests.github.fake_server import FIRST_JOB_ID, FakeGitHub, git_blob_sha
 
@@ -519,3 +520,19 @@ def test_ghes_api_prefix_is_kept_for_every_request_and_page(fake):
         assert gh.create_branch(REPO, "ivy-matrix", main_tip(fake)) is True
     assert {r.prefix for r in fake.requests} == {"/api/v3"}
     assert all(r.authorization == "token t" for r in fake.requests)
+
+
+def test_a_pull_request_is_read_with_its_state_now(fake):
+    """get_pull_request answers with the state GitHub has now (a closed one says closed); an
+    issue that is no pull request is a 404."""
+    opened = int(fake.add_issue(title="open", pull_request=True)["number"])
+    closed = int(fake.add_issue(title="closed", pull_request=True, state="closed")["number"])
+    plain = int(fake.add_issue(title="an issue")["number"])
+    with client(fake.base_url) as gh:
+        assert gh.get_pull_request(REPO, opened).state == "open"
+        assert gh.get_pull_request(REPO, closed) == PullRequest(
+            number=closed, head_sha="0" * 40, state="closed"
+        )
+        with pytest.raises(GitHubAPIError) as raised:
+            gh.get_pull_request(REPO, plain)
+    assert raised.value.status == 404

@@ -58,6 +58,7 @@ LIVE = {
     "issues/list-for-repo",
     "issues/update",
     "issues/update-comment",
+    "pulls/get",
 }
 
 
@@ -375,6 +376,18 @@ def test_secondary_limits_and_fail_rate_produce_transient_errors(fake):
     assert call(url)[0] == 200
 
 
+def test_random_faults_on_writes_can_land_before_their_error(fake):
+    """With fail_landed=1, a random fault on a write applies it first and then answers 502;
+    reads still fail before anything happens."""
+    fake.add_issue(body="one")
+    url = f"{fake.base_url}{R}/issues/1"
+    fake.configure(fail_rate=1.0, fail_landed=1.0)
+    assert call(url, "PATCH", {"body": "two"})[0] == 502
+    assert call(url)[0] != 200
+    fake.configure(fail_rate=0.0)
+    assert call(url)[2]["body"] == "two"
+
+
 def test_a_held_request_lets_a_test_force_last_writer_wins(fake):
     """A fault with status=None and an Event holds one PATCH so the other lands first."""
     fake.add_issue(REPO, title="t", body="start")
@@ -492,6 +505,8 @@ def _openapi_scenario(fake: FakeGitHub) -> list[tuple[str, str, object]]:
         ("PATCH", f"{R}/issues/1", {"body": "c", "state": "closed"}),
         ("PATCH", f"{R}/issues/1", {"body": too_long}),
         ("GET", f"{R}/issues/1/comments", None),
+        ("GET", f"{R}/pulls/2", None),
+        ("GET", f"{R}/pulls/1", None),
         ("POST", f"{R}/issues/1/comments", {"body": "again"}),
         ("POST", f"{R}/issues/1/comments", {"body": too_long}),
         ("PATCH", c, {"body": "edited"}),
@@ -561,3 +576,19 @@ def test_every_served_endpoint_matches_the_openapi_subset(spec):
         }
     assert problems == []
     assert covered == served == LIVE
+
+
+def test_a_client_that_went_away_is_not_reported_as_an_error(capsys):
+    """A reset connection (a benchmark's leg killed at its cap) prints nothing; a real error
+    in serving still prints its traceback."""
+    with FakeGitHub() as fake:
+        server = fake._server
+        assert server is not None
+        for error in (ConnectionResetError("reset"), ValueError("boom")):
+            try:
+                raise error
+            except (ConnectionResetError, ValueError):
+                server.handle_error(None, ("127.0.0.1", 1))
+    printed = capsys.readouterr().err
+    assert "ConnectionResetError" not in printed
+    assert "ValueError: boom" in printed

@@ -10,7 +10,7 @@ import threading
 from functools import partial
 from typing import Any
 
-from ivy_matrix.issues.creation_locks import CreationLocks
+from ivy_matrix.issues.creation_locks import CREATION_LOCK_REFS, CreationLocks
 from ivy_matrix.issues.markers import dashboard_key, is_index
 from ivy_matrix.issues.report import IssueAction, IssuesReport
 from tests.concurrency import at_once
@@ -81,6 +81,7 @@ def test_sixteen_racing_publishers_create_each_issue_exactly_once(memory):
     # Each job made at most one lock commit (one tree), whatever the number of issues.
     assert memory.calls.count("create_commit") <= 16
     assert memory.calls.count("create_tree") <= 16
+    assert lock_refs(memory) == {}  # each lock went once its issue existed
 
 
 def test_issues_that_exist_are_written_without_reading_any_lock(memory):
@@ -141,4 +142,46 @@ def test_issues_another_job_is_creating_are_waited_for_together_after_the_rest(m
         assert report.result(key).number == issue["number"]
         assert report.result(key).action is IssueAction.UPDATED  # job A created it
         assert "b02" in issue["body"]  # then this job wrote its own state
+    assert report.warnings == ()
+
+
+def lock_refs(memory: MemoryGitHub) -> dict[str, str]:
+    """The issue-creation lock refs left in the repository."""
+    with memory.lock:
+        return {r: s for r, s in memory.refs[REPO].items() if r.startswith(CREATION_LOCK_REFS)}
+
+
+def test_each_lock_ref_is_deleted_once_its_issue_exists(memory):
+    """The job that creates the issues (dashboards and index) deletes their lock refs; the
+    next job finds the issues and takes no lock."""
+    report = publish_leg(memory, 1)
+    assert {r.action for r in report.dashboards} == {IssueAction.CREATED}
+    assert lock_refs(memory) == {}
+    publish_leg(memory, 2)
+    assert lock_refs(memory) == {}
+    assert [len(issues_of(memory, key)) for key in ("core/gradients", "core/random", None)] == [
+        1,
+        1,
+        1,
+    ]
+
+
+def test_a_job_that_listed_before_the_issue_existed_does_not_create_it_again(memory):
+    """A job whose listing predates the issue, and which takes the lock after its creator
+    deleted it, lists again before creating and finds the issue: no second issue."""
+
+    def another_job_creates_everything() -> None:
+        publish_leg(memory, 1)
+
+    # This job lists (no issue yet); then, as it reads the first lock, job 1 creates every
+    # issue and deletes their locks.
+    memory.inject("get_ref", status=None, before=another_job_creates_everything, times=1)
+
+    report = publish_leg(memory, 2)
+
+    for key in ("core/gradients", "core/random", None):
+        [issue] = issues_of(memory, key)
+        assert issue["state"] == "open"
+    assert IssueAction.CREATED not in {r.action for r in report.dashboards}
+    assert lock_refs(memory) == {}
     assert report.warnings == ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ivy_matrix.issues.bodies import compose_issue
 from ivy_matrix.issues.markers import (
+    BEGIN,
     INDEX_MARKER,
     continuation_marker,
     continuation_part,
@@ -12,6 +13,8 @@ from ivy_matrix.issues.markers import (
     is_index,
     is_ours,
     issue_title,
+    outside_region,
+    parse_parts,
     parse_revision,
     utf16_len,
 )
@@ -55,3 +58,32 @@ def test_revision_outside_the_region_is_ignored():
     """Only the region's revision counts, not a marker a maintainer pasted outside it."""
     body = compose_issue(make_state(KEY, 1), existing_body=None, revision=None).body
     assert parse_revision(body + "<!-- ivy-matrix:revision=99 -->\n") is None
+
+
+def adversarial_markers() -> dict[str, str]:
+    """1 MB bodies of near-miss markers: unterminated keys, digits with no end, openers
+    repeated on one line and on many."""
+    size = 1 << 20
+    unterminated = "<!-- ivy-matrix:dashboard=" + "k" * size
+    return {
+        "unterminated key": unterminated,
+        "unterminated part": unterminated[:-10] + ":part=" + "9" * 4,
+        "many marker lines": "<!-- ivy-matrix:dashboard=k\n" * (size // 28),
+        "revision digits": f"{BEGIN}<!-- ivy-matrix:revision=" + "9" * size,
+        "parts openers": BEGIN + "<!-- ivy-matrix:parts=1" * (size // 23),
+        "index look-alikes": "<!-- ivy-matrix:index --" * (size // 24),
+    }
+
+
+def test_every_marker_reader_reads_a_one_megabyte_near_miss_as_no_marker():
+    """Each reader of a body (key, index, part, revision, parts, the maintainer's text) scans
+    1 MB of near-miss markers and finds none: the patterns have no nested repeats, so they
+    finish in one pass (the suite's hang guard would catch one that backtracks)."""
+    for shape, body in adversarial_markers().items():
+        assert dashboard_key(body) is None, shape
+        assert not is_index(body), shape
+        assert continuation_part(body, "k") is None, shape
+        assert parse_revision(body) is None, shape
+        assert parse_parts(body) == 0, shape
+        before, _ = outside_region(body)
+        assert len(before) <= len(body) + 1, shape

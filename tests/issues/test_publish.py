@@ -6,11 +6,18 @@ in-memory model (tests/github/memory.py).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
+from ivy_matrix.issues.finding import RELIST_EVERY
 from ivy_matrix.issues.markers import is_index
 from ivy_matrix.issues.report import IssueAction
+from ivy_matrix.model import DashboardId, DashboardState
+from tests.github.budget import ManualClock
+from tests.github.fake_server import FakeGitHub
+from tests.github.memory import MemoryGitHub
 from tests.issues.helpers import GRADIENTS, LABEL, RANDOM, REPO, Lines, make_state, ours, publish
 
 
@@ -86,3 +93,58 @@ def test_the_newest_writer_restores_its_revision_after_a_slower_job_overwrote_it
     )
     assert "<!-- ivy-matrix:revision=5 -->" in memory.issues[number]["body"]
     assert any("an older revision replaced ours; writing again" in line for line in lines.infos)
+
+
+def many_states(count: int, run: int) -> list[DashboardState]:
+    """``count`` small dashboards (``many/d00`` ...) of run ``run``."""
+    return [
+        make_state(DashboardId(title=f"d{i:02d}", category="many"), 2, run=run)
+        for i in range(count)
+    ]
+
+
+def test_a_run_that_changes_every_dashboard_writes_each_issue_once_and_lists_a_few_times():
+    """Every changed dashboard costs one edit, and its revision is checked in a listing taken
+    at most RELIST_EVERY writes before: no read of each issue before its edit. Paced, the
+    writes stay within GitHub's content-creation limit (the double's clock moves with the
+    waits)."""
+    clock = ManualClock()
+    with FakeGitHub(clock=clock) as fake:
+        publish(fake, many_states(60, run=100), revision=1, sleep=clock.advance)
+        with fake.lock:
+            before = len(fake.requests)
+        report = publish(fake, many_states(60, run=101), revision=2, sleep=clock.advance)
+        with fake.lock:
+            run = fake.requests[before:]
+        assert fake.budget.spent("t").refused == 0
+    assert [r.action for r in report.dashboards] == [IssueAction.UPDATED] * 60
+    edits = [r for r in run if r.method == "PATCH" and re.search(r"/issues/\d+$", r.path)]
+    reads = [r for r in run if r.method == "GET" and re.search(r"/issues/\d+$", r.path)]
+    listings = [r for r in run if r.method == "GET" and r.path.endswith("/issues")]
+    assert len(edits) == 61  # the dashboards and the index
+    assert reads == []
+    # The first listing, one every RELIST_EVERY writes, and the newest writer's check.
+    assert len(listings) == 1 + (60 - 1) // RELIST_EVERY + 1
+    assert len(run) == len(edits) + len(listings)
+
+
+def test_a_newer_revision_written_meanwhile_is_seen_in_the_next_listing_and_kept():
+    """A newer job's edit that lands while this job writes is found by its next listing:
+    that issue is left as it is."""
+    clock = ManualClock()
+    memory = MemoryGitHub(clock=clock)
+    publish(memory, many_states(40, run=100), revision=1, sleep=clock.advance)
+    (newer,) = [i["number"] for i in memory.issues.values() if "many/d35" in (i["body"] or "")[:80]]
+
+    def a_newer_job_writes(seconds: float) -> None:
+        clock.advance(seconds)
+        with memory.lock:
+            body = memory.issues[newer]["body"]
+            memory.issues[newer]["body"] = body.replace(
+                "<!-- ivy-matrix:revision=1 -->", "<!-- ivy-matrix:revision=9 -->"
+            )
+
+    report = publish(memory, many_states(40, run=101), revision=2, sleep=a_newer_job_writes)
+    assert report.result("many/d35").action is IssueAction.SKIPPED_OLDER
+    assert "<!-- ivy-matrix:revision=9 -->" in memory.issues[newer]["body"]
+    assert report.result("many/d34").action is IssueAction.UPDATED

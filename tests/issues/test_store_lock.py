@@ -20,8 +20,9 @@ from ivy_matrix.issues.store_lock import STORE_LOCK_WAIT, ConcurrentWritersError
 from ivy_matrix.stores import Saved
 from tests.concurrency import at_once
 from tests.github.budget import RACING
+from tests.github.fake_server import BOT_LOGIN, FakeGitHub
 from tests.github.memory import MemoryGitHub
-from tests.issues.helpers import REPO, Lines, issue_store, leg_change
+from tests.issues.helpers import REPO, Lines, client, issue_store, leg_change
 
 LEGS = 16
 
@@ -147,3 +148,92 @@ def test_an_error_while_waiting_removes_the_claim(memory):
         lock.acquire(index["number"])
     with memory.lock:
         assert memory.comments[index["number"]] == []
+
+
+def claim_text(since: int | str, nonce: str = "deadbeef", holder: str = "job 9") -> str:
+    return f"<!-- ivy-matrix:lock nonce={nonce} since={since} -->\nivy-matrix ({holder}) rm -rf"
+
+
+def index_number(github: FakeGitHub | MemoryGitHub) -> int:
+    with github.lock:
+        [number] = [n for n, i in github.issues.items() if is_index(i["body"])]
+    return number
+
+
+def comments_of(github: FakeGitHub | MemoryGitHub, number: int) -> list[tuple[str, str]]:
+    """(author, body) of each comment on issue ``number``."""
+    with github.lock:
+        return [(c.get("login", BOT_LOGIN), c["body"]) for c in github.comments[number]]
+
+
+@pytest.fixture(name="github", params=["memory", "http"])
+def github_fixture(request):
+    """The in-memory model, or the HTTP fake reached through our client."""
+    if request.param == "memory":
+        yield MemoryGitHub()
+        return
+    with FakeGitHub() as fake:
+        yield fake
+
+
+def update_as(github: FakeGitHub | MemoryGitHub, seed: int, backend: str, log: Lines) -> Saved:
+    """Job ``seed`` writes ``backend``'s column, waiting at most a moment for its turn."""
+    with client(github) as gh:
+        turns = Turns(holder=f"job {seed}", wait=0.01, poll=(0.001, 0.004))
+        return issue_store(gh, seed, turns=turns, log=log).update(leg_change(backend, seed))
+
+
+@pytest.mark.parametrize(
+    "since",
+    [0, int(time.time()), 9_999_999_999, "9" * 5_000],
+    ids=["expired", "now", "future", "5000-digits"],
+)
+def test_a_claim_by_another_user_neither_holds_the_lock_nor_is_touched(github, since):
+    """A claim written by any login but the token's own, whatever its date, does not hold
+    the lock; it is never edited or deleted, and one warning names it without its text."""
+    update_as(github, 1, "torch", Lines())
+    index = index_number(github)
+    github.add_comment(index, claim_text(since), login="mallory")
+    log = Lines()
+
+    saved = update_as(github, 2, "jax", log)
+
+    assert saved.converged
+    assert comments_of(github, index) == [("mallory", claim_text(since))]
+    [warning] = [w for w in log.warnings if "lock claim" in w]
+    assert "mallory" in warning
+    assert f"issues/{index}#issuecomment-" in warning
+    assert "rm -rf" not in warning
+
+
+def test_a_claim_of_ours_dated_in_the_future_never_holds_and_is_removed(github):
+    """A claim by the token's own login dated ahead of every clock (it would never expire) is
+    void: the next job takes its turn at once and removes it."""
+    update_as(github, 1, "torch", Lines())
+    index = index_number(github)
+    github.add_comment(index, claim_text(9_999_999_999), login=BOT_LOGIN)
+
+    saved = update_as(github, 2, "jax", Lines())
+
+    assert saved.converged
+    assert comments_of(github, index) == []
+
+
+def test_a_copy_of_our_claim_by_another_user_is_not_removed_with_ours(memory):
+    """When another user copies this job's claim (nonce included) while it waits, the job
+    removes only its own comment when it is done."""
+    update_as(memory, 1, "torch", Lines())
+    index = index_number(memory)
+
+    def copy_claims() -> None:
+        for _, body in comments_of(memory, index):
+            if body.startswith("<!-- ivy-matrix:lock") and len(comments_of(memory, index)) < 2:
+                memory.add_comment(index, body, login="mallory")
+
+    memory.inject("list_issue_comments", status=None, before=copy_claims, times=1)
+
+    update_as(memory, 2, "jax", Lines())
+
+    [(author, body)] = comments_of(memory, index)
+    assert author == "mallory"
+    assert body.startswith("<!-- ivy-matrix:lock nonce=")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ivy_matrix.issues.markers import (
     BODY_LIMIT,
     END,
+    continuation_marker,
     continuation_part,
     parse_parts,
     parse_revision,
@@ -111,3 +112,31 @@ def test_requests_do_not_grow_with_the_number_of_tests(fake):
     with FakeGitHub() as other:
         publish(other, [make_state(GRADIENTS, 1000, fail_every=10**6)])
         assert len(other.requests) == small
+
+
+def test_comments_that_look_like_continuations_are_never_edited_or_deleted(fake):
+    """A continuation marker in a comment by someone other than the issue's author (the token's
+    login) is not one of the table's parts: it is neither edited nor deleted, and the table's
+    own parts are written as usual."""
+    first = publish(fake, [make_state(GRADIENTS, 400)], budget=6_000)
+    number = first.result("core/gradients").number
+    parts = len(first.result("core/gradients").comment_ids)
+    assert number is not None
+    assert parts >= 2
+    forged = [
+        continuation_marker("core/gradients", 1) + "\nnot yours to edit",
+        continuation_marker("core/gradients", parts + 1) + "\nnot yours to delete",
+    ]
+    for text in forged:
+        fake.add_comment(number, text, login="mallory")
+
+    again = publish(fake, [make_state(GRADIENTS, 420)], budget=6_000)
+
+    with fake.lock:
+        comments = [(c.get("login"), c["body"]) for c in fake.comments[number]]
+    assert [body for login, body in comments if login == "mallory"] == forged
+    mine = [body for login, body in comments if login is None]
+    assert [continuation_part(body, "core/gradients") for body in mine] == list(
+        range(1, len(mine) + 1)
+    )
+    assert len(again.result("core/gradients").comment_ids) == len(mine)

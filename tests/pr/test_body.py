@@ -1,33 +1,43 @@
-"""Tests for pr/body.py and pr/state.py: the sticky comment's body, budget and merging."""
+"""Tests for pr/body.py and pr/state.py: the sticky comment's body and budget, how writers'
+verdicts merge, and the record that keeps them."""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
+from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix.history import RunRef
 from ivy_matrix.issues.markers import utf16_len
 from ivy_matrix.merge import Batch
-from ivy_matrix.model import Outcome, RunKey
-from ivy_matrix.pr.body import (
-    BUDGET,
-    comment_marker,
-    comment_pr,
-    comment_update,
-    parse_comment,
-    render_comment,
-)
+from ivy_matrix.model import Entry, Outcome, RunKey
+from ivy_matrix.pr.body import BUDGET, comment_marker, render_comment
 from ivy_matrix.pr.state import (
+    FORMAT,
     CommentState,
+    Lease,
+    NewerFormatError,
+    RefState,
     comment_state,
+    dump_ref_state,
     has_failures,
+    load_ref_state,
     merge_states,
-    pack_state,
-    unpack_state,
 )
-from ivy_matrix.pr.verdicts import BaselineKind, CellVerdict, Verdict, compare, run_order_ancestry
+from ivy_matrix.pr.verdicts import (
+    BaselineKind,
+    CellKey,
+    CellVerdict,
+    Verdict,
+    compare,
+    run_order_ancestry,
+)
+from ivy_matrix.signature import Signer
 from tests.pr.test_verdicts import BASELINE, F, K, R, S, pr_batch, pr_entry
 from tests.test_history import DASH, history, state_of
 
@@ -49,11 +59,35 @@ def sample_state(**cells: dict[str, Outcome]) -> CommentState:
     return comment_state(comparison, pr=7, head=HEAD, run=RUN)
 
 
-def leg(backend: str, outcome: Outcome, *, run: RunKey = RUN, head: str = HEAD) -> CommentState:
-    """One matrix leg's state: only its backend's cells, from job ``run``."""
+Leg = tuple[CommentState, Mapping[CellKey, int]]
+
+
+def leg(
+    backend: str,
+    outcome: Outcome,
+    *,
+    run: RunKey = RUN,
+    head: str = HEAD,
+    rows: tuple[str, ...] = ("t_new",),
+) -> Leg:
+    """One matrix leg's verdicts (``rows`` of its backend, from job ``run``) and what it ran."""
     entry = pr_entry(outcome, job=run.job_id, attempt=run.run_attempt, run_id=run.run_id)
-    comparison = compare([Batch(dashboard=DASH, cells={"t_new": {backend: entry}})], [BASELINE])
-    return comment_state(comparison, pr=7, head=head, run=run)
+    batch = Batch(dashboard=DASH, cells={row: {backend: entry} for row in rows})
+    comparison = compare([batch], [BASELINE])
+    return comment_state(comparison, pr=7, head=head, run=run), comparison.ran
+
+
+def merged(*legs: Leg) -> CommentState:
+    """The verdicts after each leg merged its own into the record, in this order."""
+    state = None
+    for verdicts, ran in legs:
+        state = merge_states(state, verdicts, ran)
+    assert state is not None
+    return state
+
+
+def listed(state: CommentState) -> list[tuple[str, str, Verdict]]:
+    return [(c.row, c.backend, c.verdict) for c in state.cells]
 
 
 def test_comment_body_with_every_verdict(golden):
@@ -113,78 +147,137 @@ def test_a_comment_with_hundreds_of_cells_is_cut_to_the_budget(golden):
     assert "<summary>Fixed" not in body
     assert "<details><summary>Pre-existing failures (120)</summary>" in body
     assert "_Not listed here (comment size limit): " in body
-    assert parse_comment(body) == state
 
 
-def test_cells_the_hidden_block_cannot_hold_are_still_counted():
-    """With thousands of cells the block keeps the important ones and counts the rest."""
-    state = many_cells(4000)
+COUNT_LINE = re.compile(r"^- \*\*(?P<backend>[^*]+)\*\*: (?P<said>.*)$", re.MULTILINE)
+
+
+def shown_counts(body: str) -> dict[str, dict[str, int]]:
+    """The per-backend counts a comment body states."""
+    counts = {}
+    for found in COUNT_LINE.finditer(body):
+        said = found.group("said")
+        parts = [] if said == "all passing" else said.split(", ")
+        counts[found.group("backend")] = {
+            verdict: int(number) for number, verdict in (p.split(" ", 1) for p in parts)
+        }
+    return counts
+
+
+def test_a_cut_comment_counts_every_cell():
+    """With thousands of cells the comment lists what fits, and its counts still say every
+    cell: per backend and in what it says was not listed."""
+    state = many_cells(5000)
     body = render_comment(state)
     assert utf16_len(body) <= BUDGET
-    stored = parse_comment(body)
-    assert stored is not None
-    assert len(stored.cells) < 4000
-    assert stored.omitted
-    assert stored.counts() == state.counts()
-    assert stored.counts("jax") == state.counts("jax")
-    assert {verdict for _, verdict, _ in stored.omitted} == {Verdict.FIXED}
-    assert sum(c.verdict is Verdict.NEW for c in stored.cells) == 800
+    expected = {
+        name: {v.value: n for v, n in state.counts(name).items() if n}
+        for name, _, _ in state.backends
+    }
+    assert shown_counts(body) == expected
+    not_listed = re.search(r"_Not listed here \(comment size limit\): (.*)\._", body)
+    assert not_listed is not None
+    cut = {v: int(n) for n, v in (p.split(" ", 1) for p in not_listed.group(1).split(", "))}
+    listed_lines = len(re.findall(r"^- core/gradients · ", body, re.MULTILINE))
+    assert sum(cut.values()) + listed_lines == 5000
+    assert cut["fixed"] == 1000
 
 
-def test_the_hidden_block_round_trips_and_damage_reads_as_none():
-    """A state packs and unpacks unchanged; a damaged or foreign block is not read as ours."""
-    state = sample_state()
-    body = render_comment(state)
-    assert parse_comment(body) == state
-    assert comment_pr(body) == 7
-    data = pack_state(state).split("\n", 1)[1].rsplit("-->", 1)[0]
-    assert unpack_state(data) == state
-    data_line = body.split("<!-- ivy-matrix:verdicts\n", 1)[1].split("\n", 1)[0]
-    assert parse_comment(body.replace(data_line, "A" * len(data_line))) is None
-    assert parse_comment("<!-- ivy-matrix:pr=8 -->\n" + body.split("\n", 1)[1]) is None
-    assert parse_comment("no marker at all") is None
-    assert parse_comment(None) is None
+def test_the_record_round_trips_and_damage_is_an_error():
+    """A record dumps and loads unchanged; damage is a ValueError-like error, a newer format
+    its own error (so that it is not overwritten)."""
+    state = RefState(
+        verdicts=sample_state(),
+        version=4,
+        shown=3,
+        comment_id=99,
+        lease=Lease(holder="run 5.1 job 2-abc", at=1_700_000_000.5),
+    )
+    text = dump_ref_state(state)
+    assert load_ref_state(text) == state
+    assert load_ref_state(dump_ref_state(RefState(verdicts=many_cells(50)))).verdicts == many_cells(
+        50
+    )
+    for damaged in ("", "[]", text[: len(text) // 2], text.replace('"version":4', '"version":"4"')):
+        with pytest.raises((ValueError, TypeError, KeyError, IndexError)):
+            load_ref_state(damaged)
+    with pytest.raises(NewerFormatError):
+        load_ref_state(text.replace(f'"format":{FORMAT}', f'"format":{FORMAT + 1}'))
 
 
-def test_two_legs_combine_in_either_order_without_losing_cells():
-    """The torch leg and the jax leg write in turn; the comment ends with both legs' cells."""
+def test_two_legs_of_one_backend_keep_both_cells():
+    """Two torch shards of one run, each with one new failure: both failures stay, in either
+    order (one leg no longer replaces another leg of its backend)."""
+    first = leg("torch", F, rows=("t_new",), run=RunKey(500, 1, 1))
+    second = leg("torch", F, rows=("t_pre",), run=RunKey(500, 1, 2))
+    both = merged(first, second)
+    assert sorted(listed(both)) == [
+        ("t_new", "torch", Verdict.NEW),
+        ("t_pre", "torch", Verdict.PRE_EXISTING),
+    ]
+    assert merged(second, first) == both
+    assert both.counts("torch")[Verdict.NEW] == 1
+
+
+def test_legs_combine_in_either_order_and_again_without_change():
+    """The torch leg and the jax leg merge to the same verdicts in any order, and a leg that
+    merges again changes nothing."""
     torch, jax = leg("torch", F), leg("jax", F)
-    first = comment_update(None, torch)
-    assert first is not None
-    both = comment_update(first, jax)
-    assert both is not None
-    other_order = comment_update(comment_update(None, jax), torch)
-    assert both == other_order
-    stored = parse_comment(both)
-    assert stored is not None
-    assert {(c.backend, c.verdict) for c in stored.cells} == {
+    both = merged(torch, jax)
+    assert merged(jax, torch) == both
+    assert merged(torch, jax, torch, jax) == both
+    assert {(c.backend, c.verdict) for c in both.cells} == {
         ("torch", Verdict.NEW),
         ("jax", Verdict.NEW),
     }
 
 
-def test_nothing_is_written_when_nothing_changes_or_the_comment_is_newer():
-    """The same cells again, or an older run's, or an older head's, write nothing."""
-    newer = leg("torch", F, run=RunKey(600, 1, 1), head="bbbb")
-    body = comment_update(None, newer)
-    assert comment_update(body, newer) is None
-    assert comment_update(body, leg("jax", F)) is None
-    assert comment_update(body, leg("jax", F, run=RunKey(600, 1, 2), head="aaaa")) is None
+def test_an_older_run_or_head_changes_nothing_and_a_newer_one_starts_afresh():
+    """Verdicts of an older run, or an older head, leave the newer ones; a newer push's run
+    replaces them whole."""
+    newer = merged(leg("torch", F, run=RunKey(600, 1, 1), head="bbbb"))
+    assert merged(leg("torch", F, run=RunKey(600, 1, 1), head="bbbb"), leg("jax", F)) == newer
+    assert merge_states(newer, *leg("jax", F, run=RunKey(600, 1, 2), head="aaaa")) == newer
+    pushed = merge_states(newer, *leg("numpy", F, run=RunKey(700, 1, 1), head="cccc"))
+    assert listed(pushed) == [("t_new", "numpy", Verdict.NO_BASELINE)]
+    assert pushed.head == "cccc"
 
 
-def test_a_newer_run_replaces_the_comment_and_a_rerun_attempt_updates_its_leg():
-    """A newer push's run starts afresh; attempt 2 of the same run replaces only its own cell."""
-    body = comment_update(comment_update(None, leg("torch", F)), leg("jax", F))
-    rerun = comment_update(body, leg("torch", S, run=RunKey(500, 2, 9)))
-    stored = parse_comment(rerun)
-    assert stored is not None
-    assert [(c.backend, c.verdict) for c in stored.cells] == [("jax", Verdict.NEW)]
-    assert stored.run == RunKey(500, 2, 9)
-    pushed = comment_update(rerun, leg("numpy", F, run=RunKey(700, 1, 1), head="cccc"))
-    stored = parse_comment(pushed)
-    assert stored is not None
-    assert [(c.backend, c.verdict) for c in stored.cells] == [("numpy", Verdict.NO_BASELINE)]
-    assert stored.head == "cccc"
+def test_a_rerun_attempt_replaces_the_cells_it_ran_and_keeps_the_others():
+    """Attempt 2 of the torch leg replaces what that leg ran (a cell now passing goes), and the
+    jax leg's cells and the cells of torch's other shard stay."""
+    first = merged(
+        leg("torch", F, rows=("t_new", "t_pass")),
+        leg("torch", F, rows=("t_skip",), run=RunKey(500, 1, 5)),
+        leg("jax", F, run=RunKey(500, 1, 2)),
+    )
+    assert len(first.cells) == 4
+    rerun = merge_states(first, *leg("torch", S, rows=("t_new", "t_pass"), run=RunKey(500, 2, 9)))
+    assert sorted(listed(rerun)) == [
+        ("t_new", "jax", Verdict.NEW),
+        ("t_skip", "torch", Verdict.PRE_EXISTING),
+    ]
+    assert rerun.run == RunKey(500, 2, 9)
+    # A late write of attempt 1 does not bring a cleared cell's old verdict back over attempt 2's.
+    fixed = merge_states(rerun, *leg("torch", F, rows=("t_fixed",), run=RunKey(500, 2, 9)))
+    assert merge_states(fixed, *leg("torch", S, rows=("t_fixed",))) == fixed
+
+
+def test_two_jobs_of_one_attempt_that_ran_one_cell_give_the_worse_outcomes_verdict():
+    """When two jobs of one attempt both ran a cell, its verdict is the one ``compare`` gives on
+    both jobs' results together: the failure wins over a pass."""
+    failed = leg("torch", F, rows=("t_fixed",), run=RunKey(500, 1, 1))
+    passed = leg("torch", S, rows=("t_fixed",), run=RunKey(500, 1, 2))
+    expected = compare(
+        [
+            Batch(dashboard=DASH, cells={"t_fixed": {"torch": pr_entry(F, job=1)}}),
+            Batch(dashboard=DASH, cells={"t_fixed": {"torch": pr_entry(S, job=2)}}),
+        ],
+        [BASELINE],
+    )
+    assert [c.verdict for c in expected.cells] == [Verdict.PRE_EXISTING]
+    assert listed(merged(failed, passed)) == [("t_fixed", "torch", Verdict.PRE_EXISTING)]
+    assert listed(merged(passed, failed)) == [("t_fixed", "torch", Verdict.PRE_EXISTING)]
 
 
 def test_the_comment_says_which_baseline_it_used():
@@ -213,41 +306,37 @@ CELL_KEYS = st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(["torch"
 
 
 @st.composite
-def states(draw: st.DrawFn) -> CommentState:
-    """Small comment states of PR 7 about one of two heads and runs."""
-    run_id = draw(st.sampled_from([500, 600]))
-    cells = {}
-    for row, backend in draw(st.lists(CELL_KEYS, max_size=4)):
-        attempt = draw(st.integers(1, 2))
-        cells[row, backend] = CellVerdict(
-            dashboard="d",
-            row=row,
-            backend=backend,
-            verdict=draw(st.sampled_from(list(Verdict))),
-            link=None,
-            run=RunKey(run_id, attempt, 1),
+def same_attempt_legs(draw: st.DrawFn) -> list[Leg]:
+    """Legs of one run attempt (PR 7, one head), each with cells it ran and some it lists."""
+    legs: list[Leg] = []
+    for job in range(draw(st.integers(1, 4))):
+        run = RunKey(500, 1, job + 1)
+        ran = dict.fromkeys((("d", row, b) for row, b in draw(st.lists(CELL_KEYS, max_size=4))), 1)
+        cells = tuple(
+            CellVerdict(
+                dashboard="d",
+                row=row,
+                backend=backend,
+                verdict=draw(st.sampled_from(list(Verdict))),
+                link=None,
+                run=run,
+            )
+            for _, row, backend in ran
+            if draw(st.booleans())
         )
-    return CommentState(
-        pr=7,
-        head=draw(st.sampled_from(["h1", "h2"])),
-        run=RunKey(run_id, draw(st.integers(1, 2)), 1),
-        located=draw(st.booleans()),
-        cells=tuple(sorted(cells.values(), key=lambda c: c.order)),
-        backends=tuple(
-            (backend, 0, max(c.run for c in cells.values() if c.backend == backend))
-            for backend in sorted({c.backend for c in cells.values()})
-        ),
-    )
+        backends = tuple((b, 0, run) for b in sorted({b for _, _, b in ran}))
+        legs.append((CommentState(pr=7, head="h", run=run, cells=cells, backends=backends), ran))
+    return legs
 
 
-@given(states(), states(), states())
-def test_merging_is_commutative_associative_and_idempotent(a, b, c):
-    """Writers' states merge to the same state in any order, and a state merged again is kept."""
-    assert merge_states(a, b) == merge_states(b, a)
-    assert merge_states(merge_states(a, b), c) == merge_states(a, merge_states(b, c))
-    assert merge_states(a, a) == a
-    merged = merge_states(a, b)
-    assert merge_states(merged, b) == merged
+@given(same_attempt_legs(), st.randoms())
+def test_legs_of_one_attempt_merge_to_the_same_verdicts_in_any_order(legs, rng):
+    """However the legs of one attempt come, one after another, the verdicts are the same, and
+    merging a leg again changes nothing."""
+    shuffled = list(legs)
+    rng.shuffle(shuffled)
+    assert merged(*shuffled) == merged(*legs)
+    assert merged(*legs, *legs) == merged(*legs)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -275,6 +364,68 @@ def test_the_body_is_always_within_the_budget(count, budget, name):
     )
     body = render_comment(state, budget=budget)
     assert utf16_len(body) <= budget
-    stored = parse_comment(body)
-    assert stored is not None
-    assert stored.counts() == state.counts()
+
+
+def failing_entry(backend: str, line: str, job: int) -> Entry:
+    """A pull request's failing result with its first failure line and signature."""
+    entry = pr_entry(F, job=job)
+    return replace(entry, message=line, signature=Signer().signature(line, backend))
+
+
+def test_new_failures_are_grouped_by_their_failure_line(golden):
+    """One error on torch and jax is one headline with its line, then its cells; another
+    error has its own; a cell without a line is listed on its own, last."""
+    jobs = {"torch": 1, "jax": 2, "numpy": 3}
+    cells = {
+        "t_new": {
+            b: failing_entry(b, f"AssertionError: {b}.float32 0 != 1", jobs[b])
+            for b in ("torch", "jax")
+        },
+        "t_fixed": {"torch": failing_entry("torch", "AssertionError: torch.float32 5 != 6", 1)},
+        "t_pre": {"jax": failing_entry("jax", "KeyError: 'weight'", 2)},
+    }
+    baseline = state_of(
+        {
+            "t_new": {"torch": history(S), "jax": history(S)},
+            "t_fixed": {"torch": history(S)},
+            "t_pre": {"jax": history(S), "numpy": history(S)},
+        }
+    )
+    batches = [Batch(dashboard=DASH, cells=cells)]
+    batches.append(Batch(dashboard=DASH, cells={"t_pre": {"numpy": pr_entry(F, job=3)}}))
+    comparison = compare(batches, [baseline])
+    body = render_comment(comment_state(comparison, pr=7, head=HEAD, run=RUN))
+    new = body[body.index("### New failures") :]
+    assert new.index("one error on torch, jax: 2 tests") < new.index("one error on jax: 1 test")
+    assert "  - core/gradients · t_new · torch: [PR job]" in new
+    assert "\n- core/gradients · t_pre · numpy: [PR job]" in new
+    golden("pr_comment_reasons", body)
+
+
+def test_a_hostile_failure_line_shows_as_text_in_the_comment():
+    """Markup, mentions and bidi characters in a failure line cannot act in the comment."""
+    line = '"><img src=x onerror=alert(1)> <script>x</script> @owner \u202egnp.exe'
+    cells = {"t_new": {"torch": failing_entry("torch", line, 1)}}
+    comparison = compare([Batch(dashboard=DASH, cells=cells)], [BASELINE])
+    body = render_comment(comment_state(comparison, pr=7, head=HEAD, run=RUN))
+    assert "one error on torch: 1 test" in body
+    for forbidden in ("<img", "<script", "@owner", "\u202e"):
+        assert forbidden not in body
+
+
+def test_the_record_keeps_failure_lines_and_reads_older_records_without_them():
+    """Failure lines survive the record; a record written before them reads with none."""
+    cells = {"t_new": {"torch": failing_entry("torch", "E: 1 != 2", 1)}}
+    state = comment_state(
+        compare([Batch(dashboard=DASH, cells=cells)], [BASELINE]), pr=7, head=HEAD, run=RUN
+    )
+    record = RefState(verdicts=state)
+    loaded = load_ref_state(dump_ref_state(record))
+    assert loaded.verdicts.cells[0].message == "E: 1 != 2"
+    assert loaded == record
+    older = json.loads(dump_ref_state(record))
+    del older["messages"]
+    for _key, records in older["dashboards"]:
+        for cell in records:
+            del cell[9:]
+    assert load_ref_state(json.dumps(older)).verdicts.cells[0].message == ""

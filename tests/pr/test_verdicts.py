@@ -241,6 +241,8 @@ def test_the_compare_document_has_the_documented_shape():
                 "link": pr_url(1),
                 "baseline_link": url(100),
                 "failing_since": {"run_id": 99, "sha": "sha99"},
+                "message": "",
+                "signature": "",
             },
             {
                 "dashboard": "core/gradients",
@@ -250,6 +252,8 @@ def test_the_compare_document_has_the_documented_shape():
                 "link": pr_url(1),
                 "baseline_link": url(100),
                 "failing_since": None,
+                "message": "",
+                "signature": "",
             },
             {
                 "dashboard": "core/gradients",
@@ -259,6 +263,8 @@ def test_the_compare_document_has_the_documented_shape():
                 "link": pr_url(2),
                 "baseline_link": url(100),
                 "failing_since": None,
+                "message": "",
+                "signature": "",
             },
             {
                 "dashboard": "core/gradients",
@@ -268,6 +274,8 @@ def test_the_compare_document_has_the_documented_shape():
                 "link": pr_url(1),
                 "baseline_link": url(100),
                 "failing_since": None,
+                "message": "",
+                "signature": "",
             },
         ],
     }

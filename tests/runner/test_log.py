@@ -61,3 +61,23 @@ def test_a_traceback_is_printed_line_by_line_neutralised(capsys):
         "\\  ::error::boom",
         "ValueError: ##\\[x]",
     ]
+
+
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+
+
+@pytest.mark.parametrize("char", list(BIDI + INVISIBLE), ids=lambda c: f"U+{ord(c):04X}")
+def test_bidi_and_invisible_characters_show_as_escapes_in_every_line(char):
+    """A bidi control or zero-width character never reaches the log raw: plain lines,
+    annotation data, file and title properties and group titles show it as an escape."""
+    stream = io.StringIO()
+    log = Log(github_actions=True, stream=stream)
+    text = f"test_{char}evil.py"
+    log.info(text)
+    log.warning(text, file=text, title=text)
+    with log.group(text):
+        pass
+    printed = stream.getvalue()
+    assert char not in printed
+    assert printed.count(f"\\u{ord(char):04x}") == 5

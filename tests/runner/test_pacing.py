@@ -102,13 +102,18 @@ def test_a_short_wait_is_silent():
     assert (stream.getvalue(), clock.now) == ("", 1.9)
 
 
+def read_in_chunks(log: Log, clock: Ticker, *, chunks: int, size: int, seconds: float) -> None:
+    """A read of ``chunks`` chunks of ``size`` bytes, each taking ``seconds``, on a meter."""
+    meter = Meter(log, chunks * size, "reading result files")
+    for _ in range(chunks):
+        clock.sleep(seconds)
+        meter.advance(size)
+
+
 def test_the_meter_prints_a_line_every_tick_off_a_terminal():
     """Reading 100 MB in 1 MB chunks of 0.5 s each gives a line every 5 s with the share."""
     log, stream, clock = logged(github_actions=True)
-    meter = Meter(log, 100_000_000, "reading result files")
-    for _ in range(100):
-        clock.sleep(0.5)
-        meter.advance(1_000_000)
+    read_in_chunks(log, clock, chunks=100, size=1_000_000, seconds=0.5)
     lines = [line for _, line in stream.stamps]
     assert len(lines) == 10
     assert lines[0] == "reading result files: 10 MB of 100 MB (10%) so far"
@@ -118,13 +123,10 @@ def test_the_meter_prints_a_line_every_tick_off_a_terminal():
 def test_the_meter_draws_a_bar_on_a_terminal_and_erases_it_before_a_line():
     """On a terminal the bar is redrawn in place with CR and never leaves a line behind."""
     log, stream, clock = logged(tty=True)
-    meter = Meter(log, 1000, "reading")
-    for _ in range(10):
-        clock.sleep(1)
-        meter.advance(100)
+    read_in_chunks(log, clock, chunks=10, size=100, seconds=1)
     log.info("read: done")
     text = stream.getvalue()
-    assert "\r" + "reading [" + "#" * 30 + "] 1 KB of 1 KB" in text
+    assert "\r" + "reading result files [" + "#" * 30 + "] 1 KB of 1 KB" in text
     assert text.endswith("\rread: done\n")
     assert text.count("\n") == 1
     assert "so far" not in text
@@ -134,15 +136,12 @@ def test_no_bar_reaches_a_pipe_or_a_runner():
     """Off a terminal, and on a runner even with a terminal, no carriage return is written."""
     for github_actions, tty in ((False, False), (True, True)):
         log, stream, clock = logged(github_actions=github_actions, tty=tty)
-        meter = Meter(log, 1000, "reading")
-        for _ in range(10):
-            clock.sleep(1)
-            meter.advance(100)
+        read_in_chunks(log, clock, chunks=10, size=100, seconds=1)
         assert "\r" not in stream.getvalue()
 
 
 def test_the_heartbeat_speaks_after_a_tick_of_silence_only():
-    """The heartbeat says 'still <phase>' once the log was silent for TICK seconds."""
+    """The heartbeat says 'still working: <phase>' once the log was silent for TICK seconds."""
     log, stream, clock = logged()
     heart = Heartbeat(log)
     log.phase = "store"
@@ -152,7 +151,7 @@ def test_the_heartbeat_speaks_after_a_tick_of_silence_only():
     clock.sleep(0.1)
     heart.beat()
     heart.beat()
-    assert stream.getvalue() == "still store (5 s so far)\n"
+    assert stream.getvalue() == "still working: store (5 s so far)\n"
 
 
 def test_the_heartbeat_thread_stops_with_its_block():

@@ -20,6 +20,7 @@ from ivy_matrix.statefile import join_columns, load_state
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.layout import MatrixLeg, Scope
+from ivy_matrix.trend import TREND_NAME, load_trend
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub
@@ -220,12 +221,15 @@ def assert_every_cell_landed(github: Branches, legs: int, rows: int = ROWS) -> N
 
 
 def assert_markdown_is_a_render_of_the_state(github: Branches) -> None:
-    """Every page and the index on the branch are what rendering its state gives, no more."""
+    """Every page, the index, the trend and its pictures on the branch are what rendering its
+    state and its trend gives, and there is no other markdown."""
     states = sorted(branch_states(github).values(), key=lambda s: s.key)
-    expected = {f.path: f.text for f in render_files(states, style=Style.IVY)}
     files = github.files(BRANCH)
-    pages = {path: data.decode() for path, data in files.items() if path.endswith(".md")}
-    assert pages == expected
+    found = files.get(TREND_NAME)
+    trend = load_trend(found.decode(), where="the branch") if found is not None else None
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY, trend=trend)}
+    shown = {p for p in files if p.endswith(".md")} | {p for p in expected if p in files}
+    assert {path: files[path].decode() for path in shown} == expected
 
 
 class FolderDiedError(Exception):

@@ -49,6 +49,8 @@ LAYOUT = (
     f"{STATE_DIR}/core/random.json",
     f"{STATE_DIR}/stateful/layers.json",
     "README.md",
+    "charts/parity.svg",
+    "charts/pass-rate.svg",
     "core/gradients.md",
     "core/random.md",
     "stateful/layers.md",
@@ -93,8 +95,8 @@ def test_unchanged_update_makes_no_write_request(fake):
 
 
 def test_only_changed_files_are_written(fake):
-    """A change of one dashboard writes its state, its page, the index page, the index file
-    and the revision."""
+    """A change of one dashboard writes its state, its page, the index page, the index file,
+    the revision and the trend with its pictures (a new run is a new point)."""
     dashboard = DASHBOARDS[0]
     entry = Entry(source=Source(run=RunKey(RUN + 1, 1, 7), url=job_url(7)), outcome=Outcome.FAILURE)
     batch = Batch(dashboard=dashboard, cells={"test_new": {"b00": entry}})
@@ -107,6 +109,8 @@ def test_only_changed_files_are_written(fake):
         f"{STATE_DIR}/REVISION",
         f"{STATE_DIR}/core/gradients.json",
         "README.md",
+        "charts/parity.svg",
+        "charts/pass-rate.svg",
         "core/gradients.md",
         "trend.json",  # the point of run RUN + 1
     )

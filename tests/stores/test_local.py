@@ -26,7 +26,7 @@ from ivy_matrix.model import (
 )
 from ivy_matrix.paths import relative_path
 from ivy_matrix.runner.files import write_atomic
-from ivy_matrix.statefile import FORMAT, VERSION, dump_state
+from ivy_matrix.statefile import FORMAT, NEWEST, VERSION, dump_state
 from ivy_matrix.stores.local import LocalStore
 
 pytestmark = pytest.mark.timeout(90)
@@ -218,14 +218,14 @@ def test_a_newer_format_version_is_refused_with_upgrade_advice(tmp_path):
     store = LocalStore(tmp_path)
     path = store.path_of(GRADIENTS)
     path.parent.mkdir(parents=True)
-    path.write_text(state_document(version=VERSION + 1, future=[1]), encoding="utf-8")
+    path.write_text(state_document(version=NEWEST + 1, future=[1]), encoding="utf-8")
 
     with pytest.raises(StoreError) as error:
         store.load(GRADIENTS)
 
     message = str(error.value)
     assert str(path) in message
-    assert f"format version {VERSION + 1} is newer than this ivy-matrix understands" in message
+    assert f"format version {NEWEST + 1} is newer than this ivy-matrix understands" in message
     assert message.endswith("upgrade ivy-matrix")
 
 
@@ -235,7 +235,7 @@ def test_update_over_a_newer_state_exits_4_and_leaves_it_alone(tmp_path, monkeyp
     store = LocalStore(Path(".ivy-matrix"))
     path = store.path_of(GRADIENTS)
     path.parent.mkdir(parents=True)
-    newer = state_document(version=VERSION + 1)
+    newer = state_document(version=NEWEST + 1)
     path.write_text(newer, encoding="utf-8")
     (tmp_path / "r.xml").write_text(
         '<testsuite><testcase classname="x.test_core.test_gradients" name="test_grad"/>'

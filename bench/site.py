@@ -1,0 +1,318 @@
+"""The HTML site at Ivy's shape: its size, and how fast headless Chromium paints its views.
+
+Builds a store the way users do, with ``ivy-matrix update`` over seeded JUnit files of many
+runs (default: Ivy's shape: 100 dashboards, 8,000 rows, one of them 1,200 rows, 4 backends,
+30 runs), then ``render --html``, and measures:
+
+- ``size``: the bytes of the site's data files (``data/``) and of the whole site;
+- ``render``: seconds to build the site's files from the store (Python, in this process), and
+  the files a second render writes (0: an unchanged store writes nothing);
+- ``paint``: milliseconds from navigation start until the view is painted (the page's
+  ``ivy-painted:<view>`` mark, set a frame after the view's DOM is built; ``drawn``: the
+  ``ivy-drawn:<view>`` mark, when the document holds it) for the landing view (needs
+  attention) and for the largest dashboard's grid, each opened from ``file://`` in a fresh
+  browser context; the median and best of ``--repeat`` tries, and the rows in the document.
+  Wall times depend on what else the machine runs; ``main_thread_cpu``, the CPU time of the
+  page's main thread until then (Chromium's ``ThreadTime`` metric), much less so.
+
+Debian's chromium through Playwright, as the browser tests use it (tests/site/browser.py).
+Data and the site go to ``bench/out/site/`` (gitignored). ``--smoke`` runs a tiny shape once.
+
+I/O: writes JUnit files, a store and the site under ``--work``; starts chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import os
+import random
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ivy_matrix.cli import main  # noqa: E402  -- after the path is set
+from ivy_matrix.site.build import render_site  # noqa: E402
+from ivy_matrix.site.page import read_page  # noqa: E402
+from ivy_matrix.stores.local import LocalStore  # noqa: E402
+from tests.site.browser import CHROMIUM_ARGS  # noqa: E402
+
+BACKENDS = ("torch", "numpy", "tensorflow", "jax")
+MESSAGES = (
+    "AssertionError: the results from backend {b} and ground truth numpy differ: {x} != {y}",
+    "ValueError: operands could not be broadcast together with shapes ({x},{y}) ({y},{x})",
+    "TypeError: unsupported operand type(s) for +: 'int' and 'NoneType' at 0x7f{x:06x}",
+    "RuntimeError: {b} does not support dtype 'bfloat16' on device 'cpu'",
+    "IvyNotImplementedException: function 'ivy.{b}.fft{x}' is not implemented",
+    "AssertionError: assert {x}.0 == {y}.5 (atol=1e-06)",
+    "hypothesis.errors.Unsatisfiable: unable to satisfy assumptions after {x} examples",
+    "KeyError: 'float{x}'",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shape:
+    dashboards: int
+    rows: int
+    big: int
+    runs: int
+
+
+IVY = Shape(dashboards=100, rows=8000, big=1200, runs=30)
+SMOKE = Shape(dashboards=3, rows=60, big=30, runs=3)
+
+
+@dataclass(slots=True)
+class Cell:
+    """One test on one backend over the runs: broken (fails from a run on), flaky or skipped."""
+
+    params: int
+    failing: int = 0  # failing parametrizations while broken
+    broken: bool = False
+    chronic: bool = False  # broken from the first run, and stays so
+    flaky: bool = False
+    skipped: bool = False
+    message: int = 0
+
+
+def plan(
+    shape: Shape, rng: random.Random, broken: float
+) -> dict[str, list[tuple[str, dict[str, Cell]]]]:
+    """Dashboards (class names) -> their tests and each backend's cell; ``broken`` of the
+    cells fail in every run, 1% are flaky and 3% skipped."""
+    sizes = [shape.big] + [
+        (shape.rows - shape.big) // (shape.dashboards - 1)
+        + (1 if i < (shape.rows - shape.big) % (shape.dashboards - 1) else 0)
+        for i in range(shape.dashboards - 1)
+    ]
+    dashboards = {}
+    for number, size in enumerate(sizes):
+        classname = f"ivy_tests.test_grp{number % 7}.test_mod{number:03d}"
+        tests = []
+        for i in range(size):
+            params = rng.choices((1, 3, 8), weights=(70, 20, 10))[0]
+            cells = {}
+            for backend in BACKENDS:
+                cell = Cell(params=params, message=rng.randrange(len(MESSAGES)))
+                roll = rng.random()
+                cell.broken = cell.chronic = roll < broken
+                cell.flaky = broken <= roll < broken + 0.01
+                cell.skipped = broken + 0.01 <= roll < broken + 0.04
+                cell.failing = rng.randint(1, params)
+                cells[backend] = cell
+            tests.append((f"test_{['add', 'conv', 'grad', 'norm', 'fft'][i % 5]}_{i:04d}", cells))
+        dashboards[classname] = tests
+    return dashboards
+
+
+def case_xml(classname: str, name: str, status: str, message: str) -> str:
+    body = ""
+    if status == "failed":
+        body = f'<failure message="{message}">Traceback (most recent call last): ...</failure>'
+    elif status == "skipped":
+        body = '<skipped message="not supported"/>'
+    return f'<testcase classname="{classname}" name="{name}" time="0.01">{body}</testcase>'
+
+
+def write_run(
+    folder: Path,
+    dashboards: dict[str, list[tuple[str, dict[str, Cell]]]],
+    run: int,
+    rng: random.Random,
+) -> None:
+    """One run's JUnit files, one per backend; cells break and mend between runs."""
+    for backend in BACKENDS:
+        cases = []
+        for classname, tests in dashboards.items():
+            for name, cells in tests:
+                cell = cells[backend]
+                # A passing test breaks now and then, and is mended within ~15 runs.
+                if run > 1 and not cell.chronic and rng.random() < (0.07 if cell.broken else 0.002):
+                    cell.broken = not cell.broken
+                failing = cell.broken or (cell.flaky and rng.random() < 0.3)
+                for j in range(cell.params):
+                    status = "passed"
+                    if cell.skipped:
+                        status = "skipped"
+                    elif failing and j < cell.failing:
+                        status = "failed"
+                    message = MESSAGES[cell.message].format(b=backend, x=run + j, y=j * 7 + 1)
+                    param = f"[cpu-{backend}-{j}]" if cell.params > 1 else ""
+                    cases.append(case_xml(classname, name + param, status, message))
+        path = folder / f"run{run:02d}" / backend / "results.xml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            '<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="pytest">'
+            + "".join(cases)
+            + "</testsuite></testsuites>\n",
+            encoding="utf-8",
+        )
+
+
+def cli(*argv: str) -> str:
+    out = io.StringIO()
+    code = main(list(argv), {"GITHUB_REPOSITORY": "unifyai/ivy"}, stdout=out, stderr=out)
+    if code != 0:
+        raise SystemExit(f"ivy-matrix {argv[0]} failed:\n{out.getvalue()}")
+    return out.getvalue()
+
+
+def build_store(work: Path, shape: Shape, seed: int, broken: float) -> Path:
+    """The store after ``shape.runs`` updates (cached by shape, seed and failure rate)."""
+    store = work / f"store-{shape.dashboards}-{shape.rows}-{shape.runs}-{seed}-{broken}"
+    if (store / "state").is_dir():
+        return store
+    rng = random.Random(seed)
+    dashboards = plan(shape, rng, broken)
+    results = work / "results"
+    for run in range(1, shape.runs + 1):
+        shutil.rmtree(results, ignore_errors=True)
+        write_run(results, dashboards, run, rng)
+        started = time.monotonic()
+        cli(
+            "update",
+            "--junit",
+            f"{results}/**/*.xml",
+            "--backend-from-path",
+            r"run\d+/(?P<backend>[a-z]+)/",
+            "--run-id",
+            str(7_000_000_000 + run * 1000),
+            "--sha",
+            hashlib.sha1(f"run {run}".encode()).hexdigest(),
+            "--store",
+            str(store),
+            "--targets",
+            "summary",
+        )
+        print(f"  run {run}: update {time.monotonic() - started:.1f} s", file=sys.stderr)
+    shutil.rmtree(results, ignore_errors=True)
+    return store
+
+
+def sizes(site: Path) -> dict[str, int]:
+    data = sum(p.stat().st_size for p in (site / "data").rglob("*") if p.is_file())
+    whole = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+    biggest = max((p.stat().st_size for p in (site / "data").rglob("*.js")), default=0)
+    return {"data_bytes": data, "site_bytes": whole, "largest_data_file": biggest}
+
+
+def paint(site: Path, big_id: str, repeat: int) -> dict[str, Any]:
+    """Paint times of the landing view and the largest grid, each in fresh contexts."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        raise SystemExit("chromium is not installed (scripts/bootstrap --dev installs it)")
+    views = {"attention": "", "grid": f"#/d/{big_id}"}
+    found: dict[str, Any] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        for view, fragment in views.items():
+            times, drawn, cpu, rows, fcp = [], [], [], 0, []
+            for _ in range(repeat):
+                context = browser.new_context(viewport={"width": 1400, "height": 900})
+                page = context.new_page()
+                session = context.new_cdp_session(page)
+                session.send("Performance.enable")
+                page.goto((site / "index.html").as_uri() + fragment)
+                page.wait_for_function(f"() => document.body.dataset.painted === {view!r}")
+                marks = page.evaluate(
+                    f"() => ['ivy-drawn:{view}', 'ivy-painted:{view}']"
+                    ".map(n => performance.getEntriesByName(n)[0].startTime)"
+                )
+                drawn.append(marks[0])
+                times.append(marks[1])
+                metrics = session.send("Performance.getMetrics")["metrics"]
+                cpu.append(1000 * next(m["value"] for m in metrics if m["name"] == "ThreadTime"))
+                fcp.append(
+                    page.evaluate(
+                        "() => (performance.getEntriesByName('first-contentful-paint')[0]"
+                        " || {startTime: null}).startTime"
+                    )
+                )
+                rows = page.evaluate("() => document.querySelectorAll('tr').length")
+                context.close()
+            found[view] = {
+                "median_ms": round(statistics.median(times), 1),
+                "best_ms": round(min(times), 1),
+                "drawn_median_ms": round(statistics.median(drawn), 1),
+                "main_thread_cpu_median_ms": round(statistics.median(cpu), 1),
+                "first_contentful_paint_ms": round(statistics.median(f for f in fcp if f), 1),
+                "rows_in_document": rows,
+            }
+        browser.close()
+    return found
+
+
+def load_average() -> float:
+    """The machine's load over the last minute (the paint times depend on it)."""
+    return round(os.getloadavg()[0], 1)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    shape = SMOKE if args.smoke else IVY
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    store_dir = build_store(work, shape, args.seed, args.broken)
+    states = LocalStore(store_dir).load_all()
+    started = time.monotonic()
+    files = render_site(states, read_page())
+    render_seconds = time.monotonic() - started
+    site = work / "html"
+    shutil.rmtree(site, ignore_errors=True)
+    with contextlib.redirect_stdout(io.StringIO()):
+        cli("render", "--store", str(store_dir), "--html", str(site))
+    again = cli("render", "--store", str(store_dir), "--html", str(site))
+    big = max(states, key=lambda s: len(s.rows))
+    from ivy_matrix.paths import site_id
+
+    return {
+        "shape": {
+            "dashboards": len(states),
+            "rows": sum(len(s.rows) for s in states),
+            "largest_dashboard_rows": len(big.rows),
+            "backends": len(BACKENDS),
+            "runs": shape.runs,
+            "broken_at_start": args.broken,
+        },
+        "files": len(files),
+        "size": sizes(site),
+        "render": {
+            "seconds": round(render_seconds, 2),
+            "second_render": again.strip().splitlines()[-1],
+        },
+        "paint": paint(site, site_id(big), 1 if args.smoke else args.repeat),
+        "load_average": load_average(),
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", default=str(ROOT / "bench" / "out" / "site"))
+    parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--broken", type=float, default=0.04, help="share of cells failing in every run"
+    )
+    parser.add_argument("--smoke", action="store_true", help="a tiny shape, once (checks it runs)")
+    parser.add_argument("--json", help="also write the figures here")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    report = run(arguments)
+    text = json.dumps(report, indent=2)
+    print(text)
+    if arguments.json:
+        Path(arguments.json).write_text(text + "\n", encoding="utf-8")

@@ -1,0 +1,106 @@
+"""The leg files a fan-in job reads (``update --legs GLOB``): found, read, checked, deduplicated.
+
+I/O: lists directories and reads the files; nothing else (no network). The format and its
+checks are pure (legs.py). A file that cannot be used (unreadable, not a leg file, of another
+run, repository or commit, an attempt later than this job's) is a warning naming it and the
+reason, and every other leg still lands. The same file read twice (an artifact downloaded into
+two folders) counts once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ivy_matrix.commands.reading import no_files_found, shown_path
+from ivy_matrix.commands.result_files import find_result_files
+from ivy_matrix.config.options import IfNoFilesFound
+from ivy_matrix.config.settings import Settings
+from ivy_matrix.errors import InputError
+from ivy_matrix.legs import MAX_LEG_FILE_BYTES, LegResults, leg_problem, load_leg
+from ivy_matrix.runner.log import Log
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Read:
+    path: str
+    digest: str
+    leg: LegResults
+
+
+def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
+    """Every usable leg file the ``legs`` patterns select, in run order (run, attempt, job)."""
+    if not settings.legs:
+        return ()
+    files, warnings = find_result_files(settings.legs, root=Path.cwd(), suffix=".json")
+    if not files:
+        no_files_found(settings, log, legs=True)
+    elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
+        for warning in warnings:
+            log.warning(warning.replace("result files", "leg files"))
+    kept: list[_Read] = []
+    with log.group(f"Reading {len(files)} leg file(s)"):
+        for path in files:
+            read = _read_one(path, settings, log)
+            if read is not None and _is_new(read, kept, log):
+                kept.append(read)
+    kept.sort(key=lambda r: (r.leg.info.run, r.path))
+    return tuple(r.leg for r in kept)
+
+
+def _read_one(path: Path, settings: Settings, log: Log) -> _Read | None:
+    """One leg file, parsed and checked against this run; None (and a warning) if unusable."""
+    shown = shown_path(path)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_LEG_FILE_BYTES + 1)
+    except OSError as error:
+        log.warning(f"cannot read leg file: {error.strerror or error}", file=shown)
+        return None
+    try:
+        leg = load_leg(_text(data, shown), where=shown)
+    except InputError as error:
+        log.warning(f"{error}; its results are left out", file=shown)
+        return None
+    problem = leg_problem(
+        leg.info,
+        run_id=settings.run_id,
+        run_attempt=settings.run_attempt,
+        repository=settings.repository,
+        server_url=settings.server_url,
+        sha=settings.commit,
+    )
+    if problem is not None:
+        log.warning(f"leg file {shown} is not used: {problem}", file=shown)
+        return None
+    totals = leg.collected.totals()
+    job = "unknown" if leg.info.job_id is None else str(leg.info.job_id)
+    log.info(
+        f"{shown}: run {leg.info.run_id} attempt {leg.info.run_attempt} job {job}: "
+        f"{totals.files} file(s), {totals.tests} tests, {totals.failed} failed, "
+        f"{totals.errors} errors, {totals.skipped} skipped"
+    )
+    return _Read(path=shown, digest=hashlib.sha256(data).hexdigest(), leg=leg)
+
+
+def _text(data: bytes, shown: str) -> str:
+    """A leg file's bytes as text; InputError when too big or not UTF-8."""
+    if len(data) > MAX_LEG_FILE_BYTES:
+        raise InputError(f"leg file {shown}: larger than {MAX_LEG_FILE_BYTES >> 20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"leg file {shown}: not UTF-8 text") from None
+
+
+def _is_new(read: _Read, kept: list[_Read], log: Log) -> bool:
+    """Whether ``read`` is not a copy of a file read already (an artifact downloaded twice).
+
+    Two different files may name the same job: a job that ran collect twice (two suites).
+    """
+    for other in kept:
+        if other.digest == read.digest:
+            log.info(f"{read.path}: the same leg file as {other.path}; read once")
+            return False
+    return True

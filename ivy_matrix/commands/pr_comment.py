@@ -1,0 +1,150 @@
+"""What ``update`` does on a pull request: its verdicts and, with the pr-comment target, its comment.
+
+I/O: asks GitHub whether the pull request is still open (never only the event payload: a
+re-run after the pull request was closed still carries the payload of the first run), reads
+the baseline (commands/compare.py: only the columns these results touch), records the
+verdicts and keeps the sticky comment up to date (``pr/comment.py``, ``pr/verdict_ref.py``).
+A read-only token (a fork, Dependabot, or no ``contents: write`` for the verdict ref) sends
+the comment to the job summary instead, with a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ivy_matrix.collect import Collected
+from ivy_matrix.commands.choose_store import READ_ONLY_ADVICE
+from ivy_matrix.commands.compare import (
+    baseline_states,
+    counts_line,
+    pr_comment_state,
+    pr_comparison,
+)
+from ivy_matrix.commands.job_links import Links
+from ivy_matrix.config.options import FailOn, Target
+from ivy_matrix.config.settings import Settings
+from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
+from ivy_matrix.github.connection import Connection
+from ivy_matrix.legs import with_legs
+from ivy_matrix.pr.body import render_comment
+from ivy_matrix.pr.comment import PullRequestComment
+from ivy_matrix.pr.state import CommentState
+from ivy_matrix.pr.verdict_ref import VerdictRef
+from ivy_matrix.pr.verdicts import Comparison
+from ivy_matrix.runner.log import Log, append_summary
+
+NOT_FOUND = 404
+
+
+def pull_request_verdicts(
+    settings: Settings, collected: Collected, links: Links, github: Connection, log: Log
+) -> Comparison | None:
+    """The pull request's verdicts (None when nothing needs them); with the pr-comment
+    target, its sticky comment."""
+    commenting = Target.PR_COMMENT in settings.targets
+    if commenting and settings.pr is None:
+        settings = replace(settings, pr=_find_pull_request(settings, github, log))
+        if settings.pr is None:
+            log.warning(
+                "the pr-comment target needs the pull request's number: on a pull_request event "
+                "or a workflow_run of one GitHub's event gives it; else pass --pr"
+            )
+            commenting = False
+    if commenting and _is_closed(settings, github, log):
+        commenting = False
+    if not commenting and settings.fail_on is not FailOn.NEW:
+        return None
+    # The baseline covers the leg files' dashboards and backends too (a fan-in job).
+    states = baseline_states(settings, github, log, with_legs(collected, links.leg_files))
+    comparison = pr_comparison(settings, collected, links, states)
+    log.info(f"pull request verdicts: {counts_line(comparison)}")
+    if commenting:
+        _comment(settings, comparison, pr_comment_state(settings, comparison, states), github, log)
+    return comparison
+
+
+def _is_closed(settings: Settings, github: Connection, log: Log) -> bool:
+    """Whether GitHub says the pull request is closed (merged ones are) or does not exist:
+    then no comment."""
+    number = settings.pr
+    if number is None or not github.available:
+        return False
+    try:
+        pull = github.client.get_pull_request(github.repository, number)
+    except GitHubAPIError as error:
+        if error.status == NOT_FOUND:
+            log.warning(f"there is no pull request #{number} in {github.repository}: no comment")
+            return True
+        log.warning(f"cannot tell whether pull request #{number} is open ({error}); commenting")
+        return False
+    if pull.state != "closed":
+        return False
+    log.info(
+        f"pull request #{number} is closed (GitHub says so now, whatever the event said): "
+        f"no comment"
+    )
+    return True
+
+
+def _comment(
+    settings: Settings, comparison: Comparison, state: CommentState, github: Connection, log: Log
+) -> None:
+    """Record this job's verdicts and bring the comment up to date (or degrade)."""
+    if settings.dry_run:
+        log.info(f"dry run: would update the comment on pull request #{state.pr}")
+        return
+    if settings.read_only:
+        _degrade(settings, state, log, READ_ONLY_ADVICE)
+        return
+    run = state.run
+    writer = PullRequestComment(
+        github.client,
+        VerdictRef(github.client, github.repository, state.pr),
+        github.repository,
+        author=settings.pr_comment_author,
+        when_green=settings.pr_comment_when_green,
+        log=log,
+        sleep=github.remote.sleep,
+        writer=f"run {run.run_id}.{run.run_attempt} job {run.job_id}",
+    )
+    try:
+        result = writer.publish(state, comparison.ran)
+    except ReadOnlyTokenError as error:
+        _degrade(settings, state, log, str(error))
+        return
+    except GitHubAPIError as error:
+        log.warning(f"the comment on pull request #{state.pr} was not brought up to date: {error}")
+        return
+    if result.url:
+        log.info(f"pull request comment: {result.url}")
+
+
+def _find_pull_request(settings: Settings, github: Connection, log: Log) -> int | None:
+    """The open pull request whose head is the event's ``owner:branch`` at the event's head
+    commit (a workflow_run of a fork's pull request, whose ``pull_requests`` GitHub leaves
+    empty); None when there is not exactly one."""
+    label, head = settings.pr_head_label, settings.head_sha
+    if not (label and head and github.available):
+        return None
+    try:
+        found = github.client.list_pull_requests(github.repository, head=label)
+    except GitHubAPIError as error:
+        log.warning(f"cannot find the pull request of {label}: {error}")
+        return None
+    numbers = {pull.number for pull in found if pull.head_sha == head}
+    if len(numbers) != 1:
+        return None
+    (number,) = numbers
+    log.info(f"the pull request of {label} at {head[:12]} is #{number}")
+    return number
+
+
+def _degrade(settings: Settings, state: CommentState, log: Log, why: str) -> None:
+    """A token that cannot write: the comment goes to the job summary, with the reason."""
+    log.warning(why)
+    if settings.step_summary is None:
+        return
+    try:
+        append_summary(settings.step_summary, render_comment(state))
+    except OSError as error:
+        log.warning(f"cannot write the job summary: {error.strerror or error}")

@@ -1,0 +1,179 @@
+"""The site's data files as scripts, and the data file of one dashboard.
+
+Pure: no I/O. Each document is a JSON object, written as a script that hands it to the page
+(``ivyMatrix.put("d/core/gradients", {...});``): the page loads data with ``<script src>``,
+which works from ``file://`` where ``fetch()`` does not. Everything is deterministic (no
+clock, sorted where order is not the dashboard's), so re-rendering an unchanged state gives
+the same bytes and writes nothing. The format is described in docs/site.md.
+
+``d/<id>`` holds one dashboard: its backends, the jobs its cells' results came from, its
+distinct cells (status, the strip of its newest results and the job of each, attention group,
+failing since, last pass, flakiness, case counts, failure signature) and its rows (name, then
+a cell index per backend, -1 where it has none), and one failure line per signature. The
+index and the needs-attention list are overview.py's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+
+from ivy_matrix.escaping import safe_link
+from ivy_matrix.history import RunResult
+from ivy_matrix.model import DashboardState, Source
+from ivy_matrix.paths import site_id
+from ivy_matrix.site.cells import LETTERS, CellView, PlacedCell
+
+FORMAT = "ivy-matrix-site"
+VERSION = 1
+SHORT_SHA = 12
+
+
+def script(name: str, document: Mapping[str, object]) -> str:
+    """A data file: a script that hands ``document`` to the page under ``name``.
+
+    Plain ASCII (every other character escaped as JSON does), so the file reads the same
+    whatever encoding a browser assumes for a script opened from disk, no character can
+    reorder or hide text in a diff of it, and no string can end early: JSON is valid
+    JavaScript.
+    """
+    text = json.dumps(document, ensure_ascii=True, separators=(",", ":"))
+    return f"ivyMatrix.put({json.dumps(name)},{text});\n"
+
+
+# --------------------------------------------------------------------------- one dashboard
+
+
+class _Jobs:
+    """The jobs a dashboard's results came from, each once, in order of first use."""
+
+    def __init__(self) -> None:
+        self.index: dict[tuple[object, ...], int] = {}
+        self.sources: list[Source] = []
+
+    def add(self, source: Source) -> int:
+        key = (source.run, source.url, source.time, source.sha)
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.sources)
+            self.sources.append(source)
+        return found
+
+    def document(self) -> dict[str, object]:
+        """``{"base": common URL start, "list": [[run, attempt, sha, time, url rest]]}``; the
+        rest is null for a job with no link a page may follow (only plain http(s) URLs).
+
+        The URLs of a dashboard's jobs share a long start (``https://github.com/o/r/actions/
+        runs/``), kept once.
+        """
+        urls = [safe_link(source.url) for source in self.sources]
+        base = _common_start([u for u in urls if u])
+        return {
+            "base": base,
+            "list": [
+                [
+                    s.run.run_id,
+                    s.run.run_attempt,
+                    s.sha[:SHORT_SHA],
+                    s.time,
+                    url[len(base) :] if url else None,
+                ]
+                for s, url in zip(self.sources, urls, strict=True)
+            ],
+        }
+
+
+def _common_start(urls: Sequence[str]) -> str:
+    """The longest start every URL shares, cut after its last ``/`` ("" for none)."""
+    if not urls:
+        return ""
+    first, last = min(urls), max(urls)
+    length = 0
+    while length < min(len(first), len(last)) and first[length] == last[length]:
+        length += 1
+    start = first[:length]
+    return start[: start.rfind("/") + 1]
+
+
+def _cell_document(view: CellView, jobs: _Jobs, messages: dict[str, str]) -> dict[str, object]:
+    """One distinct cell: keys with their default value are left out (docs/site.md).
+
+    A failure's line is the dashboard's sample of its signature (``messages``, the first
+    seen) unless it differs, when the cell keeps its own (``e``).
+    """
+    results: Sequence[RunResult] = view.results
+    document: dict[str, object] = {
+        "s": LETTERS[view.status],
+        "h": "".join(LETTERS[r.outcome] for r in results),
+        "j": [jobs.add(r.entry.source) for r in results],
+    }
+    history = view.history
+    if view.group is not None:
+        document["g"] = view.group.value
+    if history.failing_since is not None:
+        document["n"] = history.runs
+        document["i"] = _job_of(results, history.failing_since.run_id, jobs)
+        if history.since_oldest:
+            document["o"] = 1
+        if history.last_pass is not None:
+            document["p"] = _job_of(results, history.last_pass.run_id, jobs)
+    if history.flaky is not None:
+        document["f"] = history.flaky.value
+    latest = view.latest
+    if latest.counts is not None:
+        counts = latest.counts
+        document["c"] = [counts.passed, counts.failed, counts.skipped, counts.flaky, counts.total]
+    if latest.signature:
+        document["m"] = latest.signature
+        sample = messages.setdefault(latest.signature, latest.message)
+        if latest.message != sample:
+            document["e"] = latest.message
+    elif latest.message:
+        document["e"] = latest.message
+    return document
+
+
+def _job_of(results: Sequence[RunResult], run_id: int, jobs: _Jobs) -> int | None:
+    """The job index of the result of run ``run_id`` among ``results`` (None: older than the
+    strip; the detail then names the run without a job)."""
+    for result in results:
+        if result.entry.run.run_id == run_id:
+            return jobs.add(result.entry.source)
+    return None
+
+
+def dashboard_document(state: DashboardState, placed: Iterable[PlacedCell]) -> dict[str, object]:
+    """The data file of one dashboard (its cells as :func:`~cells.dashboard_cells` gives)."""
+    jobs = _Jobs()
+    messages: dict[str, str] = {}
+    cells: list[dict[str, object]] = []
+    by_view: dict[int, int] = {}
+    by_value: dict[str, int] = {}
+    rows: dict[str, list[object]] = {}
+    column = {backend: i for i, backend in enumerate(state.backend_names)}
+    width = len(column)
+    for item in placed:
+        found = by_view.get(id(item.view))
+        if found is None:
+            document = _cell_document(item.view, jobs, messages)
+            key = json.dumps(document, sort_keys=True)
+            found = by_value.get(key)
+            if found is None:
+                found = by_value[key] = len(cells)
+                cells.append(document)
+            by_view[id(item.view)] = found
+        row = rows.get(item.row.name)
+        if row is None:
+            row = rows[item.row.name] = [item.row.name, *([-1] * width)]
+        row[1 + column[item.backend]] = found
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "id": site_id(state),
+        "key": state.key,
+        "backends": list(state.backend_names),
+        "jobs": jobs.document(),
+        "cells": cells,
+        "rows": [rows.get(r.name, [r.name, *([-1] * width)]) for r in state.rows],
+        "messages": messages,
+    }

@@ -1,0 +1,163 @@
+"""Draw docs/pictures/: what a user gets from one update of examples/, as PNG screenshots.
+
+Run: ``.venv/bin/python scripts/pictures.py`` (needs a headless Chromium on PATH as
+``chromium``, and an emoji font for the compact cells: Debian's fonts-noto-color-emoji). It runs ``python -m ivy_matrix update`` on the example results as a runner
+would (job summary and outputs to files), then renders three pages and screenshots them:
+
+- ``dashboard.png``: ``nn/layers.md`` as a page shows it (Ivy's table of badges);
+- ``job-summary.png``: the job summary the summary target writes;
+- ``log.png``: the command's log in a terminal (off a runner).
+
+The markdown is drawn by a small renderer for what these files hold (headings, pipe tables,
+links, ``<details>``), in GitHub's light colours; the shields.io badges are drawn locally in
+their style, so no picture needs the network. The pictures illustrate; the tests check the
+markdown itself (tests/golden/).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "pictures"
+COLOURS = {"success": "#4c1", "red": "#e05d44", "yellow": "#dfb317", "lightgrey": "#9f9f9f"}
+STYLE = """
+body { font: 14px -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; color: #1f2328;
+       background: #fff; margin: 24px; }
+h2 { font-size: 20px; border-bottom: 1px solid #d1d9e0; padding-bottom: 6px; }
+table { border-collapse: collapse; margin: 12px 0; }
+th, td { border: 1px solid #d1d9e0; padding: 5px 12px; text-align: left; }
+tr:nth-child(2n) td { background: #f6f8fa; }
+a { color: #0969da; text-decoration: none; }
+summary { margin: 8px 0; cursor: pointer; }
+pre { background: #0d1117; color: #e6edf3; padding: 16px; font: 13px/1.45 monospace;
+      white-space: pre-wrap; margin: 0; }
+"""
+
+
+def badge(label: str, colour: str) -> str:
+    """A shields.io-style badge as an SVG data URI (label on its colour)."""
+    width = 8 + 7 * len(label)
+    fill = COLOURS.get(colour, colour)
+    svg = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="20">'
+        f'<rect rx="3" width="{width}" height="20" fill="{fill}"/>'
+        f'<text x="{width / 2}" y="14" fill="#fff" font-family="Verdana,sans-serif" '
+        f'font-size="11" text-anchor="middle">{label}</text></svg>'
+    )
+    return "data:image/svg+xml," + quote(svg)
+
+
+def inline(text: str) -> str:
+    """A cell's or a line's markdown: badges drawn locally, [x](url) links, HTML kept."""
+    text = re.sub(
+        r"https://img\.shields\.io/badge/-([a-z]+)-([a-z]+)",
+        lambda m: f'"{badge(m.group(1), m.group(2))}"',
+        text,
+    )
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+
+
+def render(markdown: str) -> str:
+    """The subset of GitHub's markdown the dashboards and the job summary use."""
+    out: list[str] = []
+    rows: list[list[str]] = []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if not all(re.fullmatch(r":?-+:?", cell) for cell in cells):
+                rows.append(cells)
+            continue
+        if rows:
+            head, *body = rows
+            out.append("<table><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>")
+            out += ["<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in body]
+            out.append("</table>")
+            rows = []
+        if line.startswith("## "):
+            out.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("# "):
+            out.append(f"<h2>{html.escape(line[2:])}</h2>")
+        elif line.startswith("<details>"):
+            out.append(line.replace("<details>", "<details open>"))
+        elif line.strip():
+            out.append(f"<p>{inline(line)}</p>")
+    return "\n".join(out)
+
+
+def page(body: str) -> str:
+    return f"<!doctype html><meta charset=utf-8><style>{STYLE}</style><body>{body}</body>"
+
+
+def screenshot(page_html: str, target: Path, size: str) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        source = Path(scratch) / "page.html"
+        source.write_text(page_html, encoding="utf-8")
+        subprocess.run(
+            [
+                "chromium",
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                f"--user-data-dir={scratch}/profile",
+                f"--window-size={size}",
+                "--hide-scrollbars",
+                f"--screenshot={target}",
+                source.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        summary = work / "summary.md"
+        summary.touch()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "GITHUB_RUN_ID": "4519909128",
+            "GITHUB_REPOSITORY": "unifyai/ivy",
+        }
+        argv = [sys.executable, "-m", "ivy_matrix", "update", "--config"]
+        argv += [str(ROOT / "examples" / "ivy-matrix.yml"), "--output-dir", "dashboards"]
+        (work / "examples").symlink_to(ROOT / "examples")
+        log = subprocess.run(
+            argv, cwd=work, env=env, capture_output=True, text=True, check=True, timeout=120
+        ).stderr
+        subprocess.run(
+            argv,
+            cwd=work,
+            env={**env, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)},
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
+        dashboard = (work / "dashboards" / "nn" / "layers.md").read_text(encoding="utf-8")
+        screenshot(page(render(dashboard)), OUT / "dashboard.png", "900,330")
+        screenshot(
+            page(render(summary.read_text(encoding="utf-8"))), OUT / "job-summary.png", "760,540"
+        )
+        shown = (
+            f"$ ivy-matrix update --config examples/ivy-matrix.yml --output-dir dashboards\n{log}"
+        )
+        screenshot(page(f"<pre>{html.escape(shown)}</pre>"), OUT / "log.png", "1100,660")
+    for picture in sorted(OUT.glob("*.png")):
+        print(f"wrote {picture.relative_to(ROOT)} ({picture.stat().st_size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""``ivy-matrix update --legs``: a fan-in job folds every leg's file in at once.
+
+Legs run ``collect`` (in-process here) into one folder; the fan-in job reads the folder. Each
+cell must link its own leg's job, never the fan-in job's; a leg file that cannot be used is a
+warning naming it, and every other leg still lands.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ivy_matrix.cli import main
+from ivy_matrix.model import CaseCounts, Outcome, RunKey
+from ivy_matrix.pr.body import comment_marker
+from ivy_matrix.statefile import load_state
+from tests.commands.results import (
+    CORE_GRADIENTS,
+    error_lines,
+    latest,
+    load,
+    read_json,
+    write_junit,
+)
+from tests.github.fake_server import FakeGitHub
+
+BACKENDS = ("torch", "numpy", "jax", "tensorflow")
+JOB = {backend: 500 + index for index, backend in enumerate(BACKENDS)}
+REPO = "acme/widgets"
+FAN_IN = ["update", "--legs", "legs", "--run-id", "100", "--repository", REPO]
+
+
+def collect(
+    work: Path,
+    backend: str,
+    *,
+    failing: str = "test_jac",
+    run: int = 100,
+    attempt: int = 1,
+    job: int | None = None,
+    legs: str = "legs",
+) -> Path:
+    """One leg: its result file and ``collect`` into ``legs``; return the new leg file."""
+    results = work / "leg-results" / f"{backend}-{attempt}-{job}"
+    cases = [("test_grad", "passed"), ("test_jac", "failed" if failing == "test_jac" else "passed")]
+    write_junit(results / "junit.xml", cases)
+    before = set((work / legs).glob("*.json"))
+    argv = ["collect", "--junit", str(results), "--backend", backend, "--leg-file", legs]
+    argv += ["--run-id", str(run), "--run-attempt", str(attempt), "--repository", REPO]
+    argv += ["--job-id", str(JOB[backend] if job is None else job)]
+    assert main(argv, {}) == 0
+    (new,) = set((work / legs).glob("*.json")) - before
+    return new
+
+
+def url(job: int) -> str:
+    return f"https://github.com/{REPO}/actions/runs/100/job/{job}"
+
+
+def test_each_cell_links_its_own_legs_job_never_the_fan_in_jobs(workdir):
+    """Four legs fold in at once, failure lines and case counts included; the fan-in job's own
+    --job-id links no cell."""
+    for backend in BACKENDS:
+        collect(workdir, backend)
+    argv = [*FAN_IN, "--job-id", "999", "--summary-json", "summary.json"]
+    assert main(argv, {}) == 0
+    state = load()
+    assert [name for name, _ in state.backends] == list(BACKENDS)
+    for backend in BACKENDS:
+        for row in ("test_grad", "test_jac"):
+            entry = latest(state, row, backend)
+            assert entry.source.url == url(JOB[backend])
+            assert entry.run == RunKey(100, 1, JOB[backend])
+    failing = latest(state, "test_jac", "numpy")
+    assert failing.outcome is Outcome.FAILURE
+    assert (failing.message, failing.counts) == ("assert 1 == 2", CaseCounts(failed=1))
+    assert failing.signature
+    summary = read_json(workdir / "summary.json")
+    assert summary["totals"]["tests"] == 8
+    assert summary["totals"]["failed"] == 4
+    assert "/job/999" not in json.dumps(summary)
+
+
+def test_result_files_beside_leg_files_link_the_given_job(workdir):
+    """XML the fan-in job reads itself links its --job-id; the legs' cells link theirs."""
+    collect(workdir, "torch")
+    write_junit(workdir / "own" / "junit.xml", [("test_grad", "passed")])
+    argv = [*FAN_IN, "--junit", "own", "--backend", "cpu-only", "--job-id", "999"]
+    assert main(argv, {}) == 0
+    state = load()
+    assert latest(state, "test_grad", "cpu-only").source.url == url(999)
+    assert latest(state, "test_grad", "torch").source.url == url(JOB["torch"])
+
+
+def garbage(work: Path) -> Path:
+    path = work / "legs" / "broken.json"
+    path.write_text("{not json", encoding="utf-8")
+    return path
+
+
+def another_run(work: Path) -> Path:
+    return collect(work, "jax", run=101)
+
+
+def a_later_attempt(work: Path) -> Path:
+    return collect(work, "jax", attempt=2)
+
+
+def metadata_only(work: Path) -> Path:
+    path = work / "legs" / "ivy-matrix-leg.json"
+    document = {"format": "ivy-matrix-leg", "version": 1, "backend": "jax", "run_id": 100}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def too_big(work: Path) -> Path:
+    path = work / "legs" / "big.json"
+    with path.open("wb") as handle:
+        handle.truncate(256 * 1024 * 1024 + 1)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (garbage, "not JSON"),
+        (another_run, "is not used: it is for run 101, not this run (100)"),
+        (a_later_attempt, "is not used: it is for attempt 2, later than this one (1)"),
+        (metadata_only, "version 1 is leg metadata"),
+        (too_big, "larger than 256 MiB"),
+    ],
+)
+def test_a_bad_leg_file_is_a_warning_naming_it_and_every_other_leg_lands(
+    workdir, capsys, make, reason
+):
+    """Unreadable, foreign or too big: a warning with the file and the reason, exit 0."""
+    collect(workdir, "torch")
+    bad = make(workdir)
+    capsys.readouterr()
+    assert main(FAN_IN, {"GITHUB_ACTIONS": "true"}) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "::warning" in line]
+    assert any(f"file=legs/{bad.name}" in w and reason in w for w in warnings), warnings
+    assert [name for name, _ in load().backends] == ["torch"]
+
+
+def test_a_leg_file_read_twice_counts_once(workdir, capsys):
+    """The same file downloaded into two folders is one leg: its tests count once."""
+    first = collect(workdir, "torch")
+    copy = workdir / "again" / first.name
+    copy.parent.mkdir()
+    copy.write_bytes(first.read_bytes())
+    argv = [*FAN_IN, "--legs", "again", "--summary-json", "summary.json"]
+    assert main(argv, {}) == 0
+    assert read_json(workdir / "summary.json")["totals"]["tests"] == 2
+    assert "the same leg file as" in capsys.readouterr().err
+
+
+def test_a_rerun_attempt_replaces_its_legs_cells_and_keeps_the_others(workdir):
+    """Attempt 2 re-ran the numpy leg: its cells show attempt 2, the others attempt 1."""
+    for backend in BACKENDS:
+        collect(workdir, backend)
+    collect(workdir, "numpy", attempt=2, job=600, failing="")
+    assert main([*FAN_IN, "--run-attempt", "2"], {}) == 0
+    state = load()
+    assert latest(state, "test_jac", "numpy").run == RunKey(100, 2, 600)
+    assert latest(state, "test_jac", "numpy").outcome is Outcome.SUCCESS
+    assert latest(state, "test_jac", "torch").run == RunKey(100, 1, JOB["torch"])
+
+
+@pytest.mark.parametrize(
+    ("mode", "code", "said"),
+    [("error", 3, "no leg files matched the legs pattern(s) 'legs'"), ("warn", 0, "")],
+)
+def test_no_leg_file_at_all_fails_unless_told_otherwise(workdir, capsys, mode, code, said):
+    """A fan-in job that finds no leg file fails by default (if-no-files-found): exit 3, an
+    input that is not usable."""
+    (workdir / "legs").mkdir()
+    assert main([*FAN_IN, "--if-no-files-found", mode], {"GITHUB_ACTIONS": "true"}) == code
+    errors = error_lines(capsys.readouterr().err)
+    assert (said in errors[0]) if said else errors == []
+
+
+def test_legs_and_matrix_size_are_refused_together(workdir, capsys):
+    """A fan-in job commits once; matrix-size is for legs that each write: a usage error."""
+    collect(workdir, "torch")
+    argv = [*FAN_IN, "--matrix-size", "4", "--matrix-index", "0"]
+    assert main(argv, {"GITHUB_ACTIONS": "true"}) == 2
+    message = error_lines(capsys.readouterr().err)[0]
+    assert "--legs and --matrix-size do not go together" in message
+    assert not (workdir / ".ivy-matrix").exists()
+
+
+def branch_state(fake: FakeGitHub):
+    """The state of core/gradients on the dashboard branch (one document, layout 2)."""
+    path = ".ivy-matrix/state/core/gradients.json"
+    return load_state(fake.files("ivy-matrix")[path].decode(), where=path)
+
+
+def test_the_fan_in_job_commits_every_leg_once_and_a_rerun_writes_nothing(workdir, fake):
+    """Against GitHub: one commit holds every leg's cells; the same fan-in again writes nothing."""
+    for backend in BACKENDS:
+        collect(workdir, backend)
+    env = {"GITHUB_API_URL": fake.base_url, "IVY_MATRIX_TOKEN": "t"}
+    argv = [*FAN_IN, "--targets", "branch", "--job-id", "999"]
+    assert main(argv, env) == 0
+    assert fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix") == "1\n"
+    state = branch_state(fake)
+    assert {latest(state, "test_jac", b).source.url for b in BACKENDS} == {
+        url(JOB[b]) for b in BACKENDS
+    }
+    with fake.lock:
+        before = len(fake.requests)
+    assert main(argv, env) == 0
+    with fake.lock:
+        again = fake.requests[before:]
+    assert [r for r in again if r.write] == []
+
+
+def test_leg_files_feed_a_pull_requests_verdicts(workdir, capsys):
+    """On a pull request the legs' cells are compared, not recorded: a new failure fails."""
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, failing="")
+    assert main(FAN_IN, {}) == 0
+    before = load()
+    (workdir / "legs").rename(workdir / "main-legs")
+    collect(workdir, "numpy", run=100, failing="test_jac")
+    argv = [*FAN_IN, "--pr", "7", "--fail-on", "new"]
+    assert main(argv, {"GITHUB_ACTIONS": "true"}) == 1
+    assert "the pull request brings 1 new failure(s)" in capsys.readouterr().err
+    assert load(CORE_GRADIENTS) == before
+
+
+def test_the_fan_in_job_alone_comments_on_a_pull_request_from_the_legs_files(workdir, fake):
+    """On a pull request the fan-in job compares every leg's cells with the dashboard branch
+    (read for the legs' dashboards and backends) and writes the one comment."""
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, failing="")
+    env = {"GITHUB_API_URL": fake.base_url, "IVY_MATRIX_TOKEN": "t"}
+    assert main([*FAN_IN, "--targets", "branch"], env) == 0
+    number = int(fake.add_issue(title="a change", pull_request=True)["number"])
+    (workdir / "legs").rename(workdir / "main-legs")
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, run=101, failing="test_jac" if backend == "numpy" else "")
+    argv = ["update", "--legs", "legs", "--run-id", "101", "--repository", REPO]
+    argv += ["--targets", "branch,pr-comment", "--pr", str(number), "--fail-on", "new"]
+    assert main(argv, env) == 1
+    with fake.lock:
+        (comment,) = fake.comments[number]
+    assert comment_marker(number) in comment["body"]
+    assert "test_jac" in comment["body"]
+    assert url(JOB["numpy"]).replace("/100/", "/101/") in comment["body"]

@@ -1,0 +1,260 @@
+"""The site in a real browser: Debian's headless chromium, driven by Playwright.
+
+One browser for the whole module; each test gets a fresh browser context. The main site is
+built the way users build it, from results whose every outcome the tests know (plan.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from tests.site.browser import (
+    CHROMIUM_ARGS,
+    Visit,
+    axe_source,
+    chromium_path,
+    grid_cells,
+    serve,
+    shown_rows,
+    url_of,
+)
+from tests.site.plan import BIDI_NAME, IMG_NAME, SCRIPT_NAME, build_site, cli, expected_cells
+from tests.site.scenes import F, S, dashboard, write_store
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(name="site", scope="module")
+def site_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site of plan.py's runs."""
+    return build_site(tmp_path_factory.mktemp("site"))
+
+
+@pytest.fixture(name="browser", scope="module")
+def browser_fixture() -> Iterator[Any]:
+    """One headless chromium for the module (Debian's, no download)."""
+    executable = chromium_path()
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(name="visit")
+def visit_fixture(browser: Any) -> Iterator[Visit]:
+    """A fresh context of the module's browser (closed after the test)."""
+    visit = Visit(browser)
+    yield visit
+    visit.context.close()
+    assert visit.errors == []
+
+
+def test_the_landing_view_from_disk_lists_what_needs_attention(site, visit):
+    """Opened from file://, with tests failing, the page lands on needs attention, grouped."""
+    page = visit.open(url_of(site), "attention")
+
+    headings = page.eval_on_selector_all("main h2", "hs => hs.map(h => h.id)")
+    assert headings == ["group-new", "group-failing", "group-flaky", "group-fixed"]
+    listed = page.eval_on_selector_all(
+        "#group-failing ~ table tbody th", "ths => ths.map(th => th.textContent)"
+    )
+    assert listed == ["test_relu", SCRIPT_NAME, "test_\ufffdevil\ufffd_name", "test_conv"]
+    assert all(url.startswith(site.as_uri()) for url in visit.requests), visit.requests
+
+
+def test_every_grid_cell_carries_what_the_results_say(site, visit):
+    """Each cell's data-status, data-failed and data-total match the results' newest run."""
+    expected = expected_cells()
+    for key in ("core/gradients", "nn/layers"):
+        page = visit.open(url_of(site, f"#/d/{key}"), "grid")
+        want = {(row, b): cell for (d, row, b), cell in expected.items() if d == key}
+        assert grid_cells(page) == want
+
+
+def test_over_loopback_http_no_request_leaves_the_pages_origin(site, visit):
+    """Served over HTTP, every view loads only files of the site's own origin."""
+    with serve(site) as base:
+        visit.open(base, "attention")
+        visit.open(base + "#/summary", "summary")
+        visit.open(base + "#/groups", "groups")
+        page = visit.open(base + "#/d/core/gradients?test=test_relu&cell=jax", "grid")
+        page.wait_for_selector("#detail[open]")
+
+    assert visit.requests
+    assert [url for url in visit.requests if not url.startswith(base)] == []
+    assert {url.removeprefix(base).split("#")[0] for url in visit.requests} >= {
+        "",
+        "core.js",
+        "grid.js",
+        "main.js",
+        "app.css",
+        "data/index.js",
+        "data/attention.js",
+        "data/d/core/gradients.js",
+    }
+
+
+def test_filters_and_sorts_change_the_rows_shown(site, visit):
+    """Name, backend and status filters narrow the rows; sorting by status puts failures first."""
+    page = visit.open(url_of(site, "#/d/core/gradients"), "grid")
+
+    page.fill("#f-q", "relu")
+    page.wait_for_function("() => location.hash.includes('q=relu')")
+    assert shown_rows(page) == ["test_relu"]
+
+    page.fill("#f-q", "")
+    page.wait_for_function("() => !location.hash.includes('q=')")
+    page.select_option("#f-backend", "torch")
+    page.select_option("#f-status", "failure")
+    failing_on_torch = {"test_relu", "test_flip", "test_torch_only", SCRIPT_NAME}
+    assert set(shown_rows(page)) == failing_on_torch
+    expected = expected_cells()
+    assert grid_cells(page) == {
+        (row, "torch"): expected[("core/gradients", row, "torch")] for row in failing_on_torch
+    }
+    assert expected[("core/gradients", "test_relu", "torch")] == ("failure", 1, 3)
+
+    page.select_option("#f-status", "")
+    page.select_option("#f-sort", "status")
+    rows = shown_rows(page)
+    assert set(rows[:4]) == failing_on_torch
+    assert rows[4] == "test_skip"  # then skipped, then passing
+    page.select_option("#f-sort", "name")
+    assert shown_rows(page) == sorted(rows)
+    assert "backend=torch" in page.evaluate("location.hash")
+
+
+def test_the_url_holds_the_view_and_reloading_it_shows_the_same(site, visit, browser):
+    """Filters chosen on the page are in the URL; opening that URL afresh restores them."""
+    page = visit.open(url_of(site, "#/d/core/gradients"), "grid")
+    page.select_option("#f-status", "attention")
+    page.select_option("#f-sort", "name")
+    page.fill("#f-q", "test_")
+    page.wait_for_function("() => location.hash.includes('q=test_')")
+    url = page.url
+    rows = shown_rows(page)
+
+    again = Visit(browser)
+    try:
+        copy = again.open(url, "grid")
+        assert shown_rows(copy) == rows
+        assert copy.input_value("#f-q") == "test_"
+        assert copy.input_value("#f-status") == "attention"
+        assert copy.input_value("#f-sort") == "name"
+        detail = url_of(site, f"#/d/core/gradients?test={quote(SCRIPT_NAME)}&cell=torch")
+        copy = again.open(detail, "grid")
+        copy.wait_for_selector("#detail[open]")
+        assert copy.text_content("#detail-title") == f"{SCRIPT_NAME} · torch"
+    finally:
+        again.context.close()
+    assert again.errors == []
+
+
+def test_the_keyboard_reaches_a_cells_detail_and_back(site, visit):
+    """Tab reaches the grid, arrows move between cells, Enter opens the detail, Escape closes it."""
+    page = visit.open(url_of(site, "#/d/nn/layers?status=failure"), "grid")
+    for _ in range(20):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.classList.contains('cell-button')"):
+            break
+    page.keyboard.press("ArrowRight")
+    focused = page.evaluate("document.activeElement.parentElement.dataset.backend")
+    assert focused == "numpy"
+
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#detail[open]")
+    assert page.text_content("#detail-title") == "test_conv · numpy"
+    assert "failing since run 504" in page.text_content("#detail-body")
+    assert "last pass run 503" in page.text_content("#detail-body")
+    assert "test=test_conv" in page.url
+
+    page.keyboard.press("Escape")
+    # The dialog's close event (a task after it closes) takes the cell out of the URL.
+    page.wait_for_function(
+        "() => !document.getElementById('detail').open && !location.hash.includes('test=')"
+    )
+    assert page.evaluate("document.activeElement.parentElement.dataset.backend") == "numpy"
+
+
+def test_hostile_names_show_as_text_and_run_nothing(site, visit):
+    """Names that look like markup stay text; bidi controls show as U+FFFD; nothing runs."""
+    page = visit.open(url_of(site, "#/d/core/gradients"), "grid")
+
+    names = page.eval_on_selector_all("#grid tbody th", "ths => ths.map(th => th.textContent)")
+    assert {SCRIPT_NAME, IMG_NAME, "test_\ufffdevil\ufffd_name"} <= set(names)
+    tests = page.eval_on_selector_all(
+        "#grid td[data-test]", "tds => tds.map(td => td.dataset.test)"
+    )
+    assert BIDI_NAME in tests
+    assert page.locator("img").count() == 0
+    assert page.locator("#grid script").count() == 0
+    visit.open(url_of(site, "#/attention"), "attention")
+    visit.open(url_of(site, "#/groups"), "groups")
+    assert visit.alerts == []
+
+
+@pytest.mark.parametrize(
+    ("fragment", "view"),
+    [
+        ("", "attention"),
+        ("#/summary", "summary"),
+        ("#/groups", "groups"),
+        ("#/d/core/gradients", "grid"),
+        ("#/d/core/gradients?test=test_relu&cell=jax", "grid"),
+    ],
+)
+def test_axe_finds_no_serious_or_critical_violation(site, browser, fragment, view):
+    """axe-core (from npm, injected by the test) reports nothing serious in any view."""
+    source = axe_source()
+    # The page's policy allows only its own scripts: the test's axe-core is let in.
+    visit = Visit(browser, bypass_csp=True)
+    try:
+        page = visit.open(url_of(site, fragment), view)
+        if "test=" in fragment:
+            page.wait_for_selector("#detail[open]")
+        page.add_script_tag(content=source)
+        violations = page.evaluate(
+            "axe.run(document).then(r => r.violations.map(v => [v.id, v.impact, v.nodes.length]))"
+        )
+    finally:
+        visit.context.close()
+    assert [v for v in violations if v[1] in {"serious", "critical"}] == []
+
+
+def test_a_big_dashboard_never_puts_more_than_2000_rows_in_the_page(tmp_path, visit):
+    """2,500 failing rows: the grid shows pages of 2,000, needs attention 200 per group."""
+    rows = {f"test_{i:04d}": {"torch": [F, F], "numpy": [S, S]} for i in range(2500)}
+    store = write_store(tmp_path / "store", [dashboard("big", rows)])
+    cli("render", "--store", str(store), "--html", str(tmp_path / "html"))
+    site = tmp_path / "html"
+
+    page = visit.open(url_of(site, "#/d/core/big"), "grid")
+    assert page.locator("#grid tbody tr").count() == 2000
+    page.click("text=next →")
+    page.wait_for_function("() => document.querySelectorAll('#grid tbody tr').length !== 2000")
+    assert page.locator("#grid tbody tr").count() == 500
+    assert "page=2" in page.url
+    page = visit.open(url_of(site, "#/attention"), "attention")
+    assert page.locator("tbody tr").count() == 200
+
+
+def test_with_nothing_failing_the_landing_view_is_the_summary(tmp_path, visit):
+    """A store where every test passes lands on the summary: passing/total, and the change in
+    passing tests since the run before (a new test passing counts as one more)."""
+    rows = {"test_a": {"torch": [S, S], "jax": [S, F]}, "test_b": {"torch": [S], "jax": [S]}}
+    store = write_store(tmp_path / "store", [dashboard("green", rows)])
+    cli("render", "--store", str(store), "--html", str(tmp_path / "html"))
+
+    page = visit.open(url_of(tmp_path / "html"), "summary")
+
+    cells = page.eval_on_selector_all(
+        "table.summary td.counts",
+        "tds => tds.map(td => [td.querySelector('a').firstChild.textContent,"
+        " td.querySelector('.delta').textContent])",
+    )
+    assert cells == [["2/2", "+1"], ["2/2", "+2"]]
