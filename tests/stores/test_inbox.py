@@ -16,6 +16,7 @@ from ivy_matrix.stores import Saved
 from ivy_matrix.stores.remote import RestRemote
 from tests.concurrency import VirtualClock, at_once
 from tests.github.budget import RACING
+from tests.issues.helpers import Lines
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
@@ -256,20 +257,6 @@ def put_object(memory, ref: str, files: dict[str, str]) -> None:
     assert memory.create_ref(REPO, ref, commit)
 
 
-class Collected:
-    """A log that keeps what it is told."""
-
-    def __init__(self) -> None:
-        self.infos: list[str] = []
-        self.warnings: list[str] = []
-
-    def info(self, message: str) -> None:
-        self.infos.append(message)
-
-    def warning(self, message: str) -> None:
-        self.warnings.append(message)
-
-
 def test_bad_inbox_objects_are_moved_aside_with_a_warning_and_every_run_lands(memory):
     """Garbage, truncated JSON, a dashboard under another's path, and names that are not
     ASCII or name a matrix of more than 256 legs: each is a warning naming the ref and why;
@@ -289,7 +276,7 @@ def test_bad_inbox_objects_are_moved_aside_with_a_warning_and_every_run_lands(me
     }
     for ref, files in bad.items():
         put_object(memory, ref, files)
-    log = Collected()
+    log = Lines()
     saved = run_leg(memory, 0, 4, stored={"log": log})
     assert saved.commit_sha is not None
     warnings = log.warnings
