@@ -14,7 +14,7 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.reasons import TIMES
-from tests.commands.results import GRADIENTS, LAYERS, write_junit, write_suite
+from tests.commands.results import GRADIENTS, write_junit, write_suite
 from tests.commands.test_update_github import FAST, runner_env, write_results
 from tests.github.fake_server import FakeGitHub
 
@@ -100,35 +100,6 @@ def build_history() -> None:
         update_main(
             run_id, "torch", [(name, outcomes[index]) for name, outcomes in HISTORY.items()]
         )
-
-
-def test_compare_reads_only_the_columns_it_compares(tmp_path):
-    """On a branch of two dashboards x two backends, comparing one backend of one dashboard
-    reads the branch head, its tree and that one column's blob: no other file."""
-    with FakeGitHub() as fake:
-        work = tmp_path / "main"
-        for backend in ("torch", "jax"):
-            write_junit(work / backend / "g.xml", [(f"test_a[{backend}-cpu]", "failed")])
-            write_junit(work / backend / "l.xml", [(f"test_b[{backend}-cpu]", "passed")], LAYERS)
-        env = runner_env(fake, work, GITHUB_RUN_ID="500", IVY_MATRIX_JOB_ID="5")
-        argv = [
-            "update",
-            "--junit",
-            f"{work}/*/*.xml",
-            "--backend-from-path",
-            "/(?P<backend>[a-z]+)/[gl]\\.xml$",
-        ]
-        assert main(argv, env, remote=FAST) == 0
-        before = len(fake.requests)
-        pr_work = tmp_path / "pr"
-        write_junit(pr_work / "g.xml", [("test_a[torch-cpu]", "passed")])
-        env = runner_env(fake, pr_work, GITHUB_RUN_ID="600", IVY_MATRIX_JOB_ID="6")
-        out = tmp_path / "v.json"
-        argv = ["compare", "--junit", str(pr_work / "g.xml"), "--backend", "torch"]
-        assert main([*argv, "--pr", "4", "--json", str(out)], env, remote=FAST) == 0
-        reads = [f"{r.method} {r.path.split('/')[-2]}" for r in fake.requests[before:]]
-    assert sorted(reads) == ["GET blobs", "GET heads", "GET trees"]
-    assert [c["verdict"] for c in document(out)["cells"]] == ["fixed"]
 
 
 @pytest.mark.usefixtures("workdir")
