@@ -29,6 +29,7 @@ I/O: writes generated data and leg folders under ``--work`` (default ``bench/out
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -48,8 +49,11 @@ import github_scale as scale
 from github_figures import FAN_IN, LEGS, RUN, Leg, LegRun, median_max
 
 sys.path.insert(0, str(scale.ROOT))  # the stand-in lives in tests/, beside the product
+import git_side  # the git remote's side, from tests/ too
+
 from tests.github.budget import UNLIMITED, peak_per_minute
 from tests.github.fake_server import BOT_LOGIN, FakeGitHub
+from tests.github.git_server import GitServer
 
 Json = dict[str, Any]
 COMMENT_EDIT = r"/issues/comments/\d+$"
@@ -112,14 +116,16 @@ def shown_counts(body: str) -> dict[str, dict[str, int]]:
     return counts
 
 
-def compare_counts(fake: FakeGitHub, pr_root: Path, work: Path, number: int) -> Json:
+def compare_counts(
+    fake: FakeGitHub, pr_root: Path, work: Path, number: int, transport: list[str]
+) -> Json:
     """``ivy-matrix compare --json`` on every leg's results against the dashboard branch."""
     out = work / "compare.json"
     cmd = [
         scale.PYTHON, str(scale.ENTRYPOINT), "compare", "--junit", f"{pr_root}/**/*.xml",
         "--backend-from-path", scale.BACKEND_FROM_PATH, "--repository", scale.REPOSITORY,
         "--run-id", str(RUN), "--api-url", fake.base_url, "--token", "compare",
-        "--branch", scale.BRANCH, "--targets", "branch", "--pr", str(number), "--json", str(out),
+        "--branch", scale.BRANCH, "--targets", "branch", "--pr", str(number), "--json", str(out), *transport,
     ]  # fmt: skip
     done = subprocess.run(
         cmd, cwd=work, env=scale.cli_env(), capture_output=True, text=True, check=False
@@ -134,7 +140,7 @@ def compare_counts(fake: FakeGitHub, pr_root: Path, work: Path, number: int) -> 
 
 
 def start_legs(
-    fake: FakeGitHub, jobs: list[Leg], root: Path, event: Path
+    fake: FakeGitHub, jobs: list[Leg], root: Path, event: Path, transport: list[str]
 ) -> list[tuple[LegRun, subprocess.Popen[bytes]]]:
     """Start every job's ``update`` at once: the legs, or the fan-in job alone (index -1,
     reading the leg files of its ``path``)."""
@@ -153,7 +159,7 @@ def start_legs(
             run_id=RUN,
             job_id=leg.job_id,
         )
-        cmd += ["--targets", "pr-comment,branch", "--store", str(leg_dir / "store")]
+        cmd += ["--targets", "pr-comment,branch", "--store", str(leg_dir / "store"), *transport]
         log = leg_dir / "log.txt"
         with log.open("wb") as out:
             proc = subprocess.Popen(cmd, cwd=leg_dir, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -161,9 +167,47 @@ def start_legs(
     return started
 
 
-def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg]) -> Json:
-    """Every leg of the pull request at once against a fresh, pre-seeded stand-in."""
+def seed_git(args: argparse.Namespace, work: Path) -> Path:
+    """The dashboard branch of one full default-branch run (run 100) on a git remote, as a
+    bare repository every configuration copies (the REST stand-in holds nothing of it)."""
+    manifest = scale.ensure_set(
+        work, tests=args.tests, dashboards=args.dashboards, shards=1, outcome_seed=1
+    )
+    seed_dir = work / "legs" / "seed-git"
+    shutil.rmtree(seed_dir, ignore_errors=True)
+    seed_dir.mkdir(parents=True)
+    with FakeGitHub(limits=UNLIMITED) as fake, GitServer() as git:
+        git.create(scale.REPOSITORY)
+        cmd = scale.update_command(
+            junit=[f"{manifest['root']}/**/*.xml"],
+            backend_args=["--backend-from-path", scale.BACKEND_FROM_PATH],
+            api_url=fake.base_url,
+            token="seed",
+            run_id=scale.SEED_RUN,
+            job_id=1,
+        )
+        cmd += ["--targets", "branch", "--store", str(seed_dir / "store")]
+        cmd += ["--server-url", git.url, "--branch-transport", "git"]
+        done = subprocess.run(
+            cmd, cwd=seed_dir, env=scale.cli_env(), capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"seeding over git failed:\n{done.stderr[-3000:]}")
+        return git_side.keep_seed(git, work)
+
+
+def run_once(
+    args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], seed_repo: Path | None
+) -> Json:
+    """Every leg of the pull request at once against a fresh, pre-seeded stand-in (and, with
+    ``seed_repo``, a git remote holding the branch)."""
     fake = scale.seeded_fake(args, seed)
+    git = None
+    transport: list[str] = []
+    if seed_repo is not None:
+        git = git_side.seeded_server(seed_repo, latency=tuple(args.latency), seed=args.seed)
+        git.fail_rate = args.faults
+        transport = ["--server-url", git.url, "--branch-transport", "git"]
     number = int(fake.add_issue(scale.REPOSITORY, title="a change", pull_request=True)["number"])
     slow = (("PATCH", COMMENT_EDIT, *args.slow_edits),)
     fake.configure(slow=slow)  # faults and latency: seeded_fake, from --faults and --landed
@@ -177,15 +221,25 @@ def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg]) 
         scale.collect_legs(args, legs, root, start=begin)
         cases = sum(leg.cases for leg in legs)
         jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)]
-    with fake:
-        started = start_legs(fake, jobs, root, event_file(work / "event.json", number))
+    with fake, git or contextlib.nullcontext():
+        event = event_file(work / "event.json", number)
+        started = start_legs(fake, jobs, root, event, transport)
         wall = scale.wait_for(started, start=begin, cap=args.cap)
         fake.configure(fail_rate=0.0, slow=(), latency=(0.0, 0.0), limits=UNLIMITED)
         with fake.lock:
             records = list(fake.requests)
             comments = list(fake.comments.get(number, []))
-        expected = compare_counts(fake, Path(legs[0].path).parents[1], work, number)
-    return figures(started, records, comments, expected, number=number, wall=wall)
+        git_requests = (
+            [] if git is None else [len(git.requests_of(r.leg.token)) for r, _ in started]
+        )
+        if git is not None:
+            git.fail_rate, git.latency = 0.0, (0.0, 0.0)
+        pr_root = Path(legs[0].path).parents[1]
+        expected = compare_counts(fake, pr_root, work, number, transport)
+    result = figures(started, records, comments, expected, number=number, wall=wall)
+    if git is not None:
+        result["git_requests_per_leg"] = median_max([float(n) for n in git_requests])
+    return result
 
 
 def by_path(records: list[Any], legs: int) -> list[Json]:
@@ -270,6 +324,12 @@ def main(argv: list[str] | None = None) -> int:
         default=LEGS,
         help="legs: every leg runs update (racing); fan-in: legs collect, one job comments",
     )
+    parser.add_argument(
+        "--transport",
+        choices=("git", "rest"),
+        default="git",
+        help="how the legs read the dashboard branch (git: a git remote on loopback holds it)",
+    )
     parser.add_argument("--no-limits", action="store_true", help="record spend, refuse nothing")
     parser.add_argument("--cap", type=float, default=600)
     parser.add_argument("--seed", type=int, default=1)
@@ -287,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
         work, tests=args.tests, dashboards=args.dashboards, shards=shards, outcome_seed=2
     )
     legs = scale.legs_of(failing_set(manifest, args.fail_every), backends, take)
-    result = run_once(args, work, seed, legs)
+    seed_repo = seed_git(args, work) if args.transport == "git" else None
+    result = run_once(args, work, seed, legs, seed_repo)
     report: Json = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
@@ -297,6 +358,7 @@ def main(argv: list[str] | None = None) -> int:
             "dashboards": args.dashboards,
             "legs": args.legs,
             "setup": args.setup,
+            "branch_transport": args.transport,
             "latency_s": list(args.latency),
             "slow_edits_s": list(args.slow_edits),
             "faults": {"rate": args.faults, "landed_share_of_writes": args.landed},
