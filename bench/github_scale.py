@@ -63,6 +63,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -279,12 +280,14 @@ def seeded_fake(args: argparse.Namespace, seed: Json) -> FakeGitHub:
     return fake
 
 
-def collect_command(leg: Leg, legs_dir: Path) -> list[str]:
-    """One leg's ``ivy-matrix collect`` of the fan-in set-up: no api url, no token."""
+def collect_command(leg: Leg, legs_dir: Path, extra: Sequence[str] = ()) -> list[str]:
+    """One leg's ``ivy-matrix collect`` of the fan-in set-up: no api url, no token
+    (``extra``: more options, e.g. the server the fan-in job will use)."""
     return [
         *(PYTHON, str(ENTRYPOINT), "collect", "--junit", str(leg.path), "--backend", leg.backend),
         *("--repository", REPOSITORY, "--run-id", str(RUN), "--job-id", str(leg.job_id)),
         *("--leg-file", str(legs_dir)),
+        *extra,
     ]
 
 
@@ -370,7 +373,12 @@ def run_config(
 
 
 def collect_legs(
-    args: argparse.Namespace, legs: list[Leg], root: Path, *, start: float
+    args: argparse.Namespace,
+    legs: list[Leg],
+    root: Path,
+    *,
+    start: float,
+    extra: Sequence[str] = (),
 ) -> list[LegRun]:
     """Every leg's ``collect`` into ``root/leg-files``, all started at once; their runs."""
     started: list[tuple[LegRun, subprocess.Popen[bytes]]] = []
@@ -380,7 +388,7 @@ def collect_legs(
         log = leg_dir / "log.txt"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                collect_command(leg, root / "leg-files"),
+                collect_command(leg, root / "leg-files", extra),
                 cwd=leg_dir,
                 env=cli_env(),
                 stdout=out,

@@ -218,7 +218,7 @@ def run_once(
     jobs = legs
     if args.setup == FAN_IN:
         # The legs collect their files at once with no network; then the fan-in job comments.
-        scale.collect_legs(args, legs, root, start=begin)
+        scale.collect_legs(args, legs, root, start=begin, extra=transport[:2])
         cases = sum(leg.cases for leg in legs)
         jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)]
     with fake, git or contextlib.nullcontext():
