@@ -56,9 +56,13 @@ FLOOR_CODE = (
 # and, for the updates, importing ivy-matrix (from the measured code's checkout).
 START_UP_CODE = "pass"
 IMPORTS_CODE = (
-    "import sys\n"
+    "import importlib, os, sys\n"
     "sys.path.insert(0, sys.argv[1])\n"
-    "import ivy_matrix.cli, ivy_matrix.commands.update\n"
+    "import ivy_matrix.cli\n"
+    "for name in ('commands/update', 'update'):  # where the update command lives, by version\n"
+    "    if os.path.exists(os.path.join(sys.argv[1], 'ivy_matrix', name + '.py')):\n"
+    "        importlib.import_module('ivy_matrix.' + name.replace('/', '.'))\n"
+    "        break\n"
 )
 UPDATES = ("e2e", "e2e-rerun", "leg-update")
 RATIOS = {
