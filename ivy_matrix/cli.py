@@ -76,6 +76,7 @@ _COLLECT_OPTIONS = (
     *("junit", "if_no_files_found", "backend", "backend_from_path", "backend_from_test"),
     *("dashboard", "config", "run_id", "run_attempt", "job_id", "repository"),
     *("server_url", "leg_file", "fail_on", "dry_run", "sha", "ref", "pr", "head_sha"),
+    *("env_command", "track_packages", "backend_version"),
 )
 _METAVARS = {
     "backend": "NAME",
@@ -105,6 +106,9 @@ _METAVARS = {
     "ref": "REF",
     "pr_comment_author": "LOGIN",
     "budget_warning": "PERCENT",
+    "env_command": "COMMAND",
+    "track_packages": "PACKAGES",
+    "backend_version": "BACKEND@TEMPLATE",
 }
 _KIND_METAVARS = {
     Kind.LIST: "GLOB",

@@ -122,6 +122,9 @@ class Collected:
     touched: dict[DashboardId, None] = field(default_factory=dict)
     # What the files read this time are, for the store's ledger (when asked for: ledger.py).
     records: list[FileRecord] = field(default_factory=list)
+    # The result files' suite properties (pytest's record_testsuite_property), recorded with
+    # the environment (environment.py).
+    properties: dict[str, str] = field(default_factory=dict)
 
     @property
     def backends(self) -> list[str]:
@@ -285,7 +288,11 @@ class Collector:
             )
         else:
             counts, problem = scan_junit(
-                stream, source=source, on_case=on_case, on_nameless=nameless.append
+                stream,
+                source=source,
+                on_case=on_case,
+                on_nameless=nameless.append,
+                properties=collected.properties,
             )
         collected.ids_tried += tried
         if nameless:
@@ -390,7 +397,11 @@ class Collector:
                     )
 
         counts, problem = scan_junit(
-            stream, source=source, on_case=on_case, on_nameless=nameless.append
+            stream,
+            source=source,
+            on_case=on_case,
+            on_nameless=nameless.append,
+            properties=self.collected.properties,
         )
         # Each place's rows as the cells add_file's loop keeps, in the order they came (two
         # places of one row add up, as one loop over both would have counted them).

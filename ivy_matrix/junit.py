@@ -47,6 +47,9 @@ MARKUP_CAP = 1 << 20
 DEPTH_CAP = 1000
 """Deepest element nesting read."""
 
+PROPERTIES_CAP = 64
+"""Most suite properties kept of one file."""
+
 # Raw text buffered from a failure without a message attribute: enough to find its first
 # non-blank line even after some leading blank lines, and never more.
 _TEXT_CAP = 4 * MESSAGE_CAP
@@ -131,11 +134,16 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
     on_case: Callable[[CaseResult], None],
     on_nameless: Callable[[int], None] | None = None,
     chunk_size: int = 1 << 20,
+    properties: dict[str, str] | None = None,
 ) -> tuple[FileCounts, ParseProblem | None]:
     """Stream one JUnit XML file, calling ``on_case`` for every ``<testcase>`` as it ends.
 
     With ``on_nameless``, a ``<testcase>`` without a name (an interrupted run writes them) is
     passed to it instead, as the line it starts on; it is still counted.
+
+    With ``properties``, each ``<property name= value=>`` outside any test case (a suite's
+    ``<properties>``: pytest's ``record_testsuite_property``) is put in it, at most
+    :data:`PROPERTIES_CAP` names (a later one of a name wins).
 
     ``source`` names the file in the counts and in any problem. Returns the file's counts and
     ``None``, or, when the file is empty, not well-formed, not JUnit or refused as unsafe,
@@ -184,7 +192,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             text.append(data[:_TEXT_CAP])
             text_len += len(data)
 
-    def start(name: str, attrs: dict[str, str]) -> None:  # noqa: C901  -- the hot loop, kept flat
+    def start(name: str, attrs: dict[str, str]) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
         nonlocal depth, case, case_depth, rank, flaky, message, capture_depth, text_len, suite
         depth += 1
         if name == "testcase":
@@ -206,6 +214,10 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             if name == "testsuite":
                 outer_suites.append(suite)
                 suite = cap_name(attrs.get("name", ""))
+            elif name == "property" and case is None and properties is not None:
+                key = attrs.get("name", "")[:NAME_CAP]
+                if key and (key in properties or len(properties) < PROPERTIES_CAP):
+                    properties[key] = attrs.get("value", "")[:MESSAGE_CAP]
             return
         kind = _RANKS.get(name)
         if kind is None:

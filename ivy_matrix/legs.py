@@ -11,6 +11,7 @@ fan-in job needs neither the XML nor the naming options.
      "run_id": 4519946746, "run_attempt": 1, "job_id": 12345678901,
      "repository": "unifyai/ivy", "server_url": "https://github.com",
      "sha": "9f2c...", "ref": "refs/heads/main", "event": "push",
+     "env": {"jax": "0.4.31", "numpy": "2.1.0"},
      "files": [{"path": "results/junit.xml", "tests": 219, "passed": 210, "failed": 7,
                 "errors": 0, "skipped": 2, "flaky": 0, "problem": null}],
      "problems": [{"source": "results/bad.xml", "message": "file is empty", "line": null}],
@@ -24,7 +25,8 @@ fan-in job needs neither the XML nor the naming options.
 - ``run_id`` (positive), ``run_attempt`` (1 or more), ``job_id`` (positive, or null when the
   leg did not know its job: its cells then link the run), ``repository`` (``OWNER/REPO``),
   ``server_url`` (``http(s)://``), and the provenance ``sha``, ``ref``, ``event`` (``""`` when
-  unknown): where the results come from.
+  unknown): where the results come from; ``env`` (only when recorded) the leg's package
+  versions (environment.py), which the fan-in job records with the leg's cells.
 - ``files``, ``problems``, ``unassigned``, ``nameless``: the leg's result files, as ``update``
   counts them (``--summary-json``), the files it could not read, cases no backend rule named,
   and cases without a name (how many, and the line of the first) per file;
@@ -57,6 +59,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from ivy_matrix.collect import Collected, combine_results
+from ivy_matrix.environment import Env, env_of
 from ivy_matrix.errors import InputError
 from ivy_matrix.jobs import LEG_FORMAT, run_ids_problem
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_object
@@ -87,6 +90,8 @@ class LegInfo:
     sha: str = ""
     ref: str = ""
     event: str = ""
+    # The leg's recorded environment (environment.py), () when none was.
+    env: Env = ()
 
     @property
     def run(self) -> RunKey:
@@ -105,10 +110,13 @@ class LegResults:
 def dump_leg(info: LegInfo, collected: Collected) -> str:
     """The text of a leg file (deterministic: the same results give the same text)."""
     _check_info(info, where="this leg")
+    fields = asdict(info)
+    del fields["env"]
     document: dict[str, object] = {
         "format": LEG_FORMAT,
         "version": LEG_FILE_VERSION,
-        **asdict(info),
+        **fields,
+        **({"env": dict(info.env)} if info.env else {}),
         "files": [asdict(counts) for counts in collected.files],
         "problems": [asdict(problem) for problem in collected.problems],
         "unassigned": dict(collected.unassigned),
@@ -194,6 +202,7 @@ def _info(document: Mapping[str, object]) -> LegInfo:
         sha=bounded_text(document.get("sha", ""), "sha"),
         ref=bounded_text(document.get("ref", ""), "ref"),
         event=bounded_text(document.get("event", ""), "event"),
+        env=env_of(document.get("env")),
     )
 
 

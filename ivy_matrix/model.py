@@ -161,6 +161,9 @@ class Source:
     commit tested, ``event`` the workflow event (``push``, ``pull_request``, ``schedule``, ...),
     ``ref`` the git ref (``refs/heads/main``), and for a pull request its number ``pr`` and the
     ``base_sha`` it is compared with.
+
+    ``env`` is the job's environment (environment.py: sorted ``(package, version)`` pairs,
+    empty when not recorded).
     """
 
     run: RunKey
@@ -171,6 +174,7 @@ class Source:
     ref: str = ""
     pr: int | None = None
     base_sha: str = ""
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_pull_request(self) -> bool:

@@ -21,6 +21,7 @@ from ivy_matrix.escaping import escape_name
 
 MESSAGE_SHOWN = 300
 TESTS_SHOWN = 10  # tests named per group before "and N more"
+TIMES = "\N{MULTIPLICATION SIGN}"  # as in "7 tests x 3 backends"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,15 +53,21 @@ class FailureGroup:
 
 
 def group_failures(cells: Iterable[Failing]) -> list[FailureGroup]:
-    """The cells grouped by signature: biggest group first, then in the order they came; the
-    cells without a signature last, as one group. A group's sample is its first line."""
+    """The cells grouped by signature, ranked: most cells first, then most backends, then in
+    the order they came; the cells without a signature last, as one group. A group's sample
+    is its first line."""
     groups: dict[str, list[Failing]] = {}
     for cell in cells:
         groups.setdefault(cell.signature, []).append(cell)
     order = {signature: index for index, signature in enumerate(groups)}
     ranked = sorted(
         groups.items(),
-        key=lambda item: (item[0] == "", -len(item[1]), order[item[0]]),
+        key=lambda item: (
+            item[0] == "",
+            -len(item[1]),
+            -len({cell.backend for cell in item[1]}),
+            order[item[0]],
+        ),
     )
     return [
         FailureGroup(
@@ -85,6 +92,16 @@ def headline(group: FailureGroup) -> str:
     backends = ", ".join(escape_name(b) for b in group.backends)
     what = "one error" if group.signature else "no failure message"
     return f"{what} on {backends}: {tests} {noun}"
+
+
+def extent(group: FailureGroup) -> str:
+    """ "7 tests x 3 backends (torch, jax, tensorflow)" (with a multiplication sign): how
+    far one error reaches."""
+    tests, backends = len(group.tests), group.backends
+    test_noun = "test" if tests == 1 else "tests"
+    backend_noun = "backend" if len(backends) == 1 else "backends"
+    names = ", ".join(escape_name(b) for b in backends)
+    return f"{tests} {test_noun} {TIMES} {len(backends)} {backend_noun} ({names})"
 
 
 def _tests_line(tests: Sequence[str]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ivy_matrix.environment import env_of
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_str
 from ivy_matrix.junit import MESSAGE_CAP, cap_name
 from ivy_matrix.model import (
@@ -68,7 +69,10 @@ def _provenance(source: Source) -> dict[str, object]:
         "pr": source.pr,
         "base_sha": source.base_sha,
     }
-    return {name: value for name, value in fields.items() if value not in {"", None}}
+    found = {name: value for name, value in fields.items() if value not in {"", None}}
+    if source.env:
+        found["env"] = dict(source.env)
+    return found
 
 
 def read_source(item: object) -> Source:
@@ -95,6 +99,7 @@ def read_source(item: object) -> Source:
         ref=expect_str(provenance.get("ref", "")),
         pr=None if pr is None else expect_int(pr),
         base_sha=expect_str(provenance.get("base_sha", "")),
+        env=env_of(provenance.get("env")),
     )
 
 

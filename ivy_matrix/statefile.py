@@ -25,8 +25,10 @@ Pure: no I/O; the stores read and write the text. Version 2 looks like this::
   and the time it was recorded (``""`` when unknown); then, only when some is known, an object
   of the job's provenance holding only the known fields: ``sha`` (the commit), ``event``,
   ``ref``, and for a pull request ``pr`` (its number) and ``base_sha``, e.g.
-  ``{"sha": "9f2c...", "event": "push", "ref": "refs/heads/main"}``. Sources without it are
-  written exactly as before, and documents without it load with empty provenance.
+  ``{"sha": "9f2c...", "event": "push", "ref": "refs/heads/main"}``, and the job's recorded
+  environment ``env``, ``{"jax": "0.4.31", "numpy": "2.1.0"}`` (environment.py). Sources
+  without it are written exactly as before, and documents without it load with empty
+  provenance.
 - ``messages`` lists each distinct failure line once, with its signature (signature.py).
   The first line with a signature is that signature's sample in this dashboard.
 - ``cells`` lists each distinct cell history once, newest first. Each result is

@@ -106,6 +106,27 @@ def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -
     assert "| set-up | legs |" in proc.stdout
 
 
+def test_pr_comment_scale_quick_reports_one_comment_with_compares_counts(tmp_path: Path) -> None:
+    """`bench/pr_comment_scale.py --quick` runs a pull request's legs at once against the
+    stand-in and reports one comment whose counts are compare's, and each leg's requests."""
+    out = tmp_path / "pr.json"
+    argv = ["bench/pr_comment_scale.py", "--quick", "--work", str(tmp_path / "work")]
+    proc = subprocess.run(
+        [sys.executable, *argv, "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(out.read_text())["result"]
+    assert (result["legs"], result["legs_failed"], result["comments_of_ours"]) == (4, 0, 1)
+    assert result["counts_equal_compare"] is True
+    assert result["failing_cells"] > 0
+    assert result["rest_requests_per_leg"]["max"] >= result["rest_requests_per_leg"]["median"] > 0
+
+
 def test_site_bench_smoke_reports_sizes_and_paint_times(tmp_path: Path) -> None:
     """`bench/site.py --smoke` builds a tiny store, renders its site and reports every figure."""
     from tests.site.browser import chromium_path

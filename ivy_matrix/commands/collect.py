@@ -15,15 +15,17 @@ leg's file can be uploaded as an artifact of that name and downloaded into one f
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from ivy_matrix.collect import Collected
+from ivy_matrix.commands.environment import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import provenance
 from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.config.options import FailOn
 from ivy_matrix.config.settings import Settings, require_update_inputs
+from ivy_matrix.environment import Env, env_lines
 from ivy_matrix.errors import ExitCode, InputError, UsageError
 from ivy_matrix.legs import LegInfo, dump_leg, leg_name
 from ivy_matrix.runner.files import write_atomic
@@ -35,6 +37,9 @@ def run_collect(settings: Settings, log: Log) -> ExitCode:
     require_update_inputs(settings)
     info = _leg_info(settings)
     collected = read_results(settings, log)
+    env = job_environment(settings, collected, log)
+    versioned_columns(settings, collected, env)
+    info = replace(info, env=env)
     text = dump_leg(info, collected)
     name = leg_name(info, text)
     path = _leg_path(settings.leg_file, name)
@@ -48,7 +53,7 @@ def run_collect(settings: Settings, log: Log) -> ExitCode:
                 f"cannot write {settings.named('leg_file')} {path}: {error.strerror or error}"
             ) from None
     log_results(collected, log)
-    _report(settings, collected, path, name, log)
+    _report(settings, collected, path, name, log, env=env)
     return exit_code(settings.fail_on, collected.totals(), log)
 
 
@@ -94,7 +99,9 @@ def _leg_path(given: Path | None, name: str) -> Path:
     return given / f"{name}.json"
 
 
-def _report(settings: Settings, collected: Collected, path: Path, name: str, log: Log) -> None:
+def _report(
+    settings: Settings, collected: Collected, path: Path, name: str, log: Log, *, env: Env
+) -> None:
     """The log line, and on a runner the step outputs and the job summary."""
     totals = collected.totals()
     counts = (
@@ -115,7 +122,7 @@ def _report(settings: Settings, collected: Collected, path: Path, name: str, log
             append_summary(
                 settings.step_summary,
                 f"## ivy-matrix: {counts}\n\nCollected into the leg file `{path.name}`; the job "
-                f"after the matrix publishes them.\n",
+                f"after the matrix publishes them.\n\n{env_lines([('this leg', env)] if env else [])}",
             )
     except OSError as error:
         log.warning(f"cannot write the job summary or step outputs: {error.strerror or error}")

@@ -10,7 +10,7 @@ link options) and recorded as the pull request's: its number (``--pr``), head co
 (``--head-sha``) and base (``--base-sha``), each from the runner's event when not given. The
 baseline is read for the results' own dashboards and backends only (on the dashboard branch,
 those columns and nothing else), and its ancestry follows run order from the base commit
-(``pr.verdicts.run_order_ancestry``) among them.
+(``pr.ancestry.run_order_ancestry``) among them.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import connect
+from ivy_matrix.commands.environment import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
 from ivy_matrix.commands.reading import read_results
@@ -30,6 +31,7 @@ from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, StoreError
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.model import DashboardState, RunKey
+from ivy_matrix.pr.ancestry import pr_base_sha, run_order_ancestry
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.state import CommentState, comment_state
 from ivy_matrix.pr.verdicts import (
@@ -37,8 +39,6 @@ from ivy_matrix.pr.verdicts import (
     Comparison,
     compare,
     compare_document,
-    pr_base_sha,
-    run_order_ancestry,
 )
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log
@@ -135,12 +135,15 @@ def run_compare(
     check_leg_metadata(settings)
     settings = replace(settings, pull_request=True)
     collected = read_results(settings, log)
+    # The pull request's columns are named as the default branch's are (--backend-version).
+    env = job_environment(settings, collected, log)
+    versioned_columns(settings, collected, env)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with (
         connect(settings, remote, log) as github,
         spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
     ):
-        links = resolve_links(settings, collected, github, log, now=now)
+        links = resolve_links(settings, collected, github, log, now=now, env=env)
         states = baseline_states(settings, github, log, collected)
     comparison = pr_comparison(settings, collected, links, states)
     if json_path is not None:

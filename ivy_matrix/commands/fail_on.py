@@ -2,7 +2,8 @@
 
 I/O: only the error line that says why the step fails. ``failures`` exits 1 on any failed or
 errored test, ``errors`` only on errors, ``new`` only when a pull request brings a new failure
-(its verdicts, pr/verdicts.py; never for results that are not a pull request's), ``nothing``
+(its verdicts, pr/verdicts.py: ``new``, or ``new-test`` for a failing test the baseline does
+not have; never for results that are not a pull request's), ``nothing``
 never. Errors of the run itself end the command with their own codes (errors.ExitCode) first.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 from ivy_matrix.config.options import FailOn
 from ivy_matrix.errors import ExitCode
 from ivy_matrix.model import Totals
-from ivy_matrix.pr.verdicts import Comparison, Verdict
+from ivy_matrix.pr.verdicts import Comparison, Verdict, new_failures
 from ivy_matrix.runner.log import Log
 
 
@@ -20,9 +21,12 @@ def exit_code(
 ) -> ExitCode:
     """The exit code ``fail-on`` asks for; ``comparison``: a pull request's verdicts."""
     if fail_on is FailOn.NEW:
-        new = 0 if comparison is None else comparison.counts()[Verdict.NEW]
-        if new:
-            log.error(f"the pull request brings {new} new failure(s) (fail-on: new)")
+        counts = None if comparison is None else comparison.counts()
+        new = 0 if counts is None else new_failures(counts)
+        if counts is not None and new:
+            tests = counts[Verdict.NEW_TEST]
+            of = f", {tests} of them in new tests" if tests else ""
+            log.error(f"the pull request brings {new} new failure(s){of} (fail-on: new)")
             return ExitCode.FAILING
         return ExitCode.OK
     if fail_on is FailOn.FAILURES and totals.failed + totals.errors:

@@ -19,6 +19,7 @@ from typing import TypedDict
 
 from ivy_matrix.collect import Collected, build_batches
 from ivy_matrix.config.settings import Settings
+from ivy_matrix.environment import Env
 from ivy_matrix.errors import GitHubAPIError, InputError, UsageError
 from ivy_matrix.github.connection import Connection
 from ivy_matrix.jobs import (
@@ -95,6 +96,8 @@ class Links:
     refused: frozenset[str] = frozenset()
     # A fan-in job's leg files (update --legs): each leg's cells link that leg's own job.
     leg_files: tuple[LegResults, ...] = ()
+    # This job's environment (commands/environment.py); a leg file carries its leg's own.
+    env: Env = ()
 
     def _source(self, run_id: int, job_id: int | None, url: str | None = None) -> Source:
         settings = self.settings
@@ -107,7 +110,7 @@ class Links:
                 job_id=job_id,
             )
         run = RunKey(run_id, settings.run_attempt, -1 if job_id is None else job_id)
-        return Source(run=run, url=link, time=self.now, **provenance(settings))
+        return Source(run=run, url=link, time=self.now, env=self.env, **provenance(settings))
 
     def sources(self, run_id: int) -> Callable[[str], Source]:
         """Each backend's source for results recorded as run ``run_id``."""
@@ -121,7 +124,9 @@ class Links:
                 run_id=leg.run_id,
                 job_id=leg.job_id,
             )
-            found[backend] = Source(run=leg.run, url=link, time=self.now, **provenance(settings))
+            found[backend] = Source(
+                run=leg.run, url=link, time=self.now, env=self.env, **provenance(settings)
+            )
         for backend in self.refused:
             found[backend] = self._source(run_id, None)
         for backend, job in self.jobs.items():
@@ -139,7 +144,7 @@ class Links:
             run_id=info.run_id,
             job_id=info.job_id,
         )
-        return Source(run=info.run, url=link, time=self.now, **provenance(settings))
+        return Source(run=info.run, url=link, time=self.now, env=info.env, **provenance(settings))
 
     def batches(self, collected: Collected, run_id: int, signer: Signer) -> list[Batch]:
         """The batches of this update: the result files' cells recorded as run ``run_id``,
@@ -165,10 +170,12 @@ def resolve_links(
     *,
     now: str,
     leg_files: tuple[LegResults, ...] = (),
+    env: Env = (),
 ) -> Links:
     """Find each backend's job: its leg's metadata, else (without a given job) one listing.
 
     The cells of ``leg_files`` link the job each leg file names: nothing is looked up for them.
+    ``env`` is this job's environment, recorded with its own cells.
     """
     legs, refused = _leg_metadata(settings, collected, log)
     given = settings.job_url or settings.job_id is not None
@@ -181,6 +188,7 @@ def resolve_links(
         now=now,
         refused=frozenset(refused),
         leg_files=leg_files,
+        env=env,
     )
 
 

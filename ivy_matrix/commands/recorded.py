@@ -40,27 +40,29 @@ def reading_of(settings: Settings) -> str | None:
         return None
     if settings.legs:
         return None  # a fan-in job's leg files bring cells of their own (legs.py)
-    return reading_digest(
-        [
-            ("run_id", settings.run_id),
-            ("run_attempt", settings.run_attempt),
-            ("job_id", settings.job_id),
-            ("job_url", settings.job_url),
-            ("repository", settings.repository),
-            ("server_url", settings.server_url),
-            ("backend", settings.backend),
-            ("backend_from_path", settings.backend_from_path),
-            ("backend_from_test", settings.backend_from_test),
-            ("dashboard", settings.dashboard),
-            ("dashboard_rules", settings.dashboard_rules),
-            ("backend_aliases", settings.backend_aliases),
-            ("history", settings.history),
-            ("retire_after_runs", settings.retire_after_runs),
-            ("commit", settings.commit),
-            ("ref", settings.ref),
-            ("event", settings.event_name),
-        ]
-    )
+    fields: list[tuple[str, object]] = [
+        ("run_id", settings.run_id),
+        ("run_attempt", settings.run_attempt),
+        ("job_id", settings.job_id),
+        ("job_url", settings.job_url),
+        ("repository", settings.repository),
+        ("server_url", settings.server_url),
+        ("backend", settings.backend),
+        ("backend_from_path", settings.backend_from_path),
+        ("backend_from_test", settings.backend_from_test),
+        ("dashboard", settings.dashboard),
+        ("dashboard_rules", settings.dashboard_rules),
+        ("backend_aliases", settings.backend_aliases),
+        ("history", settings.history),
+        ("retire_after_runs", settings.retire_after_runs),
+        ("commit", settings.commit),
+        ("ref", settings.ref),
+        ("event", settings.event_name),
+    ]
+    if settings.backend_version:
+        # Names the columns; added only when set, so that ledgers written before keep theirs.
+        fields.append(("backend_version", settings.backend_version))
+    return reading_digest(fields)
 
 
 def known_files(

@@ -37,6 +37,7 @@ from ivy_matrix.commands.choose_store import (
     publish_issue_target,
     remote_targets,
 )
+from ivy_matrix.commands.environment import environments, job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import (
     Links,
@@ -49,6 +50,7 @@ from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.commands.recorded import inputs_of, known_files, reading_of
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
+from ivy_matrix.environment import Env
 from ivy_matrix.errors import ExitCode, ReadOnlyTokenError, UsageError
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.connection import Connection, Remote
@@ -98,6 +100,8 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         if settings.junit
         else Collected()
     )
+    env = job_environment(settings, results, log)
+    versioned_columns(settings, results, env)
     leg_files = read_legs(settings, log)
     collected = with_legs(results, leg_files)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -108,7 +112,9 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     ):
         targets = remote_targets(settings, log) if recorded else _comment_target(settings)
         with phase(log, "links") as step:
-            links = resolve_links(settings, results, github, log, now=now, leg_files=leg_files)
+            links = resolve_links(
+                settings, results, github, log, now=now, leg_files=leg_files, env=env
+            )
             step.done(f"{len(collected.backends)} backend(s)")
         if recorded:
             _log_not_a_pull_request(settings, log)
@@ -143,7 +149,10 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
             write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     merged = saved.merged
     spend = github.spent()  # the connection is closed: nothing more is sent
-    _summarize(settings, collected, merged, published, log, recorded=recorded, spend=spend)
+    envs = environments(env, leg_files)
+    _summarize(
+        settings, collected, merged, published, log, recorded=recorded, spend=spend, envs=envs
+    )
     totals = collected.totals()
     if recorded:
         done = (
@@ -187,13 +196,19 @@ def _summarize(
     *,
     recorded: bool,
     spend: Spend | None,
+    envs: tuple[tuple[str, Env], ...] = (),
 ) -> None:
     """The summary target and ``--summary-json``: the log lines, annotations and files."""
     if recorded:
         log_dashboards(log, merged)
     log_results(collected, log)
     outcome = Results(
-        collected=collected, merged=merged, published=published, recorded=recorded, spend=spend
+        collected=collected,
+        merged=merged,
+        published=published,
+        recorded=recorded,
+        spend=spend,
+        envs=envs,
     )
     if settings.summary_json is not None and settings.dry_run:
         log.info(f"dry run: would write the summary JSON {settings.summary_json}")

@@ -275,6 +275,25 @@ OPTIONS: tuple[Option, ...] = (
         "repeatable, commas allowed",
         default="\n".join(DEFAULT_ALIASES),
     ),
+    Option(
+        "env_command",
+        Kind.STR,
+        "a command run in the test environment that prints its package versions as a JSON "
+        "object {package: version}; recorded with the results (default: the versions of "
+        "track-packages)",
+    ),
+    Option(
+        "track_packages",
+        Kind.LIST,
+        "packages whose versions (and git commits) are recorded with the results, read by the "
+        "python on the PATH; repeatable, commas allowed",
+    ),
+    Option(
+        "backend_version",
+        Kind.STR,
+        "name a backend's column with its recorded version: BACKEND@TEMPLATE items, e.g. "
+        "jax@{jax} (or *@{version}: every backend, its own package), comma separated",
+    ),
 )
 OPTION_BY_NAME = {option.name: option for option in OPTIONS}
 

@@ -85,6 +85,11 @@ class Settings:
     targets: tuple[Target, ...] = field(
         default_factory=lambda: parse_targets(option_default("targets", tuple))
     )
+    # The environment recorded with the results (commands/environment.py) and the columns it
+    # may name (naming's backend_version).
+    env_command: str | None = None
+    track_packages: tuple[str, ...] = ()
+    backend_version: str | None = None
     branch: str = field(default_factory=_defaults("branch", str))
     # Never shown: not in the settings' repr (a traceback or a debug print), nor in a message.
     token: str | None = field(default=None, repr=False)
@@ -253,6 +258,9 @@ def _from_options(
         retire_after_runs=_value(values, "retire_after_runs", int),
         trend_points=_value(values, "trend_points", int),
         backend_aliases=parse_aliases(_value(values, "backend_aliases", tuple)),
+        env_command=_get(values, "env_command", str),
+        track_packages=parse_aliases(_get(values, "track_packages", tuple) or ()),
+        backend_version=_get(values, "backend_version", str),
         targets=parse_targets(_get(values, "targets", tuple) or (), origins.get("targets", "")),
         branch=_value(values, "branch", str),
         token=_get(values, "token", str),

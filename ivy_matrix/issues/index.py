@@ -49,7 +49,6 @@ def _write_index(
     pin: bool,
 ) -> Written:
     """Create or update the index issue, and pin it (best effort) when it was written."""
-    calls = writer.requests
     keep = candidates[0] if candidates else None
     closed = tuple(
         dup.number for dup in candidates[1:] if keep and writer.finder.close_duplicate(dup, keep)
@@ -62,28 +61,9 @@ def _write_index(
         charts=writer.options.index_charts,
     )
     if keep is not None and keep.body == body:
-        result = IssueResult(
-            key=INDEX_KEY,
-            action=IssueAction.UNCHANGED,
-            number=keep.number,
-            url=keep.html_url,
-            closed_duplicates=closed,
-        )
-        return Written(keep, result)
-    if calls.dry_run:
-        calls.plan(
-            "PATCH" if keep else "POST",
-            f"issue #{keep.number}" if keep else "new index issue",
-            body,
-        )
-        action = IssueAction.WOULD_UPDATE if keep else IssueAction.WOULD_CREATE
-        result = IssueResult(
-            key=INDEX_KEY,
-            action=action,
-            number=keep.number if keep else None,
-            url=keep.html_url if keep else None,
-        )
-        return Written(keep, result)
+        return Written(keep, _result(keep, IssueAction.UNCHANGED, closed=closed))
+    if writer.requests.dry_run:
+        return _plan_index(writer, keep, body)
     verified = True
     if keep is None:
         issue, action = writer.finder.create(INDEX_TITLE, body), IssueAction.CREATED
@@ -95,15 +75,36 @@ def _write_index(
         )
     if pin:
         _pin(writer, issue)
-    result = IssueResult(
+    return Written(issue, _result(issue, action, closed=closed, verified=verified))
+
+
+def _plan_index(writer: IssueWriter, keep: Issue | None, body: str) -> Written:
+    """A dry run: say which write the index would get, and write nothing."""
+    writer.requests.plan(
+        "PATCH" if keep else "POST",
+        f"issue #{keep.number}" if keep else "new index issue",
+        body,
+    )
+    action = IssueAction.WOULD_UPDATE if keep else IssueAction.WOULD_CREATE
+    return Written(keep, _result(keep, action))
+
+
+def _result(
+    issue: Issue | None,
+    action: IssueAction,
+    *,
+    closed: tuple[int, ...] = (),
+    verified: bool = True,
+) -> IssueResult:
+    """The index's line of the issues report."""
+    return IssueResult(
         key=INDEX_KEY,
         action=action,
-        number=issue.number,
-        url=issue.html_url,
+        number=issue.number if issue else None,
+        url=issue.html_url if issue else None,
         closed_duplicates=closed,
         verified=verified,
     )
-    return Written(issue, result)
 
 
 def _pin(writer: IssueWriter, issue: Issue) -> None:

@@ -10,9 +10,10 @@ verdict, and the next writer restores it. A body looks like::
     <!-- ivy-matrix:run=4519946746.2 -->          the run id and attempt that wrote them
     ## ivy-matrix: 2 new failures
     ...which baseline; per backend the counts (torch: 2 new, 5 pre-existing, 1 fixed); the new
-    failures with links to the PR's job and the baseline's, grouped by their failure line
-    ("one error on torch, jax: 7 tests: AssertionError: ...", reasons.py); the rest in
-    <details>...
+    failures (``new``, and ``new-test``: failing tests the baseline does not have, marked "new
+    test") with links to the PR's job and the baseline's, grouped by their failure line, the
+    groups ranked by cells and backends ("AssertionError: ...: **7 tests x 3 backends
+    (torch, jax, tensorflow)**", the line escaped, reasons.py); the rest in <details>...
 
 A pull request with no failing cell gets a short all-green note
 (:func:`~ivy_matrix.pr.state.has_failures` lets the caller write nothing instead, when no
@@ -20,7 +21,8 @@ comment exists yet).
 
 **Size.** The body is kept within ``BUDGET`` UTF-16 units (GitHub refuses comments over 65,536
 characters; measured as issues/markers.py does). Listed cells are cut least important first:
-fixed, then flaky, pre-existing and no-baseline cells, then new failures, then the
+fixed, then flaky, pre-existing and no-baseline cells, then new failures (new tests' with
+them), then the
 per-backend lines; the comment says what was cut. Its counts always include every cell: they
 are the counts ``compare`` gives on the same results.
 
@@ -36,21 +38,24 @@ from collections.abc import Mapping, Sequence
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.issues.markers import DEFAULT_BUDGET, utf16_len
 from ivy_matrix.pr.state import CommentState, has_failures
-from ivy_matrix.pr.verdicts import COUNT_ORDER, BaselineKind, CellVerdict, Verdict
-from ivy_matrix.reasons import Failing, group_failures, headline, shown_message
+from ivy_matrix.pr.verdicts import COUNT_ORDER, BaselineKind, CellVerdict, Verdict, new_failures
+from ivy_matrix.reasons import Failing, extent, group_failures, shown_message
 
 BUDGET = DEFAULT_BUDGET
 NAME_CAP = 200
 SHORT_SHA = 7
-# Visible sections, most important first; they are cut in the reverse order.
+# Visible sections, most important first, each with the verdicts it lists; they are cut in
+# the reverse order (by their first verdict).
 _SECTIONS = (
-    (Verdict.NEW, "New failures"),
-    (Verdict.NO_BASELINE, "No baseline: new tests or backends"),
-    (Verdict.PRE_EXISTING, "Pre-existing failures"),
-    (Verdict.FLAKY, "Flaky"),
-    (Verdict.FIXED, "Fixed"),
+    ((Verdict.NEW, Verdict.NEW_TEST), "New failures"),
+    ((Verdict.NO_BASELINE,), "No baseline: new backends, or no earlier result"),
+    ((Verdict.PRE_EXISTING,), "Pre-existing failures"),
+    ((Verdict.FLAKY,), "Flaky"),
+    ((Verdict.FIXED,), "Fixed"),
 )
 _CUT_ORDER = (Verdict.FIXED, Verdict.FLAKY, Verdict.PRE_EXISTING, Verdict.NO_BASELINE, Verdict.NEW)
+# A listed line: its text, and the verdict of the cell it lists (None: a group's headline).
+_Line = tuple[str, Verdict | None]
 
 
 def comment_marker(pr: int) -> str:
@@ -70,20 +75,24 @@ def _link(label: str, url: str | None) -> str:
     return f"[{label}]({escape_url(safe).replace(')', '%29')})" if safe else ""
 
 
-def _cell_line(cell: CellVerdict, indent: str = "") -> str:
+def _cell_line(cell: CellVerdict, indent: str = "") -> _Line:
     parts = [_link("PR job", cell.link), _link("baseline job", cell.baseline_link)]
     since = cell.failing_since
     if since is not None:
         sha = f" ({_name(since.sha[:SHORT_SHA])})" if since.sha else ""
         parts.append(f"failing since run {since.run_id}{sha}")
+    if cell.verdict is Verdict.NEW_TEST:
+        parts.insert(0, "new test")
     place = f"{_name(cell.dashboard)} · {_name(cell.row)} · {_name(cell.backend)}"
     shown = " · ".join(part for part in parts if part)
-    return f"{indent}- {place}: {shown}\n" if shown else f"{indent}- {place}\n"
+    text = f"{indent}- {place}: {shown}\n" if shown else f"{indent}- {place}\n"
+    return text, cell.verdict
 
 
-def _new_failure_lines(cells: Sequence[CellVerdict]) -> list[str]:
-    """The new failures, grouped by failure line (biggest group first): a headline with the
-    line, then its cells; cells without a line are listed as they are, last."""
+def _new_failure_lines(cells: Sequence[CellVerdict]) -> list[_Line]:
+    """The new failures, grouped by failure line (most cells, then most backends first): a
+    headline with the line and how far it reaches, then its cells; cells without a line are
+    listed as they are, last."""
     failings = [
         Failing(
             test=f"{cell.dashboard} · {cell.row}",
@@ -95,13 +104,13 @@ def _new_failure_lines(cells: Sequence[CellVerdict]) -> list[str]:
     ]
     # The list keeps every Failing alive, so their ids stay theirs while this runs.
     cell_of = {id(failing): cell for failing, cell in zip(failings, cells, strict=True)}
-    lines = []
+    lines: list[_Line] = []
     for group in group_failures(failings):
         members = [cell_of[id(failing)] for failing in group.cells]
         if not group.signature:
             lines += [_cell_line(cell) for cell in members]
             continue
-        lines.append(f"- **{headline(group)}**: {shown_message(group.sample)}\n")
+        lines.append((f"- {shown_message(group.sample)}: **{extent(group)}**\n", None))
         lines += [_cell_line(cell, indent="  ") for cell in members]
     return lines
 
@@ -115,7 +124,7 @@ def _intro(state: CommentState) -> str:
     counts = state.counts()
     head = _name(state.head[:SHORT_SHA]) or "unknown"
     run = f"run {state.run.run_id}, attempt {state.run.run_attempt}"
-    new = counts[Verdict.NEW]
+    new = new_failures(counts)
     if not has_failures(state):
         title = "no failing tests"
     elif new:
@@ -136,7 +145,7 @@ def _intro(state: CommentState) -> str:
 
 def _compose(
     state: CommentState,
-    lines: Mapping[Verdict, Sequence[str]],
+    lines: Mapping[Verdict, Sequence[_Line]],
     shown: Mapping[Verdict, int],
     backends_shown: int,
 ) -> str:
@@ -153,19 +162,23 @@ def _compose(
     parts.append("\n")
     cut: list[str] = []
     counts = state.counts()
-    for verdict, title in _SECTIONS:
-        count = counts[verdict]
-        listed = "".join(lines[verdict][: shown[verdict]])
-        if count > shown[verdict]:
-            cut.append(f"{count - shown[verdict]} {verdict.value}")
-        if not listed:
+    for verdicts, title in _SECTIONS:
+        first = verdicts[0]
+        kept = list(lines[first][: shown[first]])
+        while kept and kept[-1][1] is None:
+            kept.pop()  # a headline whose cells were all cut
+        for verdict in verdicts:
+            listed = sum(1 for _, of in kept if of is verdict)
+            if counts[verdict] > listed:
+                cut.append(f"{counts[verdict] - listed} {verdict.value}")
+        if not kept:
             continue
-        if verdict is Verdict.NEW:
-            parts.append(f"### {title}\n\n{listed}\n")
+        text = "".join(line for line, _ in kept)
+        if first is Verdict.NEW:
+            parts.append(f"### {title}\n\n{text}\n")
         else:
-            parts.append(
-                f"<details><summary>{title} ({count})</summary>\n\n{listed}\n</details>\n\n"
-            )
+            count = sum(counts[verdict] for verdict in verdicts)
+            parts.append(f"<details><summary>{title} ({count})</summary>\n\n{text}\n</details>\n\n")
     if cut:
         parts.append(f"_Not listed here (comment size limit): {', '.join(cut)}._\n")
     return "".join(parts)
@@ -173,8 +186,12 @@ def _compose(
 
 def render_comment(state: CommentState, *, budget: int = BUDGET) -> str:
     """The comment body of ``state`` within ``budget`` (see the module docstring)."""
-    lines = {v: [_cell_line(c) for c in state.cells if c.verdict is v] for v, _ in _SECTIONS}
-    lines[Verdict.NEW] = _new_failure_lines([c for c in state.cells if c.verdict is Verdict.NEW])
+    lines = {
+        verdicts[0]: [_cell_line(c) for c in state.cells if c.verdict in verdicts]
+        for verdicts, _ in _SECTIONS
+    }
+    new = [c for c in state.cells if c.verdict in {Verdict.NEW, Verdict.NEW_TEST}]
+    lines[Verdict.NEW] = _new_failure_lines(new)
     shown = {verdict: len(found) for verdict, found in lines.items()}
     backends_shown = len(state.backends)
     while True:
@@ -189,10 +206,10 @@ def render_comment(state: CommentState, *, budget: int = BUDGET) -> str:
             raise ValueError(f"a pull-request comment cannot fit in {budget} characters")
 
 
-def _cut(lines: Mapping[Verdict, Sequence[str]], shown: dict[Verdict, int], excess: int) -> int:
+def _cut(lines: Mapping[Verdict, Sequence[_Line]], shown: dict[Verdict, int], excess: int) -> int:
     """Leave out listed lines, least important first, until ``excess`` is made up."""
     for verdict in _CUT_ORDER:
         while excess > 0 and shown[verdict]:
             shown[verdict] -= 1
-            excess -= utf16_len(lines[verdict][shown[verdict]])
+            excess -= utf16_len(lines[verdict][shown[verdict]][0])
     return excess

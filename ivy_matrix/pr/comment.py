@@ -129,6 +129,18 @@ def is_ours(comment: IssueComment, pr: int, author: str) -> bool:
     return rest in {"", "\r", "\r\n"} or rest.startswith("\n")
 
 
+def _nothing_to_do(old: RefState | None, mine: CommentState) -> str:
+    """Why a writer whose record changes nothing writes nothing (for the log)."""
+    if old is not None and (old.verdicts.run.run_id, old.verdicts.head) > (
+        mine.run.run_id,
+        mine.head,
+    ):
+        return "the comment is about a newer run or head; these verdicts are not shown"
+    if old is not None and old.lease is not None and old.shown < old.version:
+        return "these verdicts are recorded, and another job is writing the comment"
+    return "these verdicts are recorded and shown"
+
+
 class PullRequestComment:
     """Records one writer's verdicts and keeps the sticky comment showing every writer's."""
 
@@ -206,11 +218,7 @@ class PullRequestComment:
             shown = 0 if old is None else old.shown
             take = shown < version and self._is_free(None if old is None else old.lease)
             if not (changed or take):
-                held = old is not None and old.lease is not None and shown < version
-                self.log.info(
-                    f"pull request #{mine.pr}: these verdicts are recorded"
-                    + (", and another job is writing the comment" if held else " and shown")
-                )
+                self.log.info(f"pull request #{mine.pr}: {_nothing_to_do(old, mine)}")
                 return None
             state = RefState(
                 verdicts=verdicts,

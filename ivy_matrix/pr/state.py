@@ -53,10 +53,11 @@ FORMAT = 1
 _T = TypeVar("_T")
 _H = TypeVar("_H", bound=Hashable)
 # When one job's result of a cell meets another job's of the same attempt, the verdict of the
-# worse outcome wins: a failure (new, pre-existing, no baseline) over a flaky pass (flaky) over
-# a pass (fixed); see model.worst.
+# worse outcome wins: a failure (new, new test, pre-existing, no baseline) over a flaky pass
+# (flaky) over a pass (fixed); see model.worst.
 _VERDICT_RANK = {
     Verdict.NEW: 3,
+    Verdict.NEW_TEST: 3,
     Verdict.PRE_EXISTING: 3,
     Verdict.NO_BASELINE: 3,
     Verdict.FLAKY: 2,

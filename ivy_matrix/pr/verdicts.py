@@ -8,16 +8,8 @@ are combined) and the default branch's states (what the store holds).
 **Baseline** of a cell: its newest default-branch result (:mod:`ivy_matrix.history`: one result
 per run, skipped results left out, since they say neither pass nor fail) that comes from the
 pull request's merge base or an ancestor of it ("merge-base"), else its newest default-branch
-result ("latest"), else none. Which results are ancestors is an :class:`Ancestry`:
-
-- :func:`commit_ancestry` wraps a real test (``is_ancestor(sha) -> bool | None``, e.g.
-  ``git merge-base --is-ancestor``); a result with no recorded sha is not known to be one.
-- :func:`run_order_ancestry` needs no git: it finds the newest default-branch run that recorded
-  the merge-base sha, and counts every default-branch result of that run or an earlier one as
-  an ancestor. That is exact for a default branch that only moves forward (runs start in
-  commit order); a force-push or a run of an older commit started late can mislead it. When
-  no run recorded the merge base (not set, or older than the history), nothing is an ancestor
-  and every baseline is "latest".
+result ("latest"), else none. Which results are ancestors is an
+:class:`~ivy_matrix.pr.ancestry.Ancestry` (pr/ancestry.py).
 
 **Verdicts**, the first that applies, in this order (a flaky cell is never blamed on the pull
 request, nor shown as a steady failure):
@@ -28,9 +20,14 @@ request, nor shown as a steady failure):
 2. ``new``: fails in the pull request, passed in the baseline (``success`` or ``flaky``);
 3. ``pre-existing``: fails in the pull request and in the baseline; ``failing_since`` is the
    oldest run of the baseline's failure streak;
-4. ``no-baseline``: fails in the pull request, and the cell has no baseline (a new test or
-   backend);
-5. ``fixed``: passes in the pull request, failed in the baseline.
+4. ``new-test``: fails in the pull request, and the test is absent from the baseline (its
+   dashboard has no such row: the pull request adds it, or brings back a retired one) on a
+   backend the baseline knows (any dashboard has its column). It is counted and listed with
+   the new failures, and ``fail-on: new`` fails on it;
+5. ``no-baseline``: fails in the pull request, and the cell has no baseline otherwise: a
+   backend absent from the baseline (the pull request adds it to the matrix), or a known test
+   with no result on this backend that is not skipped;
+6. ``fixed``: passes in the pull request, failed in the baseline.
 
 Cells that pass in both, or are skipped in the pull request, are not listed. Cells are listed
 by dashboard key, then in the order the dashboard shows rows and backends (the default
@@ -41,13 +38,13 @@ located and every listed cell with a baseline took it from the merge base; else 
 
 **Used by** commands/compare.py: ``ivy-matrix compare`` and ``update`` on a pull request read the
 pull request's results as ``update`` does, load the default branch's states read-only, and
-call ``compare`` with ``run_order_ancestry`` from the base sha; ``compare_document`` is the
-``--json`` file, and ``fail-on: new`` fails when ``counts()[Verdict.NEW]`` is not 0.
+call ``compare`` with ``pr.ancestry.run_order_ancestry`` from the base sha; ``compare_document`` is the
+``--json`` file, and ``fail-on: new`` fails when :func:`new_failures` is not 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -56,18 +53,19 @@ from ivy_matrix.history import (
     RunRef,
     RunResult,
     history_of,
-    is_default_branch,
     run_results,
     runs_of,
 )
 from ivy_matrix.merge import Batch
-from ivy_matrix.model import DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import DashboardState, Entry, Outcome, RunKey
+from ivy_matrix.pr.ancestry import NO_ANCESTRY, Ancestry
 
 
 class Verdict(StrEnum):
     """What a pull request's result of a cell means against the default branch."""
 
     NEW = "new"
+    NEW_TEST = "new-test"
     PRE_EXISTING = "pre-existing"
     FIXED = "fixed"
     FLAKY = "flaky"
@@ -75,10 +73,25 @@ class Verdict(StrEnum):
 
 
 # The order of the counts in the JSON and the comment.
-COUNT_ORDER = (Verdict.NEW, Verdict.PRE_EXISTING, Verdict.FIXED, Verdict.FLAKY, Verdict.NO_BASELINE)
-FAILING_VERDICTS = frozenset(
-    {Verdict.NEW, Verdict.PRE_EXISTING, Verdict.FLAKY, Verdict.NO_BASELINE}
+COUNT_ORDER = (
+    Verdict.NEW,
+    Verdict.NEW_TEST,
+    Verdict.PRE_EXISTING,
+    Verdict.FIXED,
+    Verdict.FLAKY,
+    Verdict.NO_BASELINE,
 )
+FAILING_VERDICTS = frozenset(
+    {Verdict.NEW, Verdict.NEW_TEST, Verdict.PRE_EXISTING, Verdict.FLAKY, Verdict.NO_BASELINE}
+)
+# What the pull request brings: listed together as its new failures, and what fail-on: new
+# fails on.
+NEW_VERDICTS = (Verdict.NEW, Verdict.NEW_TEST)
+
+
+def new_failures(counts: Mapping[Verdict, int]) -> int:
+    """How many cells the pull request newly breaks (``new`` and ``new-test``)."""
+    return sum(counts[verdict] for verdict in NEW_VERDICTS)
 
 
 # A cell's place: (dashboard key, row, backend).
@@ -90,58 +103,6 @@ class BaselineKind(StrEnum):
 
     MERGE_BASE = "merge-base"
     LATEST = "latest"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ancestry:
-    """Which recorded jobs tested the merge base or an ancestor of it (None: unknown).
-
-    ``located`` says whether the merge base itself is known at all.
-    """
-
-    test: Callable[[Source], bool | None]
-    located: bool
-
-    def __call__(self, source: Source) -> bool | None:
-        return self.test(source)
-
-
-NO_ANCESTRY = Ancestry(test=lambda _source: None, located=False)
-
-
-def commit_ancestry(is_ancestor: Callable[[str], bool | None]) -> Ancestry:
-    """An ancestry from a real test of commits (``is_ancestor(sha)``, None when unknown)."""
-    return Ancestry(test=lambda s: is_ancestor(s.sha) if s.sha else None, located=True)
-
-
-def run_order_ancestry(
-    states: Iterable[DashboardState], base_sha: str, branches: Collection[str] = ()
-) -> Ancestry:
-    """An ancestry from run order alone (see the module docstring for the approximation)."""
-    if not base_sha:
-        return NO_ANCESTRY
-    anchor = -1
-    seen: set[int] = set()
-    for state in states:
-        for row in state.rows:
-            for cell in row.cells.values():
-                if id(cell) in seen:
-                    continue
-                seen.add(id(cell))
-                for entry in cell.entries:
-                    source = entry.source
-                    if source.sha == base_sha and is_default_branch(source, branches):
-                        anchor = max(anchor, source.run.run_id)
-    if anchor < 0:
-        return NO_ANCESTRY
-    return Ancestry(test=lambda s: s.run.run_id <= anchor, located=True)
-
-
-def pr_base_sha(batches: Iterable[Batch]) -> str:
-    """The base sha the pull request's newest result recorded ("" when none did)."""
-    entries = [e for b in batches for cells in b.cells.values() for e in cells.values()]
-    newest = max(entries, key=lambda e: e.run, default=None)
-    return "" if newest is None else newest.source.base_sha
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -242,13 +203,16 @@ def _baseline(
     return _Baseline(result=results[chosen], kind=kind, failing_since=since), flaky
 
 
-def verdict_of(pr: Outcome, baseline: Outcome | None, *, flaky: bool) -> Verdict | None:
-    """The verdict of one cell (see the module docstring), None when it is not listed."""
+def verdict_of(
+    pr: Outcome, baseline: Outcome | None, *, flaky: bool, new_test: bool = False
+) -> Verdict | None:
+    """The verdict of one cell (see the module docstring), None when it is not listed;
+    ``new_test``: the test is absent from the baseline, on a backend the baseline knows."""
     if pr is Outcome.FLAKY or (pr is Outcome.FAILURE and flaky):
         return Verdict.FLAKY
     if pr is Outcome.FAILURE:
         if baseline is None:
-            return Verdict.NO_BASELINE
+            return Verdict.NEW_TEST if new_test else Verdict.NO_BASELINE
         return Verdict.PRE_EXISTING if baseline is Outcome.FAILURE else Verdict.NEW
     if pr is Outcome.SUCCESS and baseline is Outcome.FAILURE:
         return Verdict.FIXED
@@ -287,11 +251,13 @@ def _cell_verdict(
     *,
     ancestry: Ancestry,
     branches: Collection[str],
+    new_test: bool = False,
 ) -> CellVerdict | None:
     """The verdict of one pull-request cell, None when it is not listed."""
     pr = runs_of(entries)[0]
     base, flaky = _baseline(baseline_entries, ancestry, branches)
-    verdict = verdict_of(pr.outcome, base.result.outcome if base else None, flaky=flaky)
+    baseline = base.result.outcome if base else None
+    verdict = verdict_of(pr.outcome, baseline, flaky=flaky, new_test=new_test)
     if verdict is None:
         return None
     dashboard, row, backend = place
@@ -317,8 +283,11 @@ def _dashboard_cells(
     state: DashboardState | None,
     ancestry: Ancestry,
     branches: Collection[str],
+    *,
+    known_backends: Collection[str],
 ) -> list[tuple[tuple[int, int], str, str, RunKey, CellVerdict | None]]:
-    """Each of a dashboard's pull-request cells: position, backend, row, newest run, verdict."""
+    """Each of a dashboard's pull-request cells: position, backend, row, newest run, verdict
+    (``known_backends``: every backend the baseline has a column for, in any dashboard)."""
     known_rows = {row.name: row for row in state.rows} if state else {}
     row_at = _positions(rows, [row.name for row in state.rows] if state else [])
     backend_at = _positions(
@@ -337,6 +306,7 @@ def _dashboard_cells(
                 position,
                 ancestry=ancestry,
                 branches=branches,
+                new_test=old is None and backend in known_backends,
             )
             found.append((position, backend, row, max(e.run for e in entries), listed))
     return found
@@ -351,11 +321,14 @@ def compare(
 ) -> Comparison:
     """The verdicts of a pull request's results against the default branch's states."""
     by_key = {state.key: state for state in states}
+    known_backends = {name for state in by_key.values() for name in state.backend_names}
     cells: list[CellVerdict] = []
     runs: dict[str, RunKey] = {}
     ran: dict[CellKey, int] = {}
     for key, rows in sorted(_pr_cells(batches).items()):
-        found = _dashboard_cells(key, rows, by_key.get(key), ancestry, branches)
+        found = _dashboard_cells(
+            key, rows, by_key.get(key), ancestry, branches, known_backends=known_backends
+        )
         found.sort(key=lambda item: (item[0], item[1]))
         for _, backend, row, run, listed in found:
             runs[backend] = max(run, runs.get(backend, run))

@@ -30,14 +30,10 @@ on, so the output folder is rendered again in full.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 from ivy_matrix.columnar import Columns, column_lines, dump_columns
@@ -50,130 +46,10 @@ from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.statefile import load_state
 from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT, AfterSave, Change, Saved
+from ivy_matrix.stores.file_lock import FileLock
 from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend, with_trend
 
-# Seconds an update waits for the store's lock (the lock-timeout setting's default).
-
-# --------------------------------------------------------------------------- the lock
-
 LEDGER_NAME = "ledger.json"
-_POLL_SECONDS = 0.1
-_HOLDER_BYTES = 4096
-
-
-def _try_lock(fd: int) -> bool:
-    """Take the exclusive lock on ``fd`` if nobody holds it; ``False`` if somebody does."""
-    if sys.platform == "win32":  # pragma: no cover  -- the action runs on Linux and macOS
-        import msvcrt  # noqa: PLC0415  -- Windows only
-
-        os.lseek(fd, 0, os.SEEK_SET)
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        return True
-    import fcntl  # noqa: PLC0415  -- POSIX only
-
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _unlock(fd: int) -> None:
-    if sys.platform == "win32":  # pragma: no cover  -- the action runs on Linux and macOS
-        import msvcrt  # noqa: PLC0415  -- Windows only
-
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-    else:
-        import fcntl  # noqa: PLC0415  -- POSIX only
-
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-def _host() -> str:
-    """This machine's name (os.uname where there is one: socket's import costs a leg's
-    start-up more than the rest of the lock)."""
-    if hasattr(os, "uname"):
-        return os.uname().nodename
-    import socket  # noqa: PLC0415  -- Windows only, see above
-
-    return socket.gethostname()
-
-
-def _write_holder(fd: int) -> None:
-    """Say in the lock file who holds the lock (best effort: it only feeds messages)."""
-    since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    holder = {"pid": os.getpid(), "host": _host(), "since": since}
-    with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, json.dumps(holder).encode())
-
-
-def _read_holder(fd: int) -> str:
-    """Who holds the lock, as the lock file says: ``pid 1234 on host h since ...``."""
-    try:
-        os.lseek(fd, 0, os.SEEK_SET)
-        holder = json.loads(os.read(fd, _HOLDER_BYTES))
-        pid, host, since = holder["pid"], holder["host"], holder["since"]
-    except (OSError, ValueError, TypeError, KeyError):
-        return "another process (it has not said which yet)"
-    return f"pid {pid!r} on host {str(host)[:100]!r} since {str(since)[:40]}"
-
-
-class _Lock:
-    """The store's lock file, held with ``flock`` (released by the system if the holder dies)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def acquire(self, timeout: float, on_wait: Callable[[str], None], store: Path) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o666)
-        try:
-            self._wait(fd, timeout, on_wait, store)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._fd = fd
-        _write_holder(fd)
-
-    @staticmethod
-    def _wait(fd: int, timeout: float, on_wait: Callable[[str], None], store: Path) -> None:
-        deadline = time.monotonic() + timeout
-        announced = None
-        while not _try_lock(fd):
-            holder = _read_holder(fd)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise StoreError(
-                    f"cannot lock the store {store}: it is still held by {holder} after "
-                    f"{timeout:g} s (--lock-timeout); if that process is hung, stop it, "
-                    f"or pass a longer --lock-timeout"
-                )
-            if holder != announced:
-                on_wait(
-                    f"waiting for the lock of the store {store}, held by {holder}; "
-                    f"giving up after {timeout:g} s (--lock-timeout)"
-                )
-                announced = holder
-            time.sleep(min(_POLL_SECONDS, left))
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        # Best effort: closing the file releases the lock whatever happens before.
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)  # nobody holds it now
-        with contextlib.suppress(OSError):
-            _unlock(fd)
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 class LocalStore:
@@ -319,7 +195,7 @@ class LocalStore:
         ``timeout`` seconds the wait ends with a :class:`StoreError` naming the holder. Errors
         raised inside the block are not the lock's: they pass through unchanged.
         """
-        lock = _Lock(self.root / ".lock")
+        lock = FileLock(self.root / ".lock")
         try:
             lock.acquire(timeout, on_wait, self.root)
         except OSError as error:

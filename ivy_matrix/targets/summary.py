@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ivy_matrix.collect import Collected
+from ivy_matrix.environment import Env, env_lines
 from ivy_matrix.fold import DashboardReport, Merged
 from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
@@ -116,6 +117,8 @@ class Results:
     published: Published
     recorded: bool = True
     spend: Spend | None = None
+    # The environments recorded (environment.py), each with what it belongs to.
+    envs: tuple[tuple[str, Env], ...] = ()
 
     @property
     def conclusion(self) -> str:
@@ -216,6 +219,7 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
                 links=published.urls,
                 index_url=published.index_url,
             )
+            markdown += env_lines(results.envs)
             if results.spend is not None:
                 markdown += f"{spend_line(results.spend)}.\n\n"
             append_summary(files.step_summary, markdown)

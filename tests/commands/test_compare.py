@@ -115,7 +115,7 @@ def test_compare_json_has_every_verdict_and_failing_since():
         "test_flips": "flaky",
         "test_rerun": "flaky",
         "test_base": "new",  # it passed at the merge base c103; it broke on main after that
-        "test_brand_new": "no-baseline",
+        "test_brand_new": "new-test",  # the pull request adds it, and it fails
     }
     assert cells["test_pre"]["failing_since"] == {"run_id": 102, "sha": "c102"}
     assert all(c["failing_since"] is None for r, c in cells.items() if r != "test_pre")
@@ -127,7 +127,7 @@ def test_compare_json_has_every_verdict_and_failing_since():
     assert all(
         cell["dashboard"] == DASHBOARD and cell["backend"] == "torch" for cell in doc["cells"]
     )
-    counts = {"new": 2, "pre-existing": 1, "fixed": 1, "flaky": 2, "no-baseline": 1}
+    counts = {"new": 2, "new-test": 1, "pre-existing": 1, "fixed": 1, "flaky": 2, "no-baseline": 0}
     assert doc == {
         "baseline": "merge-base",
         "counts": counts,
@@ -163,23 +163,29 @@ def test_compare_records_nothing_and_writes_the_comment():
     assert after == before
     body = Path("comment.md").read_text(encoding="utf-8")
     assert body.startswith("<!-- ivy-matrix:pr=7 -->\n<!-- ivy-matrix:head=feedface -->")
-    assert "## ivy-matrix: 2 new failures" in body
-    assert "- **torch**: 2 new, 1 pre-existing, 1 fixed, 2 flaky, 1 no-baseline" in body
+    assert "## ivy-matrix: 3 new failures" in body
+    assert "- **torch**: 2 new, 1 new-test, 1 pre-existing, 1 fixed, 2 flaky\n" in body
+    assert "  - core/gradients · test_brand_new · torch: new test\n" in body
 
 
 @pytest.mark.parametrize(
-    ("cases", "expected"),
+    ("backend", "cases", "expected"),
     [
-        ([("test_new", "failed")], 1),
-        ([("test_pre", "failed"), ("test_brand_new", "failed")], 0),
+        ("torch", [("test_new", "failed")], 1),
+        ("torch", [("test_brand_new", "failed")], 1),  # new-test
+        ("torch", [("test_pre", "failed"), ("test_brand_new", "passed")], 0),
+        ("numpy", [("test_new", "failed"), ("test_brand_new", "failed")], 0),  # no-baseline
     ],
 )
 @pytest.mark.usefixtures("workdir")
-def test_fail_on_new_fails_only_for_a_new_failure(cases, expected):
-    """fail-on new exits 1 when a cell newly fails, and 0 for failures that are not new."""
+def test_fail_on_new_fails_only_for_a_new_failure(backend, cases, expected):
+    """fail-on new exits 1 when a cell newly fails or a test the pull request adds fails,
+    and 0 for failures that are not new (pre-existing, or on a backend the baseline lacks)."""
     build_history()
-    code, _ = compare("torch", cases, "--fail-on", "new")
+    code, out = compare(backend, cases, "--fail-on", "new")
     assert code == expected
+    new = {"new", "new-test"}
+    assert any(c["verdict"] in new for c in document(out)["cells"]) == bool(expected)
 
 
 @pytest.mark.usefixtures("workdir")

@@ -19,7 +19,8 @@ answers them; time from the ``clock`` the test gives), every token's spend recor
 values under the prefix the request came in on (root or GHES ``/api/v3``), as PyGithub
 asserts. Faults are queued per request (``inject``: before or after the write lands, held, or
 silently not applied) or drawn at random (``fail_rate``; ``fail_landed`` of those on writes
-land before their 502).
+land before their 502). Requests matching ``slow`` take that much longer (GitHub's comment
+edits can take seconds).
 
 Run standalone::
 
@@ -123,6 +124,9 @@ class FakeConfig:
     tree_limit: int = 0
     # Benchmarks (bench/github_scale.py) turn this off: bodies of many large writes add up.
     keep_bodies: bool = True
+    # (method regex, path regex, low, high): requests that match take a uniform draw of that
+    # many more seconds before they are applied and answered.
+    slow: tuple[tuple[str, str, float, float], ...] = ()
 
 
 @dataclass
@@ -389,7 +393,7 @@ class FakeGitHub:
                 value = given
                 if key == "limits" and isinstance(given, Mapping):
                     value = Limits(**given)  # from POST /_fake/config
-                tuples = {"latency", "fail_kinds", "retry_after"}
+                tuples = {"latency", "fail_kinds", "retry_after", "slow"}
                 setattr(self.config, key, tuple(value) if key in tuples else value)
             if "seed" in changes:
                 self._rng.seed(self.config.seed)
@@ -592,10 +596,13 @@ class FakeGitHub:
         self, h: _Handler, req: _Req, admission: Admission | None, *, prefix: str, size: int
     ) -> None:
         """Answer one API request after its latency and any fault queued for it; log it."""
-        low, high = self.config.latency
-        if high > 0:
-            with self.lock:
-                pause = self._rng.uniform(low, high)
+        with self.lock:
+            low, high = self.config.latency
+            pause = self._rng.uniform(low, high) if high > 0 else 0.0
+            for method, path, least, most in self.config.slow:
+                if re.fullmatch(method, req.method) and re.search(path, req.path):
+                    pause += self._rng.uniform(least, most)
+        if pause > 0:
             time.sleep(pause)
         refused = admission is not None and admission.refusal is not None
         # A request refused for a rate limit never reaches the endpoint: no fault applies.

@@ -16,6 +16,7 @@ from ivy_matrix.history import RunRef
 from ivy_matrix.issues.markers import utf16_len
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import Entry, Outcome, RunKey
+from ivy_matrix.pr.ancestry import run_order_ancestry
 from ivy_matrix.pr.body import BUDGET, comment_marker, render_comment
 from ivy_matrix.pr.state import (
     FORMAT,
@@ -35,8 +36,8 @@ from ivy_matrix.pr.verdicts import (
     CellVerdict,
     Verdict,
     compare,
-    run_order_ancestry,
 )
+from ivy_matrix.reasons import TIMES
 from ivy_matrix.signature import Signer
 from tests.pr.test_verdicts import BASELINE, F, K, R, S, pr_batch, pr_entry
 from tests.test_history import DASH, history, state_of
@@ -108,20 +109,20 @@ def test_all_green_comment_is_a_short_note(golden):
 
 
 def many_cells(count: int) -> CommentState:
-    """A state of ``count`` cells with long names, a fifth of each verdict."""
+    """A state of ``count`` cells with long names, a sixth of each verdict, on each backend."""
     verdicts = list(Verdict)
     cells = tuple(
         CellVerdict(
             dashboard="core/gradients",
             row=f"tests/test_layers.py::TestConv2d::test_forward_with_padding_{i:04d}",
             backend=("torch", "jax", "numpy")[i % 3],
-            verdict=verdicts[i % 5],
+            verdict=verdicts[i // 3 % len(verdicts)],
             link=f"https://github.com/o/r/actions/runs/500/job/{i % 3}",
             run=RUN,
             baseline=BaselineKind.LATEST,
             baseline_link=f"https://github.com/o/r/actions/runs/100/job/{i % 3}",
             failing_since=RunRef(run_id=90, sha="sha90", url="u")
-            if verdicts[i % 5] is Verdict.PRE_EXISTING
+            if verdicts[i // 3 % len(verdicts)] is Verdict.PRE_EXISTING
             else None,
             position=(i, i % 3),
         )
@@ -137,16 +138,20 @@ def many_cells(count: int) -> CommentState:
 
 
 def test_a_comment_with_hundreds_of_cells_is_cut_to_the_budget(golden):
-    """Over the budget, fixed cells go first, then flaky and pre-existing; the comment says so."""
-    state = many_cells(600)
+    """Over the budget, fixed cells go first, then flaky, pre-existing and no-baseline; new
+    failures and new tests' stay; the comment says what was cut."""
+    state = many_cells(720)
     body = render_comment(state)
     golden("pr_comment_cut", body)
     assert utf16_len(body) <= BUDGET
-    assert "- **torch**: 40 new, 40 pre-existing, 40 fixed, 40 flaky, 40 no-baseline\n" in body
-    assert len(re.findall(r"^- core/gradients · .*?_\d{4} · ", body, re.MULTILINE)) < 600
+    said = "40 new, 40 new-test, 40 pre-existing, 40 fixed, 40 flaky, 40 no-baseline"
+    assert f"- **torch**: {said}\n" in body
+    assert len(re.findall(r"^- core/gradients · .*?_\d{4} · ", body, re.MULTILINE)) < 720
     assert "<summary>Fixed" not in body
-    assert "<details><summary>Pre-existing failures (120)</summary>" in body
-    assert "_Not listed here (comment size limit): " in body
+    assert "<summary>Pre-existing" not in body
+    assert "<details><summary>No baseline: new backends, or no earlier result (120)" in body
+    assert body.count(": new test · [PR job]") == 120
+    assert "_Not listed here (comment size limit): 67 no-baseline, 120 pre-existing, " in body
 
 
 COUNT_LINE = re.compile(r"^- \*\*(?P<backend>[^*]+)\*\*: (?P<said>.*)$", re.MULTILINE)
@@ -167,7 +172,7 @@ def shown_counts(body: str) -> dict[str, dict[str, int]]:
 def test_a_cut_comment_counts_every_cell():
     """With thousands of cells the comment lists what fits, and its counts still say every
     cell: per backend and in what it says was not listed."""
-    state = many_cells(5000)
+    state = many_cells(5040)
     body = render_comment(state)
     assert utf16_len(body) <= BUDGET
     expected = {
@@ -179,8 +184,8 @@ def test_a_cut_comment_counts_every_cell():
     assert not_listed is not None
     cut = {v: int(n) for n, v in (p.split(" ", 1) for p in not_listed.group(1).split(", "))}
     listed_lines = len(re.findall(r"^- core/gradients · ", body, re.MULTILINE))
-    assert sum(cut.values()) + listed_lines == 5000
-    assert cut["fixed"] == 1000
+    assert sum(cut.values()) + listed_lines == 5040
+    assert cut["fixed"] == 840
 
 
 def test_the_record_round_trips_and_damage_is_an_error():
@@ -373,8 +378,8 @@ def failing_entry(backend: str, line: str, job: int) -> Entry:
 
 
 def test_new_failures_are_grouped_by_their_failure_line(golden):
-    """One error on torch and jax is one headline with its line, then its cells; another
-    error has its own; a cell without a line is listed on its own, last."""
+    """One error on torch and jax is one headline with its line and how far it reaches, then
+    its cells; another error has its own; a cell without a line is listed on its own, last."""
     jobs = {"torch": 1, "jax": 2, "numpy": 3}
     cells = {
         "t_new": {
@@ -396,7 +401,10 @@ def test_new_failures_are_grouped_by_their_failure_line(golden):
     comparison = compare(batches, [baseline])
     body = render_comment(comment_state(comparison, pr=7, head=HEAD, run=RUN))
     new = body[body.index("### New failures") :]
-    assert new.index("one error on torch, jax: 2 tests") < new.index("one error on jax: 1 test")
+    first = f"- AssertionError: torch.float32 0 != 1: **2 tests {TIMES} 2 backends (torch, jax)**\n"
+    assert new.index(first) < new.index(
+        f"- KeyError: 'weight': **1 test {TIMES} 1 backend (jax)**\n"
+    )
     assert "  - core/gradients · t_new · torch: [PR job]" in new
     assert "\n- core/gradients · t_pre · numpy: [PR job]" in new
     golden("pr_comment_reasons", body)
@@ -408,7 +416,7 @@ def test_a_hostile_failure_line_shows_as_text_in_the_comment():
     cells = {"t_new": {"torch": failing_entry("torch", line, 1)}}
     comparison = compare([Batch(dashboard=DASH, cells=cells)], [BASELINE])
     body = render_comment(comment_state(comparison, pr=7, head=HEAD, run=RUN))
-    assert "one error on torch: 1 test" in body
+    assert f"**1 test {TIMES} 1 backend (torch)**" in body
     for forbidden in ("<img", "<script", "@owner", "\u202e"):
         assert forbidden not in body
 

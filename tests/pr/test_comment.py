@@ -420,11 +420,13 @@ def test_a_cut_comment_counts_what_compare_counts(memory, pr):
     }
     assert expected["torch"] == {
         "new": 1250,
+        "new-test": 1250,
         "pre-existing": 0,
         "fixed": 0,
         "flaky": 0,
-        "no-baseline": 1250,
+        "no-baseline": 0,
     }
+    assert expected["jax"]["no-baseline"] == 2500  # the baseline has no jax column
 
 
 def test_a_pull_request_that_does_not_exist_ends_at_the_first_listing(memory, capsys):

@@ -343,11 +343,11 @@ def test_a_comment_cut_to_size_counts_what_compare_counts(tmp_path, memory):
     store = ["--store", str(tmp_path / "baseline"), "--pr", str(number), "--json", str(out)]
     assert main([*argv, *store], {}) == 0
     expected = json.loads(out.read_text(encoding="utf-8"))["backends"]["torch"]
-    assert expected["no-baseline"] == 5000
+    assert expected["new-test"] == 5000  # tests the baseline does not have, on its backend
     body = our_comment(memory, number)
-    assert "- **torch**: 5000 no-baseline\n" in body
-    listed = len(re.findall(r"^- core/gradients · ", body, re.MULTILINE))
-    cut = re.search(r"_Not listed here \(comment size limit\): (\d+) no-baseline\._", body)
+    assert "- **torch**: 5000 new-test\n" in body
+    listed = len(re.findall(r"^ *- core/gradients · ", body, re.MULTILINE))
+    cut = re.search(r"_Not listed here \(comment size limit\): (\d+) new-test\._", body)
     assert cut is not None
     assert listed + int(cut.group(1)) == 5000
 

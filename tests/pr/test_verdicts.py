@@ -7,15 +7,13 @@ import json
 from ivy_matrix.history import RunRef
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.pr.ancestry import NO_ANCESTRY, commit_ancestry, pr_base_sha, run_order_ancestry
 from ivy_matrix.pr.verdicts import (
-    NO_ANCESTRY,
     BaselineKind,
     Verdict,
-    commit_ancestry,
     compare,
     compare_document,
-    pr_base_sha,
-    run_order_ancestry,
+    new_failures,
     verdict_of,
 )
 from tests.test_history import DASH, entry, history, state_of, url
@@ -93,8 +91,8 @@ def test_every_verdict_on_a_hand_made_history():
         ("t_flaky_default", "torch"): Verdict.FLAKY,
         ("t_flaky_here", "torch"): Verdict.FLAKY,
         ("t_only_skipped", "torch"): Verdict.NO_BASELINE,
-        ("t_brand_new", "torch"): Verdict.NO_BASELINE,
-        ("t_brand_new", "numpy"): Verdict.NO_BASELINE,
+        ("t_brand_new", "torch"): Verdict.NEW_TEST,  # a test the baseline does not have
+        ("t_brand_new", "numpy"): Verdict.NO_BASELINE,  # a backend the baseline does not have
     }
     pre = next(c for c in found.cells if c.row == "t_pre")
     assert pre.failing_since == RunRef(run_id=99, sha="sha99", url=url(99))
@@ -113,9 +111,32 @@ def test_a_flaky_cell_failing_in_the_pull_request_is_flaky_not_new():
     assert verdict_of(F, S, flaky=False) is Verdict.NEW
     assert verdict_of(F, F, flaky=False) is Verdict.PRE_EXISTING
     assert verdict_of(F, None, flaky=False) is Verdict.NO_BASELINE
+    assert verdict_of(F, None, flaky=False, new_test=True) is Verdict.NEW_TEST
+    assert verdict_of(S, None, flaky=False, new_test=True) is None
     assert verdict_of(S, F, flaky=True) is Verdict.FIXED
     assert verdict_of(S, S, flaky=False) is None
     assert verdict_of(K, F, flaky=False) is None
+
+
+def test_a_new_test_is_new_test_on_known_backends_and_no_baseline_on_new_ones():
+    """A failing test no dashboard row has is new-test on a backend any dashboard knows (also
+    in a dashboard the baseline lacks), no-baseline on a backend none knows; fail-on counts
+    new-test among the new failures."""
+    other = DashboardId(category="core", title="losses")
+    found = compare(
+        [
+            pr_batch({"t_added": {"torch": F, "numpy": F, "jax": S}}),
+            pr_batch({"t_other": {"jax": F}}, dashboard=other),
+        ],
+        [BASELINE],
+    )
+    verdicts = {(c.dashboard, c.row, c.backend): c.verdict for c in found.cells}
+    assert verdicts == {
+        ("core/gradients", "t_added", "torch"): Verdict.NEW_TEST,
+        ("core/gradients", "t_added", "numpy"): Verdict.NO_BASELINE,
+        ("core/losses", "t_other", "jax"): Verdict.NEW_TEST,
+    }
+    assert new_failures(found.counts()) == 2
 
 
 def test_a_rerun_attempt_of_the_pull_request_that_passed_makes_its_cell_flaky():
@@ -224,7 +245,7 @@ def test_the_compare_document_has_the_documented_shape():
         {"t_new": {"torch": F, "jax": F}, "t_pre": {"torch": F}, "t_fixed": {"torch": S}}
     )
     document = compare_document(compare([batch], [BASELINE]))
-    zero = {"new": 0, "pre-existing": 0, "fixed": 0, "flaky": 0, "no-baseline": 0}
+    zero = {"new": 0, "new-test": 0, "pre-existing": 0, "fixed": 0, "flaky": 0, "no-baseline": 0}
     assert document == {
         "baseline": "latest",
         "counts": zero | {"new": 2, "pre-existing": 1, "fixed": 1},
