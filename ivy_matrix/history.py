@@ -186,6 +186,8 @@ class CellReport:
     backend: str
     latest: Entry
     history: CellHistory
+    # The cell's default-branch results, newest first (for its blame, blame.py).
+    results: tuple[RunResult, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,16 +212,17 @@ _A_LOOK = frozenset({Outcome.FAILURE, Outcome.FLAKY})
 
 def _worth_a_look(
     entries: Sequence[Entry], branches: Collection[str]
-) -> tuple[CellHistory, int] | None:
-    """A cell's history and the position of its newest default-branch result, if it is
-    failing or flaky."""
+) -> tuple[CellHistory, int, tuple[RunResult, ...]] | None:
+    """A cell's history, the position of its newest default-branch result and its results,
+    if it is failing or flaky."""
     results = run_results(entries, branches)
     if not results:
         return None
     history = history_of(results)
     if history.failing or history.flaky is not None:
         newest = results[0].entry
-        return history, next(i for i, entry in enumerate(entries) if entry is newest)
+        position = next(i for i, entry in enumerate(entries) if entry is newest)
+        return history, position, tuple(results)
     return None
 
 
@@ -228,10 +231,12 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
     # Rows share cell objects (most cells of a run are alike): each distinct cell's history is
     # worked out once, and only rows holding a cell worth a look are looked at again.
     distinct = {id(cell): cell for row in state.rows for cell in row.cells.values()}
-    worth: dict[int, tuple[CellHistory, Entry]] = {}
+    worth: dict[int, tuple[CellHistory, Entry, tuple[RunResult, ...]]] = {}
     # A history depends on each result's job and outcome only (not its counts or failure
     # line): cells alike in those are worked out once, with the position of the newest.
-    by_jobs: dict[tuple[tuple[int, Outcome], ...], tuple[CellHistory, int] | None] = {}
+    by_jobs: dict[
+        tuple[tuple[int, Outcome], ...], tuple[CellHistory, int, tuple[RunResult, ...]] | None
+    ] = {}
     for key, cell in distinct.items():
         entries = cell.entries
         # Failing or flaky needs a failure or a flaky pass among the results: most cells have
@@ -244,7 +249,9 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
         else:
             found = by_jobs[jobs] = _worth_a_look(entries, branches)
         if found is not None:
-            worth[key] = (found[0], entries[found[1]])
+            # The results' entries are this cell's alike (same jobs): the blame reads only
+            # their jobs and outcomes.
+            worth[key] = (found[0], entries[found[1]], found[2])
     if not worth:
         return DashboardHistory(key=state.key, cells=())
     reports = []
@@ -257,9 +264,15 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
             held = cells.get(backend)
             report = None if held is None else worth.get(id(held))
             if report is not None:
-                history, latest = report
+                history, latest, results = report
                 reports.append(
-                    CellReport(row=row.name, backend=backend, latest=latest, history=history)
+                    CellReport(
+                        row=row.name,
+                        backend=backend,
+                        latest=latest,
+                        history=history,
+                        results=results,
+                    )
                 )
     return DashboardHistory(key=state.key, cells=tuple(reports))
 
@@ -413,9 +426,18 @@ def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECT
     flaky = [describe(r) for r in history.cells if not r.history.failing]
     return (
         reasons
-        + _section("### Failing", [describe(r) for r in failing], limit)
+        + _section("### Failing", [_with_blame(r) for r in failing], limit)
         + _section("### Flaky", flaky, limit)
     )
+
+
+def _with_blame(report: CellReport) -> str:
+    """A failing cell in words (:func:`describe`), then why it fails: the code or the
+    environment (blame.py)."""
+    from ivy_matrix.blame import blame_of, describe_blame  # noqa: PLC0415  -- blame.py builds on this module
+
+    blame = blame_of(report.results)
+    return describe(report) if blame is None else f"{describe(report)}; {describe_blame(blame)}"
 
 
 def summary_cells(history: DashboardHistory) -> list[dict[str, object]]:
