@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.retry import RetryPolicy, Wait, translate_error
 from ivy_matrix.github.spend import SpendMeter
-from ivy_matrix.github.types import Reporter, Spend
+from ivy_matrix.github.types import Spend
 from ivy_matrix.runner.pacing import paced
+from ivy_matrix.runner.reporter import Reporter
 
 _T = TypeVar("_T")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ivy_matrix.jobs import Job
+from ivy_matrix.runner.reporter import Reporter
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,15 +108,6 @@ class IssueAPI(Protocol):
     ) -> bool: ...
 
     def pin_issue(self, node_id: str, *, graphql_url: str | None = None) -> None: ...
-
-
-class Reporter(Protocol):
-    """Where a client says its retries and long waits (``runner.log.Log`` is one): lines, and
-    the phase of the command they happen in."""
-
-    phase: str | None
-
-    def info(self, message: str) -> None: ...
 
 
 class GitHubAPI(IssueAPI, Protocol):

@@ -21,8 +21,8 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 
-from ivy_matrix.github.types import Reporter
 from ivy_matrix.runner.log import Log
+from ivy_matrix.runner.reporter import Reporter
 
 # A wait longer than this is announced with what it waits for.
 LONG_WAIT = 2.0
