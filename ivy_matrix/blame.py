@@ -26,8 +26,19 @@ from enum import StrEnum
 
 from ivy_matrix.environment import Change, env_diff
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
-from ivy_matrix.history import FlakyReason, RunRef, RunResult, history_of
+from ivy_matrix.history import (
+    DEFAULT_SECTION_LIMIT,
+    CellReport,
+    DashboardHistory,
+    FlakyReason,
+    RunRef,
+    RunResult,
+    describe,
+    history_of,
+    section_lines,
+)
 from ivy_matrix.model import Entry, Outcome
+from ivy_matrix.reasons import Failing, render_reasons
 
 SHORT_SHA = 7
 _PASSING = frozenset({Outcome.SUCCESS, Outcome.FLAKY})
@@ -171,3 +182,37 @@ def describe_blame(blame: Blame) -> str:
         parts.append(f"changed: {changed}")
     parts.extend(escape_name(note) for note in blame.notes)
     return "; ".join(parts)
+
+
+def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECTION_LIMIT) -> str:
+    """The section below the table of a dashboard issue: why its cells fail (failure lines
+    grouped by signature, reasons.py), then its failing and flaky cells.
+
+    "" when the dashboard has none. At most ``limit`` entries each (the issue's size budget).
+    """
+    failing = [r for r in history.cells if r.history.failing]
+    reasons = render_reasons(
+        (
+            Failing(
+                test=r.row,
+                backend=r.backend,
+                message=r.latest.message,
+                signature=r.latest.signature,
+            )
+            for r in failing
+        ),
+        limit=limit,
+    )
+    flaky = [describe(r) for r in history.cells if not r.history.failing]
+    return (
+        reasons
+        + section_lines("### Failing", [_with_blame(r) for r in failing], limit)
+        + section_lines("### Flaky", flaky, limit)
+    )
+
+
+def _with_blame(report: CellReport) -> str:
+    """A failing cell in words (:func:`describe`), then why it fails: the code or the
+    environment (blame.py)."""
+    blame = blame_of(report.results)
+    return describe(report) if blame is None else f"{describe(report)}; {describe_blame(blame)}"

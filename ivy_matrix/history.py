@@ -26,7 +26,7 @@ Pure: no I/O. Everything is computed from a cell's stored entries (newest first,
 
 The projections are functions here: the index page's sections (``render_files`` in
 render.py appends ``render_index_sections`` below the index table of the output folder and the
-branch), the section below a dashboard issue's table (``issues.bodies.compose_issue``, within
+branch), the section below a dashboard issue's table (blame.py ``render_issue_section``, within
 its size budget) and below a compact dashboard file's, and the summary JSON's ``history``
 (targets/summary.py). A pull request's results never reach these states: ``update`` does not
 record them (config/settings.py ``Settings.feeds_dashboards``).
@@ -41,7 +41,6 @@ from enum import StrEnum
 
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.model import DashboardState, Entry, Outcome, Source, worst
-from ivy_matrix.reasons import Failing, render_reasons
 
 FLAKY_WINDOW = 10
 FLIPS_FOR_FLAKY = 2
@@ -311,7 +310,7 @@ def describe(report: CellReport) -> str:
     return ", ".join(parts)
 
 
-def _section(title: str, lines: Sequence[str], limit: int) -> str:
+def section_lines(title: str, lines: Sequence[str], limit: int) -> str:
     if not lines:
         return ""
     shown = [f"- {line}\n" for line in lines[:limit]]
@@ -402,42 +401,6 @@ def render_notes_sections(
             section("## Flaky", lambda n: (n.flaky, n.flaky_total)),
         )
     )
-
-
-def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECTION_LIMIT) -> str:
-    """The section below the table of a dashboard issue: why its cells fail (failure lines
-    grouped by signature, reasons.py), then its failing and flaky cells.
-
-    "" when the dashboard has none. At most ``limit`` entries each (the issue's size budget).
-    """
-    failing = [r for r in history.cells if r.history.failing]
-    reasons = render_reasons(
-        (
-            Failing(
-                test=r.row,
-                backend=r.backend,
-                message=r.latest.message,
-                signature=r.latest.signature,
-            )
-            for r in failing
-        ),
-        limit=limit,
-    )
-    flaky = [describe(r) for r in history.cells if not r.history.failing]
-    return (
-        reasons
-        + _section("### Failing", [_with_blame(r) for r in failing], limit)
-        + _section("### Flaky", flaky, limit)
-    )
-
-
-def _with_blame(report: CellReport) -> str:
-    """A failing cell in words (:func:`describe`), then why it fails: the code or the
-    environment (blame.py)."""
-    from ivy_matrix.blame import blame_of, describe_blame  # noqa: PLC0415  -- blame.py builds on this module
-
-    blame = blame_of(report.results)
-    return describe(report) if blame is None else f"{describe(report)}; {describe_blame(blame)}"
 
 
 def summary_cells(history: DashboardHistory) -> list[dict[str, object]]:
