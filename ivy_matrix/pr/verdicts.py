@@ -50,6 +50,7 @@ from enum import StrEnum
 
 from ivy_matrix.blame import Blame, blame_of, describe_blame
 from ivy_matrix.escaping import IVY_NO_LINK
+from ivy_matrix.grouping import BackendResult, RowGroups, group_row, signatures_json
 from ivy_matrix.history import (
     RunRef,
     RunResult,
@@ -158,13 +159,16 @@ class Comparison:
 
     ``ran`` is every cell the results hold, listed or not ((dashboard, row, backend) -> the
     newest run attempt with a result for it): a writer's cells replace those of an older
-    attempt in the cells it ran (``pr/state.py``).
+    attempt in the cells it ran (``pr/state.py``). ``groups``: each row with a failing cell,
+    its failing backends grouped by signature and classified (grouping.py) from the results
+    these verdicts saw (one leg sees only its own backends).
     """
 
     cells: tuple[CellVerdict, ...]
     backend_runs: tuple[tuple[str, RunKey], ...]
     located: bool
     ran: Mapping[CellKey, int] = field(default_factory=dict)
+    groups: tuple[RowGroups, ...] = ()
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -250,7 +254,7 @@ def _positions(names: Iterable[str], known: Sequence[str]) -> dict[str, int]:
 
 def _cell_verdict(
     place: tuple[str, str, str],
-    entries: Sequence[Entry],
+    pr: RunResult,
     baseline_entries: Sequence[Entry],
     position: tuple[int, int],
     *,
@@ -258,8 +262,8 @@ def _cell_verdict(
     branches: Collection[str],
     new_test: bool = False,
 ) -> CellVerdict | None:
-    """The verdict of one pull-request cell, None when it is not listed."""
-    pr = runs_of(entries)[0]
+    """The verdict of one pull-request cell (``pr``: its newest result), None when it is not
+    listed."""
     base, flaky = _baseline(baseline_entries, ancestry, branches)
     baseline = base.result.outcome if base else None
     verdict = verdict_of(pr.outcome, baseline, flaky=flaky, new_test=new_test)
@@ -290,9 +294,10 @@ def _dashboard_cells(
     branches: Collection[str],
     *,
     known_backends: Collection[str],
-) -> list[tuple[tuple[int, int], str, str, RunKey, CellVerdict | None]]:
-    """Each of a dashboard's pull-request cells: position, backend, row, newest run, verdict
-    (``known_backends``: every backend the baseline has a column for, in any dashboard)."""
+) -> list[tuple[tuple[int, int], str, str, RunKey, CellVerdict | None, BackendResult]]:
+    """Each of a dashboard's pull-request cells: position, backend, row, newest run, verdict,
+    newest result (``known_backends``: every backend the baseline has a column for, in any
+    dashboard)."""
     known_rows = {row.name: row for row in state.rows} if state else {}
     row_at = _positions(rows, [row.name for row in state.rows] if state else [])
     backend_at = _positions(
@@ -304,16 +309,23 @@ def _dashboard_cells(
         for backend, entries in cells.items():
             cell = old.cells.get(backend) if old else None
             position = (row_at[row], backend_at[backend])
+            pr = runs_of(entries)[0]
             listed = _cell_verdict(
                 (key, row, backend),
-                entries,
+                pr,
                 cell.entries if cell else (),
                 position,
                 ancestry=ancestry,
                 branches=branches,
                 new_test=old is None and backend in known_backends,
             )
-            found.append((position, backend, row, max(e.run for e in entries), listed))
+            result = BackendResult(
+                backend=backend,
+                outcome=pr.outcome,
+                message=pr.entry.message,
+                signature=pr.entry.signature,
+            )
+            found.append((position, backend, row, max(e.run for e in entries), listed, result))
     return found
 
 
@@ -332,6 +344,7 @@ def compare(
     cells: list[CellVerdict] = []
     runs: dict[str, RunKey] = {}
     ran: dict[CellKey, int] = {}
+    groups: list[RowGroups] = []
     for key, rows in sorted(_pr_cells(batches).items()):
         found = _dashboard_cells(
             key, rows, by_key.get(key), ancestry, branches, known_backends=known_backends
@@ -339,9 +352,11 @@ def compare(
         found.sort(key=lambda item: (item[0], item[1]))
         state = by_key.get(key)
         held = {r.name: r.cells for r in state.rows} if state else {}
-        for _, backend, row, run, listed in found:
+        results: dict[str, list[BackendResult]] = {}
+        for _, backend, row, run, listed, result in found:
             runs[backend] = max(run, runs.get(backend, run))
             ran[key, row, backend] = run.run_attempt
+            results.setdefault(row, []).append(result)
             if listed is not None:
                 baseline = held.get(row, {}).get(backend)
                 cells.append(
@@ -353,8 +368,13 @@ def compare(
                         repository=repository,
                     )
                 )
+        groups.extend(g for row, r in results.items() if (g := group_row(key, row, r)))
     return Comparison(
-        cells=tuple(cells), backend_runs=tuple(runs.items()), located=ancestry.located, ran=ran
+        cells=tuple(cells),
+        backend_runs=tuple(runs.items()),
+        located=ancestry.located,
+        ran=ran,
+        groups=tuple(groups),
     )
 
 
@@ -383,7 +403,13 @@ def _counts_json(counts: Mapping[Verdict, int]) -> dict[str, int]:
 
 
 def compare_document(comparison: Comparison) -> dict[str, object]:
-    """The ``compare --json`` document (docs/commands.md)."""
+    """The ``compare --json`` document (docs/commands.md): with each failing cell its row's
+    kind (grouping.py), and the failing cells' signatures, ranked."""
+    kinds = {
+        (g.dashboard, g.row, result.backend): g.kind.value
+        for g in comparison.groups
+        for result in g.failing
+    }
     return {
         "baseline": comparison.baseline.value,
         "counts": _counts_json(comparison.counts()),
@@ -402,7 +428,9 @@ def compare_document(comparison: Comparison) -> dict[str, object]:
                 "message": cell.message,
                 "signature": cell.signature,
                 "blame": None if cell.blame is None else cell.blame.to_json(),
+                "kind": kinds.get(cell.key),
             }
             for cell in comparison.cells
         ],
+        "signatures": signatures_json(comparison.groups),
     }

@@ -20,6 +20,7 @@ from ivy_matrix.environment import Env, env_lines
 from ivy_matrix.fold import DashboardReport, Merged
 from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
+from ivy_matrix.grouping import RowGroups, signatures_json, state_groups
 from ivy_matrix.history import dashboard_history, summary_cells
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import render_job_summary
@@ -154,12 +155,15 @@ def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], 
     """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts
     (totals.py: per backend, rows by latest outcome and their cases; and added up over every
     dashboard), link and changes, and its failing and flaky cells' history (failing since,
-    last pass, flaky); what the run spent of GitHub's budgets."""
+    last pass, flaky); every failing row's signatures, ranked (grouping.py); what the run
+    spent of GitHub's budgets."""
     merged, published, collected = results.merged, results.published, results.collected
     spend = results.spend or Spend()
     dashboards = {}
     every: list[dict[str, BackendTotals]] = []
+    groups: list[RowGroups] = []
     for state in merged.ordered():
+        groups.extend(state_groups(state))
         counts = backend_totals(state)
         every.append(counts)
         report = merged.reports.get(state.key)
@@ -185,6 +189,7 @@ def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], 
         "backends": results.backends(),
         "all_dashboards": {b: t.to_json() for b, t in add_totals(every).items()},
         "dashboards": dashboards,
+        "signatures": signatures_json(groups),
         "removed_dashboards": {
             state.key: {
                 "file": dashboard_file(state),

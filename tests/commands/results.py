@@ -38,7 +38,11 @@ def case_xml(name: str, status: str = "passed", classname: str = GRADIENTS) -> s
 
 def write_junit(path: Path, cases: Sequence[tuple[str, str]], classname: str = GRADIENTS) -> Path:
     """Write a one-suite JUnit file holding ``(name, status)`` cases; return its path."""
-    body = "".join(case_xml(name, status, classname) for name, status in cases)
+    return write_suite(path, "".join(case_xml(name, status, classname) for name, status in cases))
+
+
+def write_suite(path: Path, body: str) -> Path:
+    """Write a one-suite JUnit file holding the ``<testcase>`` elements ``body``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="pytest">'

@@ -8,11 +8,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import quoteattr
 
 import pytest
 
 from ivy_matrix.cli import main
-from tests.commands.results import GRADIENTS, write_junit
+from ivy_matrix.reasons import TIMES
+from tests.commands.results import GRADIENTS, write_junit, write_suite
 from tests.commands.test_update_github import FAST, runner_env, write_results
 from tests.github.fake_server import FakeGitHub
 
@@ -133,6 +135,17 @@ def test_compare_json_has_every_verdict_and_failing_since():
         "counts": counts,
         "backends": {"torch": counts},
         "cells": doc["cells"],
+        # One backend ran: each failing test is torch's own, all with one failure line.
+        "signatures": [
+            {
+                "signature": cells["test_new"]["signature"],
+                "message": "assert 1 == 2",
+                "cells": 5,
+                "backends": ["torch"],
+                "tests": 5,
+                "kind": "backend-specific",
+            }
+        ],
     }
 
 
@@ -302,3 +315,132 @@ def test_fail_on_new_never_fails_a_default_branch_update(capsys):
     code = run("update", "--junit", str(path), "--backend", "torch", "--fail-on", "new")
     assert code == 0
     assert "fail-on: new have nothing to do" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- grouping
+
+BACKENDS = ("torch", "jax", "tensorflow")
+# Per test, per backend: the failure line (None: it passes). The test_shared* lines differ
+# only in the backend's name or alias, numbers and addresses.
+GROUPED: dict[str, dict[str, str | None]] = {
+    "test_shared": {
+        "torch": "RuntimeError: torch.float32 tensor at 0x7f3a12 has 3 dims, expected 4",
+        "jax": "RuntimeError: jax.float32 tensor at 0x1b2c has 5 dims, expected 2",
+        "tensorflow": "RuntimeError: tf.float64 tensor at 0xdeadbeef has 1 dims, expected 7",
+    },
+    "test_shared_too": {
+        "torch": "RuntimeError: torch.float16 tensor at 0x1 has 0 dims, expected 1",
+        "jax": "RuntimeError: jnp.float16 tensor at 0x2 has 2 dims, expected 3",
+        "tensorflow": "RuntimeError: tensorflow.float8 tensor at 0x3 has 9 dims, expected 8",
+    },
+    "test_jax_only": {
+        "torch": None,
+        "jax": "KeyError: no rule for jnp.bfloat16",
+        "tensorflow": None,
+    },
+    "test_divergent": {
+        "torch": "ValueError: shapes (2, 3) and (3, 4) differ",
+        "jax": "TypeError: not an array",
+        "tensorflow": None,
+    },
+}
+
+
+def grouped_results(folder: Path, backend: str) -> Path:
+    """The pull request's JUnit file of one backend, with GROUPED's failure lines."""
+    cases = []
+    for name, lines in GROUPED.items():
+        line = lines[backend]
+        child = "" if line is None else f"<failure message={quoteattr(line)}>trace</failure>"
+        cases.append(f'<testcase classname="{GRADIENTS}" name="{name}">{child}</testcase>')
+    return write_suite(folder / backend / "r.xml", "".join(cases))
+
+
+@pytest.mark.usefixtures("workdir")
+def test_compare_groups_failing_backends_by_signature_and_kind():
+    """Three result files whose lines differ only in backend names, numbers and addresses give
+    one signature, shared across the 3 backends; a jax-only error is backend-specific (jax);
+    two errors on one test are divergent; the comment shows the shared group's reach."""
+    for run_id, backend in enumerate(BACKENDS, 101):  # the dashboard shows them in this order
+        update_main(run_id, backend, [(name, "passed") for name in GROUPED])
+    for backend in BACKENDS:
+        grouped_results(Path("pr"), backend)
+    code = run(
+        "compare", "--junit", "pr/*/r.xml", "--backend-from-path", "pr/(?P<backend>[^/]+)/",
+        "--run-id", "900", "--repository", REPO, "--pr", "7", "--head-sha", "feedface",
+        "--json", "v.json", "--markdown", "c.md",
+    )  # fmt: skip
+    assert code == 0
+    doc = document(Path("v.json"))
+    kinds = {(c["row"], c["backend"]): c["kind"] for c in doc["cells"]}
+    assert kinds == {
+        **{("test_shared", b): "shared" for b in BACKENDS},
+        **{("test_shared_too", b): "shared" for b in BACKENDS},
+        ("test_jax_only", "jax"): "backend-specific",
+        ("test_divergent", "torch"): "divergent",
+        ("test_divergent", "jax"): "divergent",
+    }
+    signature = {(c["row"], c["backend"]): c["signature"] for c in doc["cells"]}
+    assert len({signature["test_shared", b] for b in BACKENDS}) == 1
+    shared = signature["test_shared", "torch"]
+    assert signature["test_shared_too", "jax"] == shared
+    assert doc["signatures"] == [
+        {
+            "signature": shared,
+            "message": GROUPED["test_shared"]["torch"],
+            "cells": 6,
+            "backends": list(BACKENDS),
+            "tests": 2,
+            "kind": "shared",
+        },
+        {
+            "signature": signature["test_jax_only", "jax"],
+            "message": "KeyError: no rule for jnp.bfloat16",
+            "cells": 1,
+            "backends": ["jax"],
+            "tests": 1,
+            "kind": "backend-specific",
+        },
+        {
+            "signature": signature["test_divergent", "torch"],
+            "message": "ValueError: shapes (2, 3) and (3, 4) differ",
+            "cells": 1,
+            "backends": ["torch"],
+            "tests": 1,
+            "kind": "divergent",
+        },
+        {
+            "signature": signature["test_divergent", "jax"],
+            "message": "TypeError: not an array",
+            "cells": 1,
+            "backends": ["jax"],
+            "tests": 1,
+            "kind": "divergent",
+        },
+    ]
+    body = Path("c.md").read_text(encoding="utf-8")
+    headline = f"- {GROUPED['test_shared']['torch']}: **2 tests {TIMES} 3 backends ({', '.join(BACKENDS)})**\n"
+    assert headline in body
+
+
+@pytest.mark.usefixtures("workdir")
+def test_update_groups_the_dashboards_failing_rows_in_the_summary_json():
+    """On the default branch, the summary JSON ranks the signatures of every failing row by
+    each cell's newest result, with the same kinds compare gives."""
+    for backend in BACKENDS:
+        grouped_results(Path("main"), backend)
+    code = run(
+        "update", "--junit", "main/*/r.xml", "--backend-from-path", "main/(?P<backend>[^/]+)/",
+        "--run-id", "101", "--repository", REPO, "--summary-json", "s.json",
+        "--output-dir", "out",
+    )  # fmt: skip
+    assert code == 0
+    found = document(Path("s.json"))["signatures"]
+    # One run brought every backend: the dashboard shows them in name order, jax first.
+    assert [(s["message"], s["cells"], s["tests"], s["kind"]) for s in found] == [
+        (GROUPED["test_shared"]["jax"], 6, 2, "shared"),
+        ("KeyError: no rule for jnp.bfloat16", 1, 1, "backend-specific"),
+        ("TypeError: not an array", 1, 1, "divergent"),
+        ("ValueError: shapes (2, 3) and (3, 4) differ", 1, 1, "divergent"),
+    ]
+    assert found[0]["backends"] == sorted(BACKENDS)

@@ -98,6 +98,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
         "recorded",
         "removed_dashboards",
         "requests",
+        "signatures",
         "totals",
         "version",
     ]
