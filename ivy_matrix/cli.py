@@ -119,12 +119,13 @@ _KIND_METAVARS = {
 }
 _STORE_OPTIONS = ("store", "output_dir", "config", "style")
 _BRANCH_OPTIONS = (
-    *("targets", "branch", "token", "api_url", "repository", "dry_run", "budget_warning"),
+    *("targets", "branch", "branch_transport", "token", "api_url", "server_url"),
+    *("repository", "dry_run", "budget_warning"),
 )
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
     *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
-    *("issue_label", "pin_index", "server_url"),
+    *("issue_label", "pin_index"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 
