@@ -129,6 +129,11 @@ def state_groups(state: DashboardState) -> list[RowGroups]:
     return found
 
 
+def dashboard_kinds(state: DashboardState) -> tuple[KindCount, ...]:
+    """A dashboard's failing rows by kind, by each cell's newest result (the index's line)."""
+    return kind_counts(state_groups(state))
+
+
 # ----------------------------------------------------------------------------- signatures
 
 

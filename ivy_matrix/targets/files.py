@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
+from ivy_matrix.grouping import Kind, KindCount
 from ivy_matrix.history import IndexNotes
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import DashboardState
@@ -47,7 +48,7 @@ from ivy_matrix.runner.log import Progress
 
 RECORD_NAME = "pages.json"
 RECORD_FORMAT = "ivy-matrix-pages"
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: index rows keep their failing rows by kind (a version 1 record is not used)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,6 +236,7 @@ def _row_json(row: IndexRow) -> dict[str, object]:
             [list(notes.longer), notes.longer_total],
             [list(notes.flaky), notes.flaky_total],
         ],
+        "kinds": [[c.kind.value, list(c.backends), c.rows] for c in row.kinds],
     }
 
 
@@ -274,7 +276,15 @@ def _row(key: str, value: object) -> IndexRow:
         flaky=flaky,
         flaky_total=flaky_total,
     )
-    return IndexRow(key=key, path=expect_str(item["path"]), counts=counts, notes=notes)
+    kinds = tuple(
+        KindCount(
+            kind=Kind(expect_str(kind)),
+            backends=tuple(expect_str(b) for b in expect_list(backends)),
+            rows=expect_int(rows),
+        )
+        for kind, backends, rows in map(expect_list, expect_list(item["kinds"]))
+    )
+    return IndexRow(key=key, path=expect_str(item["path"]), counts=counts, notes=notes, kinds=kinds)
 
 
 def read_record(path: Path) -> PagesRecord | None:
