@@ -19,7 +19,7 @@ branch's markdown is a render of its state at the end. Speed is reported, never 
 
     .venv/bin/python bench/store_scale.py [--legs 1 4 32 128] [--no-matrix] [--size N]
 
-``--size 8 --legs 1``: one leg of a run of 8 that does not complete it (it renders nothing).
+``--size 8 --legs 1``: one leg of a run of 8 that does not complete it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from ivy_matrix.render import Style, render_files  # noqa: E402
 from ivy_matrix.statefile import join_columns, load_state  # noqa: E402
 from ivy_matrix.stores import branch  # noqa: E402
 from ivy_matrix.stores.branch import BranchStore  # noqa: E402
-from ivy_matrix.stores.layout import Leg  # noqa: E402
+from ivy_matrix.stores.layout import MatrixLeg, Scope  # noqa: E402
 from tests.github.memory import MemoryGitHub  # noqa: E402
 
 REPO, BRANCH, STATE_DIR = "acme/widgets", "ivy-matrix", ".ivy-matrix/state"
@@ -89,7 +89,7 @@ def dashboards(count: int) -> list[DashboardId]:
 
 def leg_change(
     run: int, job: int, backend: str, shard: list[DashboardId], rows: int
-) -> Callable[[Mapping[DashboardId, DashboardState]], Merged]:
+) -> Callable[[Mapping[DashboardId, DashboardState], Collection[int]], Merged]:
     rng = random.Random(f"{run}-{backend}")
     source = Source(
         run=RunKey(run, 1, job),
@@ -104,7 +104,18 @@ def leg_change(
         )
         for d in shard
     ]
-    return lambda states: merge_batches(states, batches)
+
+    def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
+        return merge_batches(states, batches, other_runs=other_runs)
+
+    return change
+
+
+def whole(
+    change: Callable[[Mapping[DashboardId, DashboardState], Collection[int]], Merged],
+) -> Callable[[Mapping[DashboardId, DashboardState]], Merged]:
+    """A leg's change as an update without a scope applies it (every dashboard read)."""
+    return lambda states: change(states, ())
 
 
 def split(legs: int, all_dashboards: list[DashboardId]) -> list[tuple[str, list[DashboardId]]]:
@@ -119,22 +130,14 @@ def split(legs: int, all_dashboards: list[DashboardId]) -> list[tuple[str, list[
     ][:legs]
 
 
-def store_for(gh: Any, leg: Leg | None, seed: int) -> BranchStore:
-    return BranchStore(
-        gh,
-        REPO,
-        BRANCH,
-        STATE_DIR,
-        rng=random.Random(seed),
-        render=lambda merged, keys: render_files(merged.ordered(), style=Style.IVY, only=keys),
-        leg=leg,
-    )
+def store_for(gh: Any, scope: Scope | None, seed: int) -> BranchStore:
+    return BranchStore(gh, REPO, BRANCH, STATE_DIR, rng=random.Random(seed), scope=scope)
 
 
 def seed_branch(model: MemoryGitHub, all_dashboards: list[DashboardId], rows: int) -> None:
     for n, backend in enumerate(BACKENDS):
         change = leg_change(100, 1000 + n, backend, all_dashboards, rows)
-        store_for(model, None, n).update(change)
+        store_for(model, None, n).update(whole(change))
 
 
 def measure(legs: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -150,21 +153,17 @@ def measure(legs: int, args: argparse.Namespace) -> dict[str, Any]:
     def run_leg(index: int, backend: str, shard: list[DashboardId]) -> None:
         counted = Counted(model)
         change = leg_change(101, 5000 + index, backend, shard, args.rows)
-        leg = None
+        matrix = None
         if not args.no_matrix:
-            leg = Leg(
-                run_id=101,
-                index=index,
-                size=args.size or len(plan),
-                dashboards=frozenset(shard),
-                backends=frozenset({backend}),
-                change=change,
-            )
-        store = store_for(counted, leg, index)
+            matrix = MatrixLeg(run_id=101, index=index, size=args.size or len(plan))
+        scope = Scope(
+            dashboards=frozenset(shard), change=change, run_id=101, matrix=matrix, job_id=index
+        )
+        store = store_for(counted, scope, index)
         barrier.wait()
         started = time.monotonic()
         try:
-            saved = store.update(change)
+            saved = store.update(whole(change))
         except BaseException as error:  # noqa: BLE001  -- reported below
             errors.append(error)
             return
@@ -246,7 +245,7 @@ def main() -> int:
     parser.add_argument("--dashboards", type=int, default=100)
     parser.add_argument("--rows", type=int, default=70)
     parser.add_argument("--latency", type=float, nargs=2, default=(20.0, 80.0), help="ms")
-    parser.add_argument("--no-matrix", action="store_true", help="every leg renders (no Leg)")
+    parser.add_argument("--no-matrix", action="store_true", help="legs without matrix-size")
     parser.add_argument("--size", type=int, default=0, help="matrix size (default: the legs)")
     parser.add_argument("--spread", type=float, default=branch.CONTENTION_SPREAD)
     args = parser.parse_args()

@@ -8,10 +8,10 @@ retry them (stores/__init__.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ivy_matrix.merge import DEFAULT_HISTORY, Batch, apply_batch
+from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT, Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Trend
 from ivy_matrix.retirement import (
     Removal,
@@ -82,17 +82,21 @@ def merge_batches(
     *,
     history: int = DEFAULT_HISTORY,
     retire_after_runs: int = 0,
+    other_runs: Collection[int] = (),
 ) -> Merged:
     """Apply every batch, then the retirement policy. Safe to repeat on a fresh read.
 
     Retirement looks at every dashboard of the store, not only those that got results: rows
     and columns age against the runs the whole store has seen (retirement.retire).
+    ``other_runs`` are the runs of the store's dashboards not in ``states`` (a store that
+    reads only what it touches keeps them apart): they count in the window; retiring in
+    those dashboards is the store's to do (it reads the ones with something to retire).
     """
     merged = dict(states)
     changed: list[str] = []
     reports: dict[str, DashboardReport] = {}
     brought = batch_runs(batches)
-    runs = set(store_runs(states.values())) | brought
+    runs = set(store_runs(states.values())) | brought | set(other_runs)
     horizon = retirement_horizon(sorted(runs, reverse=True), retire_after_runs)
     for given in batches:
         batch = within_window(given, horizon)
@@ -107,7 +111,9 @@ def merge_batches(
             new_rows=result.new_rows,
             new_backends=result.new_backends,
         )
-    removed = _retire_all(states, merged, changed, reports, retire_after_runs)
+    removed = _retire_all(
+        states, merged, changed, reports, retire_after_runs, other_runs=other_runs
+    )
     return Merged(
         states=merged,
         changed=tuple(changed),
@@ -117,15 +123,51 @@ def merge_batches(
     )
 
 
+def retire_merged(
+    before: Mapping[DashboardId, DashboardState],
+    merged: Merged,
+    *,
+    retire_after_runs: int,
+    other_runs: Collection[int] = (),
+) -> Merged:
+    """``merged`` (a change of ``before``) with the retirement policy applied to each of its
+    dashboards; ``other_runs`` as for :func:`merge_batches`."""
+    states = dict(merged.states)
+    changed = list(merged.changed)
+    reports = dict(merged.reports)
+    removed = _retire_all(
+        before, states, changed, reports, retire_after_runs, other_runs=other_runs
+    )
+    return Merged(
+        states=states,
+        changed=tuple(changed),
+        removed=(*merged.removed, *removed),
+        reports=reports,
+        runs=merged.runs,
+        trend=merged.trend,
+    )
+
+
+def window_horizon(
+    states: Mapping[DashboardId, DashboardState], after_runs: int, other_runs: Collection[int]
+) -> int | None:
+    """The retirement horizon of a store whose dashboards are ``states`` and others whose
+    runs are ``other_runs``."""
+    runs = set(store_runs(states.values())) | set(other_runs)
+    return retirement_horizon(sorted(runs, reverse=True)[:RUNS_KEPT], after_runs)
+
+
 def _retire_all(
     before: Mapping[DashboardId, DashboardState],
     merged: dict[DashboardId, DashboardState],
     changed: list[str],
     reports: dict[str, DashboardReport],
     after_runs: int,
+    *,
+    other_runs: Collection[int] = (),
 ) -> tuple[DashboardState, ...]:
     """Retire in every dashboard of ``merged`` (in place); return the dashboards that went."""
-    horizon = retirement_horizon(store_runs(merged.values()), after_runs)
+    horizon = window_horizon(merged, after_runs, other_runs)
     removed: list[DashboardState] = []
     for dashboard, state in sorted(merged.items(), key=lambda item: item[1].key):
         removal = retire(state, horizon)

@@ -192,7 +192,8 @@ def split_columns(state: DashboardState) -> dict[str, DashboardState]:
 
     :func:`join_columns` puts them back together: ``join_columns(split_columns(s))`` equals
     ``s`` for every state whose rows and columns are in first-seen order (merge.py keeps them
-    so). The branch store keeps one object per column, so a matrix leg rewrites only its own.
+    so). The branch store of layout 1 kept one object per column (still read); a pull request
+    leg compares with the columns of its own backends.
     """
     columns: dict[str, list[Row]] = {name: [] for name in state.backend_names}
     for row in state.rows:

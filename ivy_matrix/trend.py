@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
@@ -83,60 +83,127 @@ class _RunCells:
         return found
 
 
-def trend_point(states: Iterable[DashboardState], run: int) -> TrendPoint | None:
-    """The point of run ``run`` over ``states`` (None when no cell holds a result of it)."""
-    tallies: dict[str, list[int]] = {}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PointPart:
+    """One dashboard's share of a run's point: its tallies and parity (``point``; its ``sha``
+    and ``time`` those of the newest of its sources with a sha, and of the newest of all),
+    whether the run brought it any result (``brought``), and the time of its sha's source.
+
+    A run's point is the sum of every dashboard's part (:func:`join_parts`), so a store that
+    keeps each dashboard's parts (the branch store's index file) can draw the point without
+    reading every dashboard.
+    """
+
+    point: TrendPoint
+    brought: bool = False
+    sha_time: str = ""
+
+
+def dashboard_part(state: DashboardState, run: int) -> PointPart:
+    """``state``'s share of the point of run ``run``."""
+    tallies: dict[str, list[int]] = {name: [0] * 5 for name in state.backend_names}
     rows = green = 0
     fails_only: dict[str, int] = {}
     cells = _RunCells(run)
-    known = cells.known
-    for state in sorted(states, key=lambda s: s.key):
-        names = state.backend_names
-        mine = {name: tallies.setdefault(name, [0] * 5) for name in names}
-        slot_of = {
-            key: known[key] if key in known else cells.slot(cell)
-            for key, cell in {id(c): c for r in state.rows for c in r.cells.values()}.items()
-        }
-        # Rows are counted by shape (their backends and this run's slot on each): a dashboard
-        # of thousands of rows has a few dozen shapes, each worked out once.
-        shapes = Counter(
-            (tuple(r.cells), tuple([slot_of[id(c)] for c in r.cells.values()])) for r in state.rows
-        )
-        for (backends, slots), count in shapes.items():
-            ran = not_green = 0
-            failing = ""  # the backend of the one failure, when it is the only non-green
-            for backend, slot in zip(backends, slots, strict=True):
-                tally = mine.get(backend) or tallies.setdefault(backend, [0] * 5)
-                tally[slot] += count
-                if slot == _MISSING:
-                    continue
-                ran += 1
-                if slot == _FAILED:
-                    not_green += 1
-                    failing = backend
-                elif slot == _SKIPPED:
-                    not_green += 1
-                    failing = ""
-            if not ran or ran < len(names):
+    names = state.backend_names
+    slot_of = {
+        key: cells.slot(cell)
+        for key, cell in {id(c): c for r in state.rows for c in r.cells.values()}.items()
+    }
+    # Rows are counted by shape (their backends and this run's slot on each): a dashboard of
+    # thousands of rows has a few dozen shapes, each worked out once.
+    shapes = Counter(
+        (tuple(r.cells), tuple([slot_of[id(c)] for c in r.cells.values()])) for r in state.rows
+    )
+    for (backends, slots), count in shapes.items():
+        ran = not_green = 0
+        failing = ""  # the backend of the one failure, when it is the only non-green
+        for backend, slot in zip(backends, slots, strict=True):
+            tallies.setdefault(backend, [0] * 5)[slot] += count
+            if slot == _MISSING:
                 continue
-            rows += count
-            if not not_green:
-                green += count
-            elif not_green == 1 and failing:
-                fails_only[failing] = fails_only.get(failing, 0) + count
-    if not cells.sources:
-        return None
+            ran += 1
+            if slot == _FAILED:
+                not_green += 1
+                failing = backend
+            elif slot == _SKIPPED:
+                not_green += 1
+                failing = ""
+        if not ran or ran < len(names):
+            continue
+        rows += count
+        if not not_green:
+            green += count
+        elif not_green == 1 and failing:
+            fails_only[failing] = fails_only.get(failing, 0) + count
     sources = sorted(cells.sources.values(), key=lambda s: (s.time, s.run))
+    with_sha = [s for s in sources if s.sha]
+    return PointPart(
+        point=TrendPoint(
+            run=run,
+            sha=with_sha[-1].sha if with_sha else "",
+            time=sources[-1].time if sources else "",
+            backends=tuple(
+                (
+                    name,
+                    BackendPoint(passed=t[0], failed=t[1], flaky=t[2], skipped=t[3], missing=t[4]),
+                )
+                for name, t in tallies.items()
+            ),
+            parity=Parity(rows=rows, green=green, fails_only=tuple(sorted(fails_only.items()))),
+        ),
+        brought=bool(sources),
+        sha_time=with_sha[-1].time if with_sha else "",
+    )
+
+
+def join_parts(run: int, parts: Iterable[PointPart]) -> TrendPoint | None:
+    """The point of run ``run`` from every dashboard's part, in key order (None when the run
+    brought no dashboard any result)."""
+    tallies: dict[str, list[int]] = {}
+    rows = green = 0
+    fails_only: dict[str, int] = {}
+    sha, sha_time, time, brought = "", "", "", False
+    for part in parts:
+        point = part.point
+        for name, b in point.backends:
+            tally = tallies.setdefault(name, [0] * 5)
+            for slot, value in enumerate((b.passed, b.failed, b.flaky, b.skipped, b.missing)):
+                tally[slot] += value
+        rows += point.parity.rows
+        green += point.parity.green
+        for name, count in point.parity.fails_only:
+            fails_only[name] = fails_only.get(name, 0) + count
+        if part.brought:
+            time = point.time if not brought or point.time >= time else time
+            brought = True
+        if point.sha and (not sha or part.sha_time >= sha_time):
+            sha, sha_time = point.sha, part.sha_time
+    if not brought:
+        return None
     return TrendPoint(
         run=run,
-        sha=next((s.sha for s in reversed(sources) if s.sha), ""),
-        time=sources[-1].time,
+        sha=sha,
+        time=time,
         backends=tuple(
             (name, BackendPoint(passed=t[0], failed=t[1], flaky=t[2], skipped=t[3], missing=t[4]))
             for name, t in tallies.items()
         ),
         parity=Parity(rows=rows, green=green, fails_only=tuple(sorted(fails_only.items()))),
     )
+
+
+def trend_point(states: Iterable[DashboardState], run: int) -> TrendPoint | None:
+    """The point of run ``run`` over ``states`` (None when no cell holds a result of it)."""
+    ordered = sorted(states, key=lambda s: s.key)
+    return join_parts(run, (dashboard_part(state, run) for state in ordered))
+
+
+def with_points(trend: Trend, points: Iterable[TrendPoint], *, cap: int) -> Trend:
+    """``trend`` with ``points`` (each replacing the point of its run), thinned to ``cap``."""
+    kept = {point.run: point for point in trend.points}
+    kept.update((point.run, point) for point in points)
+    return Trend(points=thin(sorted(kept.values(), key=lambda p: p.run), cap))
 
 
 def thin(points: Iterable[TrendPoint], cap: int) -> tuple[TrendPoint, ...]:

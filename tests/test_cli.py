@@ -209,7 +209,7 @@ def test_diagnostics_go_to_stderr_and_a_crash_exits_70(workdir, capsys):
     argv += ["--run-id", "5", "--repository", "o/r", "--token", "t"]
     out, err = io.StringIO(), io.StringIO()
 
-    code = main(argv, {}, remote=Remote(client=broken_client), stdout=out, stderr=err)
+    code = main(argv, {}, remote=Remote(client=broken_client, git=None), stdout=out, stderr=err)
 
     assert code == ExitCode.BUG
     assert int(ExitCode.BUG) == 70

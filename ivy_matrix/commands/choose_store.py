@@ -16,19 +16,20 @@ Both issue parts (the issue-body store, and the issue target beside the branch s
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Collection
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ivy_matrix.config.options import Target
+from ivy_matrix.config.options import BranchTransport, Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import UsageError
 from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.ledger import Inputs
 from ivy_matrix.paths import SITE_DIR, site_data_file
-from ivy_matrix.render import RenderedFile, render_files
+from ivy_matrix.render import RenderedFile
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores import AfterSave, Saved, Store
 from ivy_matrix.stores.local import LocalStore
@@ -38,7 +39,8 @@ from ivy_matrix.targets.files import RECORD_NAME, write_output
 if TYPE_CHECKING:
     from ivy_matrix.issues.writer import IssueOptions
     from ivy_matrix.stores.branch import Render
-    from ivy_matrix.stores.layout import Leg
+    from ivy_matrix.stores.layout import Scope
+    from ivy_matrix.stores.remote import BranchRemote
 
 # The branch store, the issues and the site are imported where they are chosen (noqa PLC0415
 # below): a leg that writes the local store needs none of them, and a matrix leg starts a fresh
@@ -64,6 +66,7 @@ def connect(settings: Settings, remote: Remote | None, log: Log) -> Connection:
     return Connection(
         token=settings.token,
         api_url=settings.api_url,
+        server_url=settings.server_url,
         repository=settings.repository,
         remote=remote,
         log=log,
@@ -125,28 +128,26 @@ def pages_record(settings: Settings) -> Path | None:
     return settings.store / RECORD_NAME
 
 
-def branch_pages(settings: Settings) -> Render:
-    """What the branch store commits beside the states: the markdown pages and the trend, and
-    with the site target the HTML site under ``site/``, less the data files of dashboards that
-    went (only what a render changes is committed)."""
-    site = Target.SITE in settings.targets
+def branch_site(settings: Settings) -> Render | None:
+    """With the site target, what the branch store commits under ``site/`` beside the pages:
+    the HTML site, less the data files of dashboards that went (None without it). The site's
+    index covers every dashboard, so the store then reads them all (``open_store``)."""
+    if Target.SITE not in settings.targets:
+        return None
 
     def render(merged: Merged, keys: Collection[str]) -> list[RenderedFile]:
-        states = merged.ordered()
-        files = render_files(states, style=settings.style, only=keys, trend=merged.trend)
-        if site:
-            from ivy_matrix.site.build import render_site  # noqa: PLC0415  -- see REMOTE
-            from ivy_matrix.site.page import read_page  # noqa: PLC0415  -- see REMOTE
+        from ivy_matrix.site.build import render_site  # noqa: PLC0415  -- see REMOTE
+        from ivy_matrix.site.page import read_page  # noqa: PLC0415  -- see REMOTE
 
-            files += [
-                RenderedFile(path=f"{SITE_DIR}/{file.path}", text=file.text)
-                for file in render_site(states, read_page(), only=keys, trend=merged.trend)
-            ]
-            files += [
-                RenderedFile(path=f"{SITE_DIR}/{site_data_file(gone)}", text=None)
-                for gone in merged.removed
-            ]
-        return files
+        states = merged.ordered()
+        files = [
+            RenderedFile(path=f"{SITE_DIR}/{file.path}", text=file.text)
+            for file in render_site(states, read_page(), only=keys, trend=merged.trend)
+        ]
+        return files + [
+            RenderedFile(path=f"{SITE_DIR}/{site_data_file(gone)}", text=None)
+            for gone in merged.removed
+        ]
 
     return render
 
@@ -159,7 +160,7 @@ def open_store(
     remote: Collection[Target],
     message: str,
     after_save: AfterSave | None,
-    leg: Leg | None = None,
+    scope: Scope | None = None,
     render_all: bool = False,
     inputs: Inputs | None = None,
 ) -> Store:
@@ -182,19 +183,24 @@ def open_store(
         from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
 
         return BranchStore(
-            github.client,
+            None,
             github.repository,
             settings.branch,
+            remote=branch_remote(settings, github, log),
             message=message,
-            render=branch_pages(settings),
+            style=settings.style,
+            site=branch_site(settings),
             trend_points=settings.trend_points,
             dry_run=settings.dry_run,
             log=log,
             after_save=after_save,
             server_url=settings.server_url,
             sleep=github.remote.sleep,
-            leg=leg,
+            # The site's index covers every dashboard: with it, every update reads them all.
+            scope=None if Target.SITE in settings.targets else scope,
             render_all=render_all,
+            read_all_when_complete=Target.ISSUE in remote,
+            job_finished=github.job_finished,
         )
     log.warning(ISSUE_STORE_WARNING)
     from ivy_matrix.issues.store import IssueStore  # noqa: PLC0415  -- see REMOTE
@@ -210,6 +216,35 @@ def open_store(
         after_save=after_save,
         sleep=github.remote.sleep,
     )
+
+
+def branch_remote(settings: Settings, github: Connection, log: Log) -> BranchRemote:
+    """How the branch store reaches the repository (``branch-transport``): git's protocol,
+    the REST API, or git with the REST API where git cannot be used (``auto``). ``auto``
+    tries git only where ``server-url`` is the API's server (GitHub, GHES, a stand-in that
+    serves both): an API set elsewhere with the default server URL means the REST API."""
+    from ivy_matrix.stores.remote import AutoRemote, RestRemote  # noqa: PLC0415  -- see REMOTE
+
+    choice = settings.branch_transport
+
+    def rest() -> BranchRemote:
+        return RestRemote(github.client, github.repository)
+
+    same = _same_server(settings.server_url, settings.api_url)
+    if choice is BranchTransport.REST or (
+        choice is BranchTransport.AUTO and not (github.has_git and same)
+    ):
+        return rest()
+    if choice is BranchTransport.GIT:
+        return github.git()
+    return AutoRemote(github.git, rest, log)
+
+
+def _same_server(server_url: str, api_url: str) -> bool:
+    """Whether the API is on the web server's host (GHES: ``/api/v3``) or its ``api.`` host."""
+    server = urllib.parse.urlsplit(server_url).hostname or ""
+    api = urllib.parse.urlsplit(api_url).hostname or ""
+    return bool(server) and api in {server, f"api.{server}"}
 
 
 def publish_issue_target(

@@ -32,6 +32,7 @@ from ivy_matrix.commands.choose_store import (
     REMOTE,
     check_site,
     connect,
+    job_name,
     open_store,
     output_folder,
     publish_issue_target,
@@ -74,7 +75,7 @@ from ivy_matrix.targets.summary import (
 
 if TYPE_CHECKING:
     from ivy_matrix.pr.verdicts import Comparison
-    from ivy_matrix.stores.layout import Leg
+    from ivy_matrix.stores.layout import PartialChange, Scope
 
 COMMIT_BACKENDS = 8  # backends named in a commit message
 # The pull request's verdicts and comment, matrix legs on the branch and the issue target are
@@ -125,7 +126,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 remote=targets,
                 message=_commit_message(settings, collected),
                 after_save=output_folder(settings, log),
-                leg=_leg(settings, results, links, log),
+                scope=_scope(settings, results, collected, links, log),
                 inputs=inputs_of(settings, results, reading, revision),
             )
             change = _change(settings, results, links, log, announce=True)
@@ -226,50 +227,62 @@ def _summarize(
             publish_job_summary(files, outcome, log)
 
 
-def _leg(settings: Settings, collected: Collected, links: Links, log: Log) -> Leg | None:
-    """This matrix leg's part in its run (``--matrix-size``), for the branch store."""
-    if settings.matrix_size is None or settings.matrix_index is None:
-        return None
-    if settings.run_id is None or Target.BRANCH not in settings.targets:
-        log.warning(
-            "matrix-size is used by the branch target of a workflow run only (it needs the run "
-            "id): this update renders the dashboards itself"
-        )
-        return None
-    from ivy_matrix.stores.layout import Leg  # noqa: PLC0415  -- see COMMIT_BACKENDS
+def _scope(
+    settings: Settings, results: Collected, collected: Collected, links: Links, log: Log
+) -> Scope | None:
+    """What this update touches, for the branch store: it then reads only that (and, with
+    ``--matrix-size``, queues as one leg of its run). ``results``: the JUnit results (the
+    change adds the leg files' through ``links``); ``collected``: with the leg files'."""
+    from ivy_matrix.stores.layout import MatrixLeg, Scope  # noqa: PLC0415  -- see COMMIT_BACKENDS
 
-    return Leg(
-        run_id=settings.run_id,
-        index=settings.matrix_index,
-        size=settings.matrix_size,
+    matrix = None
+    if settings.matrix_size is not None and settings.matrix_index is not None:
+        if settings.run_id is None or Target.BRANCH not in settings.targets:
+            log.warning(
+                "matrix-size is used by the branch target of a workflow run only (it needs the "
+                "run id): it is ignored here"
+            )
+        else:
+            matrix = MatrixLeg(
+                run_id=settings.run_id, index=settings.matrix_index, size=settings.matrix_size
+            )
+    if settings.run_id is None or Target.BRANCH not in settings.targets:
+        return None
+    return Scope(
         dashboards=frozenset(collected.dashboards),
-        backends=frozenset(collected.backends),
-        change=_change(settings, collected, links, log, retire=False),
+        change=_partial_change(settings, results, links, log),
+        run_id=settings.run_id,
         history=settings.history,
+        retire_after_runs=settings.retire_after_runs,
+        matrix=matrix,
+        holder=job_name(settings),
+        job_id=settings.job_id,
     )
 
 
 def _change(
-    settings: Settings,
-    collected: Collected,
-    links: Links,
-    log: Log,
-    *,
-    retire: bool = True,
-    announce: bool = False,
+    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
 ) -> Change:
     """The store's change: fold this update's results into the states it reads (pure).
+    With ``announce`` (the change a store records), a local run's number is said once."""
+    partial = _partial_change(settings, collected, links, log, announce=announce)
+    return lambda states: partial(states, ())
+
+
+def _partial_change(
+    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
+) -> PartialChange:
+    """This update's results folded into the states given, the runs of the store's other
+    dashboards counting in the retirement window (pure).
 
     The batches are built on each call and dropped after the merge, so they do not stay in
     memory while the store renders and writes (a retried branch commit builds them again).
-    Without ``retire``, no store-wide retirement (a matrix leg reads only its own columns).
-    With ``announce`` (the change a store records), a local run's number is said once.
     """
     said: list[int] = []
 
     signer = Signer(aliases=settings.backend_aliases)
 
-    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
+    def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
         run_id = settings.run_id
         if run_id is None:
             # Not on GitHub Actions: number local runs after everything the store has seen.
@@ -281,7 +294,8 @@ def _change(
             states,
             links.batches(collected, run_id, signer),
             history=settings.history,
-            retire_after_runs=settings.retire_after_runs if retire else 0,
+            retire_after_runs=settings.retire_after_runs,
+            other_runs=other_runs,
         )
 
     return change

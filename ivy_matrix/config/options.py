@@ -25,6 +25,7 @@ from ivy_matrix.pr.state import WhenGreen
 from ivy_matrix.render import Style
 from ivy_matrix.signature import DEFAULT_ALIASES
 from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT
+from ivy_matrix.stores.layout import MAX_MATRIX_SIZE
 from ivy_matrix.trend import DEFAULT_POINTS
 
 _T = TypeVar("_T")
@@ -61,6 +62,14 @@ class Target(StrEnum):
     ISSUE = "issue"
     PR_COMMENT = "pr-comment"
     SITE = "site"
+
+
+class BranchTransport(StrEnum):
+    """How the branch target reads and writes the dashboard branch."""
+
+    AUTO = "auto"  # git, or the REST API where git cannot be used
+    GIT = "git"
+    REST = "rest"
 
 
 class Kind(StrEnum):
@@ -161,6 +170,14 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("branch", Kind.STR, "the branch the branch target commits to", default="ivy-matrix"),
     Option(
+        "branch_transport",
+        Kind.STR,
+        "how the branch target reads and writes the branch: git (its own protocol over HTTPS, "
+        "no REST request), rest (the REST git-data API), or auto (git, else rest)",
+        default="auto",
+        choices=tuple(BranchTransport),
+    ),
+    Option(
         "token",
         Kind.STR,
         "GitHub token for the branch, issue and pr-comment targets and job lookup (default: "
@@ -209,8 +226,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "matrix_size",
         Kind.INT,
-        "the number of legs of the matrix (strategy.job-total): each leg then commits only its "
-        "own results, and the leg that completes the run renders the dashboards",
+        "the number of legs of the matrix (strategy.job-total), at most 256: each leg then "
+        "queues its results in the branch's inbox, one leg at a time folds them",
     ),
     Option("matrix_index", Kind.INT, "this leg's index (strategy.job-index), with matrix-size"),
     Option("issue_label", Kind.STR, "the label that marks dashboard issues", default=DEFAULT_LABEL),
@@ -378,9 +395,10 @@ def check_matrix(size: int | None, index: int | None, named: Callable[[str], str
             f"{size_name} and {index_name} go together: pass both "
             "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
         )
-    if size < 1:
+    if not 1 <= size <= MAX_MATRIX_SIZE:
         raise UsageError(
-            f"{size_name} got {size}: a matrix has at least 1 leg (pass strategy.job-total)"
+            f"{size_name} got {size}: a matrix has 1 to {MAX_MATRIX_SIZE} legs (pass "
+            f"strategy.job-total)"
         )
     if not 0 <= index < size:
         raise UsageError(

@@ -23,6 +23,7 @@ from ivy_matrix.config.file import compile_regex
 from ivy_matrix.config.layers import resolve_layers
 from ivy_matrix.config.options import (
     MAX_RETIRE_AFTER_RUNS,
+    BranchTransport,
     FailOn,
     IfNoFilesFound,
     Target,
@@ -91,6 +92,9 @@ class Settings:
     track_packages: tuple[str, ...] = ()
     backend_version: str | None = None
     branch: str = field(default_factory=_defaults("branch", str))
+    branch_transport: BranchTransport = field(
+        default_factory=lambda: BranchTransport(option_default("branch_transport", str))
+    )
     # Never shown: not in the settings' repr (a traceback or a debug print), nor in a message.
     token: str | None = field(default=None, repr=False)
     api_url: str = field(default_factory=_defaults("api_url", str))
@@ -263,6 +267,7 @@ def _from_options(
         backend_version=_get(values, "backend_version", str),
         targets=parse_targets(_get(values, "targets", tuple) or (), origins.get("targets", "")),
         branch=_value(values, "branch", str),
+        branch_transport=BranchTransport(_value(values, "branch_transport", str)),
         token=_get(values, "token", str),
         api_url=_value(values, "api_url", str),
         budget_warning=_value(values, "budget_warning", int),

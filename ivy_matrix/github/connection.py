@@ -1,11 +1,13 @@
 """The GitHub connection of one command: opened on first use, from a factory that can be swapped.
 
 I/O. :class:`Remote` holds what a command needs to reach GitHub: a client factory (by default
-:func:`~ivy_matrix.github.client.make_client`) and the ``sleep`` the stores and targets wait
-with. Tests pass a factory with short waits, or one that returns the in-memory model: the
-client is typed as :class:`~ivy_matrix.github.types.GitHubAPI`; nothing else changes. :class:`Connection` takes
-plain values (the token, the API URL and the repository) and opens the client only when a
-target needs the API, so local runs never import PyGithub.
+:func:`~ivy_matrix.github.client.make_client`), a factory of the git transport of the
+dashboard branch (``github/git_transport.py``; None: no git, the REST API only) and the
+``sleep`` the stores and targets wait with. Tests pass a factory with short waits, or one that
+returns the in-memory model: the client is typed as :class:`~ivy_matrix.github.types.GitHubAPI`;
+nothing else changes. :class:`Connection` takes plain values (the token, the API and server
+URLs and the repository) and opens the client, or the git transport, only when a target needs
+it, so local runs never import PyGithub; it closes both.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
-from ivy_matrix.errors import UsageError
+from ivy_matrix.errors import GitHubAPIError, UsageError
+from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.github.types import GitHubAPI, Spend
+from ivy_matrix.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import paced
 
@@ -25,6 +29,13 @@ if TYPE_CHECKING:
 
 # (token, api_url) -> a client.
 ClientFactory = Callable[[str, str], GitHubAPI]
+# (server_url, repository, token) -> the git transport of the repository's branches.
+GitFactory = Callable[[str, str, str], GitTransport]
+
+
+def production_git(server_url: str, repository: str, token: str) -> GitTransport:
+    """The git transport a real run uses (``git`` on the PATH, 2.31 or newer)."""
+    return GitTransport(server_url=server_url, repository=repository, token=token)
 
 
 def production_client(token: str, api_url: str) -> GitHubClient:
@@ -40,6 +51,7 @@ class Remote:
 
     client: ClientFactory = production_client
     sleep: Callable[[float], None] = field(default=time.sleep)
+    git: GitFactory | None = production_git
 
 
 class Connection:
@@ -53,10 +65,12 @@ class Connection:
         api_url: str,
         repository: str | None,
         remote: Remote | None = None,
+        server_url: str = DEFAULT_SERVER_URL,
         log: Log | None = None,
     ) -> None:
         self.token = token
         self.api_url = api_url
+        self.server_url = server_url
         self._repository = repository
         remote = remote or Remote()
         if log is not None:
@@ -65,6 +79,7 @@ class Connection:
         self.remote = remote
         self._log = log
         self._client: GitHubAPI | None = None
+        self._git: GitTransport | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -100,10 +115,48 @@ class Connection:
                 self._client.report_to(self._log)
         return self._client
 
+    @property
+    def has_git(self) -> bool:
+        """Whether the git transport may be tried (the remote has a factory for it)."""
+        return self.remote.git is not None
+
+    def git(self) -> GitTransport:
+        """The git transport of the repository (made on first use)."""
+        if self._git is None:
+            if self.remote.git is None:
+                raise UsageError("the git branch transport is not available here")
+            if not self.token:
+                raise UsageError(
+                    "the branch target needs a token: pass --token or set IVY_MATRIX_TOKEN, "
+                    "GITHUB_TOKEN or GH_TOKEN (the action's 'token' input defaults to "
+                    "github.token)"
+                )
+            self._git = self.remote.git(self.server_url, self.repository, self.token)
+        return self._git
+
+    def job_finished(self, job_id: int) -> bool | None:
+        """Whether GitHub says the job has finished (None: it cannot say, e.g. no
+        ``actions: read``): how a waiting leg tells a gone folder from a slow one."""
+        if not self.available:
+            return None
+        try:
+            status = self.client.get_job_status(self.repository, job_id)
+        except GitHubAPIError:
+            return None
+        return None if status is None else status == "completed"
+
     def spent(self) -> Spend | None:
         """What the client spent of GitHub's budgets (None: it was never opened)."""
         return None if self._client is None else self._client.spent()
 
     def close(self) -> None:
+        if self._git is not None:
+            git = self._git
+            if self._log is not None and (git.fetches or git.listings or git.pushes):
+                self._log.info(
+                    f"git over HTTPS: {git.fetches} fetch(es), {git.listings} listing(s), "
+                    f"{git.pushes} push(es) to {git.url} (not REST API requests)"
+                )
+            git.close()
         if self._client is not None:
             self._client.close()

@@ -23,7 +23,7 @@ from typing import Protocol
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.types import Tree
 from ivy_matrix.pr.state import NewerFormatError, RefState, dump_ref_state, load_ref_state
-from ivy_matrix.stores.snapshot import git_blob_sha
+from ivy_matrix.stores.tree import git_blob_sha
 
 REF_PREFIX = "refs/ivy-matrix/pr/"
 FILE = "verdicts.json"

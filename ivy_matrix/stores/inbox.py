@@ -1,158 +1,178 @@
-"""The inbox of matrix legs: each leg's results under a ref of its own, read and removed.
+"""The inbox of the branch store: each update's results under a ref of its own, read back,
+checked, and merged into the branch.
 
-I/O, through the git-data calls of :class:`InboxAPI`. A matrix leg publishes its results (its
-columns merged into nothing, plus its ``LEGS`` entry) as one root commit under
-``refs/ivy-matrix/inbox/<branch>/<run>-<size>-<index>-<tree>``: a ref nobody else writes
-(create-if-absent, so no contention; the same results always get the same name). The leg that
-folds lists the inbox (one request), reads each pending object once (kept by commit sha) and,
-once its commit holding them has landed, deletes the refs it folded. How and when legs fold is
-the branch store's loop (``branch.py``); merging results into states is pure
-(:func:`fold_results`).
+I/O through a :class:`~ivy_matrix.stores.remote.BranchRemote` (building an object is local over
+git). An update that does not commit its results itself (a matrix leg, or a writer that lost
+the branch to another) publishes them as one root commit (its dashboards' states merged into
+nothing, in layout 2's paths) under ``refs/ivy-matrix/inbox/<branch>/<run>-<size>-<index>-
+<tree>``: a ref nobody else writes, created if absent, so publishing never contends and the
+same results always get the same name. The commit's message names the job that wrote it
+(``holder:``, ``job:``, ``run:``): the fold lease points at it (``stores/lease.py``).
 
-**Design, chosen by measurement.** A leg reads its
-own columns (to write nothing when its results are already there, and for a dry run),
-then publishes its results (its columns merged into nothing: a root commit of one tree, 3
-content-creating requests) under ``refs/ivy-matrix/inbox/<branch>/<run>-<size>-<index>-<tree>``,
-a ref nobody else writes (create-if-absent, no contention; the same results always get the
-same name). Then the leg whose ref is its run's first pending one *folds*: it lists the
-inbox (one request), reads each pending object once (kept by commit sha), merges all of
-them into the branch's columns with ``merge.union_states`` (idempotent and
-order-independent), records every folded leg in ``LEGS`` (rendering when that completes a
-run), commits with compare-and-swap, and only then deletes the refs it folded. Other legs
-poll the inbox (windows of 0.5, 1, then 2 s) until their ref is gone, which means their
-results are on the branch; the k-th pending ref's leg folds itself after ``PATIENCE`` + k
-polls, so a folder that died is replaced by one leg (not all at once) and cannot block, and
-refs left by a dead run are folded by the next run's legs (results already in change
-nothing). A crash between the commit and the deletes leaves refs whose results are in:
-folding them again writes nothing for them. Measured (``bench/store_scale.py``,
-bench/README.md): 128 legs in 12.6-14.5 s instead of 79-96 s (3.5-4x one leg), at most 2
-tries, 15-16 requests per leg (median); each leg costs 3 content-creating requests for its
-inbox object and 1 for the deletion of its ref, plus 3 per fold commit.
+A folder reads every pending object once (kept by commit sha) and checks it: a file that is
+not a dashboard state, a state that does not load (garbage, truncated JSON), or one under
+another dashboard's path makes the object *bad*: its readable states are still folded, and its
+ref is moved aside to ``refs/ivy-matrix/rejected/<branch>/...`` with a warning naming the ref
+and the reason, so no bad object stops a run, or any later run, from landing its cells.
+Merging results into states is pure (:func:`fold_results`).
 """
 
 from __future__ import annotations
 
-import threading
+import re
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
-from typing import Protocol
+from dataclasses import dataclass, field, replace
 
+from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.fold import Merged
 from ivy_matrix.merge import union_states
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.statefile import dump_state, split_columns
+from ivy_matrix.statefile import dump_state, load_state
 from ivy_matrix.stores.layout import (
     BranchLayout,
-    Leg,
+    Scope,
     dump_runs,
     inbox_prefix,
     inbox_ref,
+    lease_ref,
     parse_inbox_ref,
 )
-from ivy_matrix.stores.snapshot import BranchReader, GitReads
+from ivy_matrix.stores.remote import BranchRemote
 
-# Requests sent at once when a folder reads inbox objects or deletes the refs it folded.
-PARALLEL = 16
+_JOB = re.compile(r"^job: ([0-9]{1,19})$", re.MULTILINE)
+_RUN = re.compile(r"^run: ([0-9]{1,19})$", re.MULTILINE)
 
 
-class InboxAPI(GitReads, Protocol):
-    """The git-data calls the inbox needs (``github.client.GitHubClient`` has them)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pending:
+    """The inbox as listed: its result refs (name -> commit, oldest run first), the lease, and
+    names that are not ours (moved aside by the next fold)."""
 
-    def create_tree(
-        self, repo: str, base_tree: str | None, files: Mapping[str, str | None]
-    ) -> str: ...
+    refs: dict[str, str] = field(default_factory=dict)
+    # (run id, matrix size, leg index) of each ref, in the same order.
+    legs: tuple[tuple[int, int, int], ...] = ()
+    lease: str | None = None
+    strays: dict[str, str] = field(default_factory=dict)
 
-    def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
 
-    def create_ref(self, repo: str, ref: str, sha: str) -> bool: ...
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Results:
+    """What the pending objects hold: their readable states, and why each bad one is bad."""
 
-    def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
-
-    def delete_ref(self, repo: str, ref: str) -> bool: ...
+    states: list[DashboardState]
+    bad: dict[str, str]
 
 
 class Inbox:
-    """The inbox refs of one branch: publish a leg's results, list, read and delete them."""
+    """The inbox of one branch: publish results, list, read and check them."""
 
     def __init__(
-        self,
-        client: InboxAPI,
-        repo: str,
-        *,
-        branch: str,
-        layout: BranchLayout,
-        reader: BranchReader,
-        message: str,
+        self, remote: BranchRemote, *, branch: str, layout: BranchLayout, message: str
     ) -> None:
-        self.client = client
-        self.repo = repo
-        self.prefix = inbox_prefix(branch)
+        self.remote = remote
         self.branch = branch
+        self.prefix = inbox_prefix(branch)
+        self.lease = lease_ref(branch)
         self.layout = layout
         self.message = message
-        self._reader = reader
-        # Inbox commits read (or written) here: commit sha -> its result columns.
-        self._objects: dict[str, list[DashboardState]] = {}
-        self._lock = threading.Lock()
+        # Objects read (or written) here: commit sha -> (states, why it is bad or None).
+        self._objects: dict[str, tuple[list[DashboardState], str | None]] = {}
 
-    def publish(self, leg: Leg) -> str:
-        """Write ``leg``'s results (its columns, merged into nothing) as one root commit under
-        an inbox ref nobody else writes; return the ref. Three content-creating requests."""
-        columns = [
-            column
-            for state in leg.change({}).to_save().values()
-            for column in split_columns(state).values()
-        ]
-        files = {
-            self.layout.column_path(column.id, column.backend_names[0]): dump_state(column)
-            for column in columns
-        }
-        files[self.layout.legs_path] = dump_runs({leg.run_id: (leg.size, frozenset({leg.index}))})
-        tree = self.client.create_tree(self.repo, None, files)
-        commit = self.client.create_commit(self.repo, f"{self.message} (results)", tree, [])
-        ref = inbox_ref(self.branch, leg, tree)
-        # False: the same results are already waiting under this name (a retried request
-        # that had landed, or an identical re-run): either way they are in the inbox.
-        self.client.create_ref(self.repo, ref, commit)
-        with self._lock:
-            self._objects[commit] = columns
-        return ref
+    def write(self, scope: Scope) -> tuple[str, str]:
+        """Build the object of ``scope``'s results (written locally over git); return (its
+        commit, its ref name). Nothing is pushed here."""
+        states = list(scope.change({}, ()).to_save().values())
+        files = {self.layout.state_path(state.id): dump_state(state) for state in states}
+        if scope.matrix is not None:
+            leg = scope.matrix
+            files[self.layout.legs_path] = dump_runs(
+                {leg.run_id: (leg.size, frozenset({leg.index}))}
+            )
+        tree = self.remote.write_tree(None, files)
+        message = (
+            f"{self.message} (results)\n\nholder: {scope.holder}\n"
+            f"job: {scope.job_id if scope.job_id is not None else ''}\nrun: {scope.run_id}\n"
+        )
+        commit = self.remote.write_commit(message, tree, [])
+        self._objects[commit] = (states, None)
+        return commit, inbox_ref(self.branch, scope.run_id, scope.matrix, tree)
 
-    def pending(self) -> dict[str, str]:
-        """The inbox refs of this branch (name -> commit), by name; other names are ignored."""
-        listed = self.client.list_refs(self.repo, self.prefix)
-        return {ref: listed[ref] for ref in sorted(listed) if parse_inbox_ref(self.prefix, ref)}
+    def pending(self, listed: Mapping[str, str]) -> Pending:
+        """The inbox in a listing of its prefix (see :class:`Pending`)."""
+        refs = {}
+        strays = {}
+        for ref, sha in listed.items():
+            if ref == self.lease:
+                continue
+            parsed = parse_inbox_ref(self.prefix, ref)
+            if parsed is None:
+                strays[ref] = sha
+            else:
+                refs[ref] = (parsed, sha)
+        ordered = sorted(refs.items(), key=lambda item: (item[1][0], item[0]))
+        return Pending(
+            refs={ref: sha for ref, (_, sha) in ordered},
+            legs=tuple(parsed for _, (parsed, _) in ordered),
+            lease=listed.get(self.lease),
+            strays=strays,
+        )
 
-    def legs(self, pending: Mapping[str, str]) -> list[tuple[int, int, int]]:
-        """(run id, matrix size, leg index) of each leg whose results wait under ``pending``."""
-        return [found for ref in pending if (found := parse_inbox_ref(self.prefix, ref))]
+    def read(self, refs: Mapping[str, str]) -> Results:
+        """The states of every object under ``refs`` (each read and checked once)."""
+        states: list[DashboardState] = []
+        bad: dict[str, str] = {}
+        for ref, sha in refs.items():
+            found = self._objects.get(sha)
+            if found is None:
+                found = self._objects[sha] = self._check(ref, sha)
+            states.extend(found[0])
+            if found[1] is not None:
+                bad[ref] = found[1]
+        return Results(states=states, bad=bad)
 
-    def states(self, pending: Mapping[str, str]) -> list[DashboardState]:
-        """The result columns of every pending inbox commit (each listed and read once)."""
-        with self._lock:
-            missing = [sha for sha in dict.fromkeys(pending.values()) if sha not in self._objects]
-        if missing:
-            with ThreadPoolExecutor(max_workers=min(PARALLEL, len(missing))) as pool:
-                trees = list(pool.map(lambda sha: self.client.get_tree(self.repo, sha), missing))
-            read = self._reader.read_files(trees)
-            with self._lock:
-                self._objects.update(zip(missing, read, strict=True))
-        with self._lock:
-            return [
-                state for sha in dict.fromkeys(pending.values()) for state in self._objects[sha]
-            ]
+    def _check(self, ref: str, sha: str) -> tuple[list[DashboardState], str | None]:
+        """The readable states of one object, and why it is bad (None: it is not)."""
+        layout = self.layout
+        try:
+            tree = self.remote.tree(sha)
+            files = {p: b for p, b in tree.files.items() if p != layout.legs_path}
+            texts = self.remote.texts(set(files.values()))
+        except GitHubAPIError as error:
+            return [], f"its object cannot be read ({error})"
+        states: list[DashboardState] = []
+        problems: list[str] = []
+        for path, blob in sorted(files.items()):
+            if not layout.is_state_file(path):
+                problems.append(f"{path} is not a dashboard state")
+                continue
+            try:
+                state = load_state(texts[blob], where=f"{path} of {ref}")
+            except StoreError as error:
+                problems.append(str(error))
+                continue
+            if path != layout.state_path(state.id):
+                problems.append(
+                    f"{path} holds dashboard {state.key!r}, whose state belongs in "
+                    f"{layout.state_path(state.id)}"
+                )
+                continue
+            states.append(state)
+        if not files:
+            problems.append("it holds no results")
+        return states, "; ".join(problems[:3]) or None
 
-    def delete(self, pending: Mapping[str, str]) -> None:
-        """Delete the refs of ``pending`` (only once the branch holds their results)."""
-        with ThreadPoolExecutor(max_workers=min(PARALLEL, len(pending))) as pool:
-            list(pool.map(lambda ref: self.client.delete_ref(self.repo, ref), pending))
+
+def holder_of(message: str) -> tuple[int | None, int | None]:
+    """(job id, run id) named by an inbox object's message (None where it names none)."""
+    job = _JOB.search(message)
+    run = _RUN.search(message)
+    return (int(job.group(1)) if job else None, int(run.group(1)) if run else None)
 
 
 def fold_results(
     states: Mapping[DashboardId, DashboardState], results: Sequence[DashboardState], history: int
 ) -> dict[DashboardId, DashboardState]:
-    """``states`` with every result column merged in (idempotent, order-independent)."""
+    """``states`` with every result merged in (idempotent, order-independent)."""
     folded = dict(states)
     for result in results:
         mine = folded.get(result.id)
@@ -161,7 +181,7 @@ def fold_results(
 
 
 def own_reports(folded: Merged, own: Merged) -> Merged:
-    """``folded`` with the cells, rows and columns this leg's results added as ``own`` (its
+    """``folded`` with the cells, rows and columns this update's results added as ``own`` (its
     read before publishing) counted them, and the fold's retirement kept."""
     reports = dict(folded.reports)
     for key, mine in own.reports.items():

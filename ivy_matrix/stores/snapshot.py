@@ -1,208 +1,171 @@
-"""Reading the branch store's branch at one commit: its states, revision and finished legs.
+"""Reading the branch store's branch at one commit: the states asked for, the index, revision
+and finished legs.
 
-I/O: reads only, through a :class:`GitReads` client (``github.client.GitHubClient``); writes
-are in ``branch.py``, the paths in ``stores/layout.py``. :meth:`BranchReader.read` takes
-the tip that one try of the compare-and-swap loop (``branch.py``) read, and returns a
-:class:`Snapshot`:
+I/O: reads only, through a :class:`~ivy_matrix.stores.remote.BranchRemote` (over git every
+read is local once the branch was fetched; over REST a tree listing and a request per blob);
+writes are in ``stores/branch.py``, the paths in ``stores/layout.py``.
+:meth:`BranchReader.read` takes the tip one try read and returns a :class:`Snapshot`:
 
-- the tip's tree is listed once (recursively; a listing cut short is completed folder by
-  folder, by the client);
-- the blobs needed are read several at once (the client's ``get_blob_texts``), each once per
-  reader: they are cached by git blob sha, so a retry on a fresher tip reads only the blobs
-  whose sha changed (and the store adds the blobs it committed itself);
-- the finished-legs record and the revision come in the first batch of reads, with a matrix
-  leg's own columns; a leg whose run is not complete yet reads only those columns (``whole``
-  False), everything else reads every dashboard's state files.
+- the tip's tree is listed once; the index file (``INDEX``), ``REVISION`` and ``LEGS`` come in
+  the first batch of reads;
+- with a valid index that describes this revision, only the dashboards asked for are read
+  (one document each); :meth:`BranchReader.more` adds others later (retirement);
+- without one (a branch of layout 1, or one an older version wrote since), every state file
+  is read, whatever its layout, joined by dashboard, and the summaries are computed: the
+  writer then migrates the branch to layout 2 (``stores/commit.py``);
+- blobs are cached by sha across tries, so a retry on a fresher tip reads only what changed.
 
-Each state file is checked against its path (a column holds one backend of the dashboard
-whose folder it is in, an older one-file state that dashboard): a misplaced file is a
+Each state file is checked against its path (a dashboard's document where its name puts it,
+a column of an older layout in its dashboard's folder): a misplaced file is a
 :class:`~ivy_matrix.errors.StoreError` naming it.
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Collection, Iterable
+from dataclasses import replace
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.paths import column_file
 from ivy_matrix.statefile import join_columns, load_state
-from ivy_matrix.stores.layout import BranchLayout, Leg, Runs, load_runs, record_leg
-
-
-class TreeListing(Protocol):
-    """A listed tree: its sha and its files (path -> blob sha)."""
-
-    @property
-    def sha(self) -> str: ...
-
-    @property
-    def files(self) -> Mapping[str, str]: ...
-
-
-class GitReads(Protocol):
-    """The git-data reads of the branch store (``github.client.GitHubClient`` has them)."""
-
-    def get_branch_head(self, repo: str, branch: str) -> str | None: ...
-
-    def get_tree(self, repo: str, tree_ish: str) -> TreeListing: ...
-
-    def get_blob_text(self, repo: str, sha: str) -> str: ...
-
-    def get_blob_texts(self, repo: str, shas: Collection[str]) -> dict[str, str]: ...
-
-
-def git_blob_sha(text: str) -> str:
-    """The git object id of a blob holding ``text`` as UTF-8 (``git hash-object``)."""
-    data = text.encode("utf-8")
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class _EmptyTree:
-    """The tree of a branch that does not exist yet."""
-
-    sha: str = ""
-    files: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """The branch at ``tip`` (None: no branch yet), as one try of an update read it."""
-
-    tip: str | None
-    tree: TreeListing
-    states: dict[DashboardId, DashboardState]
-    revision: int = 0
-    legs: Runs = field(default_factory=dict)
-    # Every dashboard's state files on the branch (columns, and the one-file form of older
-    # versions), by dashboard; only for the dashboards read.
-    paths: dict[DashboardId, set[str]] = field(default_factory=dict)
-    whole: bool = True  # every dashboard was read
+from ivy_matrix.stores.index import load_index, summarize
+from ivy_matrix.stores.layout import MAX_MATRIX_SIZE, BranchLayout, Runs, load_runs
+from ivy_matrix.stores.remote import BranchRemote
+from ivy_matrix.stores.tree import EmptyTree, Snapshot, TreeListing, git_blob_sha
 
 
 class BranchReader:
-    """Reads ``branch`` of ``repo`` laid out as ``layout``, with one blob cache across reads."""
+    """Reads ``branch`` laid out as ``layout``, with one blob cache across reads."""
 
-    def __init__(self, client: GitReads, repo: str, branch: str, layout: BranchLayout) -> None:
-        self.client = client
-        self.repo = repo
+    def __init__(self, remote: BranchRemote, branch: str, layout: BranchLayout) -> None:
+        self.remote = remote
         self.branch = branch
         self.layout = layout
         self._blobs: dict[str, str] = {}
-        self._trees: dict[str, TreeListing] = {}
         # Each blob decoded once, however many reads (a fold's, then its render's, a retry's)
         # meet it: a blob's text never changes, and states are frozen values.
-        self._states: dict[str, DashboardState] = {}
+        self._decoded: dict[str, DashboardState] = {}
 
     def remember(self, text: str) -> None:
         """Cache a blob this process wrote, so that the next read does not fetch it."""
         self._blobs[git_blob_sha(text)] = text
 
-    def _blob(self, sha: str) -> str:
-        text = self._blobs.get(sha)
-        if text is None:
-            text = self._blobs[sha] = self.client.get_blob_text(self.repo, sha)
-        return text
-
     def _fetch(self, shas: Iterable[str]) -> None:
-        """Read every blob not read before, in one batch (the client reads several at once)."""
+        """Read every blob not read before, in one batch."""
         missing = {sha for sha in shas if sha not in self._blobs}
         if missing:
-            self._blobs.update(self.client.get_blob_texts(self.repo, missing))
+            self._blobs.update(self.remote.texts(missing))
 
-    def _load(self, path: str, sha: str) -> DashboardState:
-        """One state file (a column, or an older one-file state), checked against its path."""
+    def _where(self, path: str) -> str:
+        return f"{path} on branch {self.branch}"
+
+    def read(self, tip: str | None, dashboards: Collection[DashboardId] | None) -> Snapshot:
+        """The branch at ``tip``: the ``dashboards`` asked for (None: every one), or every
+        one when the branch has no valid index (see the module docstring)."""
+        if tip is None:
+            return Snapshot(None, EmptyTree(), {}, {})
+        tree = self.remote.tree(tip)
         layout = self.layout
-        where = f"{path} on branch {self.branch} of {self.repo}"
-        state = self._states.get(sha)
-        if state is None:
-            state = self._states[sha] = load_state(self._blob(sha), where=where)
-        names = state.backend_names
-        column = len(names) == 1 and path == layout.column_path(state.id, names[0])
-        if path != layout.state_path(state.id) and not column:
-            raise StoreError(
-                f"cannot read dashboard state {where}: it holds dashboard {state.key!r}, "
-                f"whose state belongs in {layout.state_path(state.id)} or its columns in "
-                f"{layout.state_dir}/{column_file(state.id, '*')}; move or delete the file"
-            )
-        return state
+        small = [layout.summary_path, layout.revision_path, layout.legs_path]
+        wanted = [] if dashboards is None else [layout.state_path(d) for d in dashboards]
+        self._fetch(sha for path in [*small, *wanted] if (sha := tree.files.get(path)))
+        revision = self._revision(tree)
+        legs = self._legs(tree)
+        found = self._text(tree, layout.summary_path)
+        index = None if found is None else load_index(found)
+        if index is None or index[0] != revision or dashboards is None:
+            states, paths = self._states(tree, None)
+            summaries = {dashboard: summarize(state) for dashboard, state in states.items()}
+            return Snapshot(
+                tip, tree, states, summaries, revision, legs, paths, indexed=index is not None
+                and index[0] == revision,
+            )  # fmt: skip
+        summaries = index[1]
+        states, paths = self._states(tree, set(dashboards))
+        whole = set(summaries) <= set(states)
+        return Snapshot(tip, tree, states, summaries, revision, legs, paths, whole=whole)
 
-    def read(self, tip: str | None, leg: Leg | None, *, whole: bool = True) -> Snapshot:
-        """The branch at ``tip``: every dashboard, or only ``leg``'s columns (``whole``
-        False), unless this leg completes its run (then it reads everything: it renders)."""
-        if leg is None or whole:
-            return self.read_paths(tip, None, lambda _: True)
-        return self.read_paths(
-            tip, self.layout.leg_paths(leg), lambda legs: record_leg(legs, leg)[1]
+    def more(self, snapshot: Snapshot, dashboards: Collection[DashboardId]) -> Snapshot:
+        """``snapshot`` with these dashboards read too."""
+        missing = {d for d in dashboards if d not in snapshot.states}
+        if not missing or snapshot.tip is None:
+            return snapshot
+        paths = {self.layout.state_path(d) for d in missing}
+        self._fetch(sha for path in paths if (sha := snapshot.tree.files.get(path)))
+        states, found = self._states(snapshot.tree, missing)
+        every = {**snapshot.states, **states}
+        return replace(
+            snapshot,
+            states=every,
+            paths={**snapshot.paths, **found},
+            whole=set(snapshot.summaries) <= set(every),
         )
 
-    def read_paths(
-        self, tip: str | None, paths: Collection[str] | None, complete: Callable[[Runs], bool]
-    ) -> Snapshot:
-        """The branch at ``tip``: the state files in ``paths`` (None: every dashboard), or
-        every dashboard when ``complete`` says the finished-legs record at ``tip`` makes a
-        run complete (the writer then renders)."""
-        if tip is None:
-            return Snapshot(None, _EmptyTree(), {}, whole=paths is None or complete({}))
-        tree = self._trees.get(tip) or self.client.get_tree(self.repo, tip)
-        self._trees = {tip: tree}  # a commit's tree never changes: kept for the next read
+    def _states(
+        self, tree: TreeListing, dashboards: set[DashboardId] | None
+    ) -> tuple[dict[DashboardId, DashboardState], dict[DashboardId, set[str]]]:
+        """The states of ``dashboards`` (None: every state file, any layout), by dashboard,
+        and the files each came from."""
         layout = self.layout
-        # The small files every try needs, and the wanted columns, in one batch of reads.
-        first = [tree.files.get(layout.legs_path), tree.files.get(layout.revision_path)]
-        first += [tree.files.get(path) for path in paths or ()]
-        self._fetch(sha for sha in first if sha is not None)
-        legs = self._legs(tree)
-        wanted = None if paths is None or complete(legs) else set(paths)
-        files = {
-            path: sha
-            for path, sha in sorted(tree.files.items())
-            if layout.is_state_file(path) and (wanted is None or path in wanted)
-        }
+        if dashboards is None:
+            files = {p: sha for p, sha in tree.files.items() if layout.is_state_file(p)}
+        else:
+            files = {
+                path: sha
+                for d in dashboards
+                if (sha := tree.files.get(path := layout.state_path(d))) is not None
+            }
         self._fetch(files.values())
         parts: dict[DashboardId, list[DashboardState]] = {}
         found: dict[DashboardId, set[str]] = {}
-        for path, sha in files.items():
+        for path, sha in sorted(files.items()):
             state = self._load(path, sha)
             parts.setdefault(state.id, []).append(state)
             found.setdefault(state.id, set()).add(path)
         states = {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
-        return Snapshot(tip, tree, states, self._revision(tree), legs, found, whole=wanted is None)
+        return states, found
+
+    def _load(self, path: str, sha: str) -> DashboardState:
+        """One state file, checked against its path (see the module docstring)."""
+        layout = self.layout
+        where = self._where(path)
+        state = self._decoded.get(sha)
+        if state is None:
+            state = self._decoded[sha] = load_state(self._blobs[sha], where=where)
+        names = state.backend_names
+        column = len(names) == 1 and path == layout.column_path(state.id, names[0])
+        if path not in {layout.state_path(state.id), layout.one_file_path(state.id)} and not column:
+            raise StoreError(
+                f"cannot read dashboard state {where}: it holds dashboard {state.key!r}, "
+                f"whose state belongs in {layout.state_path(state.id)}; move or delete the file"
+            )
+        return state
+
+    def _text(self, tree: TreeListing, path: str) -> str | None:
+        sha = tree.files.get(path)
+        return None if sha is None else self._blobs[sha]
 
     def text(self, tree: TreeListing, path: str) -> str | None:
-        """The text of the file at ``path`` in ``tree`` (None when it has none)."""
+        """The text of the file at ``path`` in ``tree`` (None when it has none), read once."""
         sha = tree.files.get(path)
-        return None if sha is None else self._blob(sha)
-
-    def read_files(self, trees: Sequence[TreeListing]) -> list[list[DashboardState]]:
-        """The state files of each listed tree that is not the branch (a leg's inbox
-        object), each checked against its path; the blobs of all of them in one batch."""
-        files = [
-            {path: sha for path, sha in tree.files.items() if self.layout.is_state_file(path)}
-            for tree in trees
-        ]
-        self._fetch(sha for found in files for sha in found.values())
-        return [[self._load(path, sha) for path, sha in sorted(f.items())] for f in files]
+        if sha is None:
+            return None
+        self._fetch([sha])
+        return self._blobs[sha]
 
     def _revision(self, tree: TreeListing) -> int:
-        path = self.layout.revision_path
-        sha = tree.files.get(path)
-        if sha is None:
+        text = self._text(tree, self.layout.revision_path)
+        if text is None:
             return 0
-        text = self._blob(sha).strip()
-        if not text.isdigit():
+        if not (text.strip().isascii() and text.strip().isdigit()):
             raise StoreError(
-                f"cannot read {path} on branch {self.branch} of {self.repo}: "
-                f"expected a number, found {text[:40]!r}; delete the file to start again at 0"
+                f"cannot read {self._where(self.layout.revision_path)}: expected a number, "
+                f"found {text[:40]!r}; delete the file to start again at 0"
             )
-        return int(text)
+        return int(text.strip())
 
     def _legs(self, tree: TreeListing) -> Runs:
-        path = self.layout.legs_path
-        sha = tree.files.get(path)
-        if sha is None:
+        text = self._text(tree, self.layout.legs_path)
+        if text is None:
             return {}
-        return load_runs(self._blob(sha), where=f"{path} on branch {self.branch}")
+        return load_runs(text, where=self._where(self.layout.legs_path), max_size=MAX_MATRIX_SIZE)

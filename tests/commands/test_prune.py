@@ -11,7 +11,6 @@ from ivy_matrix.cli import main
 from ivy_matrix.errors import ExitCode
 from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId
-from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import join_columns, load_state
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
@@ -260,7 +259,6 @@ def seeded_fixture(fake: FakeGitHub, store: LocalStore) -> FakeGitHub:
             REPO,
             "ivy-matrix",
             message="seed",
-            render=lambda merged, _keys: render_files(merged.ordered(), style=Style.IVY),
         ).update(lambda _: Merged(states=states, changed=tuple(s.key for s in states.values())))
     finally:
         client.close()
@@ -278,14 +276,14 @@ def test_prune_on_the_branch_is_one_commit_of_state_markdown_and_index(seeded, c
     assert fake.files("ivy-matrix") == before
     dry = capsys.readouterr().err
     assert "would remove dashboard nn/layers" in dry
-    assert f"{STATE_DIR}/nn/layers.d/torch.json" in dry
+    assert f"{STATE_DIR}/nn/layers.json" in dry
     assert "nn/layers.md" in dry
 
     assert main(["prune", "--dashboard", "nn/layers", "--backend", "jax"], env) == ExitCode.INPUT
     assert "no backend 'jax'" in capsys.readouterr().err
     assert main(["prune", "--dashboard", "nn/layers"], env) == 0
     files = fake.files("ivy-matrix")
-    assert f"{STATE_DIR}/nn/layers.d/torch.json" not in files
+    assert f"{STATE_DIR}/nn/layers.json" not in files
     assert "nn/layers.md" not in files
     assert b"nn/layers" not in files["README.md"]
     assert set(branch_states(fake)) == {"core/gradients"}
@@ -297,7 +295,7 @@ def test_prune_on_the_branch_is_one_commit_of_state_markdown_and_index(seeded, c
     # past alone).
     assert b"jax" not in files["README.md"].partition(b"## Trend")[0]
     assert branch_states(fake)["core/gradients"].backend_names == ("torch",)
-    assert f"{STATE_DIR}/core/gradients.d/jax.json" not in files
+    assert f"{STATE_DIR}/core/gradients.json" in files
     assert len(fake.requests_to("POST", r"/git/commits")) == commits + 2
 
 
@@ -309,7 +307,7 @@ def test_an_idle_dashboard_on_the_branch_retires_with_its_files(seeded):
         args = ["update", "--backend", "torch", "--junit", "g.xml", "--retire-after-runs", "2"]
         assert main(args, env) == 0
     files = fake.files("ivy-matrix")
-    assert f"{STATE_DIR}/nn/layers.d/torch.json" not in files
+    assert f"{STATE_DIR}/nn/layers.json" not in files
     assert "nn/layers.md" not in files
     assert b"nn/layers" not in files["README.md"]
     assert branch_states(fake)["core/gradients"].backend_names == ("torch",)

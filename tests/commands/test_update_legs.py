@@ -15,7 +15,7 @@ import pytest
 from ivy_matrix.cli import main
 from ivy_matrix.model import CaseCounts, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker
-from ivy_matrix.statefile import join_columns, load_state
+from ivy_matrix.statefile import load_state
 from tests.commands.results import (
     CORE_GRADIENTS,
     error_lines,
@@ -193,11 +193,9 @@ def test_legs_and_matrix_size_are_refused_together(workdir, capsys):
 
 
 def branch_state(fake: FakeGitHub):
-    return join_columns(
-        load_state(data.decode(), where=path)
-        for path, data in fake.files("ivy-matrix").items()
-        if path.startswith(".ivy-matrix/state/core/gradients.d/")
-    )
+    """The state of core/gradients on the dashboard branch (one document, layout 2)."""
+    path = ".ivy-matrix/state/core/gradients.json"
+    return load_state(fake.files("ivy-matrix")[path].decode(), where=path)
 
 
 def test_the_fan_in_job_commits_every_leg_once_and_a_rerun_writes_nothing(workdir, fake):

@@ -206,7 +206,8 @@ def test_history_zero_is_refused():
         ({"matrix_size": "4"}, "go together"),
         ({"matrix_index": "0"}, "go together"),
         ({"matrix_size": "4", "matrix_index": "4"}, "must be 0 to 3"),
-        ({"matrix_size": "0", "matrix_index": "0"}, "at least 1 leg"),
+        ({"matrix_size": "0", "matrix_index": "0"}, "a matrix has 1 to 256 legs"),
+        ({"matrix_size": "99999999999", "matrix_index": "0"}, "a matrix has 1 to 256 legs"),
     ],
 )
 def test_matrix_size_and_index_go_together_and_the_index_is_in_range(given, message):

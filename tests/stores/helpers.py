@@ -1,26 +1,30 @@
-"""What the tests of the branch store share: matrix legs' changes, stores built for tests, and
-checks that every cell landed and that the pages are a render of the state."""
+"""What the tests of the branch store share: legs' results, stores built for tests (over the
+REST API's doubles or git's real protocol), and checks that every cell landed and that the
+branch's markdown is a render of its state."""
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.client import GitHubClient
-from ivy_matrix.merge import Batch, apply_batch
+from ivy_matrix.github.git_transport import GitTransport
+from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.render import RenderedFile, Style, render_files
+from ivy_matrix.render import Style, render_files
 from ivy_matrix.statefile import join_columns, load_state
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import BranchStore
-from ivy_matrix.stores.layout import Leg
-from tests.concurrency import at_once
+from ivy_matrix.stores.layout import MatrixLeg, Scope
+from ivy_matrix.trend import TREND_NAME, load_trend
+from tests.concurrency import VirtualClock, at_once
 from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub
+from tests.github.git_server import GitServer
 from tests.github.memory import MemoryGitHub
 
 REPO = "acme/widgets"
@@ -35,9 +39,16 @@ DASHBOARDS = (
 ROWS = 40
 OUTCOMES = (Outcome.SUCCESS, Outcome.FAILURE, Outcome.SKIPPED)
 INBOX = f"refs/ivy-matrix/inbox/{BRANCH}/"
+LEASE = f"{INBOX}lease"
 # What the stores are given in tests: our client on the HTTP fake, or the in-memory model,
 # which has the same methods (the stores are typed against the protocols they declare).
 Client = GitHubClient | MemoryGitHub
+
+
+class Branches(Protocol):
+    """A double that can show a branch's files: the HTTP fake, the model, the git server."""
+
+    def files(self, branch: str, repo: str = REPO) -> dict[str, bytes]: ...
 
 
 def client(github: FakeGitHub | MemoryGitHub, **options: Any) -> Client:
@@ -48,14 +59,20 @@ def client(github: FakeGitHub | MemoryGitHub, **options: Any) -> Client:
     return fake_client(github, **options)
 
 
-def store(gh: Client, seed: int = 0, **options: Any) -> BranchStore:
+def git_transport(server: GitServer, token: str = "t", **options: Any) -> GitTransport:
+    """The git transport of the server's repository, with short waits between retries."""
+    options.setdefault("sleep", lambda seconds: time.sleep(min(seconds, 0.02)))
+    return GitTransport(server_url=server.url, repository=REPO, token=token, **options)
+
+
+def store(gh: Client | None, seed: int = 0, **options: Any) -> BranchStore:
     """A branch store that retries after short waits, its jitter seeded with ``seed``."""
+    options.setdefault("sleep", lambda seconds: time.sleep(min(seconds, 0.05)))
     return BranchStore(
         gh,
         REPO,
         BRANCH,
         STATE_DIR,
-        sleep=time.sleep,
         rng=random.Random(seed),
         base_delay=0.02,
         max_delay=0.5,
@@ -63,58 +80,108 @@ def store(gh: Client, seed: int = 0, **options: Any) -> BranchStore:
     )
 
 
-def commit(branch: BranchStore, change, message: str) -> Saved:
-    """One update whose ``change`` returns (every state, the rendered files), as ``message``."""
-    rendered: list[RenderedFile] = []
-
-    def merged(states: Mapping[DashboardId, DashboardState]) -> Merged:
-        new, files = change(states)
-        rendered[:] = files
-        return Merged(states=new, changed=tuple(state.key for state in new.values()))
-
-    branch.message = message
-    branch.render = lambda _states, _keys: list(rendered)
-    return branch.update(merged)
-
-
-def job_url(job_id: int) -> str:
-    return f"https://github.com/{REPO}/actions/runs/{RUN}/job/{job_id}"
+def job_url(job_id: int, run: int = RUN) -> str:
+    return f"https://github.com/{REPO}/actions/runs/{run}/job/{job_id}"
 
 
 def outcome(leg: int, row: int) -> Outcome:
     return OUTCOMES[(leg + row) % len(OUTCOMES)]
 
 
-def leg_change(leg: int, *, rows: int = ROWS, calls: list[int] | None = None):
-    """The change one matrix leg makes: its own column in every dashboard, then a re-render."""
-    backend, job_id = f"b{leg:02d}", 1000 + leg
-    source = Source(run=RunKey(RUN, 1, job_id), url=job_url(job_id), time="2026-11-21T10:00:00Z")
+def leg_batches(
+    leg: int,
+    *,
+    rows: int = ROWS,
+    run: int = RUN,
+    attempt: int = 1,
+    flip: int = 0,
+    dashboards: Collection[DashboardId] = DASHBOARDS,
+) -> list[Batch]:
+    """Leg ``leg``'s results: its backend's column (``bNN``) in every dashboard."""
+    backend, job_id = f"b{leg:02d}", 1000 + leg + 100 * (attempt - 1)
+    source = Source(
+        run=RunKey(run, attempt, job_id), url=job_url(job_id, run), time="2026-11-21T10:00:00Z"
+    )
+    return [
+        Batch(
+            dashboard=dashboard,
+            cells={
+                f"test_{row:02d}": {backend: Entry(source=source, outcome=outcome(leg + flip, row))}
+                for row in range(rows)
+            },
+        )
+        for dashboard in dashboards
+    ]
 
-    def change(states: Mapping[DashboardId, DashboardState]):
+
+def leg_change(
+    leg: int, **options: Any
+) -> Callable[[Mapping[DashboardId, DashboardState]], Merged]:
+    """The change of leg ``leg`` on every dashboard it is given (pure)."""
+    batches = leg_batches(leg, **options)
+    return lambda states: merge_batches(states, batches)
+
+
+def leg_scope(
+    leg: int,
+    size: int | None = None,
+    *,
+    run: int = RUN,
+    history: int = 10,
+    retire_after_runs: int = 0,
+    calls: list[int] | None = None,
+    **options: Any,
+) -> Scope:
+    """What leg ``leg`` touches and its change (one leg of a ``size``-leg matrix, or not)."""
+    batches = leg_batches(leg, run=run, **options)
+
+    def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
         if calls is not None:
             calls.append(leg)
-        new = dict(states)
-        for dashboard in DASHBOARDS:
-            cells = {
-                f"test_{row:02d}": {backend: Entry(source=source, outcome=outcome(leg, row))}
-                for row in range(rows)
-            }
-            result = apply_batch(new.get(dashboard), Batch(dashboard=dashboard, cells=cells))
-            new[dashboard] = result.state
-        ordered = sorted(new.values(), key=lambda s: s.key)
-        return new, render_files(ordered, style=Style.IVY)
+        return merge_batches(
+            states,
+            batches,
+            history=history,
+            retire_after_runs=retire_after_runs,
+            other_runs=other_runs,
+        )
 
-    return change
+    matrix = None if size is None else MatrixLeg(run_id=run, index=leg, size=size)
+    return Scope(
+        dashboards=frozenset(batch.dashboard for batch in batches),
+        change=change,
+        run_id=run,
+        history=history,
+        retire_after_runs=retire_after_runs,
+        matrix=matrix,
+        holder=f"leg {leg}",
+        job_id=1000 + leg,
+    )
 
 
-def branch_states(fake: FakeGitHub | MemoryGitHub) -> dict[DashboardId, DashboardState]:
-    files = fake.files(BRANCH)
-    columns: dict[DashboardId, list[DashboardState]] = {}
-    for path, data in files.items():
+def run_leg(
+    gh: Client | None,
+    leg: int,
+    size: int | None = None,
+    *,
+    stored: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> Saved:
+    """One leg's update (``options``: of its scope), through a store of its own built with
+    ``stored`` (``remote``, ``dry_run``, ...)."""
+    scope = leg_scope(leg, size, **options)
+    # With a scope the store applies the scope's change; the one given here is not used.
+    return store(gh, leg, scope=scope, **(stored or {})).update(lambda _: Merged(states={}))
+
+
+def branch_states(github: Branches) -> dict[DashboardId, DashboardState]:
+    """Every dashboard's state on the branch (any layout: columns are joined)."""
+    parts: dict[DashboardId, list[DashboardState]] = {}
+    for path, data in github.files(BRANCH).items():
         if path.startswith(STATE_DIR + "/") and path.endswith(".json"):
             state = load_state(data.decode(), where=path)
-            columns.setdefault(state.id, []).append(state)
-    return {dashboard: join_columns(parts) for dashboard, parts in columns.items()}
+            parts.setdefault(state.id, []).append(state)
+    return {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
 
 
 def history(fake: FakeGitHub | MemoryGitHub) -> list[str]:
@@ -129,11 +196,11 @@ def history(fake: FakeGitHub | MemoryGitHub) -> list[str]:
     return chain
 
 
-def assert_every_cell_landed(fake: FakeGitHub | MemoryGitHub, legs: int, rows: int = ROWS) -> None:
+def assert_every_cell_landed(github: Branches, legs: int, rows: int = ROWS) -> None:
     """Every (dashboard, row, backend) cell is in the branch's state and in its markdown."""
-    states = branch_states(fake)
+    states = branch_states(github)
     assert set(states) == set(DASHBOARDS)
-    files = fake.files(BRANCH)
+    files = github.files(BRANCH)
     for dashboard in DASHBOARDS:
         state = states[dashboard]
         assert sorted(state.backend_names) == [f"b{leg:02d}" for leg in range(legs)]
@@ -153,84 +220,43 @@ def assert_every_cell_landed(fake: FakeGitHub | MemoryGitHub, legs: int, rows: i
     assert b"# Test dashboards" in files["README.md"]
 
 
-def column_change(leg: int, *, rows: int = ROWS, run: int = RUN, attempt: int = 1, flip: int = 0):
-    """The change of matrix leg ``leg``: its backend's column in every dashboard (pure)."""
-    backend, job_id = f"b{leg:02d}", 1000 + leg + 100 * (attempt - 1)
-    source = Source(
-        run=RunKey(run, attempt, job_id),
-        url=f"https://github.com/{REPO}/actions/runs/{run}/job/{job_id}",
-        time="2026-11-21T10:00:00Z",
-    )
-    batches = [
-        Batch(
-            dashboard=dashboard,
-            cells={
-                f"test_{row:02d}": {backend: Entry(source=source, outcome=outcome(leg + flip, row))}
-                for row in range(rows)
-            },
-        )
-        for dashboard in DASHBOARDS
-    ]
-
-    def change(states: Mapping[DashboardId, DashboardState]) -> Merged:
-        return merge_batches(states, batches)
-
-    return change
-
-
-def matrix_store(
-    gh: Client, leg: int, size: int, change, *, seed: int = 0, run: int = RUN, **options: Any
-) -> BranchStore:
-    """The branch store of leg ``leg`` of a matrix of ``size`` legs in run ``run``."""
-    return store(
-        gh,
-        seed,
-        render=lambda merged, keys: render_files(merged.ordered(), style=Style.IVY, only=keys),
-        leg=Leg(
-            run_id=run,
-            index=leg,
-            size=size,
-            dashboards=frozenset(DASHBOARDS),
-            backends=frozenset({f"b{leg:02d}"}),
-            change=change,
-        ),
-        **options,
-    )
-
-
-def run_leg(gh: Client, leg: int, size: int, **options) -> Saved:
-    change = column_change(leg, **options)
-    run = options.get("run", RUN)
-    return matrix_store(gh, leg, size, change, run=run).update(change)
-
-
-def assert_markdown_is_a_render_of_the_state(github: FakeGitHub | MemoryGitHub) -> None:
-    """Every page and the index on the branch are what rendering its state gives, no more."""
+def assert_markdown_is_a_render_of_the_state(github: Branches) -> None:
+    """Every page, the index, the trend and its pictures on the branch are what rendering its
+    state and its trend gives, and there is no other markdown."""
     states = sorted(branch_states(github).values(), key=lambda s: s.key)
-    expected = {f.path: f.text for f in render_files(states, style=Style.IVY)}
     files = github.files(BRANCH)
-    pages = {path: data.decode() for path, data in files.items() if path.endswith(".md")}
-    assert pages == expected
+    found = files.get(TREND_NAME)
+    trend = load_trend(found.decode(), where="the branch") if found is not None else None
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY, trend=trend)}
+    shown = {p for p in files if p.endswith(".md")} | {p for p in expected if p in files}
+    assert {path: files[path].decode() for path in shown} == expected
 
 
 class FolderDiedError(Exception):
-    """Raised by a hook: the leg that folded the inbox stops before it deletes the refs."""
+    """Raised by a hook: a leg that folds the inbox stops in the middle."""
 
 
 def race_legs(
-    memory: MemoryGitHub, size: int, *, seed: int = 0
+    make: Callable[[int], tuple[Client | None, dict[str, Any]]],
+    legs: int,
+    size: int | None,
+    *,
+    clock: VirtualClock | None = None,
+    **options: Any,
 ) -> dict[int, Saved | BaseException]:
-    """Every leg of a ``size``-leg run updates at once, each in its own thread and store; what
-    each leg's update returned, or raised."""
+    """Every leg of a ``legs``-leg run updates at once, each in its own thread and store
+    (``make(leg)``: its client, and its store's other arguments); what each leg's update
+    returned, or raised. With ``clock``, the stores wait on it."""
     outcomes: dict[int, Saved | BaseException] = {}
 
     def run(leg: int) -> None:
-        change = column_change(leg)
-        branch = matrix_store(memory, leg, size, change, seed=seed + leg)
+        gh, stored = make(leg)
+        if clock is not None:
+            stored = {"sleep": clock.sleep, "clock": lambda: clock.now, **stored}
         try:
-            outcomes[leg] = branch.update(change)
+            outcomes[leg] = run_leg(gh, leg, size, stored=stored, **options)
         except BaseException as error:  # noqa: BLE001  -- the caller looks at each outcome
             outcomes[leg] = error
 
-    at_once([partial(run, leg) for leg in range(size)])
+    at_once([partial(run, leg) for leg in range(legs)], clock=clock)
     return outcomes

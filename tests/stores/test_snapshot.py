@@ -10,7 +10,7 @@ import pytest
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.statefile import dump_state
-from ivy_matrix.stores.snapshot import git_blob_sha
+from ivy_matrix.stores.tree import git_blob_sha
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
@@ -18,7 +18,6 @@ from tests.stores.helpers import (
     STATE_DIR,
     assert_every_cell_landed,
     client,
-    commit,
     leg_change,
     store,
 )
@@ -30,49 +29,51 @@ def test_blob_sha_is_gits():
 
 
 def test_state_files_are_read_once_per_blob_and_cached_across_updates(fake):
-    """A second update reads the tree but no blob it already knows."""
+    """A second update through the same store reads the tree but no blob it already knows."""
     with client(fake) as gh:
         branch = store(gh)
-        commit(branch, leg_change(0), "first")
+        branch.update(leg_change(0))
         before = len(fake.requests_to("GET", r"/git/blobs/"))
-        commit(branch, leg_change(1), "second")
+        branch.update(leg_change(1))
         assert len(fake.requests_to("GET", r"/git/blobs/")) == before
         assert len(store(gh).load()) == 3
-    # A new store reads the six columns (two backends in three dashboards) and the revision
-    # counter once each.
-    assert len(fake.requests_to("GET", r"/git/blobs/")) == before + 7
+    # A new store reads the three documents, the index file and the revision once each.
+    assert len(fake.requests_to("GET", r"/git/blobs/")) == before + 5
 
 
 def test_load_of_a_missing_branch_is_empty_and_a_foreign_state_file_is_refused(memory):
     """No branch means no state; a state file in the wrong place is a clear StoreError."""
-    with client(memory) as gh:
-        branch = store(gh)
-        assert branch.load() == {}
-        commit(branch, leg_change(0, rows=1), "first")
-        state = branch.load()[DASHBOARDS[0]]
-        misplaced = dump_state(state)
-        tip = memory.ref_sha(f"heads/{BRANCH}")
-        assert tip is not None
-        tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, {f"{STATE_DIR}/x.json": misplaced})
-        assert gh.update_branch(REPO, BRANCH, gh.create_commit(REPO, "x", tree, [tip]))
-        with pytest.raises(StoreError, match=r"holds dashboard 'core/gradients'"):
-            branch.load()
-        # A column under another backend's name is refused the same way.
-        tip = memory.ref_sha(f"heads/{BRANCH}")
-        assert tip is not None
-        wrong = {f"{STATE_DIR}/x.json": None, f"{STATE_DIR}/core/gradients.d/b01.json": misplaced}
-        tree = gh.create_tree(REPO, gh.get_tree(REPO, tip).sha, wrong)
-        assert gh.update_branch(REPO, BRANCH, gh.create_commit(REPO, "y", tree, [tip]))
-        with pytest.raises(StoreError, match=r"gradients.d/b01.json on branch .* holds dashboard"):
-            branch.load()
+    branch = store(memory)
+    assert branch.load() == {}
+    branch.update(leg_change(0, rows=1))
+    state = branch.load()[DASHBOARDS[0]]
+    misplaced = dump_state(state)
+    tip = memory.ref_sha(f"heads/{BRANCH}")
+    assert tip is not None
+    tree = memory.create_tree(
+        REPO, memory.get_tree(REPO, tip).sha, {f"{STATE_DIR}/x.json": misplaced}
+    )
+    # An older version's commit (it did not keep the index file up to date): read whole.
+    tree = memory.create_tree(REPO, tree, {f"{STATE_DIR}/REVISION": "9\n"})
+    assert memory.update_branch(REPO, BRANCH, memory.create_commit(REPO, "x", tree, [tip]))
+    with pytest.raises(StoreError, match=r"holds dashboard 'core/gradients'"):
+        branch.load()
+    # A column under another backend's name is refused the same way.
+    tip = memory.ref_sha(f"heads/{BRANCH}")
+    assert tip is not None
+    wrong = {f"{STATE_DIR}/x.json": None, f"{STATE_DIR}/core/gradients.d/b01.json": misplaced}
+    tree = memory.create_tree(REPO, memory.get_tree(REPO, tip).sha, wrong)
+    assert memory.update_branch(REPO, BRANCH, memory.create_commit(REPO, "y", tree, [tip]))
+    with pytest.raises(StoreError, match=r"gradients.d/b01.json on branch .* holds dashboard"):
+        branch.load()
 
 
 def test_a_branch_whose_listing_github_cuts_short_is_still_read_whole(fake):
-    """With GitHub truncating every listing of over 4 entries, a second leg still merges into
-    every dashboard the first one wrote (nothing is taken for missing)."""
+    """With GitHub truncating every listing of over 4 entries, a second update still merges
+    into every dashboard the first one wrote (nothing is taken for missing)."""
     with client(fake) as gh:
-        commit(store(gh), leg_change(0), "first")
+        store(gh).update(leg_change(0))
         fake.configure(tree_limit=4)
-        commit(store(gh), leg_change(1), "second")
+        store(gh).update(leg_change(1))
     assert any(r.query == {} for r in fake.requests_to("GET", r"/git/trees/"))
     assert_every_cell_landed(fake, legs=2)

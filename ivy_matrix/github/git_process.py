@@ -1,0 +1,254 @@
+"""Running the ``git`` program against the repository's smart-HTTP remote, token kept secret.
+
+I/O: starts ``git`` processes (no PyGithub, no REST). :class:`GitProcess` runs one git command
+in a private bare repository with the token in an HTTP header that only git's environment
+holds: never in argv (visible to every user of the machine), never in the URL, never in a log.
+The remote is derived as actions/checkout derives it: ``{server-url}/{owner}/{repo}``
+(``src/url-helper.ts`` ``getFetchUrl``), and the header is the one checkout configures,
+``http.<origin>/.extraheader`` = ``AUTHORIZATION: basic base64(x-access-token:<token>)``
+(``src/git-auth-helper.ts``), here passed as ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/
+``GIT_CONFIG_VALUE_n`` (git 2.31 or newer), so any GitHub-compatible server serves it.
+
+A failed command is classified by what git says (``LC_ALL=C``): the token refused (401),
+not allowed (403, a read-only token: :class:`~ivy_matrix.errors.ReadOnlyTokenError`), no git
+repository there (404, or not a smart-HTTP server: :class:`GitUnavailableError`, on which the
+``auto`` transport falls back to the REST API), or transient (5xx, a dropped connection), which
+the caller may retry.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import subprocess
+import urllib.parse
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError, UsageError
+
+# GIT_CONFIG_COUNT (config through the environment) came with git 2.31.
+MIN_GIT = (2, 31)
+# No git command of ours legitimately runs longer: a hung transfer is killed and retried.
+COMMAND_TIMEOUT = 300.0
+# A token is printable ASCII without spaces; anything else could split the header line.
+_TOKEN = re.compile(r"[\x21-\x7e]+")
+# Variables of the caller's environment that configure git are not passed on (they could
+# point git at another repository, add headers or trace the traffic); these are kept, so that
+# proxies and certificates set up for the runner still apply.
+_KEPT_GIT_VARIABLES = re.compile(r"GIT_(SSL|PROXY|HTTP_PROXY)_[A-Z_]+")
+# Settings every command runs with (nothing secret: these are in argv).
+_OPTIONS = (
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "protocol.version=2",
+    "-c", "credential.helper=",
+    "-c", "core.askPass=",
+    "-c", "http.lowSpeedLimit=1000",
+    "-c", "http.lowSpeedTime=60",
+    "-c", "fetch.writeCommitGraph=false",
+    "-c", "advice.pushUpdateRejected=false",
+)  # fmt: skip
+# Who the commits are by: the Actions bot's public identity (what the REST API writes too).
+AUTHOR = ("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
+
+
+class Failure(StrEnum):
+    """Why a git command failed."""
+
+    REFUSED = "refused"  # 401: the token was not accepted
+    FORBIDDEN = "forbidden"  # 403: the token may not do this (read-only)
+    MISSING = "missing"  # 404, or not a git server: the transport cannot be used here
+    UNREACHABLE = "unreachable"  # no connection at all (name, refused, no route)
+    TRANSIENT = "transient"  # 5xx, a dropped or timed-out transfer: worth retrying
+    OTHER = "other"
+
+
+class GitUnavailableError(GitHubAPIError):
+    """git cannot reach the repository over smart HTTP here (not installed, too old, no such
+    remote, no connection): the ``auto`` branch transport uses the REST API instead."""
+
+
+class GitCommandError(GitHubAPIError):
+    """A git command failed; ``failure`` says why (see :class:`Failure`)."""
+
+    def __init__(self, message: str, *, failure: Failure, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.failure = failure
+
+
+_PATTERNS: tuple[tuple[Failure, re.Pattern[str]], ...] = (
+    (Failure.REFUSED, re.compile(r"error: 401|authentication failed|could not read username")),
+    (Failure.FORBIDDEN, re.compile(r"error: 403|permission to .* denied|write access .* not")),
+    (
+        Failure.MISSING,
+        re.compile(
+            r"error: 404|not found|does not appear to be a git repository|"
+            r"is this a git repository|not a git repository|dumb http"
+        ),
+    ),
+    (
+        Failure.UNREACHABLE,
+        re.compile(r"could not resolve (host|proxy)|failed to connect|connection refused"),
+    ),
+    (
+        Failure.TRANSIENT,
+        re.compile(
+            r"error: 5\d\d|rpc failed|early eof|unexpected disconnect|timed out|"
+            r"empty reply|transfer closed|connection reset|the remote end hung up|"
+            r"operation too slow|remote error|recv failure|send failure|ssl"
+        ),
+    ),
+)
+
+
+def classify(stderr: str) -> Failure:
+    """What a failed command's message says went wrong (the first rule that matches)."""
+    said = stderr.lower()
+    for failure, pattern in _PATTERNS:
+        if pattern.search(said):
+            return failure
+    return Failure.OTHER
+
+
+def remote_url(server_url: str, repository: str) -> str:
+    """``{server}/{owner}/{repo}``, as actions/checkout builds it (query and trailing slashes
+    of the server URL dropped, owner and name quoted)."""
+    base = server_url.split("?", 1)[0].rstrip("/")
+    owner, sep, name = repository.partition("/")
+    if not (owner and sep and name) or "/" in name:
+        raise UsageError(f"repository {repository!r} is not of the form OWNER/REPO")
+    parsed = urllib.parse.urlsplit(base)
+    if parsed.scheme not in {"http", "https"} or not parsed.netloc:
+        raise UsageError(f"server URL {server_url!r} is not an http(s) address")
+    quote = urllib.parse.quote
+    return f"{base}/{quote(owner, safe='')}/{quote(name, safe='')}"
+
+
+def git_version(program: str = "git") -> tuple[int, int] | None:
+    """(major, minor) of the installed git, or None when there is none."""
+    path = shutil.which(program)
+    if path is None:
+        return None
+    try:
+        done = subprocess.run(  # noqa: S603  -- our own fixed arguments
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(r"(\d+)\.(\d+)", done.stdout)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GitAuth:
+    """The header git sends to the remote's origin. ``repr`` never shows the token."""
+
+    origin: str
+    token: str = field(repr=False)
+
+    def __post_init__(self) -> None:
+        if not _TOKEN.fullmatch(self.token):
+            raise UsageError(
+                "the token has spaces, line breaks or other characters no token has; check "
+                "the 'token' input (it defaults to github.token)"
+            )
+
+    def environment(self) -> dict[str, str]:
+        """The git configuration of the header, as environment variables: the lists of extra
+        headers are reset first (an empty value), so no header configured elsewhere is sent."""
+        credential = base64.b64encode(f"x-access-token:{self.token}".encode()).decode()
+        key = f"http.{self.origin}/.extraheader"
+        pairs = (("http.extraheader", ""), (key, ""), (key, f"AUTHORIZATION: basic {credential}"))
+        variables = {"GIT_CONFIG_COUNT": str(len(pairs))}
+        for number, (name, value) in enumerate(pairs):
+            variables[f"GIT_CONFIG_KEY_{number}"] = name
+            variables[f"GIT_CONFIG_VALUE_{number}"] = value
+        return variables
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL."""
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+class GitProcess:
+    """Runs git commands in the bare repository ``directory`` with ``auth`` for the remote."""
+
+    def __init__(self, directory: str, auth: GitAuth, *, program: str = "git") -> None:
+        self.directory = directory
+        self.program = shutil.which(program) or program
+        # The caller's environment, less what configures git, plus ours (see _KEPT_GIT_VARIABLES).
+        base = {
+            name: value
+            for name, value in os.environ.items()  # noqa: TID251  -- passed on to git, not read
+            if not name.startswith("GIT_") or _KEPT_GIT_VARIABLES.fullmatch(name)
+        }
+        self._environment = {
+            **base,
+            **auth.environment(),
+            "GIT_DIR": directory,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_AUTHOR_NAME": AUTHOR[0],
+            "GIT_AUTHOR_EMAIL": AUTHOR[1],
+            "GIT_COMMITTER_NAME": AUTHOR[0],
+            "GIT_COMMITTER_EMAIL": AUTHOR[1],
+            "LC_ALL": "C",
+        }
+
+    def command(self, *args: str) -> list[str]:
+        """The argv of ``git <args>`` (what every user of the machine can see: no token)."""
+        return [self.program, *_OPTIONS, *args]
+
+    def run(
+        self,
+        *args: str,
+        what: str,
+        stdin: bytes | None = None,
+        index: str | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run ``git <args>``; :class:`GitCommandError` saying ``what`` failed unless ``check``
+        is False. ``index`` is the index file of commands that build trees."""
+        environment = self._environment
+        if index is not None:
+            environment = {**environment, "GIT_INDEX_FILE": index}
+        try:
+            done = subprocess.run(  # noqa: S603  -- git with our own arguments; no shell
+                self.command(*args),
+                input=stdin,
+                env=environment,
+                capture_output=True,
+                timeout=COMMAND_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise GitCommandError(
+                f"{what} failed: git did not finish within {COMMAND_TIMEOUT:.0f} s",
+                failure=Failure.TRANSIENT,
+            ) from None
+        except OSError as error:
+            raise GitUnavailableError(f"{what} failed: cannot run git ({error})") from None
+        if check and done.returncode != 0:
+            raise failed(what, done.stderr.decode("utf-8", errors="replace"))
+        return done
+
+
+def failed(what: str, stderr: str) -> GitHubAPIError:
+    """The error for a command that failed saying ``stderr`` (its last lines, quoted)."""
+    failure = classify(stderr)
+    said = " / ".join(line.strip() for line in stderr.strip().splitlines()[-3:] if line.strip())
+    if failure is Failure.REFUSED:
+        message = "the token was refused; check the 'token' input (it defaults to github.token)"
+        return GitCommandError(f"{what} failed: {message} ({said})", failure=failure, status=401)
+    if failure is Failure.FORBIDDEN:
+        return ReadOnlyTokenError(
+            f"{what} failed: the token may not write to the repository ({said}); give the job "
+            f"'permissions: contents: write' (pull requests from forks only get a read-only "
+            f"token)",
+            status=403,
+        )
+    return GitCommandError(f"{what} failed: {said or 'git gave no reason'}", failure=failure)

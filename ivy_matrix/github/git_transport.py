@@ -1,0 +1,364 @@
+"""The dashboard branch read and written over git's own smart-HTTP protocol.
+
+I/O: a private shallow bare repository in a temporary folder, fetched from and pushed to the
+repository's remote with the ``git`` program (``github/git_process.py`` runs it, token in an
+HTTP header). :class:`GitTransport` offers what the branch store needs
+(``stores/remote.py`` ``BranchRemote``):
+
+- :meth:`read_refs`: one ``git fetch --depth=1`` of the branch tip and every ref under a prefix
+  (the inbox), with their objects; a fetch after the first sends only what changed;
+- :meth:`list_refs`: one ``git ls-remote`` of a prefix (two HTTP requests, no objects);
+- trees, blobs and new objects are read and written locally (no request at all);
+- :meth:`update_refs`: one ``git push`` of several ref changes, each a compare-and-swap
+  (``--force-with-lease=<ref>:<expected>``, empty for "must not exist"), all or none with
+  ``atomic``; a push that is not a fast-forward of what the remote holds is refused.
+
+Why git and not the REST git-data API (chosen by measurement, bench/README.md): git
+operations do not count against the REST API's rate limits (GitHub Support, quoted in
+community discussion #44515: "Git operations do not consume part of your API rate limit"),
+a fetch reads the whole branch in two or three HTTP requests however many files it has, and a
+push sends a compressed pack (Ivy's 5 MB of pages fetch as about 40 KB; a change of a few
+pages pushes a few KB) where the REST API sends every file whole. GitHub does throttle git
+traffic that overloads it (community discussion #24841; create-pull-request#855 saw abuse
+detection on pushes), so ivy-matrix still pushes little: one push per matrix leg, one per fold.
+
+Retrying: a transfer that fails transiently (5xx, dropped connection) is retried with backoff;
+after a failed push the remote's refs are listed to see what landed (a push can land and still
+answer an error), and only what did not is pushed again; an atomic push only as a whole (had
+another writer moved one of its refs since, pushing the rest alone would delete folded inbox
+refs without the commit that holds their results).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Collection, Mapping, Sequence
+from hashlib import sha1
+from pathlib import Path
+from typing import TypeVar
+
+from ivy_matrix.errors import GitHubAPIError
+from ivy_matrix.github.git_process import (
+    MIN_GIT,
+    Failure,
+    GitAuth,
+    GitCommandError,
+    GitProcess,
+    GitUnavailableError,
+    failed,
+    git_version,
+    origin_of,
+    remote_url,
+)
+from ivy_matrix.github.types import RefUpdate, Tree
+
+_T = TypeVar("_T")
+
+# Eight tries with backoff from 1 s ride out about two minutes of failing transfers.
+DEFAULT_RETRIES = 8
+BACKOFF_START = 1.0
+BACKOFF_CAP = 30.0
+_ZERO = "0" * 40
+# Where the fetched refs are kept in the private repository.
+_BRANCH_REF = "refs/ivy/branch"
+_LISTED = "refs/ivy/listed/"
+# Porcelain flags of ``git push`` that mean the ref now has the value we pushed.
+_ACCEPTED = frozenset(" +-*=")
+
+
+class GitTransport:
+    """One repository's branch over git (see the module docstring); close it when done."""
+
+    name = "git"
+
+    def __init__(
+        self,
+        *,
+        server_url: str,
+        repository: str,
+        token: str,
+        retries: int = DEFAULT_RETRIES,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+        program: str = "git",
+    ) -> None:
+        version = git_version(program)
+        if version is None or version < MIN_GIT:
+            found = "no git" if version is None else f"git {version[0]}.{version[1]}"
+            raise GitUnavailableError(
+                f"the git branch transport needs git {MIN_GIT[0]}.{MIN_GIT[1]} or newer; "
+                f"found {found}"
+            )
+        self.url = remote_url(server_url, repository)
+        self.repository = repository
+        auth = GitAuth(origin=origin_of(self.url), token=token)
+        self.directory = tempfile.mkdtemp(prefix="ivy-matrix-git-")
+        self._git = GitProcess(self.directory, auth, program=program)
+        self._retries = max(retries, 0)
+        self._sleep = sleep
+        self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
+        self._contacted = False
+        # What this transport sent, for the log: fetches, listings and pushes.
+        self.fetches = self.listings = self.pushes = 0
+        self._git.run("init", "--bare", "-q", self.directory, what="creating a git repository")
+
+    def close(self) -> None:
+        """Remove the private repository."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    # ------------------------------------------------------------------ the remote
+
+    def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]:
+        """(the branch's tip or None, every ref under ``prefix`` (None: none)), objects
+        fetched."""
+        what = f"fetching branch {branch!r} of {self.url}"
+        listed = [] if prefix is None else [f"+{prefix}*:{_LISTED}*"]
+        try:
+            self._remote(
+                lambda: self._fetch([f"+refs/heads/{branch}:{_BRANCH_REF}", *listed], what),
+                what,
+            )
+            tip: str | None = self._local_ref(_BRANCH_REF)
+        except GitCommandError as error:
+            if "couldn't find remote ref" not in str(error).lower():
+                raise
+            # No branch yet: the inbox alone (and no tip: the first commit creates it). Not
+            # shallow: inbox commits have no parent, and git fails a shallow fetch that finds
+            # no ref at all.
+            if listed:
+                self._remote(lambda: self._fetch(listed, what, shallow=False), what)
+            tip = None
+        if prefix is None:
+            return tip, {}
+        found = self._local_refs(_LISTED)
+        return tip, {prefix + name.removeprefix(_LISTED): sha for name, sha in found.items()}
+
+    def _fetch(self, refspecs: Sequence[str], what: str, *, shallow: bool = True) -> None:
+        self.fetches += 1
+        depth = ["--depth=1"] if shallow else []
+        self._git.run(
+            "fetch", "--no-tags", "--prune", "--quiet", *depth, self.url, *refspecs, what=what
+        )
+
+    def list_refs(self, prefix: str) -> dict[str, str]:
+        """Every ref under ``prefix`` on the remote (full name -> sha); no objects."""
+        what = f"listing {prefix}* of {self.url}"
+        return self._remote(lambda: self._ls_remote([f"{prefix}*"], what), what)
+
+    def _ls_remote(self, patterns: Sequence[str], what: str) -> dict[str, str]:
+        self.listings += 1
+        done = self._git.run("ls-remote", self.url, *patterns, what=what)
+        refs: dict[str, str] = {}
+        for line in done.stdout.decode().splitlines():
+            sha, _, name = line.partition("\t")
+            if name:
+                refs[name] = sha
+        return refs
+
+    def update_refs(self, updates: Sequence[RefUpdate], *, atomic: bool) -> dict[str, bool]:
+        """Push ``updates`` (each a compare-and-swap); which ones the remote took. With
+        ``atomic`` all or none land. A push whose answer was lost is checked, not repeated
+        blindly (see the module docstring)."""
+        what = f"pushing {len(updates)} ref(s) to {self.url}"
+        left = list(updates)
+        done: dict[str, bool] = {}
+        attempt = 0
+        while True:
+            try:
+                done.update(self._push(left, atomic=atomic, what=what))
+            except GitCommandError as error:
+                if error.failure is not Failure.TRANSIENT or attempt >= self._retries:
+                    raise
+                self._sleep(self._backoff(attempt))
+                attempt += 1
+                if _before_sending(str(error)):
+                    continue  # the push never started: nothing can have landed
+                landed = self._landed(left, what)
+                if atomic and set(landed.values()) != {None}:
+                    # All or nothing: it landed as a whole, or (a ref moved since, by another
+                    # writer) it did not; never push the rest of it on its own.
+                    whole = set(landed.values()) == {True}
+                    return done | {u.ref: whole for u in left}
+                done.update({ref: ok for ref, ok in landed.items() if ok is not None})
+                left = [u for u in left if landed[u.ref] is None]
+                if not left:
+                    return done
+                continue
+            self._contacted = True
+            return done
+
+    def _push(self, updates: Sequence[RefUpdate], *, atomic: bool, what: str) -> dict[str, bool]:
+        self.pushes += 1
+        leases = [f"--force-with-lease={u.ref}:{u.old or ''}" for u in updates]
+        specs = [f"{u.new or ''}:{u.ref}" for u in updates]
+        flags = ["--atomic"] if atomic else []
+        done = self._git.run(
+            "push", "--porcelain", "--no-verify", *flags, *leases, self.url, *specs,
+            what=what, check=False,
+        )  # fmt: skip
+        answered: dict[str, bool] = {}
+        for line in done.stdout.decode(errors="replace").splitlines():
+            flag, _, rest = line.partition("\t")
+            spec = rest.split("\t", 1)[0]
+            if len(flag) == 1 and ":" in spec:
+                answered[spec.rsplit(":", 1)[1]] = flag in _ACCEPTED
+        if all(u.ref in answered for u in updates):
+            return {u.ref: answered[u.ref] for u in updates}
+        stderr = done.stderr.decode("utf-8", errors="replace")
+        if "does not support --atomic" in stderr and atomic:
+            # An old server: one after another, the first (the branch) first.
+            result: dict[str, bool] = {}
+            for update in updates:
+                ok = self._push([update], atomic=False, what=what)[update.ref]
+                result[update.ref] = ok
+                if not ok:
+                    return result | {u.ref: False for u in updates if u.ref not in result}
+            return result
+        raise failed(what, stderr)
+
+    def _landed(self, updates: Sequence[RefUpdate], what: str) -> dict[str, bool | None]:
+        """After a push whose answer was lost: per ref, True if it holds what we pushed, False
+        if it holds something else, None if it still holds what we expected (push again)."""
+        current = self._remote(lambda: self._ls_remote([u.ref for u in updates], what), what)
+        found: dict[str, bool | None] = {}
+        for update in updates:
+            now = current.get(update.ref)
+            found[update.ref] = (
+                True if now == update.new else (None if now == update.old else False)
+            )
+        return found
+
+    def _remote(self, request: Callable[[], _T], what: str) -> _T:
+        """``request`` (a command that talks to the remote), retried while it fails
+        transiently; the first contact failing for want of a git server is
+        :class:`GitUnavailableError`."""
+        attempt = 0
+        while True:
+            try:
+                result = request()
+            except GitCommandError as error:
+                first = not self._contacted
+                if first and error.failure in {Failure.MISSING, Failure.UNREACHABLE}:
+                    raise GitUnavailableError(
+                        f"{what}: no git remote answers there ({error})"
+                    ) from None
+                if error.failure is not Failure.TRANSIENT or attempt >= self._retries:
+                    raise
+                self._sleep(self._backoff(attempt))
+                attempt += 1
+                continue
+            self._contacted = True
+            return result
+
+    def _backoff(self, attempt: int) -> float:
+        return min(BACKOFF_CAP, BACKOFF_START * 2.0**attempt) * self._rng.uniform(0.5, 1.5)
+
+    # ------------------------------------------------------------------ local objects
+
+    def _local_ref(self, name: str) -> str | None:
+        done = self._git.run(
+            "rev-parse", "--verify", "--quiet", name, what="reading a ref", check=False
+        )
+        sha = done.stdout.decode().strip()
+        return sha or None
+
+    def _local_refs(self, prefix: str) -> dict[str, str]:
+        done = self._git.run(
+            "for-each-ref", "--format=%(objectname) %(refname)", prefix, what="listing refs"
+        )
+        refs = {}
+        for line in done.stdout.decode().splitlines():
+            sha, _, name = line.partition(" ")
+            refs[name] = sha
+        return refs
+
+    def tree(self, commit: str) -> Tree:
+        """The files of ``commit`` (path -> blob sha) and its tree's sha."""
+        what = f"listing the files of {commit[:12]}"
+        root = self._git.run("rev-parse", f"{commit}^{{tree}}", what=what).stdout.decode().strip()
+        listing = self._git.run("ls-tree", "-r", "-z", "--full-tree", root, what=what).stdout
+        files = {}
+        for entry in listing.decode("utf-8", errors="surrogateescape").split("\0"):
+            head, _, path = entry.partition("\t")
+            parts = head.split(" ")
+            if len(parts) == 3 and parts[1] == "blob":  # noqa: PLR2004  -- mode, type, sha
+                files[path] = parts[2]
+        return Tree(sha=root, files=files)
+
+    def texts(self, shas: Collection[str]) -> dict[str, str]:
+        """The UTF-8 text of each blob (sha -> text)."""
+        wanted = list(dict.fromkeys(shas))
+        if not wanted:
+            return {}
+        what = f"reading {len(wanted)} blob(s)"
+        stdin = "".join(f"{sha}\n" for sha in wanted).encode()
+        out = self._git.run("cat-file", "--batch", what=what, stdin=stdin).stdout
+        texts: dict[str, str] = {}
+        at = 0
+        for sha in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            if len(header) != 3:  # noqa: PLR2004  -- sha, type, size
+                raise GitHubAPIError(f"{what} failed: blob {sha[:12]} is missing")
+            size = int(header[2])
+            data = out[end + 1 : end + 1 + size]
+            at = end + 2 + size
+            try:
+                texts[sha] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise GitHubAPIError(f"{what} failed: blob {sha[:12]} is not UTF-8 text") from None
+        return texts
+
+    def commit_message(self, sha: str) -> str:
+        """The message of a fetched commit ("" when it is not here)."""
+        done = self._git.run("cat-file", "commit", sha, what="reading a commit", check=False)
+        return done.stdout.decode("utf-8", errors="replace").partition("\n\n")[2]
+
+    def _write_blob(self, data: bytes) -> str:
+        """Store ``data`` as a loose object (git's own format), return its sha."""
+        raw = b"blob %d\0" % len(data) + data
+        sha = sha1(raw, usedforsecurity=False).hexdigest()
+        path = Path(self.directory, "objects", sha[:2], sha[2:])
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            temporary = path.with_name(f".{sha[2:]}.{os.getpid()}.tmp")
+            temporary.write_bytes(zlib.compress(raw, 1))
+            temporary.replace(path)
+        return sha
+
+    def write_tree(self, base_tree: str | None, files: Mapping[str, str | None]) -> str:
+        """A tree: ``base_tree`` with each path set to its text, or removed where None."""
+        records = []
+        for path, text in sorted(files.items()):
+            if text is None:
+                records.append(f"0 {_ZERO}\t{path}")
+            else:
+                records.append(f"100644 {self._write_blob(text.encode())}\t{path}")
+        with tempfile.TemporaryDirectory(dir=self.directory) as scratch:
+            index = str(Path(scratch, "index"))
+            what = "writing a tree"
+            base = [base_tree] if base_tree else ["--empty"]
+            self._git.run("read-tree", *base, what=what, index=index)
+            stdin = "".join(f"{record}\0" for record in records).encode()
+            self._git.run("update-index", "-z", "--index-info", what=what, index=index, stdin=stdin)
+            return self._git.run("write-tree", what=what, index=index).stdout.decode().strip()
+
+    def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
+        """A commit of ``tree`` on ``parents`` (no ref moves)."""
+        args = [arg for parent in parents for arg in ("-p", parent)]
+        done = self._git.run(
+            "commit-tree", tree, *args, "-F", "-", what="writing a commit", stdin=message.encode()
+        )
+        return done.stdout.decode().strip()
+
+
+def _before_sending(message: str) -> bool:
+    """Whether a push failed at its first request (git's discovery of the remote's refs), so
+    it sent nothing: git says "unable to access" there, "RPC failed" once it sends the pack."""
+    said = message.lower()
+    return "unable to access" in said and "rpc failed" not in said

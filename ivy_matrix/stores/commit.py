@@ -1,0 +1,170 @@
+"""What one commit of the branch store writes, from a change's result and what was read.
+
+Pure: values in, ``path -> text`` (None: delete) out; ``stores/branch.py`` commits it. Every
+commit keeps the branch a render of its state: the changed dashboards' documents and pages,
+the index file's summaries of them, the index page drawn from every summary, ``LEGS`` when
+it changed, and ``REVISION`` raised by one. Only files whose git blob differs from the tip's
+are written; when none does, nothing is written at all (not even the revision).
+
+A branch read without a valid index (layout 1 or older, or written since by an older
+version) is migrated by its next commit: every dashboard's document and page is written in
+layout 2, the files of older layouts are deleted, and the index file is written.
+
+The trend (``trend.json`` at the branch's root, trend.py) gets the points of the runs a
+commit completes: a run's point sums every dashboard's part, computed for the dashboards read
+and taken from the index file's summaries for the others (:func:`branch_trend`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from ivy_matrix.columnar import dump_columns
+from ivy_matrix.fold import Merged
+from ivy_matrix.model import DashboardId, Trend
+from ivy_matrix.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.render import (
+    RenderedFile,
+    Style,
+    index_trend,
+    render_index_page,
+    render_page,
+    trend_files,
+)
+from ivy_matrix.stores.index import Summary, dump_index, summarize
+from ivy_matrix.stores.layout import BranchLayout, Runs, dump_runs
+from ivy_matrix.stores.tree import Snapshot, git_blob_sha
+from ivy_matrix.trend import dashboard_part, join_parts, with_points
+
+
+def commit_files(
+    layout: BranchLayout,
+    snapshot: Snapshot,
+    merged: Merged,
+    *,
+    style: Style,
+    legs: Runs | None = None,
+    every_page: bool = False,
+    trend: Trend | None = None,
+    fresh: Mapping[DashboardId, Summary] | None = None,
+    extra: Sequence[RenderedFile] = (),
+) -> dict[str, str | None]:
+    """The files that differ from ``snapshot`` once ``merged`` is saved (see the module
+    docstring); empty when nothing does. ``every_page``: render every dashboard read, not
+    only those that changed (``publish``); ``trend``: the store's trend after this commit
+    (its file, its pictures and the index's section of it: render.trend_files); ``fresh``:
+    summaries already made of states of ``merged``; ``extra``: other files (the site), outside
+    the state folder."""
+    summaries = dict(snapshot.summaries)
+    made = dict(fresh or {})
+    wanted = _wanted(
+        layout, snapshot, merged, summaries, made, style=style, legs=legs, every=every_page,
+        trend=trend,
+    )  # fmt: skip
+    wanted.update((file.path, file.text) for file in [*trend_files(trend), *extra])
+    writes = _differing(snapshot.tree.files, wanted)
+    if not writes:
+        return {}
+    if not snapshot.indexed:
+        # Layout 2 from now on: every dashboard's document and page, the old files gone.
+        summaries = dict(snapshot.summaries)
+        again = _wanted(
+            layout, snapshot, merged, summaries, made, style=style, legs=legs, every=True,
+            trend=trend,
+        )  # fmt: skip
+        writes = _differing(snapshot.tree.files, {**wanted, **again})
+    revision = snapshot.revision + 1
+    writes[layout.summary_path] = dump_index(summaries.values(), revision)
+    writes[layout.revision_path] = f"{revision}\n"
+    return writes
+
+
+def _wanted(
+    layout: BranchLayout,
+    snapshot: Snapshot,
+    merged: Merged,
+    summaries: dict[DashboardId, Summary],
+    made: dict[DashboardId, Summary],
+    *,
+    style: Style,
+    legs: Runs | None,
+    every: bool,
+    trend: Trend | None,
+) -> dict[str, str | None]:
+    """Every file the commit needs (``every``: each dashboard read, rewritten; else the
+    changed ones), with ``summaries`` brought up to date (in place)."""
+    wanted: dict[str, str | None] = {}
+    to_save = {**merged.states, **merged.to_save()} if every else merged.to_save()
+    for dashboard, state in to_save.items():
+        if state.id != dashboard:
+            raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
+        path = layout.state_path(dashboard)
+        wanted[path] = dump_columns(state)
+        wanted.update(dict.fromkeys(snapshot.paths.get(dashboard, set()) - {path}))
+        summary = made.get(dashboard)
+        if summary is None or summary.runs != state.runs:
+            summary = made[dashboard] = summarize(state)
+        summaries[dashboard] = summary
+        page = render_page(state, style)
+        wanted[page.path] = page.text
+    for gone in merged.removed:
+        wanted.update(dict.fromkeys(snapshot.paths.get(gone.id, set())))
+        wanted[layout.state_path(gone.id)] = None
+        wanted[dashboard_file(gone)] = None
+        summaries.pop(gone.id, None)
+    if legs is not None and legs != snapshot.legs:
+        wanted[layout.legs_path] = dump_runs(legs)
+    rows = [s.row for s in summaries.values()]
+    wanted[INDEX_NAME] = render_index_page(rows, trend=index_trend(trend))
+    return wanted
+
+
+def _differing(
+    current: Mapping[str, str], wanted: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    """The entries of ``wanted`` that change ``current`` (path -> blob sha)."""
+    return {
+        path: text
+        for path, text in wanted.items()
+        if (path in current if text is None else current.get(path) != git_blob_sha(text))
+    }
+
+
+def branch_trend(
+    previous: Trend,
+    snapshot: Snapshot,
+    merged: Merged,
+    runs: Collection[int],
+    *,
+    cap: int,
+    fresh: Mapping[DashboardId, Summary],
+) -> Trend:
+    """``previous`` with the points of ``runs``: each the sum, in key order, of every
+    dashboard's part: from ``fresh`` (summaries of ``merged``'s changed states), else
+    computed for the other dashboards ``merged`` holds, else from the index's summaries
+    (:meth:`Committer.merge` read the dashboards whose summary cannot say it)."""
+    gone = {state.id for state in merged.states.values()} | {s.id for s in merged.removed}
+    removed = {state.id for state in merged.removed}
+    others = {d: s for d, s in snapshot.summaries.items() if d not in gone}
+    keys = sorted([*(d for d in merged.states if d not in removed), *others], key=lambda d: d.key)
+    points = []
+    for run in runs:
+        parts = []
+        for dashboard in keys:
+            state = merged.states.get(dashboard)
+            summary = fresh.get(dashboard)
+            if summary is not None:
+                part = summary.part(run)
+            elif state is not None:
+                part = dashboard_part(state, run)
+            else:
+                part = others[dashboard].part(run)
+            if part is None and state is not None:
+                part = dashboard_part(state, run)
+            if part is None:
+                raise ValueError(f"the trend part of {dashboard.key} in run {run} was not read")
+            parts.append(part)
+        point = join_parts(run, parts)
+        if point is not None:
+            points.append(point)
+    return with_points(previous, points, cap=cap)

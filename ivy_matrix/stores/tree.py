@@ -1,0 +1,69 @@
+"""A branch as one read of it saw it: the tree, the states read, every dashboard's summary.
+
+Pure: values and git's blob ids; ``stores/snapshot.py`` reads them, ``stores/commit.py``
+decides from them what a commit writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.stores.index import Summary
+from ivy_matrix.stores.layout import Runs
+
+
+class TreeListing(Protocol):
+    """A listed tree: its sha and its files (path -> blob sha)."""
+
+    @property
+    def sha(self) -> str: ...
+
+    @property
+    def files(self) -> Mapping[str, str]: ...
+
+
+def git_blob_sha(text: str) -> str:
+    """The git object id of a blob holding ``text`` as UTF-8 (``git hash-object``)."""
+    data = text.encode("utf-8")
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class EmptyTree:
+    """The tree of a branch that does not exist yet."""
+
+    sha: str = ""
+    files: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The branch at ``tip`` (None: no branch yet), as one try of an update read it.
+
+    ``states`` are the dashboards read; ``summaries`` every dashboard's (from the index, or
+    computed when everything was read); ``paths`` the state files found of each dashboard
+    read (older layouts' included, to be removed when it is written); ``whole``: every
+    dashboard was read; ``indexed``: the branch has a valid index of this revision (else the
+    next commit writes the whole layout anew).
+    """
+
+    tip: str | None
+    tree: TreeListing
+    states: dict[DashboardId, DashboardState]
+    summaries: dict[DashboardId, Summary]
+    revision: int = 0
+    legs: Runs = field(default_factory=dict)
+    paths: dict[DashboardId, set[str]] = field(default_factory=dict)
+    whole: bool = True
+    indexed: bool = True
+
+    def other_runs(self) -> set[int]:
+        """The runs of the dashboards not read (their summaries'): the retirement window."""
+        return {
+            run for dashboard, s in self.summaries.items() if dashboard not in self.states
+            for run in s.runs
+        }  # fmt: skip

@@ -1,0 +1,98 @@
+"""End to end: ``ivy-matrix update`` with the branch target over git's own protocol.
+
+The REST API is the HTTP fake (tests/github/fake_server.py), the git remote a real one
+(tests/github/git_server.py), both on 127.0.0.1: ``branch-transport: auto`` uses git there
+(the server URL is the API's host), and the branch target makes no REST request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+from pathlib import Path
+
+from ivy_matrix.cli import main
+from ivy_matrix.github.connection import Remote
+from ivy_matrix.github.git_transport import GitTransport
+from ivy_matrix.statefile import load_state
+from tests.commands.test_update_github import STATE, brief_sleep, fast_client, write_results
+from tests.github.fake_server import FakeGitHub
+from tests.github.git_server import GitServer
+
+
+def git_factory(server_url: str, repository: str, token: str) -> GitTransport:
+    """The production transport with short waits between retries."""
+    return GitTransport(
+        server_url=server_url, repository=repository, token=token, sleep=brief_sleep
+    )
+
+
+OVER_GIT = Remote(client=fast_client, sleep=brief_sleep, git=git_factory)
+
+
+def run(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    work.mkdir(parents=True, exist_ok=True)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(work):
+        code = main(["update", *args], env, remote=OVER_GIT, stdout=out, stderr=err)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def git_env(api: FakeGitHub, git: GitServer, work: Path, **extra: str) -> dict[str, str]:
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_RUN_ID": "9000000001",
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_REPOSITORY": "acme/widgets",
+        "GITHUB_SERVER_URL": git.url,
+        "GITHUB_API_URL": api.base_url,
+        "GITHUB_STEP_SUMMARY": str(work / "summary.md"),
+        "GITHUB_OUTPUT": str(work / "output.txt"),
+        "IVY_MATRIX_TOKEN": "fake-token",
+        "IVY_MATRIX_TARGETS": "branch\nsummary",
+        **extra,
+    }
+
+
+def test_the_branch_target_over_git_makes_no_rest_request(tmp_path):
+    """A leg with a job id commits its cells over git: the REST API gets no request, the
+    summary JSON says so (0 requests), and the log says what git sent."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    with FakeGitHub() as api, GitServer() as git:
+        env = git_env(api, git, tmp_path, IVY_MATRIX_JOB_ID="777")
+        result = run(
+            tmp_path,
+            env,
+            "--junit",
+            "results/*.xml",
+            "--backend",
+            "torch",
+            "--summary-json",
+            "s.json",
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert api.requests == []
+        files = git.files("ivy-matrix")
+        state = load_state(files[STATE].decode(), where=STATE)
+        assert state.backend_names == ("torch",)
+        assert all(row.cells["torch"].latest.source.url.endswith("/job/777") for row in state.rows)
+        assert {"README.md", "core/gradients.md"} <= set(files)
+        # Two fetches: the branch does not exist yet (its fetch fails), then the inbox alone.
+        assert "git over HTTPS: 2 fetch(es), 0 listing(s), 1 push(es)" in result.stderr
+        summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+        assert summary.get("requests", 0) == 0
+
+
+def test_branch_transport_rest_keeps_the_branch_on_the_rest_api(tmp_path):
+    """branch-transport: rest writes the branch through the REST API, git untouched."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    with FakeGitHub() as api, GitServer() as git:
+        env = git_env(
+            api, git, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_BRANCH_TRANSPORT="rest"
+        )
+        result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert git.requests == []
+        assert STATE in api.files("ivy-matrix")
