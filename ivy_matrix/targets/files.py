@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
-from ivy_matrix.grouping import Kind, KindCount
+from ivy_matrix.grouping import kinds_from_json, kinds_json
 from ivy_matrix.history import IndexNotes
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import DashboardState
@@ -236,7 +236,7 @@ def _row_json(row: IndexRow) -> dict[str, object]:
             [list(notes.longer), notes.longer_total],
             [list(notes.flaky), notes.flaky_total],
         ],
-        "kinds": [[c.kind.value, list(c.backends), c.rows] for c in row.kinds],
+        "kinds": kinds_json(row.kinds),
     }
 
 
@@ -276,14 +276,7 @@ def _row(key: str, value: object) -> IndexRow:
         flaky=flaky,
         flaky_total=flaky_total,
     )
-    kinds = tuple(
-        KindCount(
-            kind=Kind(expect_str(kind)),
-            backends=tuple(expect_str(b) for b in expect_list(backends)),
-            rows=expect_int(rows),
-        )
-        for kind, backends, rows in map(expect_list, expect_list(item["kinds"]))
-    )
+    kinds = kinds_from_json(item["kinds"])
     return IndexRow(key=key, path=expect_str(item["path"]), counts=counts, notes=notes, kinds=kinds)
 
 
