@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ivy_matrix.render import Style, render_files
+from ivy_matrix.statefile import join_columns, load_state
+from ivy_matrix.trend import TREND_NAME, load_trend
 from tests.github.budget import GITHUB_TOKEN, Spend, peak_per_minute
 from tests.github.fake_server import RequestRecord
 from tests.github.git_server import GitRequest
@@ -127,6 +130,7 @@ def summarize(
             "per_hour_back_to_back": round(len(writes) / wall * 3600) if wall else None,
         },
         "lost_cells": lost_cells(runs, outcome.files),
+        "pages_are_a_render_of_the_state": pages_are_a_render(outcome.files),
         "git": git_figures(outcome.git_records),
         "github": budget_figures(outcome.spend),
     }
@@ -226,6 +230,22 @@ def lost_cells(runs: list[LegRun], files: dict[str, bytes]) -> Json:
     }
 
 
+def pages_are_a_render(files: dict[str, bytes]) -> bool:
+    """Whether the branch's pages, index, trend and pictures are exactly what rendering its
+    state (and trend) gives, with no other markdown (any layout's state files are read)."""
+    parts: dict[str, list[Any]] = {}
+    for path, data in files.items():
+        if path.startswith(".ivy-matrix/state/") and path.endswith(".json"):
+            state = load_state(data.decode(), where=path)
+            parts.setdefault(state.key, []).append(state)
+    states = sorted((join_columns(p) for p in parts.values()), key=lambda s: s.key)
+    found = files.get(TREND_NAME)
+    trend = load_trend(found.decode(), where=TREND_NAME) if found is not None else None
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY, trend=trend)}
+    shown = {p for p in files if p.endswith(".md")} | {p for p in expected if p in files}
+    return {p: files[p].decode() for p in shown} == expected
+
+
 def issue_figures(issues: list[Json], seeded: set[int]) -> Json:
     open_by_marker: Counter[str] = Counter()
     created = closed = 0
@@ -268,7 +288,7 @@ def print_config(name: str, r: Json) -> None:
         f"  sent KB/leg {r['all_sent_kb_per_leg']['median']} / {r['all_sent_kb_per_leg']['max']}"
         f"  tries max {tries['max']} mean {tries['mean']} (rejected {tries['rejected_total']})"
         f"  writes/min peak {cc['peak_per_minute']}, run {cc['total']}"
-        f"  lost {r['lost_cells']['lost']}"
+        f"  lost {r['lost_cells']['lost']}  render {r['pages_are_a_render_of_the_state']}"
         + (f"  dup issues {r['issues']['duplicates_open']}" if "issues" in r else "")
         + f"  refused {github['refused']}  runs/hour within GitHub's limits "
         f"{github['runs_per_hour']}",
