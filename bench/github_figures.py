@@ -23,6 +23,7 @@ from tests.github.fake_server import RequestRecord
 from tests.github.git_server import GitRequest
 
 RUN = 101
+SEED_RUN = 100  # the run the branch was seeded with, by job 1 (github_scale.py)
 JOB_BASE = 2_000_000
 REF_WRITE = re.compile(r"/git/refs(/|$)")
 MARKER = re.compile(r"<!-- ivy-matrix:dashboard=(.+?) -->")
@@ -227,6 +228,8 @@ def lost_cells(runs: list[LegRun], files: dict[str, bytes]) -> Json:
         "lost": sum(max(v, 0) for v in lost.values()),
         "legs_short": lost,
         "linked_to_fan_in_job": links.get(str(JOB_BASE - 1), 0),
+        # Incremental: the cells no leg brought still link the seeding run.
+        "still_linking_seed_run": len(re.findall(rf"/actions/runs/{SEED_RUN}/job/1\"", text)),
     }
 
 

@@ -84,6 +84,7 @@ from github_figures import (  # noqa: E402
     LEGS,
     MATRIX,
     RUN,
+    SEED_RUN,
     WRITE_METHODS,
     Leg,
     LegRun,
@@ -103,7 +104,6 @@ PYTHON = sys.executable
 ENTRYPOINT = ROOT / "entrypoint.py"
 REPOSITORY = "acme/widgets"
 BRANCH = "ivy-matrix"
-SEED_RUN = 100
 FAN_IN_JOB = JOB_BASE - 1  # the fan-in job's id (the legs' are JOB_BASE + index)
 BACKEND_FROM_PATH = r"(?P<backend>[^/]+)/[^/]+\.xml$"
 # The fake's state that a pre-seeded repository consists of (copied into each configuration).
