@@ -13,8 +13,8 @@ I/O. Commands:
 - ``publish``: render the dashboards and issues from the branch state (commands/publish.py);
 - ``prune``: remove named dashboards, backends or rows from the store on purpose (commands/prune.py).
 
-This module holds the command line (built from ``config.options.OPTIONS``) and the dispatch;
-``main`` resolves the settings and turns errors into exit codes. It takes a
+This module holds the dispatch (the command line's grammar is config/arguments.py, built from
+``config.options.OPTIONS``); ``main`` resolves the settings and turns errors into exit codes. It takes a
 :class:`~ivy_matrix.github.connection.Remote` (the GitHub client factory and the waits) and the
 output streams, so that tests can run whole commands in-process, several at once, against a
 fast client.
@@ -28,308 +28,21 @@ Diagnostics go to stderr and data to stdout (runner/log.py).
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from ivy_matrix import __version__
-from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, Kind
+from ivy_matrix.config.arguments import bare_flags, build_parser, given_tokens, options_given
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
-from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError, UsageError
+from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import Heartbeat
 
 if TYPE_CHECKING:
-    from _typeshed import SupportsWrite
-
-_UPDATE_OPTIONS = tuple(o.name for o in OPTIONS if o.name != "leg_file")
-# What compare does not use: it records nothing, writes no dashboards, issues or leg metadata.
-_NOT_COMPARE = frozenset(
-    {
-        "lock_timeout",
-        "output_dir",
-        "html",
-        "summary_json",
-        "leg_metadata",
-        "legs",
-        "matrix_size",
-        "matrix_index",
-        "issue_label",
-        "pin_index",
-        "dry_run",
-        "pr_comment_when_green",
-        "pr_comment_author",
-        "style",
-        "history",
-        "retire_after_runs",
-        "trend_points",
-    }
-)
-_COMPARE_OPTIONS = tuple(name for name in _UPDATE_OPTIONS if name not in _NOT_COMPARE)
-# What collect uses: reading and naming results, the leg's run and job, and its own outputs.
-_COLLECT_OPTIONS = (
-    *("junit", "if_no_files_found", "backend", "backend_from_path", "backend_from_test"),
-    *("dashboard", "config", "run_id", "run_attempt", "job_id", "repository"),
-    *("server_url", "leg_file", "fail_on", "dry_run", "sha", "ref", "pr", "head_sha"),
-    *("env_command", "track_packages", "backend_version"),
-)
-_METAVARS = {
-    "backend": "NAME",
-    "backend_from_path": "REGEX",
-    "backend_from_test": "REGEX",
-    "dashboard": "[CATEGORY/]TITLE",
-    "job_url": "URL",
-    "repository": "OWNER/REPO",
-    "server_url": "URL",
-    "store": "DIR",
-    "lock_timeout": "SECONDS",
-    "output_dir": "DIR",
-    "html": "DIR",
-    "config": "FILE",
-    "summary_json": "FILE",
-    "targets": "TARGETS",
-    "dashboard_branches": "BRANCH",
-    "branch": "BRANCH",
-    "token": "TOKEN",
-    "api_url": "URL",
-    "job_name": "PATTERN",
-    "issue_label": "LABEL",
-    "backend_aliases": "WORDS",
-    "sha": "SHA",
-    "head_sha": "SHA",
-    "base_sha": "SHA",
-    "ref": "REF",
-    "pr_comment_author": "LOGIN",
-    "budget_warning": "PERCENT",
-    "env_command": "COMMAND",
-    "track_packages": "PACKAGES",
-    "backend_version": "BACKEND@TEMPLATE",
-}
-_KIND_METAVARS = {
-    Kind.LIST: "GLOB",
-    Kind.INT: "N",
-    Kind.PATH: "PATH",
-    Kind.STR: "VALUE",
-    Kind.BOOL: "VALUE",
-}
-_STORE_OPTIONS = ("store", "output_dir", "config", "style")
-_BRANCH_OPTIONS = (
-    *("targets", "branch", "branch_transport", "token", "api_url", "server_url"),
-    *("repository", "dry_run", "budget_warning"),
-)
-_PUBLISH_OPTIONS = (
-    *_BRANCH_OPTIONS,
-    *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
-    *("issue_label", "pin_index"),
-)
-_PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, with usage errors raised as UsageError (exit 2, our one-line message with a
-    hint) and help and version written to ``stdout`` (None: the process's)."""
-
-    stdout: TextIO | None = None
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}{_hint(message)} (see {self.prog} --help)")
-
-    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
-        # argparse sends help and version here with file=sys.stdout: use the command's stream.
-        if self.stdout is not None and file in (None, sys.stdout):
-            file = self.stdout
-        super()._print_message(message, file)
-
-
-_COMMANDS = ("update", "compare", "adopt", "render", "publish", "prune")
-
-
-def _hint(message: str) -> str:
-    """What a newcomer most likely meant, for argparse's usual complaints."""
-    if message.startswith("unrecognized arguments:"):
-        extra = message.removeprefix("unrecognized arguments:").split()
-        if any(Path(word).exists() for word in extra if not word.startswith("-")):
-            return (
-                "; the shell expanded a glob into several files: quote it "
-                "(--junit 'results/*.xml') or repeat --junit for each"
-            )
-        return ""
-    if "invalid choice:" in message and "argument COMMAND" in message:
-        word = message.split("invalid choice:", 1)[1].split("'")[1:2]
-        close = difflib.get_close_matches(word[0], _COMMANDS, n=1) if word else []
-        if close:
-            return f"; did you mean {close[0]}?"
-    if "required: COMMAND" in message or "argument COMMAND" in message:
-        return "; the command comes first: ivy-matrix update --junit GLOB ..."
-    return ""
-
-
-def _parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="ivy-matrix",
-        description="Per-test, per-backend dashboards from JUnit XML results.",
-        epilog="Every option can also be set as IVY_MATRIX_<OPTION> (e.g. IVY_MATRIX_BACKEND).",
-    )
-    parser.add_argument("--version", action="version", version=f"ivy-matrix {__version__}")
-    commands = parser.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
-    )
-    update = commands.add_parser(
-        "update", help="fold result files into the dashboards and write them"
-    )
-    _add_options(update, _UPDATE_OPTIONS)
-    collect = commands.add_parser(
-        "collect",
-        help="one matrix leg's results into a leg file for a fan-in job; no network at all",
-    )
-    _add_options(collect, _COLLECT_OPTIONS)
-    _compare_arguments(
-        commands.add_parser(
-            "compare",
-            help="a pull request's verdicts against the stored dashboards; records nothing",
-        )
-    )
-    _adopt_arguments(
-        commands.add_parser("adopt", help="take an existing dashboard table into the store")
-    )
-    render = commands.add_parser(
-        "render", help="write every stored dashboard and the index, or the HTML site"
-    )
-    _add_options(render, (*_STORE_OPTIONS, "html"))
-    render.add_argument(
-        "--check",
-        action="store_true",
-        help="write nothing; exit 1 when --output-dir differs from a fresh render, naming "
-        "each file that does",
-    )
-    publish = commands.add_parser(
-        "publish", help="render the dashboards, issues and index from the branch state"
-    )
-    _add_options(publish, _PUBLISH_OPTIONS)
-    prune = commands.add_parser(
-        "prune", help="remove named dashboards, backends or rows from the store on purpose"
-    )
-    _prune_arguments(prune)
-    _add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
-    for each in (parser, *commands.choices.values()):
-        each.stdout = stdout
-    return parser
-
-
-def _add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
-    """The options of ``OPTIONS`` named in ``names``, in ``OPTIONS``' order."""
-    for option in OPTIONS:
-        if option.name not in names:
-            continue
-        default = f" (default: {option.default})" if option.default else ""
-        help_text = option.help + default
-        if option.kind is Kind.LIST:
-            metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
-            sub.add_argument(
-                option.flag, dest=option.name, action="append", metavar=metavar, help=help_text
-            )
-        else:
-            metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
-            sub.add_argument(
-                option.flag,
-                dest=option.name,
-                # Choices are checked by config/settings.py, so that a bad value on the command line
-                # and in IVY_MATRIX_* gets the same message and exit code.
-                metavar="{" + ",".join(option.choices) + "}" if option.choices else metavar,
-                help=help_text,
-            )
-
-
-def _compare_arguments(compare: argparse.ArgumentParser) -> None:
-    """``compare``: where the comment and the verdicts go, then the options of ``update`` it uses."""
-    compare.add_argument(
-        "--markdown",
-        dest="compare_markdown",
-        type=Path,
-        metavar="FILE",
-        help="write the comment ('-': to stdout)",
-    )
-    compare.add_argument(
-        "--json",
-        dest="compare_json",
-        type=Path,
-        metavar="FILE",
-        help="write the verdicts ('-': to stdout)",
-    )
-    _add_options(compare, _COMPARE_OPTIONS)
-
-
-def _adopt_arguments(adopt: argparse.ArgumentParser) -> None:
-    """``adopt``: the dashboard and the file holding its table, then the store's options."""
-    adopt.add_argument("--dashboard", required=True, help="[category/]title of the dashboard")
-    adopt.add_argument("file", type=Path, help="the markdown file holding the table")
-    adopt.add_argument("--force", action="store_true", help="replace a dashboard already stored")
-    _add_options(adopt, ("store", "lock_timeout", "config", *_BRANCH_OPTIONS, "style"))
-
-
-def _prune_arguments(prune: argparse.ArgumentParser) -> None:
-    """What ``prune`` removes: dashboards, backends (columns) and rows."""
-    prune.add_argument(
-        "--dashboard",
-        dest="prune_dashboards",
-        action="append",
-        default=[],
-        metavar="[CATEGORY/]TITLE",
-        help="a dashboard to remove; with --backend or --row, where they are removed (repeatable)",
-    )
-    prune.add_argument(
-        "--backend",
-        dest="prune_backends",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a backend (column) to remove, from every dashboard or the named ones (repeatable)",
-    )
-    prune.add_argument(
-        "--row",
-        dest="prune_rows",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a row (test) to remove from the named dashboard(s) (repeatable)",
-    )
-
-
-_BOOL_FLAGS = frozenset(option.flag for option in OPTIONS if option.kind is Kind.BOOL)
-# Words taken as a flag's value, so that "--dry-run yes" is told the allowed values.
-_BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n"})
-
-
-def _bare_flags(argv: Sequence[str]) -> list[str]:
-    """``--dry-run`` alone means ``--dry-run=true``; ``--dry-run true|false`` still works.
-
-    Rewritten before argparse sees it, so that ``adopt --dry-run FILE`` never takes the file
-    for the flag's value.
-    """
-    out = list(argv)
-    for i, word in enumerate(out):
-        if word == "--":
-            break
-        if word in _BOOL_FLAGS and (i + 1 == len(out) or out[i + 1] not in _BOOL_WORDS):
-            out[i] = f"{word}=true"
-    return out
-
-
-def _given_tokens(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    """The token as given on the command line (``--token T``, ``--token=T``, or an
-    abbreviation argparse accepts) and in the environment, before any parsing."""
-    token = OPTION_BY_NAME["token"]
-    found = [env.get(token.env, ""), env.get(token.env, "").strip()]
-    for at, word in enumerate(argv):
-        flag, equals, value = word.partition("=")
-        if len(flag) > len("--t") and token.flag.startswith(flag):
-            found.append(value if equals else (argv[at + 1] if at + 1 < len(argv) else ""))
-    return [value for value in found if value]
+    pass
 
 
 def main(
@@ -348,25 +61,14 @@ def main(
     env = environ() if env is None else env
     argv = sys.argv[1:] if argv is None else argv
     log = Log(github_actions=is_github_actions(env), stream=stderr, data=stdout, clock=clock)
-    for token in _given_tokens(argv, env):
+    for token in given_tokens(argv, env):
         log.conceal(token)  # before parsing: a usage error quotes the arguments
     if platform == "win32":
         log.error(WINDOWS)
         return ExitCode.USAGE
     try:
-        args = _parser(stdout).parse_args(_bare_flags(argv))
-        skip = {
-            "command",
-            "file",
-            "force",
-            "check",
-            "compare_markdown",
-            "compare_json",
-            *_PRUNE_NAMES,
-        }
-        given = {k: v for k, v in vars(args).items() if k not in skip}
-        if args.command == "adopt":
-            given.pop("dashboard")
+        args = build_parser(stdout).parse_args(bare_flags(argv))
+        given = options_given(args)
         settings = load_settings(given, env)
         log.conceal(settings.token or "")
         with Heartbeat(log).running():

@@ -26,7 +26,7 @@ Pure: no I/O. Everything is computed from a cell's stored entries (newest first,
 
 The projections are functions here: the index page's sections (``render_files`` in
 render.py appends ``render_index_sections`` below the index table of the output folder and the
-branch), the section below a dashboard issue's table (``issues.bodies.compose_issue``, within
+branch), the section below a dashboard issue's table (blame.py ``render_issue_section``, within
 its size budget) and below a compact dashboard file's, and the summary JSON's ``history``
 (targets/summary.py). A pull request's results never reach these states: ``update`` does not
 record them (config/settings.py ``Settings.feeds_dashboards``).
@@ -41,7 +41,6 @@ from enum import StrEnum
 
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.model import DashboardState, Entry, Outcome, Source, worst
-from ivy_matrix.reasons import Failing, render_reasons
 
 FLAKY_WINDOW = 10
 FLIPS_FOR_FLAKY = 2
@@ -186,6 +185,8 @@ class CellReport:
     backend: str
     latest: Entry
     history: CellHistory
+    # The cell's default-branch results, newest first (for its blame, blame.py).
+    results: tuple[RunResult, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,16 +211,17 @@ _A_LOOK = frozenset({Outcome.FAILURE, Outcome.FLAKY})
 
 def _worth_a_look(
     entries: Sequence[Entry], branches: Collection[str]
-) -> tuple[CellHistory, int] | None:
-    """A cell's history and the position of its newest default-branch result, if it is
-    failing or flaky."""
+) -> tuple[CellHistory, int, tuple[RunResult, ...]] | None:
+    """A cell's history, the position of its newest default-branch result and its results,
+    if it is failing or flaky."""
     results = run_results(entries, branches)
     if not results:
         return None
     history = history_of(results)
     if history.failing or history.flaky is not None:
         newest = results[0].entry
-        return history, next(i for i, entry in enumerate(entries) if entry is newest)
+        position = next(i for i, entry in enumerate(entries) if entry is newest)
+        return history, position, tuple(results)
     return None
 
 
@@ -228,10 +230,12 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
     # Rows share cell objects (most cells of a run are alike): each distinct cell's history is
     # worked out once, and only rows holding a cell worth a look are looked at again.
     distinct = {id(cell): cell for row in state.rows for cell in row.cells.values()}
-    worth: dict[int, tuple[CellHistory, Entry]] = {}
+    worth: dict[int, tuple[CellHistory, Entry, tuple[RunResult, ...]]] = {}
     # A history depends on each result's job and outcome only (not its counts or failure
     # line): cells alike in those are worked out once, with the position of the newest.
-    by_jobs: dict[tuple[tuple[int, Outcome], ...], tuple[CellHistory, int] | None] = {}
+    by_jobs: dict[
+        tuple[tuple[int, Outcome], ...], tuple[CellHistory, int, tuple[RunResult, ...]] | None
+    ] = {}
     for key, cell in distinct.items():
         entries = cell.entries
         # Failing or flaky needs a failure or a flaky pass among the results: most cells have
@@ -244,7 +248,9 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
         else:
             found = by_jobs[jobs] = _worth_a_look(entries, branches)
         if found is not None:
-            worth[key] = (found[0], entries[found[1]])
+            # The results' entries are this cell's alike (same jobs): the blame reads only
+            # their jobs and outcomes.
+            worth[key] = (found[0], entries[found[1]], found[2])
     if not worth:
         return DashboardHistory(key=state.key, cells=())
     reports = []
@@ -257,9 +263,15 @@ def dashboard_history(state: DashboardState, branches: Collection[str] = ()) -> 
             held = cells.get(backend)
             report = None if held is None else worth.get(id(held))
             if report is not None:
-                history, latest = report
+                history, latest, results = report
                 reports.append(
-                    CellReport(row=row.name, backend=backend, latest=latest, history=history)
+                    CellReport(
+                        row=row.name,
+                        backend=backend,
+                        latest=latest,
+                        history=history,
+                        results=results,
+                    )
                 )
     return DashboardHistory(key=state.key, cells=tuple(reports))
 
@@ -298,7 +310,7 @@ def describe(report: CellReport) -> str:
     return ", ".join(parts)
 
 
-def _section(title: str, lines: Sequence[str], limit: int) -> str:
+def section_lines(title: str, lines: Sequence[str], limit: int) -> str:
     if not lines:
         return ""
     shown = [f"- {line}\n" for line in lines[:limit]]
@@ -388,33 +400,6 @@ def render_notes_sections(
             ),
             section("## Flaky", lambda n: (n.flaky, n.flaky_total)),
         )
-    )
-
-
-def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECTION_LIMIT) -> str:
-    """The section below the table of a dashboard issue: why its cells fail (failure lines
-    grouped by signature, reasons.py), then its failing and flaky cells.
-
-    "" when the dashboard has none. At most ``limit`` entries each (the issue's size budget).
-    """
-    failing = [r for r in history.cells if r.history.failing]
-    reasons = render_reasons(
-        (
-            Failing(
-                test=r.row,
-                backend=r.backend,
-                message=r.latest.message,
-                signature=r.latest.signature,
-            )
-            for r in failing
-        ),
-        limit=limit,
-    )
-    flaky = [describe(r) for r in history.cells if not r.history.failing]
-    return (
-        reasons
-        + _section("### Failing", [describe(r) for r in failing], limit)
-        + _section("### Flaky", flaky, limit)
     )
 
 

@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ivy_matrix.blame import render_issue_section
 from ivy_matrix.charts import PARITY_FILE, PASS_RATE_FILE, parity_svg, pass_rate_svg, trend_section
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
 from ivy_matrix.history import (
     IndexNotes,
     dashboard_history,
     index_notes,
-    render_issue_section,
     render_notes_sections,
 )
 from ivy_matrix.model import DashboardState, Entry, Outcome, Totals, Trend

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ivy_matrix.blame import render_issue_section
 from ivy_matrix.history import (
     CellHistory,
     FlakyReason,
@@ -13,7 +14,6 @@ from ivy_matrix.history import (
     history_of,
     is_default_branch,
     render_index_sections,
-    render_issue_section,
     run_results,
     summary_cells,
 )

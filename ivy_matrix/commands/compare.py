@@ -100,7 +100,10 @@ def pr_comparison(
     batches = links.batches(collected, pr_run_id(settings, states), signer)
     branches = settings.feeding_branches
     ancestry = run_order_ancestry(states, settings.base_sha or pr_base_sha(batches), branches)
-    return compare(batches, states, ancestry=ancestry, branches=branches)
+    repository = (
+        f"{settings.server_url.rstrip('/')}/{settings.repository}" if settings.repository else ""
+    )
+    return compare(batches, states, ancestry=ancestry, branches=branches, repository=repository)
 
 
 def pr_comment_state(

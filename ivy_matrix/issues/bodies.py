@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from ivy_matrix.blame import render_issue_section
 from ivy_matrix.errors import IvyMatrixError
 from ivy_matrix.escaping import escape_name
 from ivy_matrix.history import (
     DEFAULT_SECTION_LIMIT,
     dashboard_history,
     render_index_sections,
-    render_issue_section,
 )
 from ivy_matrix.issues.markers import (
     BEGIN,

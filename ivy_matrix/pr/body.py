@@ -81,6 +81,9 @@ def _cell_line(cell: CellVerdict, indent: str = "") -> _Line:
     if since is not None:
         sha = f" ({_name(since.sha[:SHORT_SHA])})" if since.sha else ""
         parts.append(f"failing since run {since.run_id}{sha}")
+    if cell.verdict is Verdict.PRE_EXISTING and cell.blame_line:
+        # Why it fails on the default branch: the code or the environment (blame.py).
+        parts.append(cell.blame_line)
     if cell.verdict is Verdict.NEW_TEST:
         parts.insert(0, "new test")
     place = f"{_name(cell.dashboard)} · {_name(cell.row)} · {_name(cell.backend)}"

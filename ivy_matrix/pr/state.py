@@ -211,6 +211,7 @@ def _cell_record(cell: CellVerdict) -> list[object]:
         list(cell.position),
         cell.message,
         cell.signature,
+        cell.blame_line,
     ]
 
 
@@ -237,6 +238,11 @@ def dump_ref_state(state: RefState) -> str:
         ]
         if cell.message or cell.signature:
             record.append(messages.index((cell.message, cell.signature)))
+        if cell.blame_line:
+            # The blame in words (blame.py), after the failure line's place (None: none).
+            if len(record) == _LINE_AT:
+                record.append(None)
+            record.append(cell.blame_line)
         dashboards.setdefault(cell.dashboard, []).append(record)
     lease = state.lease
     document = {
@@ -313,6 +319,11 @@ def _message(value: object) -> tuple[str, str]:
     return _typed(text, str), _typed(signature, str)
 
 
+# A cell's record: nine items, then its failure line's index in ``messages`` (or None), then
+# its blame in words; either may be left out when it is the last.
+_LINE_AT = 9
+
+
 def _cell_from(
     dashboard: str,
     record: Sequence[object],
@@ -322,7 +333,9 @@ def _cell_from(
 ) -> CellVerdict:
     # Records written before failure lines were kept have no tenth item.
     row, backend, verdict, link, run, baseline, baseline_link, since, position = record[:9]
-    message, signature = messages[_index(record[9])] if len(record) > 9 else ("", "")  # noqa: PLR2004  -- the optional failure line
+    line = record[_LINE_AT] if len(record) > _LINE_AT else None
+    message, signature = ("", "") if line is None else messages[_index(line)]
+    blame_line = _typed(record[_LINE_AT + 1], str) if len(record) > _LINE_AT + 1 else ""
     row_at, backend_at = _typed(position, list)
     since_parts = None if since is None else _typed(since, list)
     return CellVerdict(
@@ -344,6 +357,7 @@ def _cell_from(
         position=(_typed(row_at, int), _typed(backend_at, int)),
         message=message,
         signature=signature,
+        blame_line=blame_line,
     )
 
 

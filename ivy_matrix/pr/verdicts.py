@@ -45,9 +45,10 @@ call ``compare`` with ``pr.ancestry.run_order_ancestry`` from the base sha; ``co
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from ivy_matrix.blame import Blame, blame_of, describe_blame
 from ivy_matrix.escaping import IVY_NO_LINK
 from ivy_matrix.grouping import BackendResult, RowGroups, group_row, signatures_json
 from ivy_matrix.history import (
@@ -129,6 +130,10 @@ class CellVerdict:
     position: tuple[int, int] = (0, 0)
     message: str = ""
     signature: str = ""
+    # A failing cell's blame (blame.py) from its default-branch history and this result, and
+    # that blame in words (what the comment shows; the verdict ref keeps only the words).
+    blame: Blame | None = field(default=None, compare=False)
+    blame_line: str = ""
 
     @property
     def key(self) -> CellKey:
@@ -330,8 +335,10 @@ def compare(
     *,
     ancestry: Ancestry = NO_ANCESTRY,
     branches: Collection[str] = (),
+    repository: str = "",
 ) -> Comparison:
-    """The verdicts of a pull request's results against the default branch's states."""
+    """The verdicts of a pull request's results against the default branch's states.
+    ``repository`` (``{server}/{owner}/{repo}``) is where the blames' compare links point."""
     by_key = {state.key: state for state in states}
     known_backends = {name for state in by_key.values() for name in state.backend_names}
     cells: list[CellVerdict] = []
@@ -343,13 +350,24 @@ def compare(
             key, rows, by_key.get(key), ancestry, branches, known_backends=known_backends
         )
         found.sort(key=lambda item: (item[0], item[1]))
+        state = by_key.get(key)
+        held = {r.name: r.cells for r in state.rows} if state else {}
         results: dict[str, list[BackendResult]] = {}
         for _, backend, row, run, listed, result in found:
             runs[backend] = max(run, runs.get(backend, run))
             ran[key, row, backend] = run.run_attempt
             results.setdefault(row, []).append(result)
             if listed is not None:
-                cells.append(listed)
+                baseline = held.get(row, {}).get(backend)
+                cells.append(
+                    _with_blame(
+                        listed,
+                        rows[row][backend],
+                        baseline.entries if baseline else (),
+                        branches=branches,
+                        repository=repository,
+                    )
+                )
         groups.extend(g for row, r in results.items() if (g := group_row(key, row, r)))
     return Comparison(
         cells=tuple(cells),
@@ -358,6 +376,26 @@ def compare(
         ran=ran,
         groups=tuple(groups),
     )
+
+
+def _with_blame(
+    cell: CellVerdict,
+    entries: Sequence[Entry],
+    baseline: Sequence[Entry],
+    *,
+    branches: Collection[str],
+    repository: str,
+) -> CellVerdict:
+    """A failing cell with its blame (blame.py): the pull request's result is the newest of
+    the cell's history, after the default branch's, so a new failure starts in the pull
+    request and a pre-existing one on the default branch."""
+    if cell.verdict not in FAILING_VERDICTS:
+        return cell
+    history = run_results(baseline, branches)
+    blame = blame_of([runs_of(entries)[0], *history], repository=repository)
+    if blame is None:
+        return cell
+    return replace(cell, blame=blame, blame_line=describe_blame(blame))
 
 
 def _counts_json(counts: Mapping[Verdict, int]) -> dict[str, int]:
@@ -389,6 +427,7 @@ def compare_document(comparison: Comparison) -> dict[str, object]:
                 else cell.failing_since.to_json(),
                 "message": cell.message,
                 "signature": cell.signature,
+                "blame": None if cell.blame is None else cell.blame.to_json(),
                 "kind": kinds.get(cell.key),
             }
             for cell in comparison.cells

@@ -264,6 +264,14 @@ def test_the_compare_document_has_the_documented_shape():
                 "failing_since": {"run_id": 99, "sha": "sha99"},
                 "message": "",
                 "signature": "",
+                "blame": {
+                    "last_pass": {"run_id": 98, "sha": "sha98"},
+                    "first_failure": {"run_id": 99, "sha": "sha99"},
+                    "compare": "https://github.com/o/r/compare/sha98...sha99",
+                    "environment": None,
+                    "hint": None,
+                    "notes": ["environment not recorded on either side"],
+                },
                 "kind": "backend-specific",
             },
             {
@@ -276,6 +284,14 @@ def test_the_compare_document_has_the_documented_shape():
                 "failing_since": None,
                 "message": "",
                 "signature": "",
+                "blame": {
+                    "last_pass": {"run_id": 100, "sha": "sha100"},
+                    "first_failure": {"run_id": 500, "sha": "head"},
+                    "compare": "https://github.com/o/r/compare/sha100...head",
+                    "environment": None,
+                    "hint": None,
+                    "notes": ["environment not recorded on either side"],
+                },
                 "kind": "shared",
             },
             {
@@ -288,6 +304,14 @@ def test_the_compare_document_has_the_documented_shape():
                 "failing_since": None,
                 "message": "",
                 "signature": "",
+                "blame": {
+                    "last_pass": {"run_id": 100, "sha": "sha100"},
+                    "first_failure": {"run_id": 500, "sha": "head"},
+                    "compare": "https://github.com/o/r/compare/sha100...head",
+                    "environment": None,
+                    "hint": None,
+                    "notes": ["environment not recorded on either side"],
+                },
                 "kind": "shared",
             },
             {
@@ -300,6 +324,7 @@ def test_the_compare_document_has_the_documented_shape():
                 "failing_since": None,
                 "message": "",
                 "signature": "",
+                "blame": None,
                 "kind": None,
             },
         ],
