@@ -214,7 +214,9 @@ def update_command(
 # --- the pre-seeded repository ---------------------------------------------------------------
 
 
-def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple[Json, Json]:
+def seed_repository(
+    args: argparse.Namespace, work: Path, targets: str, *, transport: str = "rest"
+) -> tuple[Json, Json]:
     """One full update of every backend (run 100) into an empty stand-in; return its state."""
     manifest = ensure_set(
         work, tests=args.tests, dashboards=args.dashboards, shards=1, outcome_seed=1
@@ -223,7 +225,7 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
     shutil.rmtree(seed_dir, ignore_errors=True)
     seed_dir.mkdir(parents=True)
     # Seeding arranges the repository a run starts from: its spend is not measured.
-    git = GitServer() if args.transport == "git" else None
+    git = GitServer() if transport == "git" else None
     with FakeGitHub(limits=UNLIMITED) as fake, git or contextlib.nullcontext():
         fake.configure(keep_bodies=False)
         cmd = update_command(
@@ -601,7 +603,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.cap:.0f} s",
         flush=True,
     )
-    seed, seed_info = seed_repository(args, work, args.seed_targets or args.targets)
+    seed, seed_info = seed_repository(
+        args, work, args.seed_targets or args.targets, transport=args.transport
+    )
     print(f"  seeded: {json.dumps(seed_info)}", flush=True)
     plans, splits = plan(args, work)
     names = [
