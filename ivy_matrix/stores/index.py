@@ -3,18 +3,21 @@
 Pure: text in, values out. ``.ivy-matrix/state/INDEX`` (no ``.json``, so no older version
 takes it for a dashboard state) holds one :class:`Summary` per dashboard: its runs, the run
 id from which retirement would take something from it (``stale_at``), its passing/total
-counts by backend and the lines of the index's history sections (``render.IndexRow``). So a
+counts by backend, the lines of the index's history sections and its failing rows by kind
+(``render.IndexRow``; grouping.py). So a
 writer reads only the dashboards its results touch and still draws the whole index page and
 applies the store-wide retirement, reading a dashboard it does not touch only when that
 dashboard has something to retire. The file says which ``REVISION`` it describes: a branch
 written since by an older version (which does not keep it) is read whole once and the file
-rebuilt (migration on write). Format, version 1::
+rebuilt (migration on write), as is a file of another version. Format, version 2 (version 1
+had no ``kinds``)::
 
-    {"format": "ivy-matrix-index", "version": 1, "revision": 12,
+    {"format": "ivy-matrix-index", "version": 2, "revision": 12,
      "dashboards": [{"title": "gradients", "category": "core", "runs": [102, 101],
                      "stale_at": 101, "counts": [["torch", 68, 70], ["jax", 70, 70]],
                      "notes": {"newly": ["test_x · torch: ..."], "newly_total": 1,
-                               "longer": [], "longer_total": 0, "flaky": [], "flaky_total": 0}}]}
+                               "longer": [], "longer_total": 0, "flaky": [], "flaky_total": 0},
+                     "kinds": [["backend-specific", ["torch"], 1]]}]}
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ivy_matrix.grouping import kinds_from_json, kinds_json
 from ivy_matrix.history import IndexNotes
 from ivy_matrix.model import BackendPoint, DashboardId, DashboardState, Parity, TrendPoint
 from ivy_matrix.paths import dashboard_file
@@ -30,7 +34,7 @@ from ivy_matrix.render import IndexRow, index_row
 from ivy_matrix.trend import PointPart, dashboard_part
 
 INDEX_FORMAT = "ivy-matrix-index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 # Runs (a dashboard's newest) whose trend parts the index keeps: a run's point is drawn when
 # its results arrive, so the newest two (a run, and one beside it) are what a point needs of
 # a dashboard not read; an older run's re-run reads the dashboard.
@@ -131,6 +135,7 @@ def dump_index(summaries: Iterable[Summary], revision: int) -> str:
                     "flaky": list(notes.flaky),
                     "flaky_total": notes.flaky_total,
                 },
+                "kinds": kinds_json(summary.row.kinds),
             }
         )
     document = {
@@ -246,6 +251,7 @@ def _summary(item: object) -> Summary:
                 flaky=tuple(_str(line) for line in _list(notes["flaky"])),
                 flaky_total=_int(notes["flaky_total"]),
             ),
+            kinds=kinds_from_json(item["kinds"]),
         ),
         parts={int(run): _part(part, int(run)) for run, part in parts.items()},
         absent=_part(item["absent"], 0),
