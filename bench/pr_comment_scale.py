@@ -49,11 +49,9 @@ import github_scale as scale
 from github_figures import FAN_IN, LEGS, RUN, Leg, LegRun, median_max
 
 sys.path.insert(0, str(scale.ROOT))  # the stand-in lives in tests/, beside the product
-import git_side  # the git remote's side, from tests/ too
 
 from tests.github.budget import UNLIMITED, peak_per_minute
 from tests.github.fake_server import BOT_LOGIN, FakeGitHub
-from tests.github.git_server import GitServer
 
 Json = dict[str, Any]
 COMMENT_EDIT = r"/issues/comments/\d+$"
@@ -167,46 +165,13 @@ def start_legs(
     return started
 
 
-def seed_git(args: argparse.Namespace, work: Path) -> Path:
-    """The dashboard branch of one full default-branch run (run 100) on a git remote, as a
-    bare repository every configuration copies (the REST stand-in holds nothing of it)."""
-    manifest = scale.ensure_set(
-        work, tests=args.tests, dashboards=args.dashboards, shards=1, outcome_seed=1
-    )
-    seed_dir = work / "legs" / "seed-git"
-    shutil.rmtree(seed_dir, ignore_errors=True)
-    seed_dir.mkdir(parents=True)
-    with FakeGitHub(limits=UNLIMITED) as fake, GitServer() as git:
-        git.create(scale.REPOSITORY)
-        cmd = scale.update_command(
-            junit=[f"{manifest['root']}/**/*.xml"],
-            backend_args=["--backend-from-path", scale.BACKEND_FROM_PATH],
-            api_url=fake.base_url,
-            token="seed",
-            run_id=scale.SEED_RUN,
-            job_id=1,
-        )
-        cmd += ["--targets", "branch", "--store", str(seed_dir / "store")]
-        cmd += ["--server-url", git.url, "--branch-transport", "git"]
-        done = subprocess.run(
-            cmd, cwd=seed_dir, env=scale.cli_env(), capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            raise SystemExit(f"seeding over git failed:\n{done.stderr[-3000:]}")
-        return git_side.keep_seed(git, work)
-
-
-def run_once(
-    args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg], seed_repo: Path | None
-) -> Json:
+def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg]) -> Json:
     """Every leg of the pull request at once against a fresh, pre-seeded stand-in (and, with
-    ``seed_repo``, a git remote holding the branch)."""
+    ``--transport git``, a git remote holding the branch)."""
     fake = scale.seeded_fake(args, seed)
-    git = None
-    transport: list[str] = []
-    if seed_repo is not None:
-        git = git_side.seeded_server(seed_repo, latency=tuple(args.latency), seed=args.seed)
-        git.fail_rate = args.faults
+    git = scale.seeded_git(args, seed)
+    transport = ["--branch-transport", "rest"]
+    if git is not None:
         transport = ["--server-url", git.url, "--branch-transport", "git"]
     number = int(fake.add_issue(scale.REPOSITORY, title="a change", pull_request=True)["number"])
     slow = (("PATCH", COMMENT_EDIT, *args.slow_edits),)
@@ -218,7 +183,8 @@ def run_once(
     jobs = legs
     if args.setup == FAN_IN:
         # The legs collect their files at once with no network; then the fan-in job comments.
-        scale.collect_legs(args, legs, root, start=begin, extra=transport[:2])
+        server = transport[:2] if git else []
+        scale.collect_legs(args, legs, root, start=begin, extra=server)
         cases = sum(leg.cases for leg in legs)
         jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)]
     with fake, git or contextlib.nullcontext():
@@ -341,14 +307,13 @@ def main(argv: list[str] | None = None) -> int:
         args.tests, args.dashboards, args.legs, args.cap = 8, 1, 4, 120
         args.latency, args.slow_edits, args.faults = (0.0, 0.0), (0.0, 0.0), 0.0
     work = args.work.resolve()
-    seed, seed_info = scale.seed_repository(args, work, "branch")
+    seed, seed_info = scale.seed_repository(args, work, "branch", transport=args.transport)
     backends, shards, take = scale.split_for(args.legs, single_shards=8)
     manifest = scale.ensure_set(
         work, tests=args.tests, dashboards=args.dashboards, shards=shards, outcome_seed=2
     )
     legs = scale.legs_of(failing_set(manifest, args.fail_every), backends, take)
-    seed_repo = seed_git(args, work) if args.transport == "git" else None
-    result = run_once(args, work, seed, legs, seed_repo)
+    result = run_once(args, work, seed, legs)
     report: Json = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
