@@ -4,6 +4,9 @@ What one round runs, each a fresh process, in this order:
 
 - ``floor``: a fresh Python that tokenizes the main set's files with expat and no handlers
   (``FLOOR_CODE``: nothing imported but ``sys`` and pyexpat), process wall time;
+- ``start-up`` (``python -c pass``) and ``imports`` (importing ivy-matrix's CLI and its
+  ``update``, from the measured checkout): what a process pays before its work, for the
+  ``net`` ratios (each side less these, in the same round);
 - ``e2e``: ``python entrypoint.py update`` of the main set (every backend, one call with
   ``--backend-from-path``) into an empty store, with ``--output-dir`` (every dashboard and the
   index rendered);
@@ -48,6 +51,18 @@ FLOOR_CODE = (
     "        while chunk := f.read(1 << 20):\n"
     "            parser.Parse(chunk, False)\n"
     "        parser.Parse(b'', True)\n"
+)
+# The two costs every process pays before its work: Python's start-up (the floor pays it too),
+# and, for the updates, importing ivy-matrix (from the measured code's checkout).
+START_UP_CODE = "pass"
+IMPORTS_CODE = (
+    "import importlib, os, sys\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "import ivy_matrix.cli\n"
+    "for name in ('commands/update', 'update'):  # where the update command lives, by version\n"
+    "    if os.path.exists(os.path.join(sys.argv[1], 'ivy_matrix', name + '.py')):\n"
+    "        importlib.import_module('ivy_matrix.' + name.replace('/', '.'))\n"
+    "        break\n"
 )
 UPDATES = ("e2e", "e2e-rerun", "leg-update")
 RATIOS = {
@@ -155,26 +170,42 @@ def rounds_plan(sets: Sets, work: Path, compare: Path | None) -> list[Step]:
     floor = Step("floor", [PYTHON, "-c", FLOOR_CODE, *xml_files(sets.main)])
     floor_leg = Step("floor-leg", [PYTHON, "-c", FLOOR_CODE, *xml_files(sets.leg, ("torch",))])
     codes = [(ROOT, "")] + ([(compare, "@compare")] if compare is not None else [])
-    plan: dict[str, list[Step]] = {"floor": [floor], "floor-leg": [floor_leg]}
+    start_up = Step("start-up", [PYTHON, "-c", START_UP_CODE])
+    imports = [
+        Step(f"imports{suffix}", [PYTHON, "-c", IMPORTS_CODE, str(code)]) for code, suffix in codes
+    ]
+    plan: dict[str, list[Step]] = {"floor": [floor, start_up, *imports], "floor-leg": [floor_leg]}
     for code, suffix in codes:
         for follows, step in update_steps(code, sets, work, suffix):
             plan[follows].append(step)
     return plan["floor"] + plan["floor-leg"]
 
 
-def per_round_ratios(runs: dict[str, list[Run]], suffix: str, *, cpu: bool = False) -> Json:
+def per_round_ratios(
+    runs: dict[str, list[Run]], suffix: str, *, cpu: bool = False, net: bool = False
+) -> Json:
     """Each ratio's median and min-max over the rounds: process wall time on both sides, or
     with ``cpu`` the processes' CPU time (user + system; less disturbed by a loaded machine,
-    though not free of it)."""
+    though not free of it). With ``net``, each side less what its process pays before its
+    work, in the same round: the floor less Python's start-up, an update less Python's
+    start-up and ivy-matrix's imports (the work alone, as the reading figures count it)."""
     ratios: Json = {}
+    starts, imports = runs.get("start-up"), runs.get("imports" + suffix)
     for name, (top, bottom) in RATIOS.items():
         tops, bottoms = runs.get(top + suffix), runs.get(bottom)
-        if not tops or not bottoms:
+        if not tops or not bottoms or (net and not (starts and imports)):
             continue
-        each = [
-            (t.cpu_s / b.cpu_s) if cpu else (t.proc_wall_s / b.proc_wall_s)
-            for t, b in zip(tops, bottoms, strict=True)
-        ]
+
+        def cost(run: Run) -> float:
+            return run.cpu_s if cpu else run.proc_wall_s
+
+        if net and starts and imports:
+            each = [
+                (cost(t) - cost(i)) / max(cost(b) - cost(s), 1e-6)
+                for t, b, s, i in zip(tops, bottoms, starts, imports, strict=True)
+            ]
+        else:
+            each = [cost(t) / cost(b) for t, b in zip(tops, bottoms, strict=True)]
         ratios[name] = {
             "median": round(statistics.median(each), 2),
             "min": round(min(each), 2),
@@ -260,11 +291,13 @@ def bench_local(
         "commands": {name: summarize_runs(r) for name, r in runs.items()},
         "ratios": per_round_ratios(runs, ""),
         "cpu_ratios": per_round_ratios(runs, "", cpu=True),
+        "net_cpu_ratios": per_round_ratios(runs, "", cpu=True, net=True),
     }
     if compare is not None:
         result["compare"] = str(compare)
         result["ratios_compare"] = per_round_ratios(runs, "@compare")
         result["cpu_ratios_compare"] = per_round_ratios(runs, "@compare", cpu=True)
+        result["net_cpu_ratios_compare"] = per_round_ratios(runs, "@compare", cpu=True, net=True)
     if count_instructions:
         result["instructions"] = instructions(plan)
     return result
@@ -287,6 +320,8 @@ def print_local(result: Json) -> None:
         ("ratios_compare", "compared code"),
         ("cpu_ratios", "this code, CPU time"),
         ("cpu_ratios_compare", "compared code, CPU time"),
+        ("net_cpu_ratios", "this code, CPU time less start-up and imports"),
+        ("net_cpu_ratios_compare", "compared code, CPU time less start-up and imports"),
     ):
         if key not in result:
             continue

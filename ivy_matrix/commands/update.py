@@ -5,7 +5,8 @@ I/O: the imperative shell. It only orders the stages; each lives in its own modu
 1. read the result files and name every case's cell (commands/reading.py -> collect.py), and
    in a fan-in job the legs' leg files (commands/leg_files.py);
 2. find each backend's job link (commands/job_links.py; a leg file's cells link its leg's job);
-3. ``store.update(merge)``: fold the results into the stored state (merge.py), in whichever
+3. ``store.update(change)``: fold the results into the stored state (commands/folding.py ->
+   fold.py, merge.py), in whichever
    store the settings name (commands/choose_store.py; stores/), which also keeps ``--output-dir`` in step;
 4. publish: the dashboard issues (issues/publish.py), the job summary, step outputs and
    summary JSON (targets/summary.py).
@@ -22,9 +23,9 @@ then skipped (or refused by GitHub and caught), with a warning that explains the
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import (
@@ -32,7 +33,6 @@ from ivy_matrix.commands.choose_store import (
     REMOTE,
     check_site,
     connect,
-    job_name,
     open_store,
     output_folder,
     publish_issue_target,
@@ -40,8 +40,8 @@ from ivy_matrix.commands.choose_store import (
 )
 from ivy_matrix.commands.environment import environments, job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
+from ivy_matrix.commands.folding import change_of, scope_of
 from ivy_matrix.commands.job_links import (
-    Links,
     check_leg_metadata,
     resolve_links,
     write_leg_metadata,
@@ -53,14 +53,13 @@ from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.environment import Env
 from ivy_matrix.errors import ExitCode, ReadOnlyTokenError, UsageError
-from ivy_matrix.fold import Merged, merge_batches
+from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
-from ivy_matrix.legs import with_legs
-from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.legs import LegResults, with_legs
+from ivy_matrix.model import Totals
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import phase
-from ivy_matrix.signature import Signer
 from ivy_matrix.stores import Change, Saved, Store
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
@@ -75,7 +74,6 @@ from ivy_matrix.targets.summary import (
 
 if TYPE_CHECKING:
     from ivy_matrix.pr.verdicts import Comparison
-    from ivy_matrix.stores.layout import PartialChange, Scope
 
 COMMIT_BACKENDS = 8  # backends named in a commit message
 # The pull request's verdicts and comment, matrix legs on the branch and the issue target are
@@ -83,9 +81,55 @@ COMMIT_BACKENDS = 8  # backends named in a commit message
 # none of them, and importing them all costs a leg more than reading a small result file.
 
 
+class _Inputs(NamedTuple):
+    """What an update read: its result files, the legs' files, and what the store knows of them."""
+
+    results: Collected  # this job's own result files
+    collected: Collected  # with the legs' files (a fan-in job)
+    leg_files: tuple[LegResults, ...]
+    env: Env
+    reading: str | None  # how the files were read, for the local store's ledger
+    revision: str | None
+
+
+class _Outcome(NamedTuple):
+    """What an update did with its inputs."""
+
+    saved: Saved
+    published: Published
+    comparison: Comparison | None
+
+
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
     started = log.clock()
+    _check_inputs(settings)
+    inputs = _read_inputs(settings, log)
+    with (
+        connect(settings, remote, log) as github,
+        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
+    ):
+        outcome = _record_and_publish(settings, inputs, github, log)
+    spend = github.spent()  # the connection is closed: nothing more is sent
+    recorded = settings.feeds_dashboards
+    _summarize(
+        settings,
+        inputs.collected,
+        outcome.saved.merged,
+        outcome.published,
+        log,
+        recorded=recorded,
+        spend=spend,
+        envs=environments(inputs.env, inputs.leg_files),
+    )
+    totals = inputs.collected.totals()
+    _log_done(settings, log, outcome.saved, totals, seconds=log.clock() - started)
+    log_spend(log, spend, warn_percent=settings.budget_warning)
+    return exit_code(settings.fail_on, totals, log, outcome.comparison)
+
+
+def _check_inputs(settings: Settings) -> None:
+    """Every usage error an update can know of before it reads a file."""
     require_update_inputs(settings, legs=True)
     check_site(settings)
     check_leg_metadata(settings)
@@ -94,6 +138,10 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     _check_targets(
         settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
     )
+
+
+def _read_inputs(settings: Settings, log: Log) -> _Inputs:
+    """Read this job's result files (skipping those the store already holds) and the legs'."""
     reading = reading_of(settings)
     known, revision = known_files(settings, reading)
     results = (
@@ -104,58 +152,66 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     env = job_environment(settings, results, log)
     versioned_columns(settings, results, env)
     leg_files = read_legs(settings, log)
-    collected = with_legs(results, leg_files)
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    comparison: Comparison | None = None
-    with (
-        connect(settings, remote, log) as github,
-        spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
-    ):
-        targets = remote_targets(settings, log) if recorded else _comment_target(settings)
-        with phase(log, "links") as step:
-            links = resolve_links(
-                settings, results, github, log, now=now, leg_files=leg_files, env=env
-            )
-            step.done(f"{len(collected.backends)} backend(s)")
-        if recorded:
-            _log_not_a_pull_request(settings, log)
-            store = open_store(
-                settings,
-                github,
-                log,
-                remote=targets,
-                message=_commit_message(settings, collected),
-                after_save=output_folder(settings, log),
-                scope=_scope(settings, results, collected, links, log),
-                inputs=inputs_of(settings, results, reading, revision),
-            )
-            change = _change(settings, results, links, log, announce=True)
-            saved, published = _save_and_publish(
-                settings, store, change, github, log, targets=targets
-            )
-        else:
-            _log_not_recorded(settings, log)
-            saved, published = (
-                Saved(merged=_change(settings, results, links, log)({})),
-                Published(),
-            )
-            if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
-                from ivy_matrix.commands.pr_comment import (  # noqa: PLC0415  -- see COMMIT_BACKENDS
-                    pull_request_verdicts,
-                )
-
-                with phase(log, "pull request"):
-                    comparison = pull_request_verdicts(settings, results, links, github, log)
-        if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
-            write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
-    merged = saved.merged
-    spend = github.spent()  # the connection is closed: nothing more is sent
-    envs = environments(env, leg_files)
-    _summarize(
-        settings, collected, merged, published, log, recorded=recorded, spend=spend, envs=envs
+    return _Inputs(
+        results=results,
+        collected=with_legs(results, leg_files),
+        leg_files=leg_files,
+        env=env,
+        reading=reading,
+        revision=revision,
     )
-    totals = collected.totals()
+
+
+def _record_and_publish(
+    settings: Settings, inputs: _Inputs, github: Connection, log: Log
+) -> _Outcome:
+    """Find the job links, then fold the results into the store and publish them, or (results
+    that are not recorded) only work out the pull request's verdicts."""
+    recorded = settings.feeds_dashboards
+    results, collected = inputs.results, inputs.collected
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    targets = remote_targets(settings, log) if recorded else _comment_target(settings)
+    with phase(log, "links") as step:
+        links = resolve_links(
+            settings, results, github, log, now=now, leg_files=inputs.leg_files, env=inputs.env
+        )
+        step.done(f"{len(collected.backends)} backend(s)")
+    comparison: Comparison | None = None
     if recorded:
+        _log_not_a_pull_request(settings, log)
+        store = open_store(
+            settings,
+            github,
+            log,
+            remote=targets,
+            message=_commit_message(settings, collected),
+            after_save=output_folder(settings, log),
+            scope=scope_of(settings, results, collected, links, log),
+            inputs=inputs_of(settings, results, inputs.reading, inputs.revision),
+        )
+        change = change_of(settings, results, links, log, announce=True)
+        saved, published = _save_and_publish(settings, store, change, github, log, targets=targets)
+    else:
+        _log_not_recorded(settings, log)
+        saved, published = Saved(merged=change_of(settings, results, links, log)({})), Published()
+        if settings.pull_request and (targets or settings.fail_on is FailOn.NEW):
+            from ivy_matrix.commands.pr_comment import (  # noqa: PLC0415  -- see COMMIT_BACKENDS
+                pull_request_verdicts,
+            )
+
+            with phase(log, "pull request"):
+                comparison = pull_request_verdicts(settings, results, links, github, log)
+    if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
+        write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
+    return _Outcome(saved=saved, published=published, comparison=comparison)
+
+
+def _log_done(
+    settings: Settings, log: Log, saved: Saved, totals: Totals, *, seconds: float
+) -> None:
+    """The update's last line: what was read, and what became of it."""
+    merged = saved.merged
+    if settings.feeds_dashboards:
         done = (
             f"into {len(merged.reports)} dashboard(s); {merged.changed_cells} cell(s) changed; "
             f"{len(saved.output)} file(s) {'to write' if settings.dry_run else 'written'}"
@@ -165,10 +221,8 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
     log.info(
         f"ivy-matrix: {totals.files} file(s), {totals.tests} test cases "
         f"({totals.failed} failed, {totals.errors} errors, {totals.skipped} skipped) "
-        f"{done}; done in {log.clock() - started:.2f} s"
+        f"{done}; done in {seconds:.2f} s"
     )
-    log_spend(log, spend, warn_percent=settings.budget_warning)
-    return exit_code(settings.fail_on, totals, log, comparison)
 
 
 def _check_targets(settings: Settings, targets: Collection[Target]) -> None:
@@ -225,80 +279,6 @@ def _summarize(
         )
         with phase(log, "summary"):
             publish_job_summary(files, outcome, log)
-
-
-def _scope(
-    settings: Settings, results: Collected, collected: Collected, links: Links, log: Log
-) -> Scope | None:
-    """What this update touches, for the branch store: it then reads only that (and, with
-    ``--matrix-size``, queues as one leg of its run). ``results``: the JUnit results (the
-    change adds the leg files' through ``links``); ``collected``: with the leg files'."""
-    from ivy_matrix.stores.layout import MatrixLeg, Scope  # noqa: PLC0415  -- see COMMIT_BACKENDS
-
-    matrix = None
-    if settings.matrix_size is not None and settings.matrix_index is not None:
-        if settings.run_id is None or Target.BRANCH not in settings.targets:
-            log.warning(
-                "matrix-size is used by the branch target of a workflow run only (it needs the "
-                "run id): it is ignored here"
-            )
-        else:
-            matrix = MatrixLeg(
-                run_id=settings.run_id, index=settings.matrix_index, size=settings.matrix_size
-            )
-    if settings.run_id is None or Target.BRANCH not in settings.targets:
-        return None
-    return Scope(
-        dashboards=frozenset(collected.dashboards),
-        change=_partial_change(settings, results, links, log),
-        run_id=settings.run_id,
-        history=settings.history,
-        retire_after_runs=settings.retire_after_runs,
-        matrix=matrix,
-        holder=job_name(settings),
-        job_id=settings.job_id,
-    )
-
-
-def _change(
-    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
-) -> Change:
-    """The store's change: fold this update's results into the states it reads (pure).
-    With ``announce`` (the change a store records), a local run's number is said once."""
-    partial = _partial_change(settings, collected, links, log, announce=announce)
-    return lambda states: partial(states, ())
-
-
-def _partial_change(
-    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
-) -> PartialChange:
-    """This update's results folded into the states given, the runs of the store's other
-    dashboards counting in the retirement window (pure).
-
-    The batches are built on each call and dropped after the merge, so they do not stay in
-    memory while the store renders and writes (a retried branch commit builds them again).
-    """
-    said: list[int] = []
-
-    signer = Signer(aliases=settings.backend_aliases)
-
-    def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
-        run_id = settings.run_id
-        if run_id is None:
-            # Not on GitHub Actions: number local runs after everything the store has seen.
-            run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
-            if announce and run_id not in said:
-                said.append(run_id)
-                log.info(f"no run id given: recording these results as local run {run_id}")
-        return merge_batches(
-            states,
-            links.batches(collected, run_id, signer),
-            history=settings.history,
-            retire_after_runs=settings.retire_after_runs,
-            other_runs=other_runs,
-        )
-
-    return change
 
 
 def _check_fan_in(settings: Settings) -> None:

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
+from stat import S_ISREG
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
@@ -85,38 +87,47 @@ def write_output(
         if record is not None and shows(record, output_dir, merged.revision_before, style)
         else None
     )
-    files, rows = _render(merged, style, shown)
-    files += removed_files(merged.removed)
+    rows: dict[str, IndexRow] = {}
+    paths: dict[str, bool] = {}  # each file's path: True when it is written, False deleted
+    files = _noted(chain(_render(merged, style, shown, rows), removed_files(merged.removed)), paths)
     written = write_files(output_dir, files, dry_run=dry_run)
     if dry_run:
-        gone = {file.path for file in files if file.text is None}
         for path in written:
-            verb = "delete" if path in gone else "write"
+            verb = "write" if paths[path] else "delete"
             log.info(f"dry run: would {verb} {output_dir / path}")
         return tuple(written)
     if record is not None:
-        _keep_record(record, output_dir, merged, (style, shown), files=files, rows=rows)
+        _keep_record(record, output_dir, merged, (style, shown), paths=paths, rows=rows)
     return tuple(written)
 
 
+def _noted(files: Iterable[RenderedFile], paths: dict[str, bool]) -> Iterator[RenderedFile]:
+    """``files`` as they come, noting in ``paths`` each one's path and whether it has text."""
+    for file in files:
+        paths[file.path] = file.text is not None
+        yield file
+
+
 def _render(
-    merged: Merged, style: Style, shown: PagesRecord | None
-) -> tuple[list[RenderedFile], dict[str, IndexRow]]:
-    """The files to write, and every dashboard's index row: with ``shown``, only what changed."""
+    merged: Merged, style: Style, shown: PagesRecord | None, rows: dict[str, IndexRow]
+) -> Iterator[RenderedFile]:
+    """The files to write, drawn one at a time as they are written (a page is let go before
+    the next is drawn: 40 pages of a 200k-case matrix are 14 MB of text), filling ``rows``
+    with every dashboard's index row: with ``shown``, only what changed is drawn."""
     states = merged.ordered()
     if shown is None:
         wanted: list[DashboardState] = states
-        rows: dict[str, IndexRow] = {}
     else:
         changed = set(merged.changed)
         wanted = [state for state in states if state.key in changed]
         present = {state.key for state in states}
-        rows = {key: row for key, row in shown.index.items() if key in present}
-    files = [render_page(state, style) for state in wanted]
-    rows.update((state.key, index_row(state)) for state in wanted)
+        rows.update((key, row) for key, row in shown.index.items() if key in present)
+    for state in wanted:
+        yield render_page(state, style)
+        rows[state.key] = index_row(state)
     index = render_index_page(list(rows.values()), trend=index_trend(merged.trend))
-    files.append(RenderedFile(path=INDEX_NAME, text=index))
-    return files + trend_files(merged.trend), rows
+    yield RenderedFile(path=INDEX_NAME, text=index)
+    yield from trend_files(merged.trend)
 
 
 def _keep_record(
@@ -125,22 +136,23 @@ def _keep_record(
     merged: Merged,
     shown: tuple[Style, PagesRecord | None],
     *,
-    files: list[RenderedFile],
+    paths: Mapping[str, bool],
     rows: Mapping[str, IndexRow],
 ) -> None:
-    """Record what the folder now shows (or, for a store without revisions, forget it)."""
+    """Record what the folder now shows (or, for a store without revisions, forget it):
+    ``paths`` are the files rendered (True) or deleted (False)."""
     style, shown_before = shown
     if merged.revision is None:
         _forget(path)
         return
-    paths = set(shown_before.files if shown_before is not None else ())
-    paths.update(file.path for file in files if file.text is not None)
-    paths.difference_update(file.path for file in files if file.text is None)
+    kept = set(shown_before.files if shown_before is not None else ())
+    kept.update(name for name, text in paths.items() if text)
+    kept.difference_update(name for name, text in paths.items() if not text)
     record = PagesRecord(
         folder=_folder(output_dir),
         revision=merged.revision,
         style=style.value,
-        files=stats(output_dir, paths),
+        files=stats(output_dir, kept),
         index=rows,
     )
     try:
@@ -209,7 +221,7 @@ def write_files(
                     continue
                 if not dry_run:
                     path.unlink()
-            elif path.is_file() and path.read_bytes() == file.text.encode("utf-8"):
+            elif _holds(path, file.text):
                 continue
             elif not dry_run:
                 write_atomic(path, file.text, sync=False)
@@ -220,6 +232,16 @@ def write_files(
             ) from None
         written.append(file.path)
     return written
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds ``text`` (read only when the sizes agree)."""
+    data = text.encode("utf-8")
+    try:
+        stat = os.stat(path)  # noqa: PTH116  -- one call, its size and kind
+    except FileNotFoundError:
+        return False
+    return S_ISREG(stat.st_mode) and stat.st_size == len(data) and path.read_bytes() == data
 
 
 # --------------------------------------------------------------------------- the record

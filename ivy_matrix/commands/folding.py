@@ -1,0 +1,100 @@
+"""The store's change for an update: its results folded into the states a store reads.
+
+I/O only through the log (a local run's number is said once). The change itself is pure: a
+store calls it with the states it read, and again with newer ones when a compare-and-swap
+failed. :func:`scope_of` says what the update touches, so that the branch store reads only
+that and, with ``--matrix-size``, queues as one leg of its run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
+
+from ivy_matrix.collect import Collected
+from ivy_matrix.commands.choose_store import job_name
+from ivy_matrix.commands.job_links import Links
+from ivy_matrix.config.options import Target
+from ivy_matrix.config.settings import Settings
+from ivy_matrix.fold import Merged, merge_batches
+from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.runner.log import Log
+from ivy_matrix.signature import Signer
+from ivy_matrix.stores import Change
+
+if TYPE_CHECKING:
+    from ivy_matrix.stores.layout import PartialChange, Scope
+
+
+def scope_of(
+    settings: Settings, results: Collected, collected: Collected, links: Links, log: Log
+) -> Scope | None:
+    """What this update touches, for the branch store: it then reads only that (and, with
+    ``--matrix-size``, queues as one leg of its run). ``results``: the JUnit results (the
+    change adds the leg files' through ``links``); ``collected``: with the leg files'."""
+    from ivy_matrix.stores.layout import MatrixLeg, Scope  # noqa: PLC0415  -- a leg without the branch target needs none of it
+
+    matrix = None
+    if settings.matrix_size is not None and settings.matrix_index is not None:
+        if settings.run_id is None or Target.BRANCH not in settings.targets:
+            log.warning(
+                "matrix-size is used by the branch target of a workflow run only (it needs the "
+                "run id): it is ignored here"
+            )
+        else:
+            matrix = MatrixLeg(
+                run_id=settings.run_id, index=settings.matrix_index, size=settings.matrix_size
+            )
+    if settings.run_id is None or Target.BRANCH not in settings.targets:
+        return None
+    return Scope(
+        dashboards=frozenset(collected.dashboards),
+        change=_partialchange_of(settings, results, links, log),
+        run_id=settings.run_id,
+        history=settings.history,
+        retire_after_runs=settings.retire_after_runs,
+        matrix=matrix,
+        holder=job_name(settings),
+        job_id=settings.job_id,
+    )
+
+
+def change_of(
+    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
+) -> Change:
+    """The store's change: fold this update's results into the states it reads (pure).
+    With ``announce`` (the change a store records), a local run's number is said once."""
+    partial = _partialchange_of(settings, collected, links, log, announce=announce)
+    return lambda states: partial(states, ())
+
+
+def _partialchange_of(
+    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
+) -> PartialChange:
+    """This update's results folded into the states given, the runs of the store's other
+    dashboards counting in the retirement window (pure).
+
+    The batches are built on each call and dropped after the merge, so they do not stay in
+    memory while the store renders and writes (a retried branch commit builds them again).
+    """
+    said: list[int] = []
+
+    signer = Signer(aliases=settings.backend_aliases)
+
+    def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
+        run_id = settings.run_id
+        if run_id is None:
+            # Not on GitHub Actions: number local runs after everything the store has seen.
+            run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
+            if announce and run_id not in said:
+                said.append(run_id)
+                log.info(f"no run id given: recording these results as local run {run_id}")
+        return merge_batches(
+            states,
+            links.batches(collected, run_id, signer),
+            history=settings.history,
+            retire_after_runs=settings.retire_after_runs,
+            other_runs=other_runs,
+        )
+
+    return change
