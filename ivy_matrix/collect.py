@@ -7,35 +7,31 @@ with the number of cells, not with the size of the files.
 
 A cell's result is its worst outcome, how many of its cases passed, failed, were skipped or
 flaky (a row collapses a test's parametrizations; the counts keep what the row hides), and
-the first line of its first failure's message; :func:`build_batches` adds the message's
-signature (signature.py).
+the first line of its first failure's message; ``entries.build_batches`` turns the cells into
+the entries a store merges, with the job that produced them and the message's signature.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import BinaryIO, NamedTuple
 
 from ivy_matrix.junit import cap_name, scan_junit
 from ivy_matrix.ledger import FileRecord
-from ivy_matrix.merge import Batch
 from ivy_matrix.model import (
     CaseCounts,
     CaseResult,
     CaseStatus,
     DashboardId,
-    Entry,
     Failure,
     FileCounts,
     Outcome,
     ParseProblem,
-    Source,
     Totals,
     worst,
 )
 from ivy_matrix.naming import UNNAMED, Namer, row_name, test_id
-from ivy_matrix.signature import Signer
 
 
 class CellResult(NamedTuple):
@@ -488,56 +484,3 @@ class Collector:
             old = cells.get(backend)
             cells[backend] = result if old is None else combine_results(old, result)
         return tuple(ids[index] for index in reached)
-
-
-def build_batches(
-    collected: Collected, source_for: Callable[[str], Source], signer: Signer | None = None
-) -> list[Batch]:
-    """Turn gathered cells into batches of entries, one per dashboard.
-
-    ``source_for(backend)`` says which job produced a backend's results (in a fan-in job each
-    backend came from its own matrix leg); ``signer`` computes the signature of each failing
-    cell's message (the default words when not given). A dashboard that only files recorded
-    before reached gets an empty batch.
-    """
-    signer = signer or Signer()
-    # Cells with the same result share one entry (and so, when merged, one cell object): most
-    # are one passing case, and one failure line is often that of many cells. Results are
-    # found by identity first (Collector._commit shares them), then by value.
-    known: dict[tuple[str, int], Entry] = {}
-    alike: dict[tuple[str, CellResult], Entry] = {}
-
-    def entry(backend: str, result: CellResult) -> Entry:
-        found = known.get((backend, id(result)))
-        if found is None:
-            found = alike.get((backend, result))
-            if found is None:
-                message = result.message if result.outcome is Outcome.FAILURE else ""
-                found = alike[backend, result] = Entry(
-                    source=source_for(backend),
-                    outcome=result.outcome,
-                    counts=result.counts,
-                    message=message,
-                    signature=signer.signature(message, backend),
-                )
-            known[backend, id(result)] = found
-        return found
-
-    batches = [
-        Batch(
-            dashboard=dashboard,
-            cells={
-                row: {backend: entry(backend, result) for backend, result in cells.items()}
-                for row, cells in rows.items()
-            },
-        )
-        for dashboard, rows in collected.dashboards.items()
-    ]
-    # Dashboards only files recorded before reached: an empty batch each, so that the update
-    # reports them, unchanged, as a read of those files would.
-    batches.extend(
-        Batch(dashboard=dashboard, cells={})
-        for dashboard in collected.touched
-        if dashboard not in collected.dashboards
-    )
-    return batches

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from ivy_matrix.jsonshape import MalformedError, expect_list
 from ivy_matrix.model import Cell, DashboardState, Entry, Row, RunKey, Seen
 from ivy_matrix.records import (
+    FORMAT,
     Tables,
     read_cell,
     read_head,
@@ -43,7 +44,6 @@ from ivy_matrix.records import (
 )
 from ivy_matrix.totals import backend_totals
 
-FORMAT = "ivy-matrix-dashboard"
 COLUMNS_VERSION = 3
 _COLUMNS = ',"columns":[\n'
 _END = "\n]}\n"

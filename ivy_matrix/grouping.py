@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ivy_matrix.escaping import escape_name
+from ivy_matrix.jsonshape import expect_int, expect_list, expect_str
 from ivy_matrix.model import DashboardState, Outcome
 
 
@@ -127,6 +128,11 @@ def state_groups(state: DashboardState) -> list[RowGroups]:
         if grouped is not None:
             found.append(grouped)
     return found
+
+
+def dashboard_kinds(state: DashboardState) -> tuple[KindCount, ...]:
+    """A dashboard's failing rows by kind, by each cell's newest result (the index's line)."""
+    return kind_counts(state_groups(state))
 
 
 # ----------------------------------------------------------------------------- signatures
@@ -231,3 +237,23 @@ def kind_line(counts: Sequence[KindCount]) -> str:
         else:
             parts.append(f"{count.rows} divergent")
     return ", ".join(parts)
+
+
+def kinds_json(counts: Iterable[KindCount]) -> list[list[object]]:
+    """Counts by kind as JSON (the index records): ``[[kind, [backends], rows], ...]``."""
+    return [[count.kind.value, list(count.backends), count.rows] for count in counts]
+
+
+def kinds_from_json(value: object) -> tuple[KindCount, ...]:
+    """:func:`kinds_json` read back; ValueError when it is not such a list."""
+    found = []
+    for item in expect_list(value):
+        kind, backends, rows = expect_list(item)
+        found.append(
+            KindCount(
+                kind=Kind(expect_str(kind)),
+                backends=tuple(expect_str(b) for b in expect_list(backends)),
+                rows=expect_int(rows),
+            )
+        )
+    return tuple(found)

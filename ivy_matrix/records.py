@@ -26,6 +26,8 @@ from ivy_matrix.model import (
     Source,
 )
 
+# The "format" of every state document, whichever version or layout.
+FORMAT = "ivy-matrix-dashboard"
 OUTCOMES = {o.value: o for o in Outcome}
 _SOURCE_ITEMS = 5  # run id, attempt, job id, URL, time; then the optional provenance
 

@@ -17,6 +17,7 @@ from enum import StrEnum
 from ivy_matrix.blame import render_issue_section
 from ivy_matrix.charts import PARITY_FILE, PASS_RATE_FILE, parity_svg, pass_rate_svg, trend_section
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
+from ivy_matrix.grouping import KindCount, dashboard_kinds, kind_counts, kind_line
 from ivy_matrix.history import (
     IndexNotes,
     dashboard_history,
@@ -234,6 +235,24 @@ INDEX_INTRO = (
 )
 
 
+def _index_top(
+    header: Sequence[str], rows: Sequence[Sequence[str]], kinds: Iterable[KindCount], trend: str
+) -> str:
+    """The index's intro, its table, the failing tests by how their backends share the
+    failure ("Failing tests across backends: 3 shared failures, 12 jax-only", grouping.py)
+    and ``trend``."""
+    said = kind_line(kind_counts(kinds))
+    return "".join(
+        (
+            INDEX_INTRO,
+            table(header, rows),
+            "\n",
+            f"\nFailing tests across backends: {said}.\n" if said else "",
+            f"\n{trend}" if trend else "",
+        )
+    )
+
+
 def render_index(
     states: Sequence[DashboardState],
     link: Callable[[DashboardState], str],
@@ -241,20 +260,23 @@ def render_index(
     trend: str = "",
 ) -> str:
     """The index page: each dashboard x backend as passing/total, linked to the dashboard,
-    with a last row of the totals per backend; then ``trend`` (charts.trend_section)."""
+    with a last row of the totals per backend; the failing tests by kind
+    (:func:`_index_top`); then ``trend`` (charts.trend_section)."""
     header, rows = counts_table(states, link, link_counts=True, total=True)
-    return INDEX_INTRO + table(header, rows) + "\n" + (f"\n{trend}" if trend else "")
+    return _index_top(header, rows, (c for s in states for c in dashboard_kinds(s)), trend)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexRow:
     """What the index page shows of one dashboard: its key, its page (relative to the index),
-    its passing/total counts by backend (display order) and its history lines."""
+    its passing/total counts by backend (display order), its history lines and its failing
+    rows by kind (grouping.py)."""
 
     key: str
     path: str
     counts: Mapping[str, tuple[int, int]]
     notes: IndexNotes
+    kinds: tuple[KindCount, ...] = ()
 
 
 def index_row(state: DashboardState) -> IndexRow:
@@ -264,18 +286,20 @@ def index_row(state: DashboardState) -> IndexRow:
         path=dashboard_file(state),
         counts=backend_counts(state),
         notes=index_notes(dashboard_history(state)),
+        kinds=dashboard_kinds(state),
     )
 
 
 def render_index_page(rows: Sequence[IndexRow], *, trend: str = "") -> str:
     """The index page of the output folder and the branch, from each dashboard's row (in key
-    order): the counts table with its totals, ``trend`` (charts.trend_section), then the
-    history sections (history.py), as :func:`render_index` and the sections draw them."""
+    order): the counts table with its totals, the failing tests by kind, ``trend``
+    (charts.trend_section), then the history sections (history.py), as :func:`render_index`
+    and the sections draw them."""
     ordered = sorted(rows, key=lambda row: row.key)
     header, cells = _counts_rows(
         [(row.key, row.counts, row.path) for row in ordered], link_counts=True, total=True
     )
-    page = INDEX_INTRO + table(header, cells) + "\n" + (f"\n{trend}" if trend else "")
+    page = _index_top(header, cells, (c for row in ordered for c in row.kinds), trend)
     paths = {row.key: row.path for row in ordered}
     sections = render_notes_sections([(row.key, row.notes) for row in ordered], paths.__getitem__)
     return f"{page}\n{sections.rstrip()}\n" if sections else page

@@ -62,6 +62,7 @@ from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list
 from ivy_matrix.merge import RUNS_KEPT
 from ivy_matrix.model import Cell, DashboardState, Entry, Row, RunKey, Seen
 from ivy_matrix.records import (
+    FORMAT,
     Tables,
     read_cell,
     read_head,
@@ -73,7 +74,6 @@ from ivy_matrix.records import (
 )
 from ivy_matrix.totals import BackendTotals, totals_of
 
-FORMAT = "ivy-matrix-dashboard"
 VERSION = 2  # what dump_state writes; the local store writes version 3 (columnar.py)
 NEWEST = COLUMNS_VERSION  # the newest version read
 

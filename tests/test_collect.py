@@ -8,7 +8,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ivy_matrix.collect import CellResult, Collector, build_batches
+from ivy_matrix.collect import CellResult, Collector
+from ivy_matrix.entries import build_batches
 from ivy_matrix.model import CaseCounts, DashboardId, Outcome, RunKey, Source
 from ivy_matrix.naming import Namer, NamingRules
 from ivy_matrix.signature import Signer

@@ -11,10 +11,10 @@ from ivy_matrix.junit import MESSAGE_CAP, NAME_CAP, cap_name
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import UNKNOWN_RUN, CaseCounts, DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.readback import adopt_table
+from ivy_matrix.records import FORMAT
 from ivy_matrix.render import render_dashboard
 from ivy_matrix.signature import Signer
 from ivy_matrix.statefile import (
-    FORMAT,
     NEWEST,
     VERSION,
     dump_state,

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from ivy_matrix.collect import Collected, build_batches
+from ivy_matrix.collect import Collected
 from ivy_matrix.config.settings import Settings
+from ivy_matrix.entries import build_batches
 from ivy_matrix.environment import Env
 from ivy_matrix.errors import GitHubAPIError, InputError, UsageError
 from ivy_matrix.github.connection import Connection

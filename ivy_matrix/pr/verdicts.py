@@ -1,7 +1,7 @@
 """Verdicts for a pull request: each of its cells against the default branch's history.
 
 Pure: no I/O. The inputs are the pull request's results in the form ``update`` builds
-(:func:`ivy_matrix.collect.build_batches`: one :class:`~ivy_matrix.merge.Batch` per dashboard,
+(:func:`ivy_matrix.entries.build_batches`: one :class:`~ivy_matrix.merge.Batch` per dashboard,
 row -> backend -> entry; several batches of one dashboard, e.g. from several legs or attempts,
 are combined) and the default branch's states (what the store holds).
 

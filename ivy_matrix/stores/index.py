@@ -3,18 +3,21 @@
 Pure: text in, values out. ``.ivy-matrix/state/INDEX`` (no ``.json``, so no older version
 takes it for a dashboard state) holds one :class:`Summary` per dashboard: its runs, the run
 id from which retirement would take something from it (``stale_at``), its passing/total
-counts by backend and the lines of the index's history sections (``render.IndexRow``). So a
+counts by backend, the lines of the index's history sections and its failing rows by kind
+(``render.IndexRow``; grouping.py). So a
 writer reads only the dashboards its results touch and still draws the whole index page and
 applies the store-wide retirement, reading a dashboard it does not touch only when that
 dashboard has something to retire. The file says which ``REVISION`` it describes: a branch
 written since by an older version (which does not keep it) is read whole once and the file
-rebuilt (migration on write). Format, version 1::
+rebuilt (migration on write), as is a file of another version. Format, version 2 (version 1
+had no ``kinds``)::
 
-    {"format": "ivy-matrix-index", "version": 1, "revision": 12,
+    {"format": "ivy-matrix-index", "version": 2, "revision": 12,
      "dashboards": [{"title": "gradients", "category": "core", "runs": [102, 101],
                      "stale_at": 101, "counts": [["torch", 68, 70], ["jax", 70, 70]],
                      "notes": {"newly": ["test_x · torch: ..."], "newly_total": 1,
-                               "longer": [], "longer_total": 0, "flaky": [], "flaky_total": 0}}]}
+                               "longer": [], "longer_total": 0, "flaky": [], "flaky_total": 0},
+                     "kinds": [["backend-specific", ["torch"], 1]]}]}
 """
 
 from __future__ import annotations
@@ -23,14 +26,16 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ivy_matrix.grouping import kinds_from_json, kinds_json
 from ivy_matrix.history import IndexNotes
+from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import BackendPoint, DashboardId, DashboardState, Parity, TrendPoint
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import IndexRow, index_row
 from ivy_matrix.trend import PointPart, dashboard_part
 
 INDEX_FORMAT = "ivy-matrix-index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 # Runs (a dashboard's newest) whose trend parts the index keeps: a run's point is drawn when
 # its results arrive, so the newest two (a run, and one beside it) are what a point needs of
 # a dashboard not read; an older run's re-run reads the dashboard.
@@ -131,6 +136,7 @@ def dump_index(summaries: Iterable[Summary], revision: int) -> str:
                     "flaky": list(notes.flaky),
                     "flaky_total": notes.flaky_total,
                 },
+                "kinds": kinds_json(summary.row.kinds),
             }
         )
     document = {
@@ -161,38 +167,39 @@ def _part_json(part: PointPart) -> dict[str, object]:
 
 
 def _part(value: object, run: int) -> PointPart:
-    if not isinstance(value, Mapping):
-        raise TypeError("a trend part is not an object")
+    value = expect_object(value)
     backends = []
-    for entry in _list(value["backends"]):
-        name, *counts = _list(entry)
-        passed, failed, flaky, skipped, missing = (_int(n) for n in counts)
+    for entry in expect_list(value["backends"]):
+        name, *counts = expect_list(entry)
+        passed, failed, flaky, skipped, missing = (expect_int(n) for n in counts)
         backends.append(
             (
-                _str(name),
+                expect_str(name),
                 BackendPoint(
                     passed=passed, failed=failed, flaky=flaky, skipped=skipped, missing=missing
                 ),
             )
         )
-    rows, green, only = _list(value["parity"])
+    rows, green, only = expect_list(value["parity"])
     fails_only = []
-    for entry in _list(only):
-        name, count = _list(entry)
-        fails_only.append((_str(name), _int(count)))
+    for entry in expect_list(only):
+        name, count = expect_list(entry)
+        fails_only.append((expect_str(name), expect_int(count)))
     brought = value["brought"]
     if not isinstance(brought, bool):
         raise TypeError("'brought' is not a boolean")
     return PointPart(
         point=TrendPoint(
             run=run,
-            sha=_str(value["sha"]),
-            time=_str(value["time"]),
+            sha=expect_str(value["sha"]),
+            time=expect_str(value["time"]),
             backends=tuple(backends),
-            parity=Parity(rows=_int(rows), green=_int(green), fails_only=tuple(fails_only)),
+            parity=Parity(
+                rows=expect_int(rows), green=expect_int(green), fails_only=tuple(fails_only)
+            ),
         ),
         brought=brought,
-        sha_time=_str(value["sha_time"]),
+        sha_time=expect_str(value["sha_time"]),
     )
 
 
@@ -205,9 +212,9 @@ def load_index(text: str) -> tuple[int, dict[DashboardId, Summary]] | None:
             return None
         if document.get("version") != INDEX_VERSION:
             return None
-        revision = _int(document["revision"])
+        revision = expect_int(document["revision"])
         summaries = {}
-        for item in _list(document["dashboards"]):
+        for item in expect_list(document["dashboards"]):
             summary = _summary(item)
             summaries[summary.id] = summary
     except (ValueError, KeyError, TypeError, RecursionError):
@@ -216,55 +223,33 @@ def load_index(text: str) -> tuple[int, dict[DashboardId, Summary]] | None:
 
 
 def _summary(item: object) -> Summary:
-    if not isinstance(item, Mapping):
-        raise TypeError("a dashboard is not an object")
-    dashboard = DashboardId(title=_str(item["title"]), category=_str(item["category"]))
+    item = expect_object(item)
+    dashboard = DashboardId(title=expect_str(item["title"]), category=expect_str(item["category"]))
     stale = item["stale_at"]
-    notes = item["notes"]
-    if not isinstance(notes, Mapping):
-        raise TypeError("notes are not an object")
-    parts = item["parts"]
-    if not isinstance(parts, Mapping):
-        raise TypeError("parts are not an object")
+    notes = expect_object(item["notes"])
+    parts = expect_object(item["parts"])
     counts = {}
-    for entry in _list(item["counts"]):
-        backend, passing, total = _list(entry)
-        counts[_str(backend)] = (_int(passing), _int(total))
+    for entry in expect_list(item["counts"]):
+        backend, passing, total = expect_list(entry)
+        counts[expect_str(backend)] = (expect_int(passing), expect_int(total))
     return Summary(
         id=dashboard,
-        runs=tuple(_int(run) for run in _list(item["runs"])),
-        stale_at=None if stale is None else _int(stale),
+        runs=tuple(expect_int(run) for run in expect_list(item["runs"])),
+        stale_at=None if stale is None else expect_int(stale),
         row=IndexRow(
             key=dashboard.key,
             path=dashboard_file(DashboardState(id=dashboard)),
             counts=counts,
             notes=IndexNotes(
-                newly=tuple(_str(line) for line in _list(notes["newly"])),
-                newly_total=_int(notes["newly_total"]),
-                longer=tuple(_str(line) for line in _list(notes["longer"])),
-                longer_total=_int(notes["longer_total"]),
-                flaky=tuple(_str(line) for line in _list(notes["flaky"])),
-                flaky_total=_int(notes["flaky_total"]),
+                newly=tuple(expect_str(line) for line in expect_list(notes["newly"])),
+                newly_total=expect_int(notes["newly_total"]),
+                longer=tuple(expect_str(line) for line in expect_list(notes["longer"])),
+                longer_total=expect_int(notes["longer_total"]),
+                flaky=tuple(expect_str(line) for line in expect_list(notes["flaky"])),
+                flaky_total=expect_int(notes["flaky_total"]),
             ),
+            kinds=kinds_from_json(item["kinds"]),
         ),
         parts={int(run): _part(part, int(run)) for run, part in parts.items()},
         absent=_part(item["absent"], 0),
     )
-
-
-def _list(value: object) -> list[object]:
-    if not isinstance(value, list):
-        raise TypeError(f"expected a list, got {type(value).__name__}")
-    return value
-
-
-def _int(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"expected an integer, got {type(value).__name__}")
-    return value
-
-
-def _str(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return value

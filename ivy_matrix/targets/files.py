@@ -29,6 +29,7 @@ from stat import S_ISREG
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
+from ivy_matrix.grouping import kinds_from_json, kinds_json
 from ivy_matrix.history import IndexNotes
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import DashboardState
@@ -49,7 +50,7 @@ from ivy_matrix.runner.log import Progress
 
 RECORD_NAME = "pages.json"
 RECORD_FORMAT = "ivy-matrix-pages"
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: index rows keep their failing rows by kind (a version 1 record is not used)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,6 +258,7 @@ def _row_json(row: IndexRow) -> dict[str, object]:
             [list(notes.longer), notes.longer_total],
             [list(notes.flaky), notes.flaky_total],
         ],
+        "kinds": kinds_json(row.kinds),
     }
 
 
@@ -296,7 +298,8 @@ def _row(key: str, value: object) -> IndexRow:
         flaky=flaky,
         flaky_total=flaky_total,
     )
-    return IndexRow(key=key, path=expect_str(item["path"]), counts=counts, notes=notes)
+    kinds = kinds_from_json(item["kinds"])
+    return IndexRow(key=key, path=expect_str(item["path"]), counts=counts, notes=notes, kinds=kinds)
 
 
 def read_record(path: Path) -> PagesRecord | None:

@@ -426,7 +426,8 @@ def test_compare_groups_failing_backends_by_signature_and_kind():
 @pytest.mark.usefixtures("workdir")
 def test_update_groups_the_dashboards_failing_rows_in_the_summary_json():
     """On the default branch, the summary JSON ranks the signatures of every failing row by
-    each cell's newest result, with the same kinds compare gives."""
+    each cell's newest result, with the same kinds compare gives; the index counts the rows
+    by kind."""
     for backend in BACKENDS:
         grouped_results(Path("main"), backend)
     code = run(
@@ -444,3 +445,5 @@ def test_update_groups_the_dashboards_failing_rows_in_the_summary_json():
         ("ValueError: shapes (2, 3) and (3, 4) differ", 1, 1, "divergent"),
     ]
     assert found[0]["backends"] == sorted(BACKENDS)
+    index = Path("out/README.md").read_text(encoding="utf-8")
+    assert "\nFailing tests across backends: 2 shared failures, 1 jax-only, 1 divergent.\n" in index

@@ -294,10 +294,10 @@ def test_output_dir_holds_one_exact_table_per_dashboard_and_an_index(workdir):
     )
     assert index.startswith("# Test dashboards\n")
     table_end = index.index(index_table) + len(index_table)
-    # Below the table: the trend's pictures, then the history sections, each entry linking its
-    # dashboard and job.
+    # Below the table: the failing tests by kind, the trend's pictures, then the history
+    # sections, each entry linking its dashboard and job.
     below = index[table_end:]
-    assert below.startswith("\n\n## Trend\n\n")
+    assert below.startswith("\n\nFailing tests across backends: 2 torch-only.\n\n## Trend\n\n")
     assert below[below.index("\n\n## Newly failing") :] == (
         "\n\n## Newly failing\n\n"
         f"- [core/gradients](core/gradients.md) · test_jac · torch: [failure]({url}), "

@@ -36,6 +36,15 @@ def test_the_index_file_round_trips_every_summary():
     revision, loaded = load_index(dump_index(summaries.values(), 7)) or (0, {})
     assert revision == 7
     assert loaded == summaries
+    assert any(summary.row.kinds for summary in summaries.values())  # failing rows by kind
+
+
+def test_an_index_file_of_version_1_is_read_whole_again():
+    """A version 1 file (no failing rows by kind) is not read: the branch is read whole once."""
+    text = dump_index([summarize(state) for state in states()], 7)
+    older = text.replace('"version":2', '"version":1', 1)
+    assert older != text
+    assert load_index(older) is None
 
 
 @pytest.mark.parametrize("text", ["", "{}", "[]", '{"format": "ivy-matrix-index", "version": 9}'])

@@ -25,8 +25,9 @@ from ivy_matrix.model import (
     Source,
 )
 from ivy_matrix.paths import relative_path
+from ivy_matrix.records import FORMAT
 from ivy_matrix.runner.files import write_atomic
-from ivy_matrix.statefile import FORMAT, NEWEST, VERSION, dump_state
+from ivy_matrix.statefile import NEWEST, VERSION, dump_state
 from ivy_matrix.stores.local import LocalStore
 
 pytestmark = pytest.mark.timeout(90)
