@@ -5,7 +5,8 @@ Pure: no I/O. The page's own files (``index.html``, ``app.css``, the scripts) co
 
     index.html  app.css  *.js            the page: the same bytes for every store
     data/index.js                        the summary, always loaded first
-    data/attention.js                    the cells that need a look (needs attention, groups)
+    data/attention.js                    the cells that need a look (needs attention, groups),
+                                         and the failing rows' signatures (grouping.py)
     data/d/<category>/<title>.js         one per dashboard, loaded when it is opened
 
 Paths are relative to the site's folder; the branch store puts them under ``site/``
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
+from ivy_matrix.grouping import RowGroups, kind_counts, kinds_json, signatures_json, state_groups
 from ivy_matrix.model import DashboardState, Trend
 from ivy_matrix.paths import SITE_DASHBOARD_DATA, site_data_file, site_id
 from ivy_matrix.render import RenderedFile
@@ -50,12 +52,14 @@ def render_site(
     attention: list[list[object]] = []
     messages: dict[str, str] = {}
     every_cell: list[PlacedCell] = []
+    failing_rows: list[RowGroups] = []
     backends: dict[str, None] = {}
     stale = stale_before(states)
     for number, state in enumerate(states):
         placed = list(dashboard_cells(state, stale))
         every_cell.extend(placed)
         backends.update(dict.fromkeys(state.backend_names))
+        failing_rows.extend(state_groups(state))
         mine = attention_items(number, placed, messages)
         attention.extend(mine)
         dashboards.append(
@@ -79,9 +83,16 @@ def render_site(
         "dashboards": dashboards,
         "groups": groups,
         "failing": sum(1 for item in attention if item[4] == "f"),
+        "kinds": kinds_json(kind_counts(failing_rows)),
         "trend": trend_document(trend, every_cell),
     }
     files.append(RenderedFile(path=INDEX_DATA, text=script("index", index)))
-    document = {"format": FORMAT, "version": VERSION, "items": attention, "messages": messages}
+    document = {
+        "format": FORMAT,
+        "version": VERSION,
+        "items": attention,
+        "messages": messages,
+        "signatures": signatures_json(failing_rows),
+    }
     files.append(RenderedFile(path=ATTENTION_DATA, text=script("attention", document)))
     return files

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
+from ivy_matrix.grouping import kind_line, kinds_from_json
 from tests.site.browser import (
     CHROMIUM_ARGS,
     Visit,
@@ -34,6 +35,7 @@ from tests.site.plan import (
     sha_of,
 )
 from tests.site.scenes import F, S, dashboard, write_store
+from tests.site.test_documents import data
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
@@ -296,3 +298,19 @@ def test_with_nothing_failing_the_landing_view_is_the_summary(tmp_path, visit):
         " td.querySelector('.delta').textContent])",
     )
     assert cells == [["2/2", "+1"], ["2/2", "+2"]]
+
+
+def test_the_groups_and_the_summary_say_how_backends_share_each_failure(site, visit):
+    """The failure groups come in the data's ranking with each signature's kind, and the
+    summary counts the failing tests by kind as the index page words it."""
+    _, attention = data((site / "data" / "attention.js").read_text(encoding="utf-8"))
+    _, index = data((site / "data" / "index.js").read_text(encoding="utf-8"))
+    page = visit.open(url_of(site, "#/groups"), "groups")
+    kinds = page.eval_on_selector_all(
+        "table.groups td.kind", "tds => tds.map(td => td.textContent)"
+    )
+    assert kinds == [s["kind"] for s in attention["signatures"]]
+    assert kinds
+    page = visit.open(url_of(site, "#/summary"), "summary")
+    counts = kinds_from_json(index["kinds"])
+    assert page.text_content("p.kinds") == f"Failing tests across backends: {kind_line(counts)}."

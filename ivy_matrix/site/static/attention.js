@@ -125,8 +125,22 @@
 
   // ------------------------------------------------------------------ failure groups
 
+  // How a signature's tests fail across their backends (grouping.py's kinds).
+  const KINDS = {
+    shared: "shared: one error on every backend that ran",
+    "backend-specific": "backend-specific: other backends pass",
+    divergent: "divergent: the failing backends have different errors",
+  };
+
+  // The data's ranking of the signatures (most cells, then most backends) and their kinds.
+  function signatureInfo(attention) {
+    const info = new Map();
+    (attention.signatures || []).forEach(function (s, i) { info.set(s.signature, { rank: i, kind: s.kind }); });
+    return info;
+  }
+
   // Failing cells by signature: signature -> {backends, tests: Map(key -> {dashboard, row, on})}.
-  function failureGroups(items) {
+  function failureGroups(items, info) {
     const bySig = new Map();
     for (const [d, row, backend, , letter, , sig] of items) {
       if (letter !== "f") continue;
@@ -138,8 +152,9 @@
       if (!group.tests.has(test)) group.tests.set(test, { dashboard: M.index.dashboards[d], row: row, on: new Set() });
       group.tests.get(test).on.add(backend);
     }
+    const rank = function (g) { const found = info.get(g.sig); return found ? found.rank : Infinity; };
     return Array.from(bySig.values()).sort(function (a, b) {
-      return b.tests.size - a.tests.size || (a.sig < b.sig ? -1 : a.sig > b.sig ? 1 : 0);
+      return rank(a) - rank(b) || b.tests.size - a.tests.size || (a.sig < b.sig ? -1 : a.sig > b.sig ? 1 : 0);
     });
   }
 
@@ -169,7 +184,9 @@
   function groupsView(params) {
     return load("attention").then(function (attention) {
       const chosen = params.get("sig");
-      const groups = failureGroups(attention.items).filter(function (g) { return chosen === null || g.sig === chosen; });
+      const info = signatureInfo(attention);
+      const kindOf = function (g) { const found = info.get(g.sig); return found ? found.kind : ""; };
+      const groups = failureGroups(attention.items, info).filter(function (g) { return chosen === null || g.sig === chosen; });
       const nodes = [h("h1", { text: "Failure groups" }),
         h("p", { text: "Failing cells grouped by their failure's signature: the message's first line with numbers, addresses, quoted values, paths and backend names taken out." })];
       if (chosen !== null) nodes.push(h("p", null, h("a", { href: "#/groups", text: "All failure groups" })));
@@ -178,12 +195,13 @@
       // unless one group is chosen).
       if (chosen === null && groups.length) {
         nodes.push(h("table", { class: "groups" },
-          h("thead", null, h("tr", null, ["Failure", "Tests", "Backends"].map(function (t) { return h("th", { scope: "col", text: t }); }))),
+          h("thead", null, h("tr", null, ["Failure", "Tests", "Backends", "Kind"].map(function (t) { return h("th", { scope: "col", text: t }); }))),
           h("tbody", null, groups.slice(0, ROW_LIMIT / 2).map(function (g) {
             return h("tr", null,
               h("th", { scope: "row", class: "message-cell" }, h("a", { href: makeHash("/groups", { sig: g.sig }) }, groupTitle(g, attention.messages))),
               h("td", { class: "num", text: String(g.tests.size) }),
-              h("td", null, M.index.backends.filter(function (b) { return g.backends.has(b); }).map(function (b, i) { return [i ? ", " : "", name(b)]; })));
+              h("td", null, M.index.backends.filter(function (b) { return g.backends.has(b); }).map(function (b, i) { return [i ? ", " : "", name(b)]; })),
+              h("td", { class: "kind", title: KINDS[kindOf(g)] || null, text: kindOf(g) }));
           }))));
       }
       // The overview table takes at most half the rows; one chosen group, all of them.
@@ -194,7 +212,7 @@
         budget -= Math.min(limit, group.tests.size);
         nodes.push(h("section", { class: "failure-group" },
           h("h2", null, groupTitle(group, attention.messages)),
-          h("p", { class: "count", text: plural(group.tests.size, "test") + " on " + plural(group.backends.size, "backend") + (group.sig ? " · signature " + group.sig : "") }),
+          h("p", { class: "count", text: plural(group.tests.size, "test") + " on " + plural(group.backends.size, "backend") + (KINDS[kindOf(group)] ? " · " + KINDS[kindOf(group)] : "") + (group.sig ? " · signature " + group.sig : "") }),
           groupTable(group, limit),
           group.tests.size > limit
             ? h("p", null, "Showing " + limit + " of " + group.tests.size + " tests. ", chosen === null ? h("a", { href: makeHash("/groups", { sig: group.sig }), text: "Show them all" }) : null)

@@ -81,6 +81,19 @@
       sparkline(parity.map(function (p) { return p[1] ? p : null; }), "share of tests green on every backend over the last " + plural(parity.length, "run")));
   }
 
+  // The failing tests by how their backends share the failure (grouping.py), as the index
+  // page says it: "3 shared failures, 12 jax-only, 1 divergent".
+  function kindsLine(kinds) {
+    if (!kinds || !kinds.length) return null;
+    const said = kinds.map(function (k) {
+      const [kind, backends, rows] = k;
+      if (kind === "shared") return rows + " shared " + (rows === 1 ? "failure" : "failures");
+      if (kind === "backend-specific") return rows + " " + backends.map(shown).join("+") + "-only";
+      return rows + " " + shown(kind);
+    });
+    return h("p", { class: "kinds", text: "Failing tests across backends: " + said.join(", ") + "." });
+  }
+
   function delta(now, before) {
     const change = now - before;
     if (!change) return null;
@@ -147,6 +160,7 @@
             ["Backend", "Passing/total", "Pass rate"].concat(withCases ? ["Failed cases"] : [], ["Last runs"]).map(function (t) { return h("th", { scope: "col", text: t }); }))),
           h("tbody", null, backendRows)),
         parityLine(trend),
+        kindsLine(M.index.kinds),
         h("h2", { text: "By dashboard" }),
         h("div", { class: "scroll" },
           h("table", { class: "summary" }, h("thead", null, header), h("tbody", null, rows))),
