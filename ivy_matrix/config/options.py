@@ -154,7 +154,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "fail_on",
         Kind.STR,
-        "exit 1 when results have failures/errors; new: when a pull request brings a new failure",
+        "exit 1 when results have failures/errors; new: when a pull request brings a new failure "
+        "(a new or new-test verdict)",
         default="nothing",
         choices=tuple(FailOn),
     ),
