@@ -13,13 +13,9 @@ I/O: a seeded bare repository under ``--work``, copied into each configuration's
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from tests.github.git_server import OWNER_REPO, GitRequest, GitServer
-
-Json = dict[str, Any]
+from tests.github.git_server import OWNER_REPO, GitServer
 
 
 def seeded_server(seed_repo: Path, *, latency: tuple[float, float], seed: int) -> GitServer:
@@ -37,20 +33,3 @@ def keep_seed(server: GitServer, work: Path) -> Path:
     shutil.rmtree(seed_repo, ignore_errors=True)
     shutil.copytree(server.root / f"{OWNER_REPO}.git", seed_repo)
     return seed_repo
-
-
-def leg_git_figures(records: Iterable[GitRequest]) -> Json:
-    """One leg's git traffic: HTTP requests, pushes, bytes sent and received."""
-    mine = list(records)
-    return {
-        "git_requests": len(mine),
-        "pushes": sum(r.is_push for r in mine),
-        "git_sent_kb": round(sum(r.bytes_in for r in mine) / 1000, 1),
-        "git_received_kb": round(sum(r.bytes_out for r in mine) / 1000, 1),
-        "git_failed": sum(r.status >= 500 for r in mine),
-    }
-
-
-def pushes_per_minute(records: Iterable[GitRequest]) -> list[float]:
-    """When each push was answered (monotonic seconds), sorted."""
-    return sorted(r.at for r in records if r.is_push)

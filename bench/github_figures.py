@@ -15,10 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ivy_matrix.render import Style, render_files
+from ivy_matrix.statefile import join_columns, load_state
+from ivy_matrix.trend import TREND_NAME, load_trend
 from tests.github.budget import GITHUB_TOKEN, Spend, peak_per_minute
 from tests.github.fake_server import RequestRecord
+from tests.github.git_server import GitRequest
 
 RUN = 101
+SEED_RUN = 100  # the run the branch was seeded with, by job 1 (github_scale.py)
 JOB_BASE = 2_000_000
 REF_WRITE = re.compile(r"/git/refs(/|$)")
 MARKER = re.compile(r"<!-- ivy-matrix:dashboard=(.+?) -->")
@@ -59,6 +64,7 @@ class LegRun:
     cpu_s: float | None = None  # user + system time of the leg's process (os.wait4)
     log: Path | None = None
     records: list[RequestRecord] = field(default_factory=list)
+    git_records: list[GitRequest] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,7 @@ class Outcome:
     issues: list[Json]
     seeded_issues: set[int]
     spend: Spend
+    git_records: list[GitRequest] = field(default_factory=list)  # with --transport git
 
 
 def summarize(
@@ -102,6 +109,14 @@ def summarize(
         "requests_per_leg": median_max([f["requests"] for f in legs]),
         "sent_kb_per_leg": median_max([f["sent_kb"] for f in legs]),
         "received_kb_per_leg": median_max([f["received_kb"] for f in legs]),
+        # REST and git together: the leg's whole traffic (git requests are not REST requests
+        # and spend none of the REST budget, docs/github.md; they are counted here anyway).
+        "git_requests_per_leg": median_max([f["git_requests"] for f in legs]),
+        "all_requests_per_leg": median_max([f["all_requests"] for f in legs]),
+        "all_requests_per_leg_mean": mean([f["all_requests"] for f in legs]),
+        "all_sent_kb_per_leg": median_max([f["all_sent_kb"] for f in legs]),
+        "content_creating_per_leg_mean": mean([f["writes"] for f in legs]),
+        "pushes_per_leg_mean": mean([f["pushes"] for f in legs]),
         **({"fan_in_job": jobs[0]} if jobs else {}),
         "sent_mb_total": round(sum(r.bytes_in for r in records) / 1e6, 2),
         "commit_tries": {
@@ -116,6 +131,8 @@ def summarize(
             "per_hour_back_to_back": round(len(writes) / wall * 3600) if wall else None,
         },
         "lost_cells": lost_cells(runs, outcome.files),
+        "pages_are_a_render_of_the_state": pages_are_a_render(outcome.files),
+        "git": git_figures(outcome.git_records),
         "github": budget_figures(outcome.spend),
     }
     if "issue" in targets:
@@ -124,8 +141,15 @@ def summarize(
     return result
 
 
+# What a leg's log says of its commits: "... (revision N, T attempt(s), git)".
+COMMITTED = re.compile(r"committed \d+ file\(s\) to branch .*\((?:revision \d+, )?(\d+) attempt")
+
+
 def leg_figures(run: LegRun) -> Json:
     refs = [r for r in run.records if r.method in {"POST", "PATCH"} and REF_WRITE.search(r.path)]
+    git = leg_git_figures(run.git_records)
+    log = run.log.read_text(errors="replace") if run.log and run.log.exists() else ""
+    commits = [int(n) for n in COMMITTED.findall(log)]
     return {
         "leg": run.leg.token,
         "backend": run.leg.backend,
@@ -138,9 +162,41 @@ def leg_figures(run: LegRun) -> Json:
         "writes": sum(r.method in WRITE_METHODS for r in run.records),
         "sent_kb": round(sum(r.bytes_in for r in run.records) / 1000, 1),
         "received_kb": round(sum(r.bytes_out for r in run.records) / 1000, 1),
-        "tries": len(refs),
+        # REST: the ref writes; git: the branch commits the leg's log reports (0: its results
+        # were folded by another leg), counting every compare-and-swap try of each.
+        "tries": sum(commits) if run.git_records else len(refs),
         "rejected": sum(r.status == 422 for r in refs),
+        **git,
+        "all_requests": len(run.records) + git["git_requests"],
+        "all_sent_kb": round(sum(r.bytes_in for r in run.records) / 1000 + git["git_sent_kb"], 1),
     }
+
+
+def leg_git_figures(records: list[GitRequest]) -> Json:
+    """One leg's git traffic: HTTP requests, pushes, bytes sent and received, 5xx answers."""
+    return {
+        "git_requests": len(records),
+        "pushes": sum(r.is_push for r in records),
+        "git_sent_kb": round(sum(r.bytes_in for r in records) / 1000, 1),
+        "git_received_kb": round(sum(r.bytes_out for r in records) / 1000, 1),
+        "git_failed": sum(r.status >= 500 for r in records),
+    }
+
+
+def git_figures(records: list[GitRequest]) -> Json:
+    """The run's git traffic: requests, pushes and the busiest minute of them, bytes sent."""
+    pushes = sorted(r.at for r in records if r.is_push)
+    return {
+        "requests": len(records),
+        "pushes": len(pushes),
+        "pushes_peak_per_minute": peak_per_minute(pushes),
+        "sent_mb_total": round(sum(r.bytes_in for r in records) / 1e6, 2),
+        "failed_5xx": sum(r.status >= 500 for r in records),
+    }
+
+
+def mean(values: list[float]) -> float | None:
+    return round(statistics.fmean(values), 2) if values else None
 
 
 def median_max(values: list[float]) -> Json:
@@ -172,7 +228,25 @@ def lost_cells(runs: list[LegRun], files: dict[str, bytes]) -> Json:
         "lost": sum(max(v, 0) for v in lost.values()),
         "legs_short": lost,
         "linked_to_fan_in_job": links.get(str(JOB_BASE - 1), 0),
+        # Incremental: the cells no leg brought still link the seeding run.
+        "still_linking_seed_run": len(re.findall(rf"/actions/runs/{SEED_RUN}/job/1\"", text)),
     }
+
+
+def pages_are_a_render(files: dict[str, bytes]) -> bool:
+    """Whether the branch's pages, index, trend and pictures are exactly what rendering its
+    state (and trend) gives, with no other markdown (any layout's state files are read)."""
+    parts: dict[str, list[Any]] = {}
+    for path, data in files.items():
+        if path.startswith(".ivy-matrix/state/") and path.endswith(".json"):
+            state = load_state(data.decode(), where=path)
+            parts.setdefault(state.key, []).append(state)
+    states = sorted((join_columns(p) for p in parts.values()), key=lambda s: s.key)
+    found = files.get(TREND_NAME)
+    trend = load_trend(found.decode(), where=TREND_NAME) if found is not None else None
+    expected = {f.path: f.text for f in render_files(states, style=Style.IVY, trend=trend)}
+    shown = {p for p in files if p.endswith(".md")} | {p for p in expected if p in files}
+    return {p: files[p].decode() for p in shown} == expected
 
 
 def issue_figures(issues: list[Json], seeded: set[int]) -> Json:
@@ -212,11 +286,12 @@ def print_config(name: str, r: Json) -> None:
     print(
         f"  {name:>16}: {r['status']:<10} legs {r['finished']}/{r['legs']} (failed {r['failed']})"
         f"  run {r['run_wall_s']:.1f} s  leg {r['leg_wall_s']['median']} / {r['leg_wall_s']['max']} s"
-        f"  req/leg {r['requests_per_leg']['median']} / {r['requests_per_leg']['max']}"
-        f"  sent KB/leg {r['sent_kb_per_leg']['median']} / {r['sent_kb_per_leg']['max']}"
+        f"  REST req/leg {r['requests_per_leg']['median']} / {r['requests_per_leg']['max']}"
+        f"  git req/leg {r['git_requests_per_leg']['median']} / {r['git_requests_per_leg']['max']}"
+        f"  sent KB/leg {r['all_sent_kb_per_leg']['median']} / {r['all_sent_kb_per_leg']['max']}"
         f"  tries max {tries['max']} mean {tries['mean']} (rejected {tries['rejected_total']})"
         f"  writes/min peak {cc['peak_per_minute']}, run {cc['total']}"
-        f"  lost {r['lost_cells']['lost']}"
+        f"  lost {r['lost_cells']['lost']}  render {r['pages_are_a_render_of_the_state']}"
         + (f"  dup issues {r['issues']['duplicates_open']}" if "issues" in r else "")
         + f"  refused {github['refused']}  runs/hour within GitHub's limits "
         f"{github['runs_per_hour']}",

@@ -12,7 +12,12 @@ to splits as follows (``split_for``):
 
 Each configuration starts a fresh ``tests/github/fake_server.py`` on 127.0.0.1, pre-seeded with the
 branch (and issues) a real Ivy repository would have: the git objects written by one full
-``update`` of all 28,000 cases (run 100) are copied in. Then every leg of run 101 (other
+``update`` of all 28,000 cases (run 100) are copied in. With ``--transport git`` (the default)
+the branch lives on a real git remote instead (``bench/git_side.py``: ``git http-backend``
+behind ``tests/github/git_server.py``, seeded the same way, answering after the same latency),
+which the legs reach with git's own protocol; ``--transport rest`` keeps it on the REST
+stand-in. ``--rerun`` runs every leg again with the same results and counts its writes (an
+identical re-run should make none). Then every leg of run 101 (other
 outcomes) starts at once as its own ``python entrypoint.py update`` process, with its own
 token, so the fake's request log attributes each request to its leg. ivy-matrix runs exactly
 as in production (``make_client``: no pause between requests, our retries, which wait out
@@ -54,6 +59,7 @@ I/O: writes generated data and leg folders under ``--work`` (default ``bench/out
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -71,12 +77,15 @@ import generate
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))  # the stand-in lives in tests/, beside the product
-from github_figures import (  # noqa: E402  -- after the path entry
+import git_side  # noqa: E402  -- after the path entry
+from github_figures import (  # noqa: E402
     FAN_IN,
     JOB_BASE,
     LEGS,
     MATRIX,
     RUN,
+    SEED_RUN,
+    WRITE_METHODS,
     Leg,
     LegRun,
     Outcome,
@@ -89,12 +98,12 @@ from github_figures import (  # noqa: E402  -- after the path entry
 
 from tests.github.budget import GITHUB_TOKEN, UNLIMITED  # noqa: E402
 from tests.github.fake_server import FakeGitHub, RequestRecord  # noqa: E402
+from tests.github.git_server import GitServer  # noqa: E402
 
 PYTHON = sys.executable
 ENTRYPOINT = ROOT / "entrypoint.py"
 REPOSITORY = "acme/widgets"
 BRANCH = "ivy-matrix"
-SEED_RUN = 100
 FAN_IN_JOB = JOB_BASE - 1  # the fan-in job's id (the legs' are JOB_BASE + index)
 BACKEND_FROM_PATH = r"(?P<backend>[^/]+)/[^/]+\.xml$"
 # The fake's state that a pre-seeded repository consists of (copied into each configuration).
@@ -169,12 +178,22 @@ def cli_env() -> dict[str, str]:
 
 
 def update_command(
-    *, junit: list[str], backend_args: list[str], api_url: str, token: str, run_id: int, job_id: int
+    *,
+    junit: list[str],
+    backend_args: list[str],
+    api_url: str,
+    token: str,
+    run_id: int,
+    job_id: int,
+    server_url: str | None = None,
 ) -> list[str]:
+    # The git server's URL as the server URL: branch-transport auto then uses git (same host).
+    server = ["--server-url", server_url] if server_url else ["--branch-transport", "rest"]
     return [
         PYTHON,
         str(ENTRYPOINT),
         "update",
+        *server,
         *(arg for pattern in junit for arg in ("--junit", pattern)),
         *backend_args,
         "--repository",
@@ -195,7 +214,9 @@ def update_command(
 # --- the pre-seeded repository ---------------------------------------------------------------
 
 
-def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple[Json, Json]:
+def seed_repository(
+    args: argparse.Namespace, work: Path, targets: str, *, transport: str = "rest"
+) -> tuple[Json, Json]:
     """One full update of every backend (run 100) into an empty stand-in; return its state."""
     manifest = ensure_set(
         work, tests=args.tests, dashboards=args.dashboards, shards=1, outcome_seed=1
@@ -204,7 +225,8 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
     shutil.rmtree(seed_dir, ignore_errors=True)
     seed_dir.mkdir(parents=True)
     # Seeding arranges the repository a run starts from: its spend is not measured.
-    with FakeGitHub(limits=UNLIMITED) as fake:
+    git = GitServer() if transport == "git" else None
+    with FakeGitHub(limits=UNLIMITED) as fake, git or contextlib.nullcontext():
         fake.configure(keep_bodies=False)
         cmd = update_command(
             junit=[f"{manifest['root']}/**/*.xml"],
@@ -213,6 +235,7 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
             token="seed",
             run_id=SEED_RUN,
             job_id=1,
+            server_url=git.url if git else None,
         )
         cmd += ["--targets", targets, "--store", str(seed_dir / "store")]
         start = time.perf_counter()
@@ -224,7 +247,11 @@ def seed_repository(args: argparse.Namespace, work: Path, targets: str) -> tuple
             raise SystemExit(f"seeding update failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
         with fake.lock:
             state = {name: _copy(getattr(fake, name)) for name in SEEDED}
+        if git is None:
             files = fake.files(BRANCH)
+        else:
+            files = git.files(BRANCH)
+            state["git_repo"] = str(git_side.keep_seed(git, work))
         markdown = [p for p in files if p.endswith(".md")]
         text = "\n".join(files[p].decode(errors="replace") for p in markdown)
         info = {
@@ -279,6 +306,17 @@ def seeded_fake(args: argparse.Namespace, seed: Json) -> FakeGitHub:
     return fake
 
 
+def seeded_git(args: argparse.Namespace, seed: Json) -> GitServer | None:
+    """With ``--transport git``, a fresh git server holding the seeded branch (None else)."""
+    if args.transport != "git":
+        return None
+    git = git_side.seeded_server(
+        Path(seed["git_repo"]), latency=tuple(args.latency), seed=args.seed
+    )
+    git.fail_rate = args.faults
+    return git
+
+
 def collect_command(leg: Leg, legs_dir: Path) -> list[str]:
     """One leg's ``ivy-matrix collect`` of the fan-in set-up: no api url, no token."""
     return [
@@ -289,7 +327,13 @@ def collect_command(leg: Leg, legs_dir: Path) -> list[str]:
 
 
 def leg_command(
-    args: argparse.Namespace, leg: Leg, legs: list[Leg], *, api_url: str, setup: str
+    args: argparse.Namespace,
+    leg: Leg,
+    legs: list[Leg],
+    *,
+    api_url: str,
+    setup: str,
+    server_url: str | None,
 ) -> list[str]:
     """The command line of one leg (the fan-in job when ``leg.index`` is -1: it reads the leg
     files of ``leg.path``)."""
@@ -305,6 +349,7 @@ def leg_command(
         token=leg.token,
         run_id=RUN,
         job_id=leg.job_id,
+        server_url=server_url,
     )
     if setup == MATRIX:
         # The 1-leg reference is one leg of a matrix of 4 x single-shards legs.
@@ -323,9 +368,10 @@ def run_config(
     targets: str,
     tag: str,
 ) -> Json:
-    """Start every leg at once (or the fan-in job) against a fresh, pre-seeded stand-in;
-    measure until done or cap."""
+    """Start every leg at once (or the fan-in job) against fresh, pre-seeded stand-ins;
+    measure until done or cap. With ``--rerun``, the same legs then run again."""
     fake = seeded_fake(args, seed)
+    git = seeded_git(args, seed)
     root = work / "legs" / tag
     shutil.rmtree(root, ignore_errors=True)
     fan_in = setup == FAN_IN
@@ -334,39 +380,78 @@ def run_config(
     if fan_in:
         # The legs collect their files, all at once, with no network; then the job runs.
         runs = collect_legs(args, legs, root, start=start)
-    started: list[tuple[LegRun, subprocess.Popen[bytes]]] = []
-    with fake:
+    with fake, git or contextlib.nullcontext():
         cases = sum(leg.cases for leg in legs)
         jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)] if fan_in else legs
-        for leg in jobs:
-            leg_dir = root / (f"{leg.index:03d}" if leg.index >= 0 else "fan-in")
-            leg_dir.mkdir(parents=True)
-            cmd = leg_command(args, leg, legs, api_url=fake.base_url, setup=setup)
-            cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
-            log = leg_dir / "log.txt"
-            with log.open("wb") as out:
-                proc = subprocess.Popen(
-                    cmd, cwd=leg_dir, env=cli_env(), stdout=out, stderr=subprocess.STDOUT
-                )
-            run = LegRun(leg, started=time.perf_counter() - start, log=log)
-            runs.append(run)
-            started.append((run, proc))
-        wall = wait_for(started, start=start, cap=args.cap)
+        mine, wall = start_jobs(
+            args, fake, git, jobs, legs=legs, root=root, setup=setup, targets=targets
+        )
+        runs += mine
         with fake.lock:
             outcome = Outcome(
                 records=list(fake.requests),
-                files=fake.files(BRANCH),
+                files=git.files(BRANCH) if git else fake.files(BRANCH),
                 issues=list(fake.issues.values()),
                 seeded_issues=set(seed["issues"]),
                 spend=fake.budget.spent(),
+                git_records=list(git.requests) if git else [],
             )
+        rerun = None
+        if args.rerun:
+            rest_before, git_before = len(fake.requests), len(git.requests) if git else 0
+            again, _ = start_jobs(
+                args, fake, git, jobs, legs=legs, root=root / "rerun", setup=setup, targets=targets
+            )
+            rest = fake.requests[rest_before:]
+            pushes = [r for r in (git.requests[git_before:] if git else []) if r.is_push]
+            rerun = {
+                "failed": sum(r.code != 0 for r in again),
+                "rest_requests": len(rest),
+                "rest_writes": sum(r.method in WRITE_METHODS for r in rest),
+                "git_pushes": len(pushes),
+            }
     by_token: dict[str, list[RequestRecord]] = {}
     for record in outcome.records:
         token = (record.authorization or "").split(" ")[-1]
         by_token.setdefault(token, []).append(record)
     for run in runs:
         run.records = by_token.get(run.leg.token, [])
-    return summarize(runs, outcome, wall=wall, targets=targets, setup=setup)
+        run.git_records = [r for r in outcome.git_records if r.token == run.leg.token]
+    result = summarize(runs, outcome, wall=wall, targets=targets, setup=setup)
+    if rerun is not None:
+        result["rerun"] = rerun
+    return result
+
+
+def start_jobs(
+    args: argparse.Namespace,
+    fake: FakeGitHub,
+    git: GitServer | None,
+    jobs: list[Leg],
+    *,
+    legs: list[Leg],
+    root: Path,
+    setup: str,
+    targets: str,
+) -> tuple[list[LegRun], float]:
+    """Every job's ``update`` process, started at once; (their runs, the wall) once all ended."""
+    started: list[tuple[LegRun, subprocess.Popen[bytes]]] = []
+    start = time.perf_counter()
+    for leg in jobs:
+        leg_dir = root / (f"{leg.index:03d}" if leg.index >= 0 else "fan-in")
+        leg_dir.mkdir(parents=True)
+        cmd = leg_command(
+            args, leg, legs, api_url=fake.base_url, setup=setup, server_url=git.url if git else None
+        )
+        cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
+        log = leg_dir / "log.txt"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                cmd, cwd=leg_dir, env=cli_env(), stdout=out, stderr=subprocess.STDOUT
+            )
+        started.append((LegRun(leg, started=time.perf_counter() - start, log=log), proc))
+    wall = wait_for(started, start=start, cap=args.cap)
+    return [run for run, _ in started], wall
 
 
 def collect_legs(
@@ -446,6 +531,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "also publish issues makes the legs create every dashboard's issue at once",
     )
     parser.add_argument(
+        "--transport",
+        choices=("git", "rest"),
+        default="git",
+        help="the branch over git's protocol (a git http-backend server) or the REST API",
+    )
+    parser.add_argument(
+        "--rerun", action="store_true", help="run every leg again, same results: count writes"
+    )
+    parser.add_argument(
         "--no-limits",
         action="store_true",
         help="the stand-in records what legs spend but refuses nothing (default: GitHub's limits)",
@@ -499,15 +593,19 @@ def plan(args: argparse.Namespace, work: Path) -> tuple[dict[str, list[Leg]], Js
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     work = args.work.resolve()
+    load_start = [round(x, 1) for x in os.getloadavg()]
     print(
         f"GitHub path: {args.tests} tests x {len(generate.BACKENDS)} backends, "
-        f"{args.dashboards} dashboards, legs {args.legs}, set-ups {args.setups}, latency "
+        f"{args.dashboards} dashboards, legs {args.legs}, set-ups {args.setups}, transport "
+        f"{args.transport}, latency "
         f"{args.latency[0] * 1000:.0f}-{args.latency[1] * 1000:.0f} ms, targets "
         f"{args.targets}, {'no limits' if args.no_limits else 'GitHub limits'}, cap "
         f"{args.cap:.0f} s",
         flush=True,
     )
-    seed, seed_info = seed_repository(args, work, args.seed_targets or args.targets)
+    seed, seed_info = seed_repository(
+        args, work, args.seed_targets or args.targets, transport=args.transport
+    )
     print(f"  seeded: {json.dumps(seed_info)}", flush=True)
     plans, splits = plan(args, work)
     names = [
@@ -530,6 +628,8 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
+            "load_average_start": load_start,
+            "load_average_end": [round(x, 1) for x in os.getloadavg()],
         },
         "settings": {
             "tests_per_backend": args.tests,
@@ -539,6 +639,8 @@ def main(argv: list[str] | None = None) -> int:
             "targets": args.targets,
             "seed_targets": args.seed_targets or args.targets,
             "setups": args.setups.split(","),
+            "transport": args.transport,
+            "rerun": args.rerun,
             "limits": "none (recorded only)" if args.no_limits else "GitHub's, for a GITHUB_TOKEN",
             "faults": {"rate": args.faults, "landed_share_of_writes": args.landed},
             "cap_s": args.cap,

@@ -61,14 +61,17 @@ def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
 
 
 def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -> None:
-    """`bench/github_scale.py --quick` seeds the stand-in, runs one leg of each set-up under
-    GitHub's limits and reports its figures, the run's spend beside those limits included."""
+    """`bench/github_scale.py --quick --transport rest` seeds the stand-in, runs one leg of each
+    set-up under GitHub's limits and reports its figures, the run's spend beside those limits
+    included."""
     out = tmp_path / "github.json"
     proc = subprocess.run(
         [
             sys.executable,
             "bench/github_scale.py",
             "--quick",
+            "--transport",
+            "rest",
             "--work",
             str(tmp_path / "work"),
             "--json",
@@ -104,6 +107,32 @@ def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -
     assert fan_in["fan_in_job"]["requests"] == fan_in["github"]["requests"] > 0
     assert fan_in["lost_cells"]["lost"] == 0
     assert "| set-up | legs |" in proc.stdout
+
+
+def test_github_scale_quick_over_git_counts_git_requests_and_a_rerun_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """`bench/github_scale.py --quick --rerun` (the branch over git, the default) reports a lone
+    leg's git requests and its one push, no REST request, every cell landed, the pages a
+    render of the state, and no write when the leg runs again."""
+    out = tmp_path / "github.json"
+    argv = ["--quick", "--setups", "legs", "--rerun", "--work", str(tmp_path / "work")]
+    proc = subprocess.run(
+        [sys.executable, "bench/github_scale.py", *argv, "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    config = json.loads(out.read_text())["configs"]["1 legs"]
+    (leg,) = config["per_leg"]
+    assert (leg["exit"], leg["requests"], leg["pushes"], leg["tries"]) == (0, 0, 1, 1)
+    assert leg["git_requests"] > 0
+    assert config["lost_cells"]["lost"] == 0
+    assert config["pages_are_a_render_of_the_state"] is True
+    assert config["rerun"] == {"failed": 0, "rest_requests": 0, "rest_writes": 0, "git_pushes": 0}
 
 
 def test_pr_comment_scale_quick_reports_one_comment_with_compares_counts(tmp_path: Path) -> None:
