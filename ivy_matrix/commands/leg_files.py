@@ -4,7 +4,8 @@ I/O: lists directories and reads the files; nothing else (no network). The forma
 checks are pure (legs.py). A file that cannot be used (unreadable, not a leg file, of another
 run, repository or commit, an attempt later than this job's) is a warning naming it and the
 reason, and every other leg still lands. The same file read twice (an artifact downloaded into
-two folders) counts once.
+two folders) counts once. Leg files found of which none can be used are an
+:class:`~ivy_matrix.errors.InputError`: a fan-in that would record nothing says so.
 """
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
             read = _read_one(path, settings, log)
             if read is not None and _is_new(read, kept, log):
                 kept.append(read)
+    if files and not kept:
+        # Every file was refused: exit 0 with nothing recorded would look like a quiet run.
+        raise InputError(
+            f"none of the {len(files)} leg file(s) could be used (the warnings above say why "
+            f"for each); check that the legs ran `collect` for this run, repository and server "
+            f"({settings.named('run_id')}, {settings.named('repository')}, "
+            f"{settings.named('server_url')})"
+        )
     kept.sort(key=lambda r: (r.leg.info.run, r.path))
     return tuple(r.leg for r in kept)
 

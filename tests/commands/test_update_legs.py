@@ -182,6 +182,19 @@ def test_no_leg_file_at_all_fails_unless_told_otherwise(workdir, capsys, mode, c
     assert (said in errors[0]) if said else errors == []
 
 
+def test_leg_files_of_which_none_can_be_used_fail_the_fan_in(workdir, capsys):
+    """Every leg file refused (here: of another server): exit 3 naming the count, not a quiet
+    run that records nothing."""
+    collect(workdir, "torch")
+    collect(workdir, "jax")
+    argv = [*FAN_IN, "--server-url", "https://ghe.example.com"]
+    assert main(argv, {"GITHUB_ACTIONS": "true"}) == 3
+    err = capsys.readouterr().err
+    assert "none of the 2 leg file(s) could be used" in error_lines(err)[0]
+    assert err.count("is for server 'https://github.com'") == 2
+    assert not (workdir / ".ivy-matrix").exists()
+
+
 def test_legs_and_matrix_size_are_refused_together(workdir, capsys):
     """A fan-in job commits once; matrix-size is for legs that each write: a usage error."""
     collect(workdir, "torch")
