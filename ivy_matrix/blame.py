@@ -28,6 +28,7 @@ from ivy_matrix.environment import Change, env_diff
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.history import (
     DEFAULT_SECTION_LIMIT,
+    CellHistory,
     CellReport,
     DashboardHistory,
     FlakyReason,
@@ -82,9 +83,9 @@ class Blame:
         }
 
 
-def _streak(results: Sequence[RunResult]) -> tuple[Entry | None, Entry | None]:
+def streak(results: Sequence[RunResult]) -> tuple[Entry | None, Entry | None]:
     """The first failure of the current streak and the last pass before it (history.py's
-    rules: skipped results neither break nor extend a streak)."""
+    rules: skipped results neither break nor extend a streak); ``results`` newest first."""
     first: Entry | None = None
     for result in results:
         if result.outcome is Outcome.SKIPPED:
@@ -102,17 +103,21 @@ def repository_url(job_url: str) -> str:
     return found.group(1) if found else ""
 
 
-def blame_of(results: Sequence[RunResult], *, repository: str = "") -> Blame | None:
+def blame_of(
+    results: Sequence[RunResult], *, repository: str = "", history: CellHistory | None = None
+) -> Blame | None:
     """The blame of a cell whose newest result fails (None when it does not); ``results``
     newest first. ``repository``: ``{server}/{owner}/{repo}`` for the link (else taken from
-    the first failure's job link)."""
-    history = history_of(results)
+    the first failure's job link); ``history``: ``history_of(results)`` when the caller has
+    it already."""
+    if history is None:
+        history = history_of(results)
     if not history.failing:
         return None
     if history.flaky is not None:
         why = "reruns" if history.flaky is FlakyReason.RERUN else "flips between pass and fail"
         return Blame(notes=(f"flaky ({why}): no blame",))
-    first, last = _streak(results)
+    first, last = streak(results)
     assert first is not None  # a failing history has a streak
     first_ref = RunRef.of(first)
     if last is None:

@@ -17,11 +17,12 @@ needs-attention view, one per cell, the first that applies:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from ivy_matrix.blame import Blame, blame_of, streak
 from ivy_matrix.history import CellHistory, RunResult, history_of, run_results
-from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row
+from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row, Source
 
 STRIP = 10  # results shown per cell, newest first
 STALE_RUNS = 5
@@ -61,13 +62,20 @@ LETTERS = {
 class CellView:
     """One cell as the site shows it: ``latest`` is its newest result (what the markdown
     shows: ``status`` is its outcome; its case counts, failure line and signature), ``results``
-    its newest runs (at most ``STRIP``, newest first)."""
+    its newest runs (at most ``STRIP``, newest first).
+
+    For a cell failing now: the jobs of its streak's first failure and of the last pass before
+    it (``None``: no pass kept), which may be older than the strip, and its blame (blame.py).
+    """
 
     latest: Entry
     status: Outcome
     results: tuple[RunResult, ...]
     history: CellHistory
     group: Group | None
+    failing_since: Source | None = None
+    last_pass: Source | None = None
+    blame: Blame | None = None
 
 
 def _group(history: CellHistory, results: list[RunResult], *, stale: bool) -> Group | None:
@@ -109,12 +117,23 @@ def cell_view(cell: Cell, stale_before_run: int | None) -> CellView:
     results = run_results(cell.entries)
     history = history_of(results)
     stale = stale_before_run is not None and cell.latest.run.run_id < stale_before_run
-    return CellView(
+    view = CellView(
         latest=cell.latest,
         status=cell.latest.outcome,
         results=tuple(results[:STRIP]),
         history=history,
         group=_group(history, results, stale=stale),
+    )
+    if not history.failing:
+        return view
+    first, last = streak(results)
+    assert first is not None  # a failing history has a streak
+    return replace(
+        view,
+        failing_since=first.source,
+        last_pass=None if last is None else last.source,
+        # The compare link's repository comes from the job links: the site has no settings.
+        blame=blame_of(results, history=history),
     )
 
 

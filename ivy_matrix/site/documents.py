@@ -8,8 +8,9 @@ the same bytes and writes nothing. The format is described in docs/site.md.
 
 ``d/<id>`` holds one dashboard: its backends, the jobs its cells' results came from, its
 distinct cells (status, the strip of its newest results and the job of each, attention group,
-failing since, last pass, flakiness, case counts, failure signature) and its rows (name, then
-a cell index per backend, -1 where it has none), and one failure line per signature. The
+failing since, last pass, flakiness, case counts, failure signature, and for a failing cell
+its blame) and its rows (name, then a cell index per backend, -1 where it has none), one
+failure line per signature and each distinct blame once. The
 index and the needs-attention list are overview.py's.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
+from ivy_matrix.blame import Blame
 from ivy_matrix.escaping import safe_link
 from ivy_matrix.history import RunResult
 from ivy_matrix.model import DashboardState, Source
@@ -95,11 +97,54 @@ def _common_start(urls: Sequence[str]) -> str:
     return start[: start.rfind("/") + 1]
 
 
-def _cell_document(view: CellView, jobs: _Jobs, messages: dict[str, str]) -> dict[str, object]:
+class _Blames:
+    """The blames of a dashboard's failing cells (blame.py), each distinct one once: cells of
+    one streak's jobs share it, so a dashboard has few."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.list: list[dict[str, object]] = []
+
+    def add(self, blame: Blame) -> int:
+        """The number of ``blame`` in the list; keys with their default are left out
+        (docs/site.md): ``u`` the compare link (only a plain http(s) URL), ``c`` the changed
+        packages ``[package, before, after]`` ("" where absent), ``h`` the hint, ``x`` the
+        notes."""
+        document: dict[str, object] = {}
+        url = safe_link(blame.compare_url or "")
+        if url:
+            document["u"] = url
+        if blame.changes:
+            document["c"] = [[c.package, c.before, c.after] for c in blame.changes]
+        if blame.hint is not None:
+            document["h"] = blame.hint.value
+        if blame.notes:
+            document["x"] = list(blame.notes)
+        key = json.dumps(document, sort_keys=True)
+        found = self.index.get(key)
+        if found is None:
+            found = self.index[key] = len(self.list)
+            self.list.append(document)
+        return found
+
+    def document(self) -> dict[str, object]:
+        """``{"base": common start of the compare links, "list": [blame]}``, each ``u`` without
+        the base (a dashboard's links share ``https://github.com/o/r/compare/``)."""
+        base = _common_start([str(b["u"]) for b in self.list if "u" in b])
+        return {
+            "base": base,
+            "list": [{**b, "u": str(b["u"])[len(base) :]} if "u" in b else b for b in self.list],
+        }
+
+
+def _cell_document(
+    view: CellView, jobs: _Jobs, blames: _Blames, messages: dict[str, str]
+) -> dict[str, object]:
     """One distinct cell: keys with their default value are left out (docs/site.md).
 
     A failure's line is the dashboard's sample of its signature (``messages``, the first
-    seen) unless it differs, when the cell keeps its own (``e``).
+    seen) unless it differs, when the cell keeps its own (``e``). Only a failing cell has a
+    blame (``b``): the data stays small where most cells pass.
     """
     results: Sequence[RunResult] = view.results
     document: dict[str, object] = {
@@ -110,13 +155,16 @@ def _cell_document(view: CellView, jobs: _Jobs, messages: dict[str, str]) -> dic
     history = view.history
     if view.group is not None:
         document["g"] = view.group.value
-    if history.failing_since is not None:
+    if view.failing_since is not None:
         document["n"] = history.runs
-        document["i"] = _job_of(results, history.failing_since.run_id, jobs)
+        # Its job even when older than the strip: the detail names its commit and date.
+        document["i"] = jobs.add(view.failing_since)
         if history.since_oldest:
             document["o"] = 1
-        if history.last_pass is not None:
-            document["p"] = _job_of(results, history.last_pass.run_id, jobs)
+        if view.last_pass is not None:
+            document["p"] = jobs.add(view.last_pass)
+        if view.blame is not None:
+            document["b"] = blames.add(view.blame)
     if history.flaky is not None:
         document["f"] = history.flaky.value
     latest = view.latest
@@ -133,18 +181,10 @@ def _cell_document(view: CellView, jobs: _Jobs, messages: dict[str, str]) -> dic
     return document
 
 
-def _job_of(results: Sequence[RunResult], run_id: int, jobs: _Jobs) -> int | None:
-    """The job index of the result of run ``run_id`` among ``results`` (None: older than the
-    strip; the detail then names the run without a job)."""
-    for result in results:
-        if result.entry.run.run_id == run_id:
-            return jobs.add(result.entry.source)
-    return None
-
-
 def dashboard_document(state: DashboardState, placed: Iterable[PlacedCell]) -> dict[str, object]:
     """The data file of one dashboard (its cells as :func:`~cells.dashboard_cells` gives)."""
     jobs = _Jobs()
+    blames = _Blames()
     messages: dict[str, str] = {}
     cells: list[dict[str, object]] = []
     by_view: dict[int, int] = {}
@@ -155,7 +195,7 @@ def dashboard_document(state: DashboardState, placed: Iterable[PlacedCell]) -> d
     for item in placed:
         found = by_view.get(id(item.view))
         if found is None:
-            document = _cell_document(item.view, jobs, messages)
+            document = _cell_document(item.view, jobs, blames, messages)
             key = json.dumps(document, sort_keys=True)
             found = by_value.get(key)
             if found is None:
@@ -176,4 +216,5 @@ def dashboard_document(state: DashboardState, placed: Iterable[PlacedCell]) -> d
         "cells": cells,
         "rows": [rows.get(r.name, [r.name, *([-1] * width)]) for r in state.rows],
         "messages": messages,
+        "blames": blames.document(),
     }

@@ -1,6 +1,7 @@
 """The results the browser tests build their site from, and what the site must show of them.
 
-``PLAN`` writes out each test case's outcome on each backend in each of ``RUNS`` runs; the
+``PLAN`` writes out each test case's outcome on each backend in each of ``RUNS`` runs (and
+:func:`environment` each run's recorded packages); the
 site is built as users build it (``ivy-matrix update`` once per run, then ``render --html``),
 and :func:`expected_cells` works out every grid cell from ``PLAN`` alone.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 from ivy_matrix.cli import main
 from tests.commands.results import case_xml
@@ -49,6 +51,23 @@ for _i in range(5):
     _plan(LAYERS, f"test_dense_{_i}", torch="PPPPPP", numpy="PPPPPP", jax="PPPPPP")
 _plan(LAYERS, "test_conv", torch="PPPPPP", numpy="PPPXXX", jax="PPPPPP")
 
+# Each run's environment, recorded from the result files' suite <properties>: jax moves from
+# 0.4.30 to 0.4.31 in run 5, when a package named like markup appears; numpy stays.
+JAX_BUMP = 5
+
+
+def environment(run: int) -> dict[str, str]:
+    """The packages of run ``run`` (1..RUNS) and their versions."""
+    if run < JAX_BUMP:
+        return {"jax": "0.4.30", "numpy": "2.1.0"}
+    return {"jax": "0.4.31", "numpy": "2.1.0", SCRIPT_NAME: "1.0"}
+
+
+def sha_of(run: int) -> str:
+    """The commit run ``run`` tested."""
+    return f"{run:02d}" + "c0ffee" * 6 + "00"
+
+
 _STATUS = {"P": "passed", "X": "failed", "K": "skipped"}
 _WORST = {"failure": 3, "success": 1, "skipped": 0}
 _CELL = {"P": "success", "X": "failure", "K": "skipped"}
@@ -82,11 +101,15 @@ def write_run(folder: Path, run: int) -> None:
                 for (cls, case, b), outcomes in PLAN.items()
                 if cls == classname and b == backend
             ]
+            properties = "".join(
+                f"<property name={quoteattr(name)} value={quoteattr(version)}/>"
+                for name, version in environment(run).items()
+            )
             path = folder / f"run{run}" / backend / f"{classname.rsplit('.', 1)[1]}.xml"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(
                 f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="pytest">'
-                f"{''.join(cases)}</testsuite></testsuites>\n",
+                f"<properties>{properties}</properties>{''.join(cases)}</testsuite></testsuites>\n",
                 encoding="utf-8",
             )
 
@@ -112,7 +135,7 @@ def build_site(work: Path) -> Path:
                 "--run-id",
                 str(500 + run),
                 "--sha",
-                f"{run:02d}" + "c0ffee" * 6 + "00",
+                sha_of(run),
                 "--targets",
                 "summary",
             )

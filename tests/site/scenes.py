@@ -37,7 +37,8 @@ _SOURCES: dict[tuple[int, str], Source] = {}
 
 
 def source(run: int, backend: str) -> Source:
-    """The job of ``run`` that ran ``backend``: a fixed URL, commit and time."""
+    """The job of ``run`` that ran ``backend``: a fixed URL, commit, time and environment
+    (jax moves from 0.4.30 to 0.4.31 in the newest run, numpy stays)."""
     key = (run, backend)
     if key not in _SOURCES:
         job = run * 10 + BACKEND_NUMBER.get(backend, 9)
@@ -48,6 +49,7 @@ def source(run: int, backend: str) -> Source:
             sha=f"{run:04d}" + "abcdef0123456789" * 2 + "abcd",
             event="push",
             ref="refs/heads/main",
+            env=(("jax", "0.4.31" if run >= NEWEST else "0.4.30"), ("numpy", "2.1.0")),
         )
     return _SOURCES[key]
 

@@ -6,6 +6,7 @@ built the way users build it, from results whose every outcome the tests know (p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,15 @@ from tests.site.browser import (
     shown_rows,
     url_of,
 )
-from tests.site.plan import BIDI_NAME, IMG_NAME, SCRIPT_NAME, build_site, cli, expected_cells
+from tests.site.plan import (
+    BIDI_NAME,
+    IMG_NAME,
+    SCRIPT_NAME,
+    build_site,
+    cli,
+    expected_cells,
+    sha_of,
+)
 from tests.site.scenes import F, S, dashboard, write_store
 from tests.site.test_documents import data
 
@@ -181,6 +190,35 @@ def test_the_keyboard_reaches_a_cells_detail_and_back(site, visit):
         "() => !document.getElementById('detail').open && !location.hash.includes('test=')"
     )
     assert page.evaluate("document.activeElement.parentElement.dataset.backend") == "numpy"
+
+
+def test_a_failing_cells_detail_says_what_changed_since_its_last_pass(site, visit):
+    """test_relu fails on jax from run 505 (jax bumped, new commit): the detail names both runs
+    with "both", links the compare view of the two commits and lists only the changed
+    packages, a markup-like name as text."""
+    page = visit.open(url_of(site, "#/d/core/gradients?test=test_relu&cell=jax"), "grid")
+    page.wait_for_selector("#detail[open]")
+
+    since = page.text_content("#detail-body .since") or ""
+    # The dates are the day update recorded each run (the clock's): any date.
+    assert re.sub(r"\d{4}-\d\d-\d\d", "DATE", since) == (
+        f"failing since run 505 ({sha_of(5)[:7]}, DATE), 2 runs; "
+        f"last pass run 504 ({sha_of(4)[:7]}, DATE): both"
+    )
+    link = page.locator("#detail-body .compare a")
+    assert link.get_attribute("href") == f"https://github.com/o/r/compare/{sha_of(4)}...{sha_of(5)}"
+    assert link.text_content() == f"compare {sha_of(4)[:7]}...{sha_of(5)[:7]}"
+    changes = page.eval_on_selector_all(
+        "#detail-body ul.changes li", "lis => lis.map(li => li.textContent)"
+    )
+    assert changes == [f"{SCRIPT_NAME} (none) -> 1.0", "jax 0.4.30 -> 0.4.31"]
+    assert page.locator("#detail-body script").count() == 0
+
+    page = visit.open(url_of(site, "#/d/nn/layers?test=test_conv&cell=numpy"), "grid")
+    page.wait_for_selector("#detail[open]")
+    assert page.text_content("#detail-body .since").endswith("): code only")
+    assert page.text_content("#detail-body p.changes") == "Same environment: no package changed."
+    assert visit.alerts == []
 
 
 def test_hostile_names_show_as_text_and_run_nothing(site, visit):

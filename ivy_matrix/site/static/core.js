@@ -222,7 +222,7 @@
 
   Object.assign(M, {
     ROW_LIMIT, GROUP_PREVIEW, GROUP_SAMPLE, STATUS, SYMBOL, RANK,
-    load, shown, h, name, jobLink, svg, percent, formatPercent, step, plural, runLabel,
+    load, shown, h, name, safeUrl, shortSha, jobLink, svg, percent, formatPercent, step, plural, runLabel,
     parseHash, makeHash, replaceHash, setStatus, show, dashboardById, dashboardHref, failed,
     index: null, // data/index.js, once loaded (main.js)
     views: {},

@@ -1,4 +1,4 @@
-/* ivy-matrix static site: a cell's detail: since when it fails, its transitions, its failure, its newest jobs. */
+/* ivy-matrix static site: a cell's detail: since when it fails and what changed then, its transitions, its failure, its newest jobs. */
 "use strict";
 
 (function () {
@@ -13,6 +13,8 @@
     makeHash,
     dashboardHref,
     runLabel,
+    shortSha,
+    safeUrl,
     jobLink,
     parseHash,
     jobsOf,
@@ -44,6 +46,30 @@
     return spans;
   }
 
+  // What changed between the last pass and the first failure (the data's blame, docs/site.md):
+  // the compare link (plain http(s) only), the changed packages, the notes. Text only.
+  function blameNodes(blame, blames, cell, jobs) {
+    const nodes = [h("h3", { text: "What changed" })];
+    const url = blame.u !== undefined ? safeUrl(blames.base + blame.u) : "";
+    if (url) {
+      const from = jobs[cell.p];
+      const to = jobs[cell.i];
+      const label = from && to && from.sha && to.sha ? "compare " + shortSha(from.sha) + "..." + shortSha(to.sha) : "compare the commits";
+      nodes.push(h("p", { class: "compare" }, h("a", { href: url, rel: "noopener noreferrer", target: "_blank", text: label })));
+    }
+    if (blame.c && blame.c.length) {
+      nodes.push(h("ul", { class: "changes" }, blame.c.map(function (change) {
+        return h("li", null, name(change[0]), " " + shown(change[1] || "(none)") + " -> " + shown(change[2] || "(none)"));
+      })));
+    } else if (blame.h === "code only") {
+      nodes.push(h("p", { class: "changes", text: "Same environment: no package changed." }));
+    }
+    if (blame.x && blame.x.length) {
+      nodes.push(h("p", { class: "blame-notes", text: shown(blame.x.join("; ")) }));
+    }
+    return nodes;
+  }
+
   function openDetail(doc, test, backend) {
     lastCell = [test, backend];
     const row = doc.rows.find(function (r) { return r[0] === test; });
@@ -69,7 +95,10 @@
       if (cell.p !== undefined) facts.push((cell.n ? "last pass " : "last passed in ") + runLabel(jobs[cell.p]));
       else if (cell.n) facts.push("no pass in the results kept");
       if (cell.f) facts.push(cell.f === "rerun" ? "flaky: passed only after reruns" : "flaky: flips between passing and failing");
-      if (facts.length) nodes.push(h("p", { class: "since", text: facts.join("; ") }));
+      const blame = cell.b === undefined || !doc.blames ? null : doc.blames.list[cell.b];
+      // The hint closes the sentence: "failing since run R (...); last pass run Q (...): both".
+      if (facts.length) nodes.push(h("p", { class: "since", text: facts.join("; ") + (blame && blame.h ? ": " + blame.h : "") }));
+      if (blame) nodes.push.apply(nodes, blameNodes(blame, doc.blames, cell, jobs));
       if (counts.counts) {
         const c = counts.counts;
         nodes.push(h("p", { class: "cases-line", text: c[1] + " of " + c[4] + " cases failed, " + c[0] + " passed, " + c[2] + " skipped" + (c[3] ? ", " + c[3] + " flaky" : "") }));
