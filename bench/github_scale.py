@@ -69,6 +69,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -317,12 +318,14 @@ def seeded_git(args: argparse.Namespace, seed: Json) -> GitServer | None:
     return git
 
 
-def collect_command(leg: Leg, legs_dir: Path) -> list[str]:
-    """One leg's ``ivy-matrix collect`` of the fan-in set-up: no api url, no token."""
+def collect_command(leg: Leg, legs_dir: Path, extra: Sequence[str] = ()) -> list[str]:
+    """One leg's ``ivy-matrix collect`` of the fan-in set-up: no api url, no token
+    (``extra``: more options, e.g. the server the fan-in job will use)."""
     return [
         *(PYTHON, str(ENTRYPOINT), "collect", "--junit", str(leg.path), "--backend", leg.backend),
         *("--repository", REPOSITORY, "--run-id", str(RUN), "--job-id", str(leg.job_id)),
         *("--leg-file", str(legs_dir)),
+        *extra,
     ]
 
 
@@ -379,7 +382,9 @@ def run_config(
     start = time.perf_counter()
     if fan_in:
         # The legs collect their files, all at once, with no network; then the job runs.
-        runs = collect_legs(args, legs, root, start=start)
+        # Over git, the leg files name the server the fan-in job reads the branch from.
+        server = ["--server-url", git.url] if git else []
+        runs = collect_legs(args, legs, root, start=start, extra=server)
     with fake, git or contextlib.nullcontext():
         cases = sum(leg.cases for leg in legs)
         jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)] if fan_in else legs
@@ -455,7 +460,12 @@ def start_jobs(
 
 
 def collect_legs(
-    args: argparse.Namespace, legs: list[Leg], root: Path, *, start: float
+    args: argparse.Namespace,
+    legs: list[Leg],
+    root: Path,
+    *,
+    start: float,
+    extra: Sequence[str] = (),
 ) -> list[LegRun]:
     """Every leg's ``collect`` into ``root/leg-files``, all started at once; their runs."""
     started: list[tuple[LegRun, subprocess.Popen[bytes]]] = []
@@ -465,7 +475,7 @@ def collect_legs(
         log = leg_dir / "log.txt"
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                collect_command(leg, root / "leg-files"),
+                collect_command(leg, root / "leg-files", extra),
                 cwd=leg_dir,
                 env=cli_env(),
                 stdout=out,

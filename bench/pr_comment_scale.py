@@ -29,6 +29,7 @@ I/O: writes generated data and leg folders under ``--work`` (default ``bench/out
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -45,15 +46,23 @@ from typing import Any
 
 import generate
 import github_scale as scale
-from github_figures import RUN, Leg, LegRun, median_max
+from github_figures import FAN_IN, LEGS, RUN, Leg, LegRun, median_max
 
 sys.path.insert(0, str(scale.ROOT))  # the stand-in lives in tests/, beside the product
+
 from tests.github.budget import UNLIMITED, peak_per_minute
 from tests.github.fake_server import BOT_LOGIN, FakeGitHub
 
 Json = dict[str, Any]
 COMMENT_EDIT = r"/issues/comments/\d+$"
 COUNT_LINE = re.compile(r"^- \*\*(?P<backend>[^*]+)\*\*: (?P<said>.*)$", re.MULTILINE)
+# The parts of a path that name one object (a sha, a ref's own name, a number), folded so that
+# requests of one kind are counted together.
+PATH_PARTS = (
+    (re.compile(r"[0-9a-f]{40}"), "{sha}"),
+    (re.compile(r"(/refs?/)(ivy-matrix|heads)/.*"), r"\1\2/{name}"),
+    (re.compile(r"/\d+(?=/|$)"), "/{n}"),
+)
 PASSING_CASE = re.compile(r"^(<testcase [^>]*?) />$", re.MULTILINE)
 
 
@@ -105,14 +114,16 @@ def shown_counts(body: str) -> dict[str, dict[str, int]]:
     return counts
 
 
-def compare_counts(fake: FakeGitHub, pr_root: Path, work: Path, number: int) -> Json:
+def compare_counts(
+    fake: FakeGitHub, pr_root: Path, work: Path, number: int, transport: list[str]
+) -> Json:
     """``ivy-matrix compare --json`` on every leg's results against the dashboard branch."""
     out = work / "compare.json"
     cmd = [
         scale.PYTHON, str(scale.ENTRYPOINT), "compare", "--junit", f"{pr_root}/**/*.xml",
         "--backend-from-path", scale.BACKEND_FROM_PATH, "--repository", scale.REPOSITORY,
         "--run-id", str(RUN), "--api-url", fake.base_url, "--token", "compare",
-        "--branch", scale.BRANCH, "--targets", "branch", "--pr", str(number), "--json", str(out),
+        "--branch", scale.BRANCH, "--targets", "branch", "--pr", str(number), "--json", str(out), *transport,
     ]  # fmt: skip
     done = subprocess.run(
         cmd, cwd=work, env=scale.cli_env(), capture_output=True, text=True, check=False
@@ -127,23 +138,26 @@ def compare_counts(fake: FakeGitHub, pr_root: Path, work: Path, number: int) -> 
 
 
 def start_legs(
-    fake: FakeGitHub, legs: list[Leg], root: Path, event: Path
+    fake: FakeGitHub, jobs: list[Leg], root: Path, event: Path, transport: list[str]
 ) -> list[tuple[LegRun, subprocess.Popen[bytes]]]:
+    """Start every job's ``update`` at once: the legs, or the fan-in job alone (index -1,
+    reading the leg files of its ``path``)."""
     started = []
     begin = time.perf_counter()
     env = scale.cli_env() | {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
-    for leg in legs:
-        leg_dir = root / f"{leg.index:03d}"
+    for leg in jobs:
+        leg_dir = root / (f"{leg.index:03d}" if leg.index >= 0 else "fan-in")
         leg_dir.mkdir(parents=True)
+        fan_in = leg.index < 0
         cmd = scale.update_command(
-            junit=[str(leg.path)],
-            backend_args=["--backend", leg.backend],
+            junit=[] if fan_in else [str(leg.path)],
+            backend_args=["--legs", str(leg.path)] if fan_in else ["--backend", leg.backend],
             api_url=fake.base_url,
             token=leg.token,
             run_id=RUN,
             job_id=leg.job_id,
         )
-        cmd += ["--targets", "pr-comment,branch", "--store", str(leg_dir / "store")]
+        cmd += ["--targets", "pr-comment,branch", "--store", str(leg_dir / "store"), *transport]
         log = leg_dir / "log.txt"
         with log.open("wb") as out:
             proc = subprocess.Popen(cmd, cwd=leg_dir, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -152,24 +166,64 @@ def start_legs(
 
 
 def run_once(args: argparse.Namespace, work: Path, seed: Json, legs: list[Leg]) -> Json:
-    """Every leg of the pull request at once against a fresh, pre-seeded stand-in."""
+    """Every leg of the pull request at once against a fresh, pre-seeded stand-in (and, with
+    ``--transport git``, a git remote holding the branch)."""
     fake = scale.seeded_fake(args, seed)
+    git = scale.seeded_git(args, seed)
+    transport = ["--branch-transport", "rest"]
+    if git is not None:
+        transport = ["--server-url", git.url, "--branch-transport", "git"]
     number = int(fake.add_issue(scale.REPOSITORY, title="a change", pull_request=True)["number"])
     slow = (("PATCH", COMMENT_EDIT, *args.slow_edits),)
     fake.configure(slow=slow)  # faults and latency: seeded_fake, from --faults and --landed
     root = work / "legs" / "run"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    with fake:
-        begin = time.perf_counter()
-        started = start_legs(fake, legs, root, event_file(work / "event.json", number))
+    begin = time.perf_counter()
+    jobs = legs
+    if args.setup == FAN_IN:
+        # The legs collect their files at once with no network; then the fan-in job comments.
+        server = transport[:2] if git else []
+        scale.collect_legs(args, legs, root, start=begin, extra=server)
+        cases = sum(leg.cases for leg in legs)
+        jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)]
+    with fake, git or contextlib.nullcontext():
+        event = event_file(work / "event.json", number)
+        started = start_legs(fake, jobs, root, event, transport)
         wall = scale.wait_for(started, start=begin, cap=args.cap)
         fake.configure(fail_rate=0.0, slow=(), latency=(0.0, 0.0), limits=UNLIMITED)
         with fake.lock:
             records = list(fake.requests)
             comments = list(fake.comments.get(number, []))
-        expected = compare_counts(fake, Path(legs[0].path).parents[1], work, number)
-    return figures(started, records, comments, expected, number=number, wall=wall)
+        git_requests = (
+            [] if git is None else [len(git.requests_of(r.leg.token)) for r, _ in started]
+        )
+        if git is not None:
+            git.fail_rate, git.latency = 0.0, (0.0, 0.0)
+        pr_root = Path(legs[0].path).parents[1]
+        expected = compare_counts(fake, pr_root, work, number, transport)
+    result = figures(started, records, comments, expected, number=number, wall=wall)
+    if git is not None:
+        result["git_requests_per_leg"] = median_max([float(n) for n in git_requests])
+    return result
+
+
+def by_path(records: list[Any], legs: int) -> list[Json]:
+    """Where the legs' requests went: per method and path (numbers, shas and the ref's or
+    comment's own names folded), requests per leg, refused ones and content-creating ones."""
+    spent: dict[str, list[int]] = {}
+    for record in records:
+        path = record.path.split(scale.REPOSITORY, 1)[-1]
+        for part, folded in PATH_PARTS:
+            path = part.sub(folded, path)
+        row = spent.setdefault(f"{record.method} {path}", [0, 0])
+        row[0] += 1
+        row[1] += record.status in {403, 429}
+    ranked = sorted(spent.items(), key=lambda item: -item[1][0])
+    return [
+        {"request": name, "per_leg": round(n / legs, 2), "refused": refused}
+        for name, (n, refused) in ranked
+    ]
 
 
 def figures(
@@ -208,6 +262,7 @@ def figures(
         "requests_all_legs": sum(requests),
         "content_all_legs": sum(content),
         "content_peak_per_minute": peak_per_minute(x.at for x in leg_records if x.write),
+        "by_path": by_path(leg_records, len(runs)),
         "comment_writes": len(edits),
         "comments_of_ours": len(ours),
         "failing_cells": sum(
@@ -229,6 +284,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", type=float, default=0.1, help="share of requests that fail")
     parser.add_argument("--landed", type=float, default=0.3, help="share of write faults landed")
     parser.add_argument("--fail-every", type=int, default=5, help="one passing case in N fails")
+    parser.add_argument(
+        "--setup",
+        choices=(LEGS, FAN_IN),
+        default=LEGS,
+        help="legs: every leg runs update (racing); fan-in: legs collect, one job comments",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("git", "rest"),
+        default="git",
+        help="how the legs read the dashboard branch (git: a git remote on loopback holds it)",
+    )
     parser.add_argument("--no-limits", action="store_true", help="record spend, refuse nothing")
     parser.add_argument("--cap", type=float, default=600)
     parser.add_argument("--seed", type=int, default=1)
@@ -240,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         args.tests, args.dashboards, args.legs, args.cap = 8, 1, 4, 120
         args.latency, args.slow_edits, args.faults = (0.0, 0.0), (0.0, 0.0), 0.0
     work = args.work.resolve()
-    seed, seed_info = scale.seed_repository(args, work, "branch")
+    seed, seed_info = scale.seed_repository(args, work, "branch", transport=args.transport)
     backends, shards, take = scale.split_for(args.legs, single_shards=8)
     manifest = scale.ensure_set(
         work, tests=args.tests, dashboards=args.dashboards, shards=shards, outcome_seed=2
@@ -255,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
             "backends": list(generate.BACKENDS),
             "dashboards": args.dashboards,
             "legs": args.legs,
+            "setup": args.setup,
+            "branch_transport": args.transport,
             "latency_s": list(args.latency),
             "slow_edits_s": list(args.slow_edits),
             "faults": {"rate": args.faults, "landed_share_of_writes": args.landed},

@@ -1,9 +1,10 @@
 """A pull request's verdicts: the ``compare`` command, and what ``update`` does on a pull request.
 
 I/O: reads the default branch's states (the local store, or with the branch target the
-dashboard branch, read-only: nothing is locked or written), writes ``--json`` and
-``--markdown``. The verdicts themselves are pure (``pr/verdicts.py``), and so is the comment body
-(``pr/body.py``); the sticky comment is written by ``pr/comment.py``.
+dashboard branch, read-only: nothing is locked or written; over git's protocol where the
+branch target would use it), writes ``--json`` and ``--markdown``. The verdicts themselves are
+pure (``pr/verdicts.py``), and so is the comment body (``pr/body.py``); the sticky comment is
+written by ``pr/comment.py``.
 
 The pull request's results are read as ``update`` reads them (the same result, naming and job
 link options) and recorded as the pull request's: its number (``--pr``), head commit
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ivy_matrix.collect import Collected
-from ivy_matrix.commands.choose_store import connect
+from ivy_matrix.commands.choose_store import branch_remote, connect
 from ivy_matrix.commands.environment import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
@@ -55,8 +56,14 @@ def baseline_states(
     dashboard branch with the branch target (and a token) only the columns of its dashboards
     for its backends, else from the local store; read only."""
     if Target.BRANCH in settings.targets and github.available:
+        # Over git's protocol where the branch target uses it (branch-transport): then
+        # reading the baseline spends no REST request, the most a pull request's leg spends.
         store = BranchStore(
-            github.client, github.repository, settings.branch, sleep=github.remote.sleep
+            None,
+            github.repository,
+            settings.branch,
+            remote=branch_remote(settings, github, log),
+            sleep=github.remote.sleep,
         )
         states = list(store.load_columns(collected.dashboards, collected.backends).values())
         where = f"branch {settings.branch}"

@@ -96,3 +96,27 @@ def test_branch_transport_rest_keeps_the_branch_on_the_rest_api(tmp_path):
         assert result.returncode == 0, result.stdout + result.stderr
         assert git.requests == []
         assert STATE in api.files("ivy-matrix")
+
+
+def test_compare_reads_the_baseline_over_git_with_no_rest_request(tmp_path):
+    """compare (what a pull request's leg runs to compare) reads the dashboard branch over git
+    where the branch target would: the REST API gets no request, and the verdicts are
+    those of the branch's results."""
+    write_results(tmp_path / "main" / "junit.xml", "torch", failing="test_02")
+    with FakeGitHub() as api, GitServer() as git:
+        env = git_env(api, git, tmp_path, IVY_MATRIX_JOB_ID="777")
+        assert (
+            run(tmp_path / "main", env, "--junit", "junit.xml", "--backend", "torch").returncode
+            == 0
+        )
+        write_results(tmp_path / "pr" / "junit.xml", "torch", failing="test_01")
+        argv = ["compare", "--junit", "junit.xml", "--backend", "torch", "--pr", "4"]
+        with contextlib.chdir(tmp_path / "pr"):
+            code = main([*argv, "--json", "v.json"], env, remote=OVER_GIT, stdout=io.StringIO())
+        assert code == 0
+        assert api.requests == []
+    cells = json.loads((tmp_path / "pr" / "v.json").read_text())["cells"]
+    assert {c["row"].split("[")[0]: c["verdict"] for c in cells} == {
+        "test_01": "new",
+        "test_02": "fixed",
+    }
