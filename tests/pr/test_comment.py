@@ -16,9 +16,10 @@ from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker, render_comment
 from ivy_matrix.pr.comment import LEASE_TTL, CommentResult, PullRequestComment, is_ours
+from ivy_matrix.pr.document import compare_document
 from ivy_matrix.pr.state import CommentState, Lease, RefState, WhenGreen, comment_state
 from ivy_matrix.pr.verdict_ref import VerdictRef
-from ivy_matrix.pr.verdicts import CellKey, CellVerdict, Verdict, compare, compare_document
+from ivy_matrix.pr.verdicts import CellKey, CellVerdict, Verdict, compare
 from ivy_matrix.runner.log import Log
 from ivy_matrix.stores.remote import RestRemote
 from tests.concurrency import at_once
