@@ -65,7 +65,7 @@ def seed_baseline(api: FakeGitHub, git: GitServer, tmp_path: Path, backends: lis
 
 
 def leg(
-    api: FakeGitHub, git: GitServer, tmp_path: Path, number: int, backend: str, job: int
+    api: FakeGitHub, git: GitServer, tmp_path: Path, number: int, backend: str, *, job: int
 ) -> tuple[list[str], dict[str, str]]:
     """The argv and environment of one leg of pull request ``number``: test_02 now fails."""
     work = tmp_path / "pr" / backend
@@ -125,7 +125,7 @@ def test_a_leg_over_git_records_its_verdicts_with_only_comment_requests(tmp_path
         number = int(api.add_issue(title="change", pull_request=True)["number"])
         with api.lock:
             api.requests.clear()
-        argv, env = leg(api, git, tmp_path, number, "torch", 2000)
+        argv, env = leg(api, git, tmp_path, number, "torch", job=2000)
         with contextlib.chdir(tmp_path / "pr" / "torch"):
             err = io.StringIO()
             code = main(argv, env, remote=OVER_GIT, stdout=io.StringIO(), stderr=err)
@@ -157,7 +157,7 @@ def test_legs_racing_over_git_leave_one_comment_whose_counts_equal_compares(tmp_
         with api.lock:
             api.requests.clear()
         api.configure(latency=(0.001, 0.01), fail_rate=0.1, fail_kinds=("502", "503"), seed=5)
-        legs = [leg(api, git, tmp_path, number, b, 2000 + n) for n, b in enumerate(backends)]
+        legs = [leg(api, git, tmp_path, number, b, job=2000 + n) for n, b in enumerate(backends)]
         results = run_legs_at_once(legs)
         api.configure(fail_rate=0.0)
         spent = rest_requests(api)
