@@ -26,6 +26,7 @@ from tests.commands.test_update_github import run_legs_at_once, write_results
 from tests.github.budget import RACING
 from tests.github.fake_server import FakeGitHub
 from tests.github.git_server import GitServer
+from tests.pr.test_comment_command import pr_event
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -37,20 +38,6 @@ PULL_AND_COMMENT = re.compile(
     r"|(GET|POST) /repos/acme/widgets/issues/\d+/comments"
     r"|(PATCH|DELETE) /repos/acme/widgets/issues/comments/\d+)$"
 )
-
-
-def pr_event(path: Path, number: int) -> Path:
-    payload = {
-        "pull_request": {
-            "number": number,
-            "state": "open",
-            "head": {"sha": "headsha1", "repo": {"full_name": REPO, "fork": False}},
-            "base": {"sha": "basesha", "repo": {"full_name": REPO}},
-        },
-        "repository": {"default_branch": "main"},
-    }
-    path.write_text(json.dumps(payload), encoding="utf-8")
-    return path
 
 
 def seed_baseline(api: FakeGitHub, git: GitServer, tmp_path: Path, backends: list[str]) -> None:
@@ -78,7 +65,7 @@ def leg(
         IVY_MATRIX_JOB_ID=str(job),
         GITHUB_RUN_ID="60",
         GITHUB_EVENT_NAME="pull_request",
-        GITHUB_EVENT_PATH=str(pr_event(tmp_path / "event.json", number)),
+        GITHUB_EVENT_PATH=str(pr_event(tmp_path, number)),
     )
     summary = ["--summary-json", str(work / "s.json")]
     return ["update", "--junit", str(work / "junit.xml"), *summary, "--backend", backend], env
