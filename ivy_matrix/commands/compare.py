@@ -34,12 +34,12 @@ from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.model import DashboardState, RunKey
 from ivy_matrix.pr.ancestry import pr_base_sha, run_order_ancestry
 from ivy_matrix.pr.body import render_comment
+from ivy_matrix.pr.document import compare_document
 from ivy_matrix.pr.state import CommentState, comment_state
 from ivy_matrix.pr.verdicts import (
     COUNT_ORDER,
     Comparison,
     compare,
-    compare_document,
 )
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log

@@ -3,7 +3,9 @@
 I/O: asks GitHub whether the pull request is still open (never only the event payload: a
 re-run after the pull request was closed still carries the payload of the first run), reads
 the baseline (commands/compare.py: only the columns these results touch), records the
-verdicts and keeps the sticky comment up to date (``pr/comment.py``, ``pr/verdict_ref.py``).
+verdicts in the verdict ref over the transport the branch store uses (``branch-transport``:
+over git no REST request) and keeps the sticky comment up to date (``pr/comment.py``,
+``pr/verdict_ref.py``).
 A read-only token (a fork, Dependabot, or no ``contents: write`` for the verdict ref) sends
 the comment to the job summary instead, with a warning.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ivy_matrix.collect import Collected
-from ivy_matrix.commands.choose_store import READ_ONLY_ADVICE
+from ivy_matrix.commands.choose_store import READ_ONLY_ADVICE, branch_remote
 from ivy_matrix.commands.compare import (
     baseline_states,
     counts_line,
@@ -99,7 +101,8 @@ def _comment(
     run = state.run
     writer = PullRequestComment(
         github.client,
-        VerdictRef(github.client, github.repository, state.pr),
+        # Over the branch's transport: over git, recording the verdicts spends no REST request.
+        VerdictRef(branch_remote(settings, github, log), state.pr),
         github.repository,
         author=settings.pr_comment_author,
         when_green=settings.pr_comment_when_green,

@@ -7,6 +7,8 @@ HTTP header). :class:`GitTransport` offers what the branch store needs
 
 - :meth:`read_refs`: one ``git fetch --depth=1`` of the branch tip and every ref under a prefix
   (the inbox), with their objects; a fetch after the first sends only what changed;
+- :meth:`read_ref`: one ``git fetch --depth=1`` of one ref (the pull request's verdict ref),
+  with its objects;
 - :meth:`list_refs`: one ``git ls-remote`` of a prefix (two HTTP requests, no objects);
 - trees, blobs and new objects are read and written locally (no request at all);
 - :meth:`update_refs`: one ``git push`` of several ref changes, each a compare-and-swap
@@ -67,6 +69,7 @@ _ZERO = "0" * 40
 # Where the fetched refs are kept in the private repository.
 _BRANCH_REF = "refs/ivy/branch"
 _LISTED = "refs/ivy/listed/"
+_READ = "refs/ivy/read/"
 # Porcelain flags of ``git push`` that mean the ref now has the value we pushed.
 _ACCEPTED = frozenset(" +-*=")
 
@@ -144,6 +147,19 @@ class GitTransport:
         self._git.run(
             "fetch", "--no-tags", "--prune", "--quiet", *depth, self.url, *refspecs, what=what
         )
+
+    def read_ref(self, ref: str) -> str | None:
+        """The commit ``ref`` (a full name) points at, its objects fetched; None when the
+        remote has no such ref."""
+        what = f"fetching {ref} of {self.url}"
+        local = _READ + ref.removeprefix("refs/")
+        try:
+            self._remote(lambda: self._fetch([f"+{ref}:{local}"], what), what)
+        except GitCommandError as error:
+            if "couldn't find remote ref" not in str(error).lower():
+                raise
+            return None
+        return self._local_ref(local)
 
     def list_refs(self, prefix: str) -> dict[str, str]:
         """Every ref under ``prefix`` on the remote (full name -> sha); no objects."""

@@ -1,12 +1,17 @@
 """The pull request's verdict ref: where every writer's verdicts are kept, with compare and swap.
 
-I/O through :class:`RefFiles` (the git-data calls of ``github.client.GitHubClient``). The ref
-``refs/ivy-matrix/pr/<number>`` points at a commit whose tree holds one file, ``verdicts.json``
-(:func:`~ivy_matrix.pr.state.dump_ref_state`); each write is a commit on the one read, and the
-ref moves only if nobody moved it meanwhile (``move_ref``: a fast-forward only; ``create_ref``:
-only if absent), so concurrent writers never lose each other's verdicts: the loser reads again.
-GitHub has no conditional edit of a comment (``../shared/design/PLATFORM.md`` 3.3), which is why
-the verdicts live here and the comment only shows them (``pr/comment.py``).
+I/O through a :class:`~ivy_matrix.stores.remote.BranchRemote`, the transport the branch store
+uses (``branch-transport``): over git (``github/git_transport.py``) the ref is read with one
+shallow fetch and moved with one push, which spend no REST request (docs/github.md, "the
+branch target"); over the REST API (``RestRemote``) with the git-data calls, 3 requests to
+read and 3 to write. The ref ``refs/ivy-matrix/pr/<number>`` points at a commit whose tree
+holds one file, ``verdicts.json`` (:func:`~ivy_matrix.pr.state.dump_ref_state`); each write is
+a commit on the one read, and the ref moves only if nobody moved it meanwhile (a
+compare-and-swap: git's push with ``--force-with-lease=<ref>:<the tip read>``, or the REST
+API's fast-forward-only move; created only if absent), so concurrent writers never lose each
+other's verdicts: the loser reads again. GitHub has no conditional edit of a comment
+(``../shared/design/PLATFORM.md`` 3.3), which is why the verdicts live here and the comment
+only shows them (``pr/comment.py``).
 
 The ref is outside ``refs/heads``, so it starts no workflow and shows in no branch list; it
 needs ``contents: write``. A record this version cannot read is started afresh (the caller
@@ -16,38 +21,17 @@ then nothing is written).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
-from ivy_matrix.github.types import Tree
+from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.pr.state import NewerFormatError, RefState, dump_ref_state, load_ref_state
+from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.tree import git_blob_sha
 
 REF_PREFIX = "refs/ivy-matrix/pr/"
 FILE = "verdicts.json"
 CACHED = 8  # records kept by blob sha, so that a record read or written once is not fetched
-
-
-class RefFiles(Protocol):
-    """The git-data calls the verdict ref needs (``github.client.GitHubClient`` has them)."""
-
-    def get_ref(self, repo: str, ref: str) -> str | None: ...
-
-    def get_tree(self, repo: str, tree_ish: str) -> Tree: ...
-
-    def get_blob_text(self, repo: str, sha: str) -> str: ...
-
-    def create_tree(
-        self, repo: str, base_tree: str | None, files: Mapping[str, str | None]
-    ) -> str: ...
-
-    def create_commit(self, repo: str, message: str, tree: str, parents: list[str]) -> str: ...
-
-    def create_ref(self, repo: str, ref: str, sha: str) -> bool: ...
-
-    def move_ref(self, repo: str, ref: str, sha: str) -> bool: ...
 
 
 def verdict_ref(pr: int) -> str:
@@ -70,25 +54,25 @@ class NewerRecordError(Exception):
 
 
 class VerdictRef:
-    """Reads and writes the verdict ref of pull request ``pr`` in ``repo``."""
+    """Reads and writes the verdict ref of pull request ``pr`` through ``remote``."""
 
-    def __init__(self, api: RefFiles, repo: str, pr: int) -> None:
-        self.api = api
-        self.repo = repo
+    def __init__(self, remote: BranchRemote, pr: int) -> None:
+        self.remote = remote
         self.ref = verdict_ref(pr)
         self._texts: dict[str, str] = {}  # blob sha -> text, so an unchanged record is read once
 
     def read(self) -> Read:
-        """The ref now (3 requests: the ref, its tree, the record unless already read)."""
-        tip = self.api.get_ref(self.repo, self.ref)
+        """The ref now (over git one fetch; over REST 3 requests: the ref, its tree, the record
+        unless already read)."""
+        tip = self.remote.read_ref(self.ref)
         if tip is None:
             return Read(tip=None, state=None)
-        sha = self.api.get_tree(self.repo, tip).files.get(FILE)
+        sha = self.remote.tree(tip).files.get(FILE)
         if sha is None:
             return Read(tip=tip, state=None, damage=f"it has no {FILE}")
         text = self._texts.get(sha)
         if text is None:
-            text = self._texts[sha] = self.api.get_blob_text(self.repo, sha)
+            text = self._texts[sha] = self.remote.texts([sha])[sha]
         try:
             return Read(tip=tip, state=load_ref_state(text))
         except NewerFormatError as error:
@@ -107,17 +91,15 @@ class VerdictRef:
         if len(self._texts) > CACHED:
             self._texts.clear()
         self._texts[git_blob_sha(text)] = text  # the next read need not fetch it
-        tree = self.api.create_tree(self.repo, None, {FILE: text})
-        commit = self.api.create_commit(self.repo, message, tree, [] if tip is None else [tip])
+        tree = self.remote.write_tree(None, {FILE: text})
+        commit = self.remote.write_commit(message, tree, [] if tip is None else [tip])
+        update = RefUpdate(ref=self.ref, new=commit, old=tip)
         try:
-            if tip is None:
-                moved = self.api.create_ref(self.repo, self.ref, commit)
-            else:
-                moved = self.api.move_ref(self.repo, self.ref, commit)
+            moved = self.remote.update_refs([update], atomic=True).get(self.ref, False)
         except ReadOnlyTokenError:
             raise
         except GitHubAPIError:
-            # An error after the client's retries: the move may have landed all the same (or
-            # lost to another writer's; then this one reads again, as after a refusal).
-            moved = self.api.get_ref(self.repo, self.ref) == commit
+            # An error after the transport's retries: the move may have landed all the same
+            # (or lost to another writer's; then this one reads again, as after a refusal).
+            moved = self.remote.list_refs(self.ref).get(self.ref) == commit
         return commit if moved else None

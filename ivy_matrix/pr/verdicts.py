@@ -38,8 +38,9 @@ located and every listed cell with a baseline took it from the merge base; else 
 
 **Used by** commands/compare.py: ``ivy-matrix compare`` and ``update`` on a pull request read the
 pull request's results as ``update`` does, load the default branch's states read-only, and
-call ``compare`` with ``pr.ancestry.run_order_ancestry`` from the base sha; ``compare_document`` is the
-``--json`` file, and ``fail-on: new`` fails when :func:`new_failures` is not 0.
+call ``compare`` with ``pr.ancestry.run_order_ancestry`` from the base sha;
+``pr.document.compare_document`` is the ``--json`` file, and ``fail-on: new`` fails when
+:func:`new_failures` is not 0.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from enum import StrEnum
 
 from ivy_matrix.blame import Blame, blame_of, describe_blame
 from ivy_matrix.escaping import IVY_NO_LINK
-from ivy_matrix.grouping import BackendResult, RowGroups, group_row, signatures_json
+from ivy_matrix.grouping import BackendResult, RowGroups, group_row
 from ivy_matrix.history import (
     RunRef,
     RunResult,
@@ -396,41 +397,3 @@ def _with_blame(
     if blame is None:
         return cell
     return replace(cell, blame=blame, blame_line=describe_blame(blame))
-
-
-def _counts_json(counts: Mapping[Verdict, int]) -> dict[str, int]:
-    return {verdict.value: counts[verdict] for verdict in COUNT_ORDER}
-
-
-def compare_document(comparison: Comparison) -> dict[str, object]:
-    """The ``compare --json`` document (docs/commands.md): with each failing cell its row's
-    kind (grouping.py), and the failing cells' signatures, ranked."""
-    kinds = {
-        (g.dashboard, g.row, result.backend): g.kind.value
-        for g in comparison.groups
-        for result in g.failing
-    }
-    return {
-        "baseline": comparison.baseline.value,
-        "counts": _counts_json(comparison.counts()),
-        "backends": {b: _counts_json(c) for b, c in comparison.backend_counts().items()},
-        "cells": [
-            {
-                "dashboard": cell.dashboard,
-                "row": cell.row,
-                "backend": cell.backend,
-                "verdict": cell.verdict.value,
-                "link": cell.link,
-                "baseline_link": cell.baseline_link,
-                "failing_since": None
-                if cell.failing_since is None
-                else cell.failing_since.to_json(),
-                "message": cell.message,
-                "signature": cell.signature,
-                "blame": None if cell.blame is None else cell.blame.to_json(),
-                "kind": kinds.get(cell.key),
-            }
-            for cell in comparison.cells
-        ],
-        "signatures": signatures_json(comparison.groups),
-    }

@@ -2,7 +2,8 @@
 
 I/O through either transport. :class:`BranchRemote` is what the branch store needs: read the
 branch tip and the refs under a prefix (the inbox), list a prefix, read trees and blobs,
-write trees and commits, and move several refs with compare-and-swap. Two implementations:
+write trees and commits, and move several refs with compare-and-swap; and what a pull
+request's verdict ref needs (``pr/verdict_ref.py``): read one ref, and the same writes. Two implementations:
 
 - ``github.git_transport.GitTransport``: a shallow local repository, one ``git fetch`` to read
   (objects included, so reading files is local), one ``git push`` to move refs (atomic);
@@ -35,6 +36,8 @@ class BranchRemote(Protocol):
     def name(self) -> str: ...
 
     def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]: ...
+
+    def read_ref(self, ref: str) -> str | None: ...
 
     def list_refs(self, prefix: str) -> dict[str, str]: ...
 
@@ -108,6 +111,9 @@ class RestRemote:
     def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]:
         tip = self.client.get_branch_head(self.repo, branch)
         return tip, ({} if prefix is None else self.list_refs(prefix))
+
+    def read_ref(self, ref: str) -> str | None:
+        return self.client.get_ref(self.repo, ref)
 
     def list_refs(self, prefix: str) -> dict[str, str]:
         return self.client.list_refs(self.repo, prefix)
@@ -209,6 +215,9 @@ class AutoRemote:
 
     def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]:
         return self._first(lambda remote: remote.read_refs(branch, prefix))
+
+    def read_ref(self, ref: str) -> str | None:
+        return self._first(lambda remote: remote.read_ref(ref))
 
     def list_refs(self, prefix: str) -> dict[str, str]:
         return self._first(lambda remote: remote.list_refs(prefix))

@@ -16,10 +16,12 @@ from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker, render_comment
 from ivy_matrix.pr.comment import LEASE_TTL, CommentResult, PullRequestComment, is_ours
+from ivy_matrix.pr.document import compare_document
 from ivy_matrix.pr.state import CommentState, Lease, RefState, WhenGreen, comment_state
 from ivy_matrix.pr.verdict_ref import VerdictRef
-from ivy_matrix.pr.verdicts import CellKey, CellVerdict, Verdict, compare, compare_document
+from ivy_matrix.pr.verdicts import CellKey, CellVerdict, Verdict, compare
 from ivy_matrix.runner.log import Log
+from ivy_matrix.stores.remote import RestRemote
 from tests.concurrency import at_once
 from tests.conftest import fake_client, quick_sleep
 from tests.github.budget import RACING
@@ -77,7 +79,7 @@ def writer(
 ) -> PullRequestComment:
     return PullRequestComment(
         memory,
-        VerdictRef(memory, REPO, pr),
+        VerdictRef(RestRemote(memory, REPO), pr),
         REPO,
         author=BOT_LOGIN,
         when_green=when_green,
@@ -100,7 +102,7 @@ def ours(memory: MemoryGitHub, pr: int) -> list[dict[str, Any]]:
 
 def the_record(memory: MemoryGitHub, pr: int) -> RefState:
     """The verdict ref's record, which the one comment of ours must show, settled."""
-    state = VerdictRef(memory, REPO, pr).read().state
+    state = VerdictRef(RestRemote(memory, REPO), pr).read().state
     assert state is not None
     assert state.shown == state.version
     assert state.lease is None
@@ -109,7 +111,7 @@ def the_record(memory: MemoryGitHub, pr: int) -> RefState:
 
 def shown_verdicts(client: Any, pr: int, body: str) -> CommentState:
     """The verdicts in the pull request's record, which ``body`` must show."""
-    found = VerdictRef(client, REPO, pr).read().state
+    found = VerdictRef(RestRemote(client, REPO), pr).read().state
     assert found is not None
     assert body == render_comment(found.verdicts)
     return found.verdicts
@@ -372,7 +374,7 @@ def test_a_lease_left_by_a_killed_job_is_taken_over_after_it_expires(memory, pr)
     """A job killed while it held the lease leaves the comment behind; a writer after
     LEASE_TTL takes the lease over and shows everything; one before it only records."""
     writer(memory, pr).publish(*leg_state(pr, "torch", job=1))
-    ref = VerdictRef(memory, REPO, pr)
+    ref = VerdictRef(RestRemote(memory, REPO), pr)
     found = ref.read()
     assert found.state is not None
     stuck = RefState(
@@ -437,7 +439,7 @@ def test_a_pull_request_that_does_not_exist_ends_at_the_first_listing(memory, ca
     assert result.rounds == 1
     assert memory.calls.count("list_issue_comments") == 1
     assert "cannot write the comment on pull request #4242" in capsys.readouterr().err
-    record = VerdictRef(memory, REPO, 4242).read().state
+    record = VerdictRef(RestRemote(memory, REPO), 4242).read().state
     assert record is not None
     assert record.lease is None
 

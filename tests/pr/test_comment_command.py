@@ -17,6 +17,7 @@ from ivy_matrix.pr.body import comment_marker, render_comment
 from ivy_matrix.pr.state import CommentState
 from ivy_matrix.pr.verdict_ref import VerdictRef
 from ivy_matrix.pr.verdicts import Verdict
+from ivy_matrix.stores.remote import RestRemote
 from tests.commands.test_update_github import FAST, run_legs_at_once, runner_env, write_results
 from tests.conftest import fake_client, quick_sleep
 from tests.github.budget import RACING
@@ -30,7 +31,7 @@ REPO = "acme/widgets"
 
 def shown_verdicts(client: Any, pr: int, body: str) -> CommentState:
     """The verdicts in the pull request's record, which ``body`` must show."""
-    found = VerdictRef(client, REPO, pr).read().state
+    found = VerdictRef(RestRemote(client, REPO), pr).read().state
     assert found is not None
     assert body == render_comment(found.verdicts)
     return found.verdicts

@@ -8,11 +8,11 @@ from ivy_matrix.history import RunRef
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.pr.ancestry import NO_ANCESTRY, commit_ancestry, pr_base_sha, run_order_ancestry
+from ivy_matrix.pr.document import compare_document
 from ivy_matrix.pr.verdicts import (
     BaselineKind,
     Verdict,
     compare,
-    compare_document,
     new_failures,
     verdict_of,
 )
