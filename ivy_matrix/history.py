@@ -25,7 +25,7 @@ Pure: no I/O. Everything is computed from a cell's stored entries (newest first,
 - **Newly failing**: a streak of one run. **Failing for more than N runs**: a streak longer.
 
 The projections are functions here: the index page's sections (``render_files`` in
-render.py appends ``render_index_sections`` below the index table of the output folder and the
+index_page.py appends ``render_index_sections`` below the index table of the output folder and the
 branch), the section below a dashboard issue's table (blame.py ``render_issue_section``, within
 its size budget) and below a compact dashboard file's, and the summary JSON's ``history``
 (targets/summary.py). A pull request's results never reach these states: ``update`` does not

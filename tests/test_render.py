@@ -11,10 +11,12 @@ from hypothesis import strategies as st
 from tabulate import tabulate
 
 from ivy_matrix.escaping import escape_name, unescape_name
+from ivy_matrix.index_page import render_index
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.readback import split_row
-from ivy_matrix.render import Style, render_dashboard, render_index, table
+from ivy_matrix.render import Style, render_dashboard
+from ivy_matrix.tables import table
 from ivy_matrix.totals import backend_totals
 
 SOURCE = Source(

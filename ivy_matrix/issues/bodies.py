@@ -25,6 +25,7 @@ from ivy_matrix.history import (
     dashboard_history,
     render_index_sections,
 )
+from ivy_matrix.index_page import counts_table, render_index
 from ivy_matrix.issues.markers import (
     BEGIN,
     DEFAULT_BUDGET,
@@ -37,15 +38,8 @@ from ivy_matrix.issues.markers import (
 )
 from ivy_matrix.issues.state_block import state_block, state_too_large
 from ivy_matrix.model import DashboardState
-from ivy_matrix.render import (
-    Style,
-    compact_cell,
-    compact_table,
-    counts_table,
-    render_dashboard,
-    render_index,
-    table,
-)
+from ivy_matrix.render import Style, compact_cell, render_dashboard
+from ivy_matrix.tables import compact_table, table
 
 # Entries of the failing/flaky section below a dashboard issue's table, tried in turn until
 # the body fits (then none).

@@ -4,7 +4,7 @@ Pure: text in, values out. ``.ivy-matrix/state/INDEX`` (no ``.json``, so no olde
 takes it for a dashboard state) holds one :class:`Summary` per dashboard: its runs, the run
 id from which retirement would take something from it (``stale_at``), its passing/total
 counts by backend, the lines of the index's history sections and its failing rows by kind
-(``render.IndexRow``; grouping.py). So a
+(``index_page.IndexRow``; grouping.py). So a
 writer reads only the dashboards its results touch and still draws the whole index page and
 applies the store-wide retirement, reading a dashboard it does not touch only when that
 dashboard has something to retire. The file says which ``REVISION`` it describes: a branch
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from ivy_matrix.grouping import kinds_from_json, kinds_json
 from ivy_matrix.history import IndexNotes
+from ivy_matrix.index_page import IndexRow, index_row
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import BackendPoint, DashboardId, DashboardState, Parity, TrendPoint
 from ivy_matrix.paths import dashboard_file
-from ivy_matrix.render import IndexRow, index_row
 from ivy_matrix.trend import PointPart, dashboard_part
 
 INDEX_FORMAT = "ivy-matrix-index"

@@ -31,17 +31,15 @@ from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
 from ivy_matrix.grouping import kinds_from_json, kinds_json
 from ivy_matrix.history import IndexNotes
+from ivy_matrix.index_page import IndexRow, index_row, render_index_page
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import DashboardState
 from ivy_matrix.paths import INDEX_NAME
 from ivy_matrix.render import (
-    IndexRow,
     RenderedFile,
     Style,
-    index_row,
     index_trend,
     removed_files,
-    render_index_page,
     render_page,
     trend_files,
 )

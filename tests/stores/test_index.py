@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from ivy_matrix.index_page import render_index_page
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.render import Style, render_files, render_index_page
+from ivy_matrix.render import Style, render_files
 from ivy_matrix.retirement import retire
 from ivy_matrix.stores.index import (
     absent_part,
