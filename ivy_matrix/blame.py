@@ -34,10 +34,9 @@ from ivy_matrix.history import (
     FlakyReason,
     RunRef,
     RunResult,
-    describe,
     history_of,
-    section_lines,
 )
+from ivy_matrix.history_text import describe, section_lines
 from ivy_matrix.model import Entry, Outcome
 from ivy_matrix.reasons import Failing, render_reasons
 

@@ -92,3 +92,9 @@ def escape_url(url: str) -> str:
         .replace(" ", "%20")
         .replace("\n", "")
     )
+
+
+def markdown_target(url: str) -> str:
+    """``url`` escaped (:func:`escape_url`) as the target of a markdown link ``[text](url)``,
+    which a ``)`` would end."""
+    return escape_url(url).replace(")", "%29")

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ivy_matrix.escaping import escape_name, escape_url
+from ivy_matrix.escaping import escape_name, markdown_target
 from ivy_matrix.grouping import KindCount, dashboard_kinds, kind_counts, kind_line
-from ivy_matrix.history import IndexNotes, dashboard_history, index_notes, render_notes_sections
+from ivy_matrix.history import dashboard_history
+from ivy_matrix.history_text import IndexNotes, index_notes, render_notes_sections
 from ivy_matrix.model import DashboardState
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.tables import table
@@ -56,7 +57,7 @@ def _counts_rows(
     # Passing and total add up over dashboards, as totals.add_totals adds a backend's totals.
     sums = {backend: [0, 0] for backend in backends}
     for key, counts, url in dashboards:
-        target = escape_url(url).replace(")", "%29") if url else None
+        target = markdown_target(url) if url else None
         cells = []
         for backend in backends:
             if backend not in counts:

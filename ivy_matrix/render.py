@@ -18,9 +18,7 @@ from enum import StrEnum
 from ivy_matrix.blame import render_issue_section
 from ivy_matrix.charts import PARITY_FILE, PASS_RATE_FILE, parity_svg, pass_rate_svg, trend_section
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
-from ivy_matrix.history import (
-    dashboard_history,
-)
+from ivy_matrix.history import dashboard_history
 from ivy_matrix.index_page import counts_table, index_row, render_index_page
 from ivy_matrix.model import DashboardState, Entry, Outcome, Totals, Trend
 from ivy_matrix.paths import INDEX_NAME, dashboard_file

@@ -13,10 +13,9 @@ from ivy_matrix.history import (
     dashboard_history,
     history_of,
     is_default_branch,
-    render_index_sections,
     run_results,
-    summary_cells,
 )
+from ivy_matrix.history_text import render_index_sections, summary_cells
 from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 

@@ -20,11 +20,8 @@ from dataclasses import dataclass, replace
 from ivy_matrix.blame import render_issue_section
 from ivy_matrix.errors import IvyMatrixError
 from ivy_matrix.escaping import escape_name
-from ivy_matrix.history import (
-    DEFAULT_SECTION_LIMIT,
-    dashboard_history,
-    render_index_sections,
-)
+from ivy_matrix.history import DEFAULT_SECTION_LIMIT, dashboard_history
+from ivy_matrix.history_text import render_index_sections
 from ivy_matrix.index_page import counts_table, render_index
 from ivy_matrix.issues.markers import (
     BEGIN,

@@ -52,13 +52,7 @@ from enum import StrEnum
 from ivy_matrix.blame import Blame, blame_of, describe_blame
 from ivy_matrix.escaping import IVY_NO_LINK
 from ivy_matrix.grouping import BackendResult, RowGroups, group_row
-from ivy_matrix.history import (
-    RunRef,
-    RunResult,
-    history_of,
-    run_results,
-    runs_of,
-)
+from ivy_matrix.history import RunRef, RunResult, history_of, run_results, runs_of
 from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.pr.ancestry import NO_ANCESTRY, Ancestry

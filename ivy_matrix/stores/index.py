@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ivy_matrix.grouping import kinds_from_json, kinds_json
-from ivy_matrix.history import IndexNotes
+from ivy_matrix.history_text import IndexNotes
 from ivy_matrix.index_page import IndexRow, index_row
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import BackendPoint, DashboardId, DashboardState, Parity, TrendPoint

@@ -30,7 +30,7 @@ from stat import S_ISREG
 from ivy_matrix.errors import StoreError
 from ivy_matrix.fold import Merged
 from ivy_matrix.grouping import kinds_from_json, kinds_json
-from ivy_matrix.history import IndexNotes
+from ivy_matrix.history_text import IndexNotes
 from ivy_matrix.index_page import IndexRow, index_row, render_index_page
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import DashboardState

@@ -21,7 +21,8 @@ from ivy_matrix.fold import DashboardReport, Merged
 from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
 from ivy_matrix.grouping import RowGroups, signatures_json, state_groups
-from ivy_matrix.history import dashboard_history, summary_cells
+from ivy_matrix.history import dashboard_history
+from ivy_matrix.history_text import summary_cells
 from ivy_matrix.paths import dashboard_file
 from ivy_matrix.render import render_job_summary
 from ivy_matrix.runner.files import write_file
