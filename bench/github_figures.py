@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ivy_matrix.render import Style, render_files
-from ivy_matrix.statefile import join_columns, load_state
-from ivy_matrix.trend import TREND_NAME, load_trend
+from ivy_matrix.state.statefile import join_columns, load_state
+from ivy_matrix.state.trend import TREND_NAME, load_trend
+from ivy_matrix.views.dashboards import Style, render_files
 from tests.github.budget import GITHUB_TOKEN, Spend, peak_per_minute
 from tests.github.fake_server import RequestRecord
 from tests.github.git_server import GitRequest

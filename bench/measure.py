@@ -11,7 +11,7 @@ Kinds:
 - ``expat-handlers``: the same, with no-op start/end element handlers: the cost of calling
   Python once per element, which any pure-Python streaming reader pays (informational).
 - ``junitparser``: the reference, ``JUnitXml.fromfile`` and ``case.result`` per case.
-- ``scan``: ``ivy_matrix.junit.scan_junit``, which classifies every case and counts them per
+- ``scan``: ``ivy_matrix.results.junit.scan_junit``, which classifies every case and counts them per
   file, with an ``on_case`` that receives each case and does nothing more.
 
 I/O: reads the files given; writes one line to stdout.
@@ -91,8 +91,8 @@ def run_junitparser(paths: list[str]) -> dict[str, object]:
 
 
 def run_scan(paths: list[str]) -> dict[str, object]:
-    from ivy_matrix.junit import scan_junit
     from ivy_matrix.model import CaseResult
+    from ivy_matrix.results.junit import scan_junit
 
     # scan_junit classifies every case itself and returns the per-file counts; on_case receives
     # each classified case, as the collector does, and here does nothing more.
@@ -137,7 +137,7 @@ def main(argv: list[str]) -> int:
     if kind == "junitparser":
         import junitparser  # noqa: F401
     elif kind == "scan":
-        import ivy_matrix.junit  # noqa: F401
+        import ivy_matrix.results.junit  # noqa: F401
     start = time.perf_counter()
     extra = work(paths)
     wall = time.perf_counter() - start

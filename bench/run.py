@@ -11,7 +11,7 @@ What is measured (see ``bench/README.md`` for the method and the latest figures)
 - ``floor``: ``xml.parsers.expat`` with no handlers (the cost of reading the XML at all);
 - ``expat-handlers``: the same, with no-op element handlers (informational);
 - ``junitparser``: the reference, loading and classifying every case;
-- ``scan``: ``ivy_matrix.junit.scan_junit`` reading and classifying;
+- ``scan``: ``ivy_matrix.results.junit.scan_junit`` reading and classifying;
 - ``e2e``: ``ivy-matrix update`` into a fresh store, rendering every dashboard and the index;
 - ``e2e-rerun``: the same update again with unchanged results;
 - ``e2e-1m``: ``update`` of a 4 x 250k-case matrix, and ``leg-update``: one backend with a new
@@ -243,7 +243,7 @@ def bench_cli(
 def scan_available() -> str:
     try:
         proc = subprocess.run(
-            [PYTHON, "-c", "from ivy_matrix.junit import scan_junit"],
+            [PYTHON, "-c", "from ivy_matrix.results.junit import scan_junit"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -251,11 +251,11 @@ def scan_available() -> str:
             cwd=ROOT,
         )
     except subprocess.TimeoutExpired:
-        return "importing ivy_matrix.junit timed out"
+        return "importing ivy_matrix.results.junit timed out"
     return (
         ""
         if proc.returncode == 0
-        else "ivy_matrix.junit.scan_junit cannot be imported: "
+        else "ivy_matrix.results.junit.scan_junit cannot be imported: "
         + proc.stderr.strip().splitlines()[-1]
     )
 

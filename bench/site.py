@@ -274,7 +274,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cli("render", "--store", str(store_dir), "--html", str(site))
     again = cli("render", "--store", str(store_dir), "--html", str(site))
     big = max(states, key=lambda s: len(s.rows))
-    from ivy_matrix.paths import site_id
+    from ivy_matrix.state.paths import site_id
 
     return {
         "shape": {

@@ -38,14 +38,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ivy_matrix.fold import Merged, merge_batches  # noqa: E402  -- after the path entry
-from ivy_matrix.merge import Batch  # noqa: E402
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source  # noqa: E402
-from ivy_matrix.render import Style, render_files  # noqa: E402
-from ivy_matrix.statefile import join_columns, load_state  # noqa: E402
+from ivy_matrix.state.fold import Merged, merge_batches  # noqa: E402  -- after the path entry
+from ivy_matrix.state.merge import Batch  # noqa: E402
+from ivy_matrix.state.statefile import join_columns, load_state  # noqa: E402
 from ivy_matrix.stores import branch  # noqa: E402
 from ivy_matrix.stores.branch import BranchStore  # noqa: E402
 from ivy_matrix.stores.layout import MatrixLeg, Scope  # noqa: E402
+from ivy_matrix.views.dashboards import Style, render_files  # noqa: E402
 from tests.github.memory import MemoryGitHub  # noqa: E402
 
 REPO, BRANCH, STATE_DIR = "acme/widgets", "ivy-matrix", ".ivy-matrix/state"

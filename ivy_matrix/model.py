@@ -162,7 +162,7 @@ class Source:
     ``ref`` the git ref (``refs/heads/main``), and for a pull request its number ``pr`` and the
     ``base_sha`` it is compared with.
 
-    ``env`` is the job's environment (environment.py: sorted ``(package, version)`` pairs,
+    ``env`` is the job's environment (results/environment.py: sorted ``(package, version)`` pairs,
     empty when not recorded).
     """
 
@@ -212,7 +212,7 @@ class Entry:
     ``counts`` are its cases (None when unknown: adopted cells, states written before
     version 2). A failing entry keeps the first line of its first failure's message
     (``message``, at most ``junit.MESSAGE_CAP`` characters) and that line's ``signature``
-    (signature.py: a short hash of the line with what varies between runs and backends taken
+    (results/signature.py: a short hash of the line with what varies between runs and backends taken
     out, so that one error on several backends or tests has one signature); both are "" for
     the other outcomes and when the result file gave no message.
 
@@ -323,6 +323,34 @@ class TrendPoint:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Trend:
-    """A store's trend: one point per run, oldest first (trend.py keeps it)."""
+    """A store's trend: one point per run, oldest first (state/trend.py keeps it)."""
 
     points: tuple[TrendPoint, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileRecord:
+    """One result file as an update read it, and what reading it reported.
+
+    ``backend`` is the file's own backend ("" when each test case names its own; then
+    ``tallies`` has each backend's test cases, failed, errors and skipped). ``failures`` are
+    those the reading kept for annotations; ``dashboards`` those its cells reached.
+    """
+
+    path: str
+    size: int
+    sha256: str
+    backend: str = ""
+    counts: FileCounts
+    failures: tuple[Failure, ...] = ()
+    tallies: tuple[tuple[str, tuple[int, int, int, int]], ...] = ()
+    unassigned: int = 0
+    nameless_line: int = 0
+    ids_tried: int = 0
+    unmatched_ids: tuple[str, ...] = ()
+    dashboards: tuple[DashboardId, ...] = ()
+
+    @property
+    def identity(self) -> tuple[str, int, str]:
+        """What a file must match to count as read before: path, size and SHA-256."""
+        return (self.path, self.size, self.sha256)

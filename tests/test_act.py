@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from ivy_matrix.statefile import load_state
+from ivy_matrix.state.statefile import load_state
 from tests.github.fake_server import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[1]

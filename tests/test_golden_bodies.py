@@ -2,18 +2,16 @@
 
 Each test builds a small fixed state and compares the pure composer's output with
 tests/golden/<name>.md (``pytest --update-goldens`` rewrites them; read the diff before
-committing one). The tables themselves have their own goldens in test_render.py.
+committing one). The tables themselves have their own goldens in views/test_dashboards.py.
 """
 
 from __future__ import annotations
 
 import re
 
-from ivy_matrix.charts import parity_svg, pass_rate_svg, trend_section
 from ivy_matrix.issues.bodies import compose_index, compose_issue
 from ivy_matrix.issues.markers import END, utf16_len
 from ivy_matrix.issues.state_block import extract_state
-from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import (
     DashboardId,
     DashboardState,
@@ -24,9 +22,11 @@ from ivy_matrix.model import (
     Totals,
     Trend,
 )
-from ivy_matrix.render import Style, render_dashboard, render_files, render_job_summary
-from ivy_matrix.signature import Signer
-from ivy_matrix.trend import record_runs
+from ivy_matrix.results.signature import Signer
+from ivy_matrix.state.merge import Batch, apply_batch
+from ivy_matrix.state.trend import record_runs
+from ivy_matrix.views.charts import parity_svg, pass_rate_svg, trend_section
+from ivy_matrix.views.dashboards import Style, render_dashboard, render_files, render_job_summary
 
 RUN = 4519909128
 ISSUES = "https://github.com/unifyai/ivy/issues"

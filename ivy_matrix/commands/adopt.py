@@ -16,12 +16,12 @@ from ivy_matrix.commands.choose_store import connect, open_store
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings, parse_dashboard
 from ivy_matrix.errors import ExitCode, InputError
-from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.readback import MAX_ADOPT_BYTES, absurd_links, adopt_table
 from ivy_matrix.runner.log import Log
+from ivy_matrix.state.fold import Merged
 from ivy_matrix.targets.summary import log_spend, spend_on_failure
+from ivy_matrix.views.readback import MAX_ADOPT_BYTES, absurd_links, adopt_table
 
 
 def read_table(file: Path) -> str:

@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING
 from ivy_matrix.config.options import BranchTransport, Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import UsageError
-from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
-from ivy_matrix.ledger import Inputs
-from ivy_matrix.paths import SITE_DIR, site_data_file
-from ivy_matrix.render import RenderedFile
 from ivy_matrix.runner.log import Log
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.ledger import Inputs
+from ivy_matrix.state.paths import SITE_DIR, site_data_file
 from ivy_matrix.stores import AfterSave, Saved, Store
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.files import RECORD_NAME, write_output
+from ivy_matrix.views.dashboards import RenderedFile
 
 if TYPE_CHECKING:
     from ivy_matrix.issues.writer import IssueOptions

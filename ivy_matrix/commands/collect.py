@@ -18,16 +18,16 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from ivy_matrix.collect import Collected
-from ivy_matrix.commands.environment import job_environment, versioned_columns
+from ivy_matrix.commands.env_command import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import provenance
 from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.config.options import FailOn
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.environment import Env, env_lines
 from ivy_matrix.errors import ExitCode, InputError, UsageError
-from ivy_matrix.legs import LegInfo, dump_leg, leg_name
+from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.environment import Env, env_lines
+from ivy_matrix.results.legs import LegInfo, dump_leg, leg_name
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Log, append_output, append_summary
 

@@ -21,9 +21,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import branch_remote, connect
-from ivy_matrix.commands.environment import job_environment, versioned_columns
+from ivy_matrix.commands.env_command import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
 from ivy_matrix.commands.reading import read_results
@@ -34,16 +33,17 @@ from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.model import DashboardState, RunKey
 from ivy_matrix.pr.ancestry import pr_base_sha, run_order_ancestry
 from ivy_matrix.pr.body import render_comment
+from ivy_matrix.pr.comment_state import CommentState, comment_state
 from ivy_matrix.pr.document import compare_document
-from ivy_matrix.pr.state import CommentState, comment_state
 from ivy_matrix.pr.verdicts import (
     COUNT_ORDER,
     Comparison,
     compare,
 )
+from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.signature import Signer
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log
-from ivy_matrix.signature import Signer
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.summary import log_spend, spend_on_failure

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
-from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import job_name
 from ivy_matrix.commands.job_links import Links
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.signature import Signer
 from ivy_matrix.runner.log import Log
-from ivy_matrix.signature import Signer
+from ivy_matrix.state.fold import Merged, merge_batches
 from ivy_matrix.stores import Change
 
 if TYPE_CHECKING:

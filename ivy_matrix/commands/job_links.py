@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from ivy_matrix.collect import Collected
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.entries import build_batches
-from ivy_matrix.environment import Env
 from ivy_matrix.errors import GitHubAPIError, InputError, UsageError
 from ivy_matrix.github.connection import Connection
-from ivy_matrix.jobs import (
+from ivy_matrix.model import PULL_REQUEST_EVENTS, RunKey, Source
+from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.environment import Env
+from ivy_matrix.results.jobs import (
     LEG_METADATA_NAME,
     MAX_LEG_METADATA_BYTES,
     Job,
@@ -34,12 +34,12 @@ from ivy_matrix.jobs import (
     leg_metadata_problem,
     parse_leg_metadata,
 )
-from ivy_matrix.legs import LegInfo, LegResults
-from ivy_matrix.merge import Batch, join_batches
-from ivy_matrix.model import PULL_REQUEST_EVENTS, RunKey, Source
+from ivy_matrix.results.legs import LegInfo, LegResults
+from ivy_matrix.results.signature import Signer
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log
-from ivy_matrix.signature import Signer
+from ivy_matrix.state.entries import build_batches
+from ivy_matrix.state.merge import Batch, join_batches
 
 
 def read_leg_metadata(path: Path) -> LegMetadata:
@@ -198,7 +198,7 @@ def _leg_metadata(
 ) -> tuple[dict[str, LegMetadata], set[str]]:
     """Metadata files that legs left beside their results (fan-in), by backend.
 
-    Each is checked against this run (:func:`~ivy_matrix.jobs.leg_metadata_problem`); the
+    Each is checked against this run (:func:`~ivy_matrix.results.jobs.leg_metadata_problem`); the
     backends of refused files are returned too, so that their cells link this run rather than
     any job.
     """

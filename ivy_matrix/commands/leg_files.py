@@ -19,7 +19,7 @@ from ivy_matrix.commands.result_files import find_result_files
 from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
-from ivy_matrix.legs import MAX_LEG_FILE_BYTES, LegResults, leg_problem, load_leg
+from ivy_matrix.results.legs import MAX_LEG_FILE_BYTES, LegResults, leg_problem, load_leg
 from ivy_matrix.runner.log import Log
 
 

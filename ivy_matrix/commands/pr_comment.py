@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import READ_ONLY_ADVICE, branch_remote
 from ivy_matrix.commands.compare import (
     baseline_states,
@@ -27,12 +26,13 @@ from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.connection import Connection
-from ivy_matrix.legs import with_legs
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import PullRequestComment
-from ivy_matrix.pr.state import CommentState
+from ivy_matrix.pr.comment_state import CommentState
 from ivy_matrix.pr.verdict_ref import VerdictRef
 from ivy_matrix.pr.verdicts import Comparison
+from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.legs import with_legs
 from ivy_matrix.runner.log import Log, append_summary
 
 NOT_FOUND = 404

@@ -16,11 +16,11 @@ from ivy_matrix.commands.choose_store import connect, open_store
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings, parse_dashboard
 from ivy_matrix.errors import ExitCode, StoreError
-from ivy_matrix.fold import DashboardReport, Merged, prune_change
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.retirement import prune
 from ivy_matrix.runner.log import Log
+from ivy_matrix.state.fold import DashboardReport, Merged, prune_change
+from ivy_matrix.state.retirement import prune
 from ivy_matrix.targets.files import write_output
 from ivy_matrix.targets.summary import log_spend, spend_on_failure
 

@@ -34,14 +34,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from ivy_matrix.collect import Collected, Collector, Read
 from ivy_matrix.commands.result_files import find_result_files
 from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
-from ivy_matrix.junit import cap_name
-from ivy_matrix.ledger import FileRecord
-from ivy_matrix.naming import Namer
+from ivy_matrix.model import FileRecord
+from ivy_matrix.results.collector import Collected, Collector, Read
+from ivy_matrix.results.junit import cap_name
+from ivy_matrix.results.naming import Namer
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import Meter, phase
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import ExitCode, StoreError, UsageError
-from ivy_matrix.render import RenderedFile, render_files
 from ivy_matrix.runner.log import Log
 from ivy_matrix.site.build import render_site
 from ivy_matrix.site.page import read_page
 from ivy_matrix.site.write import write_site
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import write_files
+from ivy_matrix.views.dashboards import RenderedFile, render_files
 
 
 def run_render(settings: Settings, log: Log, *, check: bool = False) -> ExitCode:

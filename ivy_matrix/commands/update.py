@@ -27,7 +27,6 @@ from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
-from ivy_matrix.collect import Collected
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
     REMOTE,
@@ -38,7 +37,7 @@ from ivy_matrix.commands.choose_store import (
     publish_issue_target,
     remote_targets,
 )
-from ivy_matrix.commands.environment import environments, job_environment, versioned_columns
+from ivy_matrix.commands.env_command import environments, job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.folding import change_of, scope_of
 from ivy_matrix.commands.job_links import (
@@ -51,15 +50,16 @@ from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.commands.recorded import inputs_of, known_files, reading_of
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.environment import Env
 from ivy_matrix.errors import ExitCode, ReadOnlyTokenError, UsageError
-from ivy_matrix.fold import Merged
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
-from ivy_matrix.legs import LegResults, with_legs
 from ivy_matrix.model import Totals
+from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.environment import Env
+from ivy_matrix.results.legs import LegResults, with_legs
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import phase
+from ivy_matrix.state.fold import Merged
 from ivy_matrix.stores import Change, Saved, Store
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ivy_matrix.config.options import did_you_mean
 from ivy_matrix.errors import UsageError
-from ivy_matrix.naming import DashboardRule
+from ivy_matrix.results.naming import DashboardRule
 
 
 def compile_regex(value: str | None, name: str, *, group: bool) -> re.Pattern[str] | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ivy_matrix.config.file import read_config_file
 from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, convert
-from ivy_matrix.naming import DashboardRule
+from ivy_matrix.results.naming import DashboardRule
 
 
 def resolve_layers(

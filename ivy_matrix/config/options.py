@@ -19,14 +19,14 @@ from typing import TypeVar
 
 from ivy_matrix.errors import UsageError
 from ivy_matrix.issues.markers import DEFAULT_LABEL
-from ivy_matrix.jobs import DEFAULT_SERVER_URL
-from ivy_matrix.merge import DEFAULT_HISTORY, RUNS_KEPT
-from ivy_matrix.pr.state import WhenGreen
-from ivy_matrix.render import Style
-from ivy_matrix.signature import DEFAULT_ALIASES
+from ivy_matrix.pr.comment_state import WhenGreen
+from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
+from ivy_matrix.results.signature import DEFAULT_ALIASES
+from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT
+from ivy_matrix.state.trend import DEFAULT_POINTS
 from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT
 from ivy_matrix.stores.layout import MAX_MATRIX_SIZE
-from ivy_matrix.trend import DEFAULT_POINTS
+from ivy_matrix.views.dashboards import Style
 
 _T = TypeVar("_T")
 

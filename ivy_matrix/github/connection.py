@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Self
 from ivy_matrix.errors import GitHubAPIError, UsageError
 from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.github.types import GitHubAPI, Spend
-from ivy_matrix.jobs import DEFAULT_SERVER_URL
+from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import paced
 

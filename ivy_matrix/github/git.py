@@ -28,7 +28,7 @@ from ivy_matrix.github.http import (
     repo_path,
 )
 from ivy_matrix.github.types import Tree
-from ivy_matrix.jobs import Job
+from ivy_matrix.results.jobs import Job
 
 # Files bigger than this (bytes of UTF-8) are sent as blobs of their own, not inside the tree.
 INLINE_LIMIT = 1 << 20

@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from ivy_matrix.jobs import Job
+from ivy_matrix.results.jobs import Job
 from ivy_matrix.runner.reporter import Reporter
 
 

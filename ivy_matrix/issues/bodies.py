@@ -17,12 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ivy_matrix.blame import render_issue_section
 from ivy_matrix.errors import IvyMatrixError
 from ivy_matrix.escaping import escape_name
-from ivy_matrix.history import DEFAULT_SECTION_LIMIT, dashboard_history
-from ivy_matrix.history_text import render_index_sections
-from ivy_matrix.index_page import counts_table, render_index
+from ivy_matrix.explain.blame import render_issue_section
+from ivy_matrix.explain.history_text import render_index_sections
 from ivy_matrix.issues.markers import (
     BEGIN,
     DEFAULT_BUDGET,
@@ -35,8 +33,10 @@ from ivy_matrix.issues.markers import (
 )
 from ivy_matrix.issues.state_block import state_block, state_too_large
 from ivy_matrix.model import DashboardState
-from ivy_matrix.render import Style, compact_cell, render_dashboard
-from ivy_matrix.tables import compact_table, table
+from ivy_matrix.state.history import DEFAULT_SECTION_LIMIT, dashboard_history
+from ivy_matrix.views.dashboards import Style, compact_cell, render_dashboard
+from ivy_matrix.views.index_page import counts_table, render_index
+from ivy_matrix.views.tables import compact_table, table
 
 # Entries of the failing/flaky section below a dashboard issue's table, tried in turn until
 # the body fits (then none).

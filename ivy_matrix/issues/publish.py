@@ -20,11 +20,10 @@ from dataclasses import replace
 from typing import Protocol
 from urllib.parse import quote
 
-from ivy_matrix.charts import trend_section
 from ivy_matrix.github.types import Issue, IssueAPI
 from ivy_matrix.issues.creation_locks import CreationLocks, Creator, RefAPI
 from ivy_matrix.issues.finding import INDEX_KEY, Found
-from ivy_matrix.issues.index import publish_index
+from ivy_matrix.issues.index_issue import publish_index
 from ivy_matrix.issues.markers import parse_revision
 from ivy_matrix.issues.report import IssueAction, IssueResult, IssuesReport, Written
 from ivy_matrix.issues.writer import IssueOptions, IssueWriter
@@ -32,6 +31,7 @@ from ivy_matrix.model import DashboardState
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.stores import Saved
 from ivy_matrix.targets import Published
+from ivy_matrix.views.charts import trend_section
 
 # After writing with a revision: wait this long (seconds, jittered), then check once more.
 SETTLE_DELAY = (1.0, 3.0)

@@ -30,7 +30,7 @@ import zlib
 from ivy_matrix.errors import StoreError
 from ivy_matrix.issues.markers import region_bounds
 from ivy_matrix.model import DashboardState
-from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.state.statefile import dump_state, load_state
 
 # A state block may inflate to at most this much JSON (a guard against a hostile edit).
 STATE_INFLATE_LIMIT = 64 * 1024 * 1024

@@ -24,19 +24,19 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
-from ivy_matrix.fold import Merged
 from ivy_matrix.github.types import Issue, IssueAPI
 from ivy_matrix.issues.bodies import compose_index
 from ivy_matrix.issues.finding import INDEX_KEY, Found
-from ivy_matrix.issues.index import publish_index
+from ivy_matrix.issues.index_issue import publish_index
 from ivy_matrix.issues.markers import INDEX_TITLE
 from ivy_matrix.issues.report import IssueAction, IssueResult, IssuesReport, Written
 from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.issues.store_lock import StoreLock, Turns
 from ivy_matrix.issues.writer import IssueOptions, IssueWriter
-from ivy_matrix.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Progress, Quiet
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.merge import DEFAULT_HISTORY, union_states
 from ivy_matrix.stores import AfterSave, Change, Saved
 
 

@@ -45,8 +45,8 @@ from ivy_matrix.issues.markers import (
 from ivy_matrix.issues.report import IssueAction, IssueResult, Written
 from ivy_matrix.issues.requests import ReadBack, Requests
 from ivy_matrix.model import DashboardState
-from ivy_matrix.render import Style
 from ivy_matrix.runner.log import Progress
+from ivy_matrix.views.dashboards import Style
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

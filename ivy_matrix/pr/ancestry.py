@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from ivy_matrix.history import is_default_branch
-from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardState, Source
+from ivy_matrix.state.history import is_default_branch
+from ivy_matrix.state.merge import Batch
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

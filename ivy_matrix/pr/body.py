@@ -16,7 +16,7 @@ verdict, and the next writer restores it. A body looks like::
     (torch, jax, tensorflow)**", the line escaped, reasons.py); the rest in <details>...
 
 A pull request with no failing cell gets a short all-green note
-(:func:`~ivy_matrix.pr.state.has_failures` lets the caller write nothing instead, when no
+(:func:`~ivy_matrix.pr.comment_state.has_failures` lets the caller write nothing instead, when no
 comment exists yet).
 
 **Size.** The body is kept within ``BUDGET`` UTF-16 units (GitHub refuses comments over 65,536
@@ -36,10 +36,10 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
+from ivy_matrix.explain.reasons import Failing, extent, group_failures, shown_message
 from ivy_matrix.issues.markers import DEFAULT_BUDGET, utf16_len
-from ivy_matrix.pr.state import CommentState, has_failures
+from ivy_matrix.pr.comment_state import CommentState, has_failures
 from ivy_matrix.pr.verdicts import COUNT_ORDER, BaselineKind, CellVerdict, Verdict, new_failures
-from ivy_matrix.reasons import Failing, extent, group_failures, shown_message
 
 BUDGET = DEFAULT_BUDGET
 NAME_CAP = 200

@@ -47,7 +47,7 @@ from typing import Protocol
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.types import IssueComment
 from ivy_matrix.pr.body import comment_marker, render_comment
-from ivy_matrix.pr.state import (
+from ivy_matrix.pr.comment_state import (
     CommentState,
     Lease,
     RefState,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ivy_matrix.grouping import signatures_json
+from ivy_matrix.explain.grouping import signatures_json
 from ivy_matrix.pr.verdicts import COUNT_ORDER, Comparison, Verdict
 
 

@@ -5,7 +5,7 @@ uses (``branch-transport``): over git (``github/git_transport.py``) the ref is r
 shallow fetch and moved with one push, which spend no REST request (docs/github.md, "the
 branch target"); over the REST API (``RestRemote``) with the git-data calls, 3 requests to
 read and 3 to write. The ref ``refs/ivy-matrix/pr/<number>`` points at a commit whose tree
-holds one file, ``verdicts.json`` (:func:`~ivy_matrix.pr.state.dump_ref_state`); each write is
+holds one file, ``verdicts.json`` (:func:`~ivy_matrix.pr.comment_state.dump_ref_state`); each write is
 a commit on the one read, and the ref moves only if nobody moved it meanwhile (a
 compare-and-swap: git's push with ``--force-with-lease=<ref>:<the tip read>``, or the REST
 API's fast-forward-only move; created only if absent), so concurrent writers never lose each
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.types import RefUpdate
-from ivy_matrix.pr.state import NewerFormatError, RefState, dump_ref_state, load_ref_state
+from ivy_matrix.pr.comment_state import NewerFormatError, RefState, dump_ref_state, load_ref_state
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.tree import git_blob_sha
 

@@ -1,11 +1,11 @@
 """Verdicts for a pull request: each of its cells against the default branch's history.
 
 Pure: no I/O. The inputs are the pull request's results in the form ``update`` builds
-(:func:`ivy_matrix.entries.build_batches`: one :class:`~ivy_matrix.merge.Batch` per dashboard,
+(:func:`ivy_matrix.state.entries.build_batches`: one :class:`~ivy_matrix.state.merge.Batch` per dashboard,
 row -> backend -> entry; several batches of one dashboard, e.g. from several legs or attempts,
 are combined) and the default branch's states (what the store holds).
 
-**Baseline** of a cell: its newest default-branch result (:mod:`ivy_matrix.history`: one result
+**Baseline** of a cell: its newest default-branch result (:mod:`ivy_matrix.state.history`: one result
 per run, skipped results left out, since they say neither pass nor fail) that comes from the
 pull request's merge base or an ancestor of it ("merge-base"), else its newest default-branch
 result ("latest"), else none. Which results are ancestors is an
@@ -16,7 +16,7 @@ request, nor shown as a steady failure):
 
 1. ``flaky``: fails in the pull request (``failure``, or ``flaky``: failed, then passed on a
    rerun or a re-run attempt) and the cell is flaky here (its result is ``flaky``) or on the
-   default branch (its whole default-branch history, see :mod:`ivy_matrix.history`);
+   default branch (its whole default-branch history, see :mod:`ivy_matrix.state.history`);
 2. ``new``: fails in the pull request, passed in the baseline (``success`` or ``flaky``);
 3. ``pre-existing``: fails in the pull request and in the baseline; ``failing_since`` is the
    oldest run of the baseline's failure streak;
@@ -49,13 +49,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from ivy_matrix.blame import Blame, blame_of, describe_blame
 from ivy_matrix.escaping import IVY_NO_LINK
-from ivy_matrix.grouping import BackendResult, RowGroups, group_row
-from ivy_matrix.history import RunRef, RunResult, history_of, run_results, runs_of
-from ivy_matrix.merge import Batch
+from ivy_matrix.explain.blame import Blame, blame_of, describe_blame
+from ivy_matrix.explain.grouping import BackendResult, RowGroups, group_row
 from ivy_matrix.model import DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.pr.ancestry import NO_ANCESTRY, Ancestry
+from ivy_matrix.state.history import RunRef, RunResult, history_of, run_results, runs_of
+from ivy_matrix.state.merge import Batch
 
 
 class Verdict(StrEnum):

@@ -17,10 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from ivy_matrix.grouping import RowGroups, kind_counts, kinds_json, signatures_json, state_groups
+from ivy_matrix.explain.grouping import (
+    RowGroups,
+    kind_counts,
+    kinds_json,
+    signatures_json,
+    state_groups,
+)
 from ivy_matrix.model import DashboardState, Trend
-from ivy_matrix.paths import SITE_DASHBOARD_DATA, site_data_file, site_id
-from ivy_matrix.render import RenderedFile
 from ivy_matrix.site.cells import PlacedCell, dashboard_cells, stale_before
 from ivy_matrix.site.documents import FORMAT, VERSION, dashboard_document, script
 from ivy_matrix.site.overview import (
@@ -29,6 +33,8 @@ from ivy_matrix.site.overview import (
     group_counts,
     trend_document,
 )
+from ivy_matrix.state.paths import SITE_DASHBOARD_DATA, site_data_file, site_id
+from ivy_matrix.views.dashboards import RenderedFile
 
 DATA_DIR = "data"
 INDEX_DATA = f"{DATA_DIR}/index.js"

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from ivy_matrix.blame import Blame, blame_of, streak
-from ivy_matrix.history import CellHistory, RunResult, history_of, run_results
+from ivy_matrix.explain.blame import Blame, blame_of, streak
 from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row, Source
+from ivy_matrix.state.history import CellHistory, RunResult, history_of, run_results
 
 STRIP = 10  # results shown per cell, newest first
 STALE_RUNS = 5

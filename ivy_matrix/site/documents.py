@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 
-from ivy_matrix.blame import Blame
 from ivy_matrix.escaping import safe_link
-from ivy_matrix.history import RunResult
+from ivy_matrix.explain.blame import Blame
 from ivy_matrix.model import DashboardState, Source
-from ivy_matrix.paths import site_id
 from ivy_matrix.site.cells import LETTERS, CellView, PlacedCell
+from ivy_matrix.state.history import RunResult
+from ivy_matrix.state.paths import site_id
 
 FORMAT = "ivy-matrix-site"
 VERSION = 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 from importlib.resources import files
 
-from ivy_matrix.render import RenderedFile
+from ivy_matrix.views.dashboards import RenderedFile
 
 # The page, its style, and its scripts in the order index.html loads them.
 STATIC_FILES = (

@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.fold import Merged
-from ivy_matrix.render import RenderedFile
 from ivy_matrix.runner.log import Progress
 from ivy_matrix.site.build import DASHBOARD_DATA, render_site
 from ivy_matrix.site.page import read_page
+from ivy_matrix.state.fold import Merged
 from ivy_matrix.targets.files import write_files
+from ivy_matrix.views.dashboards import RenderedFile
 
 
 def write_site_output(

@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.state.fold import Merged
 
 # How long a writer waits for the local store's lock before it refuses, in seconds.
 DEFAULT_LOCK_TIMEOUT = 600

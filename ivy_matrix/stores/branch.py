@@ -37,21 +37,21 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.paths import checked_path
-from ivy_matrix.render import RenderedFile, Style
 from ivy_matrix.runner.log import Progress, Quiet
-from ivy_matrix.statefile import join_columns, split_columns
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.paths import checked_path
+from ivy_matrix.state.statefile import join_columns, split_columns
+from ivy_matrix.state.trend import DEFAULT_POINTS
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.committer import Committer
 from ivy_matrix.stores.inbox import Inbox
-from ivy_matrix.stores.index import summarize
+from ivy_matrix.stores.index_file import summarize
 from ivy_matrix.stores.layout import DEFAULT_STATE_DIR, BranchLayout, Scope, page_links, record_legs
 from ivy_matrix.stores.lease import JobFinished
 from ivy_matrix.stores.queue import Queue
 from ivy_matrix.stores.remote import BranchRemote, GitData, RestRemote
-from ivy_matrix.trend import DEFAULT_POINTS
+from ivy_matrix.views.dashboards import RenderedFile, Style
 
 # Files committed beside the pages, drawn from the whole store (the site): (the change's result
 # with every dashboard, the keys of those to draw) -> the files (text None: delete).

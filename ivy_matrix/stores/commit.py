@@ -19,16 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from ivy_matrix.columnar import dump_columns
-from ivy_matrix.fold import Merged
-from ivy_matrix.index_page import render_index_page
 from ivy_matrix.model import DashboardId, Trend
-from ivy_matrix.paths import INDEX_NAME, dashboard_file
-from ivy_matrix.render import RenderedFile, Style, index_trend, render_page, trend_files
-from ivy_matrix.stores.index import Summary, dump_index, summarize
+from ivy_matrix.state.columnar import dump_columns
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
+from ivy_matrix.state.trend import dashboard_part, join_parts, with_points
+from ivy_matrix.stores.index_file import Summary, dump_index, summarize
 from ivy_matrix.stores.layout import BranchLayout, Runs, dump_runs
 from ivy_matrix.stores.tree import Snapshot, git_blob_sha
-from ivy_matrix.trend import dashboard_part, join_parts, with_points
+from ivy_matrix.views.dashboards import RenderedFile, Style, index_trend, render_page, trend_files
+from ivy_matrix.views.index_page import render_index_page
 
 
 def commit_files(

@@ -19,19 +19,19 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
-from ivy_matrix.fold import Merged, window_horizon
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.model import DashboardId, Trend
-from ivy_matrix.render import RenderedFile, Style
 from ivy_matrix.runner.log import Progress
+from ivy_matrix.state.fold import Merged, window_horizon
+from ivy_matrix.state.trend import DEFAULT_POINTS, TREND_NAME, load_trend
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.commit import branch_trend, commit_files
-from ivy_matrix.stores.index import Summary, retires_something, summarize
+from ivy_matrix.stores.index_file import Summary, retires_something, summarize
 from ivy_matrix.stores.layout import BranchLayout, Runs
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.snapshot import BranchReader
 from ivy_matrix.stores.tree import Snapshot
-from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, load_trend
+from ivy_matrix.views.dashboards import RenderedFile, Style
 
 # Rounds of "apply, then read the dashboards retirement reaches": the second finds none,
 # since the window only depends on the runs, which reading more does not add to.

@@ -24,10 +24,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ivy_matrix.errors import GitHubAPIError, StoreError
-from ivy_matrix.fold import Merged
-from ivy_matrix.merge import union_states
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.statefile import dump_state, load_state
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.merge import union_states
+from ivy_matrix.state.statefile import dump_state, load_state
 from ivy_matrix.stores.layout import (
     BranchLayout,
     Scope,

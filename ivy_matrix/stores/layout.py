@@ -36,11 +36,17 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.fold import Merged
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list
-from ivy_matrix.merge import DEFAULT_HISTORY
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.paths import INDEX_NAME, column_file, dashboard_file, relative_path, state_file
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.merge import DEFAULT_HISTORY
+from ivy_matrix.state.paths import (
+    INDEX_NAME,
+    column_file,
+    dashboard_file,
+    relative_path,
+    state_file,
+)
 
 DEFAULT_STATE_DIR = ".ivy-matrix/state"
 LAYOUT_VERSION = 2

@@ -22,7 +22,7 @@ lost and no reader sees half a file.
 
 The ledger only saves work: an update whose result files are all recorded there (the same
 reading, size and SHA-256), while the store is at the revision the output folder shows, reads
-no state and writes nothing (:class:`~ivy_matrix.ledger.Inputs`). A state file changed by
+no state and writes nothing (:class:`~ivy_matrix.state.ledger.Inputs`). A state file changed by
 anything but the store is noticed by its size and modification time: the revision then moves
 on, so the output folder is rendered again in full.
 """
@@ -36,18 +36,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from ivy_matrix.columnar import Columns, column_lines, dump_columns
 from ivy_matrix.errors import StoreError
-from ivy_matrix.fold import DashboardReport, Merged
-from ivy_matrix.ledger import Inputs, Ledger, dump_ledger, load_ledger, revision_of
 from ivy_matrix.model import DashboardId, DashboardState, Trend
-from ivy_matrix.paths import relative_path, state_file
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress, Quiet
-from ivy_matrix.statefile import load_state
+from ivy_matrix.state.columnar import Columns, column_lines, dump_columns
+from ivy_matrix.state.fold import DashboardReport, Merged
+from ivy_matrix.state.ledger import Inputs, Ledger, dump_ledger, load_ledger, revision_of
+from ivy_matrix.state.paths import relative_path, state_file
+from ivy_matrix.state.statefile import load_state
+from ivy_matrix.state.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend, with_trend
 from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT, AfterSave, Change, Saved
 from ivy_matrix.stores.file_lock import FileLock
-from ivy_matrix.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend, with_trend
 
 LEDGER_NAME = "ledger.json"
 
@@ -138,7 +138,7 @@ class LocalStore:
         return Saved(merged=merged, written=written, output=output)
 
     def ledger(self) -> tuple[Ledger, str | None]:
-        """The store's ledger, and its revision (:func:`~ivy_matrix.ledger.revision_of`), or
+        """The store's ledger, and its revision (:func:`~ivy_matrix.state.ledger.revision_of`), or
         None when the state files are not those the ledger recorded (or there is none)."""
         try:
             text = self.ledger_path.read_text(encoding="utf-8")

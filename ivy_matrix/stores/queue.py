@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ivy_matrix.errors import GitHubAPIError, StoreError
-from ivy_matrix.fold import Merged, retire_merged
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.runner.log import Progress
+from ivy_matrix.state.fold import Merged, retire_merged
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.committer import Committer
 from ivy_matrix.stores.inbox import Inbox, Pending, fold_results, own_reports

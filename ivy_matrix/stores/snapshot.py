@@ -27,8 +27,8 @@ from dataclasses import replace
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.statefile import join_columns, load_state
-from ivy_matrix.stores.index import load_index, summarize
+from ivy_matrix.state.statefile import join_columns, load_state
+from ivy_matrix.stores.index_file import load_index, summarize
 from ivy_matrix.stores.layout import MAX_MATRIX_SIZE, BranchLayout, Runs, load_runs
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.tree import EmptyTree, Snapshot, TreeListing, git_blob_sha

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.stores.index import Summary
+from ivy_matrix.stores.index_file import Summary
 from ivy_matrix.stores.layout import Runs
 
 

@@ -28,14 +28,15 @@ from pathlib import Path
 from stat import S_ISREG
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.fold import Merged
-from ivy_matrix.grouping import kinds_from_json, kinds_json
-from ivy_matrix.history_text import IndexNotes
-from ivy_matrix.index_page import IndexRow, index_row, render_index_page
+from ivy_matrix.explain.grouping import kinds_from_json, kinds_json
+from ivy_matrix.explain.history_text import IndexNotes
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import DashboardState
-from ivy_matrix.paths import INDEX_NAME
-from ivy_matrix.render import (
+from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.log import Progress
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.paths import INDEX_NAME
+from ivy_matrix.views.dashboards import (
     RenderedFile,
     Style,
     index_trend,
@@ -43,8 +44,7 @@ from ivy_matrix.render import (
     render_page,
     trend_files,
 )
-from ivy_matrix.runner.files import write_atomic
-from ivy_matrix.runner.log import Progress
+from ivy_matrix.views.index_page import IndexRow, index_row, render_index_page
 
 RECORD_NAME = "pages.json"
 RECORD_FORMAT = "ivy-matrix-pages"

@@ -15,20 +15,20 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ivy_matrix.collect import Collected
-from ivy_matrix.environment import Env, env_lines
-from ivy_matrix.fold import DashboardReport, Merged
+from ivy_matrix.explain.grouping import RowGroups, signatures_json, state_groups
+from ivy_matrix.explain.history_text import summary_cells
 from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
-from ivy_matrix.grouping import RowGroups, signatures_json, state_groups
-from ivy_matrix.history import dashboard_history
-from ivy_matrix.history_text import summary_cells
-from ivy_matrix.paths import dashboard_file
-from ivy_matrix.render import render_job_summary
+from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.environment import Env, env_lines
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log, append_output, append_summary
+from ivy_matrix.state.fold import DashboardReport, Merged
+from ivy_matrix.state.history import dashboard_history
+from ivy_matrix.state.paths import dashboard_file
+from ivy_matrix.state.totals import BackendTotals, add_totals, backend_totals
 from ivy_matrix.targets import Published
-from ivy_matrix.totals import BackendTotals, add_totals, backend_totals
+from ivy_matrix.views.dashboards import render_job_summary
 
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard
 

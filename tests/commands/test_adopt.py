@@ -7,9 +7,9 @@ from tabulate import tabulate
 
 from ivy_matrix.cli import main
 from ivy_matrix.errors import ExitCode
-from ivy_matrix.junit import cap_name
 from ivy_matrix.model import Outcome
-from ivy_matrix.readback import MAX_ADOPT_BYTES
+from ivy_matrix.results.junit import cap_name
+from ivy_matrix.views.readback import MAX_ADOPT_BYTES
 from tests.commands.results import error_lines, ivy_cell, write_junit
 from tests.conftest import SHARED, shared_dir
 

@@ -8,8 +8,8 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.errors import ExitCode
-from ivy_matrix.legs import load_leg
 from ivy_matrix.model import Outcome
+from ivy_matrix.results.legs import load_leg
 from tests.commands.results import CORE_GRADIENTS, error_lines, write_junit
 from tests.github.fake_server import FakeGitHub
 

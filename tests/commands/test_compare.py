@@ -13,7 +13,7 @@ from xml.sax.saxutils import quoteattr
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.reasons import TIMES
+from ivy_matrix.explain.reasons import TIMES
 from tests.commands.results import GRADIENTS, write_junit, write_suite
 from tests.commands.test_update_github import FAST, runner_env, write_results
 from tests.github.fake_server import FakeGitHub

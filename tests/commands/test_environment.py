@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ivy_matrix.cli import main
-from ivy_matrix.legs import load_leg
+from ivy_matrix.results.legs import load_leg
 from tests.commands.results import CORE_GRADIENTS, latest, load, update_argv, write_junit
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -9,9 +9,9 @@ import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.errors import ExitCode
-from ivy_matrix.fold import Merged
 from ivy_matrix.model import DashboardId
-from ivy_matrix.statefile import join_columns, load_state
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.statefile import join_columns, load_state
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
 from tests.commands.results import GRADIENTS, LAYERS, read_json, tree

@@ -11,7 +11,7 @@ from tabulate import tabulate
 
 from ivy_matrix.cli import main
 from ivy_matrix.model import BackendPoint, CaseCounts, Outcome, RunKey
-from ivy_matrix.signature import Signer
+from ivy_matrix.results.signature import Signer
 from ivy_matrix.stores.local import LocalStore
 from tests.commands.results import (
     GRADIENTS,

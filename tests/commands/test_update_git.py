@@ -16,7 +16,7 @@ from pathlib import Path
 from ivy_matrix.cli import main
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.github.git_transport import GitTransport
-from ivy_matrix.statefile import load_state
+from ivy_matrix.state.statefile import load_state
 from tests.commands.test_update_github import STATE, brief_sleep, fast_client, write_results
 from tests.github.fake_server import FakeGitHub
 from tests.github.git_server import GitServer

@@ -27,9 +27,9 @@ from ivy_matrix.github.client import GitHubClient, make_client
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.model import DashboardId
-from ivy_matrix.render import Style, render_files
-from ivy_matrix.statefile import load_state
-from ivy_matrix.trend import TREND_NAME, load_trend
+from ivy_matrix.state.statefile import load_state
+from ivy_matrix.state.trend import TREND_NAME, load_trend
+from ivy_matrix.views.dashboards import Style, render_files
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import shared_dir
 from tests.github.budget import RACING

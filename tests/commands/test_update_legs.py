@@ -15,7 +15,7 @@ import pytest
 from ivy_matrix.cli import main
 from ivy_matrix.model import CaseCounts, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker
-from ivy_matrix.statefile import load_state
+from ivy_matrix.state.statefile import load_state
 from tests.commands.results import (
     CORE_GRADIENTS,
     error_lines,

@@ -12,8 +12,8 @@ from ivy_matrix.config.file import MAX_CONFIG_BYTES
 from ivy_matrix.config.options import OPTION_BY_NAME, FailOn
 from ivy_matrix.config.settings import Settings, load_settings
 from ivy_matrix.errors import InputError
-from ivy_matrix.jobs import DEFAULT_SERVER_URL
-from ivy_matrix.render import Style
+from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
+from ivy_matrix.views.dashboards import Style
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "entrypoint.py"
 

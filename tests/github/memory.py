@@ -49,7 +49,7 @@ from ivy_matrix.github.git import INLINE_LIMIT
 from ivy_matrix.github.http import HTTPError, Transport
 from ivy_matrix.github.retry import RetryPolicy
 from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Spend, Tree
-from ivy_matrix.jobs import Job
+from ivy_matrix.results.jobs import Job
 from ivy_matrix.runner.reporter import Reporter
 from tests.github.budget import GITHUB_TOKEN, Budget, Clock, Limits
 from tests.github.fake_server import BOT_LOGIN, git_blob_sha, tree_sha

@@ -17,7 +17,7 @@ import pytest
 from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.git import INLINE_LIMIT
-from ivy_matrix.jobs import Job
+from ivy_matrix.results.jobs import Job
 from tests.conftest import fake_client
 from tests.github.budget import GITHUB_TOKEN, Limits, ManualClock
 from tests.github.fake_server import FakeGitHub, git_blob_sha

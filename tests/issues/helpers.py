@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from ivy_matrix.fold import Merged
 from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.issues.markers import dashboard_key
 from ivy_matrix.issues.publish import publish_issues
@@ -17,8 +16,9 @@ from ivy_matrix.issues.report import IssuesReport
 from ivy_matrix.issues.store import IssueStore, Rounds
 from ivy_matrix.issues.store_lock import Turns
 from ivy_matrix.issues.writer import IssueOptions
-from ivy_matrix.merge import Batch, apply_batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.merge import Batch, apply_batch
 from tests.conftest import fake_client, quick_sleep
 from tests.github.fake_server import FakeGitHub, RequestRecord
 from tests.github.memory import MemoryGitHub

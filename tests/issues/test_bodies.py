@@ -22,9 +22,9 @@ from ivy_matrix.issues.markers import (
     parse_revision,
     utf16_len,
 )
-from ivy_matrix.merge import Batch, apply_batch, union_states
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome
-from ivy_matrix.render import Style, render_dashboard
+from ivy_matrix.state.merge import Batch, apply_batch, union_states
+from ivy_matrix.views.dashboards import Style, render_dashboard
 from tests.issues.helpers import GRADIENTS, RANDOM, make_state, source
 
 KEY = GRADIENTS

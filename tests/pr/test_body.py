@@ -12,13 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ivy_matrix.history import RunRef
+from ivy_matrix.explain.reasons import TIMES
 from ivy_matrix.issues.markers import utf16_len
-from ivy_matrix.merge import Batch
 from ivy_matrix.model import Entry, Outcome, RunKey
 from ivy_matrix.pr.ancestry import run_order_ancestry
 from ivy_matrix.pr.body import BUDGET, comment_marker, render_comment
-from ivy_matrix.pr.state import (
+from ivy_matrix.pr.comment_state import (
     FORMAT,
     CommentState,
     Lease,
@@ -37,10 +36,11 @@ from ivy_matrix.pr.verdicts import (
     Verdict,
     compare,
 )
-from ivy_matrix.reasons import TIMES
-from ivy_matrix.signature import Signer
+from ivy_matrix.results.signature import Signer
+from ivy_matrix.state.history import RunRef
+from ivy_matrix.state.merge import Batch
 from tests.pr.test_verdicts import BASELINE, F, K, R, S, pr_batch, pr_entry
-from tests.test_history import DASH, history, state_of
+from tests.state.test_history import DASH, history, state_of
 
 HEAD = "0123456789abcdef0123456789abcdef01234567"
 RUN = RunKey(500, 1, 1)

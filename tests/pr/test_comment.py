@@ -12,15 +12,15 @@ import pytest
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.types import IssueComment
-from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker, render_comment
 from ivy_matrix.pr.comment import LEASE_TTL, CommentResult, PullRequestComment, is_ours
+from ivy_matrix.pr.comment_state import CommentState, Lease, RefState, WhenGreen, comment_state
 from ivy_matrix.pr.document import compare_document
-from ivy_matrix.pr.state import CommentState, Lease, RefState, WhenGreen, comment_state
 from ivy_matrix.pr.verdict_ref import VerdictRef
 from ivy_matrix.pr.verdicts import CellKey, CellVerdict, Verdict, compare
 from ivy_matrix.runner.log import Log
+from ivy_matrix.state.merge import Batch
 from ivy_matrix.stores.remote import RestRemote
 from tests.concurrency import at_once
 from tests.conftest import fake_client, quick_sleep
@@ -29,7 +29,7 @@ from tests.github.fake_server import BOT_LOGIN
 from tests.github.memory import MemoryGitHub
 from tests.pr.test_body import shown_counts
 from tests.pr.test_verdicts import pr_entry
-from tests.test_history import history, state_of
+from tests.state.test_history import history, state_of
 
 pytestmark = pytest.mark.timeout(120)
 

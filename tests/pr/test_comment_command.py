@@ -14,7 +14,7 @@ import pytest
 from ivy_matrix.cli import main
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.pr.body import comment_marker, render_comment
-from ivy_matrix.pr.state import CommentState
+from ivy_matrix.pr.comment_state import CommentState
 from ivy_matrix.pr.verdict_ref import VerdictRef
 from ivy_matrix.pr.verdicts import Verdict
 from ivy_matrix.stores.remote import RestRemote

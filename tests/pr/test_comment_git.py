@@ -19,7 +19,7 @@ import pytest
 from ivy_matrix.cli import main
 from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.pr.body import render_comment
-from ivy_matrix.pr.state import CommentState
+from ivy_matrix.pr.comment_state import CommentState
 from ivy_matrix.pr.verdict_ref import VerdictRef, verdict_ref
 from tests.commands.test_update_git import OVER_GIT, git_env
 from tests.commands.test_update_github import run_legs_at_once, write_results

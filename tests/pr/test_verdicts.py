@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-from ivy_matrix.history import RunRef
-from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.pr.ancestry import NO_ANCESTRY, commit_ancestry, pr_base_sha, run_order_ancestry
 from ivy_matrix.pr.document import compare_document
@@ -16,7 +14,9 @@ from ivy_matrix.pr.verdicts import (
     new_failures,
     verdict_of,
 )
-from tests.test_history import DASH, entry, history, state_of, url
+from ivy_matrix.state.history import RunRef
+from ivy_matrix.state.merge import Batch
+from tests.state.test_history import DASH, entry, history, state_of, url
 
 S, F, K, R = Outcome.SUCCESS, Outcome.FAILURE, Outcome.SKIPPED, Outcome.FLAKY
 PR_RUN = 500

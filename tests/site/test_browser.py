@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
-from ivy_matrix.grouping import kind_line, kinds_from_json
+from ivy_matrix.explain.grouping import kind_line, kinds_from_json
 from tests.site.browser import (
     CHROMIUM_ARGS,
     Visit,

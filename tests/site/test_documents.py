@@ -20,11 +20,11 @@ from ivy_matrix.model import (
     Trend,
     TrendPoint,
 )
-from ivy_matrix.render import RenderedFile
 from ivy_matrix.site.build import render_site
 from ivy_matrix.site.cells import dashboard_cells
 from ivy_matrix.site.documents import dashboard_document, script
 from ivy_matrix.site.overview import column_counts
+from ivy_matrix.views.dashboards import RenderedFile
 from tests.site.scenes import HOSTILE, NEWEST, F, K, S, dashboard, sample_states, source
 
 PAGE = (RenderedFile(path="index.html", text="<!doctype html>\n"),)

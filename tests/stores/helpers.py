@@ -10,17 +10,17 @@ from collections.abc import Callable, Collection, Mapping
 from functools import partial
 from typing import Any, Protocol
 
-from ivy_matrix.fold import Merged, merge_batches
 from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.git_transport import GitTransport
-from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.render import Style, render_files
-from ivy_matrix.statefile import join_columns, load_state
+from ivy_matrix.state.fold import Merged, merge_batches
+from ivy_matrix.state.merge import Batch
+from ivy_matrix.state.statefile import join_columns, load_state
+from ivy_matrix.state.trend import TREND_NAME, load_trend
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.layout import MatrixLeg, Scope
-from ivy_matrix.trend import TREND_NAME, load_trend
+from ivy_matrix.views.dashboards import Style, render_files
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub

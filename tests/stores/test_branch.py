@@ -16,10 +16,10 @@ from functools import partial
 import pytest
 
 from ivy_matrix.errors import GitHubAPIError, StoreError
-from ivy_matrix.fold import merge_batches
-from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
-from ivy_matrix.statefile import dump_state
+from ivy_matrix.state.fold import merge_batches
+from ivy_matrix.state.merge import Batch
+from ivy_matrix.state.statefile import dump_state
 from ivy_matrix.stores import Saved
 from tests.concurrency import at_once
 from tests.github.budget import RACING

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from ivy_matrix.fold import Merged
 from ivy_matrix.github.types import RefUpdate
-from ivy_matrix.statefile import dump_state
+from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.statefile import dump_state
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.remote import RestRemote
 from tests.concurrency import VirtualClock, at_once

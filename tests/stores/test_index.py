@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ivy_matrix.index_page import render_index_page
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.render import Style, render_files
-from ivy_matrix.retirement import retire
-from ivy_matrix.stores.index import (
+from ivy_matrix.state.retirement import retire
+from ivy_matrix.state.trend import dashboard_part, join_parts, trend_point
+from ivy_matrix.stores.index_file import (
     absent_part,
     dump_index,
     load_index,
@@ -17,7 +16,8 @@ from ivy_matrix.stores.index import (
     stale_at,
     summarize,
 )
-from ivy_matrix.trend import dashboard_part, join_parts, trend_point
+from ivy_matrix.views.dashboards import Style, render_files
+from ivy_matrix.views.index_page import render_index_page
 from tests.stores.helpers import DASHBOARDS, RUN, leg_change
 
 

@@ -24,10 +24,10 @@ from ivy_matrix.model import (
     Seen,
     Source,
 )
-from ivy_matrix.paths import relative_path
-from ivy_matrix.records import FORMAT
 from ivy_matrix.runner.files import write_atomic
-from ivy_matrix.statefile import NEWEST, VERSION, dump_state
+from ivy_matrix.state.paths import relative_path
+from ivy_matrix.state.records import FORMAT
+from ivy_matrix.state.statefile import NEWEST, VERSION, dump_state
 from ivy_matrix.stores.local import LocalStore
 
 pytestmark = pytest.mark.timeout(90)

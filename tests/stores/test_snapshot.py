@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.statefile import dump_state
+from ivy_matrix.state.statefile import dump_state
 from ivy_matrix.stores.tree import git_blob_sha
 from tests.stores.helpers import (
     BRANCH,

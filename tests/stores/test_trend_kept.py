@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ivy_matrix.fold import Merged, merge_batches
-from ivy_matrix.merge import Batch
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.state.fold import Merged, merge_batches
+from ivy_matrix.state.merge import Batch
+from ivy_matrix.state.trend import TREND_NAME, load_trend
 from ivy_matrix.stores.local import LocalStore
-from ivy_matrix.trend import TREND_NAME, load_trend
 from tests.stores.helpers import BRANCH, RUN, client, run_leg
 
 CORE = DashboardId(title="core")

@@ -7,9 +7,9 @@ import re
 import pytest
 
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.paths import INDEX_NAME, dashboard_file
-from ivy_matrix.render import Style, render_files
+from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
 from ivy_matrix.targets.files import write_files
+from ivy_matrix.views.dashboards import Style, render_files
 
 pytestmark = pytest.mark.timeout(30)
 

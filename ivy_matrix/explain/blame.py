@@ -1,0 +1,222 @@
+"""Two-axis blame of a failing cell: did the code change, the environment, or both?
+
+Pure: no I/O. From a cell's results (one per run, newest first, as history.py gives them):
+the **last pass** and the **first failure** of the current streak, each with its run, commit
+and recorded environment (environment.py), and from them:
+
+- the compare link ``{server}/{owner}/{repo}/compare/{last_pass_sha}...{first_fail_sha}``
+  (the repository's address is given, or taken from the first failure's job link);
+- the environment diff: only the packages whose versions changed;
+- the hint: ``code only`` (other commit, same environment), ``environment only`` (same
+  commit, other environment: an upstream break), ``both``; none when neither changed or one
+  of them is unknown.
+
+Edge cases, each said in ``note``: a flaky cell gets no blame (its failures are not a streak
+that something started); a streak that reaches back past the oldest result kept has no last
+pass ("no pass in the kept history", no link); a result without a commit (adopted cells,
+local runs) gives no link; an environment not recorded on either side gives no diff.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ivy_matrix.escaping import escape_name, escape_url, safe_link
+from ivy_matrix.explain.history_text import describe, section_lines
+from ivy_matrix.explain.reasons import Failing, render_reasons
+from ivy_matrix.model import Entry, Outcome
+from ivy_matrix.results.environment import Change, env_diff
+from ivy_matrix.state.history import (
+    DEFAULT_SECTION_LIMIT,
+    CellHistory,
+    CellReport,
+    DashboardHistory,
+    FlakyReason,
+    RunRef,
+    RunResult,
+    history_of,
+)
+
+SHORT_SHA = 7
+_PASSING = frozenset({Outcome.SUCCESS, Outcome.FLAKY})
+# A job link as jobs.py builds it: the repository's address, then the run.
+_REPOSITORY_OF_JOB = re.compile(r"(https?://[^/\s]+/[^/\s]+/[^/\s]+)/actions/runs/")
+
+
+class Hint(StrEnum):
+    """What changed between the last pass and the first failure."""
+
+    CODE = "code only"
+    ENVIRONMENT = "environment only"
+    BOTH = "both"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Blame:
+    """What a failing cell's history says about why it started failing (module docstring)."""
+
+    last_pass: RunRef | None = None
+    first_failure: RunRef | None = None
+    compare_url: str | None = None
+    changes: tuple[Change, ...] = ()
+    env_recorded: bool = False
+    hint: Hint | None = None
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        """The ``blame`` of a cell in the JSON outputs."""
+        return {
+            "last_pass": None if self.last_pass is None else self.last_pass.to_json(),
+            "first_failure": None if self.first_failure is None else self.first_failure.to_json(),
+            "compare": self.compare_url,
+            "environment": (
+                {c.package: [c.before, c.after] for c in self.changes}
+                if self.env_recorded
+                else None
+            ),
+            "hint": None if self.hint is None else self.hint.value,
+            "notes": list(self.notes),
+        }
+
+
+def streak(results: Sequence[RunResult]) -> tuple[Entry | None, Entry | None]:
+    """The first failure of the current streak and the last pass before it (history.py's
+    rules: skipped results neither break nor extend a streak); ``results`` newest first."""
+    first: Entry | None = None
+    for result in results:
+        if result.outcome is Outcome.SKIPPED:
+            continue
+        if result.outcome is Outcome.FAILURE:
+            first = result.entry
+            continue
+        return first, result.entry if result.outcome in _PASSING else None
+    return first, None
+
+
+def repository_url(job_url: str) -> str:
+    """The repository's address a job link is under ("" when it is not a job link)."""
+    found = _REPOSITORY_OF_JOB.match(job_url)
+    return found.group(1) if found else ""
+
+
+def blame_of(
+    results: Sequence[RunResult], *, repository: str = "", history: CellHistory | None = None
+) -> Blame | None:
+    """The blame of a cell whose newest result fails (None when it does not); ``results``
+    newest first. ``repository``: ``{server}/{owner}/{repo}`` for the link (else taken from
+    the first failure's job link); ``history``: ``history_of(results)`` when the caller has
+    it already."""
+    if history is None:
+        history = history_of(results)
+    if not history.failing:
+        return None
+    if history.flaky is not None:
+        why = "reruns" if history.flaky is FlakyReason.RERUN else "flips between pass and fail"
+        return Blame(notes=(f"flaky ({why}): no blame",))
+    first, last = streak(results)
+    assert first is not None  # a failing history has a streak
+    first_ref = RunRef.of(first)
+    if last is None:
+        return Blame(
+            first_failure=first_ref,
+            notes=("no pass in the kept history (the last is older): no compare link",),
+        )
+    notes: list[str] = []
+    old_sha, new_sha = last.source.sha, first.source.sha
+    url = None
+    base = repository.rstrip("/") or repository_url(first.source.url)
+    if not old_sha or not new_sha:
+        notes.append("no commit recorded (adopted or local results): no compare link")
+    elif base:
+        url = f"{base}/compare/{old_sha}...{new_sha}"
+    old_env, new_env = last.source.env, first.source.env
+    recorded = bool(old_env and new_env)
+    if not recorded:
+        side = (
+            "either side"
+            if not old_env and not new_env
+            else ("the last pass" if not old_env else "the first failure")
+        )
+        notes.append(f"environment not recorded on {side}")
+    changes = env_diff(old_env, new_env) if recorded else ()
+    hint = None
+    if recorded and old_sha and new_sha:
+        code, env = old_sha != new_sha, bool(changes)
+        hint = (
+            Hint.BOTH if code and env else Hint.CODE if code else Hint.ENVIRONMENT if env else None
+        )
+        if hint is None:
+            notes.append("same commit and environment")
+    return Blame(
+        last_pass=RunRef.of(last),
+        first_failure=first_ref,
+        compare_url=url,
+        changes=changes,
+        env_recorded=recorded,
+        hint=hint,
+        notes=tuple(notes),
+    )
+
+
+def _run(ref: RunRef) -> str:
+    sha = f" ({escape_name(ref.sha[:SHORT_SHA])})" if ref.sha else ""
+    return f"run {ref.run_id}{sha}"
+
+
+def describe_blame(blame: Blame) -> str:
+    """A blame in one markdown line: the hint, the runs, the compare link, what changed."""
+    parts: list[str] = []
+    if blame.hint is not None:
+        parts.append(f"**{blame.hint.value}**")
+    if blame.last_pass is not None and blame.first_failure is not None:
+        parts.append(f"passed in {_run(blame.last_pass)}, failed from {_run(blame.first_failure)}")
+    elif blame.first_failure is not None:
+        parts.append(f"failed from {_run(blame.first_failure)}")
+    link = safe_link(blame.compare_url or "")
+    if link:
+        parts.append(f"[compare]({escape_url(link).replace(')', '%29')})")
+    if blame.changes:
+        changed = ", ".join(
+            f"{escape_name(c.package)} {escape_name(c.before or '-')} → {escape_name(c.after or '-')}"
+            for c in blame.changes
+        )
+        parts.append(f"changed: {changed}")
+    parts.extend(escape_name(note) for note in blame.notes)
+    return "; ".join(parts)
+
+
+def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECTION_LIMIT) -> str:
+    """The section below the table of a dashboard issue: why its cells fail (failure lines
+    grouped by signature, reasons.py), then its failing and flaky cells.
+
+    "" when the dashboard has none. At most ``limit`` entries each (the issue's size budget).
+    """
+    failing = [r for r in history.cells if r.history.failing]
+    reasons = render_reasons(
+        (
+            Failing(
+                test=r.row,
+                backend=r.backend,
+                message=r.latest.message,
+                signature=r.latest.signature,
+            )
+            for r in failing
+        ),
+        limit=limit,
+    )
+    flaky = [describe(r) for r in history.cells if not r.history.failing]
+    return (
+        reasons
+        + section_lines("### Failing", [_with_blame(r) for r in failing], limit)
+        + section_lines("### Flaky", flaky, limit)
+    )
+
+
+def _with_blame(report: CellReport) -> str:
+    """A failing cell in words (:func:`describe`), then why it fails: the code or the
+    environment (blame.py)."""
+    blame = blame_of(report.results)
+    return describe(report) if blame is None else f"{describe(report)}; {describe_blame(blame)}"

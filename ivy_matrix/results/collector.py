@@ -1,0 +1,486 @@
+"""Gather one update's results into cells: dashboard -> row -> backend -> cell result.
+
+Pure apart from reading the streams it is handed. Each file's cases are gathered on their own
+first and added to the rest only when the whole file was read: a file that turns out broken
+halfway adds nothing, and is reported, instead of leaving half its cells behind. Memory grows
+with the number of cells, not with the size of the files.
+
+A cell's result is its worst outcome, how many of its cases passed, failed, were skipped or
+flaky (a row collapses a test's parametrizations; the counts keep what the row hides), and
+the first line of its first failure's message; ``entries.build_batches`` turns the cells into
+the entries a store merges, with the job that produced them and the message's signature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import BinaryIO, NamedTuple
+
+from ivy_matrix.model import (
+    CaseCounts,
+    CaseResult,
+    CaseStatus,
+    DashboardId,
+    Failure,
+    FileCounts,
+    FileRecord,
+    Outcome,
+    ParseProblem,
+    Totals,
+    worst,
+)
+from ivy_matrix.results.junit import cap_name, scan_junit
+from ivy_matrix.results.naming import UNNAMED, Namer, row_name, test_id
+
+
+class CellResult(NamedTuple):
+    """One cell as an update read it: its worst outcome, its cases and its first failure line."""
+
+    outcome: Outcome
+    counts: CaseCounts
+    message: str = ""
+
+
+def combine_results(a: CellResult, b: CellResult) -> CellResult:
+    """Two parts of one cell (two files of one update, two legs): the worse outcome, the
+    counts added, the first message."""
+    return CellResult(
+        worst(a.outcome, b.outcome),
+        CaseCounts(*(x + y for x, y in zip(a.counts, b.counts, strict=True))),
+        a.message or b.message,
+    )
+
+
+# While a file is read, a cell's cases are one int: four counts of _BITS bits each, passed in
+# the lowest (so the usual cell, one passing case, is the cached small int 1), then skipped,
+# flaky, and failed in the highest (unbounded). A case adds its bucket's increment: one dict
+# read and one store per case.
+_BITS = 24  # fewer than 16 million cases of one kind in one cell of one file
+_MASK = (1 << _BITS) - 1
+_PASSED, _SKIPPED, _FLAKY, _FAILED = (1 << (_BITS * slot) for slot in range(4))
+
+
+_ONE_PASS = CellResult(Outcome.SUCCESS, CaseCounts(passed=1))
+# What a case of each status adds to its cell (a flaky pass adds _FLAKY).
+_STEP = {
+    CaseStatus.PASSED: _PASSED,
+    CaseStatus.SKIPPED: _SKIPPED,
+    CaseStatus.FAILED: _FAILED,
+    CaseStatus.ERROR: _FAILED,
+}
+
+
+def cell_result(tally: int, message: str = "") -> CellResult:
+    """A cell's result from its packed counts (see _BITS): the worst outcome its cases had
+    (failure, flaky, success, skipped, in that order)."""
+    counts = CaseCounts(
+        passed=tally & _MASK,
+        skipped=(tally >> _BITS) & _MASK,
+        flaky=(tally >> 2 * _BITS) & _MASK,
+        failed=tally >> 3 * _BITS,
+    )
+    if counts.failed:
+        outcome = Outcome.FAILURE
+    elif counts.flaky:
+        outcome = Outcome.FLAKY
+    elif counts.passed:
+        outcome = Outcome.SUCCESS
+    else:
+        outcome = Outcome.SKIPPED
+    return CellResult(outcome, counts, message)
+
+
+@dataclass(slots=True)
+class Collected:
+    """What one update read: per-file counts, problems, and the cells it found."""
+
+    files: list[FileCounts] = field(default_factory=list)
+    problems: list[ParseProblem] = field(default_factory=list)
+    # Cases whose backend no rule could name, by file.
+    unassigned: dict[str, int] = field(default_factory=dict)
+    # How many paths and test ids the backend regexes were tried on, and the first few that
+    # they did not match (for the message when none matched).
+    paths_tried: int = 0
+    unmatched_paths: list[str] = field(default_factory=list)
+    ids_tried: int = 0
+    unmatched_ids: list[str] = field(default_factory=list)
+    # Test cases without a name, by file: how many, and the line of the first.
+    nameless: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Per backend: test cases read, failed, errors, skipped (the log's per-backend summary).
+    by_backend: dict[str, list[int]] = field(default_factory=dict)
+    dashboards: dict[DashboardId, dict[str, dict[str, CellResult]]] = field(default_factory=dict)
+    # The first failures read, for annotations (at most FAILURES_KEPT).
+    failures: list[Failure] = field(default_factory=list)
+    # Result files recorded before and not read again (their cells are in the store already;
+    # commands/reading.py), and the dashboards they reached.
+    recorded: int = 0
+    touched: dict[DashboardId, None] = field(default_factory=dict)
+    # What the files read this time are, for the store's ledger (when asked for: ledger.py).
+    records: list[FileRecord] = field(default_factory=list)
+    # The result files' suite properties (pytest's record_testsuite_property), recorded with
+    # the environment (environment.py).
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def backends(self) -> list[str]:
+        """Every backend that has a cell, in first-seen order."""
+        found: dict[str, None] = {}
+        for rows in self.dashboards.values():
+            for cells in rows.values():
+                found.update(dict.fromkeys(cells))
+        return list(found)
+
+    def totals(self) -> Totals:
+        """The tallies over every file read."""
+        files = self.files
+        return Totals(
+            files=len(files),
+            tests=sum(f.tests for f in files),
+            passed=sum(f.passed for f in files),
+            failed=sum(f.failed for f in files),
+            errors=sum(f.errors for f in files),
+            skipped=sum(f.skipped for f in files),
+            flaky=sum(f.flaky for f in files),
+            problems=len(self.problems),
+            unassigned=sum(self.unassigned.values()),
+        )
+
+
+FAILURES_KEPT = 50
+SAMPLES_KEPT = 2  # paths or test ids a message shows as not matched
+# Where a case's status is counted in a backend's tally: tests, failed, errors, skipped.
+_TALLY = {CaseStatus.FAILED: 1, CaseStatus.ERROR: 2, CaseStatus.SKIPPED: 3}
+
+
+class Read(NamedTuple):
+    """What reading one file added besides its counts and cells (what a
+    :class:`~ivy_matrix.model.FileRecord` keeps of it)."""
+
+    counts: FileCounts
+    backend: str
+    failures: tuple[Failure, ...]
+    tallies: tuple[tuple[str, tuple[int, int, int, int]], ...]
+    unassigned: int
+    nameless_line: int
+    ids_tried: int
+    unmatched_ids: tuple[str, ...]
+    dashboards: tuple[DashboardId, ...]
+
+
+class Collector:
+    """Reads result files one at a time into a :class:`Collected`.
+
+    ``last`` is what the last file read added (None when it could not be read).
+    """
+
+    def __init__(self, namer: Namer) -> None:
+        self.namer = namer
+        self.collected = Collected()
+        self.last: Read | None = None
+        self._dashboards: list[DashboardId] = []
+        self._dashboard_index: dict[DashboardId, int] = {}
+        # (classname, file, suite) -> (dashboard index, row prefix): the same few classnames
+        # come back for every case, so the split is done once per classname (the one cache
+        # of naming: Namer itself is stateless).
+        self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
+        self._shared: dict[int, CellResult] = {}  # see _commit
+
+    def _index(self, dashboard: DashboardId) -> int:
+        index = self._dashboard_index.get(dashboard)
+        if index is None:
+            index = self._dashboard_index[dashboard] = len(self._dashboards)
+            self._dashboards.append(dashboard)
+        return index
+
+    # Longer than the usual 60 lines: ``on_case`` runs once per test case (millions), so it is
+    # one flat closure over local names, with no call it can avoid.
+    def add_file(self, stream: BinaryIO, *, source: str) -> FileCounts:  # noqa: C901, PLR0915  -- the per-case closure is the hot loop, kept flat
+        """Read one result file; its cells count only if all of it could be read."""
+        namer = self.namer
+        collected = self.collected
+        self.last = None
+        file_backend = self.file_backend(source)
+        per_case = namer.needs_test_id
+        # This file's tallies, added to the rest only when the whole file was read.
+        by_backend: dict[str, list[int]] = {}
+        unmatched_ids = collected.unmatched_ids
+        unmatched_before = len(unmatched_ids)
+        tried = 0
+        nameless: list[int] = []
+        pending: dict[tuple[int, str, str], int] = {}
+        cases_of = pending.get  # bound once: called for every case
+        # The first failure line of each failing cell.
+        messages: dict[tuple[int, str, str], str] = {}
+        places = self._places
+        unassigned = 0
+        failures: list[Failure] = []
+        room = FAILURES_KEPT - len(self.collected.failures)
+
+        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
+            nonlocal unassigned, tried
+            backend = file_backend
+            if backend is None and per_case:
+                tried += 1
+                backend = namer.backend_for_case(case)
+                if backend is not None:
+                    backend = cap_name(backend)
+                    # Per case only here: with a file's backend the file's counts say it all.
+                    counted = by_backend.get(backend)
+                    if counted is None:
+                        counted = by_backend[backend] = [0, 0, 0, 0]
+                    counted[0] += 1
+                    column = _TALLY.get(case.status)
+                    if column is not None:
+                        counted[column] += 1
+                elif len(unmatched_ids) < SAMPLES_KEPT:
+                    unmatched_ids.append(test_id(case))
+            if backend is None:
+                unassigned += 1
+                return
+            key = (case.classname, case.file, case.suite)
+            place = places.get(key)
+            if place is None:
+                dashboard, prefix = namer.locate(case)
+                place = places[key] = (self._index(dashboard), prefix)
+            index, prefix = place
+            if per_case:
+                ruled = namer.ruled(case)
+                if ruled is not None:
+                    index = self._index(ruled)
+                row = row_name(prefix, case.name)
+            else:
+                name = case.name
+                if name[-1:] == "]":
+                    head = name.partition("[")[0]
+                    if head:
+                        name = head
+                row = prefix + name if name else prefix + UNNAMED
+            cell = (index, row, backend)
+            status = case.status
+            if status is CaseStatus.PASSED:
+                pending[cell] = cases_of(cell, 0) + (_FLAKY if case.flaky else _PASSED)
+            elif status is CaseStatus.SKIPPED:
+                pending[cell] = cases_of(cell, 0) + _SKIPPED
+            else:
+                pending[cell] = cases_of(cell, 0) + _FAILED
+                if case.message and cell not in messages:
+                    messages[cell] = case.message
+                if len(failures) < room:
+                    failures.append(
+                        Failure(
+                            test=test_id(case),
+                            backend=backend,
+                            message=case.message,
+                            result_file=source,
+                            test_file=case.file,
+                        )
+                    )
+
+        if file_backend is not None and not per_case:
+            # The usual file: one backend, rows named by their place: the quicker loop.
+            counts, problem = self._scan_by_place(
+                stream, source, file_backend, (pending, messages, failures, room), nameless
+            )
+        else:
+            counts, problem = scan_junit(
+                stream,
+                source=source,
+                on_case=on_case,
+                on_nameless=nameless.append,
+                properties=collected.properties,
+            )
+        collected.ids_tried += tried
+        if nameless:
+            counts = replace(counts, nameless=len(nameless))
+        collected.files.append(counts)
+        if problem is not None:
+            collected.problems.append(problem)
+            return counts
+        if nameless:
+            collected.nameless[source] = (len(nameless), nameless[0])
+        tallies = tuple((b, (n[0], n[1], n[2], n[3])) for b, n in by_backend.items())
+        if file_backend is not None:
+            by_backend[file_backend] = [counts.tests, counts.failed, counts.errors, counts.skipped]
+        self._tally(by_backend.items())
+        if unassigned:
+            collected.unassigned[source] = unassigned
+        collected.failures.extend(failures)
+        reached = self._commit(pending, messages)
+        self.last = Read(
+            counts=counts,
+            backend=file_backend or "",
+            failures=tuple(failures),
+            tallies=tallies,
+            unassigned=unassigned,
+            nameless_line=nameless[0] if nameless else 0,
+            ids_tried=tried,
+            unmatched_ids=tuple(unmatched_ids[unmatched_before:]),
+            dashboards=reached,
+        )
+        return counts
+
+    # Longer than the usual 60 lines: the per-case closure is the hot loop of the usual file,
+    # kept flat (one closure, local names).
+    def _scan_by_place(  # noqa: C901  -- see above
+        self,
+        stream: BinaryIO,
+        source: str,
+        backend: str,
+        into: tuple[
+            dict[tuple[int, str, str], int],
+            dict[tuple[int, str, str], str],
+            list[Failure],
+            int,
+        ],
+        nameless: list[int],
+    ) -> tuple[FileCounts, ParseProblem | None]:
+        """Read a file whose cases all have its ``backend`` (no per-case naming) into
+        ``into``'s pending cells (packed counts, see _BITS) and first failure lines, as
+        ``add_file``'s loop does.
+
+        Cases come in runs of one place (classname, file, suite): each run finds its place's
+        rows once, and a case's cell is its row name there, no string built and no tuple
+        hashed per case. The cells keep the order their first case came in.
+        """
+        pending, messages, failures, room = into
+        namer, places = self.namer, self._places
+        Place = tuple[str, str, str]  # noqa: N806  -- a local type alias
+        groups: dict[Place, dict[str, int]] = {}
+        order: list[tuple[Place, str]] = []  # (place, name) of each cell, as it first came
+        # Each cell's first failure line, and the failing case it came with.
+        lines: dict[tuple[Place, str], tuple[int, str]] = {}
+        last: Place = ("", "", "\0")  # no place has a NUL in its suite name
+        rows: dict[str, int] = {}
+        failing = 0
+
+        def on_case(case: CaseResult) -> None:
+            nonlocal last, rows, failing
+            name, classname, test_file, suite, status, flaky, message = case
+            if classname != last[0] or test_file != last[1] or suite != last[2]:
+                last = (classname, test_file, suite)
+                found = groups.get(last)
+                if found is None:
+                    if last not in places:
+                        dashboard, prefix = namer.locate(case)
+                        places[last] = (self._index(dashboard), prefix)
+                    found = groups[last] = {}
+                rows = found
+            if name[-1:] == "]":
+                head = name.partition("[")[0]
+                if head:
+                    name = head
+            step = _FLAKY if flaky else _STEP[status]
+            tally = rows.get(name)
+            if tally is None:
+                rows[name] = step
+                order.append((last, name))
+            else:
+                rows[name] = tally + step
+            if step == _FAILED:
+                failing += 1
+                if message:
+                    lines.setdefault((last, name), (failing, message))
+                if len(failures) < room:
+                    failures.append(
+                        Failure(
+                            test=test_id(case),
+                            backend=backend,
+                            message=message,
+                            result_file=source,
+                            test_file=test_file,
+                        )
+                    )
+
+        counts, problem = scan_junit(
+            stream,
+            source=source,
+            on_case=on_case,
+            on_nameless=nameless.append,
+            properties=self.collected.properties,
+        )
+        # Each place's rows as the cells add_file's loop keeps, in the order they came (two
+        # places of one row add up, as one loop over both would have counted them).
+        first: dict[tuple[int, str, str], int] = {}
+        for place, name in order:
+            index, prefix = places[place]
+            cell = (index, prefix + name if name else prefix + UNNAMED, backend)
+            pending[cell] = pending.get(cell, 0) + groups[place][name]
+            line = lines.get((place, name))
+            if line is not None and first.get(cell, failing + 1) > line[0]:
+                first[cell] = line[0]
+                messages[cell] = line[1]
+        return counts, problem
+
+    def file_backend(self, source: str) -> str | None:
+        """The backend a file's path names (None: none, or each test case names its own);
+        counts the paths the backend regex was tried on, as the read-error message says."""
+        backend = self.namer.backend_for_file(source)
+        if backend is not None:
+            return cap_name(backend)
+        if self.namer.matches_paths:
+            self.collected.paths_tried += 1
+            if len(self.collected.unmatched_paths) < SAMPLES_KEPT:
+                self.collected.unmatched_paths.append(source)
+        return None
+
+    def add_recorded(self, record: FileRecord) -> FileCounts:
+        """Add what a file read before reported, without its cells (they are in the store)."""
+        collected = self.collected
+        self.file_backend(record.path)
+        counts = record.counts
+        collected.files.append(counts)
+        if counts.nameless:
+            collected.nameless[record.path] = (counts.nameless, record.nameless_line)
+        tallies = {b: list(n) for b, n in record.tallies}
+        if record.backend:
+            tallies[record.backend] = [counts.tests, counts.failed, counts.errors, counts.skipped]
+        self._tally(tallies.items())
+        if record.unassigned:
+            collected.unassigned[record.path] = record.unassigned
+        collected.ids_tried += record.ids_tried
+        room = SAMPLES_KEPT - len(collected.unmatched_ids)
+        collected.unmatched_ids.extend(record.unmatched_ids[: max(room, 0)])
+        room = FAILURES_KEPT - len(collected.failures)
+        collected.failures.extend(record.failures[: max(room, 0)])
+        collected.touched.update(dict.fromkeys(record.dashboards))
+        collected.recorded += 1
+        return counts
+
+    def _tally(self, by_backend: Iterable[tuple[str, Sequence[int]]]) -> None:
+        for backend, numbers in by_backend:
+            total = self.collected.by_backend.setdefault(backend, [0, 0, 0, 0])
+            for slot, count in enumerate(numbers):
+                total[slot] += count
+
+    def _commit(
+        self,
+        pending: dict[tuple[int, str, str], int],
+        messages: dict[tuple[int, str, str], str],
+    ) -> tuple[DashboardId, ...]:
+        """Add one fully read file's cells to the rest (a cell in two files: combined);
+        return the dashboards they reached."""
+        dashboards = self.collected.dashboards
+        ids = self._dashboards
+        reached: dict[int, None] = {}
+        # Cells without a failure line share one result per count (most are one passing case).
+        shared = self._shared
+        alike = shared.get
+        failed = _FAILED
+        one_pass = _ONE_PASS
+        for cell, tally in pending.items():
+            if tally == _PASSED:  # the usual cell, without a dict lookup
+                result = one_pass
+            elif tally >= failed and cell in messages:
+                result = cell_result(tally, messages[cell])
+            else:
+                found = alike(tally)
+                if found is None:
+                    found = shared[tally] = cell_result(tally)
+                result = found
+            index, row, backend = cell
+            reached[index] = None
+            cells = dashboards.setdefault(ids[index], {}).setdefault(row, {})
+            old = cells.get(backend)
+            cells[backend] = result if old is None else combine_results(old, result)
+        return tuple(ids[index] for index in reached)

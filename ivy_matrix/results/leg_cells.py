@@ -1,0 +1,181 @@
+"""A leg file's dashboards: every cell a leg found, one character each, plus what one character
+cannot say (a cell of several cases, a failure's first line).
+
+Pure: no I/O; legs.py holds the rest of the format and reads the file. One dashboard::
+
+    {"category": "core", "title": "gradients",
+     "rows": ["test_adam", "test_jac", "test_grad"],
+     "cells": {"torch": "fs.", "numpy": "ssk"},
+     "counts": {"torch": {"1": [3, 0, 1, 0]}},
+     "messages": {"torch": {"0": "AssertionError: the results do not match"}}}
+
+- ``rows``: the rows the leg's results touch, in first-seen order;
+- ``cells``: per backend one character per row: ``s`` success, ``f`` failure, ``k`` skipped,
+  ``y`` flaky, ``.`` no result;
+- ``counts``: per backend, by row index, the cell's cases ``[passed, failed, skipped, flaky]``
+  (collect.CellResult), only where they are not one case of the cell's outcome (most cells);
+  they must agree with the outcome (a failure has a failed case; else flaky, passed, skipped);
+- ``messages``: per backend, by row index, a failing cell's first failure line (at most
+  ``junit.MESSAGE_CAP`` characters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+from ivy_matrix.jsonshape import (
+    MalformedError,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_str,
+)
+from ivy_matrix.model import CaseCounts, DashboardId, Outcome
+from ivy_matrix.results.collector import CellResult, Collected
+from ivy_matrix.results.junit import MESSAGE_CAP, NAME_CAP
+
+_T = TypeVar("_T")
+
+# Rows join a class prefix and a test name, each capped at NAME_CAP by junit.py.
+NAME_LIMIT = 4 * NAME_CAP
+NO_RESULT = "."
+CODES = {Outcome.SUCCESS: "s", Outcome.FAILURE: "f", Outcome.SKIPPED: "k", Outcome.FLAKY: "y"}
+_OUTCOMES = {code: outcome for outcome, code in CODES.items()}
+# The counts of a cell of one case, by its outcome: written only when a cell differs.
+_ONE_CASE = {
+    Outcome.SUCCESS: CaseCounts(passed=1),
+    Outcome.FAILURE: CaseCounts(failed=1),
+    Outcome.SKIPPED: CaseCounts(skipped=1),
+    Outcome.FLAKY: CaseCounts(flaky=1),
+}
+
+
+def dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, CellResult]]) -> object:
+    """One dashboard of a leg file (see the module docstring)."""
+    backends: dict[str, None] = {}
+    for cells in rows.values():
+        backends.update(dict.fromkeys(cells))
+    codes: dict[str, str] = {}
+    counts: dict[str, dict[str, list[int]]] = {}
+    messages: dict[str, dict[str, str]] = {}
+    for backend in backends:
+        line = []
+        for index, cells in enumerate(rows.values()):
+            result = cells.get(backend)
+            line.append(NO_RESULT if result is None else CODES[result.outcome])
+            if result is None:
+                continue
+            if result.counts != _ONE_CASE[result.outcome]:
+                counts.setdefault(backend, {})[str(index)] = list(result.counts)
+            if result.message and result.outcome is Outcome.FAILURE:
+                messages.setdefault(backend, {})[str(index)] = result.message
+        codes[backend] = "".join(line)
+    document: dict[str, object] = {
+        "category": dashboard.category,
+        "title": dashboard.title,
+        "rows": list(rows),
+        "cells": codes,
+    }
+    return (
+        document
+        | ({"counts": counts} if counts else {})
+        | ({"messages": messages} if messages else {})
+    )
+
+
+def keyed(check: Callable[[object], _T], value: object, what: str) -> _T:
+    """``check(value)``, its complaint naming the key ``what``."""
+    try:
+        return check(value)
+    except MalformedError as error:
+        raise MalformedError(f"'{what}': {error}") from None
+
+
+def bounded_text(value: object, what: str, limit: int = NAME_LIMIT) -> str:
+    """A string of at most ``limit`` characters."""
+    found = keyed(expect_str, value, what)
+    if len(found) > limit:
+        raise MalformedError(f"'{what}' is longer than {limit} characters")
+    return found
+
+
+def add_dashboard(collected: Collected, item: object) -> None:
+    """Read one dashboard of a leg file into ``collected`` (a dashboard listed twice is refused)."""
+    values = keyed(expect_object, item, "dashboards")
+    title = bounded_text(values.get("title"), "dashboards.title")
+    if not title.strip():
+        raise MalformedError("'dashboards.title' is empty")
+    dashboard = DashboardId(
+        title=title, category=bounded_text(values.get("category", ""), "category")
+    )
+    where = f"dashboard {dashboard.key!r:.100}"
+    if dashboard in collected.dashboards:
+        raise MalformedError(f"{where} is listed twice")
+    rows = [
+        bounded_text(row, "dashboards.rows")
+        for row in keyed(expect_list, values.get("rows"), "rows")
+    ]
+    if len(set(rows)) != len(rows):
+        raise MalformedError(f"{where} lists a row twice")
+    counts = _by_row(values.get("counts", {}), "counts")
+    messages = _by_row(values.get("messages", {}), "messages")
+    found: dict[str, dict[str, CellResult]] = {row: {} for row in rows}
+    for backend, codes in keyed(expect_object, values.get("cells", {}), "cells").items():
+        if not backend.strip() or len(backend) > NAME_LIMIT:
+            raise MalformedError(f"{where} has an empty or too long backend")
+        if not isinstance(codes, str) or len(codes) != len(rows):
+            raise MalformedError(
+                f"{where}, backend {backend!r:.100}: expected one character per row ({len(rows)})"
+            )
+        for index, (row, code) in enumerate(zip(rows, codes, strict=True)):
+            if code == NO_RESULT:
+                continue
+            outcome = _OUTCOMES.get(code)
+            if outcome is None:
+                raise MalformedError(f"{where}: unknown cell code {code!r}")
+            found[row][backend] = _cell(
+                outcome,
+                counts.get(backend, {}).pop(index, None),
+                messages.get(backend, {}).pop(index, None),
+                where=f"{where}, row {row!r:.100}, backend {backend!r:.100}",
+            )
+    if any(counts.values()) or any(messages.values()):
+        raise MalformedError(f"{where}: counts or messages for a cell it does not have")
+    collected.dashboards[dashboard] = {row: cells for row, cells in found.items() if cells}
+
+
+def _by_row(value: object, what: str) -> dict[str, dict[int, object]]:
+    """``{backend: {"row index": value}}`` with the indexes read as numbers."""
+    found: dict[str, dict[int, object]] = {}
+    for backend, cells in keyed(expect_object, value, what).items():
+        by_index = keyed(expect_object, cells, what)
+        if any(not key.isascii() or not key.isdecimal() for key in by_index):
+            raise MalformedError(f"'{what}' of backend {backend!r:.100}: keys must be row numbers")
+        found[backend] = {int(key): item for key, item in by_index.items()}
+    return found
+
+
+def _cell(outcome: Outcome, counts: object, message: object, *, where: str) -> CellResult:
+    """One cell: its outcome, its cases (one of its outcome unless given) and failure line."""
+    cases = _ONE_CASE[outcome]
+    if counts is not None:
+        numbers = [keyed(expect_int, n, "counts") for n in keyed(expect_list, counts, "counts")]
+        if len(numbers) != len(CaseCounts._fields) or min(numbers) < 0:
+            raise MalformedError(f"{where}: counts must be four numbers, 0 or more")
+        cases = CaseCounts(*numbers)
+        if cases.total == 0 or _outcome_of(cases) is not outcome:
+            raise MalformedError(f"{where}: counts {numbers} do not give a {outcome} cell")
+    line = "" if message is None else bounded_text(message, "messages", MESSAGE_CAP)
+    if line and outcome is not Outcome.FAILURE:
+        raise MalformedError(f"{where}: only a failing cell has a failure line")
+    return CellResult(outcome, cases, line)
+
+
+def _outcome_of(counts: CaseCounts) -> Outcome:
+    """The outcome a cell of these cases shows (the worst: failed, flaky, passed, skipped)."""
+    if counts.failed:
+        return Outcome.FAILURE
+    if counts.flaky:
+        return Outcome.FLAKY
+    return Outcome.SUCCESS if counts.passed else Outcome.SKIPPED

@@ -1,0 +1,332 @@
+"""The leg file: one matrix leg's named cells, counts and metadata, for the job after the matrix.
+
+Pure: no I/O. ``ivy-matrix collect`` (commands/collect.py) writes one per leg with no network
+at all; ``ivy-matrix update --legs GLOB`` (commands/leg_files.py) reads them in one fan-in job,
+which commits once for the whole run. The leg did the naming (backend, dashboard, row), so the
+fan-in job needs neither the XML nor the naming options.
+
+**Format** (UTF-8 JSON, one object on one line; shown spread out)::
+
+    {"format": "ivy-matrix-leg", "version": 2,
+     "run_id": 4519946746, "run_attempt": 1, "job_id": 12345678901,
+     "repository": "unifyai/ivy", "server_url": "https://github.com",
+     "sha": "9f2c...", "ref": "refs/heads/main", "event": "push",
+     "env": {"jax": "0.4.31", "numpy": "2.1.0"},
+     "files": [{"path": "results/junit.xml", "tests": 219, "passed": 210, "failed": 7,
+                "errors": 0, "skipped": 2, "flaky": 0, "problem": null}],
+     "problems": [{"source": "results/bad.xml", "message": "file is empty", "line": null}],
+     "unassigned": {"results/other.xml": 2}, "nameless": {"results/cut.xml": [1, 40]},
+     "backends": {"torch": [219, 7, 0, 2]},
+     "dashboards": [{"category": "core", "title": "gradients",
+                     "rows": ["test_adam", "test_jac", "test_grad"],
+                     "cells": {"torch": "fs.", "numpy": "ssk"},
+                     "messages": {"torch": {"0": "AssertionError: the results do not match"}}}]}
+
+- ``run_id`` (positive), ``run_attempt`` (1 or more), ``job_id`` (positive, or null when the
+  leg did not know its job: its cells then link the run), ``repository`` (``OWNER/REPO``),
+  ``server_url`` (``http(s)://``), and the provenance ``sha``, ``ref``, ``event`` (``""`` when
+  unknown): where the results come from; ``env`` (only when recorded) the leg's package
+  versions (environment.py), which the fan-in job records with the leg's cells.
+- ``files``, ``problems``, ``unassigned``, ``nameless``: the leg's result files, as ``update``
+  counts them (``--summary-json``), the files it could not read, cases no backend rule named,
+  and cases without a name (how many, and the line of the first) per file;
+- ``backends``: per backend its test cases, failed, errors and skipped (the log's tally).
+- ``dashboards``: each dashboard the leg's results touch, its rows in first-seen order, and
+  per backend one character per row (``s`` success, ``f`` failure, ``k`` skipped, ``y`` flaky,
+  ``.`` no result), with the cases of cells that hold more than one and the first line of each
+  failure (leg_cells.py has the details). 28,000 cells are about 28 KB plus the row names.
+
+Version 1 of the format was the metadata-only file of the deprecated ``leg-metadata`` option
+(``jobs.py``); it holds no results and is refused here with a message saying so. Keys this
+version does not know are ignored, so later versions can add some; a newer version is refused.
+
+**Untrusted input.** A leg file may come from a fork's artifact, so every value is checked
+(types, sizes: at most :data:`MAX_LEG_FILE_BYTES`, names of at most :data:`NAME_LIMIT`
+characters; counts that agree with each cell's outcome) and a file that fails is refused whole,
+naming it. The fan-in job checks a file
+that parsed against the run it processes with :func:`leg_problem` (same repository, server and
+run, an attempt no later than its own, the same commit), and builds each cell's link itself
+from its own server and repository and the leg's run and job ids: a forged file can neither
+link a cell elsewhere nor pin it to a run from the future.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from ivy_matrix.errors import InputError
+from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_object
+from ivy_matrix.model import FileCounts, ParseProblem, RunKey
+from ivy_matrix.results.collector import Collected, combine_results
+from ivy_matrix.results.environment import Env, env_of
+from ivy_matrix.results.jobs import LEG_FORMAT, run_ids_problem
+from ivy_matrix.results.junit import MESSAGE_CAP
+from ivy_matrix.results.leg_cells import add_dashboard, bounded_text, dashboard_json, keyed
+
+LEG_FILE_VERSION = 2
+# A leg of a million test cases writes about 60 MB; anything far past that is not a leg file.
+MAX_LEG_FILE_BYTES = 256 * 1024 * 1024
+# Every leg file's name (and artifact name) starts so: the fan-in job downloads "<prefix>*".
+LEG_NAME_PREFIX = "ivy-matrix-leg-"
+_COUNTS = ("tests", "passed", "failed", "errors", "skipped", "flaky", "nameless")
+_TALLY = 4  # a backend's tally: test cases, failed, errors, skipped
+_REPOSITORY = re.compile(r"[^/\s]+/[^/\s]+")
+_SERVER = re.compile(r"https?://[^\s\"'<>`\\/]+(?:/[^\s\"'<>`\\]*)?")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LegInfo:
+    """Which run, attempt and job a leg file's results come from, and where they were tested."""
+
+    run_id: int
+    run_attempt: int
+    job_id: int | None
+    repository: str
+    server_url: str
+    sha: str = ""
+    ref: str = ""
+    event: str = ""
+    # The leg's recorded environment (environment.py), () when none was.
+    env: Env = ()
+
+    @property
+    def run(self) -> RunKey:
+        """Where the leg's results stand in run order (job id ``-1`` when unknown)."""
+        return RunKey(self.run_id, self.run_attempt, -1 if self.job_id is None else self.job_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LegResults:
+    """One leg file, read: its metadata and its results (as ``collect.Collected``)."""
+
+    info: LegInfo
+    collected: Collected
+
+
+def dump_leg(info: LegInfo, collected: Collected) -> str:
+    """The text of a leg file (deterministic: the same results give the same text)."""
+    _check_info(info, where="this leg")
+    fields = asdict(info)
+    del fields["env"]
+    document: dict[str, object] = {
+        "format": LEG_FORMAT,
+        "version": LEG_FILE_VERSION,
+        **fields,
+        **({"env": dict(info.env)} if info.env else {}),
+        "files": [asdict(counts) for counts in collected.files],
+        "problems": [asdict(problem) for problem in collected.problems],
+        "unassigned": dict(collected.unassigned),
+        "nameless": {source: list(seen) for source, seen in collected.nameless.items()},
+        "backends": dict(collected.by_backend),
+        "dashboards": [
+            dashboard_json(dashboard, rows) for dashboard, rows in collected.dashboards.items()
+        ],
+    }
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def leg_name(info: LegInfo, text: str) -> str:
+    """A name for the leg file (and its artifact) that no other leg of the run has: the run,
+    attempt and job, and a digest of the text (two collect steps in one job differ by it)."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    job = "nojob" if info.job_id is None else str(info.job_id)
+    return f"{LEG_NAME_PREFIX}{info.run_id}-{info.run_attempt}-{job}-{digest}"
+
+
+def load_leg(text: str, *, where: str) -> LegResults:
+    """Read a leg file; :class:`InputError` naming ``where`` when it is not a usable one."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as error:  # RecursionError: nesting too deep
+        raise InputError(f"leg file {where}: not JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise InputError(f"leg file {where}: expected a JSON object")
+    _check_version(document, where)
+    try:
+        info = _info(document)
+        _check_info(info, where=where)
+        collected = Collected(
+            files=[
+                _file_counts(item)
+                for item in keyed(expect_list, document.get("files", []), "files")
+            ],
+            problems=[
+                _problem(item)
+                for item in keyed(expect_list, document.get("problems", []), "problems")
+            ],
+            unassigned=_unassigned(document.get("unassigned", {})),
+            nameless={  # per file: how many cases, and the line of the first
+                source: (count, line)
+                for source, (count, line) in _numbers_by(
+                    document.get("nameless", {}), "nameless", 2
+                ).items()
+            },
+            by_backend=_numbers_by(document.get("backends", {}), "backends", _TALLY),
+        )
+        for item in keyed(expect_list, document.get("dashboards", []), "dashboards"):
+            add_dashboard(collected, item)
+    except MalformedError as error:
+        raise InputError(f"leg file {where}: {error}") from None
+    return LegResults(info=info, collected=collected)
+
+
+def _check_version(document: dict[str, object], where: str) -> None:
+    found = document.get("format")
+    if found != LEG_FORMAT:
+        raise InputError(f"leg file {where}: format {found!r:.60} is not {LEG_FORMAT!r}")
+    version = document.get("version")
+    if version == 1:
+        raise InputError(
+            f"leg file {where}: version 1 is leg metadata (the leg-metadata option) and holds no "
+            f"results; write leg files with ivy-matrix collect (the action's command: collect)"
+        )
+    if version != LEG_FILE_VERSION:
+        raise InputError(
+            f"leg file {where}: version {version!r:.20} is not {LEG_FILE_VERSION}, the version "
+            f"this ivy-matrix reads; use the same ivy-matrix version in the legs and the fan-in job"
+        )
+
+
+def _info(document: Mapping[str, object]) -> LegInfo:
+    job_id = document.get("job_id")
+    return LegInfo(
+        run_id=keyed(expect_int, document.get("run_id"), "run_id"),
+        run_attempt=keyed(expect_int, document.get("run_attempt"), "run_attempt"),
+        job_id=None if job_id is None else keyed(expect_int, job_id, "job_id"),
+        repository=bounded_text(document.get("repository"), "repository"),
+        server_url=bounded_text(document.get("server_url"), "server_url"),
+        sha=bounded_text(document.get("sha", ""), "sha"),
+        ref=bounded_text(document.get("ref", ""), "ref"),
+        event=bounded_text(document.get("event", ""), "event"),
+        env=env_of(document.get("env")),
+    )
+
+
+def _check_info(info: LegInfo, *, where: str) -> None:
+    problem = run_ids_problem(info.run_id, info.run_attempt, info.job_id)
+    if problem is None and not _REPOSITORY.fullmatch(info.repository):
+        problem = f"'repository' must be OWNER/REPO, got {info.repository!r:.80}"
+    if problem is None and not _SERVER.fullmatch(info.server_url):
+        problem = f"'server_url' must be an http(s) URL, got {info.server_url!r:.80}"
+    if problem is not None:
+        raise InputError(f"leg file {where}: {problem}")
+
+
+def _file_counts(item: object) -> FileCounts:
+    values = keyed(expect_object, item, "files")
+    problem = values.get("problem")
+    counts = {name: keyed(expect_int, values.get(name, 0), f"files.{name}") for name in _COUNTS}
+    if any(count < 0 for count in counts.values()):
+        raise MalformedError("'files' counts must not be negative")
+    return FileCounts(
+        path=bounded_text(values.get("path"), "files.path"),
+        problem=None
+        if problem is None
+        else bounded_text(problem, "files.problem", MESSAGE_CAP * 4),
+        **counts,
+    )
+
+
+def _problem(item: object) -> ParseProblem:
+    values = keyed(expect_object, item, "problems")
+    line = values.get("line")
+    return ParseProblem(
+        source=bounded_text(values.get("source"), "problems.source"),
+        message=bounded_text(values.get("message"), "problems.message", MESSAGE_CAP * 4),
+        line=None if line is None else keyed(expect_int, line, "problems.line"),
+    )
+
+
+def _numbers_by(value: object, what: str, size: int) -> dict[str, list[int]]:
+    """``{name: [n, ...]}`` with ``size`` numbers each, 0 or more."""
+    found: dict[str, list[int]] = {}
+    for name, numbers in keyed(expect_object, value, what).items():
+        listed = [keyed(expect_int, n, what) for n in keyed(expect_list, numbers, what)]
+        if len(listed) != size or min(listed) < 0:
+            raise MalformedError(f"'{what}' of {name!r:.100}: expected {size} numbers, 0 or more")
+        found[bounded_text(name, what)] = listed
+    return found
+
+
+def _unassigned(value: object) -> dict[str, int]:
+    by_file = keyed(expect_object, value, "unassigned")
+    found = {
+        bounded_text(k, "unassigned"): keyed(expect_int, v, "unassigned")
+        for k, v in by_file.items()
+    }
+    if any(count < 0 for count in found.values()):
+        raise MalformedError("'unassigned' counts must not be negative")
+    return found
+
+
+def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:
+    """Everything one update read, for its counts, summaries and commit message: its result
+    files and its leg files (a cell two of them fill shows the worse outcome).
+
+    The failures to annotate stay the result files' own: each leg annotated its failures in
+    its own job (``collect``).
+    """
+    if not legs:
+        return collected
+    joined = Collected(failures=list(collected.failures))
+    for part in (collected, *(leg.collected for leg in legs)):
+        joined.files.extend(part.files)
+        joined.problems.extend(part.problems)
+        for source, count in part.unassigned.items():
+            joined.unassigned[source] = joined.unassigned.get(source, 0) + count
+        joined.nameless.update(part.nameless)
+        for backend, tally in part.by_backend.items():
+            total = joined.by_backend.setdefault(backend, [0] * len(tally))
+            for slot, count in enumerate(tally):
+                total[slot] += count
+        for dashboard, rows in part.dashboards.items():
+            mine = joined.dashboards.setdefault(dashboard, {})
+            for row, cells in rows.items():
+                have = mine.setdefault(row, {})
+                for backend, outcome in cells.items():
+                    old = have.get(backend)
+                    have[backend] = outcome if old is None else combine_results(old, outcome)
+    return joined
+
+
+def leg_problem(
+    info: LegInfo,
+    *,
+    run_id: int | None,
+    run_attempt: int,
+    repository: str | None,
+    server_url: str,
+    sha: str,
+) -> str | None:
+    """Why a leg file does not belong to the run being processed, or None if it does.
+
+    The same repository and server (host and names are not case-sensitive), the same run, an
+    attempt no later than this one (a re-run's fan-in job reads legs of earlier attempts too),
+    and, when both are known, the same commit.
+    """
+    if run_id is None or not repository:
+        return "this job's run and repository are unknown (give --run-id and --repository)"
+    checks = (
+        (
+            info.repository.casefold() != repository.casefold(),
+            f"it is for repository {info.repository!r:.100}, not {repository}",
+        ),
+        (
+            info.server_url.rstrip("/").casefold() != server_url.rstrip("/").casefold(),
+            f"it is for server {info.server_url!r:.100}, not {server_url}",
+        ),
+        (info.run_id != run_id, f"it is for run {info.run_id}, not this run ({run_id})"),
+        (
+            info.run_attempt > run_attempt,
+            f"it is for attempt {info.run_attempt}, later than this one ({run_attempt})",
+        ),
+        (
+            bool(info.sha and sha and info.sha != sha),
+            f"it tested commit {info.sha[:40]!r}, not this run's {sha[:40]}",
+        ),
+    )
+    return next((reason for failed, reason in checks if failed), None)

@@ -1,0 +1,170 @@
+"""Tests for grouping.py: a failing row's backends grouped by signature and classified, and
+the signatures ranked across rows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ivy_matrix.explain.grouping import (
+    BackendResult,
+    Kind,
+    KindCount,
+    classify,
+    group_row,
+    kind_counts,
+    kind_line,
+    rank_signatures,
+    signatures_json,
+    state_groups,
+)
+from ivy_matrix.model import Outcome
+from ivy_matrix.results.signature import Signer
+from tests.state.test_history import entry, state_of
+
+S, F, K, R = Outcome.SUCCESS, Outcome.FAILURE, Outcome.SKIPPED, Outcome.FLAKY
+SIGNER = Signer()
+
+
+def failed(backend: str, message: str) -> BackendResult:
+    """A failing result with the signature the signer gives its line on ``backend``."""
+    signature = SIGNER.signature(message, backend)
+    return BackendResult(backend=backend, outcome=F, message=message, signature=signature)
+
+
+def passed(backend: str, outcome: Outcome = S) -> BackendResult:
+    return BackendResult(backend=backend, outcome=outcome)
+
+
+SHARED_LINES = {
+    "torch": "RuntimeError: torch.float32 tensor at 0x7f3a12 has 3 dims, expected 4",
+    "jax": "RuntimeError: jnp.float32 tensor at 0x1b2c has 5 dims, expected 2",
+    "tensorflow": "RuntimeError: tf.float64 tensor at 0xdeadbeef has 1 dims, expected 7",
+}
+
+
+def test_one_line_on_three_backends_is_one_shared_signature():
+    """Lines that differ only in backend names, numbers and addresses give one signature;
+    failing on every backend that ran, the row is shared across the three."""
+    results = [failed(b, line) for b, line in SHARED_LINES.items()]
+    assert len({r.signature for r in results}) == 1
+    row = group_row("core/gradients", "test_conv", results)
+    assert row is not None
+    assert row.kind is Kind.SHARED
+    assert row.by_signature == {results[0].signature: ("torch", "jax", "tensorflow")}
+
+
+def test_a_jax_only_error_is_backend_specific():
+    """Failing on jax while the other backends pass is jax's own error."""
+    results = [
+        passed("torch"),
+        failed("jax", "KeyError: no rule for jnp.bfloat16"),
+        passed("tensorflow"),
+    ]
+    row = group_row("core/gradients", "test_cast", results)
+    assert row is not None
+    assert row.kind is Kind.BACKEND_SPECIFIC
+    assert [r.backend for r in row.failing] == ["jax"]
+    assert row.passing == ("torch", "tensorflow")
+
+
+def test_each_rule_of_the_classification():
+    """Different signatures are divergent even beside a pass; one signature with a pass (a pass
+    after reruns too) is backend-specific; skipped backends did not run; one failing backend
+    alone is backend-specific; nothing failing is not classified."""
+    torch, jax = failed("torch", "ValueError: bad shape"), failed("jax", "TypeError: not an array")
+    same_jax = failed("jax", "ValueError: bad shape")
+    assert classify([torch, jax]) is Kind.DIVERGENT
+    assert classify([torch, jax, passed("numpy")]) is Kind.DIVERGENT
+    assert classify([torch, same_jax, passed("numpy")]) is Kind.BACKEND_SPECIFIC
+    assert classify([torch, same_jax, passed("numpy", R)]) is Kind.BACKEND_SPECIFIC
+    assert classify([torch, same_jax, passed("numpy", K)]) is Kind.SHARED
+    assert classify([torch, passed("numpy", K)]) is Kind.BACKEND_SPECIFIC
+    assert classify([torch]) is Kind.BACKEND_SPECIFIC
+    assert classify([passed("torch"), passed("jax", K)]) is None
+    assert group_row("d", "t", [passed("torch")]) is None
+    bare = replace(torch, message="", signature="")
+    assert classify([bare, replace(bare, backend="jax")]) is Kind.SHARED
+    assert classify([bare, torch]) is Kind.DIVERGENT
+
+
+def test_signatures_are_ranked_by_cells_then_backends_with_their_rows_kind():
+    """Most cells first, then most backends, then first seen; lines without a signature last;
+    a signature's kind is the one most of its rows have (a tie goes to shared)."""
+    lone = failed("numpy", "ZeroDivisionError: division by zero")
+    shared = [failed(b, line) for b, line in SHARED_LINES.items()]
+    rows = [
+        group_row("d", "t_lone", [lone, passed("torch")]),
+        group_row("d", "t_bare", [BackendResult(backend="torch", outcome=F)]),
+        group_row("d", "t_one", [passed("torch"), failed("jax", "KeyError: 1")]),
+        group_row("d", "t_two", [failed("jax", "KeyError: 2"), failed("torch", "KeyError: 3")]),
+        group_row("d", "t_shared", shared),
+        group_row("d", "t_shared_here", [*shared[:2], passed("tensorflow")]),
+    ]
+    ranked = rank_signatures(r for r in rows if r is not None)
+    assert [(g.message, g.cells, g.backends, g.tests, g.kind) for g in ranked] == [
+        (SHARED_LINES["torch"], 5, ("torch", "jax", "tensorflow"), 2, Kind.SHARED),
+        ("KeyError: 1", 3, ("jax", "torch"), 2, Kind.SHARED),
+        ("ZeroDivisionError: division by zero", 1, ("numpy",), 1, Kind.BACKEND_SPECIFIC),
+        ("", 1, ("torch",), 1, Kind.BACKEND_SPECIFIC),
+    ]
+    assert signatures_json(r for r in rows[:1] if r is not None) == [
+        {
+            "signature": lone.signature,
+            "message": "ZeroDivisionError: division by zero",
+            "cells": 1,
+            "backends": ["numpy"],
+            "tests": 1,
+            "kind": "backend-specific",
+        }
+    ]
+
+
+def test_the_index_line_counts_rows_by_kind_and_backends():
+    """Shared rows first, then each set of failing backends' own rows (most first), then the
+    divergent ones; counts of several dashboards add up."""
+    shared = [failed(b, line) for b, line in SHARED_LINES.items()]
+    jax_only = [passed("torch"), failed("jax", "KeyError: x")]
+    rows = [
+        group_row("d", "a", shared),
+        group_row("d", "b", jax_only),
+        group_row("d", "c", jax_only),
+        group_row("d", "d", [failed("torch", "E: 1"), failed("jax", "E: 2"), passed("numpy")]),
+        group_row("d", "e", [failed("torch", "A"), failed("jax", "B")]),
+        group_row("d", "f", [passed("jax"), failed("torch", "C")]),
+    ]
+    counts = kind_counts(r for r in rows if r is not None)
+    assert counts == (
+        KindCount(kind=Kind.SHARED, backends=(), rows=1),
+        KindCount(kind=Kind.BACKEND_SPECIFIC, backends=("jax",), rows=2),
+        KindCount(kind=Kind.BACKEND_SPECIFIC, backends=("jax", "torch"), rows=1),
+        KindCount(kind=Kind.BACKEND_SPECIFIC, backends=("torch",), rows=1),
+        KindCount(kind=Kind.DIVERGENT, backends=(), rows=1),
+    )
+    assert (
+        kind_line(counts)
+        == "1 shared failure, 2 jax-only, 1 jax+torch-only, 1 torch-only, 1 divergent"
+    )
+    doubled = kind_counts([*counts, *counts])
+    assert kind_line(doubled).startswith("2 shared failures, 4 jax-only, ")
+    assert kind_line(()) == ""
+
+
+def test_a_dashboard_is_grouped_by_each_cells_newest_result():
+    """A state's failing rows by their cells' newest results, backends in display order."""
+    line = "AssertionError: torch.float32 0 != 1"
+    failing = replace(entry(100, F), message=line, signature=SIGNER.signature(line, "torch"))
+    jax_line = line.replace("torch", "jax")
+    jax_failing = replace(failing, message=jax_line, signature=SIGNER.signature(jax_line, "jax"))
+    state = state_of(
+        {
+            "t_both": {"torch": [failing, entry(99, S)], "jax": [jax_failing]},
+            "t_fixed": {"torch": [entry(100, S), entry(99, F)], "jax": [entry(100, S)]},
+            "t_torch": {"torch": [failing], "jax": [entry(100, S)]},
+        }
+    )
+    found = state_groups(state)
+    assert [(g.row, g.kind, tuple(r.backend for r in g.failing)) for g in found] == [
+        ("t_both", Kind.SHARED, ("torch", "jax")),
+        ("t_torch", Kind.BACKEND_SPECIFIC, ("torch",)),
+    ]
+    assert all(g.dashboard == state.key for g in found)

@@ -1,0 +1,155 @@
+"""Tests for results/collector.py: cases gathered into cells, with their counts and first failure line."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ivy_matrix.model import CaseCounts, DashboardId, Outcome, RunKey, Source
+from ivy_matrix.results.collector import CellResult, Collector
+from ivy_matrix.results.naming import Namer, NamingRules
+from ivy_matrix.results.signature import Signer
+from ivy_matrix.state.entries import build_batches
+
+DASH = DashboardId(title="d")
+SOURCE = Source(run=RunKey(1, 1, 1), url="https://github.com/o/r/actions/runs/1/job/1")
+
+
+def junit(*cases: str) -> io.BytesIO:
+    return io.BytesIO(f"<testsuite>{''.join(cases)}</testsuite>".encode())
+
+
+def case(name: str, body: str = "") -> str:
+    return f'<testcase classname="c" name="{name}">{body}</testcase>'
+
+
+FAIL = '<failure message="AssertionError: {0} != 4">tb</failure>'
+
+
+def collect(*files: io.BytesIO, backend: str = "torch") -> Collector:
+    collector = Collector(Namer(NamingRules(backend=backend, dashboard=DASH)))
+    for index, stream in enumerate(files):
+        collector.add_file(stream, source=f"f{index}.xml")
+    return collector
+
+
+def test_parametrizations_collapse_into_one_cell_whose_counts_survive():
+    """Six cases of one test are one failing cell that says 2 of 6 failed, 1 skipped, 1 flaky."""
+    collector = collect(
+        junit(
+            case("test_add[a]"),
+            case("test_add[b]", FAIL.format(1)),
+            case("test_add[c]"),
+            case("test_add[d]", '<skipped message="no"/>'),
+            case("test_add[e]", FAIL.format(2)),
+            case("test_add[f]", '<flakyFailure message="once"/>'),
+        )
+    )
+    collected = collector.collected
+    assert list(collected.dashboards[DASH]) == ["test_add"]
+    assert collected.dashboards[DASH]["test_add"]["torch"] == CellResult(
+        Outcome.FAILURE,
+        CaseCounts(passed=2, failed=2, skipped=1, flaky=1),
+        "AssertionError: 1 != 4",
+    )
+
+
+def test_a_cell_read_from_two_files_adds_their_counts_and_keeps_the_first_message():
+    """Two shards of one test: counts add up, the worse outcome and the first line stay."""
+    collector = collect(
+        junit(case("test_x[a]")),
+        junit(case("test_x[b]", FAIL.format(7)), case("test_x[c]", FAIL.format(8))),
+        junit(case("test_x[d]", FAIL.format(9))),
+    )
+    assert collector.collected.dashboards[DASH]["test_x"]["torch"] == CellResult(
+        Outcome.FAILURE, CaseCounts(passed=1, failed=3), "AssertionError: 7 != 4"
+    )
+
+
+def test_a_failure_without_a_message_attribute_keeps_its_first_text_line():
+    """The message comes from the element's text when it has no attribute."""
+    collector = collect(junit(case("test_y", "<error>\n\n  E   boom\nmore</error>")))
+    assert collector.collected.dashboards[DASH]["test_y"]["torch"].message == "E   boom"
+
+
+def test_a_broken_file_adds_no_counts():
+    """A file that is not well-formed halfway leaves no cell and no count behind."""
+    collector = collect(junit(case("test_z")), io.BytesIO(b"<testsuite>" + case("test_z").encode()))
+    assert collector.collected.dashboards[DASH]["test_z"]["torch"].counts == CaseCounts(passed=1)
+
+
+def test_batches_carry_counts_and_a_signed_message_for_failures_only():
+    """A failing entry gets its line and signature; passing entries with equal results share one."""
+    collector = collect(
+        junit(case("test_a"), case("test_b"), case("test_c", FAIL.format(3))), backend="jax"
+    )
+    (batch,) = build_batches(collector.collected, lambda _backend: SOURCE, Signer())
+    a, b, c = (batch.cells[f"test_{x}"]["jax"] for x in "abc")
+    assert a is b
+    assert (a.outcome, a.counts, a.message, a.signature) == (
+        Outcome.SUCCESS,
+        CaseCounts(passed=1),
+        "",
+        "",
+    )
+    assert (c.outcome, c.counts, c.message) == (
+        Outcome.FAILURE,
+        CaseCounts(failed=1),
+        "AssertionError: 3 != 4",
+    )
+    assert c.signature == Signer().signature("AssertionError: 9 != 4", "torch")
+
+
+def test_a_cell_holding_only_skipped_cases_is_skipped_and_flaky_beats_success():
+    """The outcome follows from the counts: the worst kind of case the cell has."""
+    collector = collect(
+        junit(case("test_s[a]", "<skipped/>"), case("test_s[b]", "<skipped/>")),
+        junit(case("test_f[a]"), case("test_f[b]", '<flakyFailure message="once"/>')),
+    )
+    skipped = collector.collected.dashboards[DASH]["test_s"]["torch"]
+    flaky = collector.collected.dashboards[DASH]["test_f"]["torch"]
+    assert (skipped.outcome, skipped.counts) == (Outcome.SKIPPED, CaseCounts(skipped=2))
+    assert (flaky.outcome, flaky.counts) == (Outcome.FLAKY, CaseCounts(passed=1, flaky=1))
+
+
+# Cases for the two loops: classnames (two map to one row), names with and without ids,
+# statuses with and without a failure line.
+_CLASSES = ("ivy.test_core.test_a", "ivy.test_core.test_b", "ivy.test_core.TestA")
+_BODIES = ("", FAIL.format(1), FAIL.format(2), '<error message="">x</error>', "<skipped/>")
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_CLASSES),
+            st.sampled_from(("test_x", "test_y")),
+            st.sampled_from(("", "[1]", "[2]")),
+            st.sampled_from(_BODIES),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_the_usual_files_quicker_loop_gathers_what_the_per_case_loop_does(cases):
+    """A file whose backend its path names is read by a loop of its own: it gathers the same
+    cells, in the same order, with the same counts and first failure lines."""
+    text = "".join(
+        f'<testcase classname="{c}" name="{n}{p}">{b}</testcase>' for c, n, p, b in cases
+    )
+
+    def read(rules: NamingRules) -> dict[DashboardId, dict[str, dict[str, CellResult]]]:
+        collector = Collector(Namer(rules))
+        collector.add_file(junit(text), source="torch/f.xml")
+        return collector.collected.dashboards
+
+    quick = read(NamingRules(backend="torch"))
+    per_case = read(NamingRules(backend_from_test=re.compile(r"(?P<backend>test)_")))
+
+    def renamed(found: dict[DashboardId, dict[str, dict[str, CellResult]]]) -> list[object]:
+        return [(d, [(r, list(c.values())) for r, c in rows.items()]) for d, rows in found.items()]
+
+    assert renamed(quick) == renamed(per_case)
