@@ -10,7 +10,9 @@ almost nothing:
    another one, a fan-in job's leg files bring cells of their own, and only the local store
    keeps a ledger.
 2. :func:`known_files`: the files the ledger recorded under that reading, and the store's
-   revision; commands/reading.py reads none of those again.
+   revision; commands/reading.py reads none of those again. None at all when the store's data
+   files are not as the ledger recorded them (a restored backup, a deleted state): the ledger
+   alone proves nothing, and the store checks again under its lock (stores/local.py).
 3. :func:`inputs_of`: what the update brings (ledger.Inputs): the records of the files it
    read, and whether it brings nothing new at all, which lets the store skip reading its states
    when nothing else needs them (the summary JSON and the job summary do) and the output
@@ -84,7 +86,7 @@ def inputs_of(
         return None
     nothing_new = (
         revision is not None
-        and collected.recorded == len(collected.files) > 0
+        and len(collected.kept) == len(collected.files) > 0
         and settings.summary_json is None
         and settings.step_summary is None
         and _output_shows(settings, revision)
@@ -92,6 +94,7 @@ def inputs_of(
     return Inputs(
         reading=reading,
         files=tuple(collected.records),
+        kept=tuple(collected.kept),
         nothing_new=nothing_new,
         revision=revision or "",
         touched=tuple(collected.touched),

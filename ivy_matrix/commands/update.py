@@ -60,6 +60,7 @@ from ivy_matrix.results.legs import LegResults, with_legs
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import phase
 from ivy_matrix.state.fold import Merged
+from ivy_matrix.state.ledger import StaleInputs
 from ivy_matrix.stores import Change, Saved, Store
 from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
@@ -109,7 +110,15 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         connect(settings, remote, log) as github,
         spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
     ):
-        outcome = _record_and_publish(settings, inputs, github, log)
+        try:
+            outcome = _record_and_publish(settings, inputs, github, log)
+        except StaleInputs:
+            log.info(
+                "the store no longer holds the results of the result files it recorded (it "
+                "changed while they were read): reading every result file again"
+            )
+            inputs = _read_inputs(settings, log, trust_ledger=False)
+            outcome = _record_and_publish(settings, inputs, github, log)
     spend = github.spent()  # the connection is closed: nothing more is sent
     recorded = settings.feeds_dashboards
     _summarize(
@@ -140,10 +149,11 @@ def _check_inputs(settings: Settings) -> None:
     )
 
 
-def _read_inputs(settings: Settings, log: Log) -> _Inputs:
-    """Read this job's result files (skipping those the store already holds) and the legs'."""
+def _read_inputs(settings: Settings, log: Log, *, trust_ledger: bool = True) -> _Inputs:
+    """Read this job's result files (skipping those the store already holds, unless not
+    ``trust_ledger``) and the legs'."""
     reading = reading_of(settings)
-    known, revision = known_files(settings, reading)
+    known, revision = known_files(settings, reading) if trust_ledger else ({}, None)
     results = (
         read_results(settings, log, known=known, record=reading is not None)
         if settings.junit

@@ -113,8 +113,8 @@ class Collected:
     # The first failures read, for annotations (at most FAILURES_KEPT).
     failures: list[Failure] = field(default_factory=list)
     # Result files recorded before and not read again (their cells are in the store already;
-    # commands/reading.py), and the dashboards they reached.
-    recorded: int = 0
+    # commands/reading.py), by path, size and SHA-256, and the dashboards they reached.
+    kept: list[tuple[str, int, str]] = field(default_factory=list)
     touched: dict[DashboardId, None] = field(default_factory=dict)
     # What the files read this time are, for the store's ledger (when asked for: ledger.py).
     records: list[FileRecord] = field(default_factory=list)
@@ -444,7 +444,7 @@ class Collector:
         room = FAILURES_KEPT - len(collected.failures)
         collected.failures.extend(record.failures[: max(room, 0)])
         collected.touched.update(dict.fromkeys(record.dashboards))
-        collected.recorded += 1
+        collected.kept.append(record.identity)
         return counts
 
     def _tally(self, by_backend: Iterable[tuple[str, Sequence[int]]]) -> None:

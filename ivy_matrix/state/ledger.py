@@ -9,9 +9,12 @@ renders everything, as if there had never been one. It holds:
   store saves or removes a state: together the store's revision (:func:`revision_of`), which
   the output folder records as the revision it shows (targets/files.py), so that an update
   renders only what changed since.
-- ``states``: each state file the store wrote, with its size and modification time, so that a
-  state changed by anything but the store (a hand edit, a restored backup) is noticed: the
-  revision then moves on, and the output folder is rendered again in full.
+- ``states``: each file of the store's data (the state files, ``trend.json``) as the store left
+  it: its size, modification and change times and inode number (:data:`Stat`), so that a file
+  changed by anything but the store (a hand edit, a restored backup, a deleted file) is
+  noticed. No program sets a change time: a restored backup is noticed even when it keeps
+  the sizes and modification times. The revision then moves on, the output folder is rendered
+  again in full, and the recorded result files are forgotten (:meth:`Ledger.checked`).
 - ``inputs``: the result files whose results the store holds, by *reading*: a digest of the
   settings that shape a file's cells (:func:`reading_digest`: the run, attempt and job, the
   link, the naming and backend rules, ...), then each file's path, size and SHA-256, and what
@@ -20,6 +23,11 @@ renders everything, as if there had never been one. It holds:
   merging them again changes nothing (merge.py: the same job's results twice change nothing).
   A change that retires or prunes anything forgets them all (its results may be gone). The
   newest ``READINGS_KEPT`` readings are kept.
+
+The ledger is never the only proof that results are stored: its ``inputs`` count only while
+every file of the store's data is as the store last wrote it (``states``); a file skipped on
+its word is checked again under the store's lock (:class:`Inputs` ``kept``), and a store that
+no longer holds it has the update read every file again (:class:`StaleInputs`).
 """
 
 from __future__ import annotations
@@ -32,8 +40,12 @@ from dataclasses import asdict, dataclass, field
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_object, expect_str
 from ivy_matrix.model import DashboardId, Failure, FileCounts, FileRecord
 
+# A file as the store left it: size, modification time, change time (ns), inode number.
+Stat = tuple[int, int, int, int]
+Identity = tuple[str, int, str]
+
 FORMAT = "ivy-matrix-ledger"
-VERSION = 1
+VERSION = 2  # 2: four numbers per data file, and the trend (a version 1 ledger reads as none)
 READINGS_KEPT = 20
 # Changed whenever what a reading of the same bytes gives can change (naming, reading, merging).
 READING_VERSION = 1
@@ -45,16 +57,25 @@ class Ledger:
 
     store: str = ""
     revision: int = 0
-    states: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # By path in the store folder: state/<category>/<title>.json, trend.json.
+    states: Mapping[str, Stat] = field(default_factory=dict)
     # (reading digest, its files), oldest first.
     inputs: tuple[tuple[str, tuple[FileRecord, ...]], ...] = ()
 
-    def recorded(self, reading: str) -> dict[tuple[str, int, str], FileRecord]:
+    def recorded(self, reading: str) -> dict[Identity, FileRecord]:
         """The files recorded under ``reading``, by identity."""
         for digest, files in self.inputs:
             if digest == reading:
                 return {record.identity: record for record in files}
         return {}
+
+    def checked(self, states: Mapping[str, Stat]) -> Ledger:
+        """This ledger as proof for a store whose data files are ``states`` now: unchanged if
+        they are those it recorded, else without its recorded result files (the store may
+        not hold their results: a restored backup, a deleted state file)."""
+        if dict(self.states) == dict(states):
+            return self
+        return Ledger(store=self.store, revision=self.revision, states=self.states)
 
     def with_inputs(self, reading: str, files: Iterable[FileRecord]) -> Ledger:
         """This ledger with ``files`` recorded under ``reading`` (a file of the same path is
@@ -81,9 +102,17 @@ class Inputs:
 
     reading: str
     files: tuple[FileRecord, ...] = ()
+    # The files not read because the ledger held them (path, size, SHA-256): the store checks
+    # under its lock that it still holds them, else raises StaleInputs.
+    kept: tuple[Identity, ...] = ()
     nothing_new: bool = False
     revision: str = ""
     touched: tuple[DashboardId, ...] = ()
+
+
+class StaleInputs(Exception):  # noqa: N818  -- not an error: the update reads everything again
+    """The store no longer holds the results of files an update did not read on the ledger's
+    word (it changed between the read and the lock): the update reads every file again."""
 
 
 def revision_of(ledger: Ledger) -> str:
@@ -174,9 +203,9 @@ def load_ledger(text: str | None) -> Ledger:
             store=expect_str(document["store"]),
             revision=expect_int(document["revision"]),
             states={
-                path: (a, b)
-                for path, (a, b) in (
-                    (k, _ints(v, 2)) for k, v in expect_object(document["states"]).items()
+                path: (a, b, c, d)
+                for path, (a, b, c, d) in (
+                    (k, _ints(v, 4)) for k, v in expect_object(document["states"]).items()
                 )
             },
             inputs=tuple(

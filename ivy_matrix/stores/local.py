@@ -22,9 +22,12 @@ lost and no reader sees half a file.
 
 The ledger only saves work: an update whose result files are all recorded there (the same
 reading, size and SHA-256), while the store is at the revision the output folder shows, reads
-no state and writes nothing (:class:`~ivy_matrix.state.ledger.Inputs`). A state file changed by
-anything but the store is noticed by its size and modification time: the revision then moves
-on, so the output folder is rendered again in full.
+no state and writes nothing (:class:`~ivy_matrix.state.ledger.Inputs`). A file of the store's
+data (a state, the trend) changed by anything but the store is noticed by its size, times and
+inode: the revision then moves on, so the output folder is rendered again in full, and the
+ledger's result files are forgotten, so that they are read again. The files an update did not
+read on the ledger's word are checked again under the lock: if the store no longer records
+them, the update raises :class:`~ivy_matrix.state.ledger.StaleInputs` and reads them again.
 """
 
 from __future__ import annotations
@@ -42,7 +45,15 @@ from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.state.columnar import Columns, column_lines, dump_columns
 from ivy_matrix.state.fold import DashboardReport, Merged
-from ivy_matrix.state.ledger import Inputs, Ledger, dump_ledger, load_ledger, revision_of
+from ivy_matrix.state.ledger import (
+    Inputs,
+    Ledger,
+    StaleInputs,
+    Stat,
+    dump_ledger,
+    load_ledger,
+    revision_of,
+)
 from ivy_matrix.state.paths import relative_path, state_file
 from ivy_matrix.state.statefile import load_state
 from ivy_matrix.state.trend import DEFAULT_POINTS, TREND_NAME, dump_trend, load_trend, with_trend
@@ -88,12 +99,14 @@ class LocalStore:
         with the points of the runs the change brought), then the ledger.
 
         With ``inputs`` that bring nothing new at the revision the store is still at, nothing
-        is read or written (module docstring).
+        is read or written (module docstring). Files not read because the ledger held them
+        must still be held by it: else :class:`StaleInputs`, and nothing is written.
         """
         locked = self.locked(timeout=self.lock_timeout, on_wait=self.log.info)
         with contextlib.nullcontext() if self.dry_run else locked:
             ledger, before = self.ledger()
             inputs = self.inputs
+            self._check_kept(ledger)
             if inputs is not None and inputs.nothing_new and before == inputs.revision:
                 reports = {d.key: DashboardReport() for d in inputs.touched}
                 merged = Merged(states={}, reports=reports, revision=before, revision_before=before)
@@ -137,15 +150,26 @@ class LocalStore:
                 self._save_ledger(ledger, merged, Ledger(store=store, revision=revision))
         return Saved(merged=merged, written=written, output=output)
 
+    def _check_kept(self, ledger: Ledger) -> None:
+        """Raise :class:`StaleInputs` unless ``ledger`` (read under the lock) still holds every
+        file the update did not read on its word."""
+        if self.inputs is None or not self.inputs.kept:
+            return
+        held = ledger.recorded(self.inputs.reading)
+        if not all(identity in held for identity in self.inputs.kept):
+            raise StaleInputs
+
     def ledger(self) -> tuple[Ledger, str | None]:
         """The store's ledger, and its revision (:func:`~ivy_matrix.state.ledger.revision_of`), or
-        None when the state files are not those the ledger recorded (or there is none)."""
+        None when the store's data files are not those the ledger recorded (or there is none):
+        the ledger then holds no result files (:meth:`Ledger.checked`)."""
         try:
             text = self.ledger_path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             text = None  # only saves work: without it, everything is read and rendered
-        ledger = load_ledger(text)
-        known = bool(ledger.store) and dict(ledger.states) == self._state_stats()
+        recorded = load_ledger(text)
+        ledger = recorded.checked(self._data_stats())
+        known = bool(ledger.store) and ledger is recorded
         return ledger, revision_of(ledger) if known else None
 
     def _save_ledger(self, old: Ledger, merged: Merged, new: Ledger) -> None:
@@ -157,7 +181,7 @@ class LocalStore:
         ledger = Ledger(
             store=new.store,
             revision=new.revision,
-            states=self._state_stats(),
+            states=self._data_stats(),
             inputs=() if retired else old.inputs,
         )
         if self.inputs is not None:
@@ -166,20 +190,21 @@ class LocalStore:
         if text != dump_ledger(old):
             self._write(self.ledger_path, text)
 
-    def _state_stats(self) -> dict[str, tuple[int, int]]:
-        """Each state file's size and modification time, by path in the state folder."""
-        found: dict[str, tuple[int, int]] = {}
+    def _data_stats(self) -> dict[str, Stat]:
+        """Each state file's and the trend's :data:`~ivy_matrix.state.ledger.Stat`, by path in
+        the store folder."""
+        found: dict[str, Stat] = {}
+        paths = [os.fspath(self.trend_path)]
         for folder, _, names in os.walk(self._state_dir):
-            for name in names:
-                if not name.endswith(".json"):
-                    continue
-                path = os.path.join(folder, name)  # noqa: PTH118  -- a walk of many files
-                try:
-                    stat = os.stat(path)  # noqa: PTH116  -- as above
-                except OSError:
-                    continue
-                key = os.path.relpath(path, self._state_dir).replace(os.sep, "/")
-                found[key] = (stat.st_size, stat.st_mtime_ns)
+            # A walk of many files, where pathlib would cost more than the stat.
+            paths.extend(os.path.join(folder, n) for n in names if n.endswith(".json"))  # noqa: PTH118
+        for path in paths:
+            try:
+                stat = os.stat(path)  # noqa: PTH116  -- as above
+            except OSError:
+                continue
+            key = os.path.relpath(path, self.root).replace(os.sep, "/")
+            found[key] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
         return found
 
     @contextlib.contextmanager

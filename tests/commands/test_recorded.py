@@ -3,11 +3,14 @@ this run and backend (same size and SHA-256) are not read again, and anything el
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from ivy_matrix.cli import main
+from ivy_matrix.commands import recorded
+from ivy_matrix.commands import update as update_command
 from ivy_matrix.model import Outcome
 from tests.commands.results import latest, load, tree, write_junit
 
@@ -171,20 +174,102 @@ def test_a_deleted_page_is_written_again_by_a_rerun(capsys):
     assert page.read_bytes() == text
 
 
-def test_a_hand_edited_state_is_noticed_and_the_folder_rendered_from_it(workdir):
-    """A state changed by anything but ivy-matrix is read: the pages show it after a re-run."""
+def test_a_hand_edited_state_is_noticed_and_the_files_read_again(workdir, capsys):
+    """A state changed by anything but ivy-matrix proves nothing: the re-run reads its files
+    again, their results land again, and the folder equals a fresh render."""
     results(jax="failed")
     assert update("--run-id", "5") == 0
     state = next(Path(".ivy-matrix/state").rglob("*.json"))
     state.write_text(
         state.read_text(encoding="utf-8").replace('"failure"', '"success"'), encoding="utf-8"
     )
+    capsys.readouterr()
 
     assert update("--run-id", "5") == 0
 
+    assert NOT_READ not in capsys.readouterr().err
+    assert latest(load(), "test_grad", "jax").outcome is Outcome.FAILURE
     assert main(["render", "--output-dir", "rendered"], {}) == 0
     assert tree(workdir / "out") == tree(workdir / "rendered")
-    assert "failure-red" not in Path("out/core/gradients.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_restored_backup_has_the_files_read_again(capsys):
+    """Run 5, a backup of the store, run 6, the backup restored under run 6's ledger (as
+    `cp -a` restores it: sizes and times kept), then run 6 again: its files are read again
+    and every cell shows run 6, never run 5 behind a ledger that says run 6 is stored."""
+    results(torch="passed", jax="failed")
+    assert update("--run-id", "5") == 0
+    backup = tree(Path(".ivy-matrix"))
+    stats = {p: (p.stat().st_atime_ns, p.stat().st_mtime_ns) for p in _data_files()}
+    results(torch="failed", jax="passed")
+    assert update("--run-id", "6") == 0
+    for name, data in backup.items():
+        if name != "ledger.json":
+            Path(".ivy-matrix", name).write_bytes(data)
+    for path, times in stats.items():
+        os.utime(path, ns=times)
+    assert latest(load(), "test_grad", "torch").source.run.run_id == 5
+    capsys.readouterr()
+
+    assert update("--run-id", "6") == 0
+
+    log = capsys.readouterr().err
+    assert NOT_READ not in log
+    assert "4 cell(s) changed" in log  # each cell back at run 6
+    for backend, outcome in (("torch", Outcome.FAILURE), ("jax", Outcome.SUCCESS)):
+        entry = latest(load(), "test_grad", backend)
+        assert (entry.outcome, entry.source.run.run_id) == (outcome, 6)
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_deleted_state_comes_back_when_its_results_are_given_again(capsys):
+    """A corrupt state deleted, as the error invites: the same update again reads its files
+    and the dashboard is back, with its results."""
+    results()
+    assert update("--run-id", "5") == 0
+    (state,) = _data_files(trend=False)
+    state.write_text("not a state", encoding="utf-8")
+    assert update("--run-id", "5") != 0
+    assert "cannot read dashboard state" in capsys.readouterr().err
+    state.unlink()
+
+    assert update("--run-id", "5") == 0
+
+    assert NOT_READ not in capsys.readouterr().err
+    assert latest(load(), "test_grad", "jax").outcome is Outcome.FAILURE
+    assert "failure-red" in Path("out/core/gradients.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.usefixtures("workdir")
+def test_a_store_changed_while_the_files_are_read_has_them_read_again(monkeypatch, capsys):
+    """The files skipped on the ledger's word are checked again under the store's lock: a
+    state deleted between the read and the lock has the update read every file again."""
+    results()
+    assert update("--run-id", "5") == 0
+    (state,) = _data_files(trend=False)
+    real = recorded.known_files
+
+    def known_then_deleted(settings, reading):
+        found = real(settings, reading)
+        state.unlink(missing_ok=True)  # another process, between the read and the lock
+        return found
+
+    monkeypatch.setattr(update_command, "known_files", known_then_deleted)
+    capsys.readouterr()
+
+    assert update("--run-id", "5") == 0
+
+    log = capsys.readouterr().err
+    assert f"4 result file(s) {NOT_READ}" in log  # the first read trusted the ledger
+    assert "reading every result file again" in log
+    assert latest(load(), "test_grad", "jax").outcome is Outcome.FAILURE
+
+
+def _data_files(*, trend: bool = True) -> list[Path]:
+    """The store's data files: its states, and its trend."""
+    found = sorted(Path(".ivy-matrix/state").rglob("*.json"))
+    return [*found, Path(".ivy-matrix/trend.json")] if trend else found
 
 
 @pytest.mark.usefixtures("workdir")

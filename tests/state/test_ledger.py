@@ -34,7 +34,8 @@ def record(path: str, sha: str = "ab" * 32) -> FileRecord:
 
 def test_a_ledger_round_trips():
     """Every field of the ledger reads back as written."""
-    ledger = Ledger(store="00ff", revision=7, states={"core/gradients.json": (10, 20)}).with_inputs(
+    states = {"state/core/gradients.json": (10, 20, 30, 40), "trend.json": (1, 2, 3, 4)}
+    ledger = Ledger(store="00ff", revision=7, states=states).with_inputs(
         "r1", [record("a.xml"), record("b.xml")]
     )
 
@@ -64,10 +65,40 @@ def test_a_file_read_again_replaces_its_record_and_old_readings_go():
     assert len(ledger.inputs) == READINGS_KEPT
 
 
+def test_a_ledger_proves_nothing_for_data_files_it_did_not_record():
+    """Recorded result files count only while every data file is as the store left it: a
+    state restored from a backup, changed, deleted or added, or a trend so, forgets them
+    (the store keeps its id and revision number)."""
+    states = {"state/core/gradients.json": (10, 20, 30, 40), "trend.json": (1, 2, 3, 4)}
+    ledger = Ledger(store="s", revision=3, states=states).with_inputs("r1", [record("a.xml")])
+    assert ledger.checked(dict(states)) is ledger
+
+    for other in (
+        {**states, "state/core/gradients.json": (10, 20, 31, 40)},  # restored: new change time
+        {**states, "trend.json": (1, 2, 3, 5)},  # another inode
+        {"trend.json": (1, 2, 3, 4)},  # a state deleted
+        {**states, "state/nn/layers.json": (1, 1, 1, 1)},  # a state added
+    ):
+        checked = ledger.checked(other)
+        assert checked.recorded("r1") == {}
+        assert (checked.store, checked.revision, checked.states) == ("s", 3, states)
+
+
 @pytest.mark.parametrize(
     "text",
-    [None, "", "{", "[]", '{"format":"ivy-matrix-ledger","version":99}', '{"format":"x"}'],
-    ids=["none", "empty", "not JSON", "a list", "a newer version", "another format"],
+    [
+        None,
+        "",
+        "{",
+        "[]",
+        '{"format":"ivy-matrix-ledger","version":99}',
+        '{"format":"x"}',
+        (
+            '{"format":"ivy-matrix-ledger","version":1,"store":"s","revision":1,'
+            '"states":{"core/gradients.json":[1,2]},"inputs":[]}'
+        ),
+    ],
+    ids=["none", "empty", "not JSON", "a list", "a newer version", "another format", "version 1"],
 )
 def test_anything_but_a_ledger_reads_as_an_empty_one(text):
     """A missing or unreadable ledger only costs work: it reads as an empty one."""
