@@ -3,6 +3,7 @@ command synopses."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -93,6 +94,44 @@ def test_the_readmes_picture_is_what_the_demo_renders(tmp_path, monkeypatch):
     picture = [line for line in intro.splitlines() if line.startswith("|")]
     assert len(picture) >= 3
     assert [line for line in picture if line not in rendered] == []
+
+
+@pytest.mark.timeout(60)
+def test_the_readmes_local_recipe_gives_one_run_with_every_backend(tmp_path, monkeypatch):
+    """The README's "Run it on your own results", run as it stands on the four example
+    backends' results, twice: each run is one trend point with every backend's pass rate and
+    the parity of the rows that ran on all of them (issue 24: one update per backend made each
+    backend a run of its own, pass rate "-" and "of 0 rows")."""
+    (block,) = [
+        b for b in code_blocks(section(read(README), "Run it on your own results")) if b.lang
+    ]
+    lines = [line for line in block.body.splitlines() if line.strip()]
+    assert lines[0].startswith("IVY=")
+    assert lines[1].startswith("cd ")
+    project = tmp_path / "project"
+    for backend in ("jax", "numpy", "tensorflow", "torch"):
+        folder = project / "results" / backend
+        folder.mkdir(parents=True)
+        (folder / "junit.xml").write_bytes(
+            (ROOT / "examples" / "results" / backend / "test-results.xml").read_bytes()
+        )
+    monkeypatch.chdir(project)
+    commands = [shlex.split(line) for line in lines[2:]]
+    assert all(words[0] == "$IVY" for words in commands)
+
+    for _ in range(2):
+        for words in commands:
+            assert main(words[1:], env={}) == 0
+
+    trend = json.loads((project / ".ivy-matrix" / "trend.json").read_text(encoding="utf-8"))
+    assert [point["run"] for point in trend["points"]] == [1, 2]
+    for point in trend["points"]:
+        assert sorted(point["backends"]) == ["jax", "numpy", "tensorflow", "torch"]
+        assert all(b["missing"] == 0 and b["passed"] > 0 for b in point["backends"].values())
+        assert point["parity"]["rows"] == 23
+    index = read(project / "dashboards" / "README.md")
+    assert "| of 23 rows that ran on every backend |" in index
+    assert "| \N{EN DASH} |" not in section(index, "Trend").split("![Parity")[0]
 
 
 def yaml_blocks() -> list[tuple[str, object]]:

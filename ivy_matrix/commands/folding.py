@@ -25,6 +25,8 @@ from ivy_matrix.stores import Change
 if TYPE_CHECKING:
     from ivy_matrix.stores.layout import PartialChange, Scope
 
+BACKENDS_NAMED = 8  # missing backends a warning names
+
 
 def scope_of(
     settings: Settings, results: Collected, collected: Collected, links: Links, log: Log
@@ -89,6 +91,7 @@ def _partialchange_of(
             if announce and run_id not in said:
                 said.append(run_id)
                 log.info(f"no run id given: recording these results as local run {run_id}")
+                _warn_partial_run(settings, collected, states, run_id, log)
         return merge_batches(
             states,
             links.batches(collected, run_id, signer),
@@ -98,3 +101,26 @@ def _partialchange_of(
         )
 
     return change
+
+
+def _warn_partial_run(
+    settings: Settings,
+    collected: Collected,
+    states: Mapping[DashboardId, DashboardState],
+    run_id: int,
+    log: Log,
+) -> None:
+    """A local run that brings only some of the store's backends is a run of its own in the
+    trend, where the others did not run: say so, and how to record them as one run."""
+    brought = set(collected.backends)
+    missing = sorted({b for s in states.values() for b in s.backend_names} - brought)
+    if not brought or not missing:
+        return
+    shown = ", ".join(missing[:BACKENDS_NAMED]) + (", ..." if len(missing) > BACKENDS_NAMED else "")
+    log.warning(
+        f"local run {run_id} brings {len(brought)} of the store's "
+        f"{len(brought) + len(missing)} backends (not {shown}): the trend counts it as a run "
+        f"of its own, in which those did not run. Give every backend's result files to one "
+        f"update ({settings.named('backend_from_path')} 'results/(?P<backend>[^/]+)/'), or "
+        f"give the updates of one run the same {settings.named('run_id')}"
+    )

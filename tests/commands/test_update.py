@@ -465,3 +465,23 @@ def test_update_keeps_case_counts_the_failure_line_and_its_signature(workdir):
     assert [(p.run, p.backends) for p in trend.points] == [
         (5, (("torch", BackendPoint(failed=1)),))
     ]
+
+
+@pytest.mark.timeout(60)
+def test_a_local_run_of_some_backends_says_the_trend_counts_it_alone(workdir, capsys):
+    """One local update per backend makes each a run of its own in the trend (issue 24): the
+    second says so and how to make one run; one update of every backend says nothing."""
+    for backend in ("torch", "jax"):
+        write_junit(workdir / "results" / backend / "a.xml", [("test_grad", "passed")])
+    assert main(["update", "--junit", "results/torch/*.xml", "--backend", "torch"], {}) == 0
+    capsys.readouterr()
+
+    assert main(["update", "--junit", "results/jax/*.xml", "--backend", "jax"], {}) == 0
+
+    log = capsys.readouterr().err
+    assert "local run 2 brings 1 of the store's 2 backends (not torch)" in log
+    assert "--backend-from-path 'results/(?P<backend>[^/]+)/'" in log
+    assert "the same --run-id" in log
+    both = ["--junit", "results/*/*.xml", "--backend-from-path", r"results/(?P<backend>[^/]+)/"]
+    assert main(["update", *both], {}) == 0
+    assert "brings" not in capsys.readouterr().err
