@@ -83,7 +83,8 @@ class Visit:
     """A fresh browser context and page, with every request and alert it made."""
 
     def __init__(self, browser: Any, **options: Any) -> None:
-        self.context = browser.new_context(viewport={"width": 1200, "height": 900}, **options)
+        options.setdefault("viewport", {"width": 1200, "height": 900})
+        self.context = browser.new_context(**options)
         self.requests: list[str] = []
         self.alerts: list[str] = []
         self.errors: list[str] = []

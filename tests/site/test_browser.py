@@ -6,6 +6,7 @@ built the way users build it, from results whose every outcome the tests know (p
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,11 +249,13 @@ def test_hostile_names_show_as_text_and_run_nothing(site, visit):
         ("#/d/core/gradients?test=test_relu&cell=jax", "grid"),
     ],
 )
-def test_axe_finds_no_serious_or_critical_violation(site, browser, fragment, view):
-    """axe-core (from npm, injected by the test) reports nothing serious in any view."""
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_axe_finds_no_serious_or_critical_violation(site, browser, fragment, view, scheme):
+    """axe-core (from npm, injected by the test) reports nothing serious in any view, in the
+    light scheme and the dark one (the page follows the reader's system setting)."""
     source = axe_source()
     # The page's policy allows only its own scripts: the test's axe-core is let in.
-    visit = Visit(browser, bypass_csp=True)
+    visit = Visit(browser, bypass_csp=True, color_scheme=scheme)
     try:
         page = visit.open(url_of(site, fragment), view)
         if "test=" in fragment:
@@ -314,3 +317,88 @@ def test_the_groups_and_the_summary_say_how_backends_share_each_failure(site, vi
     page = visit.open(url_of(site, "#/summary"), "summary")
     counts = kinds_from_json(index["kinds"])
     assert page.text_content("p.kinds") == f"Failing tests across backends: {kind_line(counts)}."
+
+
+VIEWS = [
+    ("#/attention", "attention"),
+    ("#/summary", "summary"),
+    ("#/groups", "groups"),
+    ("#/d/core/gradients", "grid"),
+]
+
+
+@pytest.mark.parametrize(("fragment", "view"), VIEWS)
+def test_at_phone_width_no_view_scrolls_sideways(site, browser, fragment, view):
+    """At 375 px the page itself never scrolls sideways: a wide table scrolls in its own box."""
+    visit = Visit(browser, viewport={"width": 375, "height": 800})
+    try:
+        page = visit.open(url_of(site, fragment), view)
+        widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    finally:
+        visit.context.close()
+    assert widths[0] <= widths[1], f"{fragment}: the page is {widths[0]} px wide at {widths[1]} px"
+
+
+def test_the_page_follows_a_dark_system_setting(site, browser):
+    """With a dark system setting the page is dark, its text light; the light setting the
+    reverse (luminance of the computed colours)."""
+
+    def luminance(colour: str) -> float:
+        r, g, b = (int(x) for x in re.findall(r"\d+", colour)[:3])
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    looks = {}
+    for scheme in ("light", "dark"):
+        visit = Visit(browser, color_scheme=scheme)
+        try:
+            page = visit.open(url_of(site, "#/summary"), "summary")
+            looks[scheme] = page.evaluate(
+                "() => [getComputedStyle(document.body).backgroundColor,"
+                " getComputedStyle(document.body).color]"
+            )
+        finally:
+            visit.context.close()
+    light_bg, light_text = (luminance(c) for c in looks["light"])
+    dark_bg, dark_text = (luminance(c) for c in looks["dark"])
+    assert light_bg > light_text
+    assert dark_bg < dark_text
+    assert dark_bg < 60
+
+
+def test_a_strip_tells_failures_from_passes_by_shape_not_only_colour(site, visit):
+    """test_flip fails every other run on torch: in its strip a failure is a full-height block
+    and a pass a low bar, so the history reads the same in grey (or under deuteranopia)."""
+    page = visit.open(url_of(site, "#/d/core/gradients"), "grid")
+    strip = page.locator('#grid td[data-test="test_flip"][data-backend="torch"] .strip')
+    layers = strip.evaluate(
+        "s => [getComputedStyle(s).backgroundImage, getComputedStyle(s).backgroundSize]"
+    )
+    images = re.findall(r"linear-gradient\((?:[^()]|\([^()]*\))*\)", layers[0])
+    heights = [int(h) for h in re.findall(r"(\d+)px(?:,|$)", layers[1])]
+    assert len(images) == len(heights) == 2
+    # Each layer draws one status: the failures' layer is the tallest.
+    sizes = dict(zip(("failure", "success"), heights))
+    assert sizes["failure"] >= 2 * sizes["success"]
+
+
+def test_a_failure_message_keeps_its_line_breaks(tmp_path, visit):
+    """A multi-line failure message shows its lines in the cell detail (no U+FFFD for a line
+    break) and its first line, with an ellipsis, where one line fits."""
+    state = dashboard("lines", {"test_a": {"torch": [F, F]}})
+    row = state.rows[0]
+    message = "AssertionError: arrays differ\nMismatched elements: 3 / 8"
+    entries = tuple(
+        dataclasses.replace(e, message=message, signature="abc123")
+        for e in row.cells["torch"].entries
+    )
+    row = row._replace(cells={"torch": dataclasses.replace(row.cells["torch"], entries=entries)})
+    store = write_store(tmp_path / "store", [dataclasses.replace(state, rows=(row,))])
+    cli("render", "--store", str(store), "--html", str(tmp_path / "html"))
+
+    page = visit.open(url_of(tmp_path / "html", "#/d/core/lines?test=test_a&cell=torch"), "grid")
+    page.wait_for_selector("#detail[open]")
+    assert page.text_content("#detail-body pre.message") == message
+    page = visit.open(url_of(tmp_path / "html", "#/groups"), "groups")
+    title = page.text_content("table.groups th.message-cell") or ""
+    assert title == "AssertionError: arrays differ …"
+    assert "\ufffd" not in title

@@ -10,6 +10,7 @@
     h,
     name,
     shown,
+    firstLine,
     plural,
     makeHash,
     show,
@@ -106,7 +107,7 @@
           const message = messageOf(sig, attention.messages);
           if (sig || sigs.length > 1) {
             section.appendChild(h("h3", { class: "signature" },
-              sig ? h("a", { href: makeHash("/groups", { sig: sig }) }, message ? shown(message) : "signature " + sig)
+              sig ? h("a", { href: makeHash("/groups", { sig: sig }) }, message ? firstLine(message) : "signature " + sig)
                 : "No failure message recorded",
               " ", h("span", { class: "count", text: "(" + plural(bySig.get(sig).size, "test") + ")" })));
           }
@@ -161,7 +162,7 @@
   function groupTitle(group, messages) {
     const message = messageOf(group.sig, messages);
     if (!group.sig) return "No failure message recorded";
-    return message ? shown(message) : "Signature " + group.sig;
+    return message ? firstLine(message) : "Signature " + group.sig;
   }
 
   function groupTable(group, limit) {

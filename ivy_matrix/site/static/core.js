@@ -60,6 +60,20 @@
     return String(name).replace(HIDDEN, "\uFFFD");
   }
 
+  // A failure message keeps its line breaks (a <pre> shows them); its other hidden
+  // characters are shown as names' are.
+  const LINE_BREAK = /\r\n|[\r\n\u2028\u2029]/;
+  function shownMessage(text) {
+    return String(text).split(LINE_BREAK).map(shown).join("\n");
+  }
+
+  // A message where one line fits (a heading, a table cell, a link): its first line, with
+  // an ellipsis when more lines follow.
+  function firstLine(text) {
+    const lines = String(text).split(LINE_BREAK);
+    return shown(lines[0]) + (lines.length > 1 && lines.slice(1).join("").trim() ? " …" : "");
+  }
+
   function h(tag, attributes) {
     const node = document.createElement(tag);
     if (attributes) {
@@ -222,7 +236,7 @@
 
   Object.assign(M, {
     ROW_LIMIT, GROUP_PREVIEW, GROUP_SAMPLE, STATUS, SYMBOL, RANK,
-    load, shown, h, name, safeUrl, shortSha, jobLink, svg, percent, formatPercent, step, plural, runLabel,
+    load, shown, shownMessage, firstLine, h, name, safeUrl, shortSha, jobLink, svg, percent, formatPercent, step, plural, runLabel,
     parseHash, makeHash, replaceHash, setStatus, show, dashboardById, dashboardHref, failed,
     index: null, // data/index.js, once loaded (main.js)
     views: {},

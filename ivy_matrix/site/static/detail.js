@@ -9,6 +9,7 @@
     h,
     name,
     shown,
+    shownMessage,
     plural,
     makeHash,
     dashboardHref,
@@ -105,7 +106,7 @@
       }
       const message = cell.m ? (doc.messages || {})[cell.m] : "";
       const own = cell.e || message;
-      if (own) nodes.push(h("h3", { text: "Failure" }), h("pre", { class: "message", text: shown(own) }));
+      if (own) nodes.push(h("h3", { text: "Failure" }), h("pre", { class: "message", text: shownMessage(own) }));
       nodes.push(h("h3", { text: "History (newest first)" }),
         h("ol", { class: "transitions" }, transitions(cell, jobs).map(function (span) {
           const range = span.count > 1 ? " from " + runLabel(span.from) + " to " + runLabel(span.to) : " in " + runLabel(span.to);

@@ -10,6 +10,7 @@
     h,
     name,
     shown,
+    firstLine,
     plural,
     makeHash,
     show,
@@ -112,21 +113,37 @@
     return order.map(function (item) { return item.row; });
   }
 
-  // The strip of a cell's newest results, oldest left: one element, drawn as a gradient.
-  const STRIP_COLOURS = { s: "#1a7f37", f: "#cf222e", y: "#bf8700", k: "#8c959f" };
+  // The strip of a cell's newest results, oldest left: one element, drawn as gradients.
+  // Each result is a 6px block with a 1px gap, so the runs can be counted. Colour is not the
+  // only mark: a failure is a full-height block, a flaky pass two thirds, a pass a low bar and
+  // a skip a thin line, so the strip reads the same in grey or to a colour-blind eye. The
+  // colours are the page's own (app.css), light or dark.
+  const STRIP = {
+    f: { colour: "var(--failure)", height: 10 },
+    y: { colour: "var(--flaky)", height: 7 },
+    s: { colour: "var(--success)", height: 4 },
+    k: { colour: "var(--skipped)", height: 2 },
+  };
 
-  // Each result is a 6px block with a 1px gap, so the runs can be counted.
   function strip(cell) {
     const letters = cell.h.split("").reverse();
     const node = h("span", { class: "strip", "aria-hidden": "true" });
     if (!letters.length) return node;
-    const stops = [];
-    letters.forEach(function (letter, i) {
-      const start = i * 7;
-      stops.push(STRIP_COLOURS[letter] + " " + start + "px " + (start + 6) + "px");
-      if (i < letters.length - 1) stops.push("transparent " + (start + 6) + "px " + (start + 7) + "px");
-    });
-    node.style.backgroundImage = "linear-gradient(to right," + stops.join(",") + ")";
+    const layers = [];
+    const sizes = [];
+    for (const letter of Object.keys(STRIP)) {
+      if (letters.indexOf(letter) < 0) continue;
+      const stops = [];
+      letters.forEach(function (other, i) {
+        const start = i * 7;
+        const colour = other === letter ? STRIP[letter].colour : "transparent";
+        stops.push(colour + " " + start + "px " + (start + 6) + "px", "transparent " + (start + 6) + "px " + (start + 7) + "px");
+      });
+      layers.push("linear-gradient(to right," + stops.join(",") + ")");
+      sizes.push("100% " + STRIP[letter].height + "px");
+    }
+    node.style.backgroundImage = layers.join(",");
+    node.style.backgroundSize = sizes.join(",");
     node.style.width = (letters.length * 7 - 1) + "px";
     return node;
   }
@@ -200,7 +217,7 @@
       field("f-status", "Status", select("f-status", "status",
         STATUS_FILTERS.map(function (s) { return option(s[0], s[1], filters.status); }))),
       sigs.size ? field("f-sig", "Failure", select("f-sig", "sig",
-        [option("", "any failure", filters.sig)].concat(Array.from(sigs.keys()).sort().map(function (s) { return option(s, shown(sigs.get(s)).slice(0, 120), filters.sig); })))) : null,
+        [option("", "any failure", filters.sig)].concat(Array.from(sigs.keys()).sort().map(function (s) { return option(s, firstLine(sigs.get(s)).slice(0, 120), filters.sig); })))) : null,
       field("f-sort", "Sort by", select("f-sort", "sort",
         SORTS.map(function (s) { return option(s[0], s[1], filters.sort); }))));
   }
