@@ -377,7 +377,7 @@ def test_a_strip_tells_failures_from_passes_by_shape_not_only_colour(site, visit
     heights = [int(h) for h in re.findall(r"(\d+)px(?:,|$)", layers[1])]
     assert len(images) == len(heights) == 2
     # Each layer draws one status: the failures' layer is the tallest.
-    sizes = dict(zip(("failure", "success"), heights))
+    sizes = dict(zip(("failure", "success"), heights, strict=True))
     assert sizes["failure"] >= 2 * sizes["success"]
 
 
