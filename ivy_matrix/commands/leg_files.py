@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ivy_matrix.commands.reading import no_files_found, shown_path
-from ivy_matrix.commands.result_files import find_result_files
+from ivy_matrix.commands.result_files import find_result_files, open_regular
 from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
@@ -40,12 +40,17 @@ def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
     elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
         for warning in warnings:
             log.warning(warning.replace("result files", "leg files"))
-    kept: list[_Read] = []
+    # By digest: the same file read twice (an artifact downloaded twice) counts once. Two
+    # different files may name the same job: a job that ran collect twice (two suites).
+    kept: dict[str, _Read] = {}
     with log.group(f"Reading {len(files)} leg file(s)"):
         for path in files:
             read = _read_one(path, settings, log)
-            if read is not None and _is_new(read, kept, log):
-                kept.append(read)
+            if read is None:
+                continue
+            first = kept.setdefault(read.digest, read)
+            if first is not read:
+                log.info(f"{read.path}: the same leg file as {first.path}; read once")
     if files and not kept:
         # Every file was refused: exit 0 with nothing recorded would look like a quiet run.
         raise InputError(
@@ -54,15 +59,15 @@ def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
             f"({settings.named('run_id')}, {settings.named('repository')}, "
             f"{settings.named('server_url')})"
         )
-    kept.sort(key=lambda r: (r.leg.info.run, r.path))
-    return tuple(r.leg for r in kept)
+    ordered = sorted(kept.values(), key=lambda r: (r.leg.info.run, r.path))
+    return tuple(r.leg for r in ordered)
 
 
 def _read_one(path: Path, settings: Settings, log: Log) -> _Read | None:
     """One leg file, parsed and checked against this run; None (and a warning) if unusable."""
     shown = shown_path(path)
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             data = handle.read(MAX_LEG_FILE_BYTES + 1)
     except OSError as error:
         log.warning(f"cannot read leg file: {error.strerror or error}", file=shown)
@@ -101,15 +106,3 @@ def _text(data: bytes, shown: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"leg file {shown}: not UTF-8 text") from None
-
-
-def _is_new(read: _Read, kept: list[_Read], log: Log) -> bool:
-    """Whether ``read`` is not a copy of a file read already (an artifact downloaded twice).
-
-    Two different files may name the same job: a job that ran collect twice (two suites).
-    """
-    for other in kept:
-        if other.digest == read.digest:
-            log.info(f"{read.path}: the same leg file as {other.path}; read once")
-            return False
-    return True

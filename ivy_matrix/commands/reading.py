@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, cast
 
-from ivy_matrix.commands.result_files import find_result_files
+from ivy_matrix.commands.result_files import find_result_files, open_regular
 from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
@@ -185,7 +185,7 @@ def _recorded(
 
 def _sha256(path: Path) -> str:
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             return hashlib.file_digest(stream, "sha256").hexdigest()
     except OSError:
         return ""  # matches no record: the file is read, and its error reported there
@@ -205,7 +205,7 @@ def _read_one(
     """Read one file; return what its record needs once hashed (None: not readable)."""
     shown = shown_path(path)
     try:
-        with path.open("rb") as stream:
+        with open_regular(path) as stream:
             metered = _Metered(stream, meter, hasher)
             counts = collector.add_file(cast("BinaryIO", metered), source=shown)
     except OSError as error:

@@ -1,6 +1,7 @@
 """Find and read the JUnit result files a run should read.
 
-I/O: lists directories (and stats files); commands/reading.py reads what it finds.
+I/O: lists directories (and stats files); commands/reading.py reads what it finds, each opened
+with :func:`open_regular` (leg files too, commands/leg_files.py).
 
 Patterns are globs relative to ``root`` (or absolute), with ``**`` matching any number of
 directories. A pattern that names a directory, or a glob match that is a directory, stands for
@@ -15,11 +16,23 @@ under several names is taken under the name with the fewest links in it.
 
 from __future__ import annotations
 
+import errno
 import glob
+import io
 import os
+import stat
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+# What a path that is not a regular file is, for the message that skips it.
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (a named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
 
 
 def _walk(top: Path) -> list[Path]:
@@ -180,3 +193,24 @@ def find_result_files(
             warnings.append(f"no result files matched '{pattern}'")
         included |= matched
     return _once_each(included - excluded, excluded), warnings
+
+
+def open_regular(path: Path) -> io.BufferedReader:
+    """``path`` opened for reading when it is a regular file; :class:`OSError` otherwise.
+
+    The file is opened without waiting and then checked, so that nothing named like a result
+    or leg file can stop the run: opening a FIFO (named pipe) waits for a writer that may never
+    come, and a device can give bytes without end.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    descriptor = os.open(path, flags | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+    except OSError:
+        os.close(descriptor)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        kind = next((name for test, name in _KINDS if test(mode)), "something else")
+        raise OSError(errno.EINVAL, f"not a regular file: it is {kind}", str(path))
+    return os.fdopen(descriptor, "rb")

@@ -39,6 +39,11 @@ _T = TypeVar("_T")
 
 # Rows join a class prefix and a test name, each capped at NAME_CAP by junit.py.
 NAME_LIMIT = 4 * NAME_CAP
+# Every number in a leg file (a count, a row number, an id) is at most this: the largest integer
+# every JSON reader holds exactly. A larger one is no count, and one of 4,300 digits or more
+# cannot even be turned into text again.
+MAX_NUMBER = 2**53 - 1
+_ROW_DIGITS = len(str(MAX_NUMBER))
 NO_RESULT = "."
 CODES = {Outcome.SUCCESS: "s", Outcome.FAILURE: "f", Outcome.SKIPPED: "k", Outcome.FLAKY: "y"}
 _OUTCOMES = {code: outcome for outcome, code in CODES.items()}
@@ -90,6 +95,14 @@ def keyed(check: Callable[[object], _T], value: object, what: str) -> _T:
         return check(value)
     except MalformedError as error:
         raise MalformedError(f"'{what}': {error}") from None
+
+
+def bounded_int(value: object, what: str) -> int:
+    """An integer of at most :data:`MAX_NUMBER` either way (the sign is the caller's check)."""
+    found = keyed(expect_int, value, what)
+    if not -MAX_NUMBER <= found <= MAX_NUMBER:
+        raise MalformedError(f"'{what}': a number larger than {MAX_NUMBER} (2^53 - 1)")
+    return found
 
 
 def bounded_text(value: object, what: str, limit: int = NAME_LIMIT) -> str:
@@ -150,7 +163,9 @@ def _by_row(value: object, what: str) -> dict[str, dict[int, object]]:
     found: dict[str, dict[int, object]] = {}
     for backend, cells in keyed(expect_object, value, what).items():
         by_index = keyed(expect_object, cells, what)
-        if any(not key.isascii() or not key.isdecimal() for key in by_index):
+        if any(
+            not key.isascii() or not key.isdecimal() or len(key) > _ROW_DIGITS for key in by_index
+        ):
             raise MalformedError(f"'{what}' of backend {backend!r:.100}: keys must be row numbers")
         found[backend] = {int(key): item for key, item in by_index.items()}
     return found
@@ -160,7 +175,7 @@ def _cell(outcome: Outcome, counts: object, message: object, *, where: str) -> C
     """One cell: its outcome, its cases (one of its outcome unless given) and failure line."""
     cases = _ONE_CASE[outcome]
     if counts is not None:
-        numbers = [keyed(expect_int, n, "counts") for n in keyed(expect_list, counts, "counts")]
+        numbers = [bounded_int(n, "counts") for n in keyed(expect_list, counts, "counts")]
         if len(numbers) != len(CaseCounts._fields) or min(numbers) < 0:
             raise MalformedError(f"{where}: counts must be four numbers, 0 or more")
         cases = CaseCounts(*numbers)

@@ -59,13 +59,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from ivy_matrix.errors import InputError
-from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list, expect_object
+from ivy_matrix.jsonshape import MalformedError, expect_list, expect_object
 from ivy_matrix.model import FileCounts, ParseProblem, RunKey
 from ivy_matrix.results.collector import Collected, combine_results
 from ivy_matrix.results.environment import Env, env_of
 from ivy_matrix.results.jobs import LEG_FORMAT, run_ids_problem
 from ivy_matrix.results.junit import MESSAGE_CAP
-from ivy_matrix.results.leg_cells import add_dashboard, bounded_text, dashboard_json, keyed
+from ivy_matrix.results.leg_cells import (
+    add_dashboard,
+    bounded_int,
+    bounded_text,
+    dashboard_json,
+    keyed,
+)
 
 LEG_FILE_VERSION = 2
 # A leg of a million test cases writes about 60 MB; anything far past that is not a leg file.
@@ -75,6 +81,8 @@ LEG_NAME_PREFIX = "ivy-matrix-leg-"
 _COUNTS = ("tests", "passed", "failed", "errors", "skipped", "flaky", "nameless")
 _TALLY = 4  # a backend's tally: test cases, failed, errors, skipped
 _REPOSITORY = re.compile(r"[^/\s]+/[^/\s]+")
+# A JSON escape of a surrogate (paired ones make a character; a lone one makes no text).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SERVER = re.compile(r"https?://[^\s\"'<>`\\/]+(?:/[^\s\"'<>`\\]*)?")
 
 
@@ -145,6 +153,11 @@ def load_leg(text: str, *, where: str) -> LegResults:
         raise InputError(f"leg file {where}: not JSON ({error})") from None
     if not isinstance(document, dict):
         raise InputError(f"leg file {where}: expected a JSON object")
+    if _SURROGATE_ESCAPE.search(text) and not _is_text(document):
+        raise InputError(
+            f"leg file {where}: a string holds a lone surrogate (an escape such as \\ud800, half "
+            f"of a character), which is not text"
+        )
     _check_version(document, where)
     try:
         info = _info(document)
@@ -174,6 +187,16 @@ def load_leg(text: str, *, where: str) -> LegResults:
     return LegResults(info=info, collected=collected)
 
 
+def _is_text(document: object) -> bool:
+    """Whether every string in ``document`` is text that can be written again (a JSON escape
+    can make a lone surrogate, which UTF-8 cannot encode)."""
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _check_version(document: dict[str, object], where: str) -> None:
     found = document.get("format")
     if found != LEG_FORMAT:
@@ -194,9 +217,9 @@ def _check_version(document: dict[str, object], where: str) -> None:
 def _info(document: Mapping[str, object]) -> LegInfo:
     job_id = document.get("job_id")
     return LegInfo(
-        run_id=keyed(expect_int, document.get("run_id"), "run_id"),
-        run_attempt=keyed(expect_int, document.get("run_attempt"), "run_attempt"),
-        job_id=None if job_id is None else keyed(expect_int, job_id, "job_id"),
+        run_id=bounded_int(document.get("run_id"), "run_id"),
+        run_attempt=bounded_int(document.get("run_attempt"), "run_attempt"),
+        job_id=None if job_id is None else bounded_int(job_id, "job_id"),
         repository=bounded_text(document.get("repository"), "repository"),
         server_url=bounded_text(document.get("server_url"), "server_url"),
         sha=bounded_text(document.get("sha", ""), "sha"),
@@ -219,7 +242,7 @@ def _check_info(info: LegInfo, *, where: str) -> None:
 def _file_counts(item: object) -> FileCounts:
     values = keyed(expect_object, item, "files")
     problem = values.get("problem")
-    counts = {name: keyed(expect_int, values.get(name, 0), f"files.{name}") for name in _COUNTS}
+    counts = {name: bounded_int(values.get(name, 0), f"files.{name}") for name in _COUNTS}
     if any(count < 0 for count in counts.values()):
         raise MalformedError("'files' counts must not be negative")
     return FileCounts(
@@ -237,7 +260,7 @@ def _problem(item: object) -> ParseProblem:
     return ParseProblem(
         source=bounded_text(values.get("source"), "problems.source"),
         message=bounded_text(values.get("message"), "problems.message", MESSAGE_CAP * 4),
-        line=None if line is None else keyed(expect_int, line, "problems.line"),
+        line=None if line is None else bounded_int(line, "problems.line"),
     )
 
 
@@ -245,7 +268,7 @@ def _numbers_by(value: object, what: str, size: int) -> dict[str, list[int]]:
     """``{name: [n, ...]}`` with ``size`` numbers each, 0 or more."""
     found: dict[str, list[int]] = {}
     for name, numbers in keyed(expect_object, value, what).items():
-        listed = [keyed(expect_int, n, what) for n in keyed(expect_list, numbers, what)]
+        listed = [bounded_int(n, what) for n in keyed(expect_list, numbers, what)]
         if len(listed) != size or min(listed) < 0:
             raise MalformedError(f"'{what}' of {name!r:.100}: expected {size} numbers, 0 or more")
         found[bounded_text(name, what)] = listed
@@ -255,8 +278,7 @@ def _numbers_by(value: object, what: str, size: int) -> dict[str, list[int]]:
 def _unassigned(value: object) -> dict[str, int]:
     by_file = keyed(expect_object, value, "unassigned")
     found = {
-        bounded_text(k, "unassigned"): keyed(expect_int, v, "unassigned")
-        for k, v in by_file.items()
+        bounded_text(k, "unassigned"): bounded_int(v, "unassigned") for k, v in by_file.items()
     }
     if any(count < 0 for count in found.values()):
         raise MalformedError("'unassigned' counts must not be negative")

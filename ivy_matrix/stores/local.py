@@ -126,12 +126,6 @@ class LocalStore:
             written = tuple(
                 self.path_of(d).as_posix() for d in [*to_save, *(s.id for s in merged.removed)]
             )
-            if trend is not None and trend != (previous or dump_trend(Trend())):
-                written += (self.trend_path.as_posix(),)
-                if self.dry_run:
-                    self.log.info(f"dry run: would save the trend in {self.trend_path}")
-                else:
-                    self._write(self.trend_path, trend)
             for state in to_save.values():
                 if self.dry_run:
                     self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
@@ -144,6 +138,13 @@ class LocalStore:
                     )
                 else:
                     self.delete(state.id)
+            # The trend after the states: a point is never there without the cells it counts.
+            if trend is not None and trend != (previous or dump_trend(Trend())):
+                written += (self.trend_path.as_posix(),)
+                if self.dry_run:
+                    self.log.info(f"dry run: would save the trend in {self.trend_path}")
+                else:
+                    self._write(self.trend_path, trend)
             # Still under the lock: a slower process must not overwrite newer files.
             output = self.after_save(merged) if self.after_save else ()
             if not self.dry_run:

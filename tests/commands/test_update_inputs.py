@@ -3,6 +3,8 @@ symlink loops and huge names."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ivy_matrix.cli import main
@@ -180,3 +182,24 @@ def test_backends_taken_from_huge_names_are_capped(workdir, capsys):
     assert row.name == "test_a"
     assert len(backend) == 1000
     assert backend.startswith(f"{GRADIENTS}::test_a[bbbb")
+
+
+@pytest.mark.timeout(60)  # opening a FIFO for reading would wait for a writer for ever
+def test_a_fifo_or_a_folder_named_like_a_result_file_is_a_warning_and_the_rest_is_saved(
+    workdir, capsys
+):
+    """Only regular files are read: a named pipe or a folder that a result folder's ``*.xml``
+    selects is a warning naming it, never a wait."""
+    results = workdir / "results"
+    write_junit(results / "good.xml", [("test_a", "passed")])
+    os.mkfifo(results / "pipe.xml")
+    (results / "folder.xml").mkdir()
+    (results / "folder.xml" / "inner.xml").write_text("<testsuite/>", encoding="utf-8")
+
+    assert main(update_argv(), {}) == 0
+
+    out = capsys.readouterr().err
+    (pipe,) = [line for line in out.splitlines() if "results/pipe.xml" in line]
+    assert pipe.startswith("warning: results/pipe.xml")
+    assert "not a regular file: it is a FIFO (a named pipe)" in pipe
+    assert latest(load(), "test_a", "torch").outcome is Outcome.SUCCESS

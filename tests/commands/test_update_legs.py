@@ -7,11 +7,18 @@ warning naming it, and every other leg still lands.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import pytest
 
+import ivy_matrix
 from ivy_matrix.cli import main
 from ivy_matrix.model import CaseCounts, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker
@@ -122,6 +129,46 @@ def too_big(work: Path) -> Path:
     return path
 
 
+def forged(work: Path, change: Callable[[dict[str, Any]], object]) -> Path:
+    """A genuine jax leg's file, changed by ``change`` (its document), written back as text."""
+    path = collect(work, "jax")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    change(document)
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def a_huge_row_number(work: Path) -> Path:
+    """A row number of 5,000 digits (Python refuses to read an int that long from text)."""
+    return forged(work, lambda d: d["dashboards"][0].update(messages={"jax": {"1" * 5000: "x"}}))
+
+
+def a_huge_count(work: Path) -> Path:
+    """A count of 4,000 digits: JSON reads it, yet no leg ran that many cases."""
+    counts = {"jax": {"0": [10**4000, 0, 0, 0]}}
+    return forged(work, lambda d: d["dashboards"][0].update(counts=counts))
+
+
+def a_lone_surrogate(work: Path) -> Path:
+    """A failure line holding half a character (a JSON escape UTF-8 cannot write)."""
+    path = forged(work, lambda d: d["dashboards"][0].update(messages={"jax": {"1": "@@"}}))
+    path.write_text(path.read_text(encoding="utf-8").replace("@@", "\\ud800 boom"))
+    return path
+
+
+def a_fifo(work: Path) -> Path:
+    """A named pipe named like a leg file: opening it would wait for a writer forever."""
+    path = work / "legs" / "ivy-matrix-leg-100-1-1-fifo.json"
+    os.mkfifo(path)
+    return path
+
+
+def a_directory(work: Path) -> Path:
+    path = work / "legs" / "ivy-matrix-leg-100-1-2-dir.json"
+    path.mkdir()
+    return path
+
+
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
@@ -130,12 +177,20 @@ def too_big(work: Path) -> Path:
         (a_later_attempt, "is not used: it is for attempt 2, later than this one (1)"),
         (metadata_only, "version 1 is leg metadata"),
         (too_big, "larger than 256 MiB"),
+        (a_huge_row_number, "keys must be row numbers"),
+        (a_huge_count, "'counts': a number larger than 9007199254740991 (2^53 - 1)"),
+        (a_lone_surrogate, "a string holds a lone surrogate"),
+        (a_fifo, "not a regular file: it is a FIFO"),
+        (a_directory, "not a regular file: it is a directory"),
     ],
 )
+@pytest.mark.timeout(60)  # a FIFO opened for reading would wait for ever
 def test_a_bad_leg_file_is_a_warning_naming_it_and_every_other_leg_lands(
     workdir, capsys, make, reason
 ):
-    """Unreadable, foreign or too big: a warning with the file and the reason, exit 0."""
+    """Unreadable, foreign, too big, or holding what no leg writes (numbers too long to be
+    counts, half a character, a pipe instead of a file): a warning with the file and the
+    reason, exit 0, and the trend's point counts only the legs that landed."""
     collect(workdir, "torch")
     bad = make(workdir)
     capsys.readouterr()
@@ -143,6 +198,8 @@ def test_a_bad_leg_file_is_a_warning_naming_it_and_every_other_leg_lands(
     warnings = [line for line in capsys.readouterr().err.splitlines() if "::warning" in line]
     assert any(f"file=legs/{bad.name}" in w and reason in w for w in warnings), warnings
     assert [name for name, _ in load().backends] == ["torch"]
+    (point,) = read_json(workdir / ".ivy-matrix" / "trend.json")["points"]
+    assert list(point["backends"]) == ["torch"]
 
 
 def test_a_leg_file_read_twice_counts_once(workdir, capsys):
@@ -264,3 +321,59 @@ def test_the_fan_in_job_alone_comments_on_a_pull_request_from_the_legs_files(wor
     assert comment_marker(number) in comment["body"]
     assert "test_jac" in comment["body"]
     assert url(JOB["numpy"]).replace("/100/", "/101/") in comment["body"]
+
+
+def lines_run(legs: int, work: Path) -> int:
+    """The lines of ivy-matrix's own code one fan-in of ``legs`` small leg files runs (4
+    dashboards, 2 new rows per leg): a count of work that no machine's speed changes."""
+    folder = work / f"legs-{legs}"
+    folder.mkdir()
+    for index in range(legs):
+        document = {
+            "format": "ivy-matrix-leg",
+            "version": 2,
+            "run_id": 100,
+            "run_attempt": 1,
+            "job_id": 1000 + index,
+            "repository": REPO,
+            "server_url": "https://github.com",
+            "files": [{"path": f"r/{index}.xml", "tests": 2, "passed": 1, "failed": 1}],
+            "backends": {"torch": [2, 1, 0, 0]},
+            "dashboards": [
+                {
+                    "category": "core",
+                    "title": f"module{index % 4}",
+                    "rows": [f"test_a{index}", f"test_b{index}"],
+                    "cells": {"torch": "sf"},
+                }
+            ],
+        }
+        name = f"ivy-matrix-leg-100-1-{1000 + index}-{index:012x}.json"
+        (folder / name).write_text(json.dumps(document), encoding="utf-8")
+    package = str(Path(ivy_matrix.__file__).parent)
+    lines = 0
+
+    def count(_frame: FrameType, event: str, _arg: object) -> Any:
+        nonlocal lines
+        lines += event == "line"
+        return count
+
+    def enter(frame: FrameType, _event: str, _arg: object) -> Any:
+        return count if frame.f_code.co_filename.startswith(package) else None
+
+    argv = [*FAN_IN, "--legs", folder.name, "--store", f"store-{legs}"]
+    sys.settrace(enter)
+    try:
+        code = main(argv, {}, stdout=io.StringIO(), stderr=io.StringIO())
+    finally:
+        sys.settrace(None)
+    assert code == 0
+    return lines
+
+
+@pytest.mark.timeout(120)
+def test_a_fan_in_does_as_much_work_per_leg_file_however_many_there_are(workdir):
+    """Twice the leg files, at most twice the lines run: no step of the fan-in compares every
+    leg file with every other (100,000 leg files took 312 s when one did)."""
+    once, twice = lines_run(100, workdir), lines_run(200, workdir)
+    assert twice - 2 * once < 200, (once, twice)

@@ -159,10 +159,18 @@ def dashboard_with(**change: object) -> str:
         (dashboard_with(messages={"torch": {"0": "x" * 501}}), "longer than 500 characters"),
         (dashboard_with(cells={"": "fss"}), "an empty or too long backend"),
         (document(dashboards=[json.loads(dashboard_with())["dashboards"][0]] * 2), "twice"),
+        (document(run_id=2**53), "'run_id': a number larger than 9007199254740991"),
+        (document(files=[{"path": "x", "tests": 10**4000}]), "'files.tests': a number larger"),
+        (document(backends={"torch": [1, 0, 0, 10**20]}), "'backends': a number larger"),
+        (dashboard_with(counts={"torch": {"2" * 17: [1, 1, 0, 0]}}), "keys must be row numbers"),
+        (dashboard_with(messages={"torch": {"1" * 5000: "x"}}), "keys must be row numbers"),
+        (document(ref="refs/heads/\udc00"), "a string holds a lone surrogate"),
+        (dashboard_with(messages={"torch": {"0": "\ud83d boom"}}), "a lone surrogate"),
     ],
 )
 def test_a_file_that_is_not_a_usable_leg_file_is_refused_naming_it(text, reason):
-    """Anything the format does not allow is refused whole, with the file and the reason."""
+    """Anything the format does not allow is refused whole, with the file and the reason:
+    numbers too long to be counts, and strings that are not text, included."""
     with pytest.raises(InputError) as raised:
         load_leg(text, where="legs/leg-7.json")
     assert str(raised.value).startswith("leg file legs/leg-7.json: ")
@@ -245,3 +253,10 @@ def test_with_legs_adds_every_legs_counts_and_shows_the_worse_outcome_of_a_share
     assert joined.dashboards[GRADIENTS]["test_adam"]["torch"] == one(
         Outcome.FAILURE, "AssertionError: no"
     )
+
+
+def test_a_character_written_as_a_pair_of_escapes_is_text():
+    """A surrogate pair (an emoji as ``\\ud83d\\ude00``) is one character: the file is read."""
+    text = dump_leg(INFO, collected()).replace("AssertionError: no", "\\ud83d\\ude00 no")
+    leg = load_leg(text, where="leg.json")
+    assert leg.collected.dashboards[GRADIENTS]["test_adam"]["torch"].message == "\U0001f600 no"

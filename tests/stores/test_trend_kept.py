@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.state.fold import Merged, merge_batches
 from ivy_matrix.state.merge import Batch
@@ -86,3 +89,13 @@ def test_a_matrix_run_gets_one_point_on_the_branch_when_its_last_leg_lands(memor
             run_leg(gh, leg, 3, run=RUN + 1, flip=1)
     trend = load_trend(memory.files(BRANCH)[TREND_NAME].decode(), where="branch")
     assert [p.run for p in trend.points] == [RUN, RUN + 1]
+
+
+def test_a_state_that_cannot_be_saved_leaves_no_trend_point(tmp_path):
+    """The trend is written after the states: an update that fails while saving them (here
+    the state folder is a file) adds no point counting cells that are not stored."""
+    (tmp_path / "state").write_text("not a folder", encoding="utf-8")
+    store = LocalStore(tmp_path)
+    with pytest.raises(StoreError, match="cannot write"):
+        store.update(change(1, Outcome.SUCCESS))
+    assert not (tmp_path / TREND_NAME).exists()
