@@ -5,8 +5,8 @@ publishes dashboards of Ivy's shape on the in-memory GitHub (``tests/github/memo
 two ways a matrix can: from every leg (each leg's column in every dashboard, one leg after the
 other) and from one fan-in job per run, for a first run (no issues yet) and a second run (every
 cell links a new job). It counts the writes (content-creating requests: issue and comment
-creates and edits, and the git writes of the creation locks) and prints one JSON line per
-scenario; then it times rendering and splitting one dashboard of ``--big`` rows x 4 backends.
+creates and edits) and prints one JSON line per scenario; then it times rendering and
+splitting one dashboard of ``--big`` rows x 4 backends.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ivy_matrix.issues.bodies import compose_issue
-from ivy_matrix.issues.creation_locks import CreationLocks
 from ivy_matrix.issues.publish import publish_issues
 from ivy_matrix.model import DashboardId, DashboardState
+from tests.github.budget import UNLIMITED
 from tests.github.memory import MemoryGitHub
 from tests.issues.helpers import make_state
 
@@ -42,7 +42,6 @@ def states_of(
 
 def publish(memory: MemoryGitHub, states: list[DashboardState], revision: int) -> Counter[str]:
     before = len(memory.writes())
-    locks = CreationLocks(memory, REPO, label="ivy-matrix", holder="bench")
     publish_issues(
         memory,
         REPO,
@@ -50,7 +49,6 @@ def publish(memory: MemoryGitHub, states: list[DashboardState], revision: int) -
         touched=[s.key for s in states],
         revision=revision,
         sleep=lambda _s: None,
-        locks=locks,
     )
     return Counter(memory.writes()[before:])
 
@@ -58,8 +56,8 @@ def publish(memory: MemoryGitHub, states: list[DashboardState], revision: int) -
 def scenarios(dashboards: int, rows: int, legs: int) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     backends = BACKENDS[:legs] if legs <= len(BACKENDS) else tuple(f"b{i}" for i in range(legs))
-    per_leg = MemoryGitHub()
-    fan_in = MemoryGitHub()
+    per_leg = MemoryGitHub(limits=UNLIMITED)
+    fan_in = MemoryGitHub(limits=UNLIMITED)
     revision = 0
     for run in (1, 2):
         leg_writes = []
@@ -98,7 +96,7 @@ def big(rows: int) -> dict[str, object]:
     built = time.perf_counter()
     bodies = compose_issue(state, existing_body=None, revision=1)
     composed = time.perf_counter()
-    memory = MemoryGitHub()
+    memory = MemoryGitHub(limits=UNLIMITED)
     counts = publish(memory, [state], 1)
     published = time.perf_counter()
     return {

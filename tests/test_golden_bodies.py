@@ -7,11 +7,8 @@ committing one). The tables themselves have their own goldens in views/test_dash
 
 from __future__ import annotations
 
-import re
-
 from ivy_matrix.issues.bodies import compose_index, compose_issue
 from ivy_matrix.issues.markers import END, utf16_len
-from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.model import (
     DashboardId,
     DashboardState,
@@ -96,21 +93,6 @@ def test_a_table_over_the_budget_is_split_into_continuation_comments(golden):
     golden("issue_split_body", bodies.body)
     for part, comment in enumerate(bodies.continuations, start=1):
         golden(f"issue_split_comment_{part}", comment)
-
-
-def test_the_issue_store_body_carries_the_state_block(golden):
-    """With the state kept in the issue, the body ends its region with the hidden state block."""
-    body = compose_issue(LAYERS, existing_body=None, revision=None, with_state=True).body
-    assert extract_state(body) == LAYERS
-    # The block is zlib output (it may differ between zlib builds), checked above; the golden
-    # holds the body around it.
-    shown = re.sub(
-        r"(<!-- ivy-matrix:state\n)[A-Za-z0-9+/=\n]+?(\n-->)",
-        r"\1(base64 of the compressed state file)\2",
-        body,
-    )
-    assert shown != body
-    golden("issue_state_block", shown)
 
 
 def test_index_issue_links_each_dashboard_issue(golden):

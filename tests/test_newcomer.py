@@ -138,6 +138,16 @@ MISTAKES = {
         code=ExitCode.USAGE,
         phrases=("--matrix-size and --matrix-index go together",),
     ),
+    "issue-target-without-branch": Mistake(
+        # ivy-matrix 0.2.0 kept the state in the issue bodies here; now the issues show the
+        # branch's state, and a local update says so before it reads or sends anything.
+        argv=update("--backend", "torch", "--targets", "file, issue", "--run-id", "9"),
+        code=ExitCode.USAGE,
+        phrases=(
+            "the issue target publishes the state kept on the dashboard branch",
+            "add 'branch' to targets",
+        ),
+    ),
     "run-url-as-run-id": Mistake(
         argv=update("--backend", "torch", "--run-id", "https://github.com/o/r/actions/runs/9"),
         code=ExitCode.USAGE,

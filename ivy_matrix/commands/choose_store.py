@@ -5,13 +5,11 @@ I/O (it builds the stores). The one place that decides between the stores, so th
 (commands/update.py) and ``adopt`` call ``store.update(change)`` without knowing which store they hold:
 
 - the branch target: :class:`~ivy_matrix.stores.branch.BranchStore` (compare-and-swap);
-- the issue target alone: :class:`~ivy_matrix.issues.store.IssueStore` (jobs take turns,
-  with a warning);
 - otherwise, and whenever the token is read-only: the local folder
   (:class:`~ivy_matrix.stores.local.LocalStore`).
 
-Both issue parts (the issue-body store, and the issue target beside the branch store:
-:func:`publish_issue_target`) get their values from :func:`issue_options` and :func:`job_name`.
+The issue target publishes the branch store's state (:func:`publish_issue_target`), so it
+needs the branch target (:func:`check_targets`).
 """
 
 from __future__ import annotations
@@ -52,11 +50,10 @@ READ_ONLY_ADVICE = (
     "artifact and run ivy-matrix in a workflow triggered by workflow_run, which gets a token "
     "that can write (see the README, 'Pull requests from forks')"
 )
-ISSUE_STORE_WARNING = (
-    "the issue target without the branch target keeps the state in the issue bodies, "
-    "where concurrent writers can overwrite each other (GitHub has no conditional issue "
-    "edits), so jobs take turns and one that waits too long refuses; add 'branch' to "
-    "targets (contents: write), or publish from one fan-in job"
+ISSUE_NEEDS_BRANCH = (
+    "the issue target publishes the state kept on the dashboard branch: add 'branch' to "
+    "targets (the job needs contents: write and issues: write). ivy-matrix 0.2.0 kept the "
+    "state in the issue bodies instead; that store is gone (see the CHANGELOG)"
 )
 
 
@@ -82,9 +79,12 @@ def remote_targets(settings: Settings, log: Log) -> frozenset[Target]:
     return remote
 
 
-def check_site(settings: Settings) -> None:
-    """The ``site`` target needs somewhere to go: the dashboard branch, or ``--html``."""
+def check_targets(settings: Settings) -> None:
+    """The ``issue`` target needs the branch target (its state lives there); the ``site``
+    target needs somewhere to go: the dashboard branch, or ``--html``."""
     targets = settings.targets
+    if Target.ISSUE in targets and Target.BRANCH not in targets:
+        raise UsageError(ISSUE_NEEDS_BRANCH)
     if Target.SITE in targets and Target.BRANCH not in targets and settings.html is None:
         raise UsageError(
             "the site target writes the HTML site into site/ of the dashboard branch (add "
@@ -169,7 +169,7 @@ def open_store(
     ``render_all``: the branch store renders every dashboard, not only those that changed;
     ``inputs``: the result files the update brings, for the local store's ledger.
     """
-    if not remote:
+    if Target.BRANCH not in remote:
         return LocalStore(
             settings.store,
             dry_run=settings.dry_run,
@@ -179,42 +179,27 @@ def open_store(
             trend_points=settings.trend_points,
             inputs=inputs,
         )
-    if Target.BRANCH in remote:
-        from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
+    from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
 
-        return BranchStore(
-            None,
-            github.repository,
-            settings.branch,
-            remote=branch_remote(settings, github, log),
-            message=message,
-            style=settings.style,
-            site=branch_site(settings),
-            trend_points=settings.trend_points,
-            dry_run=settings.dry_run,
-            log=log,
-            after_save=after_save,
-            server_url=settings.server_url,
-            sleep=github.remote.sleep,
-            # The site's index covers every dashboard: with it, every update reads them all.
-            scope=None if Target.SITE in settings.targets else scope,
-            render_all=render_all,
-            read_all_when_complete=Target.ISSUE in remote,
-            job_finished=github.job_finished,
-        )
-    log.warning(ISSUE_STORE_WARNING)
-    from ivy_matrix.issues.store import IssueStore  # noqa: PLC0415  -- see REMOTE
-    from ivy_matrix.issues.store_lock import Turns  # noqa: PLC0415  -- see REMOTE
-
-    return IssueStore(
-        github.client,
+    return BranchStore(
+        None,
         github.repository,
-        issue_options(settings),
-        turns=Turns(holder=job_name(settings)),
-        history=settings.history,
+        settings.branch,
+        remote=branch_remote(settings, github, log),
+        message=message,
+        style=settings.style,
+        site=branch_site(settings),
+        trend_points=settings.trend_points,
+        dry_run=settings.dry_run,
         log=log,
         after_save=after_save,
+        server_url=settings.server_url,
         sleep=github.remote.sleep,
+        # The site's index covers every dashboard: with it, every update reads them all.
+        scope=None if Target.SITE in settings.targets else scope,
+        render_all=render_all,
+        read_all_when_complete=Target.ISSUE in remote,
+        job_finished=github.job_finished,
     )
 
 
@@ -259,7 +244,6 @@ def publish_issue_target(
         saved,
         published,
         issue_options(settings),
-        holder=job_name(settings),
         log=log,
         sleep=github.remote.sleep,
         server_url=settings.server_url,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ivy_matrix.commands.choose_store import (
-    check_site,
+    check_targets,
     connect,
     open_store,
     output_folder,
@@ -35,7 +35,7 @@ from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix publish``; return the exit code."""
-    check_site(settings)
+    check_targets(settings)
     with (
         connect(settings, remote, log) as github,
         spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),

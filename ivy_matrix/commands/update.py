@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ivy_matrix.commands.choose_store import (
     READ_ONLY_ADVICE,
     REMOTE,
-    check_site,
+    check_targets,
     connect,
     open_store,
     output_folder,
@@ -140,11 +140,11 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
 def _check_inputs(settings: Settings) -> None:
     """Every usage error an update can know of before it reads a file."""
     require_update_inputs(settings, legs=True)
-    check_site(settings)
+    check_targets(settings)
     check_leg_metadata(settings)
     _check_fan_in(settings)
     recorded = settings.feeds_dashboards
-    _check_targets(
+    _check_github_targets(
         settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
     )
 
@@ -235,7 +235,7 @@ def _log_done(
     )
 
 
-def _check_targets(settings: Settings, targets: Collection[Target]) -> None:
+def _check_github_targets(settings: Settings, targets: Collection[Target]) -> None:
     """What the GitHub targets need, checked before anything is read."""
     if not targets or settings.read_only:
         return

@@ -163,7 +163,8 @@ OPTIONS: tuple[Option, ...] = (
         "targets",
         Kind.LIST,
         "where to publish: summary (job summary and step outputs), file (--output-dir), "
-        "branch (state and dashboards committed to --branch), issue (one issue per dashboard), "
+        "branch (state and dashboards committed to --branch), issue (one issue per dashboard, "
+        "from the branch's state: with the branch target), "
         "pr-comment (one sticky comment on the pull request with its verdicts), "
         "site (the static HTML site: into site/ of --branch with the branch target, into "
         "--html when given)",

@@ -258,7 +258,7 @@ class GitCalls(Transport):
 
         return self._call(f"moving branch {branch!r} of {repo}", CONTENTS_WRITE, request)
 
-    # ------------------------------------------------------------------ other refs (issue locks)
+    # ------------------------------------------------------------------ other refs (queues, verdicts)
 
     def get_ref(self, repo: str, ref: str) -> str | None:
         """The commit a full ref name (``refs/...``) points at, or None if there is none."""

@@ -86,7 +86,7 @@ class Spend:
 
 
 class IssueAPI(Protocol):
-    """The issue calls of ``github.client.GitHubClient`` that targets/ and issues/store.py make."""
+    """The issue calls of ``github.client.GitHubClient`` that issues/ makes."""
 
     def list_issues(self, repo: str, *, label: str, state: str = "all") -> list[Issue]: ...
 

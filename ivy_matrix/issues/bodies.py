@@ -1,10 +1,9 @@
 """Composing dashboard issue bodies and the index issue's body within GitHub's size budget.
 
-Pure: no I/O (``issues/writer.py``, ``issues/index.py`` and ``issues/store.py``
-write what this returns). In: dashboard states, the body an issue has now (the maintainer's text
-outside the managed region is kept verbatim) and the budget; out: :class:`IssueBodies` (a body
-and its continuation comments) or the index body. The layout and markers are
-``issues/markers.py``; the hidden state block is ``issues/state_block.py``.
+Pure: no I/O (``issues/writer.py`` and ``issues/index_issue.py`` write what this returns).
+In: dashboard states, the body an issue has now (the maintainer's text outside the managed
+region is kept verbatim) and the budget; out: :class:`IssueBodies` (a body and its continuation
+comments) or the index body. The layout and markers are ``issues/markers.py``.
 
 **Size.** Every body is measured in UTF-16 code units against the budget (``issues/markers.py``
 says why). A dashboard over budget in the Ivy style is drawn in the compact style; if that is
@@ -31,7 +30,6 @@ from ivy_matrix.issues.markers import (
     outside_region,
     utf16_len,
 )
-from ivy_matrix.issues.state_block import state_block, state_too_large
 from ivy_matrix.model import DashboardState
 from ivy_matrix.state.history import DEFAULT_SECTION_LIMIT, dashboard_history
 from ivy_matrix.views.dashboards import Style, compact_cell, render_dashboard
@@ -76,7 +74,6 @@ class _Frame:
     before: str
     after: str
     revision: int | None
-    state: str
     history: str = ""
 
     def body(self, table_text: str, parts: int) -> str:
@@ -92,7 +89,7 @@ class _Frame:
             noun = "comment" if parts == 1 else "comments"
             lines.append(f"\n_The table continues in {parts} {noun} below._\n")
             lines.append(f"<!-- ivy-matrix:parts={parts} -->\n")
-        lines.extend([self.state, END, self.after])
+        lines.extend([END, self.after])
         return "".join(lines)
 
     def continuation(self, table_text: str, part: int, parts: int) -> str:
@@ -155,7 +152,6 @@ def compose_issue(
     revision: int | None,
     budget: int = DEFAULT_BUDGET,
     style: Style = Style.IVY,
-    with_state: bool = False,
 ) -> IssueBodies:
     """The body (and continuation comments) of a dashboard's issue.
 
@@ -164,11 +160,10 @@ def compose_issue(
     entries, or none, when the body would not fit otherwise (before the style changes). The
     table is drawn in ``style``; over ``budget`` (UTF-16 units) in the compact style; and
     if that is still over, its rows are split across the body and continuation comments, each
-    a complete table. ``with_state`` adds the hidden state block (issue-body store), which
-    must fit in the body itself.
+    a complete table.
     """
     before, after = outside_region(existing_body)
-    frame = _Frame(state.key, before, after, revision, state_block(state) if with_state else "")
+    frame = _Frame(state.key, before, after, revision)
     history = dashboard_history(state)
     sections = dict.fromkeys(render_issue_section(history, limit=limit) for limit in HISTORY_LIMITS)
     for candidate in dict.fromkeys((style, Style.COMPACT)):
@@ -179,8 +174,6 @@ def compose_issue(
                 return IssueBodies(body=body, style=candidate)
     minimal = utf16_len(frame.body("", _MAX_PARTS))
     if minimal > budget:
-        if with_state and minimal - utf16_len(frame.state) <= budget:
-            raise state_too_large(state.key, utf16_len(frame.state), budget)
         raise IssueBodyTooLargeError(
             f"cannot update the issue of dashboard {state.key!r}: the text outside its "
             f"ivy-matrix region takes {utf16_len(before) + utf16_len(after):,} of the "

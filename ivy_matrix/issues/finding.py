@@ -15,10 +15,9 @@ index markers (``issues/markers.py``).
 body is read back and written once more if it differs (``issues/requests.py``). A create POST is
 never resent blindly: after a 5xx or a network error (the issue may exist anyway) the issues are
 listed and one with the marker is taken before creating again, at most :data:`CREATE_TRIES`
-times. With the branch target, creating goes through a git-ref lock per dashboard
-(``issues/creation_locks.py``), so at most one job ever creates a given dashboard's issue.
+times.
 
-**Duplicates.** Two jobs can both find nothing and both create, and a create POST retried after
+**Duplicates.** Two runs can both find nothing and both create, and a create POST retried after
 a 5xx can land twice (PLATFORM.md 1.3); the lowest number is kept and the others are closed with
 a comment pointing to it and lose the label (:meth:`Finder.close_duplicate`; which ones a
 call closes is decided by :meth:`Finder.lost_races`).

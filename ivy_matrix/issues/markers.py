@@ -3,8 +3,7 @@
 Pure: no I/O (``issues/writer.py`` and the modules around it do the GitHub side). In:
 issue and comment bodies as GitHub returns them (or None); out: keys, part numbers, revisions,
 the maintainer's text around the managed region, and sizes. Composing bodies is
-``issues/bodies.py``; the hidden state block is ``issues/state_block.py``. A dashboard issue
-body looks like::
+``issues/bodies.py``. A dashboard issue body looks like::
 
     <!-- ivy-matrix:dashboard=core/gradients -->        how the action finds its own issue
     Anything a maintainer writes here is kept verbatim.
@@ -16,9 +15,6 @@ body looks like::
 
     _The table continues in 2 comments below._          (only when it had to be split)
     <!-- ivy-matrix:parts=2 -->
-    <!-- ivy-matrix:state                                (issue-body store only) zlib + base64
-    eJy...
-    -->
     <!-- ivy-matrix:end -->                              the managed region ends
     Anything a maintainer writes here is kept verbatim too.
 

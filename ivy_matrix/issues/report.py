@@ -1,8 +1,7 @@
 """What the issue writer did to each issue: typed results, and the writes a dry run planned.
 
 Pure: value types only. :class:`Written` is one issue as the writer leaves it;
-:class:`IssuesReport` is the issue target's result (and the issue-body store's record of the
-issues it wrote). The progress lines are logged as the writes happen (``runner/log.py``).
+:class:`IssuesReport` is the issue target's result. The progress lines are logged as the writes happen (``runner/log.py``).
 """
 
 from __future__ import annotations
@@ -64,7 +63,7 @@ class PlannedWrite:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IssuesReport:
-    """What :func:`publish_issues` (or :meth:`IssueStore.update`) did, per dashboard key."""
+    """What :func:`~ivy_matrix.issues.publish.publish_issues` did, per dashboard key."""
 
     dashboards: tuple[IssueResult, ...]
     index: IssueResult | None = None

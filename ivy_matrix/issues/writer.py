@@ -3,9 +3,8 @@
 I/O, through :class:`~ivy_matrix.github.types.IssueAPI` only. Every call needs ``permissions:
 issues: write``; a read-only token (fork or Dependabot pull request) raises
 :class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the update turns into "step summary
-only". ``issues/publish.py`` (dashboards published from the branch store's state),
-``issues/index.py`` (the index issue) and ``issues/store.py`` (the issue-body store) all write
-through the :class:`IssueWriter` here. In: a dashboard's state and the issues its
+only". ``issues/publish.py`` (dashboards published from the branch store's state) and
+``issues/index_issue.py`` (the index issue) write through the :class:`IssueWriter` here. In: a dashboard's state and the issues its
 :class:`~ivy_matrix.issues.finding.Finder` listed for it; out:
 :class:`~ivy_matrix.issues.report.Written` (the issue and its result).
 
@@ -72,7 +71,7 @@ class IssueOptions:
 
 
 class IssueWriter:
-    """The write rules shared by the issue target and the issue-body store."""
+    """The write rules of the dashboard issues and the index issue."""
 
     def __init__(
         self,
@@ -94,15 +93,13 @@ class IssueWriter:
         candidates: Sequence[Issue],
         *,
         revision: int | None,
-        with_state: bool = False,
-        verify: bool = True,
     ) -> Written:
         """Create or update one dashboard's issue (the lowest of ``candidates``)."""
         closed = tuple(
             dup.number for dup in candidates[1:] if self.finder.close_duplicate(dup, candidates[0])
         )
         if not candidates:
-            return self._create(state, revision=revision, with_state=with_state)
+            return self._create(state, revision=revision)
         calls = self.requests
         current = candidates[0]
         theirs = parse_revision(current.body)
@@ -127,9 +124,7 @@ class IssueWriter:
                 closed_duplicates=closed,
             )
             return Written(current, result)
-        return self._update(
-            state, current, closed, revision=revision, with_state=with_state, verify=verify
-        )
+        return self._update(state, current, closed, revision=revision)
 
     def _update(
         self,
@@ -138,12 +133,10 @@ class IssueWriter:
         closed: tuple[int, ...],
         *,
         revision: int | None,
-        with_state: bool,
-        verify: bool,
     ) -> Written:
         """Bring an existing issue (and its continuation comments) to the new bodies."""
         calls = self.requests
-        bodies = self._compose(state, current.body, revision, with_state=with_state)
+        bodies = self._compose(state, current.body, revision)
         listing: list[IssueComment] | None = []
         if bodies.continuations or parse_parts(current.body):
             listing = None  # read them: there are (or were) continuation comments
@@ -155,13 +148,10 @@ class IssueWriter:
         if body_written:
             if calls.dry_run:
                 calls.plan("PATCH", f"issue #{current.number}", bodies.body)
-            elif verify:
+            else:
                 current, verified = self.readback.write_body(
                     current, bodies.body, revision=revision
                 )
-            else:
-                calls.pace()
-                current = calls.client.update_issue(calls.repo, current.number, body=bodies.body)
         action = IssueAction.UNCHANGED
         if body_written or comments_written:
             action = IssueAction.WOULD_UPDATE if calls.dry_run else IssueAction.UPDATED
@@ -178,12 +168,7 @@ class IssueWriter:
         return Written(current, result)
 
     def _compose(
-        self,
-        state: DashboardState,
-        existing: str | None,
-        revision: int | None,
-        *,
-        with_state: bool,
+        self, state: DashboardState, existing: str | None, revision: int | None
     ) -> IssueBodies:
         return compose_issue(
             state,
@@ -191,13 +176,12 @@ class IssueWriter:
             revision=revision,
             budget=self.options.budget,
             style=self.options.style,
-            with_state=with_state,
         )
 
-    def _create(self, state: DashboardState, *, revision: int | None, with_state: bool) -> Written:
+    def _create(self, state: DashboardState, *, revision: int | None) -> Written:
         """A new issue for a dashboard that has none (planned only, in a dry run)."""
         calls = self.requests
-        bodies = self._compose(state, None, revision, with_state=with_state)
+        bodies = self._compose(state, None, revision)
         title = issue_title(state.key)
         if calls.dry_run:
             calls.plan("POST", f"new issue {title!r}", bodies.body)

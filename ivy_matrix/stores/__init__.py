@@ -1,4 +1,4 @@
-"""Where dashboard state lives between runs: a local folder, a branch, or issue bodies.
+"""Where dashboard state lives between runs: a local folder or a branch.
 
 Every store offers the same :class:`Store` protocol: ``update(change)`` reads every dashboard's
 state, calls ``change`` (pure; it may be called again on a fresher read, so it must depend
@@ -8,8 +8,7 @@ logs what it would write instead of writing it.
 
 - ``stores/local.py``: a folder on this machine, under a file lock;
 - ``stores/branch.py``: a branch of the repository, by git compare-and-swap (reading it:
-  ``stores/snapshot.py``; what is where on it: ``stores/layout.py``);
-- ``issues/store.py``: hidden blocks of the dashboard issues (writers take turns).
+  ``stores/snapshot.py``; what is where on it: ``stores/layout.py``).
 
 Pure: the protocol, its values and the stores' shared defaults; the stores themselves do I/O.
 """
@@ -35,8 +34,8 @@ class Saved:
 
     ``merged`` is the change's result on the states the store last read (the one it saved);
     ``revision`` the branch's revision after the update (None for stores without one);
-    ``written`` what the store wrote, or in a dry run would write: paths in the store, or the
-    keys of the dashboards whose issue it wrote; ``output`` what its ``after_save`` wrote (the
+    ``written`` what the store wrote, or in a dry run would write (paths in the store);
+    ``output`` what its ``after_save`` wrote (the
     output folder). ``urls`` and ``index_url`` are where people read the dashboards, when the
     store is also where they are published. ``at`` is the branch commit that holds the pages
     (the new commit, or the tip read when nothing had to be written): the index issue pins

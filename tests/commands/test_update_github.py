@@ -25,7 +25,6 @@ import pytest
 from ivy_matrix.cli import main
 from ivy_matrix.github.client import GitHubClient, make_client
 from ivy_matrix.github.connection import Remote
-from ivy_matrix.issues.state_block import extract_state
 from ivy_matrix.model import DashboardId
 from ivy_matrix.state.statefile import load_state
 from ivy_matrix.state.trend import TREND_NAME, load_trend
@@ -393,53 +392,6 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     assert all(len(issue["body"]) <= 65_536 for issue in fake.issues.values())
 
 
-@pytest.mark.timeout(120)
-def test_sixteen_concurrent_legs_on_the_issue_store_lose_nothing_and_duplicate_nothing(
-    fake, tmp_path
-):
-    """16 legs with only the issue target, with latency and 20% transient faults: each leg
-    lands every cell or refuses with exit 1 saying to grant contents: write; no issue is
-    created twice."""
-    # 16 legs taking turns on the issue bodies write about 85 times within seconds, over
-    # GitHub's 80 a minute; this tests that nothing is lost, so it takes the racing budget.
-    fake.configure(
-        limits=RACING,
-        latency=(0.002, 0.02),
-        fail_rate=0.2,
-        fail_kinds=("502", "503", "403-secondary", "429"),
-        retry_after=(0, 0),
-        seed=12,
-    )
-    backends = [f"b{leg:02d}" for leg in range(16)]
-    legs = []
-    for leg, backend in enumerate(backends):
-        work = tmp_path / backend
-        write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
-        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="issue")
-        legs.append((["update", "--junit", str(work / "*.xml"), "--backend", backend], env))
-    results = run_legs_at_once(legs)
-    assert len(results) == len(backends)
-    landed = sorted(b for b, r in results.items() if r.returncode == 0)
-    for result in results.values():
-        assert result.returncode in {0, 1}, result.stdout + result.stderr
-        if result.returncode == 1:
-            assert "contents: write" in result.stderr
-    assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
-    body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
-    with fake.lock:
-        state = load_state_of(body)
-    assert sorted(state.backend_names) == landed
-    assert all(set(row.cells) == set(landed) and len(row.cells) for row in state.rows)
-    assert len(state.rows) == 12
-    assert len(landed) == 16  # the default wait gives every leg its turn
-
-
-def load_state_of(body: str):
-    state = extract_state(body)
-    assert state is not None
-    return state
-
-
 def dashboard_issues(fake: FakeGitHub):
     """Open issues that carry a dashboard marker, by the marker line."""
     found = {}
@@ -472,20 +424,16 @@ def test_legs_publish_one_issue_per_dashboard_with_the_branch_revision(fake, tmp
     assert all(len(issue["body"]) <= 65_536 for issue in fake.issues.values())
 
 
-def test_issue_target_alone_keeps_state_in_the_issue_and_warns(fake, tmp_path):
-    """Without the branch target the state lives in the issue body, with a clear warning."""
-    for job, backend in enumerate(("torch", "jax"), start=401):
-        work = tmp_path / backend
-        write_results(work / "junit.xml", backend)
-        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="issue")
-        result = run(work, env, "--junit", "*.xml", "--backend", backend)
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert "concurrent writers can overwrite each other" in result.stderr
-    body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
-    assert "<!-- ivy-matrix:state" in body
-    assert "/job/401" in body
-    assert "/job/402" in body
-    assert fake.ref_sha("heads/ivy-matrix") is None
+def test_issue_target_without_the_branch_target_is_a_clear_user_error(fake, tmp_path):
+    """The issue target publishes the branch's state: without the branch target an update
+    exits 2 before reading anything, saying to add 'branch', and writes nothing."""
+    write_results(tmp_path / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="401", IVY_MATRIX_TARGETS="issue, summary")
+    result = run(tmp_path, env, "--junit", "*.xml", "--backend", "torch")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "add 'branch' to targets" in result.stderr
+    assert fake.writes() == []
+    assert not fake.issues
 
 
 def read_outputs(path: Path) -> dict[str, str]:

@@ -193,7 +193,7 @@ def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake
 def test_lock_refs_are_create_if_absent_and_move_only_forward(fake):
     """A ref outside refs/heads is created once, moves by fast-forward only, and its commit
     message reads back."""
-    lock = "refs/ivy-matrix/issues/core-gradients-0123456789abcdef"
+    lock = "refs/ivy-matrix/lease/run-0123456789abcdef"
     with client(fake.base_url) as gh:
         tree = gh.create_tree(REPO, None, {"LOCK": "x\n"})
         first = gh.create_commit(REPO, "holder: a", tree, [])

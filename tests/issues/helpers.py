@@ -1,11 +1,9 @@
-"""What the tests of issues/ share: dashboards to publish, a log that keeps its lines, the
-issue target and the issue-body store called on the HTTP fake or on the in-memory model."""
+"""What the tests of issues/ share: dashboards to publish, a log that keeps its lines, and the
+issue target called on the HTTP fake or on the in-memory model."""
 
 from __future__ import annotations
 
-import random
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -13,11 +11,8 @@ from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.issues.markers import dashboard_key
 from ivy_matrix.issues.publish import publish_issues
 from ivy_matrix.issues.report import IssuesReport
-from ivy_matrix.issues.store import IssueStore, Rounds
-from ivy_matrix.issues.store_lock import Turns
 from ivy_matrix.issues.writer import IssueOptions
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
-from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.merge import Batch, apply_batch
 from tests.conftest import fake_client, quick_sleep
 from tests.github.fake_server import FakeGitHub, RequestRecord
@@ -133,38 +128,3 @@ def bodies_sent(records: list[RequestRecord]) -> list[str]:
 def comment_bodies(fake: FakeGitHub | MemoryGitHub, number: int) -> list[str]:
     with fake.lock:
         return [c["body"] for c in fake.comments[number]]
-
-
-def leg_change(backend: str, job: int, dashboards=(GRADIENTS, RANDOM), rows: int = 12):
-    """One matrix leg's change: its own column in each dashboard."""
-    src = Source(
-        run=RunKey(500, 1, job),
-        url=f"https://github.com/{REPO}/actions/runs/500/job/{job}",
-        time="2026-11-21T10:00:00Z",
-    )
-
-    def change(states: Mapping[DashboardId, DashboardState]):
-        new = dict(states)
-        for dashboard in dashboards:
-            cells = {
-                f"test_{row:02d}": {
-                    backend: Entry(
-                        source=src, outcome=Outcome.FAILURE if row % 3 else Outcome.SUCCESS
-                    )
-                }
-                for row in range(rows)
-            }
-            new[dashboard] = apply_batch(
-                new.get(dashboard), Batch(dashboard=dashboard, cells=cells)
-            ).state
-        return Merged(states=new)
-
-    return change
-
-
-def issue_store(gh: GitHubClient | MemoryGitHub, seed: int = 0, **options: Any) -> IssueStore:
-    """The issue-body store with short waits (for its turn, and between best effort's rounds)."""
-    options.setdefault("turns", Turns(poll=(0.001, 0.005)))
-    options.setdefault("rounds", Rounds(delay=(0.002, 0.01)))
-    options.setdefault("sleep", time.sleep)
-    return IssueStore(gh, REPO, rng=random.Random(seed), **options)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import threading
 from functools import partial
 
+from ivy_matrix.issues.markers import is_index
 from ivy_matrix.issues.report import IssueAction, IssuesReport
 from tests.concurrency import at_once
+from tests.github.fake_server import FakeGitHub
 from tests.issues.helpers import (
     GRADIENTS,
     LABEL,
@@ -56,6 +58,48 @@ def test_two_concurrent_creators_end_with_one_open_issue_per_dashboard(memory):
         assert LABEL not in closed["labels"]
         assert f"Duplicate of #{kept['number']}" in comment_bodies(memory, closed["number"])[0]
         assert {r.result(key).number for r in reports} == {kept["number"]}
+
+
+def test_two_runs_creating_at_the_same_moment_over_http_keep_one_issue_each(fake: FakeGitHub):
+    """Two runs publish at the same moment, each finding no issue (the fake holds both first
+    creates until both runs have listed): over real PyGithub, each dashboard and the index
+    end with one open issue; the later copy is closed as a duplicate of the earlier one,
+    loses the label, and both runs report the one kept."""
+    both_listed = threading.Event()
+    held = fake.inject(method="POST", path=r"/issues$", status=None, wait=both_listed, times=2)
+    reports: list[IssuesReport] = []
+
+    def run(backend: str, run: int) -> None:
+        states = [
+            make_state(GRADIENTS, 4, (backend,), run=run),
+            make_state(RANDOM, 2, (backend,), run=run),
+        ]
+        reports.append(publish(fake, states))
+
+    def release() -> None:
+        for _ in range(3000):  # up to 30 s for both runs' first create
+            if held.hits == 2:
+                break
+            threading.Event().wait(0.01)
+        both_listed.set()
+
+    at_once([partial(run, "torch", 1), partial(run, "jax", 2), release])
+    assert held.hits == 2
+    assert len(reports) == 2
+    for key in ("core/gradients", "core/random"):
+        assert len(ours(fake, key, state=None)) == 2  # both runs really created one
+        [kept] = ours(fake, key)
+        [closed] = ours(fake, key, state="closed")
+        assert kept["number"] < closed["number"]
+        assert closed["state_reason"] == "not_planned"
+        assert LABEL not in closed["labels"]
+        assert f"Duplicate of #{kept['number']}" in comment_bodies(fake, closed["number"])[0]
+        assert {r.result(key).number for r in reports} == {kept["number"]}
+    with fake.lock:
+        open_index = [
+            i for i in fake.issues.values() if is_index(i["body"]) and i["state"] == "open"
+        ]
+    assert len(open_index) == 1
 
 
 def test_a_create_that_landed_before_a_502_is_found_not_repeated(fake):
