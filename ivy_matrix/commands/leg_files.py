@@ -1,10 +1,12 @@
-"""The leg files a fan-in job reads (``update --legs GLOB``): found, read, checked, deduplicated.
+"""The leg files a fan-in job reads (``update --legs GLOB``): found, read, checked, deduplicated,
+and each leg's newest attempt kept.
 
 I/O: lists directories and reads the files; nothing else (no network). The format and its
 checks are pure (legs.py). A file that cannot be used (unreadable, not a leg file, of another
 run, repository or commit, an attempt later than this job's) is a warning naming it and the
 reason, and every other leg still lands. The same file read twice (an artifact downloaded into
-two folders) counts once. Leg files found of which none can be used are an
+two folders) counts once, and a leg that a re-run attempt ran again counts only in its newest
+attempt (legs.rerun). Leg files found of which none can be used are an
 :class:`~ivy_matrix.errors.InputError`: a fan-in that would record nothing says so.
 """
 
@@ -19,7 +21,13 @@ from ivy_matrix.commands.result_files import find_result_files, open_regular
 from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
-from ivy_matrix.results.legs import MAX_LEG_FILE_BYTES, LegResults, leg_problem, load_leg
+from ivy_matrix.results.legs import (
+    MAX_LEG_FILE_BYTES,
+    LegResults,
+    leg_problem,
+    load_leg,
+    rerun,
+)
 from ivy_matrix.runner.log import Log
 
 
@@ -60,7 +68,14 @@ def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
             f"{settings.named('server_url')})"
         )
     ordered = sorted(kept.values(), key=lambda r: (r.leg.info.run, r.path))
-    return tuple(r.leg for r in ordered)
+    again = rerun([r.leg for r in ordered])
+    for index, by in again.items():
+        old, new = ordered[index], ordered[by]
+        log.info(
+            f"{old.path}: attempt {old.leg.info.run_attempt} of a leg that attempt "
+            f"{new.leg.info.run_attempt} ran again ({new.path}); only the newer attempt counts"
+        )
+    return tuple(r.leg for index, r in enumerate(ordered) if index not in again)
 
 
 def _read_one(path: Path, settings: Settings, log: Log) -> _Read | None:

@@ -55,12 +55,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from ivy_matrix.errors import InputError
 from ivy_matrix.jsonshape import MalformedError, expect_list, expect_object
-from ivy_matrix.model import FileCounts, ParseProblem, RunKey
+from ivy_matrix.model import DashboardId, FileCounts, ParseProblem, RunKey
 from ivy_matrix.results.collector import Collected, combine_results
 from ivy_matrix.results.environment import Env, env_of
 from ivy_matrix.results.jobs import LEG_FORMAT, run_ids_problem
@@ -283,6 +283,44 @@ def _unassigned(value: object) -> dict[str, int]:
     if any(count < 0 for count in found.values()):
         raise MalformedError("'unassigned' counts must not be negative")
     return found
+
+
+def rerun(legs: Sequence[LegResults]) -> dict[int, int]:
+    """The legs a later attempt of their run ran again, by index: the index of a leg of that
+    later attempt (the newest) which holds one of their cells.
+
+    A leg is known by the cells it ran (dashboard, row and backend): "re-run failed jobs" runs
+    a failed leg's job again, which writes a leg file of the new attempt, with a new job id,
+    holding the same cells. Legs that share no cell (other backends, other shards of one
+    backend's tests) are other legs, and a leg that no later attempt ran again keeps its
+    results. The stored cells already show each cell's newest attempt (merge.py); leaving the
+    older attempt's leg out makes the counts and ``fail-on`` agree with them.
+    """
+    newest: dict[tuple[int, DashboardId, str, str], tuple[int, int]] = {}
+    for index, leg in enumerate(legs):
+        attempt = leg.info.run_attempt
+        for cell in _cells(leg):
+            known = newest.get(cell)
+            if known is None or attempt > known[0]:
+                newest[cell] = (attempt, index)
+    found: dict[int, int] = {}
+    for index, leg in enumerate(legs):
+        later = max(
+            (newest[cell] for cell in _cells(leg) if newest[cell][0] > leg.info.run_attempt),
+            default=None,
+        )
+        if later is not None:
+            found[index] = later[1]
+    return found
+
+
+def _cells(leg: LegResults) -> Iterator[tuple[int, DashboardId, str, str]]:
+    """Every cell a leg ran: its run, dashboard, row and backend."""
+    run_id = leg.info.run_id
+    for dashboard, rows in leg.collected.dashboards.items():
+        for row, cells in rows.items():
+            for backend in cells:
+                yield run_id, dashboard, row, backend
 
 
 def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:

@@ -226,6 +226,54 @@ def test_a_rerun_attempt_replaces_its_legs_cells_and_keeps_the_others(workdir):
     assert latest(state, "test_jac", "torch").run == RunKey(100, 1, JOB["torch"])
 
 
+@pytest.mark.parametrize("layout", ["one folder", "a folder per artifact"])
+def test_after_rerunning_failed_legs_only_their_newest_attempt_counts(workdir, capsys, layout):
+    """Attempt 1: test_jac fails on torch and numpy; "re-run failed jobs" runs those two legs
+    again (new job ids) and they pass. Attempt 2's fan-in downloads both attempts' artifacts:
+    the re-run legs count once, in attempt 2, so every cell passes, fail-on: failures exits 0
+    and the totals are those of four legs, not six.
+
+    actions/download-artifact puts every artifact of the run in one folder with
+    merge-multiple (the action's way), else each in a folder named like the artifact (the
+    leg file's name without .json)."""
+    for backend in BACKENDS:
+        collect(workdir, backend, failing="test_jac" if backend in {"torch", "numpy"} else "")
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, attempt=2, job=JOB[backend] + 100, failing="")
+    if layout == "a folder per artifact":
+        for path in list((workdir / "legs").glob("*.json")):
+            (workdir / "legs" / path.stem).mkdir()
+            path.rename(workdir / "legs" / path.stem / path.name)
+    argv = [*FAN_IN, "--run-attempt", "2", "--fail-on", "failures", "--summary-json", "s.json"]
+    assert main(argv, {}) == 0
+    totals = read_json(workdir / "s.json")["totals"]
+    assert (totals["tests"], totals["passed"], totals["failed"]) == (8, 8, 0)
+    state = load()
+    for backend in BACKENDS:
+        entry = latest(state, "test_jac", backend)
+        assert entry.outcome is Outcome.SUCCESS
+        assert entry.run.run_attempt == (2 if backend in {"torch", "numpy"} else 1)
+    err = capsys.readouterr().err
+    assert err.count("attempt 1 of a leg that attempt 2 ran again") == 2
+
+
+def test_a_rerun_of_one_shard_leaves_the_other_shards_of_its_backend_counted(workdir):
+    """Two shards of torch's tests (no cell in common) in attempt 1; attempt 2 ran only the
+    first again: the second shard is another leg, and still counts."""
+    collect(workdir, "torch", job=501)  # test_grad, test_jac
+    shard = workdir / "shard-2" / "junit.xml"
+    write_junit(shard, [("test_hess", "failed")])
+    argv = ["collect", "--junit", str(shard), "--backend", "torch", "--leg-file", "legs"]
+    argv += ["--run-id", "100", "--repository", REPO, "--job-id", "502"]
+    assert main(argv, {}) == 0
+    collect(workdir, "torch", attempt=2, job=601, failing="")
+    argv = [*FAN_IN, "--run-attempt", "2", "--summary-json", "s.json"]
+    assert main(argv, {}) == 0
+    totals = read_json(workdir / "s.json")["totals"]
+    assert (totals["tests"], totals["failed"]) == (3, 1)
+    assert latest(load(), "test_hess", "torch").outcome is Outcome.FAILURE
+
+
 @pytest.mark.parametrize(
     ("mode", "code", "said"),
     [("error", 3, "no leg files matched the legs pattern(s) 'legs'"), ("warn", 0, "")],

@@ -12,10 +12,12 @@ from ivy_matrix.results.collector import CellResult, Collected
 from ivy_matrix.results.legs import (
     LEG_FILE_VERSION,
     LegInfo,
+    LegResults,
     dump_leg,
     leg_name,
     leg_problem,
     load_leg,
+    rerun,
     with_legs,
 )
 
@@ -260,3 +262,26 @@ def test_a_character_written_as_a_pair_of_escapes_is_text():
     text = dump_leg(INFO, collected()).replace("AssertionError: no", "\\ud83d\\ude00 no")
     leg = load_leg(text, where="leg.json")
     assert leg.collected.dashboards[GRADIENTS]["test_adam"]["torch"].message == "\U0001f600 no"
+
+
+def test_a_leg_run_again_is_known_by_its_cells_and_its_newest_attempt_counts():
+    """Legs that share a cell are one leg run again: each older attempt points at the newest
+    attempt that ran it. Legs sharing no cell, or of another run, are other legs."""
+
+    def leg(run: int, attempt: int, *rows: str) -> LegResults:
+        info = LegInfo(
+            run_id=run, run_attempt=attempt, job_id=attempt, repository="o/r", server_url="http://h"
+        )
+        cells = {row: {"torch": one(Outcome.SUCCESS)} for row in rows}
+        return LegResults(info=info, collected=Collected(dashboards={GRADIENTS: cells}))
+
+    legs = [
+        leg(7, 1, "test_a", "test_b"),  # 0: run again in attempts 2 and 3
+        leg(7, 1, "test_c"),  # 1: another shard, never run again
+        leg(7, 2, "test_a", "test_b"),  # 2: run again in attempt 3
+        leg(7, 3, "test_b"),  # 3: the newest (it stopped early)
+        leg(8, 1, "test_a"),  # 4: another run's
+    ]
+    assert rerun(legs) == {0: 3, 2: 3}
+    assert rerun(legs[:3]) == {0: 2}
+    assert rerun([legs[1], legs[4]]) == {}
