@@ -14,18 +14,19 @@ and recorded environment (environment.py), and from them:
 Edge cases, each said in ``note``: a flaky cell gets no blame (its failures are not a streak
 that something started); a streak that reaches back past the oldest result kept has no last
 pass ("no pass in the kept history", no link); a result without a commit (adopted cells,
-local runs) gives no link; an environment not recorded on either side gives no diff.
+local runs) gives no link; an environment not recorded on either side gives no diff. The notes
+are in the JSON outputs; the markdown (:func:`describe_blame`) says only what is known.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ivy_matrix.escaping import escape_name, escape_url, safe_link
-from ivy_matrix.explain.history_text import describe, section_lines
+from ivy_matrix.escaping import escape_name, escape_url, markdown_target, safe_link
+from ivy_matrix.explain.history_text import history_facts, section_lines
 from ivy_matrix.explain.reasons import Failing, render_reasons
 from ivy_matrix.model import Entry, Outcome
 from ivy_matrix.results.environment import Change, env_diff
@@ -40,7 +41,6 @@ from ivy_matrix.state.history import (
     history_of,
 )
 
-SHORT_SHA = 7
 _PASSING = frozenset({Outcome.SUCCESS, Outcome.FLAKY})
 # A job link as jobs.py builds it: the repository's address, then the run.
 _REPOSITORY_OF_JOB = re.compile(r"(https?://[^/\s]+/[^/\s]+/[^/\s]+)/actions/runs/")
@@ -161,20 +161,13 @@ def blame_of(
     )
 
 
-def _run(ref: RunRef) -> str:
-    sha = f" ({escape_name(ref.sha[:SHORT_SHA])})" if ref.sha else ""
-    return f"run {ref.run_id}{sha}"
-
-
 def describe_blame(blame: Blame) -> str:
-    """A blame in one markdown line: the hint, the runs, the compare link, what changed."""
+    """A blame in a few words, each fact once: the hint, the compare link, what changed ("" when
+    it knows none of them). The runs are said by the cell's own line (failing since, last
+    pass), and what is unknown is left unsaid: the notes stay in the JSON (:meth:`Blame.to_json`)."""
     parts: list[str] = []
     if blame.hint is not None:
         parts.append(f"**{blame.hint.value}**")
-    if blame.last_pass is not None and blame.first_failure is not None:
-        parts.append(f"passed in {_run(blame.last_pass)}, failed from {_run(blame.first_failure)}")
-    elif blame.first_failure is not None:
-        parts.append(f"failed from {_run(blame.first_failure)}")
     link = safe_link(blame.compare_url or "")
     if link:
         parts.append(f"[compare]({escape_url(link).replace(')', '%29')})")
@@ -184,13 +177,13 @@ def describe_blame(blame: Blame) -> str:
             for c in blame.changes
         )
         parts.append(f"changed: {changed}")
-    parts.extend(escape_name(note) for note in blame.notes)
-    return "; ".join(parts)
+    return ", ".join(parts)
 
 
 def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECTION_LIMIT) -> str:
     """The section below the table of a dashboard issue: why its cells fail (failure lines
-    grouped by signature, reasons.py), then its failing and flaky cells.
+    grouped by signature, reasons.py), then its failing and flaky tests, one line per test
+    with its backends (backends whose history says the same share one statement).
 
     "" when the dashboard has none. At most ``limit`` entries each (the issue's size budget).
     """
@@ -207,16 +200,36 @@ def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECT
         ),
         limit=limit,
     )
-    flaky = [describe(r) for r in history.cells if not r.history.failing]
+    flaky = [r for r in history.cells if not r.history.failing]
     return (
         reasons
-        + section_lines("### Failing", [_with_blame(r) for r in failing], limit)
-        + section_lines("### Flaky", flaky, limit)
+        + section_lines("### Failing", _by_test(failing, _failing_facts), limit)
+        + section_lines("### Flaky", _by_test(flaky, history_facts), limit)
     )
 
 
-def _with_blame(report: CellReport) -> str:
-    """A failing cell in words (:func:`describe`), then why it fails: the code or the
-    environment (blame.py)."""
+def _failing_facts(report: CellReport) -> list[str]:
+    """A failing cell's history in words, then why it fails: the code or the environment."""
     blame = blame_of(report.results)
-    return describe(report) if blame is None else f"{describe(report)}; {describe_blame(blame)}"
+    said = describe_blame(blame) if blame is not None else ""
+    return [*history_facts(report), *([said] if said else [])]
+
+
+def _by_test(reports: Sequence[CellReport], facts: Callable[[CellReport], list[str]]) -> list[str]:
+    """One line per test: ``test · [jax](job), [torch](job): what their histories say``, the
+    backends whose histories say the same in one statement."""
+    tests: dict[str, dict[str, list[str]]] = {}
+    for report in reports:
+        url = safe_link(report.latest.source.url)
+        name = escape_name(report.backend)
+        backend = f"[{name}]({markdown_target(url)})" if url else name
+        said = ", ".join(facts(report))
+        tests.setdefault(report.row, {}).setdefault(said, []).append(backend)
+    lines = []
+    for row, statements in tests.items():
+        parts = [
+            ", ".join(backends) + (f": {said}" if said else "")
+            for said, backends in statements.items()
+        ]
+        lines.append(f"{escape_name(row)} · " + "; ".join(parts))
+    return lines

@@ -33,11 +33,18 @@ def _run(ref: RunRef) -> str:
 
 def describe(report: CellReport) -> str:
     """One cell in words: test, backend, a link to its job, since when it fails, flakiness."""
-    history = report.history
     url = safe_link(report.latest.source.url)
     outcome = report.latest.outcome.value
     shown = f"[{outcome}]({markdown_target(url)})" if url else outcome
-    parts = [f"{escape_name(report.row)} · {escape_name(report.backend)}: {shown}"]
+    head = f"{escape_name(report.row)} · {escape_name(report.backend)}: {shown}"
+    return ", ".join([head, *history_facts(report)])
+
+
+def history_facts(report: CellReport) -> list[str]:
+    """What a cell's history says, each fact once: since when it fails, its last pass,
+    flakiness (markdown)."""
+    history = report.history
+    parts = []
     if history.failing_since is not None:
         at_least = "at least " if history.since_oldest else ""
         noun = "run" if history.runs == 1 else "runs"
@@ -50,7 +57,7 @@ def describe(report: CellReport) -> str:
         parts.append("flaky: passed only after reruns")
     elif history.flaky is FlakyReason.FLIPS:
         parts.append("flaky: flips between passing and failing")
-    return ", ".join(parts)
+    return parts
 
 
 def section_lines(title: str, lines: Sequence[str], limit: int) -> str:

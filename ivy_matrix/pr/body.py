@@ -1,30 +1,35 @@
-"""The sticky pull-request comment's body: its markers and what it says.
+"""The sticky pull-request comment's body, and the verdicts in the job summary.
 
-Pure: no I/O (``pr/comment.py`` writes the comment). The comment is a projection of the
-verdicts kept under the pull request's verdict ref (``pr/state.py``, ``pr/verdict_ref.py``),
-so nothing in it is read back: it can be cut to size or edited by hand without losing a
-verdict, and the next writer restores it. A body looks like::
+Pure: no I/O (``pr/comment.py`` writes the comment, ``targets/summary.py`` the job summary).
+The comment is a projection of the verdicts kept under the pull request's verdict ref
+(``pr/comment_state.py``, ``pr/verdict_ref.py``), so nothing in it is read back: it can be cut
+to size or edited by hand without losing a verdict, and the next writer restores it. A body
+looks like::
 
     <!-- ivy-matrix:pr=7 -->                      how the writer finds it (with the author)
     <!-- ivy-matrix:head=9f2c0de... -->           the head commit the verdicts are about
     <!-- ivy-matrix:run=4519946746.2 -->          the run id and attempt that wrote them
     ## ivy-matrix: 2 new failures
-    ...which baseline; per backend the counts (torch: 2 new, 5 pre-existing, 1 fixed); the new
-    failures (``new``, and ``new-test``: failing tests the baseline does not have, marked "new
-    test") with links to the PR's job and the baseline's, grouped by their failure line, the
-    groups ranked by cells and backends ("AssertionError: ...: **7 tests x 3 backends
-    (torch, jax, tensorflow)**", the line escaped, reasons.py); the rest in <details>...
+    ...which baseline; per backend the counts (torch: 2 new, 1 fixed, 5 pre-existing); then
+    one section per verdict, most important first (``KINDS``): new failures and failing new
+    tests open, the others in <details>.
 
-A pull request with no failing cell gets a short all-green note
-(:func:`~ivy_matrix.pr.comment_state.has_failures` lets the caller write nothing instead, when no
-comment exists yet).
+**A section** groups its failing cells by their failure line's signature (reasons.py), the
+group with most cells first: a headline with the line (escaped, cut to 300 characters) and how
+far it reaches ("AssertionError: ...: **7 tests x 3 backends (torch, jax, tensorflow)**"),
+then one line per test with its backends, each linked to its job in the pull request, with
+its failed cases when only some failed (``jax 2/8``); pre-existing failures say since when
+they fail and why (blame.py), once for the backends that share it. A group shows at most
+``EXAMPLES`` tests and counts the rest; cells without a failure line are listed last, all
+of them.
 
 **Size.** The body is kept within ``BUDGET`` UTF-16 units (GitHub refuses comments over 65,536
-characters; measured as issues/markers.py does). Listed cells are cut least important first:
-fixed, then flaky, pre-existing and no-baseline cells, then new failures (new tests' with
-them), then the
-per-backend lines; the comment says what was cut. Its counts always include every cell: they
-are the counts ``compare`` gives on the same results.
+characters; measured as issues/markers.py does). Lines are cut least important first, whatever
+the tests are called: every section keeps its first ``KEPT`` test lines while any other line
+is cut; pre-existing lines go first, then no-baseline, flaky, fixed, failing new tests, new
+failures; then those first lines in the same order; then the per-backend lines. The comment
+ends with what it does not list ("Not listed here: 3990 new-test, ..."): with the cells it
+lists, those are the counts ``compare`` gives on the same results, whatever was cut.
 
 In the ``workflow_run`` fork recipe the PR number and head sha come from
 ``github.event.workflow_run`` (config/settings.py ``read_event``), never from the artifact.
@@ -34,28 +39,41 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ivy_matrix.escaping import escape_name, escape_url, safe_link
 from ivy_matrix.explain.reasons import Failing, extent, group_failures, shown_message
 from ivy_matrix.issues.markers import DEFAULT_BUDGET, utf16_len
 from ivy_matrix.pr.comment_state import CommentState, has_failures
-from ivy_matrix.pr.verdicts import COUNT_ORDER, BaselineKind, CellVerdict, Verdict, new_failures
+from ivy_matrix.pr.verdicts import BaselineKind, CellVerdict, Verdict, new_failures
 
 BUDGET = DEFAULT_BUDGET
 NAME_CAP = 200
 SHORT_SHA = 7
-# Visible sections, most important first, each with the verdicts it lists; they are cut in
-# the reverse order (by their first verdict).
-_SECTIONS = (
-    ((Verdict.NEW, Verdict.NEW_TEST), "New failures"),
-    ((Verdict.NO_BASELINE,), "No baseline: new backends, or no earlier result"),
-    ((Verdict.PRE_EXISTING,), "Pre-existing failures"),
-    ((Verdict.FLAKY,), "Flaky"),
-    ((Verdict.FIXED,), "Fixed"),
+EXAMPLES = 5  # tests a group of one failure line shows; the rest are counted
+KEPT = 3  # test lines each section keeps while lines of any other section are cut
+# The sections, most important first: the order they show in and the reverse of the cut's.
+KINDS = (
+    Verdict.NEW,
+    Verdict.NEW_TEST,
+    Verdict.FIXED,
+    Verdict.FLAKY,
+    Verdict.NO_BASELINE,
+    Verdict.PRE_EXISTING,
 )
-_CUT_ORDER = (Verdict.FIXED, Verdict.FLAKY, Verdict.PRE_EXISTING, Verdict.NO_BASELINE, Verdict.NEW)
-# A listed line: its text, and the verdict of the cell it lists (None: a group's headline).
-_Line = tuple[str, Verdict | None]
+TITLES = {
+    Verdict.NEW: "New failures",
+    Verdict.NEW_TEST: "New tests that fail",
+    Verdict.FIXED: "Fixed",
+    Verdict.FLAKY: "Flaky",
+    Verdict.NO_BASELINE: "No baseline: new backends, or no earlier result",
+    Verdict.PRE_EXISTING: "Pre-existing failures",
+}
+_WHAT = {
+    Verdict.NEW: "passed on the default branch, fail here",
+    Verdict.NEW_TEST: "tests the default branch does not have",
+}
+_OPEN = frozenset({Verdict.NEW, Verdict.NEW_TEST})  # shown open; the rest in <details>
 
 
 def comment_marker(pr: int) -> str:
@@ -63,7 +81,7 @@ def comment_marker(pr: int) -> str:
     return f"<!-- ivy-matrix:pr={pr} -->"
 
 
-# ----------------------------------------------------------------------------- visible text
+# ----------------------------------------------------------------------------- the lines
 
 
 def _name(text: str) -> str:
@@ -72,30 +90,68 @@ def _name(text: str) -> str:
 
 def _link(label: str, url: str | None) -> str:
     safe = safe_link(url or "")
-    return f"[{label}]({escape_url(safe).replace(')', '%29')})" if safe else ""
+    return f"[{label}]({escape_url(safe).replace(')', '%29')})" if safe else label
 
 
-def _cell_line(cell: CellVerdict, indent: str = "") -> _Line:
-    parts = [_link("PR job", cell.link), _link("baseline job", cell.baseline_link)]
+@dataclass(frozen=True, slots=True)
+class _TestLine:
+    """One test's cells of one group: the line (without its indent) and how many cells."""
+
+    text: str
+    cells: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Cells of one section with one failure line: its headline ("" for the cells without a
+    line, listed last and all of them) and its tests' lines."""
+
+    headline: str
+    lines: tuple[_TestLine, ...]
+    tests: int  # how many tests the group has (lines past EXAMPLES are counted, not listed)
+
+
+def _backend(cell: CellVerdict) -> str:
+    """``[jax](job) 2/8``: the backend, linked to the pull request's job, with its failed
+    cases when only some failed."""
+    cases = f" {cell.cases[0]}/{cell.cases[1]}" if cell.cases else ""
+    return _link(_name(cell.backend), cell.link) + cases
+
+
+def _facts(cell: CellVerdict) -> str:
+    """What a pre-existing failure's history says, each fact once: since when it fails (on
+    the default branch), and why (blame.py: the hint, the compare link, what changed)."""
     since = cell.failing_since
-    if since is not None:
+    parts = []
+    if cell.verdict is Verdict.PRE_EXISTING and since is not None:
         sha = f" ({_name(since.sha[:SHORT_SHA])})" if since.sha else ""
         parts.append(f"failing since run {since.run_id}{sha}")
     if cell.verdict is Verdict.PRE_EXISTING and cell.blame_line:
-        # Why it fails on the default branch: the code or the environment (blame.py).
         parts.append(cell.blame_line)
-    if cell.verdict is Verdict.NEW_TEST:
-        parts.insert(0, "new test")
-    place = f"{_name(cell.dashboard)} · {_name(cell.row)} · {_name(cell.backend)}"
-    shown = " · ".join(part for part in parts if part)
-    text = f"{indent}- {place}: {shown}\n" if shown else f"{indent}- {place}\n"
-    return text, cell.verdict
+    return ", ".join(parts)
 
 
-def _new_failure_lines(cells: Sequence[CellVerdict]) -> list[_Line]:
-    """The new failures, grouped by failure line (most cells, then most backends first): a
-    headline with the line and how far it reaches, then its cells; cells without a line are
-    listed as they are, last."""
+def _test_lines(cells: Sequence[CellVerdict], test_name: str) -> list[_TestLine]:
+    """One line per test (in the order the cells came): ``test: [torch](job), [jax](job)``,
+    the backends whose histories say the same in one statement."""
+    tests: dict[tuple[str, str], dict[str, list[CellVerdict]]] = {}
+    for cell in cells:
+        tests.setdefault((cell.dashboard, cell.row), {}).setdefault(_facts(cell), []).append(cell)
+    lines = []
+    for (dashboard, row), statements in tests.items():
+        said = "; ".join(
+            ", ".join(_backend(c) for c in members) + (f" · {facts}" if facts else "")
+            for facts, members in statements.items()
+        )
+        name = test_name.format(dashboard=_name(dashboard), row=_name(row))
+        count = sum(len(members) for members in statements.values())
+        lines.append(_TestLine(f"{name}: {said}", count))
+    return lines
+
+
+def _groups(cells: Sequence[CellVerdict], test_name: str) -> list[_Group]:
+    """A section's cells grouped by failure line (reasons.py: most cells, then most backends
+    first), cells without a line last."""
     failings = [
         Failing(
             test=f"{cell.dashboard} · {cell.row}",
@@ -107,33 +163,77 @@ def _new_failure_lines(cells: Sequence[CellVerdict]) -> list[_Line]:
     ]
     # The list keeps every Failing alive, so their ids stay theirs while this runs.
     cell_of = {id(failing): cell for failing, cell in zip(failings, cells, strict=True)}
-    lines: list[_Line] = []
+    found = []
     for group in group_failures(failings):
-        members = [cell_of[id(failing)] for failing in group.cells]
+        lines = _test_lines([cell_of[id(f)] for f in group.cells], test_name)
         if not group.signature:
-            lines += [_cell_line(cell) for cell in members]
+            found.append(_Group("", tuple(lines), len(lines)))
             continue
-        lines.append((f"- {shown_message(group.sample)}: **{extent(group)}**\n", None))
-        lines += [_cell_line(cell, indent="  ") for cell in members]
-    return lines
+        headline = f"{shown_message(group.sample) or 'no failure message'}: **{extent(group)}**"
+        found.append(_Group(headline, tuple(lines[:EXAMPLES]), len(lines)))
+    return found
+
+
+@dataclass(slots=True)
+class _Section:
+    """A section's groups, and how many of its test lines are shown (in group order)."""
+
+    kind: Verdict
+    groups: list[_Group]
+    shown: int = 0
+
+    @property
+    def lines(self) -> list[tuple[int, _TestLine]]:
+        """Every test line it may show, with its group's index, in the order they are cut."""
+        return [(index, line) for index, group in enumerate(self.groups) for line in group.lines]
+
+    def text(self, total: int) -> tuple[str, int]:
+        """The section as markdown, and how many of its cells it lists."""
+        candidates = self.lines[: self.shown]
+        if not candidates:
+            return "", 0
+        by_group: dict[int, list[_TestLine]] = {}
+        for index, line in candidates:
+            by_group.setdefault(index, []).append(line)
+        parts = []
+        for index, lines in by_group.items():
+            group = self.groups[index]
+            indent = "  " if group.headline else ""
+            if group.headline:
+                parts.append(f"- {group.headline}\n")
+            parts += [f"{indent}- {line.text}\n" for line in lines]
+            more = group.tests - len(lines)
+            if more:
+                parts.append(f"{indent}- … and {more} more {'test' if more == 1 else 'tests'}\n")
+        listed = sum(line.cells for _, line in candidates)
+        body = "".join(parts)
+        title = f"{TITLES[self.kind]} ({total})"
+        if self.kind in _OPEN:
+            return f"### {title}\n\n_{_WHAT[self.kind]}_\n\n{body}\n", listed
+        return f"<details><summary>{title}</summary>\n\n{body}\n</details>\n\n", listed
+
+
+# ----------------------------------------------------------------------------- the body
 
 
 def _count_line(backend: str, counts: Mapping[Verdict, int]) -> str:
-    said = ", ".join(f"{counts[v]} {v.value}" for v in COUNT_ORDER if counts[v])
+    said = ", ".join(f"{counts[v]} {v.value}" for v in KINDS if counts[v])
     return f"- **{_name(backend)}**: {said or 'all passing'}\n"
 
 
+def headline(state: CommentState) -> str:
+    """ "ivy-matrix: 2 new failures" (or "no new failures", "no failing tests")."""
+    new = new_failures(state.counts())
+    if not has_failures(state):
+        return "ivy-matrix: no failing tests"
+    if new:
+        return f"ivy-matrix: {new} new {'failure' if new == 1 else 'failures'}"
+    return "ivy-matrix: no new failures"
+
+
 def _intro(state: CommentState) -> str:
-    counts = state.counts()
     head = _name(state.head[:SHORT_SHA]) or "unknown"
     run = f"run {state.run.run_id}, attempt {state.run.run_attempt}"
-    new = new_failures(counts)
-    if not has_failures(state):
-        title = "no failing tests"
-    elif new:
-        title = f"{new} new {'failure' if new == 1 else 'failures'}"
-    else:
-        title = "no new failures"
     if state.baseline is BaselineKind.MERGE_BASE:
         against = "each test's newest default-branch result at this PR's merge base or before"
     elif state.located:
@@ -143,76 +243,103 @@ def _intro(state: CommentState) -> str:
         )
     else:
         against = "each test's newest default-branch result (the merge base is not in the history)"
-    return f"## ivy-matrix: {title}\n\nHead {head} ({run}) against {against}.\n\n"
+    return f"## {headline(state)}\n\nHead {head} ({run}) against {against}.\n\n"
 
 
-def _compose(
-    state: CommentState,
-    lines: Mapping[Verdict, Sequence[_Line]],
-    shown: Mapping[Verdict, int],
-    backends_shown: int,
-) -> str:
-    names = [name for name, _, _ in state.backends]
-    parts = [
-        comment_marker(state.pr),
-        f"\n<!-- ivy-matrix:head={re.sub(r'[^0-9A-Za-z]', '', state.head)} -->\n",
-        f"<!-- ivy-matrix:run={state.run.run_id}.{state.run.run_attempt} -->\n",
-        _intro(state),
-        *(_count_line(name, state.counts(name)) for name in names[:backends_shown]),
-    ]
-    if backends_shown < len(names):
-        parts.append(f"- ... and {len(names) - backends_shown} more backends\n")
-    parts.append("\n")
-    cut: list[str] = []
-    counts = state.counts()
-    for verdicts, title in _SECTIONS:
-        first = verdicts[0]
-        kept = list(lines[first][: shown[first]])
-        while kept and kept[-1][1] is None:
-            kept.pop()  # a headline whose cells were all cut
-        for verdict in verdicts:
-            listed = sum(1 for _, of in kept if of is verdict)
-            if counts[verdict] > listed:
-                cut.append(f"{counts[verdict] - listed} {verdict.value}")
-        if not kept:
-            continue
-        text = "".join(line for line, _ in kept)
-        if first is Verdict.NEW:
-            parts.append(f"### {title}\n\n{text}\n")
-        else:
-            count = sum(counts[verdict] for verdict in verdicts)
-            parts.append(f"<details><summary>{title} ({count})</summary>\n\n{text}\n</details>\n\n")
-    if cut:
-        parts.append(f"_Not listed here (comment size limit): {', '.join(cut)}._\n")
-    return "".join(parts)
+def _test_name(state: CommentState) -> str:
+    """How a test is named: by its row alone when every cell is of one dashboard."""
+    one = len({cell.dashboard for cell in state.cells}) <= 1
+    return "{row}" if one else "{dashboard} · {row}"
 
 
-def render_comment(state: CommentState, *, budget: int = BUDGET) -> str:
-    """The comment body of ``state`` within ``budget`` (see the module docstring)."""
-    lines = {
-        verdicts[0]: [_cell_line(c) for c in state.cells if c.verdict in verdicts]
-        for verdicts, _ in _SECTIONS
-    }
-    new = [c for c in state.cells if c.verdict in {Verdict.NEW, Verdict.NEW_TEST}]
-    lines[Verdict.NEW] = _new_failure_lines(new)
-    shown = {verdict: len(found) for verdict, found in lines.items()}
-    backends_shown = len(state.backends)
+@dataclass(slots=True)
+class _Layout:
+    """What a body shows: its sections (with the lines shown) and how many backend lines."""
+
+    state: CommentState
+    sections: list[_Section]
+    backends_shown: int
+    prefix: str = ""  # what comes after the counts (the job summary's link to the comment)
+
+    def compose(self, *, markers: bool) -> str:
+        state = self.state
+        names = [name for name, _, _ in state.backends]
+        parts = []
+        if markers:
+            parts += [
+                comment_marker(state.pr),
+                f"\n<!-- ivy-matrix:head={re.sub(r'[^0-9A-Za-z]', '', state.head)} -->\n",
+                f"<!-- ivy-matrix:run={state.run.run_id}.{state.run.run_attempt} -->\n",
+            ]
+        parts.append(_intro(state))
+        parts += [_count_line(name, state.counts(name)) for name in names[: self.backends_shown]]
+        if self.backends_shown < len(names):
+            parts.append(f"- … and {len(names) - self.backends_shown} more backends\n")
+        parts.append("\n" + self.prefix)
+        counts = state.counts()
+        cut = []
+        for section in self.sections:
+            text, listed = section.text(counts[section.kind])
+            parts.append(text)
+            if counts[section.kind] > listed:
+                cut.append(f"{counts[section.kind] - listed} {section.kind.value}")
+        if cut:
+            parts.append(
+                f"_Not listed here: {', '.join(cut)} (a few tests of each failure line, "
+                f"within GitHub's size limit)._\n"
+            )
+        return "".join(parts)
+
+    def cut(self, excess: int) -> int:
+        """Leave out test lines, least important first (module docstring), until ``excess``
+        UTF-16 units are made up; what is still to make up."""
+        for floor in (KEPT, 0):
+            for section in reversed(self.sections):
+                lines = section.lines
+                while excess > 0 and section.shown > floor:
+                    section.shown -= 1
+                    excess -= utf16_len(lines[section.shown][1].text) + 5
+        return excess
+
+
+def _layout(state: CommentState, kinds: Sequence[Verdict], prefix: str = "") -> _Layout:
+    name = _test_name(state)
+    sections = []
+    for kind in kinds:
+        cells = [c for c in state.cells if c.verdict is kind]
+        if cells:
+            groups = _groups(cells, name)
+            sections.append(_Section(kind, groups, sum(len(g.lines) for g in groups)))
+    return _Layout(state, sections, len(state.backends), prefix)
+
+
+def _fit(layout: _Layout, budget: int, *, markers: bool) -> str:
     while True:
-        body = _compose(state, lines, shown, backends_shown)
+        body = layout.compose(markers=markers)
         excess = utf16_len(body) - budget
         if excess <= 0:
             return body
-        excess = _cut(lines, shown, excess)
-        if excess > 0 and backends_shown:
-            backends_shown = max(0, backends_shown - max(1, backends_shown // 10))
+        excess = layout.cut(excess)
+        if excess > 0 and layout.backends_shown:
+            shown = layout.backends_shown
+            layout.backends_shown = max(0, shown - max(1, shown // 10))
         elif excess > 0:
             raise ValueError(f"a pull-request comment cannot fit in {budget} characters")
 
 
-def _cut(lines: Mapping[Verdict, Sequence[_Line]], shown: dict[Verdict, int], excess: int) -> int:
-    """Leave out listed lines, least important first, until ``excess`` is made up."""
-    for verdict in _CUT_ORDER:
-        while excess > 0 and shown[verdict]:
-            shown[verdict] -= 1
-            excess -= utf16_len(lines[verdict][shown[verdict]][0])
-    return excess
+def render_comment(state: CommentState, *, budget: int = BUDGET) -> str:
+    """The comment body of ``state`` within ``budget`` (see the module docstring)."""
+    return _fit(_layout(state, KINDS), budget, markers=True)
+
+
+def render_summary(state: CommentState, *, comment_url: str | None, budget: int = BUDGET) -> str:
+    """The verdicts in a pull request's job summary: the comment's headline and counts, its
+    new failures and failing new tests, and a link to the comment (to the pull request when
+    the comment's address is not known)."""
+    link = _link("the pull request's comment", comment_url)
+    if link.startswith("["):
+        where = f"Every verdict is in {link}."
+    else:
+        where = f"Every verdict is in the comment on pull request #{state.pr}."
+    layout = _layout(state, (Verdict.NEW, Verdict.NEW_TEST), prefix=f"{where}\n\n")
+    return _fit(layout, budget, markers=False)

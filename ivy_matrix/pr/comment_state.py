@@ -212,6 +212,7 @@ def _cell_record(cell: CellVerdict) -> list[object]:
         cell.message,
         cell.signature,
         cell.blame_line,
+        None if cell.cases is None else list(cell.cases),
     ]
 
 
@@ -236,13 +237,21 @@ def dump_ref_state(state: RefState) -> str:
             None if since is None else [since.run_id, since.sha, links.index(since.url)],
             list(cell.position),
         ]
-        if cell.message or cell.signature:
-            record.append(messages.index((cell.message, cell.signature)))
-        if cell.blame_line:
-            # The blame in words (blame.py), after the failure line's place (None: none).
-            if len(record) == _LINE_AT:
-                record.append(None)
-            record.append(cell.blame_line)
+        # Then the failure line's place in ``messages``, the blame in words (blame.py) and
+        # the failed and total cases of a partly failing cell; trailing empty parts left out.
+        line = (
+            messages.index((cell.message, cell.signature))
+            if cell.message or cell.signature
+            else None
+        )
+        extra: list[object] = [
+            line,
+            cell.blame_line,
+            None if cell.cases is None else list(cell.cases),
+        ]
+        while extra and extra[-1] in (None, ""):
+            extra.pop()
+        record.extend(extra)
         dashboards.setdefault(cell.dashboard, []).append(record)
     lease = state.lease
     document = {
@@ -319,8 +328,9 @@ def _message(value: object) -> tuple[str, str]:
     return _typed(text, str), _typed(signature, str)
 
 
-# A cell's record: nine items, then its failure line's index in ``messages`` (or None), then
-# its blame in words; either may be left out when it is the last.
+# A cell's record: nine items, then its failure line's index in ``messages`` (or None), its
+# blame in words ("" for none) and its failed and total cases (or None); the last ones may be
+# left out.
 _LINE_AT = 9
 
 
@@ -336,6 +346,7 @@ def _cell_from(
     line = record[_LINE_AT] if len(record) > _LINE_AT else None
     message, signature = ("", "") if line is None else messages[_index(line)]
     blame_line = _typed(record[_LINE_AT + 1], str) if len(record) > _LINE_AT + 1 else ""
+    cases = record[_LINE_AT + 2] if len(record) > _LINE_AT + 2 else None
     row_at, backend_at = _typed(position, list)
     since_parts = None if since is None else _typed(since, list)
     return CellVerdict(
@@ -358,7 +369,13 @@ def _cell_from(
         message=message,
         signature=signature,
         blame_line=blame_line,
+        cases=None if cases is None else _cases(cases),
     )
+
+
+def _cases(value: object) -> tuple[int, int]:
+    failed, total = _typed(value, list)
+    return _typed(failed, int), _typed(total, int)
 
 
 def _index(value: object) -> int:

@@ -110,7 +110,8 @@ class CellVerdict:
     when there is no baseline, or it has no link); ``run`` orders results of one cell when
     comments of several legs are merged; ``position`` is (row, backend) in display order.
     ``message`` and ``signature`` are the first failure line of the pull request's result and
-    its signature (signature.py; "" when it did not fail or gave no message).
+    its signature (signature.py; "" when it did not fail or gave no message); ``cases`` its
+    failed and total test cases when only some of them failed (a parametrized row: ``2/8``).
     """
 
     dashboard: str
@@ -125,6 +126,7 @@ class CellVerdict:
     position: tuple[int, int] = (0, 0)
     message: str = ""
     signature: str = ""
+    cases: tuple[int, int] | None = None
     # A failing cell's blame (blame.py) from its default-branch history and this result, and
     # that blame in words (what the comment shows; the verdict ref keeps only the words).
     blame: Blame | None = field(default=None, compare=False)
@@ -265,6 +267,7 @@ def _cell_verdict(
     if verdict is None:
         return None
     dashboard, row, backend = place
+    counts = pr.entry.counts
     return CellVerdict(
         dashboard=dashboard,
         row=row,
@@ -278,6 +281,9 @@ def _cell_verdict(
         position=position,
         message=pr.entry.message,
         signature=pr.entry.signature,
+        cases=(counts.failed, counts.total)
+        if counts is not None and counts.partly_failing
+        else None,
     )
 
 

@@ -95,13 +95,21 @@ def test_the_edge_cases_say_why_there_is_no_link_or_no_blame():
     assert blame_of([result(1, Outcome.SUCCESS, "X")]) is None
 
 
-def test_a_blame_in_words_names_the_hint_runs_link_and_changes():
-    """The line the issue and the comment show."""
+def test_a_blame_in_words_names_the_hint_link_and_changes_and_nothing_unknown():
+    """The words the issue and the comment show: each fact once (the runs are the cell's own
+    line's), and nothing about what is not known (the notes stay in the JSON)."""
     blame = blame_of(
         [result(2, Outcome.FAILURE, "Y", ENV_B), result(1, Outcome.SUCCESS, "X", ENV_A)]
     )
     assert blame is not None
     assert describe_blame(blame) == (
-        f"**both**; passed in run 1 (X), failed from run 2 (Y); [compare]({REPO}/compare/X...Y); "
-        "changed: jax 0.4.30 → 0.4.31"
+        f"**both**, [compare]({REPO}/compare/X...Y), changed: jax 0.4.30 → 0.4.31"
     )
+    unknown = blame_of([result(2, Outcome.FAILURE, "Y"), result(1, Outcome.FAILURE, "X")])
+    assert unknown is not None
+    assert unknown.notes
+    assert describe_blame(unknown) == ""
+    no_env = blame_of([result(2, Outcome.FAILURE, "Y"), result(1, Outcome.SUCCESS, "X")])
+    assert no_env is not None
+    assert no_env.notes == ("environment not recorded on either side",)
+    assert describe_blame(no_env) == f"[compare]({REPO}/compare/X...Y)"

@@ -16,7 +16,15 @@ from ivy_matrix.explain.reasons import TIMES
 from ivy_matrix.issues.markers import utf16_len
 from ivy_matrix.model import Entry, Outcome, RunKey
 from ivy_matrix.pr.ancestry import run_order_ancestry
-from ivy_matrix.pr.body import BUDGET, comment_marker, render_comment
+from ivy_matrix.pr.body import (
+    BUDGET,
+    EXAMPLES,
+    KEPT,
+    KINDS,
+    TITLES,
+    comment_marker,
+    render_comment,
+)
 from ivy_matrix.pr.comment_state import (
     FORMAT,
     CommentState,
@@ -92,11 +100,15 @@ def listed(state: CommentState) -> list[tuple[str, str, Verdict]]:
 
 
 def test_comment_body_with_every_verdict(golden):
-    """The body: markers, per-backend counts, new failures, then the rest in details."""
+    """The body: markers, per-backend counts, then a section per verdict, most important
+    first: new failures open, the rest in details."""
     body = render_comment(sample_state())
     golden("pr_comment", body)
     assert body.startswith(comment_marker(7) + "\n<!-- ivy-matrix:head=" + HEAD + " -->\n")
-    assert "- **torch**: 1 new, 1 pre-existing, 1 fixed, 1 flaky\n" in body
+    assert "- **torch**: 1 new, 1 fixed, 1 flaky, 1 pre-existing\n" in body
+    starts = [body.index(f"{TITLES[kind]} (1)") for kind in KINDS if kind is not Verdict.NEW_TEST]
+    assert starts == sorted(starts)
+    assert "Not listed here" not in body
 
 
 def test_all_green_comment_is_a_short_note(golden):
@@ -137,21 +149,69 @@ def many_cells(count: int) -> CommentState:
     )
 
 
+# ----------------------------------------------------------------------------- reading a body
+
+_SECTION_START = re.compile(
+    r"^(?:### |<details><summary>)(?P<title>[^\n]+?) \((?P<count>\d+)\)(?:</summary>)?$",
+    re.MULTILINE,
+)
+_JOB_LINK = re.compile(r"\]\(https?://[^)\s]+/actions/runs/")
+
+
+def section_lines(body: str) -> dict[Verdict, list[str]]:
+    """The test lines of each section of a body (headlines and "... and N more" left out)."""
+    by_title = {title: kind for kind, title in TITLES.items()}
+    starts = list(_SECTION_START.finditer(body))
+    found: dict[Verdict, list[str]] = {}
+    for index, start in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(body)
+        text = body[start.end() : end].split("\n_Not listed here", maxsplit=1)[0]
+        found[by_title[start.group("title")]] = [
+            line
+            for line in text.splitlines()
+            if re.match(r" *- ", line)
+            and not line.endswith(")**")
+            and not re.match(r" *- … and \d+ more tests?$", line)
+        ]
+    return found
+
+
+def listed_cells(body: str) -> dict[Verdict, int]:
+    """How many cells each section lists: one link to a pull request's job each."""
+    return {
+        kind: sum(len(_JOB_LINK.findall(line)) for line in lines)
+        for kind, lines in section_lines(body).items()
+    }
+
+
+def not_listed(body: str) -> dict[str, int]:
+    """What the body says it does not list, per verdict."""
+    found = re.search(r"_Not listed here: (.*?) \(a few tests", body)
+    if found is None:
+        return {}
+    return {v: int(n) for n, v in (p.split(" ", 1) for p in found.group(1).split(", "))}
+
+
 def test_a_comment_with_hundreds_of_cells_is_cut_to_the_budget(golden):
-    """Over the budget, fixed cells go first, then flaky, pre-existing and no-baseline; new
-    failures and new tests' stay; the comment says what was cut."""
+    """Over the budget, pre-existing lines go first, then no-baseline, flaky, fixed; every
+    section keeps its first lines; new failures and new tests stay; the comment says what
+    was cut."""
     state = many_cells(720)
     body = render_comment(state)
     golden("pr_comment_cut", body)
     assert utf16_len(body) <= BUDGET
-    said = "40 new, 40 new-test, 40 pre-existing, 40 fixed, 40 flaky, 40 no-baseline"
+    said = "40 new, 40 new-test, 40 fixed, 40 flaky, 40 no-baseline, 40 pre-existing"
     assert f"- **torch**: {said}\n" in body
-    assert len(re.findall(r"^- core/gradients · .*?_\d{4} · ", body, re.MULTILINE)) < 720
-    assert "<summary>Fixed" not in body
-    assert "<summary>Pre-existing" not in body
-    assert "<details><summary>No baseline: new backends, or no earlier result (120)" in body
-    assert body.count(": new test · [PR job]") == 120
-    assert "_Not listed here (comment size limit): 67 no-baseline, 120 pre-existing, " in body
+    lines = section_lines(body)
+    assert {kind: len(found) for kind, found in lines.items()} == {
+        Verdict.NEW: 120,
+        Verdict.NEW_TEST: 120,
+        Verdict.FIXED: 120,
+        Verdict.FLAKY: 120,
+        Verdict.NO_BASELINE: 34,
+        Verdict.PRE_EXISTING: KEPT,
+    }
+    assert not_listed(body) == {"no-baseline": 120 - 34, "pre-existing": 120 - KEPT}
 
 
 COUNT_LINE = re.compile(r"^- \*\*(?P<backend>[^*]+)\*\*: (?P<said>.*)$", re.MULTILINE)
@@ -171,7 +231,7 @@ def shown_counts(body: str) -> dict[str, dict[str, int]]:
 
 def test_a_cut_comment_counts_every_cell():
     """With thousands of cells the comment lists what fits, and its counts still say every
-    cell: per backend and in what it says was not listed."""
+    cell: per backend, and what it lists with what it says was not listed."""
     state = many_cells(5040)
     body = render_comment(state)
     assert utf16_len(body) <= BUDGET
@@ -180,12 +240,141 @@ def test_a_cut_comment_counts_every_cell():
         for name, _, _ in state.backends
     }
     assert shown_counts(body) == expected
-    not_listed = re.search(r"_Not listed here \(comment size limit\): (.*)\._", body)
-    assert not_listed is not None
-    cut = {v: int(n) for n, v in (p.split(" ", 1) for p in not_listed.group(1).split(", "))}
-    listed_lines = len(re.findall(r"^- core/gradients · ", body, re.MULTILINE))
-    assert sum(cut.values()) + listed_lines == 5040
-    assert cut["fixed"] == 840
+    listed, cut = listed_cells(body), not_listed(body)
+    for kind, count in state.counts().items():
+        assert listed.get(kind, 0) + cut.get(kind.value, 0) == count
+    assert listed[Verdict.PRE_EXISTING] == KEPT
+
+
+def failing_cell(row: int, backend: str, verdict: Verdict, line: str = "") -> CellVerdict:
+    """A listed cell of row ``row`` (named after nothing in particular: names do not order)."""
+    return CellVerdict(
+        dashboard="core/gradients",
+        row=f"test_{(row * 7919) % 10007:05d}",
+        backend=backend,
+        verdict=verdict,
+        link=f"https://github.com/o/r/actions/runs/500/job/{len(backend)}",
+        run=RUN,
+        position=(row, ("torch", "jax", "numpy").index(backend)),
+        message=line,
+        signature=f"sig {line}" if line else "",
+    )
+
+
+def test_regressions_are_listed_before_thousands_of_failing_new_tests():
+    """Issue 25's leg: 10 regressions and 4,000 failing tests the base never had, all with one
+    error: the regressions are all listed, whatever they are called; the new tests show a few
+    examples and their count; the comment says what it does not list."""
+    line = "ModuleNotFoundError: No module named 'jax.experimental'"
+    new_tests = [failing_cell(i, "jax", Verdict.NEW_TEST, line) for i in range(4000)]
+    regressions = [
+        failing_cell(4000 + i, "jax", Verdict.NEW, f"AssertionError: case {i}") for i in range(10)
+    ]
+    state = CommentState(
+        pr=7, head=HEAD, run=RUN, cells=(*new_tests, *regressions), backends=(("jax", 0, RUN),)
+    )
+    body = render_comment(state)
+    lines = section_lines(body)
+    assert len(lines[Verdict.NEW]) == 10
+    assert len(lines[Verdict.NEW_TEST]) == EXAMPLES
+    assert f"- {line}: **4000 tests {TIMES} 1 backend (jax)**\n" in body
+    assert f"  - … and {4000 - EXAMPLES} more tests\n" in body
+    assert not_listed(body) == {"new-test": 4000 - EXAMPLES}
+    assert body.index(TITLES[Verdict.NEW]) < body.index(TITLES[Verdict.NEW_TEST])
+
+
+def test_a_failing_parametrized_row_shows_its_failed_cases_and_a_shared_failure_one_line():
+    """A row whose cases only partly fail says how many (``2/8``); a test failing on three
+    backends with one error is one line naming the three."""
+    cells = tuple(
+        replace(failing_cell(1, b, Verdict.NEW, "E: boom"), cases=(2, 8) if b == "jax" else None)
+        for b in ("torch", "jax", "numpy")
+    )
+    state = CommentState(
+        pr=7,
+        head=HEAD,
+        run=RUN,
+        cells=cells,
+        backends=tuple((b, i, RUN) for i, b in enumerate(("torch", "jax", "numpy"))),
+    )
+    body = render_comment(state)
+    (line,) = section_lines(body)[Verdict.NEW]
+    assert line == (
+        f"  - {cells[0].row}: [torch](https://github.com/o/r/actions/runs/500/job/5), "
+        "[jax](https://github.com/o/r/actions/runs/500/job/3) 2/8, "
+        "[numpy](https://github.com/o/r/actions/runs/500/job/5)"
+    )
+
+
+@st.composite
+def verdict_mixes(draw: st.DrawFn) -> CommentState:
+    """A random mix of verdicts over random test names, one to four backends a test, a few
+    failure lines (one of them shared by many cells, sometimes), in one or two dashboards."""
+    backends = ("torch", "jax", "numpy", "paddle")
+    names = draw(
+        st.lists(
+            st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40),
+            min_size=1,
+            max_size=150,
+            unique=True,
+        )
+    )
+    lines = ["", "AssertionError: 1 != 2", "KeyError: 'w'", "TypeError: bad operand"]
+    cells = []
+    for index, name in enumerate(names):
+        dashboard = draw(st.sampled_from(("core/gradients", "nn/layers")))
+        for backend in draw(st.sets(st.sampled_from(backends), min_size=1)):
+            verdict = draw(st.sampled_from(list(Verdict)))
+            line = "" if verdict is Verdict.FIXED else draw(st.sampled_from(lines))
+            cells.append(
+                CellVerdict(
+                    dashboard=dashboard,
+                    row=name,
+                    backend=backend,
+                    verdict=verdict,
+                    link=f"https://github.com/o/r/actions/runs/500/job/{backends.index(backend)}",
+                    run=RUN,
+                    position=(index, backends.index(backend)),
+                    message=line,
+                    signature=f"sig {line}" if line else "",
+                    cases=draw(st.sampled_from((None, (2, 8)))),
+                    failing_since=RunRef(run_id=90, sha="sha90", url="u")
+                    if verdict is Verdict.PRE_EXISTING
+                    else None,
+                )
+            )
+    return CommentState(
+        pr=7,
+        head=HEAD,
+        run=RUN,
+        cells=tuple(sorted(cells, key=lambda c: c.order)),
+        backends=tuple((b, i, RUN) for i, b in enumerate(backends)),
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(verdict_mixes(), st.integers(6_000, 40_000))
+def test_a_cut_keeps_the_most_important_lines_and_counts_what_compare_counts(state, budget):
+    """Whatever the mix and the names: the body fits; with what it says it does not list, the
+    cells it lists are the counts (compare's); each section shows a prefix of its lines; a less
+    important section shows more than its first KEPT lines only when every more important one
+    is whole; every verdict with cells keeps a line; sections come most important first."""
+    body = render_comment(state, budget=budget)
+    whole = render_comment(state, budget=10**9)
+    assert utf16_len(body) <= budget
+    listed, cut, counts = listed_cells(body), not_listed(body), state.counts()
+    for kind in Verdict:
+        assert listed.get(kind, 0) + cut.get(kind.value, 0) == counts[kind]
+    shown, full = section_lines(body), section_lines(whole)
+    present = [kind for kind in KINDS if counts[kind]]
+    assert list(shown) == present
+    for kind in present:
+        assert shown[kind], f"{kind} has cells and no line"
+        assert shown[kind] == full[kind][: len(shown[kind])]
+    for later, kind in enumerate(present):
+        if len(shown[kind]) > KEPT:
+            for before in present[:later]:
+                assert shown[before] == full[before]
 
 
 def test_the_record_round_trips_and_damage_is_an_error():
@@ -405,8 +594,8 @@ def test_new_failures_are_grouped_by_their_failure_line(golden):
     assert new.index(first) < new.index(
         f"- KeyError: 'weight': **1 test {TIMES} 1 backend (jax)**\n"
     )
-    assert "  - core/gradients · t_new · torch: [PR job]" in new
-    assert "\n- core/gradients · t_pre · numpy: [PR job]" in new
+    assert "  - t_new: [torch](https://github.com/o/r/actions/runs/500/job/1), [jax](" in new
+    assert "\n- t_pre: [numpy](https://github.com/o/r/actions/runs/500/job/3)\n" in new
     golden("pr_comment_reasons", body)
 
 

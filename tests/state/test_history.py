@@ -220,11 +220,39 @@ def test_index_sections_link_dashboards_and_jobs_with_escaped_names():
     assert render_index_sections([dashboard_history(state_of({"t": {"a": history(S)}}))], str) == ""
 
 
-def test_issue_section_lists_failing_then_flaky_cells_up_to_a_limit():
-    """The section below an issue's table lists failing cells, then flaky ones, then a count."""
+def test_issue_section_lists_failing_then_flaky_tests_up_to_a_limit():
+    """The section below an issue's table lists failing tests, then flaky ones, then a count:
+    one line per test, its backends on it."""
     text = render_issue_section(dashboard_history(sample_state()), limit=1)
     listed = text[text.index("### Failing") :]
-    assert listed.count("\n- ") == 4
-    assert "### Failing\n\n- test_long · torch" in text
+    assert listed.count("\n- ") == 3
+    assert f"### Failing\n\n- test_long · [torch]({url(100)}): failing since run 96" in text
     assert "- ... and 1 more\n" in text
-    assert "### Flaky\n\n- test_flaky · torch" in text
+    assert f"### Flaky\n\n- test_flaky · [torch]({url(100)}): flaky: flips" in text
+    assert f"; [jax]({url(100)}): flaky: passed only after reruns\n" in text
+
+
+def test_issue_section_says_each_fact_once_a_line_per_test():
+    """Two tests failing on four backends since one run are two lines, each naming its four
+    backends once with what they share; nothing about what is not known (no pass kept, no
+    environment recorded) is said (issue 25: nine near-identical paragraphs before)."""
+    backends = ("torch", "jax", "numpy", "paddle")
+    state = state_of(
+        {
+            "test_a": dict.fromkeys(backends, history(F, F)),
+            "test_b": {**dict.fromkeys(backends[:3], history(F, S)), "paddle": history(F, F)},
+        }
+    )
+    text = render_issue_section(dashboard_history(state))
+    failing = text[text.index("### Failing") :].splitlines()[2:-1]
+    linked = ", ".join(f"[{b}]({url(100)})" for b in backends)
+    assert failing == [
+        f"- test_a · {linked}: failing since run 99 (sha99), at least 2 runs",
+        "- test_b · "
+        + ", ".join(f"[{b}]({url(100)})" for b in backends[:3])
+        + ": failing since run 100 (sha100), 1 run, last passed in run 99 (sha99), "
+        "[compare](https://github.com/o/r/compare/sha99...sha100); "
+        f"[paddle]({url(100)}): failing since run 99 (sha99), at least 2 runs",
+    ]
+    assert "no pass in the kept history" not in text
+    assert "environment not recorded" not in text
