@@ -28,21 +28,20 @@ from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.connection import Connection
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import PullRequestComment
-from ivy_matrix.pr.comment_state import CommentState
 from ivy_matrix.pr.verdict_ref import VerdictRef
-from ivy_matrix.pr.verdicts import Comparison
 from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.legs import with_legs
 from ivy_matrix.runner.log import Log, append_summary
+from ivy_matrix.targets.summary import PullRequestVerdicts
 
 NOT_FOUND = 404
 
 
 def pull_request_verdicts(
     settings: Settings, collected: Collected, links: Links, github: Connection, log: Log
-) -> Comparison | None:
+) -> PullRequestVerdicts | None:
     """The pull request's verdicts (None when nothing needs them); with the pr-comment
-    target, its sticky comment."""
+    target, its sticky comment, and where it is."""
     commenting = Target.PR_COMMENT in settings.targets
     if commenting and settings.pr is None:
         settings = replace(settings, pr=_find_pull_request(settings, github, log))
@@ -60,9 +59,12 @@ def pull_request_verdicts(
     states = baseline_states(settings, github, log, with_legs(collected, links.leg_files))
     comparison = pr_comparison(settings, collected, links, states)
     log.info(f"pull request verdicts: {counts_line(comparison)}")
+    verdicts = PullRequestVerdicts(
+        comparison=comparison, state=pr_comment_state(settings, comparison, states)
+    )
     if commenting:
-        _comment(settings, comparison, pr_comment_state(settings, comparison, states), github, log)
-    return comparison
+        return _comment(settings, verdicts, github, log)
+    return verdicts
 
 
 def _is_closed(settings: Settings, github: Connection, log: Log) -> bool:
@@ -89,15 +91,16 @@ def _is_closed(settings: Settings, github: Connection, log: Log) -> bool:
 
 
 def _comment(
-    settings: Settings, comparison: Comparison, state: CommentState, github: Connection, log: Log
-) -> None:
-    """Record this job's verdicts and bring the comment up to date (or degrade)."""
+    settings: Settings, verdicts: PullRequestVerdicts, github: Connection, log: Log
+) -> PullRequestVerdicts:
+    """Record this job's verdicts and bring the comment up to date (or degrade); the
+    verdicts with where the comment is."""
+    state = verdicts.state
     if settings.dry_run:
         log.info(f"dry run: would update the comment on pull request #{state.pr}")
-        return
+        return verdicts
     if settings.read_only:
-        _degrade(settings, state, log, READ_ONLY_ADVICE)
-        return
+        return _degrade(settings, verdicts, log, READ_ONLY_ADVICE)
     run = state.run
     writer = PullRequestComment(
         github.client,
@@ -111,15 +114,20 @@ def _comment(
         writer=f"run {run.run_id}.{run.run_attempt} job {run.job_id}",
     )
     try:
-        result = writer.publish(state, comparison.ran)
+        result = writer.publish(state, verdicts.comparison.ran)
     except ReadOnlyTokenError as error:
-        _degrade(settings, state, log, str(error))
-        return
+        return _degrade(settings, verdicts, log, str(error))
     except GitHubAPIError as error:
         log.warning(f"the comment on pull request #{state.pr} was not brought up to date: {error}")
-        return
+        return verdicts
+    url = result.url
+    if url is None and result.comment_id is not None:
+        # Shown by another writer (or already current): GitHub's address of the comment.
+        server = settings.server_url.rstrip("/")
+        url = f"{server}/{github.repository}/pull/{state.pr}#issuecomment-{result.comment_id}"
     if result.url:
         log.info(f"pull request comment: {result.url}")
+    return replace(verdicts, comment_url=url)
 
 
 def _find_pull_request(settings: Settings, github: Connection, log: Log) -> int | None:
@@ -142,12 +150,16 @@ def _find_pull_request(settings: Settings, github: Connection, log: Log) -> int 
     return number
 
 
-def _degrade(settings: Settings, state: CommentState, log: Log, why: str) -> None:
+def _degrade(
+    settings: Settings, verdicts: PullRequestVerdicts, log: Log, why: str
+) -> PullRequestVerdicts:
     """A token that cannot write: the comment goes to the job summary, with the reason."""
     log.warning(why)
     if settings.step_summary is None:
-        return
+        return verdicts
     try:
-        append_summary(settings.step_summary, render_comment(state))
+        append_summary(settings.step_summary, render_comment(verdicts.state))
     except OSError as error:
         log.warning(f"cannot write the job summary: {error.strerror or error}")
+        return verdicts
+    return replace(verdicts, comment_in_summary=True)

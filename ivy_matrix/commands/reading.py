@@ -315,14 +315,18 @@ def no_files_found(settings: Settings, log: Log, *, legs: bool = False) -> None:
         log.warning(f"{message}; nothing to publish from them ({option}: warn)")
 
 
-def log_results(collected: Collected, log: Log) -> None:
+def log_results(collected: Collected, log: Log, *, annotate: bool = True) -> None:
     """One line per backend, then the failed tests: annotations on a runner (the first
-    ANNOTATIONS), indented lines elsewhere; the rest counted."""
+    ANNOTATIONS), indented lines elsewhere; the rest counted. ``annotate=False``: the
+    backends' lines only (a pull request's annotations are its new failures,
+    targets/summary.py)."""
     for backend, (tests, failed, errors, skipped) in sorted(collected.by_backend.items()):
         log.info(
             f"{backend}: {tests} test case(s), {failed} failed, {errors} error(s), "
             f"{skipped} skipped"
         )
+    if not annotate:
+        return
     failed = sum(f.failed + f.errors for f in collected.files if f.problem is None)
     shown = collected.failures[:ANNOTATIONS]
     if shown:

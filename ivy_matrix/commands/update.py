@@ -66,6 +66,7 @@ from ivy_matrix.targets import Published
 from ivy_matrix.targets.summary import (
     Results,
     SummaryFiles,
+    annotate_verdicts,
     log_dashboards,
     log_spend,
     publish_job_summary,
@@ -74,7 +75,7 @@ from ivy_matrix.targets.summary import (
 )
 
 if TYPE_CHECKING:
-    from ivy_matrix.pr.verdicts import Comparison
+    from ivy_matrix.targets.summary import PullRequestVerdicts
 
 COMMIT_BACKENDS = 8  # backends named in a commit message
 # The pull request's verdicts and comment, matrix legs on the branch and the issue target are
@@ -98,7 +99,7 @@ class _Outcome(NamedTuple):
 
     saved: Saved
     published: Published
-    comparison: Comparison | None
+    verdicts: PullRequestVerdicts | None
 
 
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
@@ -130,11 +131,15 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         recorded=recorded,
         spend=spend,
         envs=environments(inputs.env, inputs.leg_files),
+        verdicts=outcome.verdicts,
     )
     totals = inputs.collected.totals()
     _log_done(settings, log, outcome.saved, totals, seconds=log.clock() - started)
     log_spend(log, spend, warn_percent=settings.budget_warning)
-    return exit_code(settings.fail_on, totals, log, outcome.comparison)
+    verdicts = outcome.verdicts
+    return exit_code(
+        settings.fail_on, totals, log, None if verdicts is None else verdicts.comparison
+    )
 
 
 def _check_inputs(settings: Settings) -> None:
@@ -186,7 +191,7 @@ def _record_and_publish(
             settings, results, github, log, now=now, leg_files=inputs.leg_files, env=inputs.env
         )
         step.done(f"{len(collected.backends)} backend(s)")
-    comparison: Comparison | None = None
+    verdicts: PullRequestVerdicts | None = None
     if recorded:
         _log_not_a_pull_request(settings, log)
         store = open_store(
@@ -210,10 +215,10 @@ def _record_and_publish(
             )
 
             with phase(log, "pull request"):
-                comparison = pull_request_verdicts(settings, results, links, github, log)
+                verdicts = pull_request_verdicts(settings, results, links, github, log)
     if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
         write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
-    return _Outcome(saved=saved, published=published, comparison=comparison)
+    return _Outcome(saved=saved, published=published, verdicts=verdicts)
 
 
 def _log_done(
@@ -262,11 +267,15 @@ def _summarize(
     recorded: bool,
     spend: Spend | None,
     envs: tuple[tuple[str, Env], ...] = (),
+    verdicts: PullRequestVerdicts | None = None,
 ) -> None:
-    """The summary target and ``--summary-json``: the log lines, annotations and files."""
+    """The summary target and ``--summary-json``: the log lines, annotations and files. On a
+    pull request with verdicts the annotations are its new failures (targets/summary.py)."""
     if recorded:
         log_dashboards(log, merged)
-    log_results(collected, log)
+    log_results(collected, log, annotate=verdicts is None)
+    if verdicts is not None:
+        annotate_verdicts(log, verdicts)
     outcome = Results(
         collected=collected,
         merged=merged,
@@ -274,6 +283,7 @@ def _summarize(
         recorded=recorded,
         spend=spend,
         envs=envs,
+        verdicts=verdicts,
     )
     if settings.summary_json is not None and settings.dry_run:
         log.info(f"dry run: would write the summary JSON {settings.summary_json}")

@@ -100,11 +100,14 @@ class CommentAPI(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CommentResult:
     """What the target did: the comment's URL (None when this writer did not show it), whether
-    it wrote the comment, and how many rounds of showing it took (0: another writer shows)."""
+    it wrote the comment, and how many rounds of showing it took (0: another writer shows);
+    ``comment_id``: the comment the record names (None: none yet), shown by this writer or
+    another."""
 
     url: str | None
     written: bool
     rounds: int
+    comment_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,7 +189,7 @@ class PullRequestComment:
             return nothing
         state, holder = recorded
         if not holder:
-            return nothing
+            return replace(nothing, comment_id=state.comment_id)
         return self._show_until_current(state)
 
     def _read(self) -> Read:
@@ -205,7 +208,7 @@ class PullRequestComment:
         self, mine: CommentState, ran: Mapping[CellKey, int]
     ) -> tuple[RefState, bool] | None:
         """Merge ``mine`` into the record: the record as written (or found, when nothing was
-        written) and whether this writer holds the lease; None when nothing is left to do."""
+        written) and whether this writer holds the lease; None when it could not be written."""
         message = f"ivy-matrix: verdicts of run {mine.run.run_id} attempt {mine.run.run_attempt}"
         for attempt in range(TRIES):
             if attempt:
@@ -219,7 +222,7 @@ class PullRequestComment:
             take = shown < version and self._is_free(None if old is None else old.lease)
             if not (changed or take):
                 self.log.info(f"pull request #{mine.pr}: {_nothing_to_do(old, mine)}")
-                return None
+                return None if old is None else (old, False)
             state = RefState(
                 verdicts=verdicts,
                 version=version,
@@ -256,7 +259,9 @@ class PullRequestComment:
             except UnlistableError as error:
                 self.log.warning(f"cannot write the comment on pull request #{pr}: {error}")
                 self._hand_back(state.version, comment_id, shown_now=False)
-                return CommentResult(url=None, written=written, rounds=rounds + 1)
+                return CommentResult(
+                    url=None, written=written, rounds=rounds + 1, comment_id=comment_id
+                )
             except GitHubAPIError as error:
                 self.log.warning(f"the comment on pull request #{pr}: {error}; retrying")
                 failed += 1
@@ -266,14 +271,21 @@ class PullRequestComment:
             written = written or shown.wrote
             newer = self._hand_back(state.version, comment_id, shown_now=True)
             if newer is None:
-                return CommentResult(url=shown.url, written=written, rounds=rounds)
+                return CommentResult(
+                    url=shown.url, written=written, rounds=rounds, comment_id=comment_id
+                )
             state = newer
         self._hand_back(state.version, comment_id, shown_now=False)
         self.log.warning(
             f"the comment on pull request #{pr} is not up to date after {rounds + failed} rounds "
             f"of writing it; the next job that records verdicts will bring it up to date"
         )
-        return CommentResult(url=None if last is None else last.url, written=written, rounds=rounds)
+        return CommentResult(
+            url=None if last is None else last.url,
+            written=written,
+            rounds=rounds,
+            comment_id=comment_id,
+        )
 
     def _hand_back(
         self, version: int, comment_id: int | None, *, shown_now: bool

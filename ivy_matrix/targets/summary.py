@@ -2,9 +2,17 @@
 
 I/O: appends to the files the runner names (``GITHUB_STEP_SUMMARY``, ``GITHUB_OUTPUT``),
 writes the summary JSON atomically, and logs one line per dashboard. The markdown comes from
-render.py. The files it writes come as one :class:`SummaryFiles` value. What the run spent of
-GitHub's budgets (``github/spend.py``) ends the log (:func:`log_spend`, with a warning past
-``budget-warning``), the job summary and the summary JSON.
+views/dashboards.py, and on a pull request from pr/body.py. The files it writes come as one
+:class:`SummaryFiles` value. What the run spent of GitHub's budgets (``github/spend.py``) ends
+the log (:func:`log_spend`, with a warning past ``budget-warning``), the job summary and the
+summary JSON.
+
+On a pull request with verdicts (:class:`PullRequestVerdicts`: the pr-comment target or
+``fail-on: new``) the job summary starts with them (the comment's headline and counts, its
+new failures grouped by failure line, a link to the comment), the step outputs count them
+(``pr-new`` ... ``pr-no-baseline``, ``comment-url``), and the error annotations
+(:func:`annotate_verdicts`) are spent on its new failures: one per failure line, new
+failures before failing new tests, at most GitHub's 10 a step.
 """
 
 from __future__ import annotations
@@ -17,8 +25,12 @@ from pathlib import Path
 
 from ivy_matrix.explain.grouping import RowGroups, signatures_json, state_groups
 from ivy_matrix.explain.history_text import summary_cells
+from ivy_matrix.explain.reasons import Failing, FailureGroup, group_failures
 from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
+from ivy_matrix.pr.body import render_summary
+from ivy_matrix.pr.comment_state import CommentState
+from ivy_matrix.pr.verdicts import NEW_VERDICTS, Comparison, Verdict
 from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.environment import Env, env_lines
 from ivy_matrix.runner.files import write_file
@@ -31,6 +43,9 @@ from ivy_matrix.targets import Published
 from ivy_matrix.views.dashboards import render_job_summary
 
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard
+# GitHub shows at most 10 error annotations per step; more only fill the log.
+ANNOTATIONS = 10
+TESTS_NAMED = 10  # tests an annotation names before "and N more"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +57,58 @@ class SummaryFiles:
     summary_json: Path | None = None  # named by the summary-json output
     output_dir: Path | None = None  # named by the output-dir output
     html: Path | None = None  # named by the html output (the site target's folder)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullRequestVerdicts:
+    """A pull request's verdicts as this job found them (``state``: what it records for the
+    comment), and where the comment is: its address (None: not known), and whether the whole
+    comment went to the job summary instead (a token that cannot write)."""
+
+    comparison: Comparison
+    state: CommentState
+    comment_url: str | None = None
+    comment_in_summary: bool = False
+
+    def outputs(self) -> dict[str, str]:
+        """The step outputs: each verdict's count (``pr-new`` ...) and ``comment-url``."""
+        found = {f"pr-{v.value}": str(n) for v, n in self.state.counts().items()}
+        if self.comment_url:
+            found["comment-url"] = self.comment_url
+        return found
+
+
+def annotate_verdicts(log: Log, verdicts: PullRequestVerdicts) -> None:
+    """The pull request's new failures as error annotations: one per failure line (reasons.py:
+    most cells first), new failures before failing new tests, at most ANNOTATIONS, titled
+    ``new failure on jax: test_x`` (``new test failing on ...``); the rest counted."""
+    groups: list[tuple[Verdict, FailureGroup]] = []
+    for verdict in NEW_VERDICTS:
+        failing = [
+            Failing(test=c.row, backend=c.backend, message=c.message, signature=c.signature)
+            for c in verdicts.comparison.cells
+            if c.verdict is verdict
+        ]
+        groups += [(verdict, group) for group in group_failures(failing)]
+    if groups:
+        log.info("new failures of this pull request:")
+    for verdict, group in groups[:ANNOTATIONS]:
+        tests = group.tests
+        what = "new failure" if verdict is Verdict.NEW else "new test failing"
+        more = len(tests) - 1
+        title = f"{what} on {', '.join(group.backends)}: {tests[0]}"
+        if more:
+            title += f" and {more} more {'test' if more == 1 else 'tests'}"
+        named = ", ".join(tests[:TESTS_NAMED])
+        if len(tests) > TESTS_NAMED:
+            named += f" and {len(tests) - TESTS_NAMED} more"
+        line = group.sample or "failed, with no failure message"
+        log.test_failure(title, f"{line}\n{named}" if more else line, file=None)
+    if len(groups) > ANNOTATIONS:
+        log.info(
+            f"... and {len(groups) - ANNOTATIONS} more failure lines among the new failures: "
+            f"the pull request's comment and the job summary list them"
+        )
 
 
 def log_dashboards(log: Log, merged: Merged) -> None:
@@ -121,6 +188,7 @@ class Results:
     spend: Spend | None = None
     # The environments recorded (environment.py), each with what it belongs to.
     envs: tuple[tuple[str, Env], ...] = ()
+    verdicts: PullRequestVerdicts | None = None  # a pull request's, when worked out
 
     @property
     def conclusion(self) -> str:
@@ -215,10 +283,14 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
     collected, merged, published = results.collected, results.merged, results.published
     totals = collected.totals()
     touched = [s for s in merged.ordered() if s.key in merged.reports] if results.recorded else []
+    verdicts = results.verdicts
     try:
         if files.step_summary is not None:
             problems = [(p.source, p.message) for p in collected.problems]
-            markdown = render_job_summary(
+            markdown = ""
+            if verdicts is not None and not verdicts.comment_in_summary:
+                markdown = render_summary(verdicts.state, comment_url=verdicts.comment_url)
+            markdown += render_job_summary(
                 touched,
                 totals=totals,
                 problems=problems,
@@ -244,6 +316,8 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
                 outputs["output-dir"] = str(files.output_dir)
             if files.html is not None:
                 outputs["html"] = str(files.html)
+            if verdicts is not None:
+                outputs.update(verdicts.outputs())
             for name, value in outputs.items():
                 append_output(files.github_output, name, value)
     except OSError as error:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ivy_matrix.cli import main
+from ivy_matrix.explain.reasons import TIMES
 from ivy_matrix.github.connection import Remote
 from ivy_matrix.pr.body import EXAMPLES, comment_marker, render_comment
 from ivy_matrix.pr.comment_state import CommentState
@@ -404,3 +405,66 @@ def test_a_pull_request_that_does_not_exist_gets_nothing_written(tmp_path, memor
     assert run_leg(memory, tmp_path, 4242, "torch", 11, names=names, failing={"test_01"}) == 0
     assert memory.writes() == []
     assert "there is no pull request #4242" in capsys.readouterr().err
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    """The name=value lines a step wrote to $GITHUB_OUTPUT (single-line values only)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and "<<" not in line)
+
+
+def test_a_pull_requests_job_shows_its_verdicts_in_summary_outputs_and_annotations(
+    tmp_path, memory, capsys
+):
+    """The job that publishes a pull request's verdicts puts them where a red check leads: the
+    job summary (headline, counts, the new failures, the comment's link), the step outputs
+    (each verdict's count, comment-url: also when the comment was already current) and the
+    error annotations, spent on the new failures and titled as such."""
+    names = [f"test_{i:02d}" for i in range(4)]
+    record_baseline(tmp_path, ["torch"], names)
+    number = int(memory.add_issue(pull_request=True)["number"])
+    failing = {"test_01", "test_02", "test_09"}  # 2 regressions, 1 test the base lacks
+    for again in (False, True):
+        capsys.readouterr()
+        work = tmp_path / "leg-11"
+        if again:
+            (work / "summary.md").unlink()
+            (work / "output.txt").unlink()
+        assert (
+            run_leg(
+                memory, tmp_path, number, "torch", 11, names=[*names, "test_09"], failing=failing
+            )
+            == 0
+        )
+        log = capsys.readouterr().err
+        summary = (work / "summary.md").read_text(encoding="utf-8")
+        outputs = read_outputs(work / "output.txt")
+        with memory.lock:
+            (comment,) = memory.comments[number]
+        # The address GitHub gave the comment (the in-memory GitHub's); the next time, with
+        # nothing to change, the one built from the record's comment id.
+        page = "pull" if again else "issues"
+        url = f"https://github.com/{REPO}/{page}/{number}#issuecomment-{comment['id']}"
+        assert summary.startswith("## ivy-matrix: 3 new failures\n")
+        assert "- **torch**: 2 new, 1 new-test\n" in summary
+        assert f"Every verdict is in [the pull request's comment]({url}).\n" in summary
+        new = summary[
+            summary.index("### New failures (2)") : summary.index("### New tests that fail")
+        ]
+        assert f"- boom: **2 tests {TIMES} 1 backend (torch)**\n" in new
+        assert "## ivy-matrix: 5 test cases, 3 failed" in summary  # the totals follow
+        assert "Pre-existing" not in summary
+        assert {k: v for k, v in outputs.items() if k.startswith("pr-")} == {
+            "pr-new": "2",
+            "pr-new-test": "1",
+            "pr-pre-existing": "0",
+            "pr-fixed": "0",
+            "pr-flaky": "0",
+            "pr-no-baseline": "0",
+        }
+        assert outputs["comment-url"] == url
+        errors = [line for line in log.splitlines() if line.startswith("::error")]
+        assert errors == [
+            "::error title=new failure on torch%3A test_01 and 1 more test::boom%0Atest_01, test_02",
+            "::error title=new test failing on torch%3A test_09::boom",
+        ]
