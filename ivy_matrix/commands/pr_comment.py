@@ -60,7 +60,9 @@ def pull_request_verdicts(
     comparison = pr_comparison(settings, collected, links, states)
     log.info(f"pull request verdicts: {counts_line(comparison)}")
     verdicts = PullRequestVerdicts(
-        comparison=comparison, state=pr_comment_state(settings, comparison, states)
+        comparison=comparison,
+        state=pr_comment_state(settings, comparison, states),
+        commenting=commenting,
     )
     if commenting:
         return _comment(settings, verdicts, github, log)

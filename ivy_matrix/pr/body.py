@@ -131,12 +131,15 @@ def _facts(cell: CellVerdict) -> str:
     return ", ".join(parts)
 
 
-def _test_lines(cells: Sequence[CellVerdict], test_name: str) -> list[_TestLine]:
+def _test_lines(cells: Sequence[CellVerdict], test_name: str, said: str = "") -> list[_TestLine]:
     """One line per test (in the order the cells came): ``test: [torch](job), [jax](job)``,
-    the backends whose histories say the same in one statement."""
+    the backends whose histories say the same in one statement (``said``: what the group's
+    headline says for all of them, left out here)."""
     tests: dict[tuple[str, str], dict[str, list[CellVerdict]]] = {}
     for cell in cells:
-        tests.setdefault((cell.dashboard, cell.row), {}).setdefault(_facts(cell), []).append(cell)
+        facts = _facts(cell)
+        place = (cell.dashboard, cell.row)
+        tests.setdefault(place, {}).setdefault("" if facts == said else facts, []).append(cell)
     lines = []
     for (dashboard, row), statements in tests.items():
         said = "; ".join(
@@ -165,12 +168,19 @@ def _groups(cells: Sequence[CellVerdict], test_name: str) -> list[_Group]:
     cell_of = {id(failing): cell for failing, cell in zip(failings, cells, strict=True)}
     found = []
     for group in group_failures(failings):
-        lines = _test_lines([cell_of[id(f)] for f in group.cells], test_name)
+        members = [cell_of[id(f)] for f in group.cells]
         if not group.signature:
+            lines = _test_lines(members, test_name)
             found.append(_Group("", tuple(lines), len(lines)))
             continue
+        # What every cell's history says (pre-existing: since when, why) is said once, here.
+        facts = {_facts(cell) for cell in members}
+        said = facts.pop() if len(facts) == 1 else ""
+        lines = _test_lines(members, test_name, said)
         headline = f"{shown_message(group.sample) or 'no failure message'}: **{extent(group)}**"
-        found.append(_Group(headline, tuple(lines[:EXAMPLES]), len(lines)))
+        found.append(
+            _Group(headline + (f" · {said}" if said else ""), tuple(lines[:EXAMPLES]), len(lines))
+        )
     return found
 
 
@@ -332,14 +342,18 @@ def render_comment(state: CommentState, *, budget: int = BUDGET) -> str:
     return _fit(_layout(state, KINDS), budget, markers=True)
 
 
-def render_summary(state: CommentState, *, comment_url: str | None, budget: int = BUDGET) -> str:
+def render_summary(
+    state: CommentState, *, comment_url: str | None, commenting: bool = True, budget: int = BUDGET
+) -> str:
     """The verdicts in a pull request's job summary: the comment's headline and counts, its
-    new failures and failing new tests, and a link to the comment (to the pull request when
-    the comment's address is not known)."""
+    new failures and failing new tests, and a link to the comment (``comment_url``; without
+    it, where the comment is, when this job keeps one: ``commenting``)."""
     link = _link("the pull request's comment", comment_url)
     if link.startswith("["):
-        where = f"Every verdict is in {link}."
+        where = f"Every verdict is in {link}.\n\n"
+    elif commenting:
+        where = f"Every verdict is in the comment on pull request #{state.pr}.\n\n"
     else:
-        where = f"Every verdict is in the comment on pull request #{state.pr}."
-    layout = _layout(state, (Verdict.NEW, Verdict.NEW_TEST), prefix=f"{where}\n\n")
+        where = ""
+    layout = _layout(state, (Verdict.NEW, Verdict.NEW_TEST), prefix=where)
     return _fit(layout, budget, markers=False)

@@ -62,11 +62,13 @@ class SummaryFiles:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullRequestVerdicts:
     """A pull request's verdicts as this job found them (``state``: what it records for the
-    comment), and where the comment is: its address (None: not known), and whether the whole
-    comment went to the job summary instead (a token that cannot write)."""
+    comment), whether it keeps the comment (the pr-comment target), where the comment is (None:
+    not known), and whether the whole comment went to the job summary instead (a token that
+    cannot write)."""
 
     comparison: Comparison
     state: CommentState
+    commenting: bool = False
     comment_url: str | None = None
     comment_in_summary: bool = False
 
@@ -289,7 +291,11 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
             problems = [(p.source, p.message) for p in collected.problems]
             markdown = ""
             if verdicts is not None and not verdicts.comment_in_summary:
-                markdown = render_summary(verdicts.state, comment_url=verdicts.comment_url)
+                markdown = render_summary(
+                    verdicts.state,
+                    comment_url=verdicts.comment_url,
+                    commenting=verdicts.commenting,
+                )
             markdown += render_job_summary(
                 touched,
                 totals=totals,

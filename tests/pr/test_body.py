@@ -24,6 +24,7 @@ from ivy_matrix.pr.body import (
     TITLES,
     comment_marker,
     render_comment,
+    render_summary,
 )
 from ivy_matrix.pr.comment_state import (
     FORMAT,
@@ -155,6 +156,8 @@ _SECTION_START = re.compile(
     r"^(?:### |<details><summary>)(?P<title>[^\n]+?) \((?P<count>\d+)\)(?:</summary>)?$",
     re.MULTILINE,
 )
+# A group's headline: its failure line and how far it reaches (then what all its cells share).
+_HEADLINE = re.compile(rf"- .*\*\*\d+ tests? {TIMES} \d+ backends? \(.*\)\*\*")
 _JOB_LINK = re.compile(r"\]\(https?://[^)\s]+/actions/runs/")
 
 
@@ -170,7 +173,7 @@ def section_lines(body: str) -> dict[Verdict, list[str]]:
             line
             for line in text.splitlines()
             if re.match(r" *- ", line)
-            and not line.endswith(")**")
+            and not _HEADLINE.match(line)
             and not re.match(r" *- … and \d+ more tests?$", line)
         ]
     return found
@@ -338,7 +341,7 @@ def verdict_mixes(draw: st.DrawFn) -> CommentState:
                     message=line,
                     signature=f"sig {line}" if line else "",
                     cases=draw(st.sampled_from((None, (2, 8)))),
-                    failing_since=RunRef(run_id=90, sha="sha90", url="u")
+                    failing_since=RunRef(run_id=draw(st.sampled_from((90, 91))), sha="s", url="u")
                     if verdict is Verdict.PRE_EXISTING
                     else None,
                 )
@@ -626,3 +629,46 @@ def test_the_record_keeps_failure_lines_and_reads_older_records_without_them():
         for cell in records:
             del cell[9:]
     assert load_ref_state(json.dumps(older)).verdicts.cells[0].message == ""
+
+
+def test_the_job_summary_shows_the_headline_counts_new_failures_and_the_comments_link(golden):
+    """A pull request's job summary: the comment's headline and counts, the new failures and
+    failing new tests, the link to the comment; not the other sections. Without the comment's
+    address it says where the comment is, or nothing when this job keeps none."""
+    state = sample_state(t_new={"torch": F}, t_brand={"torch": F}, t_fixed={"torch": S})
+    url = "https://github.com/o/r/pull/7#issuecomment-12"
+    body = render_summary(state, comment_url=url)
+    golden("pr_job_summary", body)
+    assert body.startswith("## ivy-matrix: 2 new failures\n")
+    assert f"Every verdict is in [the pull request's comment]({url}).\n" in body
+    assert "<!--" not in body
+    assert "Fixed" not in body
+    assert set(section_lines(body)) == {Verdict.NEW, Verdict.NEW_TEST}
+    unknown = render_summary(state, comment_url=None)
+    assert "Every verdict is in the comment on pull request #7.\n" in unknown
+    assert "Every verdict" not in render_summary(state, comment_url=None, commenting=False)
+
+
+def test_what_a_groups_pre_existing_failures_share_is_said_once_in_its_headline():
+    """Pre-existing failures of one failure line failing since one run say so once, in the
+    headline; a test failing since another run says its own."""
+    since = RunRef(run_id=90, sha="abcdef0123", url="u")
+    cells = tuple(
+        replace(
+            failing_cell(row, "torch", Verdict.PRE_EXISTING, "E: boom"),
+            failing_since=replace(since, run_id=88) if row == 2 else since,
+        )
+        for row in range(3)
+    )
+    state = CommentState(pr=7, head=HEAD, run=RUN, cells=cells, backends=(("torch", 0, RUN),))
+    body = render_comment(state)
+    assert body.count("failing since run 90 (abcdef0)") == 2  # each test's line says its own
+    assert body.count("failing since run 88 (abcdef0)") == 1
+    same = replace(state, cells=tuple(replace(c, failing_since=since) for c in cells))
+    body = render_comment(same)
+    assert (
+        f"- E: boom: **3 tests {TIMES} 1 backend (torch)** · failing since run 90 (abcdef0)\n"
+        in body
+    )
+    assert body.count("failing since") == 1
+    assert len(section_lines(body)[Verdict.PRE_EXISTING]) == 3
