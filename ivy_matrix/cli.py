@@ -28,6 +28,7 @@ Diagnostics go to stderr and data to stdout (runner/log.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 import traceback
@@ -38,6 +39,7 @@ from ivy_matrix.config.arguments import bare_flags, build_parser, given_tokens, 
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
 from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError
 from ivy_matrix.github.connection import Remote
+from ivy_matrix.runner.guard import concealing
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import Heartbeat
 
@@ -61,27 +63,33 @@ def main(
     env = environ() if env is None else env
     argv = sys.argv[1:] if argv is None else argv
     log = Log(github_actions=is_github_actions(env), stream=stderr, data=stdout, clock=clock)
-    for token in given_tokens(argv, env):
+    tokens = given_tokens(argv, env)
+    for token in tokens:
         log.conceal(token)  # before parsing: a usage error quotes the arguments
     if platform == "win32":
         log.error(WINDOWS)
         return ExitCode.USAGE
-    try:
-        args = build_parser(stdout).parse_args(bare_flags(argv))
-        given = options_given(args)
-        settings = load_settings(given, env)
-        log.conceal(settings.token or "")
-        with Heartbeat(log).running():
-            return _run(args, settings, log, remote)
-    except IvyMatrixError as error:
-        log.error(str(error))
-        for problem in error.problems if isinstance(error, ProblemsError) else ():
-            log.error(problem)
-        return error.exit_code
-    except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 70
-        log.traceback(traceback.format_exc())
-        log.error("ivy-matrix crashed; please report this with the log above")
-        return ExitCode.BUG
+    # Nothing written while the command runs holds its secrets (runner/guard.py), its last
+    # words included.
+    with contextlib.ExitStack() as concealed:
+        concealed.enter_context(concealing(tokens))
+        try:
+            args = build_parser(stdout).parse_args(bare_flags(argv))
+            given = options_given(args)
+            settings = load_settings(given, env)
+            log.conceal(settings.token or "")
+            concealed.enter_context(concealing(settings.secrets))
+            with Heartbeat(log).running():
+                return _run(args, settings, log, remote)
+        except IvyMatrixError as error:
+            log.error(str(error))
+            for problem in error.problems if isinstance(error, ProblemsError) else ():
+                log.error(problem)
+            return error.exit_code
+        except Exception:  # noqa: BLE001  -- the last line of defence: report the bug, exit 70
+            log.traceback(traceback.format_exc())
+            log.error("ivy-matrix crashed; please report this with the log above")
+            return ExitCode.BUG
 
 
 WINDOWS = (

@@ -15,6 +15,8 @@ from tests.markdown_doc import code_spans, section, table
 ROOT = Path(__file__).resolve().parents[1]
 # Inputs the action's own shell steps consume; they are not ivy-matrix settings.
 ACTION_ONLY = {"python", "command", "artifacts"}
+# What the run step passes for the token: nothing to a matrix leg's collect (issue 24).
+TOKEN_UNLESS_COLLECT = "${{ inputs.command != 'collect' && inputs.token || '' }}"
 
 
 def action():
@@ -33,9 +35,19 @@ def test_every_input_reaches_python_through_its_env_variable():
         if name in ACTION_ONLY:
             continue
         variable = "IVY_MATRIX_" + name.upper().replace("-", "_")
-        assert env[variable] == "${{ inputs." + name + " }}", name
+        given = TOKEN_UNLESS_COLLECT if name == "token" else "${{ inputs." + name + " }}"
+        assert env[variable] == given, name
     forwarded = {k for k in env if k.startswith("IVY_MATRIX_")}
     assert len(forwarded) == len(set(doc["inputs"]) - ACTION_ONLY)
+
+
+def test_a_legs_collect_step_gets_no_token():
+    """command: collect makes no request, so the run step gives it no token (which an
+    env-command could otherwise reach): the token's variable is empty for collect alone, and
+    no other variable of the step carries the token."""
+    env = run_step(action())["env"]
+    assert env["IVY_MATRIX_TOKEN"] == TOKEN_UNLESS_COLLECT
+    assert [k for k, v in env.items() if "inputs.token" in str(v)] == ["IVY_MATRIX_TOKEN"]
 
 
 def test_inputs_are_exactly_the_settings_config_reads():

@@ -2,11 +2,12 @@
 and each leg's newest attempt kept.
 
 I/O: lists directories and reads the files; nothing else (no network). The format and its
-checks are pure (legs.py). A file that cannot be used (unreadable, not a leg file, of another
-run, repository or commit, an attempt later than this job's) is a warning naming it and the
-reason, and every other leg still lands. The same file read twice (an artifact downloaded into
-two folders) counts once, and a leg that a re-run attempt ran again counts only in its newest
-attempt (legs.rerun). Leg files found of which none can be used are an
+checks are pure (legs.py). What a leg's tests printed is redacted as it is read (the token
+this job was given, well-known key shapes, the ``redact`` patterns). A file that cannot be
+used (unreadable, not a leg file, of another run, repository or commit, an attempt later than
+this job's) is a warning naming it and the reason, and every other leg still lands. The same
+file read twice (an artifact downloaded into two folders) counts once, and a leg that a re-run
+attempt ran again counts only in its newest attempt (legs.rerun). Leg files found of which none can be used are an
 :class:`~ivy_matrix.errors.InputError`: a fan-in that would record nothing says so.
 """
 
@@ -21,11 +22,13 @@ from ivy_matrix.commands.result_files import find_result_files, open_regular
 from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
+from ivy_matrix.redaction import Redactor
 from ivy_matrix.results.legs import (
     MAX_LEG_FILE_BYTES,
     LegResults,
     leg_problem,
     load_leg,
+    redacted_leg,
     rerun,
 )
 from ivy_matrix.runner.log import Log
@@ -51,9 +54,10 @@ def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
     # By digest: the same file read twice (an artifact downloaded twice) counts once. Two
     # different files may name the same job: a job that ran collect twice (two suites).
     kept: dict[str, _Read] = {}
+    redactor = settings.redactor()
     with log.group(f"Reading {len(files)} leg file(s)"):
         for path in files:
-            read = _read_one(path, settings, log)
+            read = _read_one(path, settings, log, redactor)
             if read is None:
                 continue
             first = kept.setdefault(read.digest, read)
@@ -78,7 +82,7 @@ def read_legs(settings: Settings, log: Log) -> tuple[LegResults, ...]:
     return tuple(r.leg for index, r in enumerate(ordered) if index not in again)
 
 
-def _read_one(path: Path, settings: Settings, log: Log) -> _Read | None:
+def _read_one(path: Path, settings: Settings, log: Log, redactor: Redactor) -> _Read | None:
     """One leg file, parsed and checked against this run; None (and a warning) if unusable."""
     shown = shown_path(path)
     try:
@@ -88,7 +92,7 @@ def _read_one(path: Path, settings: Settings, log: Log) -> _Read | None:
         log.warning(f"cannot read leg file: {error.strerror or error}", file=shown)
         return None
     try:
-        leg = load_leg(_text(data, shown), where=shown)
+        leg = redacted_leg(load_leg(_text(data, shown), where=shown), redactor)
     except InputError as error:
         log.warning(f"{error}; its results are left out", file=shown)
         return None

@@ -122,7 +122,7 @@ def read_results(
         elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
             for warning in warnings:
                 log.warning(warning)
-        collector = Collector(Namer(settings.naming_rules()))
+        collector = Collector(Namer(settings.naming_rules()), redactor=settings.redactor())
         skipped = _recorded(files, collector.namer, known or {})
         fresh = [path for path in files if path not in skipped]
         meter = Meter(log, sum(_size(path) for path in fresh), "reading result files")

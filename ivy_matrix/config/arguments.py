@@ -52,7 +52,7 @@ _COLLECT_OPTIONS = (
     *("junit", "if_no_files_found", "backend", "backend_from_path", "backend_from_test"),
     *("dashboard", "config", "run_id", "run_attempt", "job_id", "repository"),
     *("server_url", "leg_file", "fail_on", "dry_run", "sha", "ref", "pr", "head_sha"),
-    *("env_command", "track_packages", "backend_version"),
+    *("env_command", "track_packages", "backend_version", "redact"),
 )
 _METAVARS = {
     "backend": "NAME",
@@ -85,6 +85,7 @@ _METAVARS = {
     "env_command": "COMMAND",
     "track_packages": "PACKAGES",
     "backend_version": "BACKEND@TEMPLATE",
+    "redact": "REGEX",
 }
 _KIND_METAVARS = {
     Kind.LIST: "GLOB",

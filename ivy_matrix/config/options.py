@@ -187,6 +187,12 @@ OPTIONS: tuple[Option, ...] = (
         also_env=("GITHUB_TOKEN", "GH_TOKEN"),
     ),
     Option(
+        "redact",
+        Kind.LIST,
+        "regexes whose matches in failure lines, failed test ids and reported package versions "
+        "are written *** (the token and well-known key shapes always are); repeatable",
+    ),
+    Option(
         "api_url",
         Kind.STR,
         "GitHub's REST API address",

@@ -36,6 +36,7 @@ from ivy_matrix.errors import UsageError
 from ivy_matrix.github.http import token_problem
 from ivy_matrix.model import DashboardId
 from ivy_matrix.pr.comment_state import WhenGreen
+from ivy_matrix.redaction import SECRET_MIN, Redactor
 from ivy_matrix.results.naming import DashboardRule, NamingRules
 from ivy_matrix.results.signature import parse_aliases
 from ivy_matrix.runner.files import STDOUT
@@ -45,6 +46,16 @@ _T = TypeVar("_T")
 
 # The actor of Dependabot's runs, which get a read-only token as a fork's pull request does.
 DEPENDABOT = "dependabot[bot]"
+# Variables that hold the token or a credential of the runner: their values are concealed in
+# everything written, and no command the user's code runs gets them (docs/github.md, "Secrets").
+SECRET_VARIABLES = (
+    "IVY_MATRIX_TOKEN",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "INPUT_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+)
 
 
 def _defaults(name: str, kind: type[_T]) -> Callable[[], _T]:
@@ -97,6 +108,10 @@ class Settings:
     )
     # Never shown: not in the settings' repr (a traceback or a debug print), nor in a message.
     token: str | None = field(default=None, repr=False)
+    # The token and the values of SECRET_VARIABLES: never written (redaction.py).
+    secrets: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # The user's own patterns of secrets (redaction.py).
+    redact: tuple[str, ...] = ()
     api_url: str = field(default_factory=_defaults("api_url", str))
     budget_warning: int = field(default_factory=_defaults("budget_warning", int))
     job_name: str | None = None
@@ -174,6 +189,19 @@ class Settings:
         """The commit the results tested: a pull request's head, else the run's commit."""
         return (self.head_sha if self.pull_request else None) or self.sha or ""
 
+    def redactor(self) -> Redactor:
+        """What hides secrets in the text this command reads: the token and the runner's
+        credentials, the well-known shapes and the ``redact`` patterns (compiled)."""
+        named = self.named("redact")
+        patterns = [compile_regex(value, named, group=False) for value in self.redact]
+        for pattern in patterns:
+            if pattern is not None and pattern.search(""):
+                raise UsageError(
+                    f"{named} got {pattern.pattern!r}: it matches an empty text, so it would "
+                    f"put *** between every two characters; give a pattern of the secret itself"
+                )
+        return Redactor.of(self.secrets, (p for p in patterns if p is not None))
+
     def naming_rules(self) -> NamingRules:
         """The naming rules these settings describe (regexes compiled)."""
         return NamingRules(
@@ -229,8 +257,30 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
     values, rules, origins = resolve_layers(given, env)
     settings = _from_options(values, rules, origins)
     settings = _with_runner(_with_event(settings, values, env), env)
+    settings = replace(settings, secrets=_secrets(settings.token, env))
     _check(settings)
     return settings
+
+
+def _secrets(token: str | None, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The token and the values of SECRET_VARIABLES, in ``env`` and in this process's
+    environment (which the commands it starts inherit)."""
+    found = [token or ""]
+    for variables in (env, environ()):
+        found.extend(variables.get(name, "") for name in SECRET_VARIABLES)
+    return tuple(dict.fromkeys(value.strip() for value in found if value.strip()))
+
+
+def child_environment(settings: Settings) -> dict[str, str]:
+    """The environment of a command the user's code runs (``env-command``, the
+    ``track-packages`` python): this process's, without SECRET_VARIABLES and without any
+    variable that holds one of the settings' secrets."""
+    secrets = {secret for secret in settings.secrets if len(secret) >= SECRET_MIN}
+    return {
+        name: value
+        for name, value in environ().items()
+        if name not in SECRET_VARIABLES and value.strip() not in secrets
+    }
 
 
 def _from_options(
@@ -269,6 +319,7 @@ def _from_options(
         branch=_value(values, "branch", str),
         branch_transport=BranchTransport(_value(values, "branch_transport", str)),
         token=_get(values, "token", str),
+        redact=_get(values, "redact", tuple) or (),
         api_url=_value(values, "api_url", str),
         budget_warning=_value(values, "budget_warning", int),
         job_name=_get(values, "job_name", str),
@@ -374,6 +425,7 @@ def _check(settings: Settings) -> None:
             f"result's backend (a fan-in job); give one of them"
         )
     settings.naming_rules()  # compiles and checks the regexes
+    settings.redactor()
 
 
 def _check_numbers(settings: Settings) -> None:

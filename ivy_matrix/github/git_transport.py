@@ -10,7 +10,8 @@ HTTP header). :class:`GitTransport` offers what the branch store needs
 - :meth:`read_ref`: one ``git fetch --depth=1`` of one ref (the pull request's verdict ref),
   with its objects;
 - :meth:`list_refs`: one ``git ls-remote`` of a prefix (two HTTP requests, no objects);
-- trees, blobs and new objects are read and written locally (no request at all);
+- trees, blobs and new objects are read and written locally (no request at all; what they
+  hold passes the guard, runner/guard.py);
 - :meth:`update_refs`: one ``git push`` of several ref changes, each a compare-and-swap
   (``--force-with-lease=<ref>:<expected>``, empty for "must not exist"), all or none with
   ``atomic``; a push that is not a fast-forward of what the remote holds is refused.
@@ -58,6 +59,7 @@ from ivy_matrix.github.git_process import (
     remote_url,
 )
 from ivy_matrix.github.types import RefUpdate, Tree
+from ivy_matrix.runner.guard import scrub
 
 _T = TypeVar("_T")
 
@@ -354,7 +356,7 @@ class GitTransport:
             if text is None:
                 records.append(f"0 {_ZERO}\t{path}")
             else:
-                records.append(f"100644 {self._write_blob(text.encode())}\t{path}")
+                records.append(f"100644 {self._write_blob(scrub(text).encode())}\t{path}")
         with tempfile.TemporaryDirectory(dir=self.directory) as scratch:
             index = str(Path(scratch, "index"))
             what = "writing a tree"
@@ -368,7 +370,13 @@ class GitTransport:
         """A commit of ``tree`` on ``parents`` (no ref moves)."""
         args = [arg for parent in parents for arg in ("-p", parent)]
         done = self._git.run(
-            "commit-tree", tree, *args, "-F", "-", what="writing a commit", stdin=message.encode()
+            "commit-tree",
+            tree,
+            *args,
+            "-F",
+            "-",
+            what="writing a commit",
+            stdin=scrub(message).encode(),
         )
         return done.stdout.decode().strip()
 

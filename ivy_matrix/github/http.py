@@ -5,7 +5,8 @@ PyGithub's requester); this module does not import PyGithub. An answer that is n
 back as :class:`HTTPError`; :meth:`Transport._call` retries it as ``github/retry.py`` decides
 and turns the last one into a :class:`~ivy_matrix.errors.GitHubAPIError` that names the
 permission the call needs. Every request sent is counted (``github/spend.py``): :meth:`Transport.spent`
-says what the client spent and how much of the token's hour GitHub says is left.
+says what the client spent and how much of the token's hour GitHub says is left. Every
+request's body passes the guard (runner/guard.py) on its way out.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.retry import RetryPolicy, Wait, translate_error
 from ivy_matrix.github.spend import SpendMeter
 from ivy_matrix.github.types import Spend
+from ivy_matrix.runner.guard import scrub_json
 from ivy_matrix.runner.pacing import paced
 from ivy_matrix.runner.reporter import Reporter
 
@@ -206,7 +208,10 @@ class Transport:
         parameters: dict[str, Any] | None = None,
         body: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], Any]:
-        """Send one request and count it (answered or not; a URL off the API's host is not sent)."""
+        """Send one request and count it (answered or not; a URL off the API's host is not sent);
+        its body holds no secret the guard conceals."""
+        if body is not None:
+            body = cast("dict[str, Any]", scrub_json(body))
         try:
             headers, data = self._send(verb, url, parameters=parameters, body=body)
         except HTTPError as error:

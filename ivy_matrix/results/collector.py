@@ -9,6 +9,13 @@ A cell's result is its worst outcome, how many of its cases passed, failed, were
 flaky (a row collapses a test's parametrizations; the counts keep what the row hides), and
 the first line of its first failure's message; ``entries.build_batches`` turns the cells into
 the entries a store merges, with the job that produced them and the message's signature.
+
+What is kept of a test's output and names is redacted here as it is kept (redaction.py), so
+the token, well-known key shapes and the user's patterns never reach a cell: each failing
+cell's failure line, the failed tests listed for annotations (their ids, parametrization
+included, and messages), and the names of dashboards and rows (looked at once per dashboard,
+and once per file for all its rows together; two names that differ only in a secret become
+one).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from ivy_matrix.model import (
     Totals,
     worst,
 )
+from ivy_matrix.redaction import REDACT_SHAPES, Redactor
 from ivy_matrix.results.junit import cap_name, scan_junit
 from ivy_matrix.results.naming import UNNAMED, Namer, row_name, test_id
 
@@ -171,11 +179,15 @@ class Read(NamedTuple):
 class Collector:
     """Reads result files one at a time into a :class:`Collected`.
 
-    ``last`` is what the last file read added (None when it could not be read).
+    ``last`` is what the last file read added (None when it could not be read). ``redactor``
+    hides the secrets in every text kept (the module docstring; default: the well-known
+    shapes).
     """
 
-    def __init__(self, namer: Namer) -> None:
+    def __init__(self, namer: Namer, *, redactor: Redactor = REDACT_SHAPES) -> None:
         self.namer = namer
+        self.redactor = redactor
+        self.redact = redactor.cached()
         self.collected = Collected()
         self.last: Read | None = None
         self._dashboards: list[DashboardId] = []
@@ -189,8 +201,13 @@ class Collector:
     def _index(self, dashboard: DashboardId) -> int:
         index = self._dashboard_index.get(dashboard)
         if index is None:
-            index = self._dashboard_index[dashboard] = len(self._dashboards)
-            self._dashboards.append(dashboard)
+            redact = self.redact
+            clean = DashboardId(title=redact(dashboard.title), category=redact(dashboard.category))
+            index = self._dashboard_index.get(clean)
+            if index is None:
+                index = self._dashboard_index[clean] = len(self._dashboards)
+                self._dashboards.append(clean)
+            self._dashboard_index[dashboard] = index
         return index
 
     # Longer than the usual 60 lines: ``on_case`` runs once per test case (millions), so it is
@@ -234,7 +251,7 @@ class Collector:
                     if column is not None:
                         counted[column] += 1
                 elif len(unmatched_ids) < SAMPLES_KEPT:
-                    unmatched_ids.append(test_id(case))
+                    unmatched_ids.append(self.redact(test_id(case)))
             if backend is None:
                 unassigned += 1
                 return
@@ -269,9 +286,9 @@ class Collector:
                 if len(failures) < room:
                     failures.append(
                         Failure(
-                            test=test_id(case),
+                            test=self.redact(test_id(case)),
                             backend=backend,
-                            message=case.message,
+                            message=self.redact(case.message),
                             result_file=source,
                             test_file=case.file,
                         )
@@ -384,9 +401,9 @@ class Collector:
                 if len(failures) < room:
                     failures.append(
                         Failure(
-                            test=test_id(case),
+                            test=self.redact(test_id(case)),
                             backend=backend,
-                            message=message,
+                            message=self.redact(message),
                             result_file=source,
                             test_file=test_file,
                         )
@@ -442,7 +459,11 @@ class Collector:
         room = SAMPLES_KEPT - len(collected.unmatched_ids)
         collected.unmatched_ids.extend(record.unmatched_ids[: max(room, 0)])
         room = FAILURES_KEPT - len(collected.failures)
-        collected.failures.extend(record.failures[: max(room, 0)])
+        redact = self.redact
+        collected.failures.extend(
+            replace(failure, test=redact(failure.test), message=redact(failure.message))
+            for failure in record.failures[: max(room, 0)]
+        )
         collected.touched.update(dict.fromkeys(record.dashboards))
         collected.kept.append(record.identity)
         return counts
@@ -452,6 +473,15 @@ class Collector:
             total = self.collected.by_backend.setdefault(backend, [0, 0, 0, 0])
             for slot, count in enumerate(numbers):
                 total[slot] += count
+
+    def _renamed_rows(self, pending: dict[tuple[int, str, str], int]) -> dict[str, str]:
+        """The rows of ``pending`` whose names hold a secret, with the secret hidden: all the
+        names are looked at at once, and each only when one may hold one."""
+        rows = {row: None for _, row, _ in pending}
+        if not self.redactor.may_hide("\n".join(rows)):
+            return {}
+        redact = self.redact
+        return {row: clean for row in rows if (clean := redact(row)) != row}
 
     def _commit(
         self,
@@ -463,22 +493,26 @@ class Collector:
         dashboards = self.collected.dashboards
         ids = self._dashboards
         reached: dict[int, None] = {}
+        renamed = self._renamed_rows(pending)
         # Cells without a failure line share one result per count (most are one passing case).
         shared = self._shared
         alike = shared.get
         failed = _FAILED
         one_pass = _ONE_PASS
+        redact = self.redact
         for cell, tally in pending.items():
             if tally == _PASSED:  # the usual cell, without a dict lookup
                 result = one_pass
             elif tally >= failed and cell in messages:
-                result = cell_result(tally, messages[cell])
+                result = cell_result(tally, redact(messages[cell]))
             else:
                 found = alike(tally)
                 if found is None:
                     found = shared[tally] = cell_result(tally)
                 result = found
             index, row, backend = cell
+            if renamed:
+                row = renamed.get(row, row)
             reached[index] = None
             cells = dashboards.setdefault(ids[index], {}).setdefault(row, {})
             old = cells.get(backend)

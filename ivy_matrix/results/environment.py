@@ -16,7 +16,8 @@ leg file or a state document may come from anyone, and one environment is stored
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ivy_matrix.escaping import escape_name
@@ -27,6 +28,8 @@ Env = tuple[tuple[str, str], ...]
 
 MAX_PACKAGES = 64
 VALUE_CAP = 100
+# JSON's "\ud800" escapes give a str no encoding can write.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Run as ``python -c DEFAULT_SCRIPT PACKAGE...`` in the test environment: each installed
 # package's version, and for one installed from git (PEP 610 ``direct_url.json``) its commit.
@@ -59,6 +62,11 @@ def cap_env(pairs: Iterable[tuple[str, str]]) -> Env:
     return tuple(sorted(found.items()))[:MAX_PACKAGES]
 
 
+def redacted_env(env: Env, redact: Callable[[str], str]) -> Env:
+    """``env`` with the secrets ``redact`` hides out of its names and versions."""
+    return cap_env((redact(name), redact(version)) for name, version in env)
+
+
 def joined(*envs: Env) -> Env:
     """Several reports of one job's environment as one (a later report's version wins)."""
     return cap_env(pair for env in envs for pair in env)
@@ -77,6 +85,12 @@ def parse_env_output(text: str) -> Env:
     for name, version in document.items():
         if isinstance(version, bool) or not isinstance(version, (str, int, float)):
             raise ValueError(f"the version of {name!r:.60} is not a string")  # noqa: TRY004  -- one error kind for every bad output
+        for value in (name, str(version)):
+            if _SURROGATE.search(value):
+                raise ValueError(
+                    f"{value!r:.60} holds a lone surrogate (\\ud800-\\udfff), which is no "
+                    f"character; it cannot be recorded"
+                )
         pairs.append((name, str(version)))
     return cap_env(pairs)
 

@@ -55,14 +55,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 
 from ivy_matrix.errors import InputError
 from ivy_matrix.jsonshape import MalformedError, expect_list, expect_object
 from ivy_matrix.model import DashboardId, FileCounts, ParseProblem, RunKey
-from ivy_matrix.results.collector import Collected, combine_results
-from ivy_matrix.results.environment import Env, env_of
+from ivy_matrix.redaction import Redactor
+from ivy_matrix.results.collector import CellResult, Collected, combine_results
+from ivy_matrix.results.environment import Env, env_of, redacted_env
 from ivy_matrix.results.jobs import LEG_FORMAT, run_ids_problem
 from ivy_matrix.results.junit import MESSAGE_CAP
 from ivy_matrix.results.leg_cells import (
@@ -321,6 +322,52 @@ def _cells(leg: LegResults) -> Iterator[tuple[int, DashboardId, str, str]]:
         for row, cells in rows.items():
             for backend in cells:
                 yield run_id, dashboard, row, backend
+
+
+def redacted_leg(leg: LegResults, redactor: Redactor) -> LegResults:
+    """``leg`` with the secrets ``redactor`` hides (redaction.py) out of what a leg's tests
+    could put in it: its failure lines, dashboard and row names (two that differ only in a
+    secret become one), problems and environment."""
+    redact = redactor.cached()
+    collected = leg.collected
+    names = "\n".join(
+        f"{dashboard.category}\n{dashboard.title}\n" + "\n".join(rows)
+        for dashboard, rows in collected.dashboards.items()
+    )
+    if redactor.may_hide(names):
+        collected.dashboards = _renamed(collected.dashboards, redact)
+    for rows in collected.dashboards.values():
+        for cells in rows.values():
+            for backend, cell in cells.items():
+                if cell.message:
+                    cells[backend] = cell._replace(message=redact(cell.message))
+    collected.problems = [
+        replace(problem, message=redact(problem.message)) for problem in collected.problems
+    ]
+    collected.files = [
+        counts if counts.problem is None else replace(counts, problem=redact(counts.problem))
+        for counts in collected.files
+    ]
+    info = replace(leg.info, env=redacted_env(leg.info.env, redact))
+    return LegResults(info=info, collected=collected)
+
+
+def _renamed(
+    dashboards: Mapping[DashboardId, Mapping[str, Mapping[str, CellResult]]],
+    redact: Callable[[str], str],
+) -> dict[DashboardId, dict[str, dict[str, CellResult]]]:
+    """``dashboards`` with their names and their rows' redacted; what two names that differ
+    only in a secret held becomes one dashboard, or one row (its cells combined)."""
+    renamed: dict[DashboardId, dict[str, dict[str, CellResult]]] = {}
+    for dashboard, rows in dashboards.items():
+        clean = DashboardId(title=redact(dashboard.title), category=redact(dashboard.category))
+        mine = renamed.setdefault(clean, {})
+        for row, cells in rows.items():
+            have = mine.setdefault(redact(row), {})
+            for backend, cell in cells.items():
+                old = have.get(backend)
+                have[backend] = cell if old is None else combine_results(old, cell)
+    return renamed
 
 
 def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:

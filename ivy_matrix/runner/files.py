@@ -1,7 +1,8 @@
 """Replace a local file so that readers see the old text or the new one, never half.
 
 I/O: the one way ivy-matrix writes a local file (state, pages, summary JSON, leg metadata);
-:func:`write_file` also takes ``-`` for standard output.
+:func:`write_file` also takes ``-`` for standard output. What is written passes the guard
+(runner/guard.py): no secret it conceals, no well-known key shape.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ivy_matrix.errors import InputError
+from ivy_matrix.runner.guard import scrub
 
 
 def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
@@ -28,7 +30,7 @@ def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
     fd, temp = _create_temp(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+            handle.write(scrub(text))
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -37,6 +37,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from ivy_matrix.redaction import SECRET_MIN
+from ivy_matrix.runner.guard import scrub
+
 # Control characters other than tab, the characters some readers take as line breaks, and
 # the invisible ones that reorder or hide text around them: bidi marks, embeddings, overrides
 # and isolates (a name holding U+202E shows its end reversed: "Trojan Source"), zero-width
@@ -49,8 +52,6 @@ _OLD_COMMAND = "##["
 # A line the runner takes for a command: "::" after Unicode white space (which it trims); format
 # characters such as U+FEFF are skipped too, in case a reader drops them.
 _COMMAND_START = re.compile(r"[\s\u180e\u200b-\u200f\u2060-\u2064\ufeff]*::")
-# GitHub's shortest tokens are 40 characters; anything under this is no secret worth hiding.
-_SECRET_MIN = 8
 
 
 class Progress(Protocol):
@@ -119,10 +120,11 @@ class _Output:
             return False
 
     def hide(self, text: str) -> str:
-        """``text`` with every secret (the token) replaced by ``***``."""
+        """``text`` with every secret (the token, as the lines show it) replaced by ``***``,
+        and what the guard hides (runner/guard.py: well-known key shapes too)."""
         for secret in self.secrets:
             text = text.replace(secret, "***")
-        return text
+        return scrub(text)
 
     def write(self, text: str) -> int:
         if not self.lost:
@@ -198,7 +200,7 @@ class Log:
         Python's ``repr``. A "secret" shorter than any GitHub token (tests pass ``t``) is not
         one, and would mangle every line, so it is left alone.
         """
-        if len(secret) < _SECRET_MIN:
+        if len(secret) < SECRET_MIN:
             return
         shown = {secret, _escape_data(secret), plain_line(secret), repr(secret)[1:-1]}
         for output in (self._output, self._data):
@@ -318,6 +320,7 @@ def append_output(
     A multi-line value is framed by a random delimiter that does not occur in it, so no value
     can end its frame early and set other outputs.
     """
+    value = scrub(value)
     delimiter = new_delimiter()
     while delimiter in value:
         delimiter = new_delimiter()
@@ -330,5 +333,6 @@ def append_output(
 
 def append_summary(path: Path, markdown: str) -> None:
     """Add markdown to the job summary (``$GITHUB_STEP_SUMMARY``)."""
+    markdown = scrub(markdown)
     with path.open("a", encoding="utf-8") as handle:
         handle.write(markdown if markdown.endswith("\n") else markdown + "\n")

@@ -11,7 +11,7 @@ import pytest
 from ivy_matrix.config.file import MAX_CONFIG_BYTES
 from ivy_matrix.config.options import OPTION_BY_NAME, FailOn
 from ivy_matrix.config.settings import Settings, load_settings
-from ivy_matrix.errors import InputError
+from ivy_matrix.errors import InputError, UsageError
 from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.views.dashboards import Style
 
@@ -413,3 +413,32 @@ def test_boolean_options_are_real_booleans(value, expected):
     settings = load_settings({"dry_run": value, "pin_index": value}, {})
     assert settings.dry_run is expected
     assert settings.pin_index is expected
+
+
+# ------------------------------------------------------------ secrets (issue 24)
+
+TOKEN = "4f1d0c3e9b7a26c58e1f0d4b3a2c9e8f7d6b5a41"
+
+
+def test_redact_patterns_come_from_the_config_file_and_hide_their_secrets(tmp_path):
+    """redact in the config file is a list of regexes; the redactor hides their matches, the
+    token and the runner's credentials beside them."""
+    config = write(tmp_path / "ivy.yml", "redact:\n  - 'corp-\\d{6}'\n  - 'pw=\\S+'\n")
+    env = {"IVY_MATRIX_TOKEN": TOKEN, "ACTIONS_RUNTIME_TOKEN": "runtime-credential-1"}
+    redact = load_settings({"config": config}, env).redactor()
+    said = f"{TOKEN} corp-204518 pw=hunter2 runtime-credential-1 kept"
+    assert redact(said) == "*** *** *** *** kept"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [("(unclosed", "not a valid regex"), ("x*", "it matches an empty text")],
+    ids=["not a regex", "matches nothing"],
+)
+def test_a_redact_pattern_that_cannot_work_is_refused_naming_it(pattern, said):
+    """A pattern that is no regex, or that matches an empty text (it would put *** between
+    every two characters), is a usage error naming the input and the pattern."""
+    with pytest.raises(UsageError) as raised:
+        load_settings({}, {"IVY_MATRIX_REDACT": pattern, "GITHUB_ACTIONS": "true"})
+    assert f"input 'redact' got {pattern!r}" in str(raised.value)
+    assert said in str(raised.value)

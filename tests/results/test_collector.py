@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix.model import CaseCounts, DashboardId, Outcome, RunKey, Source
+from ivy_matrix.redaction import Redactor
 from ivy_matrix.results.collector import CellResult, Collector
 from ivy_matrix.results.naming import Namer, NamingRules
 from ivy_matrix.results.signature import Signer
@@ -153,3 +154,36 @@ def test_the_usual_files_quicker_loop_gathers_what_the_per_case_loop_does(cases)
         return [(d, [(r, list(c.values())) for r, c in rows.items()]) for d, rows in found.items()]
 
     assert renamed(quick) == renamed(per_case)
+
+
+# ------------------------------------------------------------ secrets (issue 24)
+
+TOKEN = "4f1d0c3e9b7a26c58e1f0d4b3a2c9e8f7d6b5a41"
+KEY = "ghp_" + "A1b2C3d4E5" * 3 + "f6G7h8"
+
+
+def test_what_is_kept_of_a_case_never_holds_the_token_or_a_key():
+    """Failure lines, the failures kept for annotations (ids with their parametrization),
+    dashboard and row names are redacted as they are kept; two rows that differ only in a
+    secret are one row, their cases added up."""
+    stream = io.BytesIO(
+        (
+            f'<testsuite><testcase classname="{KEY}.test_m" name="test_a[{TOKEN}]">'
+            f'<failure message="401 for {TOKEN} and {KEY}">tb</failure></testcase>'
+            f'<testcase classname="c" name="test_{TOKEN}"/>'
+            f'<testcase classname="c" name="test_{KEY}"/></testsuite>'
+        ).encode()
+    )
+    # A file's backend (the quicker loop), and each case's own (the other).
+    per_case = NamingRules(backend_from_test=re.compile(r"::(?P<backend>test)_"))
+    for rules in (NamingRules(backend="test"), per_case):
+        collector = Collector(Namer(rules), redactor=Redactor.of([TOKEN]))
+        collector.add_file(io.BytesIO(stream.getvalue()), source="r.xml")
+        collected = collector.collected
+        shown = repr((collected.dashboards, collected.failures))
+        assert TOKEN not in shown
+        assert KEY not in shown
+        rows = {row: cells for d in collected.dashboards.values() for row, cells in d.items()}
+        assert rows["test_***"]["test"].counts == CaseCounts(passed=2)
+        assert rows["test_a"]["test"].message == "401 for *** and ***"
+        assert [f.test for f in collected.failures] == ["***.test_m::test_a[***]"]

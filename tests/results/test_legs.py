@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from ivy_matrix.errors import InputError
 from ivy_matrix.model import CaseCounts, DashboardId, FileCounts, Outcome, ParseProblem
+from ivy_matrix.redaction import Redactor
 from ivy_matrix.results.collector import CellResult, Collected
 from ivy_matrix.results.legs import (
     LEG_FILE_VERSION,
@@ -17,6 +19,7 @@ from ivy_matrix.results.legs import (
     leg_name,
     leg_problem,
     load_leg,
+    redacted_leg,
     rerun,
     with_legs,
 )
@@ -285,3 +288,36 @@ def test_a_leg_run_again_is_known_by_its_cells_and_its_newest_attempt_counts():
     assert rerun(legs) == {0: 3, 2: 3}
     assert rerun(legs[:3]) == {0: 2}
     assert rerun([legs[1], legs[4]]) == {}
+
+
+def test_a_legs_texts_are_redacted_as_the_fan_in_reads_them():
+    """What a leg's tests could put in its file (failure lines, dashboard and row names, a
+    problem's message, the environment) loses the fan-in's token and every key; two rows that
+    differ only in a secret are one, their cases combined."""
+    token = "4f1d0c3e9b7a26c58e1f0d4b3a2c9e8f7d6b5a41"
+    key = "AKIAIOSFODNN7EXAMPLE"
+    leaked = DashboardId(title=f"auth {key}", category="core")
+    results = Collected(
+        files=[FileCounts(path="r.xml", tests=3, passed=2, failed=1, problem=None)],
+        problems=[ParseProblem(source="bad.xml", message=f"not XML near {token}")],
+        dashboards={
+            leaked: {
+                f"test_{token}": {"torch": one(Outcome.SUCCESS)},
+                f"test_{key}": {"torch": one(Outcome.FAILURE, f"401 for {token}")},
+            }
+        },
+    )
+    info = replace(INFO, env=(("jax", key), (token, "1.0")))
+    text = dump_leg(info, results)
+    leg = redacted_leg(load_leg(text, where="leg.json"), Redactor.of([token]))
+    shown = repr(leg)
+    assert token not in shown
+    assert key not in shown
+    assert leg.collected.dashboards == {
+        DashboardId(title="auth ***", category="core"): {
+            "test_***": {
+                "torch": CellResult(Outcome.FAILURE, CaseCounts(passed=1, failed=1), "401 for ***")
+            }
+        }
+    }
+    assert leg.info.env == (("***", "1.0"), ("jax", "***"))

@@ -1,0 +1,248 @@
+"""Secrets kept out of everything ivy-matrix writes: the token it was given, well-known key
+shapes, and the patterns a user adds (``redact``).
+
+Pure: no I/O. A :class:`Redactor` replaces each secret it knows with :data:`MASK`. It is used
+twice (docs/github.md, "Secrets"):
+
+- where untrusted text enters (results/collector.py: failure lines, failed test ids,
+  dashboard and row names; results/legs.py: leg files; the environment a command or a result
+  file reports), with the token, the shapes and the user's patterns, so that nothing
+  downstream holds a secret;
+- at every write (runner/guard.py: local files, log lines, step outputs, the job summary,
+  GitHub requests, git objects), with the token and the shapes only: a user's pattern could
+  match across the structure of a JSON or markdown file, which these never do (their
+  characters stop at quotes, backslashes, ``|`` and ``<``).
+
+The token is caught as given and in the forms it would take in what is written: escaped for
+JSON, markdown, HTML, a URL or Python's ``repr``, and base64-encoded as an ``Authorization:
+basic`` header carries it (``x-access-token:TOKEN``, ``TOKEN:``, ``TOKEN``). A "secret" shorter
+than :data:`SECRET_MIN` characters is no token (tests pass ``t``) and is left alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+import urllib.parse
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ivy_matrix.escaping import escape_name
+
+MASK = "***"
+# GitHub's shortest tokens are 40 characters; anything under this is no secret worth hiding.
+SECRET_MIN = 8
+# Texts a cached redactor remembers (failure lines of at most 500 characters: about 50 MB).
+_REMEMBERED = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A well-known kind of secret: its pattern, and what a match becomes."""
+
+    name: str
+    pattern: re.Pattern[str]
+    replacement: str = MASK
+
+
+def _shape(name: str, pattern: str, replacement: str = MASK) -> Shape:
+    return Shape(name, re.compile(pattern), replacement)
+
+
+# What every match of a group's shapes holds: a plain string or a pattern that starts with two
+# literal characters (both are found about as fast as a byte search), checked before the shapes
+# are. Text without any costs one search per group: the guard runs them on every write.
+_Marker = str | re.Pattern[str]
+
+# Each has a prefix or a frame no test name or message has by chance, and a length; their
+# characters never include a quote, a backslash, "|", "<" or ">", so replacing a match cannot
+# break the JSON, markdown or HTML around it. docs/github.md lists them.
+_GROUPS: tuple[tuple[tuple[_Marker, ...], tuple[Shape, ...]], ...] = (
+    (
+        (re.compile(r"g(?:h[pousr]|ithub_pat)_"),),
+        (
+            _shape("GitHub token", r"(?<![A-Za-z0-9])gh[pousr]_[A-Za-z0-9]{30,}"),
+            _shape("GitHub fine-grained token", r"github_pat_[A-Za-z0-9_]{22,}"),
+        ),
+    ),
+    (
+        (re.compile(r"A(?:KIA|SIA|Iza)"),),
+        (
+            _shape(
+                "AWS access key id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+            ),
+            _shape("Google API key", r"AIza[0-9A-Za-z_-]{35}"),
+        ),
+    ),
+    (
+        ("PRIVATE KEY",),
+        (
+            # The block to its end marker, its lines as read or as JSON writes them ("\n"),
+            # to the last character that is not white space.
+            _shape(
+                "private key block",
+                r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+                r"(?:[A-Za-z0-9+/=\s:,.-]|\\[nr]){0,8192}(?<!\s)",
+            ),
+        ),
+    ),
+    (("xox",), (_shape("Slack token", r"(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}"),)),
+    (
+        ("hooks.slack.com/",),
+        (
+            _shape(
+                "Slack webhook",
+                r"(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]+",
+                r"\g<1>" + MASK,
+            ),
+        ),
+    ),
+    (
+        ("eyJ",),
+        (
+            _shape(
+                "JSON web token",
+                r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*",
+            ),
+        ),
+    ),
+    (
+        ("uthorization", "UTHORIZATION"),
+        (
+            _shape(
+                "Authorization header",
+                r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token)\s+)"
+                r"[A-Za-z0-9+/=._~-]+",
+                r"\g<1>" + MASK,
+            ),
+        ),
+    ),
+    (
+        ("@",),
+        (
+            _shape(
+                "password in a URL",
+                r"(://[^\s/:@\"'<>\\|`]+:)[^\s/@\"'<>\\|`]+(@)",
+                r"\g<1>" + MASK + r"\g<2>",
+            ),
+        ),
+    ),
+    (("pypi-AgE",), (_shape("PyPI token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),)),
+    (("npm_",), (_shape("npm token", r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),)),
+    (
+        ("hf_",),
+        (_shape("Hugging Face token", r"(?<![A-Za-z0-9_])hf_[A-Za-z]{34}(?![A-Za-z0-9_])"),),
+    ),
+    (("glpat-",), (_shape("GitLab token", r"glpat-[0-9A-Za-z_-]{20,}"),)),
+    (
+        ("_live_",),
+        (_shape("Stripe live key", r"(?<![A-Za-z0-9])[sr]k_live_[0-9A-Za-z]{24,}"),),
+    ),
+    (
+        (re.compile(r"sk-(?:proj|ant)-"),),
+        (_shape("OpenAI or Anthropic key", r"sk-(?:proj|ant)-[A-Za-z0-9_-]{20,}"),),
+    ),
+)
+SHAPES: tuple[Shape, ...] = tuple(shape for _, shapes in _GROUPS for shape in shapes)
+
+
+def _holds(text: str, markers: tuple[_Marker, ...]) -> bool:
+    return any(
+        marker in text if isinstance(marker, str) else marker.search(text) is not None
+        for marker in markers
+    )
+
+
+def redact_shapes(text: str) -> str:
+    """``text`` with every match of :data:`SHAPES` replaced."""
+    for markers, shapes in _GROUPS:
+        if _holds(text, markers):
+            for shape in shapes:
+                text = shape.pattern.sub(shape.replacement, text)
+    return text
+
+
+def secret_forms(secret: str) -> frozenset[str]:
+    """``secret`` as given and as it would show in what ivy-matrix writes (module docstring);
+    none when it is shorter than :data:`SECRET_MIN`."""
+    secret = secret.strip()
+    if len(secret) < SECRET_MIN:
+        return frozenset()
+    encoded = [
+        base64.b64encode(f"{prefix}{secret}{suffix}".encode()).decode()
+        for prefix, suffix in (("x-access-token:", ""), ("", ":"), ("", ""))
+    ]
+    return frozenset(
+        {
+            secret,
+            json.dumps(secret)[1:-1],
+            json.dumps(secret, ensure_ascii=False)[1:-1],
+            escape_name(secret),
+            html.escape(secret),
+            urllib.parse.quote(secret, safe=""),
+            repr(secret)[1:-1],
+            *encoded,
+        }
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Redactor:
+    """Replaces the secret ``forms`` (:func:`secret_forms`), the well-known :data:`SHAPES` and
+    the ``patterns`` with :data:`MASK`; ``Redactor()`` the shapes alone."""
+
+    forms: tuple[str, ...] = ()
+    patterns: tuple[re.Pattern[str], ...] = ()
+
+    def __post_init__(self) -> None:
+        # Longest first, so that no shorter form leaves part of a longer one in sight.
+        ordered = tuple(sorted(set(self.forms), key=lambda form: (-len(form), form)))
+        object.__setattr__(self, "forms", ordered)
+
+    @classmethod
+    def of(cls, secrets: Iterable[str] = (), patterns: Iterable[re.Pattern[str]] = ()) -> Redactor:
+        """A redactor of these secrets (as given: their forms are added) and patterns."""
+        forms = (form for secret in secrets for form in secret_forms(secret))
+        return cls(forms=tuple(forms), patterns=tuple(patterns))
+
+    def __call__(self, text: str) -> str:
+        """``text`` with every secret, shape and pattern replaced by :data:`MASK`."""
+        if not text:
+            return text
+        for form in self.forms:
+            if form in text:
+                text = text.replace(form, MASK)
+        text = redact_shapes(text)
+        for pattern in self.patterns:
+            text = pattern.sub(MASK, text)
+        return text
+
+    def may_hide(self, text: str) -> bool:
+        """Whether :meth:`__call__` may change ``text`` (a quick look: it holds a secret's
+        form or a shape's marker; any text may match a pattern)."""
+        return (
+            bool(self.patterns)
+            or any(form in text for form in self.forms)
+            or any(_holds(text, markers) for markers, _ in _GROUPS)
+        )
+
+    def cached(self) -> Callable[[str], str]:
+        """This redactor with a memory of the texts it saw: failure lines repeat (one
+        assertion in many tests), and each is redacted once."""
+        seen: dict[str, str] = {}
+
+        def redact(text: str) -> str:
+            found = seen.get(text)
+            if found is None:
+                found = self(text)
+                if len(seen) < _REMEMBERED:
+                    seen[text] = found
+            return found
+
+        return redact
+
+
+REDACT_SHAPES = Redactor()
+"""The shapes alone: what a command without a token or patterns redacts."""
