@@ -15,8 +15,9 @@ twice (docs/github.md, "Secrets"):
 
 The token is caught as given and in the forms it would take in what is written: escaped for
 JSON, markdown, HTML, a URL or Python's ``repr``, and base64-encoded as an ``Authorization:
-basic`` header carries it (``x-access-token:TOKEN``, ``TOKEN:``, ``TOKEN``). A "secret" shorter
-than :data:`SECRET_MIN` characters is no token (tests pass ``t``) and is left alone.
+basic`` header carries it (``x-access-token:TOKEN`` as git sends it, ``TOKEN:`` as ``curl -u
+TOKEN:`` does). A "secret" shorter than :data:`SECRET_MIN` characters is no token (tests pass
+``t``) and is left alone.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def secret_forms(secret: str) -> frozenset[str]:
         return frozenset()
     encoded = [
         base64.b64encode(f"{prefix}{secret}{suffix}".encode()).decode()
-        for prefix, suffix in (("x-access-token:", ""), ("", ":"), ("", ""))
+        for prefix, suffix in (("x-access-token:", ""), ("", ":"))
     ]
     return frozenset(
         {

@@ -136,7 +136,6 @@ def test_the_token_is_redacted_in_every_form_it_would_be_written_in():
         repr(token)[1:-1],
         base64.b64encode(f"x-access-token:{token}".encode()).decode(),
         base64.b64encode(f"{token}:".encode()).decode(),
-        base64.b64encode(token.encode()).decode(),
     ]
     for form in forms:
         assert redact(f"<{form}>") == f"<{MASK}>", form

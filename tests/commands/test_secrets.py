@@ -154,11 +154,12 @@ def pr_event(path: Path, number: int) -> Path:
     return path
 
 
-def test_no_published_byte_holds_the_token_or_a_key(tmp_path):
-    """A leg's collect (no token), a fan-in update to the branch, issues, site, files and
-    summary, then a pull request's comment: the token and the keys the failing tests printed
-    are nowhere in the remote, the fake GitHub, the files written or the log, and the cells
-    still fail with their messages, redacted."""
+@pytest.mark.parametrize("transport", ["git", "rest"])
+def test_no_published_byte_holds_the_token_or_a_key(tmp_path, transport):
+    """A leg's collect (no token), a fan-in update to the branch (over git or the REST API),
+    issues, site, files and summary, then a pull request's comment: the token and the keys the
+    failing tests printed are nowhere in the remote, the fake GitHub, the files written or the
+    log, and the cells still fail with their messages, redacted."""
     printed = []
     with FakeGitHub() as api, GitServer() as git:
         leg = tmp_path / "leg"
@@ -183,6 +184,7 @@ def test_no_published_byte_holds_the_token_or_a_key(tmp_path):
             fan_in,
             IVY_MATRIX_TOKEN=TOKEN,
             IVY_MATRIX_TARGETS="branch\nissue\nsite\nfile\nsummary",
+            IVY_MATRIX_BRANCH_TRANSPORT=transport,
             IVY_MATRIX_JOB_ID="502",
             IVY_MATRIX_REDACT=REDACT,
             GITHUB_SHA="mainsha",
@@ -197,7 +199,7 @@ def test_no_published_byte_holds_the_token_or_a_key(tmp_path):
         assert code == 0, said
         printed.append(said)
         assert api.issues  # the issue target wrote
-        assert git.files("ivy-matrix")  # and the branch target
+        assert (api.files if transport == "rest" else git.files)("ivy-matrix")  # and the branch
 
         pull = tmp_path / "pull"
         write_junit(pull / "results" / "junit.xml", "numpy")
@@ -208,6 +210,7 @@ def test_no_published_byte_holds_the_token_or_a_key(tmp_path):
             pull,
             IVY_MATRIX_TOKEN=TOKEN,
             IVY_MATRIX_TARGETS="branch\npr-comment\nsummary",
+            IVY_MATRIX_BRANCH_TRANSPORT=transport,
             IVY_MATRIX_JOB_ID="503",
             IVY_MATRIX_REDACT=REDACT,
             GITHUB_RUN_ID="9000000002",
@@ -231,7 +234,8 @@ def test_no_published_byte_holds_the_token_or_a_key(tmp_path):
         found = {where: leaks(data) for where, data in published.items() if leaks(data)}
         assert found == {}
         # The failures are still there, each with its message, redacted.
-        state = git.read_file(".ivy-matrix/state/ivy/auth.json", "ivy-matrix")
+        read = api.read_file if transport == "rest" else git.read_file
+        state = read(".ivy-matrix/state/ivy/auth.json", "ivy-matrix")
         assert "HTTP 401 for token ***" in state
         assert "leaked *** here" in state
         assert "https://x-access-token:***@github.com" in state
