@@ -27,7 +27,7 @@ from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, InputError, UsageError
 from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.environment import Env, env_lines
-from ivy_matrix.results.legs import LegInfo, dump_leg, leg_name
+from ivy_matrix.results.legs import MAX_LEG_FILE_BYTES, LegInfo, dump_leg, leg_name, load_leg
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Log, append_output, append_summary
 
@@ -43,6 +43,7 @@ def run_collect(settings: Settings, log: Log) -> ExitCode:
     text = dump_leg(info, collected)
     name = leg_name(info, text)
     path = _leg_path(settings.leg_file, name)
+    _check_limits(text, path)
     if settings.dry_run:
         log.info(f"dry run: would write the leg file {path} ({len(text.encode())} bytes)")
     else:
@@ -87,6 +88,24 @@ def _leg_info(settings: Settings) -> LegInfo:
         ref=settings.ref or "",
         event=provenance(settings)["event"],
     )
+
+
+def _check_limits(text: str, path: Path) -> None:
+    """Refuse a leg file the fan-in job would refuse (its limits, legs.py), before it is written
+    and uploaded: the leg says what to do, instead of the fan-in job leaving it out."""
+    problem = None
+    if len(text.encode("utf-8")) > MAX_LEG_FILE_BYTES:
+        problem = f"leg file {path}: larger than {MAX_LEG_FILE_BYTES >> 20} MiB"
+    else:
+        try:
+            load_leg(text, where=str(path))
+        except InputError as error:
+            problem = str(error)
+    if problem is not None:
+        raise InputError(
+            f"{problem}: the fan-in job would leave these results out; split this leg's tests "
+            f"over more legs (or shards)"
+        )
 
 
 def _leg_path(given: Path | None, name: str) -> Path:

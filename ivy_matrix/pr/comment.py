@@ -55,7 +55,7 @@ from ivy_matrix.pr.comment_state import (
     has_failures,
     merge_states,
 )
-from ivy_matrix.pr.verdict_ref import NewerRecordError, Read, VerdictRef
+from ivy_matrix.pr.verdict_ref import NewerRecordError, Read, RecordTooLargeError, VerdictRef
 from ivy_matrix.pr.verdicts import CellKey
 from ivy_matrix.runner.log import Log
 
@@ -185,6 +185,12 @@ class PullRequestComment:
         except NewerRecordError as error:
             self.log.warning(f"pull request #{mine.pr}: {error}")
             return nothing
+        except RecordTooLargeError as error:
+            self.log.warning(
+                f"pull request #{mine.pr}: {error}; these verdicts are not recorded and the "
+                f"comment is not updated (fail-on: new still counts them)"
+            )
+            return nothing
         if recorded is None:
             return nothing
         state, holder = recorded
@@ -216,6 +222,11 @@ class PullRequestComment:
             found = self._read()
             old = found.state
             verdicts = merge_states(None if old is None else old.verdicts, mine, ran)
+            # A new run's or head's verdicts (or none readable before): the ref keeps no history.
+            afresh = old is None or (old.verdicts.run.run_id, old.verdicts.head) != (
+                verdicts.run.run_id,
+                verdicts.head,
+            )
             changed = old is None or verdicts != old.verdicts
             version = (0 if old is None else old.version) + changed
             shown = 0 if old is None else old.shown
@@ -232,7 +243,7 @@ class PullRequestComment:
                 if take
                 else (None if old is None else old.lease),
             )
-            if self.ref.write(found.tip, state, message) is not None:
+            if self.ref.write(found.tip, state, message, afresh=afresh) is not None:
                 return state, take
         self.log.warning(
             f"pull request #{mine.pr}: could not record the verdicts in {self.ref.ref} after "
@@ -313,6 +324,9 @@ class PullRequestComment:
                     return None
             except ReadOnlyTokenError:
                 raise
+            except RecordTooLargeError as error:  # a record an older ivy-matrix wrote
+                self.log.warning(f"recording the comment in {self.ref.ref}: {error}")
+                return None
             except GitHubAPIError as error:
                 self.log.warning(f"recording the comment in {self.ref.ref}: {error}; retrying")
         self.log.warning(

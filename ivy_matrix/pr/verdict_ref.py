@@ -13,6 +13,14 @@ other's verdicts: the loser reads again. GitHub has no conditional edit of a com
 (``../shared/design/PLATFORM.md`` 3.3), which is why the verdicts live here and the comment
 only shows them (``pr/comment.py``).
 
+**Bounded.** A record is at most :data:`MAX_RECORD_BYTES` (:class:`RecordTooLargeError`
+otherwise: nothing is written); Ivy's 28,000 cells all failing, each with a failure line of its
+own, take about 17 MB. And the ref keeps no history of past runs: a record that starts afresh
+(the first of a new run or head, or in place of a damaged one) is a commit with no parent, so
+each pull request's ref holds one run's commits, the writes of that run's writers. Over git
+the move is still a compare and swap (``--force-with-lease``); the REST API can only move a
+ref forward (its compare and swap), so over REST every record is a commit on the one read.
+
 The ref is outside ``refs/heads``, so it starts no workflow and shows in no branch list; it
 needs ``contents: write``. A record this version cannot read is started afresh (the caller
 warns, with :attr:`Read.damage`), unless a newer ivy-matrix wrote it (:class:`NewerRecordError`:
@@ -32,6 +40,11 @@ from ivy_matrix.stores.tree import git_blob_sha
 REF_PREFIX = "refs/ivy-matrix/pr/"
 FILE = "verdicts.json"
 CACHED = 8  # records kept by blob sha, so that a record read or written once is not fetched
+# The largest record written: about twice Ivy's whole matrix failing with a failure line of its
+# own in each cell (17 MB), and well below the 50 MB past which GitHub warns about a file.
+MAX_RECORD_BYTES = 32 * 1024 * 1024
+# The transports that compare and swap a move to a commit that does not descend from the tip.
+_REPLACING = frozenset({"git"})
 
 
 def verdict_ref(pr: int) -> str:
@@ -51,6 +64,10 @@ class Read:
 
 class NewerRecordError(Exception):
     """The ref holds a record of a newer ivy-matrix: this one must not overwrite it."""
+
+
+class RecordTooLargeError(Exception):
+    """The record would be larger than :data:`MAX_RECORD_BYTES`: it is not written."""
 
 
 class VerdictRef:
@@ -83,16 +100,28 @@ class VerdictRef:
         except (ValueError, TypeError, KeyError, IndexError) as error:
             return Read(tip=tip, state=None, damage=f"{FILE} is damaged ({error})")
 
-    def write(self, tip: str | None, state: RefState, message: str) -> str | None:
+    def write(
+        self, tip: str | None, state: RefState, message: str, *, afresh: bool = False
+    ) -> str | None:
         """Commit ``state`` on ``tip`` and move the ref there if it is still at ``tip`` (create
         it when ``tip`` is None); the new commit, or None when another writer got there first.
+        ``afresh``: the record replaces what ``tip`` holds (a new run's, or a damaged one), so
+        its commit has no parent where the transport can move the ref so (module docstring).
+        :class:`RecordTooLargeError` when the record is larger than :data:`MAX_RECORD_BYTES`.
         """
         text = dump_ref_state(state)
+        size = len(text.encode("utf-8"))
+        if size > MAX_RECORD_BYTES:
+            raise RecordTooLargeError(
+                f"the verdicts of {len(state.verdicts.cells):,} cell(s) take {size / 2**20:.1f} "
+                f"MiB, more than the {MAX_RECORD_BYTES >> 20} MiB {self.ref} may hold"
+            )
         if len(self._texts) > CACHED:
             self._texts.clear()
         self._texts[git_blob_sha(text)] = text  # the next read need not fetch it
         tree = self.remote.write_tree(None, {FILE: text})
-        commit = self.remote.write_commit(message, tree, [] if tip is None else [tip])
+        parents = [] if tip is None or (afresh and self.remote.name in _REPLACING) else [tip]
+        commit = self.remote.write_commit(message, tree, parents)
         update = RefUpdate(ref=self.ref, new=commit, old=tip)
         try:
             moved = self.remote.update_refs([update], atomic=True).get(self.ref, False)

@@ -41,8 +41,9 @@ Version 1 of the format was the metadata-only file of the deprecated ``leg-metad
 version does not know are ignored, so later versions can add some; a newer version is refused.
 
 **Untrusted input.** A leg file may come from a fork's artifact, so every value is checked
-(types, sizes: at most :data:`MAX_LEG_FILE_BYTES`, names of at most :data:`NAME_LIMIT`
-characters; counts that agree with each cell's outcome) and a file that fails is refused whole,
+(types; sizes: at most :data:`MAX_LEG_FILE_BYTES` and the ``MAX_LEG_*`` counts of cells,
+rows, dashboards, backends and files, names of at most :data:`NAME_LIMIT` characters; counts
+that agree with each cell's outcome) and a file that fails is refused whole,
 naming it. The fan-in job checks a file
 that parsed against the run it processes with :func:`leg_problem` (same repository, server and
 run, an attempt no later than its own, the same commit), and builds each cell's link itself
@@ -67,6 +68,7 @@ from ivy_matrix.results.environment import Env, env_of, redacted_env
 from ivy_matrix.results.jobs import LEG_FORMAT, run_ids_problem
 from ivy_matrix.results.junit import MESSAGE_CAP
 from ivy_matrix.results.leg_cells import (
+    NO_RESULT,
     add_dashboard,
     bounded_int,
     bounded_text,
@@ -75,8 +77,17 @@ from ivy_matrix.results.leg_cells import (
 )
 
 LEG_FILE_VERSION = 2
-# A leg of a million test cases writes about 60 MB; anything far past that is not a leg file.
-MAX_LEG_FILE_BYTES = 256 * 1024 * 1024
+# What one leg file may hold, about ten times what a large leg writes: a leg of 7,000 test
+# cases (Ivy's matrix: 128 legs, 28,000 cells) writes 7,000 cells and rows in 0.1 to 1 MB
+# (4 MB if every case fails with a failure line of 500 characters), in a few dozen dashboards.
+# A file past one of these is refused whole, naming it; the fan-in job then reads, holds and
+# pushes (a pull request's verdicts) nothing of it.
+MAX_LEG_FILE_BYTES = 32 * 1024 * 1024
+MAX_LEG_CELLS = 100_000  # cells with a result, over every dashboard and backend
+MAX_LEG_ROWS = 100_000  # rows, over every dashboard
+MAX_LEG_DASHBOARDS = 5_000
+MAX_LEG_BACKENDS = 256
+MAX_LEG_FILES = 10_000  # entries of files, problems, unassigned and nameless, each
 # Every leg file's name (and artifact name) starts so: the fan-in job downloads "<prefix>*".
 LEG_NAME_PREFIX = "ivy-matrix-leg-"
 _COUNTS = ("tests", "passed", "failed", "errors", "skipped", "flaky", "nameless")
@@ -161,6 +172,7 @@ def load_leg(text: str, *, where: str) -> LegResults:
         )
     _check_version(document, where)
     try:
+        _check_sizes(document)
         info = _info(document)
         _check_info(info, where=where)
         collected = Collected(
@@ -213,6 +225,41 @@ def _check_version(document: dict[str, object], where: str) -> None:
             f"leg file {where}: version {version!r:.20} is not {LEG_FILE_VERSION}, the version "
             f"this ivy-matrix reads; use the same ivy-matrix version in the legs and the fan-in job"
         )
+
+
+def _check_sizes(document: Mapping[str, object]) -> None:
+    """The limits above, counted before anything is read into cells (types are checked later:
+    what has the wrong type counts nothing here)."""
+    found: list[tuple[str, int, int, str]] = []
+    for key in ("files", "problems", "unassigned", "nameless"):
+        value = document.get(key)
+        if isinstance(value, list | dict):
+            found.append((key, len(value), MAX_LEG_FILES, "entries"))
+    dashboards = document.get("dashboards")
+    items = dashboards if isinstance(dashboards, list) else []
+    found.append(("dashboards", len(items), MAX_LEG_DASHBOARDS, "dashboards"))
+    backends = set(_keys(document.get("backends")))
+    rows = cells = 0
+    for item in items:
+        values = item if isinstance(item, dict) else {}
+        listed = values.get("rows")
+        rows += len(listed) if isinstance(listed, list) else 0
+        codes = values.get("cells")
+        backends.update(_keys(codes))
+        for line in codes.values() if isinstance(codes, dict) else ():
+            cells += len(line) - line.count(NO_RESULT) if isinstance(line, str) else 0
+    found.append(("dashboards", rows, MAX_LEG_ROWS, "rows"))
+    found.append(("dashboards", cells, MAX_LEG_CELLS, "cells"))
+    found.append(("backends", len(backends), MAX_LEG_BACKENDS, "backends"))
+    for key, count, limit, what in found:
+        if count > limit:
+            raise MalformedError(
+                f"'{key}': {count:,} {what}, more than the {limit:,} a leg file may hold"
+            )
+
+
+def _keys(value: object) -> list[str]:
+    return list(value) if isinstance(value, dict) else []
 
 
 def _info(document: Mapping[str, object]) -> LegInfo:

@@ -120,3 +120,16 @@ def test_collect_refuses_what_a_leg_file_cannot_say_before_writing(
     assert main([*command, *argv], {"GITHUB_ACTIONS": "true", **env}) == ExitCode.USAGE
     assert message in error_lines(capsys.readouterr().err)[0]
     assert not (workdir / "legs").exists()
+
+
+def test_a_leg_file_the_fan_in_job_would_refuse_is_not_written(workdir, capsys):
+    """Past a leg file's limits (here: 300 backends named by the tests, more than 256) collect
+    writes nothing and exits 3 saying what to do, instead of a file the fan-in job leaves out."""
+    cases = [(f"test_grad[b{index}]", "passed") for index in range(300)]
+    write_junit(workdir / "results" / "junit.xml", cases)
+    argv = [*COLLECT[:3], "--backend-from-test", r"\[(?P<backend>[^\]]+)\]", *COLLECT[5:]]
+    assert main([*argv, "--leg-file", "legs"], {"GITHUB_ACTIONS": "true"}) == ExitCode.INPUT
+    (message,) = error_lines(capsys.readouterr().err)
+    assert "'backends': 300 backends, more than the 256 a leg file may hold" in message
+    assert "split this leg's tests over more legs" in message
+    assert not (workdir / "legs").exists()

@@ -22,7 +22,9 @@ import ivy_matrix
 from ivy_matrix.cli import main
 from ivy_matrix.model import CaseCounts, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker
+from ivy_matrix.pr.verdict_ref import VerdictRef
 from ivy_matrix.state.statefile import load_state
+from ivy_matrix.stores.remote import RestRemote
 from tests.commands.results import (
     CORE_GRADIENTS,
     error_lines,
@@ -31,6 +33,7 @@ from tests.commands.results import (
     read_json,
     write_junit,
 )
+from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub
 
 BACKENDS = ("torch", "numpy", "jax", "tensorflow")
@@ -125,7 +128,7 @@ def metadata_only(work: Path) -> Path:
 def too_big(work: Path) -> Path:
     path = work / "legs" / "big.json"
     with path.open("wb") as handle:
-        handle.truncate(256 * 1024 * 1024 + 1)
+        handle.truncate(32 * 1024 * 1024 + 1)
     return path
 
 
@@ -176,7 +179,7 @@ def a_directory(work: Path) -> Path:
         (another_run, "is not used: it is for run 101, not this run (100)"),
         (a_later_attempt, "is not used: it is for attempt 2, later than this one (1)"),
         (metadata_only, "version 1 is leg metadata"),
-        (too_big, "larger than 256 MiB"),
+        (too_big, "larger than 32 MiB"),
         (a_huge_row_number, "keys must be row numbers"),
         (a_huge_count, "'counts': a number larger than 9007199254740991 (2^53 - 1)"),
         (a_lone_surrogate, "a string holds a lone surrogate"),
@@ -369,6 +372,43 @@ def test_the_fan_in_job_alone_comments_on_a_pull_request_from_the_legs_files(wor
     assert comment_marker(number) in comment["body"]
     assert "test_jac" in comment["body"]
     assert url(JOB["numpy"]).replace("/100/", "/101/") in comment["body"]
+
+
+def test_a_forks_oversized_leg_file_is_refused_and_pushes_nothing(workdir, fake, capsys):
+    """A pull request's fan-in (the workflow_run recipe reads a fork's artifacts) with one
+    hostile leg file beside the genuine ones: 2 backends x 60,000 failing rows, more cells than
+    a leg file may hold. It is a warning naming it; the genuine legs' verdicts are compared and
+    recorded, and the verdict ref holds only theirs (before: every hostile cell, pushed)."""
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, failing="")
+    env = {"GITHUB_API_URL": fake.base_url, "IVY_MATRIX_TOKEN": "t", "GITHUB_ACTIONS": "true"}
+    assert main([*FAN_IN, "--targets", "branch"], env) == 0
+    number = int(fake.add_issue(title="a change", pull_request=True)["number"])
+    (workdir / "legs").rename(workdir / "main-legs")
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, run=101, failing="test_jac" if backend == "numpy" else "")
+    rows = [f"test_{index}" for index in range(60_000)]
+    hostile = forged(
+        workdir,
+        lambda d: d.update(
+            run_id=101,
+            dashboards=[
+                {"title": "x", "rows": rows, "cells": dict.fromkeys(("a", "b"), "f" * 60_000)}
+            ],
+        ),
+    )
+    capsys.readouterr()
+    argv = ["update", "--legs", "legs", "--run-id", "101", "--repository", REPO]
+    argv += ["--targets", "branch,pr-comment", "--pr", str(number), "--fail-on", "new"]
+    assert main(argv, env) == 1
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "::warning" in line]
+    assert any(
+        f"file=legs/{hostile.name}" in w and "120,000 cells, more than the 100,000" in w
+        for w in warnings
+    ), warnings
+    record = VerdictRef(RestRemote(fake_client(fake), REPO), number).read().state
+    assert record is not None
+    assert {(c.row, c.backend) for c in record.verdicts.cells} == {("test_jac", "numpy")}
 
 
 def lines_run(legs: int, work: Path) -> int:

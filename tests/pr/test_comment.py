@@ -15,9 +15,16 @@ from ivy_matrix.github.types import IssueComment
 from ivy_matrix.model import DashboardId, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker, render_comment
 from ivy_matrix.pr.comment import LEASE_TTL, CommentResult, PullRequestComment, is_ours
-from ivy_matrix.pr.comment_state import CommentState, Lease, RefState, WhenGreen, comment_state
+from ivy_matrix.pr.comment_state import (
+    CommentState,
+    Lease,
+    RefState,
+    WhenGreen,
+    comment_state,
+    dump_ref_state,
+)
 from ivy_matrix.pr.document import compare_document
-from ivy_matrix.pr.verdict_ref import VerdictRef
+from ivy_matrix.pr.verdict_ref import MAX_RECORD_BYTES, VerdictRef
 from ivy_matrix.pr.verdicts import CellKey, CellVerdict, Verdict, compare
 from ivy_matrix.runner.log import Log
 from ivy_matrix.state.merge import Batch
@@ -481,3 +488,33 @@ def test_a_pull_request_edit_is_sent_once_when_asked(fake):
     patches = [r for r in fake.requests if r.method == "PATCH"]
     assert len(patches) == 1
     assert client.update_issue_comment(REPO, comment.id, "again").body == "again"
+
+
+def test_verdicts_larger_than_the_ref_may_hold_are_not_written(memory, pr, capsys):
+    """60,000 new failures, each with a failure line of 500 characters of its own (twice Ivy's
+    whole matrix failing), make a record of about 37 MiB, more than MAX_RECORD_BYTES: nothing
+    is pushed (no ref, no comment), and a warning says why."""
+    key = RunKey(100, 1, 1)
+    cells = tuple(
+        CellVerdict(
+            dashboard=f"core/module_{index % 100}",
+            row=f"test_{index:06}",
+            backend="torch",
+            verdict=Verdict.NEW,
+            link=f"https://github.com/{REPO}/actions/runs/100/job/1",
+            run=key,
+            position=(index, 0),
+            message=f"AssertionError {index:06} " + "x" * 478,
+            signature=f"{index:016x}",
+        )
+        for index in range(60_000)
+    )
+    state = CommentState(pr=pr, head="abc", run=key, cells=cells, backends=(("torch", 0, key),))
+    assert len(dump_ref_state(RefState(verdicts=state)).encode()) > MAX_RECORD_BYTES
+    result = writer(memory, pr).publish(state, {})
+    assert result == CommentResult(url=None, written=False, rounds=0)
+    assert memory.writes() == []
+    assert VerdictRef(RestRemote(memory, REPO), pr).read().tip is None
+    warning = capsys.readouterr().err
+    assert "the verdicts of 60,000 cell(s) take 3" in warning
+    assert f"more than the 32 MiB refs/ivy-matrix/pr/{pr} may hold" in warning

@@ -159,3 +159,33 @@ def test_legs_racing_over_git_leave_one_comment_whose_counts_equal_compares(tmp_
     assert counts == expected
     assert [r for r in spent if not PULL_AND_COMMENT.match(r)] == []
     assert len(spent) <= 15 * len(backends)
+
+
+def chain(git: GitServer, commit: str) -> list[str]:
+    """``commit`` and its ancestors, following first parents."""
+    found = [commit]
+    while parents := git.parents(found[-1]):
+        found.append(parents[0])
+    return found
+
+
+def test_over_git_a_new_runs_verdicts_start_the_ref_afresh(tmp_path):
+    """The verdict ref keeps no history of past runs: over git the first record of a new run
+    is a commit with no parent (moved by compare and swap all the same), so the ref holds one
+    run's commits however many runs the pull request has."""
+    with FakeGitHub() as api, GitServer() as git:
+        seed_baseline(api, git, tmp_path, ["torch"])
+        number = int(api.add_issue(title="change", pull_request=True)["number"])
+        first: list[str] = []
+        for run in (60, 61, 62):
+            argv, env = leg(api, git, tmp_path, number, "torch", job=2000 + run)
+            env["GITHUB_RUN_ID"] = str(run)
+            with contextlib.chdir(tmp_path / "pr" / "torch"):
+                assert main(argv, env, remote=OVER_GIT, stdout=io.StringIO()) == 0
+            commits = chain(git, git.ref_sha(verdict_ref(number)) or "")
+            assert git.message(commits[-1]).startswith(f"ivy-matrix: verdicts of run {run} ")
+            first.append(commits[-1])
+            record = the_record(git, number)
+            assert record.run.run_id == run
+    assert len(set(first)) == 3
+    assert len(commits) <= 2  # the record, and the comment shown

@@ -169,6 +169,31 @@ def dashboard_with(**change: object) -> str:
         (document(backends={"torch": [1, 0, 0, 10**20]}), "'backends': a number larger"),
         (dashboard_with(counts={"torch": {"2" * 17: [1, 1, 0, 0]}}), "keys must be row numbers"),
         (dashboard_with(messages={"torch": {"1" * 5000: "x"}}), "keys must be row numbers"),
+        (
+            document(dashboards=[{"title": f"t{n}", "rows": []} for n in range(5001)]),
+            "'dashboards': 5,001 dashboards, more than the 5,000 a leg file may hold",
+        ),
+        (
+            document(dashboards=[{"title": "t", "rows": ["r"] * 100_001}]),
+            "'dashboards': 100,001 rows, more than the 100,000",
+        ),
+        (
+            document(
+                dashboards=[
+                    {
+                        "title": "t",
+                        "rows": ["r"] * 50_001,
+                        "cells": {"a": "f" * 50_001, "b": "." + "s" * 50_000},
+                    }
+                ]
+            ),
+            "'dashboards': 100,001 cells, more than the 100,000",
+        ),
+        (
+            document(backends={f"b{n}": [0, 0, 0, 0] for n in range(257)}),
+            "'backends': 259 backends, more than the 256",
+        ),
+        (document(problems=[{}] * 10_001), "'problems': 10,001 entries, more than the 10,000"),
         (document(ref="refs/heads/\udc00"), "a string holds a lone surrogate"),
         (dashboard_with(messages={"torch": {"0": "\ud83d boom"}}), "a lone surrogate"),
     ],
