@@ -238,6 +238,7 @@ def publish_issue_target(
     """The issue target beside the branch store (``issues/publish.py``), from ``saved``."""
     from ivy_matrix.issues.publish import publish_from_branch  # noqa: PLC0415  -- see REMOTE
 
+    spent = github.spent()
     return publish_from_branch(
         github.client,
         github.repository,
@@ -247,6 +248,7 @@ def publish_issue_target(
         log=log,
         sleep=github.remote.sleep,
         server_url=settings.server_url,
+        spent_before=spent.content_requests if spent is not None else 0,
     )
 
 
@@ -260,6 +262,7 @@ def issue_options(settings: Settings) -> IssueOptions:
         pin_index=settings.pin_index,
         graphql_url=settings.graphql_url,
         dry_run=settings.dry_run,
+        writes_per_hour=settings.issue_writes_per_hour,
     )
 
 

@@ -37,6 +37,7 @@ _NOT_COMPARE = frozenset(
         "matrix_index",
         "issue_label",
         "pin_index",
+        "issue_writes_per_hour",
         "dry_run",
         "pr_comment_when_green",
         "pr_comment_author",
@@ -102,7 +103,7 @@ _BRANCH_OPTIONS = (
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
     *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
-    *("issue_label", "pin_index"),
+    *("issue_label", "pin_index", "issue_writes_per_hour"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from ivy_matrix.errors import UsageError
 from ivy_matrix.issues.markers import DEFAULT_LABEL
+from ivy_matrix.issues.plan import DEFAULT_WRITES_PER_HOUR
 from ivy_matrix.pr.comment_state import WhenGreen
 from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.results.signature import DEFAULT_ALIASES
@@ -245,6 +246,14 @@ OPTIONS: tuple[Option, ...] = (
         "pin the index issue (GitHub allows 3 pinned issues; a failure is only a warning)",
         default="false",
         choices=("true", "false"),
+    ),
+    Option(
+        "issue_writes_per_hour",
+        Kind.INT,
+        "content-creating requests the issue target may make in an hour, the runs of that "
+        "hour together (github.com allows 500 per repository); issues that do not fit wait "
+        "for a later run, failing dashboards first, and the log and job summary say so",
+        default=str(DEFAULT_WRITES_PER_HOUR),
     ),
     Option(
         "dry_run",

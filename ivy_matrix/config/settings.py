@@ -122,6 +122,7 @@ class Settings:
     matrix_index: int | None = None
     issue_label: str = field(default_factory=_defaults("issue_label", str))
     pin_index: bool = field(default_factory=_defaults("pin_index", bool))
+    issue_writes_per_hour: int = field(default_factory=_defaults("issue_writes_per_hour", int))
     dry_run: bool = field(default_factory=_defaults("dry_run", bool))
     dashboard_rules: tuple[DashboardRule, ...] = ()
     # Provenance (issue 10): the commit and ref of the results; for a pull request its number,
@@ -330,6 +331,7 @@ def _from_options(
         leg_file=_get(values, "leg_file", Path),
         issue_label=_value(values, "issue_label", str),
         pin_index=_value(values, "pin_index", bool),
+        issue_writes_per_hour=_value(values, "issue_writes_per_hour", int),
         dry_run=_value(values, "dry_run", bool),
         dashboard_rules=rules,
         sha=_get(values, "sha", str),
@@ -451,6 +453,11 @@ def _check_numbers(settings: Settings) -> None:
         )
     if settings.trend_points < 1:
         raise UsageError(f"{named('trend_points')} got {settings.trend_points}: keep at least 1")
+    if settings.issue_writes_per_hour < 1:
+        raise UsageError(
+            f"{named('issue_writes_per_hour')} got {settings.issue_writes_per_hour}: allow at "
+            f"least 1 (github.com allows 500 an hour per repository)"
+        )
 
 
 def require_update_inputs(settings: Settings, *, legs: bool = False) -> None:

@@ -11,7 +11,10 @@ To change how issues are written, read in this order:
   dry-run plan, the warnings; writes read back and fixed once) and ``finding.py`` (our issues
   listed by marker, created, duplicates closed);
 - ``report.py`` (pure): what each call did; ``index_issue.py``: the index issue;
-- ``publish.py``: the issue target beside the branch store (one job a run writes the issues).
+- ``plan.py`` (pure): the hour's budget of content-creating requests (what the last hour's
+  runs wrote, recorded in the index issue) and the order in which it serves the issues;
+- ``publish.py``: the issue target beside the branch store (one job a run writes the issues,
+  within the budget; what does not fit waits for a later run, and the run says so).
 
 Everything here reaches GitHub through :class:`~ivy_matrix.github.types.IssueAPI`
 (``github/types.py``); nothing takes ``Settings``.

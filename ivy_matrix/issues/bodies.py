@@ -193,11 +193,13 @@ def compose_index(
     existing_body: str | None = None,
     budget: int = DEFAULT_BUDGET,
     charts: str = "",
+    writes: str = "",
 ) -> str:
     """The index issue's body: each dashboard with an issue, per backend passing/total, and
-    ``charts`` (the trend's pictures) below the table while they fit.
+    ``charts`` (the trend's pictures) below the table while they fit. ``writes`` is the
+    hidden record of the runs' writes (``markers.writes_marker``), first in the region.
 
-    Only dashboards in ``links`` (key -> issue URL) are listed, and below them the history
+    Only dashboards in ``links`` (key -> the issue's URL, or the page's) are listed, and below them the history
     sections (newly failing, failing for long, flaky; fewer entries, then none, when over
     ``budget``). Over ``budget`` without them, the pictures go too; then only the dashboard
     names stay linked; if that is still over, the last dashboards are left out and counted
@@ -207,7 +209,7 @@ def compose_index(
     before, after = outside_region(existing_body)
 
     def wrap(text: str) -> str:
-        return f"{INDEX_MARKER}\n{before}{BEGIN}\n{text}{END}{after}"
+        return f"{INDEX_MARKER}\n{before}{BEGIN}\n{writes}{text}{END}{after}"
 
     histories = [dashboard_history(state) for state in linked]
     for pictures in dict.fromkeys((charts, "")):

@@ -2,7 +2,7 @@
 
 I/O, through :class:`~ivy_matrix.github.types.IssueAPI`: list the issues with the label
 (``state=all``, all pages of 100, pull requests left out), create the label if missing, ``POST``
-an issue, ``GET`` it, and (for a duplicate) ``POST`` a comment and ``PATCH`` its state and
+an issue (``GET`` it only when the answer shows another body), and (for a duplicate) ``POST`` a comment and ``PATCH`` its state and
 labels. Every call needs ``permissions: issues: write``; a read-only token (fork or Dependabot
 pull request) raises :class:`~ivy_matrix.errors.ReadOnlyTokenError`, which the update turns into
 "step summary only". In: the label and the bodies to create; out: :class:`Found` (our issues per
@@ -11,8 +11,8 @@ dashboard key, and the index under :data:`INDEX_KEY`) and the issues created.
 **Finding.** One listing per call; each body's first line is matched against the dashboard and
 index markers (``issues/markers.py``).
 
-**Creating.** A dashboard with no issue gets one (the label is created first if missing); the
-body is read back and written once more if it differs (``issues/requests.py``). A create POST is
+**Creating.** A dashboard with no issue gets one (the label is created first if missing); a
+body GitHub did not store as sent is written once more (``issues/requests.py``). A create POST is
 never resent blindly: after a 5xx or a network error (the issue may exist anyway) the issues are
 listed and one with the marker is taken before creating again, at most :data:`CREATE_TRIES`
 times.
@@ -74,6 +74,11 @@ class Finder:
         return found
 
     @property
+    def label_ready(self) -> bool:
+        """Whether the label is known to exist (creating an issue then costs no label)."""
+        return self._label_ready
+
+    @property
     def stale(self) -> bool:
         """Whether RELIST_EVERY writes (or more) went out since the last listing, or none was
         taken: a write should not trust the revisions it shows."""
@@ -82,17 +87,24 @@ class Finder:
     def _ensure_label(self) -> None:
         if not self._label_ready:
             calls = self.requests
-            calls.client.ensure_label(
+            if calls.client.ensure_label(
                 calls.repo, self.label, color=LABEL_COLOR, description=LABEL_DESCRIPTION
-            )
+            ):
+                calls.writes += 1  # a content-creating request (the GET before it is not)
             self._label_ready = True
 
     def create(self, title: str, body: str) -> Issue:
-        """A new issue with our label, its body read back and rewritten once if it differs."""
+        """A new issue with our label, its body checked and rewritten once if it differs.
+
+        The create's own answer carries the body GitHub stored (as an edit's does,
+        ``requests.ReadBack.write_body``); only when it differs is the issue read again.
+        """
         calls = self.requests
         self._ensure_label()
         issue = self._post_issue(title, body)
         calls.log.info(f"created issue #{issue.number} ({title})")
+        if issue.body == body:
+            return issue
         back = calls.client.get_issue(calls.repo, issue.number)
         if back.body != body:
             return self.readback.write_body(back, body, revision=None)[0]
@@ -133,12 +145,14 @@ class Finder:
             calls.plan("PATCH", f"issue #{duplicate.number} (close as duplicate of #{keep.number})")
             return True
         if duplicate.state != "closed":
+            calls.pace()
             calls.client.create_issue_comment(
                 calls.repo,
                 duplicate.number,
                 f"Duplicate of #{keep.number}: ivy-matrix keeps one issue per dashboard "
                 f"(two jobs created one at the same time) and closed this one.",
             )
+        calls.pace()
         calls.client.update_issue(
             calls.repo, duplicate.number, state="closed", state_reason="not_planned", labels=labels
         )

@@ -1,9 +1,10 @@
 """The index issue: every dashboard x backend as passing/total, linking each dashboard's issue.
 
 I/O, through an :class:`~ivy_matrix.issues.writer.IssueWriter`; the body comes from
-``issues.bodies.compose_index``. Created when missing (a second copy from a racing job is
+``issues.bodies.compose_index``. Created when missing (a second copy from a racing run is
 closed), rewritten only when its body changed, and pinned (best effort) when asked to (through
-the options' ``graphql_url``).
+the options' ``graphql_url``). Its managed region also keeps the record of the runs' writes
+that the next run's budget reads (``issues/plan.py``).
 """
 
 from __future__ import annotations
@@ -23,20 +24,21 @@ from ivy_matrix.model import DashboardState
 def publish_index(
     writer: IssueWriter,
     states: Sequence[DashboardState],
-    written: Mapping[str, Written],
+    links: Mapping[str, str],
     found: Found,
     *,
-    pin: bool,
+    writes: str = "",
 ) -> IssueResult:
-    """Create or update the index issue (linking ``written``), and pin it when ``pin``."""
-    links = {key: w.result.url for key, w in written.items() if w.result.url}
+    """Create or update the index issue linking ``links`` (key -> URL), with ``writes`` (the
+    record of the runs' writes), and pin it when the options say so."""
     candidates = found.by_key.get(INDEX_KEY, [])
-    done = _write_index(writer, states, links, candidates, pin=pin)
+    pin = writer.options.pin_index
+    done = _write_index(writer, states, links, candidates, pin=pin, writes=writes)
     if done.result.action is IssueAction.CREATED:
         lost = writer.finder.lost_races({INDEX_KEY: done})
         if INDEX_KEY in lost:
             keep, mine = lost[INDEX_KEY]
-            done = _write_index(writer, states, links, [keep, mine], pin=False)
+            done = _write_index(writer, states, links, [keep, mine], pin=False, writes=writes)
     return done.result
 
 
@@ -47,6 +49,7 @@ def _write_index(
     candidates: Sequence[Issue],
     *,
     pin: bool,
+    writes: str,
 ) -> Written:
     """Create or update the index issue, and pin it (best effort) when it was written."""
     keep = candidates[0] if candidates else None
@@ -59,6 +62,7 @@ def _write_index(
         existing_body=keep.body if keep else None,
         budget=writer.options.budget,
         charts=writer.options.index_charts,
+        writes=writes,
     )
     if keep is not None and keep.body == body:
         return Written(keep, _result(keep, IssueAction.UNCHANGED, closed=closed))
@@ -108,6 +112,7 @@ def _result(
 
 
 def _pin(writer: IssueWriter, issue: Issue) -> None:
+    writer.requests.pace()  # a GraphQL mutation creates content too
     try:
         writer.requests.client.pin_issue(issue.node_id, graphql_url=writer.options.graphql_url)
     except GitHubAPIError as error:

@@ -19,7 +19,9 @@ the maintainer's text around the managed region, and sizes. Composing bodies is
     Anything a maintainer writes here is kept verbatim too.
 
 Continuation comments start with ``<!-- ivy-matrix:dashboard=<key>:part=N -->`` and are wholly
-owned by the action; the index issue starts with ``<!-- ivy-matrix:index -->``. Keys are
+owned by the action; the index issue starts with ``<!-- ivy-matrix:index -->``, and its managed
+region records what runs wrote in the last hour, ``<!-- ivy-matrix:writes=T+N,... -->`` (each
+run's content-creating requests N, at T seconds since the epoch; ``issues/plan.py``). Keys are
 percent-encoded in markers, so no dashboard name can end the comment or fake another marker.
 
 **Size.** GitHub refuses issue and comment bodies over 65,536 characters (PLATFORM.md 1.1), and
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Sequence
 
 # The label that marks dashboard issues (the issue-label option's default).
 DEFAULT_LABEL = "ivy-matrix"
@@ -57,6 +60,8 @@ _PART_LINE = re.compile(
     rf"\A<!-- ivy-matrix:dashboard={_KEY}:part=(?P<part>\d+) -->\r?$", re.MULTILINE
 )
 _REVISION = re.compile(r"<!-- ivy-matrix:revision=(?P<n>\d{1,30}) -->")
+_WRITES = re.compile(r"<!-- ivy-matrix:writes=(?P<entries>[0-9+,]{0,4000}) -->")
+_WRITE = re.compile(r"(?P<at>\d{1,12})\+(?P<n>\d{1,9})")
 _PARTS = re.compile(r"<!-- ivy-matrix:parts=(?P<n>\d{1,9}) -->")
 
 
@@ -165,3 +170,21 @@ def outside_region(existing: str | None) -> tuple[str, str]:
     if before and not before.endswith("\n"):
         before += "\n"
     return before, after
+
+
+def parse_writes(body: str | None) -> tuple[tuple[int, int], ...]:
+    """The runs' writes the index issue records, as (time, requests); none when it records
+    none, or a hand edit left them unreadable (the budget then trusts GitHub's own answer)."""
+    found = _WRITES.search(managed_region(body or ""))
+    if found is None:
+        return ()
+    entries = found.group("entries").split(",")
+    matched = [_WRITE.fullmatch(entry) for entry in entries if entry]
+    return tuple((int(m.group("at")), int(m.group("n"))) for m in matched if m)
+
+
+def writes_marker(entries: Sequence[tuple[int, int]]) -> str:
+    """The index issue's record of the runs' writes (one line; "" for none)."""
+    if not entries:
+        return ""
+    return "<!-- ivy-matrix:writes=" + ",".join(f"{at}+{n}" for at, n in entries) + " -->\n"

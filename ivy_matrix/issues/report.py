@@ -22,13 +22,17 @@ class IssueAction(StrEnum):
     SKIPPED_OLDER = "skipped-older"  # the issue shows a newer revision than this run's
     WOULD_CREATE = "would-create"
     WOULD_UPDATE = "would-update"
+    # Left for a later run: the hour's budget of content-creating requests is spent
+    # (issues/plan.py); the issue, if there is one, shows an older revision.
+    DEFERRED = "deferred"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IssueResult:
     """One dashboard's (or the index's) issue after a call.
 
-    ``number`` and ``url`` are None only for a dry run's issue that does not exist yet.
+    ``number`` and ``url`` are None only for an issue that does not exist yet (a dry run's, or
+    one left for a later run).
     ``comment_ids`` are the continuation comments in part order; ``closed_duplicates`` the
     issues of the same dashboard this call closed; ``verified`` is False when the read-back
     still differed after one retry.
@@ -69,6 +73,8 @@ class IssuesReport:
     index: IssueResult | None = None
     planned: tuple[PlannedWrite, ...] = ()
     warnings: tuple[str, ...] = ()
+    # What the hour's budget left for later runs, in words ("" when nothing waited).
+    budget_note: str = ""
 
     @property
     def index_url(self) -> str | None:

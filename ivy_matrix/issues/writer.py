@@ -41,6 +41,7 @@ from ivy_matrix.issues.markers import (
     parse_parts,
     parse_revision,
 )
+from ivy_matrix.issues.plan import DEFAULT_WRITES_PER_HOUR
 from ivy_matrix.issues.report import IssueAction, IssueResult, Written
 from ivy_matrix.issues.requests import ReadBack, Requests
 from ivy_matrix.model import DashboardState
@@ -57,7 +58,8 @@ class IssueOptions:
     whether the index issue is kept, ``pin_index`` whether it is pinned (the issue target
     only; through ``graphql_url``, None for GitHub's); ``dry_run`` plans instead of writing.
     ``index_charts`` is the trend's markdown for the index issue (charts.trend_section, its
-    pictures pinned to the branch commit that holds them; "" for none).
+    pictures pinned to the branch commit that holds them; "" for none). ``writes_per_hour``
+    is the content-creating requests the runs of an hour may make (``issues/plan.py``).
     """
 
     label: str = DEFAULT_LABEL
@@ -68,6 +70,7 @@ class IssueOptions:
     graphql_url: str | None = None
     dry_run: bool = False
     index_charts: str = ""
+    writes_per_hour: int = DEFAULT_WRITES_PER_HOUR
 
 
 class IssueWriter:
@@ -86,6 +89,25 @@ class IssueWriter:
         self.requests = Requests(client, repo, dry_run=options.dry_run, log=log, sleep=sleep)
         self.readback = ReadBack(self.requests)
         self.finder = Finder(self.requests, self.readback, label=options.label)
+        # The last bodies composed (for cost, then publish): (key, existing body, revision).
+        self._composed: tuple[tuple[str, str | None, int | None], IssueBodies] | None = None
+
+    def cost(
+        self, state: DashboardState, candidates: Sequence[Issue], *, revision: int | None
+    ) -> int:
+        """The content-creating requests :meth:`publish` would make at most (0: its issue
+        shows a newer revision, or is up to date with no continuation comments). The bodies are
+        composed here once, and kept for the publish that follows."""
+        current = candidates[0] if candidates else None
+        theirs = parse_revision(current.body) if current is not None else None
+        if revision is not None and theirs is not None and theirs > revision:
+            return 0
+        bodies = self._compose(state, current.body if current else None, revision)
+        if current is None:  # and the label, the first time
+            return 1 + len(bodies.continuations) + (not self.finder.label_ready)
+        closes = 2 * (len(candidates) - 1)  # a comment and an edit per duplicate
+        comments = max(len(bodies.continuations), parse_parts(current.body))
+        return closes + (bodies.body != current.body) + comments
 
     def publish(
         self,
@@ -170,13 +192,18 @@ class IssueWriter:
     def _compose(
         self, state: DashboardState, existing: str | None, revision: int | None
     ) -> IssueBodies:
-        return compose_issue(
+        key = (state.key, existing, revision)
+        if self._composed is not None and self._composed[0] == key:
+            return self._composed[1]
+        bodies = compose_issue(
             state,
             existing_body=existing,
             revision=revision,
             budget=self.options.budget,
             style=self.options.style,
         )
+        self._composed = (key, bodies)
+        return bodies
 
     def _create(self, state: DashboardState, *, revision: int | None) -> Written:
         """A new issue for a dashboard that has none (planned only, in a dry run)."""

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Published:
-    """Where people read the dashboards after an update: per dashboard key, and the index."""
+    """Where people read the dashboards after an update: per dashboard key, and the index;
+    ``notes``: what a target left for a later run, in words (the job summary shows them)."""
 
     urls: Mapping[str, str] = field(default_factory=dict)
     index_url: str | None = None
+    notes: tuple[str, ...] = ()

@@ -302,6 +302,7 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
                 problems=problems,
                 links=published.urls,
                 index_url=published.index_url,
+                notes=published.notes,
             )
             markdown += env_lines(results.envs)
             if results.spend is not None:

@@ -141,9 +141,11 @@ def render_job_summary(
     problems: Sequence[tuple[str, str]],
     links: Mapping[str, str] | None = None,
     index_url: str | None = None,
+    notes: Sequence[str] = (),
     budget: int = SUMMARY_BUDGET,
 ) -> str:
-    """The job summary: totals, each updated dashboard's counts and the rows needing a look.
+    """The job summary: totals, each updated dashboard's counts and the rows needing a look;
+    ``notes`` (what a target left for a later run) below the link to the index.
 
     Dashboards are added in order while they fit in ``budget`` characters; the rest are named
     in one closing line, so the summary never passes the runner's limit.
@@ -155,6 +157,7 @@ def render_job_summary(
     parts = [head]
     if index_url:
         parts.append(f"All dashboards: {escape_url(index_url)}\n\n")
+    parts.extend(f"> {escape_name(note)}\n\n" for note in notes)
     links = links or {}
     if states:
         header, rows = counts_table(states, lambda state: links.get(state.key))

@@ -9,7 +9,7 @@ from typing import Any
 
 from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.issues.markers import dashboard_key
-from ivy_matrix.issues.publish import publish_issues
+from ivy_matrix.issues.publish import Publication, Timing, publish_issues
 from ivy_matrix.issues.report import IssuesReport
 from ivy_matrix.issues.writer import IssueOptions
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
@@ -23,6 +23,7 @@ LABEL = "ivy-matrix"
 GRADIENTS = DashboardId(title="gradients", category="core")
 RANDOM = DashboardId(title="random", category="core")
 _OPTIONS = {field.name for field in fields(IssueOptions)}
+_TIMING = {field.name for field in fields(Timing)}
 
 
 def client(github: FakeGitHub | MemoryGitHub, **options: Any) -> GitHubClient | MemoryGitHub:
@@ -90,22 +91,19 @@ def publish(
     *,
     touched: Sequence[str] | None = None,
     revision: int | None = None,
+    log: Lines | None = None,
     **options: Any,
 ) -> IssuesReport:
-    """The issue target on ``states``; ``options`` are IssueOptions fields or publish_issues
-    keywords."""
+    """The issue target on ``states``; ``options`` are IssueOptions, Publication (``pages``,
+    ``spent``) or Timing fields (``sleep`` defaults to a quick one)."""
     values = {name: options.pop(name) for name in list(options) if name in _OPTIONS}
-    options.setdefault("sleep", quick_sleep)
+    timing = {name: options.pop(name) for name in list(options) if name in _TIMING}
+    timing.setdefault("sleep", quick_sleep)
     with client(fake) as gh:
         keys = [s.key for s in states] if touched is None else touched
+        publication = Publication(states=states, touched=keys, revision=revision, **options)
         return publish_issues(
-            gh,
-            REPO,
-            states,
-            touched=keys,
-            revision=revision,
-            options=IssueOptions(**values),
-            **options,
+            gh, REPO, publication, IssueOptions(**values), log=log, timing=Timing(**timing)
         )
 
 

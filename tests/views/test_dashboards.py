@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from tabulate import tabulate
 
 from ivy_matrix.escaping import escape_name, unescape_name
-from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source, Totals
 from ivy_matrix.state.merge import Batch, apply_batch
 from ivy_matrix.state.totals import backend_totals
-from ivy_matrix.views.dashboards import Style, render_dashboard
+from ivy_matrix.views.dashboards import Style, render_dashboard, render_job_summary
 from ivy_matrix.views.index_page import render_index
 from ivy_matrix.views.readback import split_row
 from ivy_matrix.views.tables import table
@@ -195,3 +195,22 @@ def test_a_stored_link_that_is_not_http_is_never_drawn():
         ivy = render_dashboard(state)
         assert "href" not in ivy or url == "null", url
         assert "<img src=https://img.shields.io/badge/-failure-red>" in ivy
+
+
+def test_the_job_summary_quotes_each_note_below_the_index_link_escaped():
+    """A target's note (what waits for a later run) is quoted under the index link, with the
+    dashboard names in it escaped like every name."""
+    summary = render_job_summary(
+        [],
+        totals=Totals(tests=1, failed=0, errors=0, skipped=0),
+        problems=[],
+        index_url="https://github.com/o/r/issues/1",
+        notes=["issues: 1 of 2 dashboard issue(s) wait for a later run. Waiting: a|b_*c*"],
+    )
+    _, note = summary.split("All dashboards: https://github.com/o/r/issues/1\n\n")
+    assert note.startswith(
+        "> issues: 1 of 2 dashboard issue(s) wait for a later run. Waiting: "
+        + escape_name("a|b_*c*")
+        + "\n\n"
+    )
+    assert "a|b" not in summary
