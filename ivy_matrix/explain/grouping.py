@@ -1,26 +1,35 @@
-"""Cross-backend grouping: is a failing test one error on every backend, or a backend's own?
+"""Cross-backend grouping: is a failure one error on several backends, or a backend's own?
 
 Pure: no I/O. For each row (a test) with a failing backend, its failing backends are grouped by
 their failure line's signature (signature.py: lines that differ only in backend names, numbers,
-addresses, quoted values and paths share one) and the row is classified, the first that
-applies:
+addresses, quoted values and paths share one). Each group is classified by what its backends
+have in common, not by whether the whole row agrees, the first that applies:
 
-- **divergent**: its failing backends have different signatures (a failure without a message
-  counts as a signature of its own, ``""``);
-- **backend-specific**: one signature, and some backend passed (a pass after reruns passes),
-  or only one backend fails and no other ran: the error is that backend's;
-- **shared**: one signature on every backend that ran (at least two), none passed: one bug in
-  the code every backend runs.
+- **backend-specific**: some backend passed (a pass after reruns passes): the error is its
+  backends' own ("jax-only", "jax+torch-only");
+- **shared**: two or more backends fail with it and none passed: one bug in the code they all
+  run, even when another backend fails with an error of its own beside it;
+- **backend-specific** too: one backend fails with it, alone, or beside a failure that other
+  backends share (a backend that fails every test with one error has its own error, and the
+  others' shared failure stays shared);
+- **divergent**: one backend fails with it, none passed, and every other failing backend has
+  an error of its own too: no two backends agree.
 
-Skipped backends, and backends with no result, did not run. Across rows each signature is
-ranked by the cells it fails (most first), then the backends it reaches, then first seen; the
-failures without a message come last. A signature's **kind** is the kind most of its rows
-have (a tie goes to shared, then backend-specific). The JSON outputs list them as
-``signatures: [{signature, message, cells, backends, tests, kind}]`` (:func:`signatures_json`).
+A failure without a message counts as a signature of its own, ``""``. Skipped backends, and
+backends with no result, did not run. A row counts once per group: a test that five backends
+fail with one error and a sixth with another is one shared failure and one backend-specific; a row whose backends all disagree is one divergent
+failure.
+
+Across rows each signature is ranked by the cells it fails (most first), then the backends it
+reaches, then first seen; the failures without a message come last. A signature's **kind** is
+the kind its groups have most often (a tie goes to shared, then backend-specific). The JSON
+outputs list them as ``signatures: [{signature, message, cells, backends, tests, kind}]``
+(:func:`signatures_json`).
 
 Used by ``compare --json`` (pr/verdicts.py, on the pull request's results), the summary JSON
-(targets/summary.py), the index page (render.py, :func:`kind_line`: "3 shared failures, 12
-jax-only, 1 divergent") and the site (site/build.py), on each cell's newest result.
+(targets/summary.py), the index page (views/index_page.py, :func:`kind_line`: "3 shared
+failures, 12 jax-only, 1 divergent") and the site (site/build.py), on each cell's newest
+result.
 """
 
 from __future__ import annotations
@@ -59,14 +68,14 @@ class BackendResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RowGroups:
-    """A failing row: where it is, its kind, its failing backends' results (in the order
-    given) and the backends that passed."""
+    """A failing row: where it is, its failing backends' results (in the order given), the
+    backends that passed, and the kind of each of its signatures (module docstring)."""
 
     dashboard: str
     row: str
-    kind: Kind
     failing: tuple[BackendResult, ...]
     passing: tuple[str, ...] = ()
+    kinds: tuple[tuple[str, Kind], ...] = ()
 
     @property
     def by_signature(self) -> dict[str, tuple[str, ...]]:
@@ -76,31 +85,48 @@ class RowGroups:
             found.setdefault(result.signature, []).append(result.backend)
         return {signature: tuple(backends) for signature, backends in found.items()}
 
-
-def classify(results: Iterable[BackendResult]) -> Kind | None:
-    """The kind of a row from its backends' results (module docstring); None: nothing fails."""
-    results = list(results)
-    failing = [r for r in results if r.outcome is Outcome.FAILURE]
-    if not failing:
+    def kind_of(self, backend: str) -> Kind | None:
+        """The kind of the group ``backend`` fails in (None: it does not fail here)."""
+        kinds = dict(self.kinds)
+        for result in self.failing:
+            if result.backend == backend:
+                return kinds[result.signature]
         return None
-    if len({r.signature for r in failing}) > 1:
-        return Kind.DIVERGENT
-    if len(failing) == 1 or any(r.outcome in _PASSING for r in results):
-        return Kind.BACKEND_SPECIFIC
-    return Kind.SHARED
+
+
+def classify(results: Iterable[BackendResult]) -> dict[str, Kind]:
+    """The kind of each signature the row fails with (module docstring); {} when nothing
+    fails."""
+    results = list(results)
+    groups: dict[str, int] = {}
+    for result in results:
+        if result.outcome is Outcome.FAILURE:
+            groups[result.signature] = groups.get(result.signature, 0) + 1
+    if any(r.outcome in _PASSING for r in results):
+        return dict.fromkeys(groups, Kind.BACKEND_SPECIFIC)
+    agreeing = any(count > 1 for count in groups.values())
+    kinds = {}
+    for signature, count in groups.items():
+        if count > 1:
+            kinds[signature] = Kind.SHARED
+        elif agreeing or len(groups) == 1:
+            kinds[signature] = Kind.BACKEND_SPECIFIC
+        else:
+            kinds[signature] = Kind.DIVERGENT
+    return kinds
 
 
 def group_row(dashboard: str, row: str, results: Sequence[BackendResult]) -> RowGroups | None:
     """The row's groups, or None when none of its backends fails."""
-    kind = classify(results)
-    if kind is None:
+    kinds = classify(results)
+    if not kinds:
         return None
     return RowGroups(
         dashboard=dashboard,
         row=row,
-        kind=kind,
         failing=tuple(r for r in results if r.outcome is Outcome.FAILURE),
         passing=tuple(r.backend for r in results if r.outcome in _PASSING),
+        kinds=tuple(kinds.items()),
     )
 
 
@@ -131,7 +157,7 @@ def state_groups(state: DashboardState) -> list[RowGroups]:
 
 
 def dashboard_kinds(state: DashboardState) -> tuple[KindCount, ...]:
-    """A dashboard's failing rows by kind, by each cell's newest result (the index's line)."""
+    """A dashboard's failures by kind, by each cell's newest result (the index's line)."""
     return kind_counts(state_groups(state))
 
 
@@ -174,8 +200,8 @@ def rank_signatures(rows: Iterable[RowGroups]) -> list[SignatureGroup]:
                 messages[signature] = result.message
             cells[signature] += 1
             backends.setdefault(signature, {})[result.backend] = None
-        for signature in row.by_signature:
-            kinds.setdefault(signature, Counter())[row.kind] += 1
+        for signature, kind in row.kinds:
+            kinds.setdefault(signature, Counter())[kind] += 1
     order = {signature: index for index, signature in enumerate(messages)}
     groups = [
         SignatureGroup(
@@ -202,8 +228,9 @@ def signatures_json(rows: Iterable[RowGroups]) -> list[dict[str, object]]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KindCount:
-    """How many failing rows have one kind; for backend-specific ones, per set of failing
-    backends (``backends``; empty for the other kinds)."""
+    """How many failures (a row's group of backends failing with one signature) have one kind;
+    for backend-specific ones, per set of failing backends (``backends``; empty for the other
+    kinds)."""
 
     kind: Kind
     backends: tuple[str, ...]
@@ -211,16 +238,22 @@ class KindCount:
 
 
 def kind_counts(rows: Iterable[RowGroups | KindCount]) -> tuple[KindCount, ...]:
-    """The rows (or counts, added up) by kind: shared first, then backend-specific by rows
-    (most first, then by backends), then divergent."""
+    """The rows' failures (or counts, added up) by kind: shared first, then backend-specific
+    by failures (most first, then by backends), then divergent."""
     counts: Counter[tuple[Kind, tuple[str, ...]]] = Counter()
     for row in rows:
         if isinstance(row, KindCount):
             counts[row.kind, row.backends] += row.rows
-        else:
-            specific = row.kind is Kind.BACKEND_SPECIFIC
-            failing = tuple(sorted({r.backend for r in row.failing})) if specific else ()
-            counts[row.kind, failing] += 1
+            continue
+        by_signature = row.by_signature
+        for signature, kind in row.kinds:
+            if kind is Kind.BACKEND_SPECIFIC:
+                counts[kind, tuple(sorted(by_signature[signature]))] += 1
+            elif kind is Kind.SHARED:
+                counts[kind, ()] += 1
+        # A row whose backends all disagree is one divergent failure, however many they are.
+        if any(kind is Kind.DIVERGENT for _, kind in row.kinds):
+            counts[Kind.DIVERGENT, ()] += 1
     ordered = sorted(counts.items(), key=lambda item: (_RANK[item[0][0]], -item[1], item[0][1]))
     return tuple(KindCount(kind=k, backends=b, rows=n) for (k, b), n in ordered)
 

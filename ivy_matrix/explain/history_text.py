@@ -2,7 +2,7 @@
 
 Pure: no I/O. The histories are worked out by history.py; these are their projections: a
 cell's line (:func:`describe`: since when it fails, its last pass, flakiness), the index page's
-"Newly failing", "Failing for more than N runs" and "Flaky" sections (index_page.py draws them
+"Newly failing", "Still failing" and "Flaky" sections (index_page.py draws them
 below the index table from each dashboard's :class:`IndexNotes`; the index issue from the
 histories), the section below a dashboard issue's table (blame.py
 ``render_issue_section``, within its size budget) and the summary JSON's ``history``
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from ivy_matrix.escaping import escape_name, markdown_target, safe_link
 from ivy_matrix.state.history import (
-    DEFAULT_LONG_FAILING,
     DEFAULT_SECTION_LIMIT,
     SHORT_SHA,
     CellReport,
@@ -85,13 +84,12 @@ class IndexNotes:
 def index_notes(
     history: DashboardHistory,
     *,
-    more_than: int = DEFAULT_LONG_FAILING,
     limit: int = DEFAULT_SECTION_LIMIT,
 ) -> IndexNotes:
     """The lines a dashboard gives the index's sections (enough for any index that shows it:
     no section shows more than ``limit`` lines)."""
     newly = history.newly_failing()
-    longer = history.failing_longer(more_than)
+    longer = history.still_failing()
     flaky = history.flaky()
     return IndexNotes(
         newly=tuple(describe(r) for r in newly[:limit]),
@@ -107,23 +105,21 @@ def render_index_sections(
     histories: Sequence[DashboardHistory],
     link: Callable[[str], str],
     *,
-    more_than: int = DEFAULT_LONG_FAILING,
     limit: int = DEFAULT_SECTION_LIMIT,
 ) -> str:
-    """The index's "Newly failing", "Failing for more than N runs" and "Flaky" sections.
+    """The index's "Newly failing", "Still failing" and "Flaky" sections.
 
     Each entry links its dashboard (``link(key)``) and the job of its newest result; empty
     sections are left out ("" when all are empty). At most ``limit`` entries per section.
     """
-    notes = [(h.key, index_notes(h, more_than=more_than, limit=limit)) for h in histories]
-    return render_notes_sections(notes, link, more_than=more_than, limit=limit)
+    notes = [(h.key, index_notes(h, limit=limit)) for h in histories]
+    return render_notes_sections(notes, link, limit=limit)
 
 
 def render_notes_sections(
     notes: Sequence[tuple[str, IndexNotes]],
     link: Callable[[str], str],
     *,
-    more_than: int = DEFAULT_LONG_FAILING,
     limit: int = DEFAULT_SECTION_LIMIT,
 ) -> str:
     """:func:`render_index_sections` from each dashboard's :class:`IndexNotes` (by key), as
@@ -145,9 +141,7 @@ def render_notes_sections(
     return "".join(
         (
             section("## Newly failing", lambda n: (n.newly, n.newly_total)),
-            section(
-                f"## Failing for more than {more_than} runs", lambda n: (n.longer, n.longer_total)
-            ),
+            section("## Still failing", lambda n: (n.longer, n.longer_total)),
             section("## Flaky", lambda n: (n.flaky, n.flaky_total)),
         )
     )

@@ -2,7 +2,7 @@
 
 Pure: no I/O (commands/compare.py writes it). The baseline kind, the counts overall and per
 backend (``COUNT_ORDER``), every listed cell with its links, failing-since, failure line,
-signature, blame and, for a failing cell, its row's kind (grouping.py), and the failing cells'
+signature, blame and, for a failing cell, its group's kind (grouping.py), and the failing cells'
 signatures ranked.
 """
 
@@ -20,9 +20,9 @@ def _counts_json(counts: Mapping[Verdict, int]) -> dict[str, int]:
 
 def compare_document(comparison: Comparison) -> dict[str, object]:
     """The ``compare --json`` document (docs/commands.md): with each failing cell its row's
-    kind (grouping.py), and the failing cells' signatures, ranked."""
+    group's kind (grouping.py), and the failing cells' signatures, ranked."""
     kinds = {
-        (g.dashboard, g.row, result.backend): g.kind.value
+        (g.dashboard, g.row, result.backend): dict(g.kinds)[result.signature].value
         for g in comparison.groups
         for result in g.failing
     }

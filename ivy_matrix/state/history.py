@@ -22,7 +22,8 @@ Pure: no I/O. Everything is computed from a cell's stored entries (newest first,
   one is flaky (reason ``rerun``), or the results flip between passing and failing at least
   ``FLIPS_FOR_FLAKY`` (2) times (reason ``flips``): fail, pass, fail is flaky; pass, fail, fail
   is a breakage.
-- **Newly failing**: a streak of one run. **Failing for more than N runs**: a streak longer.
+- **Newly failing**: a streak of one run. **Still failing**: a streak of two runs or more
+  (every failing cell is in one of the two).
 
 The histories in words are history_text.py's: a cell's line, the index page's sections, the
 summary JSON's ``history``. A pull request's results never reach these states: ``update`` does not
@@ -40,8 +41,6 @@ from ivy_matrix.model import DashboardState, Entry, Outcome, Source, worst
 
 FLAKY_WINDOW = 10
 FLIPS_FOR_FLAKY = 2
-# "Failing for more than N runs", unless the caller says otherwise.
-DEFAULT_LONG_FAILING = 3
 # Entries listed per section before "... and N more".
 DEFAULT_SECTION_LIMIT = 50
 SHORT_SHA = 7
@@ -195,8 +194,10 @@ class DashboardHistory:
     def newly_failing(self) -> tuple[CellReport, ...]:
         return tuple(c for c in self.cells if c.history.runs == 1)
 
-    def failing_longer(self, runs: int) -> tuple[CellReport, ...]:
-        return tuple(c for c in self.cells if c.history.runs > runs)
+    def still_failing(self) -> tuple[CellReport, ...]:
+        """The cells failing for two runs or more, the longest streak first."""
+        longer = [c for c in self.cells if c.history.runs > 1]
+        return tuple(sorted(longer, key=lambda c: -c.history.runs))
 
     def flaky(self) -> tuple[CellReport, ...]:
         return tuple(c for c in self.cells if c.history.flaky is not None)

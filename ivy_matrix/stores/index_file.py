@@ -9,10 +9,11 @@ writer reads only the dashboards its results touch and still draws the whole ind
 applies the store-wide retirement, reading a dashboard it does not touch only when that
 dashboard has something to retire. The file says which ``REVISION`` it describes: a branch
 written since by an older version (which does not keep it) is read whole once and the file
-rebuilt (migration on write), as is a file of another version. Format, version 2 (version 1
-had no ``kinds``)::
+rebuilt (migration on write), as is a file of another version. Format, version 3 (version 1
+had no ``kinds``; version 2's ``longer`` held only streaks of more than three runs, and its
+``kinds`` counted rows, not the errors their backends share)::
 
-    {"format": "ivy-matrix-index", "version": 2, "revision": 12,
+    {"format": "ivy-matrix-index", "version": 3, "revision": 12,
      "dashboards": [{"title": "gradients", "category": "core", "runs": [102, 101],
                      "stale_at": 101, "counts": [["torch", 68, 70], ["jax", 70, 70]],
                      "notes": {"newly": ["test_x · torch: ..."], "newly_total": 1,
@@ -35,7 +36,7 @@ from ivy_matrix.state.trend import PointPart, dashboard_part
 from ivy_matrix.views.index_page import IndexRow, index_row
 
 INDEX_FORMAT = "ivy-matrix-index"
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 # Runs (a dashboard's newest) whose trend parts the index keeps: a run's point is drawn when
 # its results arrive, so the newest two (a run, and one beside it) are what a point needs of
 # a dashboard not read; an older run's re-run reads the dashboard.

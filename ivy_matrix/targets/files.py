@@ -48,7 +48,9 @@ from ivy_matrix.views.index_page import IndexRow, index_row, render_index_page
 
 RECORD_NAME = "pages.json"
 RECORD_FORMAT = "ivy-matrix-pages"
-RECORD_VERSION = 2  # 2: index rows keep their failing rows by kind (a version 1 record is not used)
+# 2: index rows keep their failing rows by kind; 3: their notes list every cell failing for two
+# runs or more, and count a test once per error its backends share (an older record is not used)
+RECORD_VERSION = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -342,6 +342,11 @@ GROUPED: dict[str, dict[str, str | None]] = {
     "test_divergent": {
         "torch": "ValueError: shapes (2, 3) and (3, 4) differ",
         "jax": "TypeError: not an array",
+        "tensorflow": "IndexError: list index out of range",
+    },
+    "test_own_errors": {
+        "torch": "OverflowError: int too large to convert",
+        "jax": "NotImplementedError: no lowering for this primitive",
         "tensorflow": None,
     },
 }
@@ -361,7 +366,8 @@ def grouped_results(folder: Path, backend: str) -> Path:
 def test_compare_groups_failing_backends_by_signature_and_kind():
     """Three result files whose lines differ only in backend names, numbers and addresses give
     one signature, shared across the 3 backends; a jax-only error is backend-specific (jax);
-    two errors on one test are divergent; the comment shows the shared group's reach."""
+    two errors of their own on one test, beside a pass, are each its backend's own; three
+    errors on three backends are divergent; the comment shows the shared group's reach."""
     for run_id, backend in enumerate(BACKENDS, 101):  # the dashboard shows them in this order
         update_main(run_id, backend, [(name, "passed") for name in GROUPED])
     for backend in BACKENDS:
@@ -380,6 +386,9 @@ def test_compare_groups_failing_backends_by_signature_and_kind():
         ("test_jax_only", "jax"): "backend-specific",
         ("test_divergent", "torch"): "divergent",
         ("test_divergent", "jax"): "divergent",
+        ("test_divergent", "tensorflow"): "divergent",
+        ("test_own_errors", "torch"): "backend-specific",
+        ("test_own_errors", "jax"): "backend-specific",
     }
     signature = {(c["row"], c["backend"]): c["signature"] for c in doc["cells"]}
     assert len({signature["test_shared", b] for b in BACKENDS}) == 1
@@ -418,6 +427,30 @@ def test_compare_groups_failing_backends_by_signature_and_kind():
             "tests": 1,
             "kind": "divergent",
         },
+        {
+            "signature": signature["test_divergent", "tensorflow"],
+            "message": "IndexError: list index out of range",
+            "cells": 1,
+            "backends": ["tensorflow"],
+            "tests": 1,
+            "kind": "divergent",
+        },
+        {
+            "signature": signature["test_own_errors", "torch"],
+            "message": "OverflowError: int too large to convert",
+            "cells": 1,
+            "backends": ["torch"],
+            "tests": 1,
+            "kind": "backend-specific",
+        },
+        {
+            "signature": signature["test_own_errors", "jax"],
+            "message": "NotImplementedError: no lowering for this primitive",
+            "cells": 1,
+            "backends": ["jax"],
+            "tests": 1,
+            "kind": "backend-specific",
+        },
     ]
     body = Path("c.md").read_text(encoding="utf-8")
     headline = f"- {GROUPED['test_shared']['torch']}: **2 tests {TIMES} 3 backends ({', '.join(BACKENDS)})**\n"
@@ -443,8 +476,14 @@ def test_update_groups_the_dashboards_failing_rows_in_the_summary_json():
         (GROUPED["test_shared"]["jax"], 6, 2, "shared"),
         ("KeyError: no rule for jnp.bfloat16", 1, 1, "backend-specific"),
         ("TypeError: not an array", 1, 1, "divergent"),
+        ("IndexError: list index out of range", 1, 1, "divergent"),
         ("ValueError: shapes (2, 3) and (3, 4) differ", 1, 1, "divergent"),
+        ("NotImplementedError: no lowering for this primitive", 1, 1, "backend-specific"),
+        ("OverflowError: int too large to convert", 1, 1, "backend-specific"),
     ]
     assert found[0]["backends"] == sorted(BACKENDS)
     index = Path("out/README.md").read_text(encoding="utf-8")
-    assert "\nFailing tests across backends: 2 shared failures, 1 jax-only, 1 divergent.\n" in index
+    assert (
+        "\nFailing tests across backends: 2 shared failures, 2 jax-only, 1 torch-only, 1 divergent.\n"
+        in index
+    )

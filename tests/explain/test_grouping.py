@@ -49,7 +49,7 @@ def test_one_line_on_three_backends_is_one_shared_signature():
     assert len({r.signature for r in results}) == 1
     row = group_row("core/gradients", "test_conv", results)
     assert row is not None
-    assert row.kind is Kind.SHARED
+    assert dict(row.kinds) == {results[0].signature: Kind.SHARED}
     assert row.by_signature == {results[0].signature: ("torch", "jax", "tensorflow")}
 
 
@@ -62,29 +62,81 @@ def test_a_jax_only_error_is_backend_specific():
     ]
     row = group_row("core/gradients", "test_cast", results)
     assert row is not None
-    assert row.kind is Kind.BACKEND_SPECIFIC
+    assert dict(row.kinds) == {results[1].signature: Kind.BACKEND_SPECIFIC}
+    assert row.kind_of("jax") is Kind.BACKEND_SPECIFIC
+    assert row.kind_of("torch") is None
     assert [r.backend for r in row.failing] == ["jax"]
     assert row.passing == ("torch", "tensorflow")
 
 
 def test_each_rule_of_the_classification():
-    """Different signatures are divergent even beside a pass; one signature with a pass (a pass
-    after reruns too) is backend-specific; skipped backends did not run; one failing backend
-    alone is backend-specific; nothing failing is not classified."""
+    """Each signature of a row is classified by its own backends: with a pass beside it (a pass
+    after reruns too) it is its backends' own; two or more backends with it and no pass share
+    it; one backend with it is its own unless every failing backend has an error of its own
+    (divergent); skipped backends did not run; nothing failing is not classified."""
     torch, jax = failed("torch", "ValueError: bad shape"), failed("jax", "TypeError: not an array")
     same_jax = failed("jax", "ValueError: bad shape")
-    assert classify([torch, jax]) is Kind.DIVERGENT
-    assert classify([torch, jax, passed("numpy")]) is Kind.DIVERGENT
-    assert classify([torch, same_jax, passed("numpy")]) is Kind.BACKEND_SPECIFIC
-    assert classify([torch, same_jax, passed("numpy", R)]) is Kind.BACKEND_SPECIFIC
-    assert classify([torch, same_jax, passed("numpy", K)]) is Kind.SHARED
-    assert classify([torch, passed("numpy", K)]) is Kind.BACKEND_SPECIFIC
-    assert classify([torch]) is Kind.BACKEND_SPECIFIC
-    assert classify([passed("torch"), passed("jax", K)]) is None
+    bad, not_array = torch.signature, jax.signature
+    assert classify([torch, jax]) == {bad: Kind.DIVERGENT, not_array: Kind.DIVERGENT}
+    assert classify([torch, jax, passed("numpy")]) == {
+        bad: Kind.BACKEND_SPECIFIC,
+        not_array: Kind.BACKEND_SPECIFIC,
+    }
+    assert classify([torch, same_jax, passed("numpy")]) == {bad: Kind.BACKEND_SPECIFIC}
+    assert classify([torch, same_jax, passed("numpy", R)]) == {bad: Kind.BACKEND_SPECIFIC}
+    assert classify([torch, same_jax, passed("numpy", K)]) == {bad: Kind.SHARED}
+    assert classify([torch, same_jax, failed("numpy", "TypeError: x")]) == {
+        bad: Kind.SHARED,
+        failed("numpy", "TypeError: x").signature: Kind.BACKEND_SPECIFIC,
+    }
+    assert classify([torch, passed("numpy", K)]) == {bad: Kind.BACKEND_SPECIFIC}
+    assert classify([torch]) == {bad: Kind.BACKEND_SPECIFIC}
+    assert classify([passed("torch"), passed("jax", K)]) == {}
     assert group_row("d", "t", [passed("torch")]) is None
     bare = replace(torch, message="", signature="")
-    assert classify([bare, replace(bare, backend="jax")]) is Kind.SHARED
-    assert classify([bare, torch]) is Kind.DIVERGENT
+    assert classify([bare, replace(bare, backend="jax")]) == {"": Kind.SHARED}
+    assert classify([bare, torch]) == {"": Kind.DIVERGENT, bad: Kind.DIVERGENT}
+
+
+NARWHALS = ("pandas", "polars", "pyarrow", "modin", "dask", "duckdb")
+
+
+def test_one_backend_failing_everything_does_not_hide_what_the_others_share():
+    """narwhals' shape: duckdb fails 926 tests with one error of its own. 40 of them also fail
+    on the five other backends with one shared error, and 30 also fail on polars alone with
+    polars' own error. The 40 are shared failures, the 30 polars-only, and duckdb's 926 its
+    own; none is divergent (each of the 996 failures is said once)."""
+    duckdb = "NotImplementedError: operation not supported by the duckdb backend"
+    shared = "AssertionError: DataFrame.iloc[:, 2] values are different (33.3 %)"
+    polars = "polars.exceptions.ComputeError: cannot cast List to Struct"
+    rows = []
+    for i in range(926):
+        results = []
+        for backend in NARWHALS[:-1]:
+            if i < 40:
+                results.append(failed(backend, shared))
+            elif i < 70 and backend == "polars":
+                results.append(failed(backend, polars))
+            else:
+                results.append(passed(backend))
+        results.append(failed("duckdb", duckdb))
+        rows.append(group_row("tests/frame", f"test_{i}", results))
+    found = [r for r in rows if r is not None]
+    assert kind_counts(found) == (
+        KindCount(kind=Kind.SHARED, backends=(), rows=40),
+        KindCount(kind=Kind.BACKEND_SPECIFIC, backends=("duckdb",), rows=926),
+        KindCount(kind=Kind.BACKEND_SPECIFIC, backends=("polars",), rows=30),
+    )
+    assert kind_line(kind_counts(found)) == "40 shared failures, 926 duckdb-only, 30 polars-only"
+    kinds = {g.message: g.kind for g in rank_signatures(found)}
+    assert kinds == {
+        duckdb: Kind.BACKEND_SPECIFIC,
+        shared: Kind.SHARED,
+        polars: Kind.BACKEND_SPECIFIC,
+    }
+    assert found[0].kind_of("pandas") is Kind.SHARED
+    assert found[0].kind_of("duckdb") is Kind.BACKEND_SPECIFIC
+    assert found[50].kind_of("polars") is Kind.BACKEND_SPECIFIC
 
 
 def test_signatures_are_ranked_by_cells_then_backends_with_their_rows_kind():
@@ -163,8 +215,10 @@ def test_a_dashboard_is_grouped_by_each_cells_newest_result():
         }
     )
     found = state_groups(state)
-    assert [(g.row, g.kind, tuple(r.backend for r in g.failing)) for g in found] == [
-        ("t_both", Kind.SHARED, ("torch", "jax")),
-        ("t_torch", Kind.BACKEND_SPECIFIC, ("torch",)),
+    assert [
+        (g.row, [k for _, k in g.kinds], tuple(r.backend for r in g.failing)) for g in found
+    ] == [
+        ("t_both", [Kind.SHARED], ("torch", "jax")),
+        ("t_torch", [Kind.BACKEND_SPECIFIC], ("torch",)),
     ]
     assert all(g.dashboard == state.key for g in found)

@@ -182,7 +182,7 @@ def test_dashboard_history_lists_failing_and_flaky_cells_in_display_order():
         ("test_flaky", "jax"),
     ]
     assert [c.row for c in found.newly_failing()] == ["test_new|fail"]
-    assert [c.row for c in found.failing_longer(3)] == ["test_long"]
+    assert [c.row for c in found.still_failing()] == ["test_long"]
     assert [(c.row, c.backend) for c in found.flaky()] == [
         ("test_flaky", "torch"),
         ("test_flaky", "jax"),
@@ -207,12 +207,12 @@ def test_summary_cells_give_failing_since_last_pass_and_flaky():
 def test_index_sections_link_dashboards_and_jobs_with_escaped_names():
     """Each section entry links its dashboard and its job; names are escaped like in tables."""
     text = render_index_sections(
-        [dashboard_history(sample_state())], lambda key: f"https://x/{key}.md", more_than=3
+        [dashboard_history(sample_state())], lambda key: f"https://x/{key}.md"
     )
     assert text.startswith("## Newly failing\n\n- [core/gradients](https://x/core/gradients.md)")
     assert "test_new\\|fail · torch: [failure](" + url(100) + ")" in text
     assert "failing since run 100 (sha100), 1 run, last passed in run 99 (sha99)" in text
-    assert "## Failing for more than 3 runs\n\n" in text
+    assert "## Still failing\n\n" in text
     assert "failing since run 96 (sha96), at least 5 runs" in text
     assert "## Flaky\n\n" in text
     assert "flaky: passed only after reruns" in text
@@ -256,3 +256,26 @@ def test_issue_section_says_each_fact_once_a_line_per_test():
     ]
     assert "no pass in the kept history" not in text
     assert "environment not recorded" not in text
+
+
+def test_every_failing_cell_is_newly_or_still_failing_the_longest_first():
+    """Streaks of 1, 2, 3 and 5 runs: the one-run cell is newly failing, the others still
+    failing, longest first; a streak of two or three runs is in a section too."""
+    state = state_of(
+        {
+            "t_two": {"torch": history(F, F, S)},
+            "t_one": {"torch": history(F, S)},
+            "t_five": {"torch": history(F, F, F, F, F, S)},
+            "t_three": {"torch": history(F, F, F, S)},
+        }
+    )
+    found = dashboard_history(state)
+    assert [c.row for c in found.newly_failing()] == ["t_one"]
+    assert [(c.row, c.history.runs) for c in found.still_failing()] == [
+        ("t_five", 5),
+        ("t_three", 3),
+        ("t_two", 2),
+    ]
+    text = render_index_sections([found], str)
+    still = text[text.index("## Still failing") :]
+    assert still.index("t_five") < still.index("t_three") < still.index("t_two")

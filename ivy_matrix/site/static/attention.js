@@ -128,9 +128,9 @@
 
   // How a signature's tests fail across their backends (grouping.py's kinds).
   const KINDS = {
-    shared: "shared: one error on every backend that ran",
-    "backend-specific": "backend-specific: other backends pass",
-    divergent: "divergent: the failing backends have different errors",
+    shared: "shared: one error on two or more backends, none passing",
+    "backend-specific": "backend-specific: its backends' own error",
+    divergent: "divergent: no two failing backends agree",
   };
 
   // The data's ranking of the signatures (most cells, then most backends) and their kinds.
