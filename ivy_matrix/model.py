@@ -54,7 +54,9 @@ class CaseResult(NamedTuple):
     """One ``<testcase>`` as read from a result file.
 
     ``classname`` and ``file`` are empty strings when the file does not give them; ``suite`` is
-    the name of the innermost enclosing ``<testsuite>`` ("" when it has none).
+    the name of the innermost enclosing ``<testsuite>`` ("" when it has none); ``line`` is the
+    ``line`` attribute (where the test is in ``file``, as pytest's xunit1 family writes it) of
+    a failed or erroring case, as written ("" otherwise: only failures are annotated).
 
     A NamedTuple, not a frozen dataclass like the other types: one is built per test case, and
     at a million cases a frozen dataclass's ``__init__`` alone costs more than a second.
@@ -67,6 +69,7 @@ class CaseResult(NamedTuple):
     status: CaseStatus = CaseStatus.PASSED
     flaky: bool = False
     message: str = ""
+    line: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +90,7 @@ class Failure:
     message: str
     result_file: str
     test_file: str = ""
+    test_line: str = ""  # the case's line attribute, as written ("" when it has none)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

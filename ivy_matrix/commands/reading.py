@@ -333,10 +333,12 @@ def log_results(collected: Collected, log: Log, *, annotate: bool = True) -> Non
         log.info("failed tests:")
     for failure in shown:
         message = (failure.message or "failed").splitlines()[0]
+        line = failure.test_line
         log.test_failure(
             f"{failure.test} failed on {failure.backend}",
             message,
             file=failure.test_file or failure.result_file,
+            line=int(line) if failure.test_file and line.isascii() and line.isdigit() else None,
         )
     if failed > len(shown):
         where = "the dashboards and the job summary" if log.github_actions else "the dashboards"

@@ -275,7 +275,7 @@ def _summarize(
         log_dashboards(log, merged)
     log_results(collected, log, annotate=verdicts is None)
     if verdicts is not None:
-        annotate_verdicts(log, verdicts)
+        annotate_verdicts(log, verdicts, collected)
     outcome = Results(
         collected=collected,
         merged=merged,

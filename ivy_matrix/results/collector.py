@@ -43,21 +43,33 @@ from ivy_matrix.results.naming import UNNAMED, Namer, row_name, test_id
 
 
 class CellResult(NamedTuple):
-    """One cell as an update read it: its worst outcome, its cases and its first failure line."""
+    """One cell as an update read it: its worst outcome, its cases, its first failure line,
+    and where its first failing case is (``where``: its file and line, 0 when the result file
+    gives none; None when it names no file), for annotations."""
 
     outcome: Outcome
     counts: CaseCounts
     message: str = ""
+    where: tuple[str, int] | None = None
 
 
 def combine_results(a: CellResult, b: CellResult) -> CellResult:
     """Two parts of one cell (two files of one update, two legs): the worse outcome, the
-    counts added, the first message."""
+    counts added, the first message and place."""
     return CellResult(
         worst(a.outcome, b.outcome),
         CaseCounts(*(x + y for x, y in zip(a.counts, b.counts, strict=True))),
         a.message or b.message,
+        a.where or b.where,
     )
+
+
+def place_of(test_file: str, line: str) -> tuple[str, int] | None:
+    """A failing case's place for its annotation: its file and its ``line`` attribute when
+    that is a number (else 0); None without a file."""
+    if not test_file:
+        return None
+    return test_file, int(line) if line.isascii() and line.isdigit() else 0
 
 
 # While a file is read, a cell's cases are one int: four counts of _BITS bits each, passed in
@@ -79,7 +91,7 @@ _STEP = {
 }
 
 
-def cell_result(tally: int, message: str = "") -> CellResult:
+def cell_result(tally: int, message: str = "", where: tuple[str, int] | None = None) -> CellResult:
     """A cell's result from its packed counts (see _BITS): the worst outcome its cases had
     (failure, flaky, success, skipped, in that order)."""
     counts = CaseCounts(
@@ -96,7 +108,7 @@ def cell_result(tally: int, message: str = "") -> CellResult:
         outcome = Outcome.SUCCESS
     else:
         outcome = Outcome.SKIPPED
-    return CellResult(outcome, counts, message)
+    return CellResult(outcome, counts, message, where)
 
 
 @dataclass(slots=True)
@@ -227,8 +239,9 @@ class Collector:
         nameless: list[int] = []
         pending: dict[tuple[int, str, str], int] = {}
         cases_of = pending.get  # bound once: called for every case
-        # The first failure line of each failing cell.
+        # The first failure line of each failing cell, and where its first failing case is.
         messages: dict[tuple[int, str, str], str] = {}
+        wheres: dict[tuple[int, str, str], tuple[str, int] | None] = {}
         places = self._places
         unassigned = 0
         failures: list[Failure] = []
@@ -283,6 +296,8 @@ class Collector:
                 pending[cell] = cases_of(cell, 0) + _FAILED
                 if case.message and cell not in messages:
                     messages[cell] = case.message
+                if cell not in wheres:
+                    wheres[cell] = place_of(case.file, case.line)
                 if len(failures) < room:
                     failures.append(
                         Failure(
@@ -291,13 +306,14 @@ class Collector:
                             message=self.redact(case.message),
                             result_file=source,
                             test_file=case.file,
+                            test_line=case.line,
                         )
                     )
 
         if file_backend is not None and not per_case:
             # The usual file: one backend, rows named by their place: the quicker loop.
             counts, problem = self._scan_by_place(
-                stream, source, file_backend, (pending, messages, failures, room), nameless
+                stream, source, file_backend, (pending, messages, wheres, failures, room), nameless
             )
         else:
             counts, problem = scan_junit(
@@ -323,7 +339,7 @@ class Collector:
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
-        reached = self._commit(pending, messages)
+        reached = self._commit(pending, messages, wheres)
         self.last = Read(
             counts=counts,
             backend=file_backend or "",
@@ -339,7 +355,7 @@ class Collector:
 
     # Longer than the usual 60 lines: the per-case closure is the hot loop of the usual file,
     # kept flat (one closure, local names).
-    def _scan_by_place(  # noqa: C901  -- see above
+    def _scan_by_place(  # noqa: C901, PLR0915  -- see above
         self,
         stream: BinaryIO,
         source: str,
@@ -347,6 +363,7 @@ class Collector:
         into: tuple[
             dict[tuple[int, str, str], int],
             dict[tuple[int, str, str], str],
+            dict[tuple[int, str, str], tuple[str, int] | None],
             list[Failure],
             int,
         ],
@@ -360,20 +377,22 @@ class Collector:
         rows once, and a case's cell is its row name there, no string built and no tuple
         hashed per case. The cells keep the order their first case came in.
         """
-        pending, messages, failures, room = into
+        pending, messages, wheres, failures, room = into
         namer, places = self.namer, self._places
         Place = tuple[str, str, str]  # noqa: N806  -- a local type alias
         groups: dict[Place, dict[str, int]] = {}
         order: list[tuple[Place, str]] = []  # (place, name) of each cell, as it first came
-        # Each cell's first failure line, and the failing case it came with.
+        # Each cell's first failure line, and the failing case it came with; where the cell's
+        # first failing case is.
         lines: dict[tuple[Place, str], tuple[int, str]] = {}
+        places_of: dict[tuple[Place, str], tuple[int, tuple[str, int] | None]] = {}
         last: Place = ("", "", "\0")  # no place has a NUL in its suite name
         rows: dict[str, int] = {}
         failing = 0
 
         def on_case(case: CaseResult) -> None:
             nonlocal last, rows, failing
-            name, classname, test_file, suite, status, flaky, message = case
+            name, classname, test_file, suite, status, flaky, message, line = case
             if classname != last[0] or test_file != last[1] or suite != last[2]:
                 last = (classname, test_file, suite)
                 found = groups.get(last)
@@ -398,6 +417,8 @@ class Collector:
                 failing += 1
                 if message:
                     lines.setdefault((last, name), (failing, message))
+                if (last, name) not in places_of:
+                    places_of[last, name] = (failing, place_of(test_file, line))
                 if len(failures) < room:
                     failures.append(
                         Failure(
@@ -406,6 +427,7 @@ class Collector:
                             message=self.redact(message),
                             result_file=source,
                             test_file=test_file,
+                            test_line=line,
                         )
                     )
 
@@ -419,6 +441,7 @@ class Collector:
         # Each place's rows as the cells add_file's loop keeps, in the order they came (two
         # places of one row add up, as one loop over both would have counted them).
         first: dict[tuple[int, str, str], int] = {}
+        first_place: dict[tuple[int, str, str], int] = {}
         for place, name in order:
             index, prefix = places[place]
             cell = (index, prefix + name if name else prefix + UNNAMED, backend)
@@ -427,6 +450,10 @@ class Collector:
             if line is not None and first.get(cell, failing + 1) > line[0]:
                 first[cell] = line[0]
                 messages[cell] = line[1]
+            found = places_of.get((place, name))
+            if found is not None and first_place.get(cell, failing + 1) > found[0]:
+                first_place[cell] = found[0]
+                wheres[cell] = found[1]
         return counts, problem
 
     def file_backend(self, source: str) -> str | None:
@@ -487,6 +514,7 @@ class Collector:
         self,
         pending: dict[tuple[int, str, str], int],
         messages: dict[tuple[int, str, str], str],
+        wheres: dict[tuple[int, str, str], tuple[str, int] | None],
     ) -> tuple[DashboardId, ...]:
         """Add one fully read file's cells to the rest (a cell in two files: combined);
         return the dashboards they reached."""
@@ -503,8 +531,11 @@ class Collector:
         for cell, tally in pending.items():
             if tally == _PASSED:  # the usual cell, without a dict lookup
                 result = one_pass
-            elif tally >= failed and cell in messages:
-                result = cell_result(tally, redact(messages[cell]))
+            elif tally >= failed and (cell in messages or wheres.get(cell) is not None):
+                where = wheres.get(cell)
+                if where is not None:
+                    where = (redact(where[0]), where[1])
+                result = cell_result(tally, redact(messages.get(cell, "")), where)
             else:
                 found = alike(tally)
                 if found is None:

@@ -47,6 +47,10 @@ MESSAGE_CAP = 500
 NAME_CAP = 1000
 """Longest test name, classname, file or suite name kept, in characters (see cap_name)."""
 
+LINE_CAP = 9
+"""Longest ``line`` attribute kept, in characters (a line number; anything else is dropped
+where it is used)."""
+
 MARKUP_CAP = 1 << 20
 """Longest single tag, comment or declaration read, in bytes (as UTF-8): 1 MiB."""
 
@@ -274,6 +278,8 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                             _STATUS[rank],
                             is_flaky,
                             message,
+                            # Where the test is, for a failure's annotation only.
+                            case.get("line", "")[:LINE_CAP] if rank >= _FAILED else "",
                         ),
                     )
                 )

@@ -7,7 +7,8 @@ Pure: no I/O; legs.py holds the rest of the format and reads the file. One dashb
      "rows": ["test_adam", "test_jac", "test_grad"],
      "cells": {"torch": "fs.", "numpy": "ssk"},
      "counts": {"torch": {"1": [3, 0, 1, 0]}},
-     "messages": {"torch": {"0": "AssertionError: the results do not match"}}}
+     "messages": {"torch": {"0": "AssertionError: the results do not match"}},
+     "places": {"torch": {"0": ["tests/test_core.py", 42]}}}
 
 - ``rows``: the rows the leg's results touch, in first-seen order;
 - ``cells``: per backend one character per row: ``s`` success, ``f`` failure, ``k`` skipped,
@@ -16,7 +17,10 @@ Pure: no I/O; legs.py holds the rest of the format and reads the file. One dashb
   (collect.CellResult), only where they are not one case of the cell's outcome (most cells);
   they must agree with the outcome (a failure has a failed case; else flaky, passed, skipped);
 - ``messages``: per backend, by row index, a failing cell's first failure line (at most
-  ``junit.MESSAGE_CAP`` characters).
+  ``junit.MESSAGE_CAP`` characters);
+- ``places``: per backend, by row index, where a failing cell's first failing case is: its
+  file and its line (0: not given), for the annotations of the job that publishes (only when
+  the result file names the file).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ def dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, CellR
     codes: dict[str, str] = {}
     counts: dict[str, dict[str, list[int]]] = {}
     messages: dict[str, dict[str, str]] = {}
+    places: dict[str, dict[str, list[object]]] = {}
     for backend in backends:
         line = []
         for index, cells in enumerate(rows.values()):
@@ -73,8 +78,12 @@ def dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, CellR
                 continue
             if result.counts != _ONE_CASE[result.outcome]:
                 counts.setdefault(backend, {})[str(index)] = list(result.counts)
-            if result.message and result.outcome is Outcome.FAILURE:
+            if result.outcome is not Outcome.FAILURE:
+                continue
+            if result.message:
                 messages.setdefault(backend, {})[str(index)] = result.message
+            if result.where is not None:
+                places.setdefault(backend, {})[str(index)] = list(result.where)
         codes[backend] = "".join(line)
     document: dict[str, object] = {
         "category": dashboard.category,
@@ -86,6 +95,7 @@ def dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, CellR
         document
         | ({"counts": counts} if counts else {})
         | ({"messages": messages} if messages else {})
+        | ({"places": places} if places else {})
     )
 
 
@@ -133,6 +143,7 @@ def add_dashboard(collected: Collected, item: object) -> None:
         raise MalformedError(f"{where} lists a row twice")
     counts = _by_row(values.get("counts", {}), "counts")
     messages = _by_row(values.get("messages", {}), "messages")
+    places = _by_row(values.get("places", {}), "places")
     found: dict[str, dict[str, CellResult]] = {row: {} for row in rows}
     for backend, codes in keyed(expect_object, values.get("cells", {}), "cells").items():
         if not backend.strip() or len(backend) > NAME_LIMIT:
@@ -151,10 +162,11 @@ def add_dashboard(collected: Collected, item: object) -> None:
                 outcome,
                 counts.get(backend, {}).pop(index, None),
                 messages.get(backend, {}).pop(index, None),
+                places.get(backend, {}).pop(index, None),
                 where=f"{where}, row {row!r:.100}, backend {backend!r:.100}",
             )
-    if any(counts.values()) or any(messages.values()):
-        raise MalformedError(f"{where}: counts or messages for a cell it does not have")
+    if any(counts.values()) or any(messages.values()) or any(places.values()):
+        raise MalformedError(f"{where}: counts, messages or places for a cell it does not have")
     collected.dashboards[dashboard] = {row: cells for row, cells in found.items() if cells}
 
 
@@ -171,8 +183,11 @@ def _by_row(value: object, what: str) -> dict[str, dict[int, object]]:
     return found
 
 
-def _cell(outcome: Outcome, counts: object, message: object, *, where: str) -> CellResult:
-    """One cell: its outcome, its cases (one of its outcome unless given) and failure line."""
+def _cell(
+    outcome: Outcome, counts: object, message: object, place: object, *, where: str
+) -> CellResult:
+    """One cell: its outcome, its cases (one of its outcome unless given), failure line and
+    the place of its first failing case."""
     cases = _ONE_CASE[outcome]
     if counts is not None:
         numbers = [bounded_int(n, "counts") for n in keyed(expect_list, counts, "counts")]
@@ -184,7 +199,17 @@ def _cell(outcome: Outcome, counts: object, message: object, *, where: str) -> C
     line = "" if message is None else bounded_text(message, "messages", MESSAGE_CAP)
     if line and outcome is not Outcome.FAILURE:
         raise MalformedError(f"{where}: only a failing cell has a failure line")
-    return CellResult(outcome, cases, line)
+    found = None
+    if place is not None:
+        if outcome is not Outcome.FAILURE:
+            raise MalformedError(f"{where}: only a failing cell has a place")
+        parts = keyed(expect_list, place, "places")
+        if len(parts) != 2:  # noqa: PLR2004  -- a file and a line
+            raise MalformedError(f"{where}: a place is a file and a line")
+        found = (bounded_text(parts[0], "places", NAME_CAP), bounded_int(parts[1], "places"))
+        if found[1] < 0:
+            raise MalformedError(f"{where}: a place's line is 0 or more")
+    return CellResult(outcome, cases, line, found)
 
 
 def _outcome_of(counts: CaseCounts) -> Outcome:

@@ -280,11 +280,14 @@ class Log:
     def notice(self, message: str) -> None:
         self._annotate("notice", message, None, None)
 
-    def test_failure(self, title: str, message: str, *, file: str | None) -> None:
-        """A failed test: an error annotation on a runner (titled with the test and backend),
-        a plain indented line elsewhere; never a ``warning:`` about ivy-matrix itself."""
+    def test_failure(
+        self, title: str, message: str, *, file: str | None, line: int | None = None
+    ) -> None:
+        """A failed test: an error annotation on a runner (titled with the test and backend,
+        at its file and line when known), a plain indented line elsewhere; never a
+        ``warning:`` about ivy-matrix itself."""
         if self.github_actions:
-            self._annotate("error", message, file, None, title)
+            self._annotate("error", message, file, line, title)
         else:
             self.info(f"  {title}: {message}")
 

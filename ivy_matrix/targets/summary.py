@@ -30,7 +30,7 @@ from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
 from ivy_matrix.pr.body import render_summary
 from ivy_matrix.pr.comment_state import CommentState
-from ivy_matrix.pr.verdicts import NEW_VERDICTS, Comparison, Verdict
+from ivy_matrix.pr.verdicts import NEW_VERDICTS, CellVerdict, Comparison, Verdict
 from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.environment import Env, env_lines
 from ivy_matrix.runner.files import write_file
@@ -80,21 +80,29 @@ class PullRequestVerdicts:
         return found
 
 
-def annotate_verdicts(log: Log, verdicts: PullRequestVerdicts) -> None:
+def annotate_verdicts(log: Log, verdicts: PullRequestVerdicts, collected: Collected) -> None:
     """The pull request's new failures as error annotations: one per failure line (reasons.py:
     most cells first), new failures before failing new tests, at most ANNOTATIONS, titled
-    ``new failure on jax: test_x`` (``new test failing on ...``); the rest counted."""
-    groups: list[tuple[Verdict, FailureGroup]] = []
+    ``new failure on jax: test_x`` (``new test failing on ...``), at the file and line of the
+    group's first failing case when the results name them (``collected``: what this job
+    read, the legs' files included); the rest counted."""
+    groups: list[tuple[Verdict, FailureGroup, list[CellVerdict]]] = []
     for verdict in NEW_VERDICTS:
-        failing = [
+        cells = [c for c in verdicts.comparison.cells if c.verdict is verdict]
+        failings = [
             Failing(test=c.row, backend=c.backend, message=c.message, signature=c.signature)
-            for c in verdicts.comparison.cells
-            if c.verdict is verdict
+            for c in cells
         ]
-        groups += [(verdict, group) for group in group_failures(failing)]
+        # The list keeps every Failing alive, so their ids stay theirs while this runs.
+        cell_of = {id(failing): cell for failing, cell in zip(failings, cells, strict=True)}
+        groups.extend(
+            (verdict, group, [cell_of[id(f)] for f in group.cells])
+            for group in group_failures(failings)
+        )
     if groups:
         log.info("new failures of this pull request:")
-    for verdict, group in groups[:ANNOTATIONS]:
+    rows = {dashboard.key: cells for dashboard, cells in collected.dashboards.items()}
+    for verdict, group, members in groups[:ANNOTATIONS]:
         tests = group.tests
         what = "new failure" if verdict is Verdict.NEW else "new test failing"
         more = len(tests) - 1
@@ -105,7 +113,14 @@ def annotate_verdicts(log: Log, verdicts: PullRequestVerdicts) -> None:
         if len(tests) > TESTS_NAMED:
             named += f" and {len(tests) - TESTS_NAMED} more"
         line = group.sample or "failed, with no failure message"
-        log.test_failure(title, f"{line}\n{named}" if more else line, file=None)
+        results = (rows.get(c.dashboard, {}).get(c.row, {}).get(c.backend) for c in members)
+        place = next((r.where for r in results if r is not None and r.where), None)
+        log.test_failure(
+            title,
+            f"{line}\n{named}" if more else line,
+            file=None if place is None else place[0],
+            line=None if place is None or not place[1] else place[1],
+        )
     if len(groups) > ANNOTATIONS:
         log.info(
             f"... and {len(groups) - ANNOTATIONS} more failure lines among the new failures: "

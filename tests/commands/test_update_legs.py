@@ -27,11 +27,13 @@ from ivy_matrix.state.statefile import load_state
 from ivy_matrix.stores.remote import RestRemote
 from tests.commands.results import (
     CORE_GRADIENTS,
+    GRADIENTS,
     error_lines,
     latest,
     load,
     read_json,
     write_junit,
+    write_suite,
 )
 from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub
@@ -409,6 +411,43 @@ def test_a_forks_oversized_leg_file_is_refused_and_pushes_nothing(workdir, fake,
     record = VerdictRef(RestRemote(fake_client(fake), REPO), number).read().state
     assert record is not None
     assert {(c.row, c.backend) for c in record.verdicts.cells} == {("test_jac", "numpy")}
+
+
+def test_the_fan_in_job_annotates_a_pull_requests_new_failures_where_the_tests_are(workdir, capsys):
+    """The job that publishes a pull request's verdicts (here the fan-in job, which annotated
+    nothing before) spends its annotations on the new failures, one per failure line, new
+    before new tests, at the file and line the legs' result files gave (leg files carry
+    them)."""
+    for backend in ("torch", "numpy"):
+        collect(workdir, backend, failing="")
+    assert main(FAN_IN, {}) == 0
+    (workdir / "legs").rename(workdir / "main-legs")
+    test_file = "ivy_tests/test_core/test_gradients.py"
+    for backend, job in (("torch", 600), ("numpy", 601)):
+        body = (
+            f'<testcase classname="{GRADIENTS}" name="test_grad" file="{test_file}" line="7"/>'
+            f'<testcase classname="{GRADIENTS}" name="test_jac" file="{test_file}" line="42">'
+            '<failure message="AssertionError: 1 != 2">tb</failure></testcase>'
+            f'<testcase classname="{GRADIENTS}" name="test_lion" file="{test_file}" line="90">'
+            f'<failure message="AttributeError: no lion on {backend}">tb</failure></testcase>'
+        )
+        results = write_suite(workdir / "pr-results" / backend / "junit.xml", body)
+        argv = ["collect", "--junit", str(results), "--backend", backend, "--leg-file", "legs"]
+        argv += ["--run-id", "101", "--repository", REPO, "--job-id", str(job)]
+        assert main(argv, {}) == 0
+    capsys.readouterr()
+    argv = ["update", "--legs", "legs", "--run-id", "101", "--repository", REPO]
+    assert main([*argv, "--pr", "7", "--fail-on", "new"], {"GITHUB_ACTIONS": "true"}) == 1
+    log = capsys.readouterr().err.splitlines()
+    errors = [line for line in log if line.startswith("::error ")]
+    where = f"file={test_file},line="
+    assert errors == [
+        f"::error {where}42,title=new failure on torch%2C numpy%3A test_jac::AssertionError: 1 != 2",
+        (
+            f"::error {where}90,title=new test failing on torch%2C numpy%3A test_lion::"
+            "AttributeError: no lion on torch"
+        ),
+    ]
 
 
 def lines_run(legs: int, work: Path) -> int:

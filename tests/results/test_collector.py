@@ -58,6 +58,30 @@ def test_parametrizations_collapse_into_one_cell_whose_counts_survive():
     )
 
 
+def test_a_failing_cell_keeps_where_its_first_failing_case_is_in_either_loop():
+    """The file and line of a cell's first failing case (for its annotation), read by the
+    usual file's loop and by the per-case loop alike; none without a file."""
+    text = (
+        '<testcase classname="c" name="test_a[1]" file="t.py" line="7"/>'
+        f'<testcase classname="c" name="test_a[2]" file="t.py" line="9">{FAIL.format(1)}</testcase>'
+        f'<testcase classname="c" name="test_a[3]" file="t.py" line="11">{FAIL.format(2)}</testcase>'
+        f'<testcase classname="c" name="test_b" line="12">{FAIL.format(3)}</testcase>'
+        f'<testcase classname="c" name="test_c" file="u.py" line="x">{FAIL.format(4)}</testcase>'
+    )
+    for rules in (
+        NamingRules(backend="torch", dashboard=DASH),
+        NamingRules(backend_from_test=re.compile(r"(?P<backend>test)_"), dashboard=DASH),
+    ):
+        collector = Collector(Namer(rules))
+        collector.add_file(junit(text), source="torch/f.xml")
+        cells = collector.collected.dashboards[DASH]
+        assert {row: c.where for row, by in cells.items() for c in by.values()} == {
+            "test_a": ("t.py", 9),
+            "test_b": None,
+            "test_c": ("u.py", 0),
+        }
+
+
 def test_a_cell_read_from_two_files_adds_their_counts_and_keeps_the_first_message():
     """Two shards of one test: counts add up, the worse outcome and the first line stay."""
     collector = collect(
@@ -130,6 +154,7 @@ _BODIES = ("", FAIL.format(1), FAIL.format(2), '<error message="">x</error>', "<
             st.sampled_from(("test_x", "test_y")),
             st.sampled_from(("", "[1]", "[2]")),
             st.sampled_from(_BODIES),
+            st.sampled_from(("", ' file="t.py" line="3"', ' file="u.py"', ' line="5"')),
         ),
         min_size=1,
         max_size=30,
@@ -137,9 +162,9 @@ _BODIES = ("", FAIL.format(1), FAIL.format(2), '<error message="">x</error>', "<
 )
 def test_the_usual_files_quicker_loop_gathers_what_the_per_case_loop_does(cases):
     """A file whose backend its path names is read by a loop of its own: it gathers the same
-    cells, in the same order, with the same counts and first failure lines."""
+    cells, in the same order, with the same counts, first failure lines and places."""
     text = "".join(
-        f'<testcase classname="{c}" name="{n}{p}">{b}</testcase>' for c, n, p, b in cases
+        f'<testcase classname="{c}" name="{n}{p}"{w}>{b}</testcase>' for c, n, p, b, w in cases
     )
 
     def read(rules: NamingRules) -> dict[DashboardId, dict[str, dict[str, CellResult]]]:

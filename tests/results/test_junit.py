@@ -57,6 +57,17 @@ def one_case(children: str, attrs: str = 'name="t"') -> CaseResult:
     return case
 
 
+def test_a_failed_cases_line_is_kept_for_its_annotation_and_a_passing_ones_is_not() -> None:
+    """The ``line`` attribute (pytest's xunit1 family) of a failed or erroring case is kept as
+    written (at most LINE_CAP characters); a passing or skipped case's is not read."""
+    where = 'name="t" file="tests/test_x.py" line="42"'
+    assert one_case('<failure message="m"/>', where).line == "42"
+    assert one_case("<error/>", where).line == "42"
+    assert one_case("", where).line == ""
+    assert one_case("<skipped/>", where).line == ""
+    assert one_case("<failure/>", 'name="t" line="1234567890123"').line == "123456789"
+
+
 # --- the corpus ---------------------------------------------------------------------------
 
 

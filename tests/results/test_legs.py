@@ -61,7 +61,9 @@ def collected() -> Collected:
         dashboards={
             GRADIENTS: {
                 "test_adam": {
-                    "torch": one(Outcome.FAILURE, "AssertionError: no"),
+                    "torch": one(Outcome.FAILURE, "AssertionError: no")._replace(
+                        where=("tests/test_core.py", 42)
+                    ),
                     "numpy": CellResult(Outcome.SUCCESS, CaseCounts(passed=3)),
                 },
                 "test_jac": {"numpy": one(Outcome.SKIPPED)},
@@ -105,6 +107,7 @@ def test_a_leg_file_is_one_compact_deterministic_line():
         "numpy": {"0": [3, 0, 0, 0]},
     }
     assert document["dashboards"][0]["messages"] == {"torch": {"0": "AssertionError: no"}}
+    assert document["dashboards"][0]["places"] == {"torch": {"0": ["tests/test_core.py", 42]}}
     assert "counts" not in document["dashboards"][1]
 
 
@@ -163,6 +166,11 @@ def dashboard_with(**change: object) -> str:
         (dashboard_with(messages={"numpy": {"0": "x"}}), "only a failing cell has a failure"),
         (dashboard_with(messages={"torch": {"0": "x" * 501}}), "longer than 500 characters"),
         (dashboard_with(cells={"": "fss"}), "an empty or too long backend"),
+        (dashboard_with(places={"numpy": {"0": ["t.py", 1]}}), "only a failing cell has a place"),
+        (dashboard_with(places={"torch": {"0": ["t.py", -1]}}), "a place's line is 0 or more"),
+        (dashboard_with(places={"torch": {"0": ["t.py"]}}), "a place is a file and a line"),
+        (dashboard_with(places={"torch": {"0": [7, 1]}}), "'places': expected a string"),
+        (dashboard_with(places={"torch": {"1": ["t.py", 1]}}), "for a cell it does not have"),
         (document(dashboards=[json.loads(dashboard_with())["dashboards"][0]] * 2), "twice"),
         (document(run_id=2**53), "'run_id': a number larger than 9007199254740991"),
         (document(files=[{"path": "x", "tests": 10**4000}]), "'files.tests': a number larger"),
@@ -282,7 +290,7 @@ def test_with_legs_adds_every_legs_counts_and_shows_the_worse_outcome_of_a_share
     assert jac == CellResult(Outcome.SUCCESS, CaseCounts(passed=1, skipped=1))
     assert joined.dashboards[GRADIENTS]["test_adam"]["torch"] == one(
         Outcome.FAILURE, "AssertionError: no"
-    )
+    )._replace(where=("tests/test_core.py", 42))
 
 
 def test_a_character_written_as_a_pair_of_escapes_is_text():
