@@ -28,7 +28,7 @@ JOB_BASE = 2_000_000
 REF_WRITE = re.compile(r"/git/refs(/|$)")
 MARKER = re.compile(r"<!-- ivy-matrix:dashboard=(.+?) -->")
 WRITE_METHODS = ("POST", "PATCH", "PUT", "DELETE")
-LEGS, MATRIX, FAN_IN = "legs", "matrix", "fan-in"
+LEGS, FAN_IN = "legs", "fan-in"
 Json = dict[str, Any]
 
 

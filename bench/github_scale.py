@@ -33,9 +33,8 @@ land before their 502.
 Set-ups (``--setups``), each for every leg count:
 
 - ``legs``: every leg runs ``update`` with the branch target and renders what it changed
-  (the README's first recipe, no ``matrix-size``);
-- ``matrix``: every leg passes ``--matrix-size``/``--matrix-index`` (its inbox ref; the leg
-  that completes the run renders);
+  (0.2.0's "one leg per backend", no longer a recipe: measured as the compare-and-swap between
+  many writers);
 - ``fan-in``: every leg runs ``ivy-matrix collect`` at once, with no api url and no token (so
   no request can be made), into one folder of leg files; then one job after the matrix runs
   ``update --legs`` on them and commits once, with a job id of its own (``FAN_IN_JOB``) that
@@ -83,7 +82,6 @@ from github_figures import (  # noqa: E402
     FAN_IN,
     JOB_BASE,
     LEGS,
-    MATRIX,
     RUN,
     SEED_RUN,
     WRITE_METHODS,
@@ -329,15 +327,7 @@ def collect_command(leg: Leg, legs_dir: Path, extra: Sequence[str] = ()) -> list
     ]
 
 
-def leg_command(
-    args: argparse.Namespace,
-    leg: Leg,
-    legs: list[Leg],
-    *,
-    api_url: str,
-    setup: str,
-    server_url: str | None,
-) -> list[str]:
+def leg_command(leg: Leg, *, api_url: str, server_url: str | None) -> list[str]:
     """The command line of one leg (the fan-in job when ``leg.index`` is -1: it reads the leg
     files of ``leg.path``)."""
     if leg.index < 0:
@@ -345,7 +335,7 @@ def leg_command(
         backend = ["--legs", str(leg.path)]
     else:
         junit, backend = [str(leg.path)], ["--backend", leg.backend]
-    cmd = update_command(
+    return update_command(
         junit=junit,
         backend_args=backend,
         api_url=api_url,
@@ -354,11 +344,6 @@ def leg_command(
         job_id=leg.job_id,
         server_url=server_url,
     )
-    if setup == MATRIX:
-        # The 1-leg reference is one leg of a matrix of 4 x single-shards legs.
-        size = len(legs) if len(legs) > 1 else 4 * args.single_shards
-        cmd += ["--matrix-size", str(size), "--matrix-index", str(leg.index)]
-    return cmd
 
 
 def run_config(
@@ -388,9 +373,7 @@ def run_config(
     with fake, git or contextlib.nullcontext():
         cases = sum(leg.cases for leg in legs)
         jobs = [Leg(-1, "all", 0, root / "leg-files", cases, 0)] if fan_in else legs
-        mine, wall = start_jobs(
-            args, fake, git, jobs, legs=legs, root=root, setup=setup, targets=targets
-        )
+        mine, wall = start_jobs(args, fake, git, jobs, root=root, targets=targets)
         runs += mine
         with fake.lock:
             outcome = Outcome(
@@ -404,9 +387,7 @@ def run_config(
         rerun = None
         if args.rerun:
             rest_before, git_before = len(fake.requests), len(git.requests) if git else 0
-            again, _ = start_jobs(
-                args, fake, git, jobs, legs=legs, root=root / "rerun", setup=setup, targets=targets
-            )
+            again, _ = start_jobs(args, fake, git, jobs, root=root / "rerun", targets=targets)
             rest = fake.requests[rest_before:]
             pushes = [r for r in (git.requests[git_before:] if git else []) if r.is_push]
             rerun = {
@@ -434,9 +415,7 @@ def start_jobs(
     git: GitServer | None,
     jobs: list[Leg],
     *,
-    legs: list[Leg],
     root: Path,
-    setup: str,
     targets: str,
 ) -> tuple[list[LegRun], float]:
     """Every job's ``update`` process, started at once; (their runs, the wall) once all ended."""
@@ -445,9 +424,7 @@ def start_jobs(
     for leg in jobs:
         leg_dir = root / (f"{leg.index:03d}" if leg.index >= 0 else "fan-in")
         leg_dir.mkdir(parents=True)
-        cmd = leg_command(
-            args, leg, legs, api_url=fake.base_url, setup=setup, server_url=git.url if git else None
-        )
+        cmd = leg_command(leg, api_url=fake.base_url, server_url=git.url if git else None)
         cmd += ["--targets", targets, "--store", str(leg_dir / "store")]
         log = leg_dir / "log.txt"
         with log.open("wb") as out:
@@ -522,8 +499,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--legs", default="1,32,128", help="comma-separated leg counts")
     parser.add_argument(
         "--setups",
-        default=f"{LEGS},{MATRIX},{FAN_IN}",
-        help=f"comma-separated set-ups, of {LEGS}, {MATRIX} and {FAN_IN} (the module docstring)",
+        default=f"{LEGS},{FAN_IN}",
+        help=f"comma-separated set-ups, of {LEGS} and {FAN_IN} (the module docstring)",
     )
     parser.add_argument(
         "--single-shards",
@@ -580,7 +557,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.quick:
         args.tests, args.dashboards, args.legs, args.single_shards = 8, 1, "1", 2
         args.latency, args.cap = (0.0, 0.0), 120
-    unknown = set(args.setups.split(",")) - {LEGS, MATRIX, FAN_IN}
+    unknown = set(args.setups.split(",")) - {LEGS, FAN_IN}
     if unknown:
         parser.error(f"--setups: unknown {', '.join(sorted(unknown))}")
     return args

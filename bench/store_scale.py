@@ -1,4 +1,4 @@
-"""Measure the branch store alone at Ivy's shape: concurrent matrix legs on the in-memory GitHub.
+"""Measure the branch store alone at Ivy's shape: concurrent writers on the in-memory GitHub.
 
 Issue 9 items 1-3, in-process and quick (a minute): what the store costs per leg, without
 JUnit parsing, job lookup or HTTP. ``bench/github_scale.py`` measures the whole command
@@ -17,9 +17,10 @@ tries (max, mean); content-creating requests (tree, commit, ref writes) in all a
 of the run; cells lost (each leg's cells must show its job on the branch); whether the
 branch's markdown is a render of its state at the end. Speed is reported, never asserted.
 
-    .venv/bin/python bench/store_scale.py [--legs 1 4 32 128] [--no-matrix] [--size N]
+    .venv/bin/python bench/store_scale.py [--legs 1 4 32 128]
 
-``--size 8 --legs 1``: one leg of a run of 8 that does not complete it.
+Since 0.3.0 one job per run writes the branch; many writers at once are the writers of
+several runs (the compare-and-swap between them), or 0.2.0's legs that each committed.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from ivy_matrix.state.merge import Batch  # noqa: E402
 from ivy_matrix.state.statefile import join_columns, load_state  # noqa: E402
 from ivy_matrix.stores import branch  # noqa: E402
 from ivy_matrix.stores.branch import BranchStore  # noqa: E402
-from ivy_matrix.stores.layout import MatrixLeg, Scope  # noqa: E402
+from ivy_matrix.stores.layout import Scope  # noqa: E402
 from ivy_matrix.views.dashboards import Style, render_files  # noqa: E402
 from tests.github.memory import MemoryGitHub  # noqa: E402
 
@@ -153,12 +154,7 @@ def measure(legs: int, args: argparse.Namespace) -> dict[str, Any]:
     def run_leg(index: int, backend: str, shard: list[DashboardId]) -> None:
         counted = Counted(model)
         change = leg_change(101, 5000 + index, backend, shard, args.rows)
-        matrix = None
-        if not args.no_matrix:
-            matrix = MatrixLeg(run_id=101, index=index, size=args.size or len(plan))
-        scope = Scope(
-            dashboards=frozenset(shard), change=change, run_id=101, matrix=matrix, job_id=index
-        )
+        scope = Scope(dashboards=frozenset(shard), change=change)
         store = store_for(counted, scope, index)
         barrier.wait()
         started = time.monotonic()
@@ -245,8 +241,6 @@ def main() -> int:
     parser.add_argument("--dashboards", type=int, default=100)
     parser.add_argument("--rows", type=int, default=70)
     parser.add_argument("--latency", type=float, nargs=2, default=(20.0, 80.0), help="ms")
-    parser.add_argument("--no-matrix", action="store_true", help="legs without matrix-size")
-    parser.add_argument("--size", type=int, default=0, help="matrix size (default: the legs)")
     parser.add_argument("--spread", type=float, default=branch.CONTENTION_SPREAD)
     args = parser.parse_args()
     branch.CONTENTION_SPREAD = args.spread

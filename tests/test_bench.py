@@ -86,7 +86,7 @@ def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(out.read_text())
     assert report["seed"]["cells_linked"] == report["seed"]["cells_expected"] > 0
-    assert sorted(report["configs"]) == ["1 fan-in", "1 legs", "1 matrix"]
+    assert sorted(report["configs"]) == ["1 fan-in", "1 legs"]
     config = report["configs"]["1 legs"]
     assert config["status"] == "ok", config
     assert config["lost_cells"]["lost"] == 0

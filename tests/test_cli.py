@@ -289,9 +289,8 @@ def test_a_dash_writes_the_summary_json_to_stdout_and_nothing_else(workdir, caps
     [
         (["compare", "--json", "-"], "{"),
         (["compare", "--markdown", "-"], "<!-- ivy-matrix:"),
-        (["update", "--leg-metadata", "-", "--run-id", "3", "--repository", "o/r"], "{"),
     ],
-    ids=["compare-json", "compare-markdown", "leg-metadata"],
+    ids=["compare-json", "compare-markdown"],
 )
 def test_a_dash_writes_each_single_file_to_stdout(workdir, capsys, argv, starts):
     """Every option that writes one file takes '-' for stdout, and writes no file named '-'."""

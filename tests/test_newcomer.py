@@ -9,7 +9,7 @@ the shell expanded; no backend; a ``--junit`` pattern one folder too shallow; a 
 its named group; ``--fail-on failure``; ``--targets pr-coment``; ``--dry-run yes``; the branch
 target off a runner (no run id), then with a run id but no token; the repository as a URL;
 pointing ``--junit`` at pytest's HTML report; a token in the config file; ``backends:`` for
-``backend:`` in it; ``--output-dir -``; ``--matrix-size`` alone; the run's URL as
+``backend:`` in it; ``--output-dir -``; ``--matrix-size`` (retired); the run's URL as
 ``--run-id``; a mistyped dashboard to prune. Then the answers the issue lists as silent
 (exit 0, nothing recorded or nothing compared): ``--backend`` with ``--backend-from-path``; a
 path or test-id regex that matches nothing; files none of which can be read; ``compare``
@@ -133,10 +133,10 @@ MISTAKES = {
         code=ExitCode.USAGE,
         phrases=("--output-dir is a folder, so it cannot be '-'",),
     ),
-    "matrix-size-alone": Mistake(
+    "matrix-size-retired": Mistake(
         argv=update("--backend", "torch", "--matrix-size", "4"),
         code=ExitCode.USAGE,
-        phrases=("--matrix-size and --matrix-index go together",),
+        phrases=("--matrix-size: retired in ivy-matrix 0.3.0", "command: fan-in"),
     ),
     "issue-target-without-branch": Mistake(
         # ivy-matrix 0.2.0 kept the state in the issue bodies here; now the issues show the

@@ -198,8 +198,6 @@ def open_store(
         # The site's index covers every dashboard: with it, every update reads them all.
         scope=None if Target.SITE in settings.targets else scope,
         render_all=render_all,
-        read_all_when_complete=Target.ISSUE in remote,
-        job_finished=github.job_finished,
     )
 
 

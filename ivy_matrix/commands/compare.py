@@ -24,7 +24,7 @@ from pathlib import Path
 from ivy_matrix.commands.choose_store import branch_remote, connect
 from ivy_matrix.commands.env_command import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
-from ivy_matrix.commands.job_links import Links, check_leg_metadata, resolve_links
+from ivy_matrix.commands.job_links import Links, resolve_links
 from ivy_matrix.commands.reading import read_results
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
@@ -142,7 +142,6 @@ def run_compare(
 ) -> ExitCode:
     """Run ``ivy-matrix compare``: the verdicts, written as JSON and markdown; records nothing."""
     require_update_inputs(settings)
-    check_leg_metadata(settings)
     settings = replace(settings, pull_request=True)
     collected = read_results(settings, log)
     # The pull request's columns are named as the default branch's are (--backend-version).

@@ -3,7 +3,7 @@
 I/O only through the log (a local run's number is said once). The change itself is pure: a
 store calls it with the states it read, and again with newer ones when a compare-and-swap
 failed. :func:`scope_of` says what the update touches, so that the branch store reads only
-that and, with ``--matrix-size``, queues as one leg of its run.
+that.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
-from ivy_matrix.commands.choose_store import job_name
 from ivy_matrix.commands.job_links import Links
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
@@ -31,33 +30,17 @@ BACKENDS_NAMED = 8  # missing backends a warning names
 def scope_of(
     settings: Settings, results: Collected, collected: Collected, links: Links, log: Log
 ) -> Scope | None:
-    """What this update touches, for the branch store: it then reads only that (and, with
-    ``--matrix-size``, queues as one leg of its run). ``results``: the JUnit results (the
-    change adds the leg files' through ``links``); ``collected``: with the leg files'."""
-    from ivy_matrix.stores.layout import MatrixLeg, Scope  # noqa: PLC0415  -- a leg without the branch target needs none of it
+    """What this update touches, for the branch store: it then reads only that.
+    ``results``: the JUnit results (the change adds the leg files' through ``links``);
+    ``collected``: with the leg files'."""
+    from ivy_matrix.stores.layout import Scope  # noqa: PLC0415  -- without the branch target, none of it is needed
 
-    matrix = None
-    if settings.matrix_size is not None and settings.matrix_index is not None:
-        if settings.run_id is None or Target.BRANCH not in settings.targets:
-            log.warning(
-                "matrix-size is used by the branch target of a workflow run only (it needs the "
-                "run id): it is ignored here"
-            )
-        else:
-            matrix = MatrixLeg(
-                run_id=settings.run_id, index=settings.matrix_index, size=settings.matrix_size
-            )
     if settings.run_id is None or Target.BRANCH not in settings.targets:
         return None
     return Scope(
         dashboards=frozenset(collected.dashboards),
         change=_partialchange_of(settings, results, links, log),
-        run_id=settings.run_id,
-        history=settings.history,
         retire_after_runs=settings.retire_after_runs,
-        matrix=matrix,
-        holder=job_name(settings),
-        job_id=settings.job_id,
     )
 
 

@@ -78,8 +78,7 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> E
 
 def every_dashboard(saved: Saved) -> Saved:
     """``saved`` with a report for every dashboard: the issue target rewrites every issue
-    whose body differs (legs of a matrix rendered none), not only the dashboards this change
-    reached."""
+    whose body differs, not only the dashboards this change reached."""
     merged = saved.merged
     reports = {state.key: DashboardReport() for state in merged.states.values()}
     reports.update(merged.reports)

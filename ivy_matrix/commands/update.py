@@ -40,11 +40,7 @@ from ivy_matrix.commands.choose_store import (
 from ivy_matrix.commands.env_command import environments, job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.folding import change_of, scope_of
-from ivy_matrix.commands.job_links import (
-    check_leg_metadata,
-    resolve_links,
-    write_leg_metadata,
-)
+from ivy_matrix.commands.job_links import resolve_links
 from ivy_matrix.commands.leg_files import read_legs
 from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.commands.recorded import inputs_of, known_files, reading_of
@@ -78,9 +74,9 @@ if TYPE_CHECKING:
     from ivy_matrix.targets.summary import PullRequestVerdicts
 
 COMMIT_BACKENDS = 8  # backends named in a commit message
-# The pull request's verdicts and comment, matrix legs on the branch and the issue target are
-# imported where they are used (noqa PLC0415 below): a leg that writes the local store needs
-# none of them, and importing them all costs a leg more than reading a small result file.
+# The pull request's verdicts and comment are imported where they are used (noqa PLC0415
+# below): an update that writes the local store needs none of them, and importing them all
+# costs more than reading a small result file.
 
 
 class _Inputs(NamedTuple):
@@ -146,8 +142,6 @@ def _check_inputs(settings: Settings) -> None:
     """Every usage error an update can know of before it reads a file."""
     require_update_inputs(settings, legs=True)
     check_targets(settings)
-    check_leg_metadata(settings)
-    _check_fan_in(settings)
     recorded = settings.feeds_dashboards
     _check_github_targets(
         settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
@@ -216,8 +210,6 @@ def _record_and_publish(
 
             with phase(log, "pull request"):
                 verdicts = pull_request_verdicts(settings, results, links, github, log)
-    if settings.leg_metadata is not None and settings.backend and settings.run_id is not None:
-        write_leg_metadata(settings, links.sources(settings.run_id)(settings.backend), log)
     return _Outcome(saved=saved, published=published, verdicts=verdicts)
 
 
@@ -301,16 +293,6 @@ def _summarize(
             publish_job_summary(files, outcome, log)
 
 
-def _check_fan_in(settings: Settings) -> None:
-    """Refuse what a fan-in job (``--legs``) cannot do, before anything is read or written."""
-    if settings.legs and settings.matrix_size is not None:
-        raise UsageError(
-            f"{settings.named('legs')} and {settings.named('matrix_size')} do not go together: "
-            f"matrix-size is for legs that each write to the branch; a fan-in job (legs) reads "
-            f"every leg's file and commits once"
-        )
-
-
 def _commit_message(settings: Settings, collected: Collected) -> str:
     backends = sorted(collected.backends)
     shown = ", ".join(backends[:COMMIT_BACKENDS]) + (
@@ -334,13 +316,9 @@ def _save_and_publish(
             saved = store.update(change)
             step.done(f"{saved.merged.changed_cells} cell(s) changed")
         published = Published(urls=saved.urls, index_url=saved.index_url)
-        if Target.ISSUE in targets and Target.BRANCH in targets and saved.rendered:
-            # The leg that completes a matrix run publishes what every leg brought.
-            from ivy_matrix.commands.publish import every_dashboard  # noqa: PLC0415  -- see COMMIT_BACKENDS
-
-            shown = every_dashboard(saved) if settings.matrix_size else saved
+        if Target.ISSUE in targets and Target.BRANCH in targets:
             with phase(log, "issues"):
-                published = publish_issue_target(settings, github, log, shown, published)
+                published = publish_issue_target(settings, github, log, saved, published)
     except ReadOnlyTokenError:
         log.warning(READ_ONLY_ADVICE)
         merged = change({})

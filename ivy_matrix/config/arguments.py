@@ -17,24 +17,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from ivy_matrix import __version__
-from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, Kind
+from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, RETIRED, Kind
 from ivy_matrix.errors import UsageError
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
 _UPDATE_OPTIONS = tuple(o.name for o in OPTIONS if o.name != "leg_file")
-# What compare does not use: it records nothing, writes no dashboards, issues or leg metadata.
+# What compare does not use: it records nothing, writes no dashboards or issues.
 _NOT_COMPARE = frozenset(
     {
         "lock_timeout",
         "output_dir",
         "html",
         "summary_json",
-        "leg_metadata",
         "legs",
-        "matrix_size",
-        "matrix_index",
         "issue_label",
         "pin_index",
         "issue_writes_per_hour",
@@ -54,6 +51,7 @@ _COLLECT_OPTIONS = (
     *("dashboard", "config", "run_id", "run_attempt", "job_id", "repository"),
     *("server_url", "leg_file", "fail_on", "dry_run", "sha", "ref", "pr", "head_sha"),
     *("env_command", "track_packages", "backend_version", "redact"),
+    *RETIRED,  # given, they stop the run naming what to use instead
 )
 _METAVARS = {
     "backend": "NAME",
@@ -206,7 +204,8 @@ def _add_options(sub: argparse.ArgumentParser, names: Sequence[str]) -> None:
         if option.name not in names:
             continue
         default = f" (default: {option.default})" if option.default else ""
-        help_text = option.help + default
+        # A retired option is accepted only to stop the run, naming what to use: not shown.
+        help_text = argparse.SUPPRESS if option.name in RETIRED else option.help + default
         if option.kind is Kind.LIST:
             metavar = _METAVARS.get(option.name, _KIND_METAVARS[option.kind])
             sub.add_argument(

@@ -1,7 +1,8 @@
 """Every setting ivy-matrix has: its name, kind, default, choices and help (``OPTIONS``).
 
-Pure: definitions, the conversion of a given value to the option's kind, and the parsing and
-checks of a few values (``targets``, ``matrix-size`` with ``matrix-index``). config/settings.py
+Pure: definitions, the conversion of a given value to the option's kind, and the parsing of
+``targets``; the options retired in 0.3.0 (:data:`RETIRED`) and what stops the run when one is
+given. config/settings.py
 resolves the values (command line, environment, config file, runner, default); cli.py builds
 the command line from ``OPTIONS``; ``tests/test_action_yml.py`` checks that action.yml and
 docs/options.md list the same options with the same defaults. Each default is stated here only:
@@ -26,7 +27,6 @@ from ivy_matrix.results.signature import DEFAULT_ALIASES
 from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.state.trend import DEFAULT_POINTS
 from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT
-from ivy_matrix.stores.layout import MAX_MATRIX_SIZE
 from ivy_matrix.views.dashboards import Style
 
 _T = TypeVar("_T")
@@ -35,6 +35,12 @@ ENV_PREFIX = "IVY_MATRIX_"
 DEFAULT_STORE = ".ivy-matrix"
 DEFAULT_RETIRE_AFTER_RUNS = 100
 MAX_RETIRE_AFTER_RUNS = RUNS_KEPT
+# Where the docs give the one recipe for a matrix: the legs collect, one job after them writes.
+FAN_IN_RECIPE = "docs/workflows.md#a-fan-in-job-after-the-matrix-any-width"
+# Options of 0.2.0 that 0.3.0 retired with the ways legs wrote the dashboards themselves (one
+# writer per run). Still declared (action input, flag, variable, config key) only so that a
+# workflow that gives one stops with a message naming what to use instead (exit 2).
+RETIRED = ("leg_metadata", "matrix_size", "matrix_index")
 
 
 class FailOn(StrEnum):
@@ -216,9 +222,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "leg_metadata",
-        Kind.PATH,
-        "deprecated, use collect: write this leg's backend, run and job to this file (a "
-        "fan-in job reads ivy-matrix-leg.json files beside result files)",
+        Kind.STR,
+        "retired in 0.3.0: stops the run; legs run collect (their leg file names their job) "
+        "and the job after the matrix update --legs (the fan-in)",
     ),
     Option(
         "legs",
@@ -234,11 +240,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "matrix_size",
-        Kind.INT,
-        "the number of legs of the matrix (strategy.job-total), at most 256: each leg then "
-        "queues its results in the branch's inbox, one leg at a time folds them",
+        Kind.STR,
+        "retired in 0.3.0: stops the run; legs run collect and the job after the matrix "
+        "update --legs (the fan-in)",
     ),
-    Option("matrix_index", Kind.INT, "this leg's index (strategy.job-index), with matrix-size"),
+    Option("matrix_index", Kind.STR, "retired in 0.3.0, with matrix-size: stops the run"),
     Option("issue_label", Kind.STR, "the label that marks dashboard issues", default=DEFAULT_LABEL),
     Option(
         "pin_index",
@@ -401,24 +407,16 @@ def parse_targets(values: tuple[str, ...], named: str = "--targets") -> tuple[Ta
     return tuple(dict.fromkeys(Target(n) for n in names))
 
 
-def check_matrix(size: int | None, index: int | None, named: Callable[[str], str] = _flag) -> None:
-    """``matrix-size`` and ``matrix-index``: both or neither, and the index within the size.
-    ``named(option)``: the setting as the user gave it, for the message."""
-    if size is None and index is None:
-        return
-    size_name, index_name = named("matrix_size"), named("matrix_index")
-    if size is None or index is None:
-        raise UsageError(
-            f"{size_name} and {index_name} go together: pass both "
-            "(${{ strategy.job-total }} and ${{ strategy.job-index }}), or neither"
-        )
-    if not 1 <= size <= MAX_MATRIX_SIZE:
-        raise UsageError(
-            f"{size_name} got {size}: a matrix has 1 to {MAX_MATRIX_SIZE} legs (pass "
-            f"strategy.job-total)"
-        )
-    if not 0 <= index < size:
-        raise UsageError(
-            f"{index_name} got {index} with {size_name} {size}: the index must be "
-            f"0 to {size - 1} (pass strategy.job-index and strategy.job-total)"
-        )
+def retired_problem(given: Iterable[str], named: Callable[[str], str]) -> str | None:
+    """What to tell a user who gave options of :data:`RETIRED` (their names, as ``named``
+    spells them), or None when ``given`` holds none."""
+    retired = [name for name in RETIRED if name in set(given)]
+    if not retired:
+        return None
+    what = " and ".join(named(name) for name in retired)
+    return (
+        f"{what}: retired in ivy-matrix 0.3.0, where one job per run writes the dashboards. "
+        f"Give the matrix legs command: collect (ivy-matrix collect) and one job after them "
+        f"command: fan-in (ivy-matrix update --legs); the recipe is {FAN_IN_RECIPE}, or use "
+        f"a release 0.2 pin to keep the old set-up"
+    )

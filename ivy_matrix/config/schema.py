@@ -14,6 +14,7 @@ import json
 from ivy_matrix.config.options import (
     MAX_RETIRE_AFTER_RUNS,
     OPTIONS,
+    RETIRED,
     Kind,
     Option,
 )
@@ -27,8 +28,6 @@ _LIMITS = {
     "lock_timeout": {"minimum": 0},
     "run_attempt": {"minimum": 1},
     "retire_after_runs": {"minimum": 0, "maximum": MAX_RETIRE_AFTER_RUNS},
-    "matrix_size": {"minimum": 1},
-    "matrix_index": {"minimum": 0},
     "run_id": {"minimum": 0},
     "job_id": {"minimum": 0},
     "pr": {"minimum": 0},
@@ -80,7 +79,7 @@ def config_schema() -> dict[str, object]:
     """The schema, as a JSON document."""
     properties: dict[str, object] = {}
     for option in OPTIONS:
-        if option.name in NOT_IN_FILE:
+        if option.name in NOT_IN_FILE or option.name in RETIRED:  # retired: flagged as unknown
             continue
         default = f" (default: {option.default})" if option.default else ""
         entry = {"description": option.help + default, **_value_schema(option)}

@@ -27,9 +27,9 @@ from ivy_matrix.config.options import (
     FailOn,
     IfNoFilesFound,
     Target,
-    check_matrix,
     option_default,
     parse_targets,
+    retired_problem,
     spell,
 )
 from ivy_matrix.errors import UsageError
@@ -115,11 +115,8 @@ class Settings:
     api_url: str = field(default_factory=_defaults("api_url", str))
     budget_warning: int = field(default_factory=_defaults("budget_warning", int))
     job_name: str | None = None
-    leg_metadata: Path | None = None
     legs: tuple[str, ...] = ()
     leg_file: Path | None = None
-    matrix_size: int | None = None
-    matrix_index: int | None = None
     issue_label: str = field(default_factory=_defaults("issue_label", str))
     pin_index: bool = field(default_factory=_defaults("pin_index", bool))
     issue_writes_per_hour: int = field(default_factory=_defaults("issue_writes_per_hour", int))
@@ -258,6 +255,9 @@ def load_settings(given: Mapping[str, object], env: Mapping[str, str] | None = N
     values, rules, origins = resolve_layers(given, env)
     settings = _from_options(values, rules, origins)
     settings = _with_runner(_with_event(settings, values, env), env)
+    retired = retired_problem(values, settings.named)
+    if retired is not None:
+        raise UsageError(retired)
     settings = replace(settings, secrets=_secrets(settings.token, env))
     _check(settings)
     return settings
@@ -324,9 +324,6 @@ def _from_options(
         api_url=_value(values, "api_url", str),
         budget_warning=_value(values, "budget_warning", int),
         job_name=_get(values, "job_name", str),
-        matrix_size=_get(values, "matrix_size", int),
-        matrix_index=_get(values, "matrix_index", int),
-        leg_metadata=_get(values, "leg_metadata", Path),
         legs=_get(values, "legs", tuple) or (),
         leg_file=_get(values, "leg_file", Path),
         issue_label=_value(values, "issue_label", str),
@@ -403,7 +400,6 @@ def _check_token(settings: Settings) -> None:
 def _check(settings: Settings) -> None:
     named = settings.named
     _check_numbers(settings)
-    check_matrix(settings.matrix_size, settings.matrix_index, named)
     if settings.repository is not None and not re.fullmatch(
         r"[^/\s]+/[^/\s]+", settings.repository
     ):

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
-from ivy_matrix.errors import GitHubAPIError, UsageError
+from ivy_matrix.errors import UsageError
 from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.github.types import GitHubAPI, Spend
 from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
@@ -133,17 +133,6 @@ class Connection:
                 )
             self._git = self.remote.git(self.server_url, self.repository, self.token)
         return self._git
-
-    def job_finished(self, job_id: int) -> bool | None:
-        """Whether GitHub says the job has finished (None: it cannot say, e.g. no
-        ``actions: read``): how a waiting leg tells a gone folder from a slow one."""
-        if not self.available:
-            return None
-        try:
-            status = self.client.get_job_status(self.repository, job_id)
-        except GitHubAPIError:
-            return None
-        return None if status is None else status == "completed"
 
     def spent(self) -> Spend | None:
         """What the client spent of GitHub's budgets (None: it was never opened)."""

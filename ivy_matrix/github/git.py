@@ -59,23 +59,6 @@ class GitCalls(Transport):
             self._jobs[key] = jobs
         return list(jobs)
 
-    def get_job_status(self, repo: str, job_id: int) -> str | None:
-        """A job's status (``queued``, ``in_progress``, ``completed``), or None when GitHub
-        does not say (no such job, or no ``actions: read``). One request."""
-        url = f"{repo_path(repo)}/actions/jobs/{job_id}"
-
-        def request() -> str | None:
-            try:
-                _, data = self._json("GET", url)
-            except HTTPError as error:
-                if error.status in {403, 404}:
-                    return None
-                raise
-            status = data.get("status") if isinstance(data, dict) else None
-            return str(status) if status else None
-
-        return self._call(f"reading job {job_id} of {repo}", ACTIONS_READ, request)
-
     def get_branch_head(self, repo: str, branch: str) -> str | None:
         """The commit sha ``branch`` points at, or None if there is no such branch."""
         path = f"heads/{branch_path(branch)}"

@@ -5,16 +5,16 @@ repository's remote with the ``git`` program (``github/git_process.py`` runs it,
 HTTP header). :class:`GitTransport` offers what the branch store needs
 (``stores/remote.py`` ``BranchRemote``):
 
-- :meth:`read_refs`: one ``git fetch --depth=1`` of the branch tip and every ref under a prefix
-  (the inbox), with their objects; a fetch after the first sends only what changed;
+- :meth:`read_tip`: one ``git fetch --depth=1`` of the branch tip, with its objects; a fetch
+  after the first sends only what changed;
 - :meth:`read_ref`: one ``git fetch --depth=1`` of one ref (the pull request's verdict ref),
   with its objects;
 - :meth:`list_refs`: one ``git ls-remote`` of a prefix (two HTTP requests, no objects);
 - trees, blobs and new objects are read and written locally (no request at all; what they
   hold passes the guard, runner/guard.py);
-- :meth:`update_refs`: one ``git push`` of several ref changes, each a compare-and-swap
-  (``--force-with-lease=<ref>:<expected>``, empty for "must not exist"), all or none with
-  ``atomic``; a push that is not a fast-forward of what the remote holds is refused.
+- :meth:`update_ref`: one ``git push`` of one ref, a compare-and-swap
+  (``--force-with-lease=<ref>:<expected>``, empty for "must not exist"); a push that is not a
+  fast-forward of what the remote holds is refused.
 
 Why git and not the REST git-data API (chosen by measurement, bench/README.md): git
 operations do not count against the REST API's rate limits (GitHub Support, quoted in
@@ -23,13 +23,11 @@ a fetch reads the whole branch in two or three HTTP requests however many files 
 push sends a compressed pack (Ivy's 5 MB of pages fetch as about 40 KB; a change of a few
 pages pushes a few KB) where the REST API sends every file whole. GitHub does throttle git
 traffic that overloads it (community discussion #24841; create-pull-request#855 saw abuse
-detection on pushes), so ivy-matrix still pushes little: one push per matrix leg, one per fold.
+detection on pushes), so ivy-matrix still pushes little: one push per run.
 
 Retrying: a transfer that fails transiently (5xx, dropped connection) is retried with backoff;
-after a failed push the remote's refs are listed to see what landed (a push can land and still
-answer an error), and only what did not is pushed again; an atomic push only as a whole (had
-another writer moved one of its refs since, pushing the rest alone would delete folded inbox
-refs without the commit that holds their results).
+after a failed push the remote's ref is listed to see whether it landed (a push can land and
+still answer an error), and it is pushed again only when the ref still holds what it held.
 """
 
 from __future__ import annotations
@@ -70,7 +68,6 @@ BACKOFF_CAP = 30.0
 _ZERO = "0" * 40
 # Where the fetched refs are kept in the private repository.
 _BRANCH_REF = "refs/ivy/branch"
-_LISTED = "refs/ivy/listed/"
 _READ = "refs/ivy/read/"
 # Porcelain flags of ``git push`` that mean the ref now has the value we pushed.
 _ACCEPTED = frozenset(" +-*=")
@@ -118,36 +115,21 @@ class GitTransport:
 
     # ------------------------------------------------------------------ the remote
 
-    def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]:
-        """(the branch's tip or None, every ref under ``prefix`` (None: none)), objects
-        fetched."""
+    def read_tip(self, branch: str) -> str | None:
+        """The branch's tip, its objects fetched; None when the branch does not exist yet."""
         what = f"fetching branch {branch!r} of {self.url}"
-        listed = [] if prefix is None else [f"+{prefix}*:{_LISTED}*"]
         try:
-            self._remote(
-                lambda: self._fetch([f"+refs/heads/{branch}:{_BRANCH_REF}", *listed], what),
-                what,
-            )
-            tip: str | None = self._local_ref(_BRANCH_REF)
+            self._remote(lambda: self._fetch([f"+refs/heads/{branch}:{_BRANCH_REF}"], what), what)
         except GitCommandError as error:
             if "couldn't find remote ref" not in str(error).lower():
                 raise
-            # No branch yet: the inbox alone (and no tip: the first commit creates it). Not
-            # shallow: inbox commits have no parent, and git fails a shallow fetch that finds
-            # no ref at all.
-            if listed:
-                self._remote(lambda: self._fetch(listed, what, shallow=False), what)
-            tip = None
-        if prefix is None:
-            return tip, {}
-        found = self._local_refs(_LISTED)
-        return tip, {prefix + name.removeprefix(_LISTED): sha for name, sha in found.items()}
+            return None  # the first commit creates it
+        return self._local_ref(_BRANCH_REF)
 
-    def _fetch(self, refspecs: Sequence[str], what: str, *, shallow: bool = True) -> None:
+    def _fetch(self, refspecs: Sequence[str], what: str) -> None:
         self.fetches += 1
-        depth = ["--depth=1"] if shallow else []
         self._git.run(
-            "fetch", "--no-tags", "--prune", "--quiet", *depth, self.url, *refspecs, what=what
+            "fetch", "--no-tags", "--prune", "--quiet", "--depth=1", self.url, *refspecs, what=what
         )
 
     def read_ref(self, ref: str) -> str | None:
@@ -178,17 +160,14 @@ class GitTransport:
                 refs[name] = sha
         return refs
 
-    def update_refs(self, updates: Sequence[RefUpdate], *, atomic: bool) -> dict[str, bool]:
-        """Push ``updates`` (each a compare-and-swap); which ones the remote took. With
-        ``atomic`` all or none land. A push whose answer was lost is checked, not repeated
-        blindly (see the module docstring)."""
-        what = f"pushing {len(updates)} ref(s) to {self.url}"
-        left = list(updates)
-        done: dict[str, bool] = {}
+    def update_ref(self, update: RefUpdate) -> bool:
+        """Push ``update`` (a compare-and-swap); whether the remote took it. A push whose
+        answer was lost is checked, not repeated blindly (see the module docstring)."""
+        what = f"pushing {update.ref} to {self.url}"
         attempt = 0
         while True:
             try:
-                done.update(self._push(left, atomic=atomic, what=what))
+                landed = self._push(update, what=what)
             except GitCommandError as error:
                 if error.failure is not Failure.TRANSIENT or attempt >= self._retries:
                     raise
@@ -196,60 +175,27 @@ class GitTransport:
                 attempt += 1
                 if _before_sending(str(error)):
                     continue  # the push never started: nothing can have landed
-                landed = self._landed(left, what)
-                if atomic and set(landed.values()) != {None}:
-                    # All or nothing: it landed as a whole, or (a ref moved since, by another
-                    # writer) it did not; never push the rest of it on its own.
-                    whole = set(landed.values()) == {True}
-                    return done | {u.ref: whole for u in left}
-                done.update({ref: ok for ref, ok in landed.items() if ok is not None})
-                left = [u for u in left if landed[u.ref] is None]
-                if not left:
-                    return done
+                now = self._remote(lambda: self._ls_remote([update.ref], what), what)
+                found = now.get(update.ref)
+                if found != update.old:  # ours, or another writer's: pushing again is moot
+                    return found == update.new
                 continue
             self._contacted = True
-            return done
+            return landed
 
-    def _push(self, updates: Sequence[RefUpdate], *, atomic: bool, what: str) -> dict[str, bool]:
+    def _push(self, update: RefUpdate, *, what: str) -> bool:
         self.pushes += 1
-        leases = [f"--force-with-lease={u.ref}:{u.old or ''}" for u in updates]
-        specs = [f"{u.new or ''}:{u.ref}" for u in updates]
-        flags = ["--atomic"] if atomic else []
         done = self._git.run(
-            "push", "--porcelain", "--no-verify", *flags, *leases, self.url, *specs,
-            what=what, check=False,
+            "push", "--porcelain", "--no-verify",
+            f"--force-with-lease={update.ref}:{update.old or ''}", self.url,
+            f"{update.new}:{update.ref}", what=what, check=False,
         )  # fmt: skip
-        answered: dict[str, bool] = {}
         for line in done.stdout.decode(errors="replace").splitlines():
             flag, _, rest = line.partition("\t")
             spec = rest.split("\t", 1)[0]
-            if len(flag) == 1 and ":" in spec:
-                answered[spec.rsplit(":", 1)[1]] = flag in _ACCEPTED
-        if all(u.ref in answered for u in updates):
-            return {u.ref: answered[u.ref] for u in updates}
-        stderr = done.stderr.decode("utf-8", errors="replace")
-        if "does not support --atomic" in stderr and atomic:
-            # An old server: one after another, the first (the branch) first.
-            result: dict[str, bool] = {}
-            for update in updates:
-                ok = self._push([update], atomic=False, what=what)[update.ref]
-                result[update.ref] = ok
-                if not ok:
-                    return result | {u.ref: False for u in updates if u.ref not in result}
-            return result
-        raise failed(what, stderr)
-
-    def _landed(self, updates: Sequence[RefUpdate], what: str) -> dict[str, bool | None]:
-        """After a push whose answer was lost: per ref, True if it holds what we pushed, False
-        if it holds something else, None if it still holds what we expected (push again)."""
-        current = self._remote(lambda: self._ls_remote([u.ref for u in updates], what), what)
-        found: dict[str, bool | None] = {}
-        for update in updates:
-            now = current.get(update.ref)
-            found[update.ref] = (
-                True if now == update.new else (None if now == update.old else False)
-            )
-        return found
+            if len(flag) == 1 and spec.endswith(f":{update.ref}"):
+                return flag in _ACCEPTED
+        raise failed(what, done.stderr.decode("utf-8", errors="replace"))
 
     def _remote(self, request: Callable[[], _T], what: str) -> _T:
         """``request`` (a command that talks to the remote), retried while it fails
@@ -284,16 +230,6 @@ class GitTransport:
         )
         sha = done.stdout.decode().strip()
         return sha or None
-
-    def _local_refs(self, prefix: str) -> dict[str, str]:
-        done = self._git.run(
-            "for-each-ref", "--format=%(objectname) %(refname)", prefix, what="listing refs"
-        )
-        refs = {}
-        for line in done.stdout.decode().splitlines():
-            sha, _, name = line.partition(" ")
-            refs[name] = sha
-        return refs
 
     def tree(self, commit: str) -> Tree:
         """The files of ``commit`` (path -> blob sha) and its tree's sha."""
@@ -331,11 +267,6 @@ class GitTransport:
             except UnicodeDecodeError:
                 raise GitHubAPIError(f"{what} failed: blob {sha[:12]} is not UTF-8 text") from None
         return texts
-
-    def commit_message(self, sha: str) -> str:
-        """The message of a fetched commit ("" when it is not here)."""
-        done = self._git.run("cat-file", "commit", sha, what="reading a commit", check=False)
-        return done.stdout.decode("utf-8", errors="replace").partition("\n\n")[2]
 
     def _write_blob(self, data: bytes) -> str:
         """Store ``data`` as a loose object (git's own format), return its sha."""

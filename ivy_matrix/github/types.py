@@ -28,14 +28,12 @@ class Tree:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RefUpdate:
-    """One ref change of a push, a compare-and-swap: ``ref`` (a full name, ``refs/...``) from
-    ``old`` (None: it must not exist yet) to ``new`` (None: delete it). ``force``: ``new`` is
-    not a descendant of ``old`` (git compares and swaps all the same; the REST API cannot)."""
+    """One ref moved by compare-and-swap: ``ref`` (a full name, ``refs/...``) from ``old``
+    (None: it must not exist yet) to ``new``, a descendant of ``old``."""
 
     ref: str
-    new: str | None
+    new: str
     old: str | None
-    force: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,8 +126,6 @@ class GitHubAPI(IssueAPI, Protocol):
     each declare a part of)."""
 
     def list_run_jobs(self, repo: str, run_id: int, attempt: int) -> list[Job]: ...
-
-    def get_job_status(self, repo: str, job_id: int) -> str | None: ...
 
     def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]: ...
 

@@ -124,7 +124,7 @@ class VerdictRef:
         commit = self.remote.write_commit(message, tree, parents)
         update = RefUpdate(ref=self.ref, new=commit, old=tip)
         try:
-            moved = self.remote.update_refs([update], atomic=True).get(self.ref, False)
+            moved = self.remote.update_ref(update)
         except ReadOnlyTokenError:
             raise
         except GitHubAPIError:

@@ -1,7 +1,7 @@
-"""Which job of a workflow run produced a leg's results, the small file that says so, and the
-job and run URLs cells link (built, and read back out of adopted links).
+"""Which job of a workflow run produced a leg's results, and the job and run URLs cells link
+(built, and read back out of adopted links).
 
-Pure: no I/O (``commands/job_links.py`` lists the jobs and reads and writes the metadata files).
+Pure: no I/O (``commands/job_links.py`` lists the jobs).
 
 **Finding the current job** (when ``job.check_run_id`` is not available: GHES, act, other
 runners). The jobs of the current run attempt are listed once (``github.client.list_run_jobs``)
@@ -17,53 +17,22 @@ and :func:`find_job` picks one:
    matches ``pattern (v1, v2, ...)`` when one of the values is the backend.
 
 A job is returned only when the match is unique; otherwise ``None`` and the caller links the run.
-
-**Fan-in**: a job that renders the results of several legs reads the metadata each leg wrote
-beside its results.
-
-**Leg metadata file** ``ivy-matrix-leg.json`` (UTF-8 JSON, one object, at most 64 KiB)::
-
-    {"format": "ivy-matrix-leg", "version": 1, "backend": "torch",
-     "run_id": 4519946746, "run_attempt": 1, "job_id": 12345678901,
-     "job_url": "https://github.com/o/r/actions/runs/4519946746/job/12345678901"}
-
-- ``backend`` (non-empty string), ``run_id`` (positive integer), ``run_attempt`` (integer >= 1);
-- ``job_id``: the job's id, or ``null`` when the leg could not find it;
-- ``job_url``: the link for the leg's cells (the job page, else the run page), ``http(s)://``;
-- ``format``/``version`` are optional when reading (version 1 is assumed); other keys are
-  ignored, so later versions can add some. The file may come from a fork's artifact, so it is
-  checked as untrusted input: a value of the wrong type or a URL that is not plain http(s) is
-  refused with a message naming the file.
-
-A fan-in job then checks each file against the run it is processing
-(:func:`leg_metadata_problem`): the same run id, an attempt no later than this one (a re-run's
-fan-in job may read legs of earlier attempts), and a link that is exactly this repository's page
-of that job (``{server}/{owner}/{repo}/actions/runs/{run_id}/job/{job_id}``), or of the run when
-``job_id`` is null. Files written by another run, repository or server, or with any other link,
-are refused: a fork's artifact cannot pin cells to a run from the future or link them elsewhere.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ivy_matrix.errors import InputError
 from ivy_matrix.model import RunKey
 
-LEG_METADATA_NAME = "ivy-matrix-leg.json"
-LEG_FORMAT = "ivy-matrix-leg"
-LEG_VERSION = 1
-MAX_LEG_METADATA_BYTES = 64 * 1024
 # GitHub shows job names of more than 100 characters as their first 97 and "...".
 JOB_NAME_LIMIT = 100
 _KEPT = 97
 _ELLIPSIS = "..."
 _CALLER_SEPARATOR = " / "
 _IN_PROGRESS = "in_progress"
-_SAFE_URL = re.compile(r"https?://[^\s\"'<>`\\]+")
 
 DEFAULT_SERVER_URL = "https://github.com"
 
@@ -217,132 +186,3 @@ def _best_by_name(jobs: Iterable[Job], pattern: str, backend: str | None) -> Job
     best = max(quality for quality, _ in scored)
     winners = [job for quality, job in scored if quality == best]
     return winners[0] if len(winners) == 1 else None
-
-
-# --------------------------------------------------------------------------- leg metadata
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LegMetadata:
-    """What one matrix leg tells a fan-in job about the results beside it."""
-
-    backend: str
-    run_id: int
-    run_attempt: int
-    job_id: int | None
-    job_url: str
-
-    @property
-    def run(self) -> RunKey:
-        """Where the leg's results stand in run order (job id ``-1`` when unknown)."""
-        return RunKey(self.run_id, self.run_attempt, -1 if self.job_id is None else self.job_id)
-
-
-def leg_metadata_json(metadata: LegMetadata) -> str:
-    """The text of a leg metadata file (deterministic; see the module docstring)."""
-    _check_metadata(metadata, where="leg metadata")
-    document = {
-        "format": LEG_FORMAT,
-        "version": LEG_VERSION,
-        "backend": metadata.backend,
-        "run_id": metadata.run_id,
-        "run_attempt": metadata.run_attempt,
-        "job_id": metadata.job_id,
-        "job_url": metadata.job_url,
-    }
-    return json.dumps(document, ensure_ascii=False, indent=1) + "\n"
-
-
-def _integer(document: dict[str, object], key: str, where: str, *, optional: bool) -> int | None:
-    value = document.get(key)
-    if value is None and optional:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InputError(f"leg metadata {where}: '{key}' must be an integer, got {value!r:.60}")
-    return value
-
-
-def run_ids_problem(run_id: int, run_attempt: int, job_id: int | None) -> str | None:
-    """What is wrong with a leg's run, attempt and job ids as a file gives them, or None."""
-    if run_id <= 0:
-        return f"'run_id' must be positive, got {run_id}"
-    if run_attempt < 1:
-        return f"'run_attempt' must be 1 or more, got {run_attempt}"
-    if job_id is not None and job_id <= 0:
-        return f"'job_id' must be positive or null, got {job_id}"
-    return None
-
-
-def _check_metadata(metadata: LegMetadata, *, where: str) -> None:
-    problem = None
-    if not metadata.backend.strip():
-        problem = "'backend' is empty"
-    elif ids := run_ids_problem(metadata.run_id, metadata.run_attempt, metadata.job_id):
-        problem = ids
-    elif not _SAFE_URL.fullmatch(metadata.job_url):
-        problem = f"'job_url' must be an http(s) URL, got {metadata.job_url!r:.80}"
-    if problem is not None:
-        raise InputError(f"leg metadata {where}: {problem}")
-
-
-def parse_leg_metadata(text: str, *, where: str) -> LegMetadata:
-    """Read a leg metadata document; :class:`InputError` naming ``where`` if it is not one."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InputError(f"leg metadata {where}: not JSON ({error})") from None
-    if not isinstance(document, dict):
-        raise InputError(f"leg metadata {where}: expected a JSON object")
-    found_format = document.get("format", LEG_FORMAT)
-    if found_format != LEG_FORMAT:
-        raise InputError(f"leg metadata {where}: format {found_format!r} is not {LEG_FORMAT!r}")
-    version = document.get("version", LEG_VERSION)
-    if not isinstance(version, int) or isinstance(version, bool) or version > LEG_VERSION:
-        raise InputError(
-            f"leg metadata {where}: version {version!r} is newer than this ivy-matrix "
-            f"understands ({LEG_VERSION}); use the same ivy-matrix version in every job"
-        )
-    backend, job_url = document.get("backend"), document.get("job_url")
-    if not isinstance(backend, str):
-        raise InputError(f"leg metadata {where}: 'backend' must be a string")
-    if not isinstance(job_url, str):
-        raise InputError(f"leg metadata {where}: 'job_url' must be a string")
-    run_id = _integer(document, "run_id", where, optional=False)
-    run_attempt = _integer(document, "run_attempt", where, optional=False)
-    assert run_id is not None
-    assert run_attempt is not None
-    metadata = LegMetadata(
-        backend=backend,
-        run_id=run_id,
-        run_attempt=run_attempt,
-        job_id=_integer(document, "job_id", where, optional=True),
-        job_url=job_url,
-    )
-    _check_metadata(metadata, where=where)
-    return metadata
-
-
-def leg_metadata_problem(
-    metadata: LegMetadata,
-    *,
-    run_id: int | None,
-    run_attempt: int,
-    repository: str | None,
-    server_url: str,
-) -> str | None:
-    """Why a leg's metadata does not belong to the run being processed, or None if it does."""
-    if run_id is None or not repository:
-        return "this job's run and repository are unknown (give --run-id and --repository)"
-    if metadata.run_id != run_id:
-        return f"it is for run {metadata.run_id}, not this run ({run_id})"
-    if metadata.run_attempt > run_attempt:
-        return f"it is for attempt {metadata.run_attempt}, later than this one ({run_attempt})"
-    expected = (
-        run_url(server_url, repository, run_id)
-        if metadata.job_id is None
-        else job_url(server_url, repository, run_id, metadata.job_id)
-    )
-    # Host, owner and repository names are not case-sensitive on GitHub.
-    if metadata.job_url.casefold() != expected.casefold():
-        return f"its job_url {metadata.job_url!r:.100} is not {expected}"
-    return None

@@ -36,9 +36,8 @@ fan-in job needs neither the XML nor the naming options.
   ``.`` no result), with the cases of cells that hold more than one and the first line of each
   failure (leg_cells.py has the details). 28,000 cells are about 28 KB plus the row names.
 
-Version 1 of the format was the metadata-only file of the deprecated ``leg-metadata`` option
-(``jobs.py``); it holds no results and is refused here with a message saying so. Keys this
-version does not know are ignored, so later versions can add some; a newer version is refused.
+Keys this version does not know are ignored, so later versions can add some; another version
+is refused (version 1 was the metadata-only file of the retired ``leg-metadata`` option).
 
 **Untrusted input.** A leg file may come from a fork's artifact, so every value is checked
 (types; sizes: at most :data:`MAX_LEG_FILE_BYTES` and the ``MAX_LEG_*`` counts of cells,
@@ -65,7 +64,6 @@ from ivy_matrix.model import DashboardId, FileCounts, ParseProblem, RunKey
 from ivy_matrix.redaction import Redactor
 from ivy_matrix.results.collector import CellResult, Collected, combine_results
 from ivy_matrix.results.environment import Env, env_of, redacted_env
-from ivy_matrix.results.jobs import LEG_FORMAT, run_ids_problem
 from ivy_matrix.results.junit import MESSAGE_CAP
 from ivy_matrix.results.leg_cells import (
     NO_RESULT,
@@ -76,6 +74,7 @@ from ivy_matrix.results.leg_cells import (
     keyed,
 )
 
+LEG_FORMAT = "ivy-matrix-leg"
 LEG_FILE_VERSION = 2
 # What one leg file may hold, about ten times what a large leg writes: a leg of 7,000 test
 # cases (Ivy's matrix: 128 legs, 28,000 cells) writes 7,000 cells and rows in 0.1 to 1 MB
@@ -215,11 +214,6 @@ def _check_version(document: dict[str, object], where: str) -> None:
     if found != LEG_FORMAT:
         raise InputError(f"leg file {where}: format {found!r:.60} is not {LEG_FORMAT!r}")
     version = document.get("version")
-    if version == 1:
-        raise InputError(
-            f"leg file {where}: version 1 is leg metadata (the leg-metadata option) and holds no "
-            f"results; write leg files with ivy-matrix collect (the action's command: collect)"
-        )
     if version != LEG_FILE_VERSION:
         raise InputError(
             f"leg file {where}: version {version!r:.20} is not {LEG_FILE_VERSION}, the version "
@@ -260,6 +254,17 @@ def _check_sizes(document: Mapping[str, object]) -> None:
 
 def _keys(value: object) -> list[str]:
     return list(value) if isinstance(value, dict) else []
+
+
+def run_ids_problem(run_id: int, run_attempt: int, job_id: int | None) -> str | None:
+    """What is wrong with a leg's run, attempt and job ids as a file gives them, or None."""
+    if run_id <= 0:
+        return f"'run_id' must be positive, got {run_id}"
+    if run_attempt < 1:
+        return f"'run_attempt' must be 1 or more, got {run_attempt}"
+    if job_id is not None and job_id <= 0:
+        return f"'job_id' must be positive or null, got {job_id}"
+    return None
 
 
 def _info(document: Mapping[str, object]) -> LegInfo:

@@ -52,9 +52,6 @@ class Saved:
     converged: bool = True
     urls: Mapping[str, str] = field(default_factory=dict)
     index_url: str | None = None
-    # False when a matrix leg saved only its results, and the leg that completes the run
-    # renders (stores/branch.py): ``merged`` then holds only the dashboards the leg read.
-    rendered: bool = True
 
 
 class Store(Protocol):

@@ -1,29 +1,22 @@
 """Dashboard state and rendered dashboards, committed to a branch of the repository.
 
 I/O, through a :class:`~ivy_matrix.stores.remote.BranchRemote`: git's own protocol (one fetch
-to read, one push to write; no REST request) or the REST git-data API. This module holds the
-two update paths; what a commit writes is ``stores/commit.py``, a commit itself
-``stores/committer.py``, reading ``stores/snapshot.py``, the inbox ``stores/inbox.py`` and
-``stores/queue.py``, the paths ``stores/layout.py``.
+to read, one push to write; no REST request) or the REST git-data API. What a commit writes is
+``stores/commit.py``, a commit itself ``stores/committer.py``, reading ``stores/snapshot.py``,
+the paths ``stores/layout.py``.
 
 *Every commit keeps the branch a render of its state* (layout 2): the dashboards it changed,
 their pages, the index file and the index page, in one commit, so the markdown on the branch
 always equals a render of the state there.
 
-**An update with a scope** (``update``: it knows the dashboards its results touch):
-
-1. read the branch tip and the inbox (git: one fetch; REST: two requests), then only the
-   touched dashboards' documents and the small files (the index file says what the others
-   hold); merge its results, reading also the dashboards the store-wide retirement reaches;
-2. nothing differs: stop, with no write at all (an identical re-run);
-3. not a matrix leg and the inbox idle: commit straight to the branch, one compare-and-swap
-   try (one push, or tree + commit + ref);
-4. otherwise (a matrix leg, or that try lost): queue in the inbox and see the results folded
-   by one leg at a time (``stores/queue.py``).
-
-**An update without one** (``adopt``, ``prune``, ``publish``): read everything, change,
-commit what differs, retrying the compare-and-swap from a fresh read (retries re-read only
-what changed), up to ``max_attempts`` times with jittered waits.
+*One writer per run, compare-and-swap between runs.* An update reads the branch tip, changes
+what it read, and commits what differs as one compare-and-swap of the branch; when another
+workflow run moved the branch first, it reads again (only what changed: blobs are cached) and
+tries again, up to ``max_attempts`` times. With a scope (``update``: it knows the dashboards its
+results touch) it reads only those dashboards' documents and the small files (the index file
+says what the others hold), and also those the store-wide retirement reaches; without one
+(``adopt``, ``prune``, ``publish``, or the site target) it reads every dashboard. Nothing
+differs: no write at all (an identical re-run).
 
 *Cheap, spread retries* (chosen by measurement, ``bench/``): a retry waits a random moment in
 a window of ``base_delay`` doubled per try and at least one try long ("full jitter").
@@ -45,12 +38,9 @@ from ivy_matrix.state.statefile import join_columns, split_columns
 from ivy_matrix.state.trend import DEFAULT_POINTS
 from ivy_matrix.stores import AfterSave, Change, Saved
 from ivy_matrix.stores.committer import Committer
-from ivy_matrix.stores.inbox import Inbox
-from ivy_matrix.stores.index_file import summarize
-from ivy_matrix.stores.layout import DEFAULT_STATE_DIR, BranchLayout, Scope, page_links, record_legs
-from ivy_matrix.stores.lease import JobFinished
-from ivy_matrix.stores.queue import Queue
+from ivy_matrix.stores.layout import DEFAULT_STATE_DIR, BranchLayout, Scope, page_links
 from ivy_matrix.stores.remote import BranchRemote, GitData, RestRemote
+from ivy_matrix.stores.tree import Snapshot
 from ivy_matrix.views.dashboards import RenderedFile, Style
 
 # Files committed beside the pages, drawn from the whole store (the site): (the change's result
@@ -94,8 +84,6 @@ class BranchStore:
         server_url: str | None = None,
         scope: Scope | None = None,
         render_all: bool = False,
-        read_all_when_complete: bool = False,
-        job_finished: JobFinished | None = None,
         trend_points: int = DEFAULT_POINTS,
         site: Render | None = None,
     ) -> None:
@@ -131,19 +119,6 @@ class BranchStore:
             trend_points=trend_points,
             site=site,
         )
-        self.inbox = Inbox(remote, branch=self.branch, layout=self.layout, message=message)
-        self.queue = Queue(
-            self.committer,
-            self.inbox,
-            sleep=sleep,
-            clock=clock,
-            rng=self._rng,
-            delay=self._delay,
-            max_attempts=self.max_attempts,
-            log=self.log,
-            job_finished=job_finished,
-            read_all_when_complete=read_all_when_complete,
-        )
 
     @property
     def message(self) -> str:
@@ -152,14 +127,13 @@ class BranchStore:
     @message.setter
     def message(self, value: str) -> None:
         self.committer.message = value
-        self.inbox.message = value
 
     def load(
         self, dashboards: Collection[DashboardId] | None = None
     ) -> dict[DashboardId, DashboardState]:
         """The dashboards' states at the branch tip (``dashboards``: only those; None: all;
         empty when the branch does not exist yet)."""
-        tip, _ = self.remote.read_refs(self.branch, None)
+        tip = self.remote.read_tip(self.branch)
         snapshot = self.committer.read(tip, dashboards)
         if dashboards is None:
             return snapshot.states
@@ -192,18 +166,13 @@ class BranchStore:
         return self._rng.uniform(0, min(self.max_delay, window))
 
     def update(self, change: Change) -> Saved:
-        """Read, change and commit what differs (see the module docstring). With a scope,
-        its change is applied (the same result as ``change`` on every dashboard); with
-        ``dry_run``, nothing is written and the files that would change are reported."""
-        saved = self._update_scoped(self.scope) if self.scope else self._update_all(change)
-        return self._finish(saved)
-
-    def _update_all(self, change: Change) -> Saved:
+        """Read, change and commit what differs, from a fresh read until the compare-and-swap
+        lands (see the module docstring). With a scope, its change is applied (the same result
+        as ``change`` on every dashboard); with ``dry_run``, nothing is written and the files
+        that would change are reported."""
         for attempt in range(1, self.max_attempts + 1):
             started = self._clock()
-            tip, _ = self.remote.read_refs(self.branch, None)
-            snapshot = self.committer.read(tip, None)
-            merged = change(dict(snapshot.states))
+            snapshot, merged = self._read_and_change(change)
             saved = self.committer.land(
                 snapshot,
                 merged,
@@ -214,7 +183,7 @@ class BranchStore:
             self._try_seconds = self._clock() - started
             if saved is not None:
                 self.committer.report(saved)
-                return saved
+                return self._finish(saved)
             if attempt < self.max_attempts:
                 self._sleep(self._delay(attempt))
         raise StoreError(
@@ -223,65 +192,23 @@ class BranchStore:
             f"at once, so write from one fan-in job, or re-run this job"
         )
 
-    def _update_scoped(self, scope: Scope) -> Saved:
-        committer = self.committer
-        tip, listed = self.remote.read_refs(self.branch, self.inbox.prefix)
-        snapshot = committer.read(tip, scope.dashboards)
-        snapshot, own = committer.merge(
-            snapshot,
+    def _read_and_change(self, change: Change) -> tuple[Snapshot, Merged]:
+        """The branch at its tip as one try reads it (with a scope: only what it touches and
+        what the retirement reaches), and the change's result on it."""
+        tip = self.remote.read_tip(self.branch)
+        scope = self.scope
+        if scope is None:
+            snapshot = self.committer.read(tip, None)
+            return snapshot, change(dict(snapshot.states))
+        return self.committer.merge(
+            self.committer.read(tip, scope.dashboards),
             lambda read: scope.change(dict(read.states), read.other_runs()),
             scope.retire_after_runs,
         )
-        matrix = scope.matrix
-        legs, complete = snapshot.legs, False
-        if matrix is not None:
-            legs, complete = record_legs(
-                snapshot.legs, [(matrix.run_id, matrix.size, matrix.index)]
-            )
-        rendered = complete if matrix else True
-        direct = matrix is None or matrix.size == 1
-        files: dict[str, str | None] = {}
-        if direct or self.dry_run:
-            # The trend gets a point for each run this update brought, or for a matrix leg
-            # the run it completes (the folds of the others' legs add theirs).
-            runs = own.runs if matrix is None else ((matrix.run_id,) if complete else ())
-            fresh = {d: summarize(state) for d, state in own.to_save().items()}
-            trend = committer.trend(snapshot, own, runs, fresh=fresh)
-            own = replace(own, trend=trend or committer.current_trend(snapshot))
-            files = committer.files(snapshot, own, legs=legs, fresh=fresh)
-            changes = bool(files)
-        else:
-            # A matrix leg queues its results and the fold renders: here only whether its
-            # results (or its leg) are new.
-            changes = bool(own.changed or own.removed) or legs != snapshot.legs
-        if not changes or self.dry_run:
-            saved = Saved(
-                merged=own,
-                revision=snapshot.revision,
-                at=snapshot.tip,
-                written=tuple(sorted(files)) if self.dry_run else (),
-                rendered=rendered and not changes,
-            )
-            committer.report(saved)
-            return saved
-        pending = self.inbox.pending(listed)
-        direct = direct and not pending.refs and not pending.lease
-        if direct:
-            landed = committer.land(snapshot, own, attempt=1, legs=legs, writes=files)
-            if landed is not None:
-                committer.report(landed)
-                return replace(landed, rendered=rendered)
-        self.log.info(
-            f"branch {self.branch} ({self.remote.name}): this update's results go through the "
-            f"inbox ({self.inbox.prefix})"
-        )
-        saved = self.queue.join(scope, own, listed, tip, fresh=not direct)
-        # The straight try that lost counts as one.
-        return replace(saved, attempts=saved.attempts + 1) if direct else saved
 
     def _finish(self, saved: Saved) -> Saved:
         output: tuple[str, ...] = ()
-        if self.after_save and saved.rendered:
+        if self.after_save:
             output = self.after_save(saved.merged)
         urls: Mapping[str, str] = {}
         index_url = None

@@ -2,8 +2,8 @@
 
 Pure: values in, ``path -> text`` (None: delete) out; ``stores/branch.py`` commits it. Every
 commit keeps the branch a render of its state: the changed dashboards' documents and pages,
-the index file's summaries of them, the index page drawn from every summary, ``LEGS`` when
-it changed, and ``REVISION`` raised by one. Only files whose git blob differs from the tip's
+the index file's summaries of them, the index page drawn from every summary, and
+``REVISION`` raised by one. Only files whose git blob differs from the tip's
 are written; when none does, nothing is written at all (not even the revision).
 
 A branch read without a valid index (layout 1 or older, or written since by an older
@@ -25,7 +25,7 @@ from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
 from ivy_matrix.state.trend import dashboard_part, join_parts, with_points
 from ivy_matrix.stores.index_file import Summary, dump_index, summarize
-from ivy_matrix.stores.layout import BranchLayout, Runs, dump_runs
+from ivy_matrix.stores.layout import BranchLayout
 from ivy_matrix.stores.tree import Snapshot, git_blob_sha
 from ivy_matrix.views.dashboards import RenderedFile, Style, index_trend, render_page, trend_files
 from ivy_matrix.views.index_page import render_index_page
@@ -37,7 +37,6 @@ def commit_files(
     merged: Merged,
     *,
     style: Style,
-    legs: Runs | None = None,
     every_page: bool = False,
     trend: Trend | None = None,
     fresh: Mapping[DashboardId, Summary] | None = None,
@@ -52,9 +51,8 @@ def commit_files(
     summaries = dict(snapshot.summaries)
     made = dict(fresh or {})
     wanted = _wanted(
-        layout, snapshot, merged, summaries, made, style=style, legs=legs, every=every_page,
-        trend=trend,
-    )  # fmt: skip
+        layout, snapshot, merged, summaries, made, style=style, every=every_page, trend=trend
+    )
     wanted.update((file.path, file.text) for file in [*trend_files(trend), *extra])
     writes = _differing(snapshot.tree.files, wanted)
     if not writes:
@@ -63,9 +61,8 @@ def commit_files(
         # Layout 2 from now on: every dashboard's document and page, the old files gone.
         summaries = dict(snapshot.summaries)
         again = _wanted(
-            layout, snapshot, merged, summaries, made, style=style, legs=legs, every=True,
-            trend=trend,
-        )  # fmt: skip
+            layout, snapshot, merged, summaries, made, style=style, every=True, trend=trend
+        )
         writes = _differing(snapshot.tree.files, {**wanted, **again})
     revision = snapshot.revision + 1
     writes[layout.summary_path] = dump_index(summaries.values(), revision)
@@ -81,7 +78,6 @@ def _wanted(
     made: dict[DashboardId, Summary],
     *,
     style: Style,
-    legs: Runs | None,
     every: bool,
     trend: Trend | None,
 ) -> dict[str, str | None]:
@@ -106,8 +102,6 @@ def _wanted(
         wanted[layout.state_path(gone.id)] = None
         wanted[dashboard_file(gone)] = None
         summaries.pop(gone.id, None)
-    if legs is not None and legs != snapshot.legs:
-        wanted[layout.legs_path] = dump_runs(legs)
     rows = [s.row for s in summaries.values()]
     wanted[INDEX_NAME] = render_index_page(rows, trend=index_trend(trend))
     return wanted

@@ -1,22 +1,21 @@
 """One compare-and-swap commit of the branch store: read what a change needs, write what
-differs, move the branch (and the refs that go with it) all at once or not at all.
+differs, move the branch if it is still where it was read, or not at all.
 
-I/O through a :class:`~ivy_matrix.stores.remote.BranchRemote`. :class:`Committer` is shared by
-the direct update (``stores/branch.py``) and the inbox's folds (``stores/queue.py``):
+I/O through a :class:`~ivy_matrix.stores.remote.BranchRemote`; ``stores/branch.py`` tries again
+from a fresh read when the branch moved:
 
 - :meth:`Committer.read` reads the branch at its tip: the dashboards asked for, or all;
 - :meth:`Committer.merge` applies a change to what was read and reads more where the
   store-wide retirement reaches a dashboard not read yet (its summary says so), then applies
   it again, so the result is what the change gives on the whole branch;
 - :meth:`Committer.land` writes the files that differ (``stores/commit.py``) as one tree and
-  one commit on the tip, and pushes the branch with the other ref changes given (deleting
-  folded inbox refs, releasing the lease) as one atomic compare-and-swap: ``None`` when the
-  branch (or one of those refs) moved first.
+  one commit on the tip, and moves the branch to it by compare-and-swap: ``None`` when the
+  branch moved first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 from ivy_matrix.github.types import RefUpdate
@@ -27,7 +26,7 @@ from ivy_matrix.state.trend import DEFAULT_POINTS, TREND_NAME, load_trend
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.commit import branch_trend, commit_files
 from ivy_matrix.stores.index_file import Summary, retires_something, summarize
-from ivy_matrix.stores.layout import BranchLayout, Runs
+from ivy_matrix.stores.layout import BranchLayout
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.snapshot import BranchReader
 from ivy_matrix.stores.tree import Snapshot
@@ -97,40 +96,29 @@ class Committer:
         merged: Merged,
         *,
         attempt: int,
-        legs: Runs | None = None,
-        also: Sequence[RefUpdate] = (),
         every_page: bool = False,
         trend_runs: Collection[int] = (),
-        writes: dict[str, str | None] | None = None,
     ) -> Saved | None:
-        """Commit what differs and push it with ``also``, atomically (see the module
-        docstring); None when something moved first. Nothing to write and nothing ``also``:
-        no request; a dry run: the files it would commit. ``writes``: what :meth:`files`
-        gave for the same arguments."""
-        if writes is None:
-            fresh = {d: summarize(s) for d, s in merged.to_save().items()}
-            trend = self.trend(snapshot, merged, trend_runs, fresh=fresh, newest=every_page)
-            # The store's trend, new points or not (as trend.with_trend gives): the issues
-            # and the output folder show it.
-            merged = replace(merged, trend=trend or self.current_trend(snapshot))
-            writes = self.files(snapshot, merged, legs=legs, every_page=every_page, fresh=fresh)
+        """Commit what differs (see the module docstring); None when the branch moved first.
+        Nothing to write: no request; a dry run: the files it would commit. ``trend_runs``:
+        the runs that get a point in the trend."""
+        fresh = {d: summarize(s) for d, s in merged.to_save().items()}
+        trend = self.trend(snapshot, merged, trend_runs, fresh=fresh, newest=every_page)
+        # The store's trend, new points or not (as trend.with_trend gives): the issues and the
+        # output folder show it.
+        merged = replace(merged, trend=trend or self.current_trend(snapshot))
+        writes = self.files(snapshot, merged, every_page=every_page, fresh=fresh)
         saved = Saved(merged=merged, attempts=attempt, revision=snapshot.revision, at=snapshot.tip)
         if self.dry_run:
             return replace(saved, written=tuple(sorted(writes)))
-        updates = list(also)
-        commit = None
-        if writes:
-            tree = self.remote.write_tree(snapshot.tree.sha or None, writes)
-            parents = [snapshot.tip] if snapshot.tip else []
-            commit = self.remote.write_commit(self.message, tree, parents)
-            updates.insert(0, RefUpdate(ref=self.ref, new=commit, old=snapshot.tip))
-        if not updates:
+        if not writes:
             return saved
-        landed = self.remote.update_refs(updates, atomic=True)
-        if not all(landed.get(update.ref, False) for update in updates):
+        tree = self.remote.write_tree(snapshot.tree.sha or None, writes)
+        parents = [snapshot.tip] if snapshot.tip else []
+        commit = self.remote.write_commit(self.message, tree, parents)
+        update = RefUpdate(ref=self.ref, new=commit, old=snapshot.tip)
+        if not self.remote.update_ref(update):
             return None
-        if commit is None:
-            return saved
         for path, text in writes.items():
             if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
                 self.reader.remember(text)
@@ -147,7 +135,6 @@ class Committer:
         snapshot: Snapshot,
         merged: Merged,
         *,
-        legs: Runs | None = None,
         every_page: bool = False,
         fresh: Mapping[DashboardId, Summary] | None = None,
     ) -> dict[str, str | None]:
@@ -165,7 +152,6 @@ class Committer:
             snapshot,
             merged,
             style=self.style,
-            legs=legs,
             every_page=every_page,
             trend=trend,
             fresh=fresh,

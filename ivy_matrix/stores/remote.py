@@ -1,9 +1,9 @@
 """How the branch store reaches the repository: git's own protocol, or the REST git-data API.
 
 I/O through either transport. :class:`BranchRemote` is what the branch store needs: read the
-branch tip and the refs under a prefix (the inbox), list a prefix, read trees and blobs,
-write trees and commits, and move several refs with compare-and-swap; and what a pull
-request's verdict ref needs (``pr/verdict_ref.py``): read one ref, and the same writes. Two implementations:
+branch tip, read trees and blobs, write trees and commits, and move a ref by compare-and-swap;
+and what a pull request's verdict ref needs (``pr/verdict_ref.py``): read one ref, list a
+prefix, and the same writes. Two implementations:
 
 - ``github.git_transport.GitTransport``: a shallow local repository, one ``git fetch`` to read
   (objects included, so reading files is local), one ``git push`` to move refs (atomic);
@@ -35,7 +35,7 @@ class BranchRemote(Protocol):
     @property
     def name(self) -> str: ...
 
-    def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]: ...
+    def read_tip(self, branch: str) -> str | None: ...
 
     def read_ref(self, ref: str) -> str | None: ...
 
@@ -49,9 +49,7 @@ class BranchRemote(Protocol):
 
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str: ...
 
-    def update_refs(self, updates: Sequence[RefUpdate], *, atomic: bool) -> dict[str, bool]: ...
-
-    def commit_message(self, sha: str) -> str: ...
+    def update_ref(self, update: RefUpdate) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -83,10 +81,6 @@ class GitData(Protocol):
 
     def list_refs(self, repo: str, prefix: str) -> dict[str, str]: ...
 
-    def delete_ref(self, repo: str, ref: str) -> bool: ...
-
-    def get_commit_message(self, repo: str, sha: str) -> str: ...
-
 
 _HEADS = "refs/heads/"
 
@@ -94,11 +88,8 @@ _HEADS = "refs/heads/"
 class RestRemote:
     """:class:`BranchRemote` over the REST git-data API of ``repo``.
 
-    Ref changes are made one request each, in the order given (the branch first, so an
-    ``atomic`` change stops there when the branch moved: what follows, such as deleting folded
-    inbox refs, is only done once the branch holds their results). A delete does not compare
-    (the API has no condition on it); a move that is not a fast-forward (``force``) is a delete
-    and a create.
+    A ref is moved by one request that GitHub refuses unless it is a fast-forward: a
+    compare-and-swap as long as ``new`` descends from ``old`` (it does: a commit on the tip read).
     """
 
     name = "rest"
@@ -108,9 +99,8 @@ class RestRemote:
         self.repo = repo
         self._trees: dict[str, TreeListing] = {}
 
-    def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]:
-        tip = self.client.get_branch_head(self.repo, branch)
-        return tip, ({} if prefix is None else self.list_refs(prefix))
+    def read_tip(self, branch: str) -> str | None:
+        return self.client.get_branch_head(self.repo, branch)
 
     def read_ref(self, ref: str) -> str | None:
         return self.client.get_ref(self.repo, ref)
@@ -133,21 +123,9 @@ class RestRemote:
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
         return self.client.create_commit(self.repo, message, tree, list(parents))
 
-    def update_refs(self, updates: Sequence[RefUpdate], *, atomic: bool) -> dict[str, bool]:
-        done: dict[str, bool] = {}
-        for update in updates:
-            ok = self._update(update)
-            done[update.ref] = ok
-            if atomic and not ok:
-                return done | {u.ref: False for u in updates if u.ref not in done}
-        return done
-
-    def _update(self, update: RefUpdate) -> bool:
+    def update_ref(self, update: RefUpdate) -> bool:
         ref, client, repo = update.ref, self.client, self.repo
         branch = ref.removeprefix(_HEADS) if ref.startswith(_HEADS) else None
-        if update.new is None:
-            client.delete_ref(repo, ref)  # False: already gone, which is what was wanted
-            return True
         if update.old is None:
             if branch is not None:
                 return client.create_branch(repo, branch, update.new)
@@ -156,15 +134,9 @@ class RestRemote:
             return client.create_ref(repo, ref, update.new) or (
                 client.get_ref(repo, ref) == update.new
             )
-        if update.force:
-            client.delete_ref(repo, ref)
-            return client.create_ref(repo, ref, update.new)
         if branch is not None:
             return client.update_branch(repo, branch, update.new)
         return client.move_ref(repo, ref, update.new)
-
-    def commit_message(self, sha: str) -> str:
-        return self.client.get_commit_message(self.repo, sha)
 
     def close(self) -> None:
         return  # the client belongs to the command's connection, which closes it
@@ -213,8 +185,8 @@ class AutoRemote:
             raise RuntimeError("AutoRemote: the branch must be read before it is written")
         return self._chosen
 
-    def read_refs(self, branch: str, prefix: str | None) -> tuple[str | None, dict[str, str]]:
-        return self._first(lambda remote: remote.read_refs(branch, prefix))
+    def read_tip(self, branch: str) -> str | None:
+        return self._first(lambda remote: remote.read_tip(branch))
 
     def read_ref(self, ref: str) -> str | None:
         return self._first(lambda remote: remote.read_ref(ref))
@@ -234,11 +206,8 @@ class AutoRemote:
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
         return self._active().write_commit(message, tree, parents)
 
-    def update_refs(self, updates: Sequence[RefUpdate], *, atomic: bool) -> dict[str, bool]:
-        return self._active().update_refs(updates, atomic=atomic)
-
-    def commit_message(self, sha: str) -> str:
-        return self._active().commit_message(sha)
+    def update_ref(self, update: RefUpdate) -> bool:
+        return self._active().update_ref(update)
 
     def close(self) -> None:
         if self._chosen is not None:

@@ -1,13 +1,13 @@
-"""Reading the branch store's branch at one commit: the states asked for, the index, revision
-and finished legs.
+"""Reading the branch store's branch at one commit: the states asked for, the index and the
+revision.
 
 I/O: reads only, through a :class:`~ivy_matrix.stores.remote.BranchRemote` (over git every
 read is local once the branch was fetched; over REST a tree listing and a request per blob);
-writes are in ``stores/branch.py``, the paths in ``stores/layout.py``.
+writes are in ``stores/committer.py``, the paths in ``stores/layout.py``.
 :meth:`BranchReader.read` takes the tip one try read and returns a :class:`Snapshot`:
 
-- the tip's tree is listed once; the index file (``INDEX``), ``REVISION`` and ``LEGS`` come in
-  the first batch of reads;
+- the tip's tree is listed once; the index file (``INDEX``) and ``REVISION`` come in the first
+  batch of reads;
 - with a valid index that describes this revision, only the dashboards asked for are read
   (one document each); :meth:`BranchReader.more` adds others later (retirement);
 - without one (a branch of layout 1, or one an older version wrote since), every state file
@@ -29,7 +29,7 @@ from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.state.statefile import join_columns, load_state
 from ivy_matrix.stores.index_file import load_index, summarize
-from ivy_matrix.stores.layout import MAX_MATRIX_SIZE, BranchLayout, Runs, load_runs
+from ivy_matrix.stores.layout import BranchLayout
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.tree import EmptyTree, Snapshot, TreeListing, git_blob_sha
 
@@ -66,24 +66,23 @@ class BranchReader:
             return Snapshot(None, EmptyTree(), {}, {})
         tree = self.remote.tree(tip)
         layout = self.layout
-        small = [layout.summary_path, layout.revision_path, layout.legs_path]
+        small = [layout.summary_path, layout.revision_path]
         wanted = [] if dashboards is None else [layout.state_path(d) for d in dashboards]
         self._fetch(sha for path in [*small, *wanted] if (sha := tree.files.get(path)))
         revision = self._revision(tree)
-        legs = self._legs(tree)
         found = self._text(tree, layout.summary_path)
         index = None if found is None else load_index(found)
         if index is None or index[0] != revision or dashboards is None:
             states, paths = self._states(tree, None)
             summaries = {dashboard: summarize(state) for dashboard, state in states.items()}
             return Snapshot(
-                tip, tree, states, summaries, revision, legs, paths, indexed=index is not None
+                tip, tree, states, summaries, revision, paths, indexed=index is not None
                 and index[0] == revision,
             )  # fmt: skip
         summaries = index[1]
         states, paths = self._states(tree, set(dashboards))
         whole = set(summaries) <= set(states)
-        return Snapshot(tip, tree, states, summaries, revision, legs, paths, whole=whole)
+        return Snapshot(tip, tree, states, summaries, revision, paths, whole=whole)
 
     def more(self, snapshot: Snapshot, dashboards: Collection[DashboardId]) -> Snapshot:
         """``snapshot`` with these dashboards read too."""
@@ -163,9 +162,3 @@ class BranchReader:
                 f"found {text[:40]!r}; delete the file to start again at 0"
             )
         return int(text.strip())
-
-    def _legs(self, tree: TreeListing) -> Runs:
-        text = self._text(tree, self.layout.legs_path)
-        if text is None:
-            return {}
-        return load_runs(text, where=self._where(self.layout.legs_path), max_size=MAX_MATRIX_SIZE)

@@ -13,7 +13,6 @@ from typing import Protocol
 
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.stores.index_file import Summary
-from ivy_matrix.stores.layout import Runs
 
 
 class TreeListing(Protocol):
@@ -56,7 +55,6 @@ class Snapshot:
     states: dict[DashboardId, DashboardState]
     summaries: dict[DashboardId, Summary]
     revision: int = 0
-    legs: Runs = field(default_factory=dict)
     paths: dict[DashboardId, set[str]] = field(default_factory=dict)
     whole: bool = True
     indexed: bool = True

@@ -430,16 +430,20 @@ def test_failed_tests_are_annotated_up_to_a_cap(workdir, capsys):
     assert "::warning" not in out
 
 
-def test_leg_metadata_without_a_run_is_refused_before_anything_is_written(workdir, capsys):
-    """leg-metadata needs the run and a link; without them nothing is stored at all."""
+def test_the_retired_leg_metadata_flag_stops_the_run_naming_the_fan_in(workdir, capsys):
+    """--leg-metadata (retired in 0.3.0) exits 2 before anything is read or written, naming
+    the flag, the collect and fan-in commands, and the recipe."""
     write_junit(workdir / "r.xml", [("test_x", "passed")])
     code = main(
         ["update", "--junit", "r.xml", "--backend", "torch", "--leg-metadata", "leg.json"],
-        {"GITHUB_ACTIONS": "true"},
+        {"GITHUB_ACTIONS": "true", "GITHUB_RUN_ID": "7"},
     )
-    out = capsys.readouterr().err
+    (line,) = error_lines(capsys.readouterr().err)
     assert code == 2
-    assert "leg-metadata needs the leg's backend and run" in error_lines(out)[0]
+    assert line.startswith("::error::--leg-metadata: retired in ivy-matrix 0.3.0")
+    assert "command: collect" in line
+    assert "command: fan-in" in line
+    assert "docs/workflows.md#a-fan-in-job-after-the-matrix-any-width" in line
     assert not (workdir / ".ivy-matrix").exists()
     assert not (workdir / "leg.json").exists()
 

@@ -57,7 +57,7 @@ def git_env(api: FakeGitHub, git: GitServer, work: Path, **extra: str) -> dict[s
 
 
 def test_the_branch_target_over_git_makes_no_rest_request(tmp_path):
-    """A leg with a job id commits its cells over git: the REST API gets no request, the
+    """An update with a job id commits its cells over git: the REST API gets no request, the
     summary JSON says so (0 requests), and the log says what git sent."""
     write_results(tmp_path / "results" / "junit.xml", "torch")
     with FakeGitHub() as api, GitServer() as git:
@@ -79,8 +79,8 @@ def test_the_branch_target_over_git_makes_no_rest_request(tmp_path):
         assert state.backend_names == ("torch",)
         assert all(row.cells["torch"].latest.source.url.endswith("/job/777") for row in state.rows)
         assert {"README.md", "core/gradients.md"} <= set(files)
-        # Two fetches: the branch does not exist yet (its fetch fails), then the inbox alone.
-        assert "git over HTTPS: 2 fetch(es), 0 listing(s), 1 push(es)" in result.stderr
+        # One fetch (the branch does not exist yet: it finds nothing) and one push.
+        assert "git over HTTPS: 1 fetch(es), 0 listing(s), 1 push(es)" in result.stderr
         summary = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
         assert summary.get("requests", 0) == 0
 

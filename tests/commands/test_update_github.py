@@ -1,4 +1,4 @@
-"""End to end: ``ivy-matrix update`` as matrix legs, against the fake GitHub server.
+"""End to end: ``ivy-matrix update`` as a run's one writer, against the fake GitHub server.
 
 Each test starts the fake on 127.0.0.1 and runs the command with a runner-like environment
 (GITHUB_* variables, step summary and output files), then asserts on the fake's state: the
@@ -201,44 +201,6 @@ def test_job_is_found_by_runner_name_with_one_listing(fake, tmp_path):
     assert len(fake.requests_to("GET", r"/actions/runs/\d+/attempts/1/jobs")) == 1
 
 
-def test_fan_in_links_each_backend_to_its_leg_by_metadata(fake, tmp_path):
-    """Legs write their metadata beside their results; the fan-in job links each backend's leg."""
-    downloads = tmp_path / "fan-in" / "downloads"
-    for job, backend in enumerate(("torch", "jax"), start=501):
-        leg = tmp_path / f"leg-{backend}"
-        write_results(leg / "junit.xml", backend)
-        env = runner_env(fake, leg, IVY_MATRIX_JOB_ID=str(job), IVY_MATRIX_TARGETS="summary")
-        result = run(
-            leg,
-            env,
-            "--junit",
-            "*.xml",
-            "--backend",
-            backend,
-            "--leg-metadata",
-            "ivy-matrix-leg.json",
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-        target = downloads / backend
-        target.mkdir(parents=True)
-        for name in ("junit.xml", "ivy-matrix-leg.json"):
-            (target / name).write_bytes((leg / name).read_bytes())
-    env = runner_env(fake, tmp_path / "fan-in", IVY_MATRIX_JOB_ID="999")
-    result = run(
-        tmp_path / "fan-in",
-        env,
-        "--junit",
-        "downloads/**/*.xml",
-        "--backend-from-path",
-        "downloads/(?P<backend>[^/]+)/",
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    state = branch_state(fake)
-    for job, backend in enumerate(("torch", "jax"), start=501):
-        urls = {row.cells[backend].latest.source.url for row in state.rows}
-        assert urls == {f"https://github.com/{REPO}/actions/runs/{RUN}/job/{job}"}
-
-
 def test_read_only_token_still_writes_the_summary_and_exits_0(fake, tmp_path):
     """A 403 'Resource not accessible by integration' degrades to the job summary, exit 0."""
     fake.configure(read_only=True)
@@ -294,24 +256,23 @@ def test_dry_run_shows_what_it_would_commit_and_writes_nothing(fake, tmp_path):
     assert fake.writes() == []
 
 
-def test_requests_per_leg_do_not_grow_with_the_number_of_tests(fake, tmp_path):
-    """A leg with 1,000 tests makes as many API requests as a leg with 5 (after the first leg)."""
+def test_requests_per_update_do_not_grow_with_the_number_of_tests(fake, tmp_path):
+    """An update of 1,000 tests makes as many API requests as one of 5 (after the first)."""
     counts = []
     for index, tests in enumerate((5, 5, 1000)):
-        work = tmp_path / f"leg{index}"
+        work = tmp_path / f"run{index}"
         write_results(work / "junit.xml", f"b{index}", tests=tests)
         before = len(fake.requests)
-        env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(100 + index))
-        matrix = ("--matrix-size", "4", "--matrix-index", str(index))
-        result = run(work, env, "--junit", "*.xml", "--backend", f"b{index}", *matrix)
+        env = runner_env(
+            fake, work, GITHUB_RUN_ID=str(RUN + index), IVY_MATRIX_JOB_ID=str(100 + index)
+        )
+        result = run(work, env, "--junit", "*.xml", "--backend", f"b{index}")
         assert result.returncode == 0, result.stdout + result.stderr
         counts.append(len(fake.requests) - before)
-    # The first leg creates the branch; every later leg (of a run of 4 legs, not complete yet)
-    # reads the ref and the inbox, the tree, the index file, the revision, the finished legs
-    # and its dashboard; publishes its results (tree, commit, inbox ref) with the fold lease;
-    # folds them with what it read (tree, commit, the branch moved) and deletes its inbox ref
-    # and the lease. Through the REST API: git's protocol makes none of these requests.
-    assert counts[1:] == [16, 16]
+    # The first update creates the branch; every later one reads the ref, the tree, the index
+    # file, the revision, its dashboard and the trend, and commits (tree, commit, the branch
+    # moved). Through the REST API: git's protocol makes none of these requests.
+    assert counts[1:] == [9, 9]
 
 
 def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_path):
@@ -325,17 +286,17 @@ def test_missing_token_for_the_branch_target_is_a_clear_user_error(fake, tmp_pat
 
 
 @pytest.mark.timeout(120)
-def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
-    """16 legs of a matrix start at once, with latency and 20% transient faults: nothing is
-    lost, each issue is created once and shows every leg.
+def test_the_writers_of_eight_runs_at_once_lose_nothing(fake, tmp_path):
+    """The writers of 8 runs (one job each, say 8 workflows) start at once, with latency and
+    20% transient faults: nothing is lost, each issue is created once and shows every run.
 
-    (The legs are threads running the whole command, with its waits shortened;
-    tests/stores/ runs the store's own races with and without faults and matrix-size.)
+    (The writers are threads running the whole command, with its waits shortened;
+    tests/stores/ runs the store's own races with and without faults.)
     """
     fail_rate = 0.2
     # Transient faults that GitHub answers with a short or no wait: 5xx, and secondary rate
     # limits that say retry-after: 0. (Without retry-after GitHub asks for a minute's wait.)
-    # 16 legs each committing and editing issues make about 250 writes within seconds, over
+    # 8 writers each committing and editing issues make about 120 writes within seconds, over
     # GitHub's 80 a minute; this tests that nothing is lost, so it takes the racing budget.
     fake.configure(
         limits=RACING,
@@ -349,19 +310,20 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     landed_then_502 = fake.inject(
         method="POST", path=r"/issues$", status=502, after_write=True, times=2
     )
-    backends = [f"b{leg:02d}" for leg in range(16)]
+    backends = [f"b{leg:02d}" for leg in range(8)]
     legs = []
     for leg, backend in enumerate(backends):
         work = tmp_path / backend
         write_results(work / "junit.xml", backend, tests=12, failing=f"test_{leg % 12:02d}")
         env = runner_env(
-            fake, work, IVY_MATRIX_JOB_ID=str(1000 + leg), IVY_MATRIX_TARGETS="branch, issue"
+            fake,
+            work,
+            GITHUB_RUN_ID=str(RUN + leg),
+            IVY_MATRIX_JOB_ID=str(1000 + leg),
+            IVY_MATRIX_TARGETS="branch, issue",
         )
-        # Threads share the working directory: each leg names its results by absolute path.
-        matrix = ["--matrix-size", "16", "--matrix-index", str(leg)]
-        legs.append(
-            (["update", "--junit", str(work / "*.xml"), *matrix, "--backend", backend], env)
-        )
+        # Threads share the working directory: each names its results by absolute path.
+        legs.append((["update", "--junit", str(work / "*.xml"), "--backend", backend], env))
     results = run_legs_at_once(legs)
     assert {b: r.returncode for b, r in results.items()} == dict.fromkeys(backends, 0)
     state = branch_state(fake)
@@ -370,11 +332,11 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     for leg, backend in enumerate(backends):
         for row in state.rows:
             entry = row.cells[backend].latest
-            assert entry.source.url.endswith(f"/job/{1000 + leg}")
+            assert entry.source.url.endswith(f"/runs/{RUN + leg}/job/{1000 + leg}")
             expected = "failure" if row.name == f"test_{leg % 12:02d}" else "success"
             assert entry.outcome.value == expected
     table = fake.read_file("core/gradients.md", "ivy-matrix")
-    assert table.count("badge/-failure-red") == 16
+    assert table.count("badge/-failure-red") == 8
     revision = fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix").strip()
     # Each issue was created once (its git-ref lock decides who creates it), none was closed
     # as a duplicate, and the dashboard issue shows the newest revision with every column.
@@ -388,7 +350,7 @@ def test_sixteen_concurrent_legs_lose_nothing(fake, tmp_path):
     }
     body = issues["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
     assert f"<!-- ivy-matrix:revision={revision} -->" in body
-    assert body.count("badge/-failure-red") == 16
+    assert body.count("badge/-failure-red") == 8
     assert all(len(issue["body"]) <= 65_536 for issue in fake.issues.values())
 
 
@@ -549,21 +511,22 @@ def branch_pages_are_a_render_of_its_state(fake: FakeGitHub) -> bool:
     return shown == expected
 
 
-def test_matrix_legs_commit_results_and_the_last_leg_publishes_the_issues(fake, tmp_path):
-    """With matrix-size 3, every leg's commit keeps the pages a render of the state; the leg
-    that completes the run writes the issues, which show all three legs."""
+def test_each_run_commits_and_publishes_the_issues_that_show_every_run(fake, tmp_path):
+    """Runs one after another, each with one writer: every commit keeps the pages a render of
+    the state, and the issues show every run's results."""
     for leg in range(3):
-        work = tmp_path / f"leg{leg}"
+        work = tmp_path / f"run{leg}"
         write_results(work / "junit.xml", f"b{leg}")
         env = runner_env(
-            fake, work, IVY_MATRIX_JOB_ID=str(700 + leg), IVY_MATRIX_TARGETS="branch, issue"
+            fake,
+            work,
+            GITHUB_RUN_ID=str(RUN + leg),
+            IVY_MATRIX_JOB_ID=str(700 + leg),
+            IVY_MATRIX_TARGETS="branch, issue",
         )
-        matrix = ("--matrix-size", "3", "--matrix-index", str(leg))
-        result = run(work, env, "--junit", "*.xml", "--backend", f"b{leg}", *matrix)
+        result = run(work, env, "--junit", "*.xml", "--backend", f"b{leg}")
         assert result.returncode == 0, result.stdout + result.stderr
         assert branch_pages_are_a_render_of_its_state(fake)
-        assert (len(dashboard_issues(fake)) > 0) == (leg == 2)
-    assert branch_pages_are_a_render_of_its_state(fake)
     assert branch_state(fake).backend_names == ("b0", "b1", "b2")
     body = dashboard_issues(fake)["<!-- ivy-matrix:dashboard=core/gradients -->"]["body"]
     assert all(f"/job/{700 + leg}" in body for leg in range(3))
@@ -577,14 +540,13 @@ def test_matrix_legs_commit_results_and_the_last_leg_publishes_the_issues(fake, 
 
 
 def test_publish_renders_the_issues_once_and_then_writes_nothing(fake, tmp_path):
-    """Legs of an unfinished run leave pages and no issues; publish writes the issues; a
-    second publish finds everything in place and writes nothing."""
+    """Updates with the branch target alone leave pages and no issues; publish writes the
+    issues; a second publish finds everything in place and writes nothing."""
     for leg in range(2):
         work = tmp_path / f"leg{leg}"
         write_results(work / "junit.xml", f"b{leg}")
         env = runner_env(fake, work, IVY_MATRIX_JOB_ID=str(700 + leg))
-        matrix = ("--matrix-size", "5", "--matrix-index", str(leg))
-        assert run(work, env, "--junit", "*.xml", "--backend", f"b{leg}", *matrix).returncode == 0
+        assert run(work, env, "--junit", "*.xml", "--backend", f"b{leg}").returncode == 0
     assert branch_pages_are_a_render_of_its_state(fake)
     assert not dashboard_issues(fake)
     env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="branch, issue")
@@ -606,11 +568,24 @@ def test_publish_without_the_branch_target_is_a_clear_user_error(fake, tmp_path)
     assert "add 'branch' to" in result.stderr
 
 
-def test_matrix_size_without_the_branch_target_is_ignored_with_a_warning(fake, tmp_path):
-    """Without the branch target, matrix-size changes nothing: a warning says so."""
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        ({"IVY_MATRIX_MATRIX_SIZE": "3", "IVY_MATRIX_MATRIX_INDEX": "0"}, "input 'matrix-size'"),
+        ({"IVY_MATRIX_LEG_METADATA": "ivy-matrix-leg.json"}, "input 'leg-metadata'"),
+    ],
+    ids=["matrix-size", "leg-metadata"],
+)
+def test_a_retired_input_stops_the_run_naming_the_fan_in_recipe(fake, tmp_path, variables, named):
+    """matrix-size, matrix-index and leg-metadata (0.2.0's ways for legs to write) stop the run
+    with exit 2 before anything is read or written, naming the input and the recipe to use."""
     write_results(tmp_path / "junit.xml", "torch")
-    env = runner_env(fake, tmp_path, IVY_MATRIX_TARGETS="summary")
-    matrix = ("--matrix-size", "3", "--matrix-index", "0")
-    result = run(tmp_path, env, "--junit", "*.xml", "--backend", "torch", *matrix)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "::warning::matrix-size is used by the branch target" in result.stderr
+    env = runner_env(fake, tmp_path, **variables)
+    for command in ("update", "collect"):
+        result = run(tmp_path, env, "--junit", "*.xml", "--backend", "torch", command=command)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert f"::error::{named}" in result.stderr
+        assert "retired in ivy-matrix 0.3.0" in result.stderr
+        assert "docs/workflows.md#a-fan-in-job-after-the-matrix-any-width" in result.stderr
+    assert fake.requests == []
+    assert not (tmp_path / "output.txt").exists()

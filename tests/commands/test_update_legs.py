@@ -180,7 +180,7 @@ def a_directory(work: Path) -> Path:
         (garbage, "not JSON"),
         (another_run, "is not used: it is for run 101, not this run (100)"),
         (a_later_attempt, "is not used: it is for attempt 2, later than this one (1)"),
-        (metadata_only, "version 1 is leg metadata"),
+        (metadata_only, "version 1 is not 2"),
         (too_big, "larger than 32 MiB"),
         (a_huge_row_number, "keys must be row numbers"),
         (a_huge_count, "'counts': a number larger than 9007199254740991 (2^53 - 1)"),
@@ -305,13 +305,14 @@ def test_leg_files_of_which_none_can_be_used_fail_the_fan_in(workdir, capsys):
     assert not (workdir / ".ivy-matrix").exists()
 
 
-def test_legs_and_matrix_size_are_refused_together(workdir, capsys):
-    """A fan-in job commits once; matrix-size is for legs that each write: a usage error."""
+def test_the_retired_matrix_size_stops_a_fan_in_job_too(workdir, capsys):
+    """matrix-size and matrix-index (retired in 0.3.0) exit 2 wherever they are given, a
+    fan-in job included, before anything is written."""
     collect(workdir, "torch")
     argv = [*FAN_IN, "--matrix-size", "4", "--matrix-index", "0"]
     assert main(argv, {"GITHUB_ACTIONS": "true"}) == 2
     message = error_lines(capsys.readouterr().err)[0]
-    assert "--legs and --matrix-size do not go together" in message
+    assert "--matrix-size and --matrix-index: retired in ivy-matrix 0.3.0" in message
     assert not (workdir / ".ivy-matrix").exists()
 
 

@@ -11,7 +11,7 @@ import pytest
 from ivy_matrix.config.file import MAX_CONFIG_BYTES
 from ivy_matrix.config.options import OPTION_BY_NAME, FailOn
 from ivy_matrix.config.settings import Settings, load_settings
-from ivy_matrix.errors import InputError, UsageError
+from ivy_matrix.errors import ExitCode, InputError, UsageError
 from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.views.dashboards import Style
 
@@ -201,21 +201,41 @@ def test_history_zero_is_refused():
 
 
 @pytest.mark.parametrize(
-    ("given", "message"),
+    ("given", "env", "message"),
     [
-        ({"matrix_size": "4"}, "go together"),
-        ({"matrix_index": "0"}, "go together"),
-        ({"matrix_size": "4", "matrix_index": "4"}, "must be 0 to 3"),
-        ({"matrix_size": "0", "matrix_index": "0"}, "a matrix has 1 to 256 legs"),
-        ({"matrix_size": "99999999999", "matrix_index": "0"}, "a matrix has 1 to 256 legs"),
+        ({"matrix_size": "4"}, {}, "--matrix-size: retired"),
+        ({"matrix_index": "x"}, {}, "--matrix-index: retired"),
+        ({}, {"IVY_MATRIX_LEG_METADATA": "m.json"}, "IVY_MATRIX_LEG_METADATA: retired"),
+        (
+            {},
+            {
+                "GITHUB_ACTIONS": "true",
+                "IVY_MATRIX_MATRIX_SIZE": "4",
+                "IVY_MATRIX_MATRIX_INDEX": "1",
+            },
+            "input 'matrix-size' and input 'matrix-index': retired",
+        ),
     ],
 )
-def test_matrix_size_and_index_go_together_and_the_index_is_in_range(given, message):
-    """matrix-size and matrix-index are given both or neither, with 0 <= index < size."""
-    with pytest.raises(InputError, match=message):
-        load_settings(given, {})
-    settings = load_settings({"matrix_size": "4", "matrix_index": "3"}, {})
-    assert (settings.matrix_size, settings.matrix_index) == (4, 3)
+def test_a_retired_option_stops_the_run_naming_what_to_use_instead(given, env, message):
+    """matrix-size, matrix-index and leg-metadata, however given (a flag, a variable, the
+    action's input) and whatever their value, are a usage error (exit 2) that names them,
+    the collect and fan-in commands and the fan-in recipe."""
+    with pytest.raises(UsageError, match=message) as raised:
+        load_settings(given, env)
+    assert raised.value.exit_code is ExitCode.USAGE
+    text = str(raised.value)
+    assert "command: collect" in text
+    assert "command: fan-in" in text
+    assert "docs/workflows.md#a-fan-in-job-after-the-matrix-any-width" in text
+
+
+def test_a_retired_option_in_the_config_file_stops_the_run_too(tmp_path):
+    """A config file of 0.2.0 that still sets matrix-size is refused the same way."""
+    config = tmp_path / "ivy.yml"
+    config.write_text("matrix-size: 4\n", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"setting 'matrix-size' in .*ivy.yml: retired"):
+        load_settings({"config": str(config)}, {})
 
 
 # --- the YAML file ------------------------------------------------------------------------------

@@ -836,17 +836,6 @@ class MemoryGitHub:
 
         return self._call("list_run_jobs", apply)
 
-    def get_job_status(self, repo: str, job_id: int) -> str | None:
-        """One job's status, or None when no run of ``repo`` has it."""
-
-        def apply() -> str | None:
-            found = [
-                job for (name, _, _), jobs in self.jobs.items() if name == repo for job in jobs
-            ]
-            return next((job.status for job in found if job.id == job_id), None)
-
-        return self._call("get_job_status", apply)
-
 
 def _is_client_method(name: str) -> bool:
     """Whether GitHubClient has a method ``name`` (its calls live in mixin classes)."""

@@ -146,7 +146,7 @@ def test_the_workflow_run_recipe_comments_on_the_events_pull_request(tmp_path):
         fork_event = pr_event(tmp_path, number, fork=True)
         artifacts = tmp_path / "download"
         for leg, backend in enumerate(backends):
-            # The fork's legs: a read-only token; they leave results and leg metadata.
+            # The fork's legs: a read-only token; each collects its leg file (no network).
             folder = artifacts / f"results-{backend}"
             write_results(folder / "junit.xml", backend, tests=4, failing="test_01")
             env = runner_env(
@@ -157,10 +157,9 @@ def test_the_workflow_run_recipe_comments_on_the_events_pull_request(tmp_path):
                 IVY_MATRIX_JOB_ID=str(3000 + leg),
                 GITHUB_EVENT_NAME="pull_request",
                 GITHUB_EVENT_PATH=str(fork_event),
-                IVY_MATRIX_STORE=str(tmp_path / "leg-store"),
-                IVY_MATRIX_LEG_METADATA=str(folder / "ivy-matrix-leg.json"),
+                IVY_MATRIX_LEG_FILE=str(folder),
             )
-            argv = ["update", "--junit", str(folder / "junit.xml"), "--backend", backend]
+            argv = ["collect", "--junit", str(folder / "junit.xml"), "--backend", backend]
             assert main(argv, env, remote=FAST) == 0
         assert fake.comments[number] == []
         event = tmp_path / "workflow_run.json"
@@ -169,7 +168,7 @@ def test_the_workflow_run_recipe_comments_on_the_events_pull_request(tmp_path):
                 "id": 70,
                 "run_attempt": 1,
                 "event": "pull_request",
-                "head_sha": "forkhead",
+                "head_sha": "headsha1",
                 "pull_requests": [{"number": number, "base": {"sha": "basesha"}}],
             },
             "repository": {"default_branch": "main"},
@@ -185,17 +184,16 @@ def test_the_workflow_run_recipe_comments_on_the_events_pull_request(tmp_path):
             GITHUB_EVENT_NAME="workflow_run",
             GITHUB_EVENT_PATH=str(event),
             IVY_MATRIX_STORE=str(store),
-            IVY_MATRIX_BACKEND_FROM_PATH=r"results-(?P<backend>[^/]+)/",
             IVY_MATRIX_FAIL_ON="new",
         )
-        argv = ["update", "--junit", str(artifacts / "**" / "*.xml")]
+        argv = ["update", "--legs", str(artifacts)]
         assert main(argv, env, remote=FAST) == 1  # fail-on: new, and the fork broke test_01
         with fake.lock:
             comments = list(fake.comments[number])
         assert len(comments) == 1
         state = shown_verdicts(fake_client(fake), number, comments[0]["body"])
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == before
-    assert (state.pr, state.head) == (number, "forkhead")
+    assert (state.pr, state.head) == (number, "headsha1")
     links = {c.backend: c.link for c in state.cells}
     assert links == {
         "torch": f"https://github.com/{REPO}/actions/runs/70/job/3000",

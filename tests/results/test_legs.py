@@ -138,7 +138,7 @@ def dashboard_with(**change: object) -> str:
         ("[" * 100_000, "not JSON"),
         ("[]", "expected a JSON object"),
         (document(format="ivy-matrix-dashboard"), "is not 'ivy-matrix-leg'"),
-        (document(version=1), "version 1 is leg metadata"),
+        (document(version=1), "version 1 is not 2"),
         (document(version=3), "version 3 is not 2"),
         (document(run_id="7"), "'run_id': expected an integer"),
         (document(run_id=True), "'run_id': expected an integer"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 
 from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.runner.files import write_atomic
@@ -95,6 +96,13 @@ def test_a_git_object_never_holds_the_concealed_token():
             commit = transport.write_commit(f"update {TOKEN}", tree, [])
         (sha,) = transport.tree(commit).files.values()
         assert transport.texts([sha]) == {sha: '{"message": "***"}'}
-        assert transport.commit_message(commit).strip() == "update ***"
+        shown = subprocess.run(
+            ["git", "--git-dir", transport.directory, "cat-file", "commit", commit],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
+        assert shown.partition("\n\n")[2].strip() == "update ***"
     finally:
         transport.close()

@@ -1,4 +1,4 @@
-"""What the tests of the branch store share: legs' results, stores built for tests (over the
+"""What the tests of the branch store share: writers' results, stores built for tests (over the
 REST API's doubles or git's real protocol), and checks that every cell landed and that the
 branch's markdown is a render of its state."""
 
@@ -19,7 +19,7 @@ from ivy_matrix.state.statefile import join_columns, load_state
 from ivy_matrix.state.trend import TREND_NAME, load_trend
 from ivy_matrix.stores import Saved
 from ivy_matrix.stores.branch import BranchStore
-from ivy_matrix.stores.layout import MatrixLeg, Scope
+from ivy_matrix.stores.layout import Scope
 from ivy_matrix.views.dashboards import Style, render_files
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import fake_client
@@ -38,8 +38,6 @@ DASHBOARDS = (
 )
 ROWS = 40
 OUTCOMES = (Outcome.SUCCESS, Outcome.FAILURE, Outcome.SKIPPED)
-INBOX = f"refs/ivy-matrix/inbox/{BRANCH}/"
-LEASE = f"{INBOX}lease"
 # What the stores are given in tests: our client on the HTTP fake, or the in-memory model,
 # which has the same methods (the stores are typed against the protocols they declare).
 Client = GitHubClient | MemoryGitHub
@@ -124,7 +122,6 @@ def leg_change(
 
 def leg_scope(
     leg: int,
-    size: int | None = None,
     *,
     run: int = RUN,
     history: int = 10,
@@ -132,7 +129,7 @@ def leg_scope(
     calls: list[int] | None = None,
     **options: Any,
 ) -> Scope:
-    """What leg ``leg`` touches and its change (one leg of a ``size``-leg matrix, or not)."""
+    """What leg ``leg`` touches and its change."""
     batches = leg_batches(leg, run=run, **options)
 
     def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
@@ -146,30 +143,23 @@ def leg_scope(
             other_runs=other_runs,
         )
 
-    matrix = None if size is None else MatrixLeg(run_id=run, index=leg, size=size)
     return Scope(
         dashboards=frozenset(batch.dashboard for batch in batches),
         change=change,
-        run_id=run,
-        history=history,
         retire_after_runs=retire_after_runs,
-        matrix=matrix,
-        holder=f"leg {leg}",
-        job_id=1000 + leg,
     )
 
 
 def run_leg(
     gh: Client | None,
     leg: int,
-    size: int | None = None,
     *,
     stored: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Saved:
     """One leg's update (``options``: of its scope), through a store of its own built with
     ``stored`` (``remote``, ``dry_run``, ...)."""
-    scope = leg_scope(leg, size, **options)
+    scope = leg_scope(leg, **options)
     # With a scope the store applies the scope's change; the one given here is not used.
     return store(gh, leg, scope=scope, **(stored or {})).update(lambda _: Merged(states={}))
 
@@ -232,19 +222,14 @@ def assert_markdown_is_a_render_of_the_state(github: Branches) -> None:
     assert {path: files[path].decode() for path in shown} == expected
 
 
-class FolderDiedError(Exception):
-    """Raised by a hook: a leg that folds the inbox stops in the middle."""
-
-
 def race_legs(
     make: Callable[[int], tuple[Client | None, dict[str, Any]]],
     legs: int,
-    size: int | None,
     *,
     clock: VirtualClock | None = None,
     **options: Any,
 ) -> dict[int, Saved | BaseException]:
-    """Every leg of a ``legs``-leg run updates at once, each in its own thread and store
+    """``legs`` writers (each its own run's one writer) update at once, each in its own thread and store
     (``make(leg)``: its client, and its store's other arguments); what each leg's update
     returned, or raised. With ``clock``, the stores wait on it."""
     outcomes: dict[int, Saved | BaseException] = {}
@@ -254,7 +239,7 @@ def race_legs(
         if clock is not None:
             stored = {"sleep": clock.sleep, "clock": lambda: clock.now, **stored}
         try:
-            outcomes[leg] = run_leg(gh, leg, size, stored=stored, **options)
+            outcomes[leg] = run_leg(gh, leg, stored=stored, **options)
         except BaseException as error:  # noqa: BLE001  -- the caller looks at each outcome
             outcomes[leg] = error
 

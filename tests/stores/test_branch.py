@@ -1,9 +1,9 @@
 """Tests for stores/branch.py: state and dashboards on a branch, one compare-and-swap commit
-per update, reading only what an update touches.
+per update, retried from a fresh read when another run's writer moved the branch first,
+reading only what an update touches.
 
 Store logic and the races run on the in-memory model (tests/github/memory.py); the tests of
-what goes over the wire run through real PyGithub on the HTTP fake. The inbox (matrix legs,
-writers that lost the branch) is tested in tests/stores/test_inbox.py, the git transport in
+what goes over the wire run through real PyGithub on the HTTP fake; the git transport in
 tests/stores/test_git.py.
 """
 
@@ -26,7 +26,6 @@ from tests.github.budget import RACING
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
-    INBOX,
     REPO,
     RUN,
     STATE_DIR,
@@ -243,9 +242,9 @@ def test_render_all_renders_every_page_not_only_the_changed_ones(memory):
 # ----------------------------------------------------------------------------- with a scope
 
 
-def test_a_leg_reads_only_the_dashboards_it_touches_and_commits_straight_to_the_branch(memory):
-    """A leg touching one dashboard of three reads the tree, the small files and that one
-    document, and commits once, with no inbox ref: the other documents are never read."""
+def test_an_update_reads_only_the_dashboards_it_touches_and_commits_once(memory):
+    """An update touching one dashboard of three reads the tree, the small files and that one
+    document, and commits once: the other documents are never read."""
     run_leg(memory, 0)
     run_leg(memory, 1)
     tip = memory.ref_sha(f"heads/{BRANCH}")
@@ -261,35 +260,51 @@ def test_a_leg_reads_only_the_dashboards_it_touches_and_commits_straight_to_the_
     made = memory.calls[calls:]
     with memory.lock:
         memory.blobs.update(hidden)
-    assert saved.rendered
     assert saved.commit_sha == memory.ref_sha(f"heads/{BRANCH}")
     assert made.count("get_tree") == 1
     # The index file, the revision, the one document and the trend (for this run's point,
-    # from the others' summaries): LEGS does not exist here.
+    # from the others' summaries).
     assert made.count("get_blob_text") == 4
     assert [c for c in made if c.startswith(("create", "update", "delete"))] == [
         "create_tree",
         "create_commit",
         "update_branch",
     ]
-    with memory.lock:
-        assert not [ref for ref in memory.refs[REPO] if ref.startswith(INBOX)]
+    assert set(memory.refs[REPO]) == {f"refs/heads/{BRANCH}"}
     state = branch_states(memory)[DASHBOARDS[0]]
     assert state.backend_names == ("b00", "b01", "b02")
 
 
-def test_a_leg_that_loses_the_branch_goes_through_the_inbox_and_lands(memory):
-    """A leg whose straight commit loses the branch to another writer queues its results and
-    folds them: nothing is lost, and the markdown is a render of the state."""
+def test_an_update_that_loses_the_branch_reads_again_and_lands(memory):
+    """An update whose compare-and-swap loses the branch to another run's writer reads the
+    new tip again (only the blobs that changed: the rest are cached), applies its change to
+    it and commits on it: nothing is lost, and the markdown is a render of the state."""
     run_leg(memory, 0)
     memory.inject("update_branch", status=None, before=lambda: run_leg(memory, 1), times=1)
+    calls = len(memory.calls)
     saved = run_leg(memory, 2)
-    assert saved.rendered
-    assert saved.attempts == 2  # the straight try that lost, and the fold
-    with memory.lock:
-        assert not [ref for ref in memory.refs[REPO] if ref.startswith(INBOX)]
+    assert saved.attempts == 2
+    assert memory.calls[calls:].count("update_branch") == 3  # the other writer's, ours twice
+    assert set(memory.refs[REPO]) == {f"refs/heads/{BRANCH}"}
     assert_every_cell_landed(memory, legs=3)
     assert_markdown_is_a_render_of_the_state(memory)
+
+
+def test_an_update_with_a_scope_gives_up_after_max_attempts(memory):
+    """A scoped update whose every compare-and-swap loses gives up after ``max_attempts``
+    tries with a StoreError that names the branch and says what to do; nothing of it lands."""
+    run_leg(memory, 0)
+    moves = iter(range(3))
+    memory.inject(
+        "update_branch",
+        status=None,
+        before=lambda: memory.push(BRANCH, {"other.md": f"{next(moves)}"}),
+        times=3,
+    )
+    with pytest.raises(StoreError, match=r"branch 'ivy-matrix'.* 3 times.*one fan-in job"):
+        run_leg(memory, 2, stored={"max_attempts": 3})
+    assert memory.read_file("other.md", BRANCH) == "2"  # every try lost to another writer
+    assert "b02" not in branch_states(memory)[DASHBOARDS[0]].backend_names
 
 
 def test_older_layouts_are_read_whole_and_migrated_by_the_next_write(memory):

@@ -7,10 +7,10 @@ import pytest
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
 from ivy_matrix.state.fold import Merged, merge_batches
-from ivy_matrix.state.merge import Batch
+from ivy_matrix.state.merge import Batch, join_batches
 from ivy_matrix.state.trend import TREND_NAME, load_trend
 from ivy_matrix.stores.local import LocalStore
-from tests.stores.helpers import BRANCH, RUN, client, run_leg
+from tests.stores.helpers import BRANCH, RUN, client, leg_batches, store
 
 CORE = DashboardId(title="core")
 
@@ -63,13 +63,19 @@ def test_the_local_trend_is_capped(tmp_path):
     assert [p.run for p in store.load_trend().points] == [1, 4]
 
 
-def test_a_matrix_run_gets_one_point_on_the_branch_when_its_last_leg_lands(memory):
-    """Legs that do not complete the run write no trend; the completing leg writes its point."""
+def fan_in(run: int = RUN, flip: int = 0):
+    """The change of one run's fan-in job: every leg's results (legs 0 to 2) in one update."""
+    batches = join_batches(
+        batch for leg in range(3) for batch in leg_batches(leg, run=run, flip=flip)
+    )
+    return lambda states: merge_batches(states, batches)
+
+
+def test_each_run_gets_one_point_on_the_branch_from_its_one_writer(memory):
+    """The writer of a run (its fan-in job) writes the run's point with every leg's results;
+    the same results again write nothing; the next run adds its own point."""
     with client(memory) as gh:
-        run_leg(gh, 0, 3)
-        run_leg(gh, 1, 3)
-        assert TREND_NAME not in memory.files(BRANCH)
-        run_leg(gh, 2, 3)
+        store(gh).update(fan_in())
         trend = load_trend(memory.files(BRANCH)[TREND_NAME].decode(), where="branch")
         (point,) = trend.points
         assert point.run == RUN
@@ -81,12 +87,11 @@ def test_a_matrix_run_gets_one_point_on_the_branch_when_its_last_leg_lands(memor
         )
 
         writes = len(memory.writes())
-        again = run_leg(gh, 1, 3)
+        again = store(gh).update(fan_in())
         assert again.commit_sha is None
         assert len(memory.writes()) == writes
 
-        for leg in range(3):
-            run_leg(gh, leg, 3, run=RUN + 1, flip=1)
+        store(gh).update(fan_in(RUN + 1, flip=1))
     trend = load_trend(memory.files(BRANCH)[TREND_NAME].decode(), where="branch")
     assert [p.run for p in trend.points] == [RUN, RUN + 1]
 
