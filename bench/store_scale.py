@@ -57,7 +57,6 @@ WRITES = {
     "update_branch",
     "create_branch",
     "create_ref",
-    "delete_ref",
 }
 OUTCOMES = (Outcome.SUCCESS,) * 8 + (Outcome.FAILURE, Outcome.SKIPPED)
 

@@ -299,31 +299,6 @@ class GitCalls(Transport):
             if str(item.get("ref") or "").startswith(prefix)
         }
 
-    def delete_ref(self, repo: str, ref: str) -> bool:
-        """Delete ``ref``; False if there was no such ref (another writer deleted it)."""
-        url = f"{repo_path(repo)}/git/refs/{_ref_path(ref)}"
-
-        def request() -> bool:
-            try:
-                self._json("DELETE", url)
-            except HTTPError as error:
-                message = error_message(error.data).lower()
-                if error.status == 404 or (  # noqa: PLR2004
-                    error.status == 422 and "does not exist" in message  # noqa: PLR2004
-                ):
-                    return False
-                raise
-            return True
-
-        return self._call(f"deleting ref {ref!r} of {repo}", CONTENTS_WRITE, request)
-
-    def get_commit_message(self, repo: str, sha: str) -> str:
-        """The message of one commit (``GET /repos/{owner}/{repo}/git/commits/{sha}``)."""
-        url = f"{repo_path(repo)}/git/commits/{sha}"
-        what = f"reading commit {sha[:12]} of {repo}"
-        _, data = self._call(what, CONTENTS_READ, bind(self._json, "GET", url, None))
-        return str(data.get("message") or "")
-
 
 def _ref_path(ref: str) -> str:
     """A full ref name as the path after ``git/ref/`` (without ``refs/``, slashes kept)."""

@@ -69,7 +69,7 @@ VERBS = {
         "POST",
     ),
     **dict.fromkeys(("update_branch", "move_ref", "update_issue", "update_issue_comment"), "PATCH"),
-    **dict.fromkeys(("delete_ref", "delete_issue_comment"), "DELETE"),
+    **dict.fromkeys(("delete_issue_comment",), "DELETE"),
 }  # fmt: skip
 
 
@@ -505,27 +505,6 @@ class MemoryGitHub:
             "list_refs",
             lambda: {r: s for r, s in sorted(self._repo(repo).items()) if r.startswith(prefix)},
         )
-
-    def delete_ref(self, repo: str, ref: str) -> bool:
-        """Delete ``ref``; False if there is none ("Reference does not exist")."""
-
-        def apply() -> bool:
-            refs = self._repo(repo)
-            self._writable("delete_ref")
-            return refs.pop(ref, None) is not None
-
-        return self._call("delete_ref", apply)
-
-    def get_commit_message(self, repo: str, sha: str) -> str:
-        """The message of one commit."""
-
-        def apply() -> str:
-            self._repo(repo)
-            if sha not in self.commits:
-                raise _error(f"reading commit {sha[:12]}", 404, "Not Found")
-            return str(self.commits[sha]["message"])
-
-        return self._call("get_commit_message", apply)
 
     def _store_tree(self, base_tree: str | None, files: Mapping[str, str | None]) -> str:
         flat = dict(self.trees[base_tree]) if base_tree else {}

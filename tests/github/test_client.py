@@ -190,10 +190,10 @@ def test_missing_branch_reads_as_none_and_create_branch_is_create_if_absent(fake
         assert gh.get_branch_head(REPO, "ivy-matrix") == tip
 
 
-def test_lock_refs_are_create_if_absent_and_move_only_forward(fake):
-    """A ref outside refs/heads is created once, moves by fast-forward only, and its commit
-    message reads back."""
-    lock = "refs/ivy-matrix/lease/run-0123456789abcdef"
+def test_refs_are_create_if_absent_and_move_only_forward(fake):
+    """A ref outside refs/heads (a pull request's verdict ref) is created once and moves by
+    fast-forward only."""
+    lock = "refs/ivy-matrix/pr/7"
     with client(fake.base_url) as gh:
         tree = gh.create_tree(REPO, None, {"LOCK": "x\n"})
         first = gh.create_commit(REPO, "holder: a", tree, [])
@@ -205,7 +205,6 @@ def test_lock_refs_are_create_if_absent_and_move_only_forward(fake):
         recorded = gh.create_commit(REPO, "issue: #7", tree, [first])
         assert gh.move_ref(REPO, lock, recorded) is True
         assert gh.get_ref(REPO, lock) == recorded
-        assert gh.get_commit_message(REPO, recorded) == "issue: #7"
     assert fake.ref_sha(lock) == recorded
 
 
@@ -369,16 +368,19 @@ def test_content_creation_limit_waits_the_retry_after_for_every_kind_of_write(st
     clock = ManualClock()
     limits = Limits(content_per_minute=1, status=status)
     with FakeGitHub(limits=limits, clock=clock) as fake:
+        issue = int(fake.add_issue()["number"])
+        comment = int(fake.add_comment(issue, "a comment to delete")["id"])
         sleeps = ClockSleeps(clock)
         with client(fake.base_url, sleeps, clock=clock) as gh:
             tip = main_tip(fake)
             commit = gh.create_commit(REPO, "c", gh.get_tree(REPO, tip).sha, [tip])
             assert gh.update_branch(REPO, "main", commit) is True
             assert gh.create_ref(REPO, "refs/x/y", tip) is True
-            assert gh.delete_ref(REPO, "refs/x/y") is True
+            assert gh.delete_issue_comment(REPO, comment) is True
         assert sleeps == [60.0, 60.0, 60.0]
         assert fake.ref_sha("heads/main") == commit
-        assert fake.ref_sha("refs/x/y") is None
+        assert fake.ref_sha("refs/x/y") == tip
+        assert fake.comments[issue] == []
         spent = fake.budget.spent("t")
         assert (spent.content_requests, spent.refused, spent.peak_content_per_minute) == (7, 3, 2)
 
