@@ -338,11 +338,15 @@ def test_the_writers_of_eight_runs_at_once_lose_nothing(fake, tmp_path):
     table = fake.read_file("core/gradients.md", "ivy-matrix")
     assert table.count("badge/-failure-red") == 8
     revision = fake.read_file(".ivy-matrix/state/REVISION", "ivy-matrix").strip()
-    # Each issue was created once (its git-ref lock decides who creates it), none was closed
-    # as a duplicate, and the dashboard issue shows the newest revision with every column.
+    # Runs that found no issue at once may each create one: one issue per marker stays open
+    # (the lowest number), every other is closed as its duplicate; the dashboard issue shows
+    # the newest revision with every column.
     assert landed_then_502.hits == 2
-    assert sorted(i["state"] for i in fake.issues.values()) == ["open", "open"]
-    assert not any("Duplicate of" in c["body"] for cs in fake.comments.values() for c in cs)
+    states = [i["state"] for i in fake.issues.values()]
+    assert states.count("open") == 2
+    for number, issue in fake.issues.items():
+        if issue["state"] == "closed":
+            assert any("Duplicate of" in c["body"] for c in fake.comments[number]), number
     issues = dashboard_issues(fake)
     assert set(issues) == {
         "<!-- ivy-matrix:dashboard=core/gradients -->",
