@@ -70,7 +70,7 @@ def _is_class_component(part: str) -> bool:
     return part[:1].isupper()
 
 
-def _clean(part: str) -> str:
+def clean_part(part: str) -> str:
     """Drop the ``test_``/``tests_`` prefix or ``_test``/``_tests`` suffix of a module or folder."""
     for prefix in ("test_", "tests_"):
         if part.startswith(prefix) and len(part) > len(prefix):
@@ -102,14 +102,14 @@ def split_classname(classname: str, file: str = "", suite: str = "") -> tuple[Da
     classes = parts[module_index + 1 :]
     row_prefix = "".join(f"{c}." for c in classes)
     if module_index >= 0:
-        title = _clean(parts[module_index])
-        category = _clean(parts[module_index - 1]) if module_index >= 1 else ""
+        title = clean_part(parts[module_index])
+        category = clean_part(parts[module_index - 1]) if module_index >= 1 else ""
         return DashboardId(title=title, category=category), row_prefix
     if classes:
         # A bare class name (JUnit for Java, unittest without a package): one dashboard each.
         return DashboardId(title=classes[-1]), "".join(f"{c}." for c in classes[:-1])
     if file:
-        return DashboardId(title=_clean(PurePosixPath(file.replace("\\", "/")).stem)), ""
+        return DashboardId(title=clean_part(PurePosixPath(file.replace("\\", "/")).stem)), ""
     return DashboardId(title=suite or FALLBACK_DASHBOARD), ""
 
 
