@@ -11,7 +11,9 @@ I/O. Commands:
 - ``adopt``: take an existing dashboard table into the store, cell by cell (commands/adopt.py);
 - ``render``: write every stored dashboard and the index (commands/render.py);
 - ``publish``: render the dashboards and issues from the branch state (commands/publish.py);
-- ``prune``: remove named dashboards, backends or rows from the store on purpose (commands/prune.py).
+- ``prune``: remove named dashboards, backends or rows from the store on purpose (commands/prune.py);
+- ``expectations``: the per-backend expectation (xfail) lists' changes from the stored history
+  (commands/expectations.py).
 
 This module holds the dispatch (the command line's grammar is config/arguments.py, built from
 ``config.options.OPTIONS``); ``main`` resolves the settings and turns errors into exit codes. It takes a
@@ -101,7 +103,9 @@ WINDOWS = (
 # Each command is imported when it runs: a matrix leg starts a fresh interpreter, and
 # importing every command (the pull request's, the issues', the branch store's) would cost it
 # more than reading a small result file.
-def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None) -> ExitCode:
+def _run(  # noqa: PLR0911 -- one return a command
+    args: argparse.Namespace, settings: Settings, log: Log, remote: Remote | None
+) -> ExitCode:
     """Run the command ``args`` name."""
     match args.command:
         case "collect" | "render":
@@ -125,6 +129,24 @@ def _run(args: argparse.Namespace, settings: Settings, log: Log, remote: Remote 
 
             return run_adopt(
                 settings, log, remote, dashboard=args.dashboard, file=args.file, force=args.force
+            )
+        case "expectations":
+            from ivy_matrix.commands.expectations import run_expectations  # noqa: PLC0415
+            from ivy_matrix.expect.proposal import Rules  # noqa: PLC0415  -- see above
+
+            return run_expectations(
+                settings,
+                log,
+                remote,
+                lists=args.expect_lists,
+                common=args.expect_common,
+                rules=Rules(
+                    add_after=args.add_after,
+                    remove_after=args.remove_after,
+                    unseen_after=args.unseen_after,
+                ),
+                write=args.expect_write,
+                markdown=args.expect_markdown,
             )
         case _:
             from ivy_matrix.commands.prune import run_prune  # noqa: PLC0415  -- see above

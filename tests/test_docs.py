@@ -22,7 +22,7 @@ README = ROOT / "README.md"
 PAGES = sorted((ROOT / "docs").glob("*.md"))
 README_LIMIT = 15_000
 ACTION = "ivy-matrix/ivy-matrix@"
-COMMANDS = ("update", "collect", "render", "adopt", "prune", "publish", "compare")
+COMMANDS = ("update", "collect", "render", "adopt", "prune", "publish", "compare", "expectations")
 
 
 def read(path: Path) -> str:
@@ -199,7 +199,7 @@ def test_the_commands_page_lists_every_command(capsys):
     """docs/commands.md opens with exactly the commands ``ivy-matrix --help`` lists."""
     with pytest.raises(SystemExit):
         main(["--help"], env={})
-    listed = re.findall(r"^ {4}([a-z]+) ", capsys.readouterr().out, re.MULTILINE)
+    listed = re.findall(r"^ {4}([a-z]+)(?: |$)", capsys.readouterr().out, re.MULTILINE)
     opening = code_blocks(read(ROOT / "docs" / "commands.md"))[0].body
     documented = re.findall(r"^ivy-matrix ([a-z]+) ", opening, re.MULTILINE)
     assert sorted(documented) == sorted(listed)

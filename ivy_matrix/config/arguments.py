@@ -19,6 +19,11 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from ivy_matrix import __version__
 from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, RETIRED, Kind
 from ivy_matrix.errors import UsageError
+from ivy_matrix.expect.proposal import (
+    DEFAULT_ADD_AFTER,
+    DEFAULT_REMOVE_AFTER,
+    DEFAULT_UNSEEN_AFTER,
+)
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -122,7 +127,7 @@ class _Parser(argparse.ArgumentParser):
         super()._print_message(message, file)
 
 
-_COMMANDS = ("update", "compare", "adopt", "render", "publish", "prune")
+_COMMANDS = ("update", "compare", "adopt", "render", "publish", "prune", "expectations")
 
 
 def _hint(message: str) -> str:
@@ -193,6 +198,12 @@ def build_parser(stdout: TextIO | None = None) -> argparse.ArgumentParser:
     )
     _prune_arguments(prune)
     _add_options(prune, (*_STORE_OPTIONS, "lock_timeout", *_BRANCH_OPTIONS))
+    _expectations_arguments(
+        commands.add_parser(
+            "expectations",
+            help="propose the per-backend expectation (xfail) lists' changes from the history",
+        )
+    )
     for each in (parser, *commands.choices.values()):
         each.stdout = stdout
     return parser
@@ -278,6 +289,70 @@ def _prune_arguments(prune: argparse.ArgumentParser) -> None:
     )
 
 
+_EXPECTATIONS_NAMES = (
+    *("expect_lists", "expect_common", "expect_write", "expect_markdown"),
+    *("add_after", "remove_after", "unseen_after"),
+)
+
+
+def _expectations_arguments(sub: argparse.ArgumentParser) -> None:
+    """``expectations``: the lists, the rules' run counts, what is written; then where the
+    history is read."""
+    sub.add_argument(
+        "--lists",
+        dest="expect_lists",
+        required=True,
+        metavar="PATTERN",
+        help="each backend's list, with {backend} for its name (e.g. tests/xfails/{backend}.txt)",
+    )
+    sub.add_argument(
+        "--common-list",
+        dest="expect_common",
+        type=Path,
+        metavar="FILE",
+        help="the list of tests expected to fail on every backend",
+    )
+    for flag, dest, default, what in (
+        (
+            "--add-after",
+            "add_after",
+            DEFAULT_ADD_AFTER,
+            "add a test failing in each of the last N runs",
+        ),
+        (
+            "--remove-after",
+            "remove_after",
+            DEFAULT_REMOVE_AFTER,
+            "remove an entry passing in each of the last N runs",
+        ),
+        (
+            "--unseen-after",
+            "unseen_after",
+            DEFAULT_UNSEEN_AFTER,
+            "remove an entry no run of the last N ran",
+        ),
+    ):
+        sub.add_argument(
+            flag,
+            dest=dest,
+            type=int,
+            default=default,
+            metavar="N",
+            help=f"{what} (default: {default})",
+        )
+    sub.add_argument(
+        "--write", dest="expect_write", action="store_true", help="rewrite the lists that change"
+    )
+    sub.add_argument(
+        "--markdown",
+        dest="expect_markdown",
+        type=Path,
+        metavar="FILE",
+        help="write the changes with their evidence ('-': to stdout)",
+    )
+    _add_options(sub, ("store", "config", "history", "dashboard_branches", *_BRANCH_OPTIONS))
+
+
 _BOOL_FLAGS = frozenset(option.flag for option in OPTIONS if option.kind is Kind.BOOL)
 # Words taken as a flag's value, so that "--dry-run yes" is told the allowed values.
 _BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", "y", "n"})
@@ -312,7 +387,11 @@ def given_tokens(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
 
 # What the commands take beside OPTIONS: arguments of their own, which settings never see.
 _OWN_ARGUMENTS = frozenset(
-    {"command", "file", "force", "check", "compare_markdown", "compare_json", *_PRUNE_NAMES}
+    {
+        *("command", "file", "force", "check", "compare_markdown", "compare_json"),
+        *_PRUNE_NAMES,
+        *_EXPECTATIONS_NAMES,
+    }
 )
 
 

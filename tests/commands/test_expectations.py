@@ -1,0 +1,170 @@
+"""End to end: ``ivy-matrix expectations`` over a generated history of ten runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+import pytest
+
+from ivy_matrix.cli import main
+from ivy_matrix.errors import ExitCode
+from tests.commands.results import error_lines, write_suite
+
+pytestmark = pytest.mark.timeout(120)
+
+MODULE = "pkg.test_ops"
+RUNS = range(1, 11)
+BAD = "TypeError: unsupported dtype bfloat16"
+OTHER = "KeyError: no axis named batch"
+
+
+def statuses(run: int) -> dict[str, dict[str, tuple[str, str]]]:
+    """Each backend's tests in run ``run``: (status, failure message)."""
+    torch_two = BAD if run % 2 else OTHER
+    return {
+        "numpy": {
+            "test_broken": ("passed", ""),
+            "test_fixed": ("passed", ""),
+            "test_still": ("skipped", ""),
+            "test_narrow": ("passed", ""),
+            "test_common_kept": ("skipped", ""),
+        },
+        "torch": {
+            "test_broken": ("failed", BAD) if run >= 8 else ("passed", ""),
+            "test_new": ("failed", BAD) if run == 10 else ("passed", ""),
+            "test_two_signatures": ("failed", torch_two) if run >= 8 else ("passed", ""),
+            "test_narrow": ("skipped", ""),
+            "test_common_kept": ("skipped", ""),
+        },
+    }
+
+
+def write_run(root: Path, run: int, backends: tuple[str, ...] = ("numpy", "torch")) -> None:
+    for backend, tests in statuses(run).items():
+        if backend not in backends:
+            continue
+        body = ""
+        for name, (status, message) in tests.items():
+            child = {
+                "passed": "",
+                "skipped": '<skipped type="pytest.xfail" message="expected"/>',
+                "failed": f"<failure message={quoteattr(message)}>trace</failure>",
+            }[status]
+            body += (
+                f"<testcase classname={quoteattr(MODULE)} name={quoteattr(name)}>{child}</testcase>"
+            )
+        write_suite(root / f"run{run}" / backend / "results.xml", body)
+
+
+def update(run: int) -> None:
+    argv = [
+        *("update", "--junit", f"run{run}/*/results.xml"),
+        *("--backend-from-path", r"run\d+/(?P<backend>[^/]+)/", "--run-id", str(run)),
+    ]
+    assert main(argv, {"GITHUB_REPOSITORY": "o/r"}) == ExitCode.OK
+
+
+NUMPY = "# numpy\n\npkg/test_ops.py::test_fixed[a]\ntest_still  # upstream\n# end"
+TORCH = "# torch xfails\r\n\r\ntest_gone\r\n"
+COMMON = "# every backend\ntest_narrow\ntest_common_kept\n"
+ARGS = ("expectations", "--lists", "xfails/{backend}.txt", "--common-list", "xfails/all.txt")
+
+
+def write_lists(root: Path) -> None:
+    (root / "xfails").mkdir()
+    (root / "xfails" / "numpy.txt").write_bytes(NUMPY.encode())
+    (root / "xfails" / "torch.txt").write_bytes(TORCH.encode())
+    (root / "xfails" / "all.txt").write_bytes(COMMON.encode())
+
+
+def lists(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "xfails").iterdir())}
+
+
+def test_expectations_adds_removes_and_narrows_exactly_and_keeps_every_other_byte(workdir, capsys):
+    for run in RUNS:
+        write_run(workdir, run)
+        update(run)
+    write_lists(workdir)
+    before = lists(workdir)
+    capsys.readouterr()
+
+    assert main([*ARGS, "--markdown", "body.md"], {}) == ExitCode.OK
+    assert lists(workdir) == before  # without --write, nothing is rewritten
+    assert "3 list(s) would change; pass --write" in capsys.readouterr().err
+
+    assert main([*ARGS, "--write"], {}) == ExitCode.OK
+
+    assert lists(workdir) == {
+        # The narrowed entry left the common list; the rest of it is as it was.
+        "all.txt": b"# every backend\ntest_common_kept\n",
+        # The passing node id removed; comments, the inline comment, no final newline kept.
+        "numpy.txt": b"# numpy\n\ntest_still  # upstream\n# end",
+        # test_gone (no run has it) removed; test_narrow from the common list and test_broken
+        # (3 runs, one signature) added, with the file's own CRLF endings.
+        "torch.txt": b"# torch xfails\r\n\r\ntest_narrow\r\ntest_broken\r\n",
+    }
+    body = (workdir / "body.md").read_text()
+    assert (
+        "| torch | pkg/ops test_broken | [10 failure](https://github.com/o/r/actions/runs/10)"
+        in body
+    )
+    assert "`TypeError: unsupported dtype bfloat16" not in body
+    assert (
+        "TypeError: unsupported dtype bfloat16 | [8](https://github.com/o/r/actions/runs/8) |"
+        in body
+    )
+    assert "test_new" not in body  # new in the newest run alone
+    assert "test_two_signatures" not in body  # two signatures in the last 3 runs
+
+    # An identical run: nothing to change, nothing written.
+    after = {p: p.stat().st_mtime_ns for p in (workdir / "xfails").iterdir()}
+    capsys.readouterr()
+    assert main([*ARGS, "--write"], {}) == ExitCode.OK
+    assert "the lists are up to date" in capsys.readouterr().err
+    assert {p: p.stat().st_mtime_ns for p in (workdir / "xfails").iterdir()} == after
+
+
+def test_nothing_is_proposed_when_the_newest_run_lacks_a_backend(workdir, capsys):
+    for run in RUNS:
+        write_run(workdir, run, ("numpy", "torch") if run < 10 else ("numpy",))
+        update(run)
+    write_lists(workdir)
+    before = lists(workdir)
+    capsys.readouterr()
+
+    assert main([*ARGS, "--write"], {}) == ExitCode.OK
+
+    assert lists(workdir) == before
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "nothing proposed" in x]
+    assert "no result for backend(s) torch" in line
+
+
+def test_nothing_is_proposed_on_a_history_shorter_than_the_rules_look_at(workdir, capsys):
+    for run in range(1, 10):
+        write_run(workdir, run)
+        update(run)
+    write_lists(workdir)
+    before = lists(workdir)
+    capsys.readouterr()
+
+    assert main([*ARGS, "--write"], {}) == ExitCode.OK
+
+    assert lists(workdir) == before
+    assert "the store holds 9 run(s); the rules look at the last 10" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("workdir")
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (("--lists", "xfails.txt"), "needs {backend}"),
+        (("--lists", "x/{backend}", "--add-after", "1"), "--add-after must be at least 2"),
+        (("--lists", "x/{backend}", "--remove-after", "20"), "raise --history"),
+    ],
+)
+def test_bad_rules_are_usage_errors(extra, said, capsys):
+    assert main(["expectations", *extra], {"GITHUB_ACTIONS": "true"}) == ExitCode.USAGE
+    (line,) = error_lines(capsys.readouterr().err)
+    assert said in line
