@@ -204,8 +204,13 @@ def render_issue_section(history: DashboardHistory, *, limit: int = DEFAULT_SECT
     return (
         reasons
         + section_lines("### Failing", _by_test(failing, _failing_facts), limit)
-        + section_lines("### Flaky", _by_test(flaky, history_facts), limit)
+        + section_lines("### Flaky", _by_test(flaky, _flaky_facts), limit)
     )
+
+
+def _flaky_facts(report: CellReport) -> list[str]:
+    """A flaky cell's history in words, under the "Flaky" heading (which says it is flaky)."""
+    return [fact.removeprefix("flaky: ") for fact in history_facts(report)]
 
 
 def _failing_facts(report: CellReport) -> list[str]:
