@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +56,8 @@ def _load_yaml(text: str) -> object:
 
     PyYAML is imported here, when a config file is given: its import costs every run's
     start-up more than reading a small result file, and most runs have no config file.
+    ``collect`` needs nothing but the standard library otherwise, and may run on a Python
+    without PyYAML (a matrix leg's): :func:`_require_pyyaml` then says what to do.
     """
     import yaml  # noqa: PLC0415  -- see above
 
@@ -96,6 +99,7 @@ def read_config_file(
     ``config`` itself is not a setting a config file can give.
     """
     text = _read_config(path)
+    _require_pyyaml(path)
     import yaml  # noqa: PLC0415  -- see _load_yaml
 
     try:
@@ -136,6 +140,20 @@ def read_config_file(
                 f"{did_you_mean(str(key), names)}"
             )
     return values, rules
+
+
+def _require_pyyaml(path: Path) -> None:
+    """A UsageError saying how to get PyYAML when this Python lacks it (the standard library
+    alone: what the action's ``collect`` legs run on)."""
+    try:
+        import yaml  # noqa: F401, PLC0415  -- see _load_yaml
+    except ImportError:
+        raise UsageError(
+            f"config file {path} is YAML, and reading it needs PyYAML, which this Python "
+            f"({sys.executable}) does not have: install ivy-matrix's requirements into it "
+            f"(pip install --require-hashes --no-deps -r requirements.lock), or give its "
+            f"settings as options or inputs instead"
+        ) from None
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:
