@@ -276,9 +276,9 @@ def test_collect_writes_its_leg_file_into_a_folder_of_its_own_unless_told(tmp_pa
 
 
 def test_a_python_input_with_a_line_break_sets_no_other_output(tmp_path):
-    """The python input goes to the install step's output file only as one line, or not at
+    """The python input goes to the plan step's output file only as one line, or not at
     all: a line break in it is refused."""
-    result = run_script("install", tmp_path, GIVEN_PYTHON="/usr/bin/python3\nvenv=/tmp/evil")
+    result = run_script("plan", tmp_path, GIVEN_PYTHON="/usr/bin/python3\nvenv=/tmp/evil")
     assert result.returncode == 1
     assert result.stdout.startswith("::error::input 'python' holds a line break")
     assert not (tmp_path / "output").exists()

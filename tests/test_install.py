@@ -1,28 +1,30 @@
-"""The action's install step: a venv without pip of its own, dependencies not compiled ahead,
-and ivy-matrix's own modules compiled once there, so that a leg compiles none of them at import;
-and ``collect``, which needs none of the requirements: its import closure is the standard
-library (and PyYAML only to read a config file).
+"""The action's install: a matrix leg's ``collect`` installs nothing and runs on the standard
+library alone; the one job that writes installs the hashed lock into a venv, cached by the
+lock's digest and the Python that made it.
 
 ``collect``'s import closure is checked by running it under an import hook that refuses every
 module outside the standard library and ivy-matrix, in a Python started with ``-I -S`` (no
-site-packages at all), and its leg file against the one the full venv writes. The figures (a
-leg's CPU time on a fresh install, before and after) are in docs/development.md, measured with
-bench/fresh_leg.sh; a test never times anything.
+site-packages at all), and its leg file against the one the full venv writes. The install
+step's shell is run by bash with a stand-in Python. The figures (CPU seconds of a leg and of
+the writer's install, cold and warm) are in docs/development.md and bench/README.md, measured
+with bench/install_cost.py; a test never times anything.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import sysconfig
 from pathlib import Path
 
-import yaml
+import pytest
 
 from tests.commands.results import write_junit
+from tests.test_action_yml import action, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements.lock"
@@ -207,36 +209,233 @@ def test_collect_with_a_config_file_needs_pyyaml_alone(tmp_path):
     assert b"gradients_and_random" in only_file(bare_legs).read_bytes()  # the config's rule
 
 
-def install_script() -> str:
-    doc = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
-    (step,) = [s for s in doc["runs"]["steps"] if s.get("id") == "install"]
-    return str(step["run"])
+# The install steps, run by bash with a stand-in Python that logs its arguments.
+
+# The stand-in's ``-m venv DIR`` makes DIR/bin/python (a copy of the stand-in), as venv would.
+MAKES_VENVS = 'if [ "$1 $2" = "-m venv" ]; then mkdir -p "$4/bin"; cp "$0" "$4/bin/python"; fi'
 
 
-def test_the_install_step_compiles_the_package_and_nothing_it_does_not_run():
-    """venv --without-pip, pip --no-compile from the setup Python, then compileall of ivy_matrix."""
-    lines = [line.strip() for line in install_script().splitlines()]
-    assert '"$SETUP_PYTHON" -m venv --without-pip "$VENV"' in lines
-    (pip,) = [line for line in lines if " -m pip " in line]
-    assert pip.startswith('"$SETUP_PYTHON" -m pip --python "$VENV/bin/python" install ')
-    assert "--no-compile" in pip
-    assert "--require-hashes" in pip
-    assert '"$VENV/bin/python" -m compileall -q "$GITHUB_ACTION_PATH/ivy_matrix"' in lines
+def outputs(tmp_path: Path) -> dict[str, str]:
+    path = tmp_path / "output"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return dict(line.split("=", 1) for line in lines)
+
+
+def test_a_collect_leg_installs_nothing_and_runs_the_set_up_python(tmp_path):
+    """Without a config file, collect runs the set-up Python itself: no venv, no pip, and the
+    interpreter is not even started to plan."""
+    result = run_script(
+        "plan", tmp_path, COMMAND="collect", CONFIG="", SETUP_PYTHON="/opt/py/bin/python3"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert outputs(tmp_path) == {"python": "/opt/py/bin/python3"}
+
+
+def test_the_python_input_installs_nothing_for_any_command(tmp_path):
+    """A given interpreter is used as it is, for a leg and for the writer."""
+    for command in ("collect", "update"):
+        (tmp_path / "output").unlink(missing_ok=True)
+        result = run_script("plan", tmp_path, COMMAND=command, GIVEN_PYTHON="/my/python")
+        assert result.returncode == 0, result.stderr
+        assert outputs(tmp_path) == {"python": "/my/python"}
+
+
+def lock_block(name: str) -> str:
+    """The lines of ``name``'s requirement in requirements.lock: its pin and its hashes."""
+    lines = LOCK.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{name}=="))
+    end = next(i for i in range(start, len(lines)) if not lines[i].endswith("\\"))
+    return "\n".join(lines[start : end + 1]) + "\n"
+
+
+def test_a_collect_leg_with_a_config_file_installs_pyyaml_alone_with_its_hashes(tmp_path):
+    """A config file is YAML: the leg gets a venv holding PyYAML alone, installed with its
+    hashes from the lock, and runs collect with that venv's Python."""
+    venv = tmp_path / "yaml-venv"
+    plan = run_script("plan", tmp_path, COMMAND="collect", CONFIG="c.yml", YAML_VENV=str(venv))
+    assert plan.returncode == 0, plan.stderr
+    assert outputs(tmp_path) == {"install": "pyyaml", "python": f"{venv}/bin/python"}
+    result = run_script(
+        "install",
+        tmp_path,
+        shows=MAKES_VENVS,
+        INSTALL="pyyaml",
+        SETUP_PYTHON=str(tmp_path / "python"),
+        YAML_VENV=str(venv),
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"python ran: -m venv --without-pip {venv}",
+        (
+            f"python ran: -m pip --python {venv}/bin/python install --disable-pip-version-check "
+            f"--no-compile --require-hashes --no-deps -r {venv}/pyyaml.lock"
+        ),
+    ]
+    assert (venv / "pyyaml.lock").read_text(encoding="utf-8") == lock_block("pyyaml")
+    assert lock_block("pyyaml").count("--hash=sha256:") >= 2
+
+
+WRITER_KEY = re.compile(r"ivy-matrix-venv-1-Linux-X64-py\d+\.\d+\.\d+\w*-[0-9a-f]{32}")
+
+
+def plan_writer(tmp_path: Path, command: str, **env: str) -> dict[str, str]:
+    (tmp_path / "output").unlink(missing_ok=True)
+    result = run_script(
+        "plan",
+        tmp_path,
+        COMMAND=command,
+        CONFIG="c.yml",
+        SETUP_PYTHON=env.pop("SETUP_PYTHON", sys.executable),
+        RUNNER_OS="Linux",
+        RUNNER_ARCH="X64",
+        VENV="/tmp/r/ivy-matrix-venv",
+        **env,
+    )
+    assert result.returncode == 0, result.stderr
+    return outputs(tmp_path)
+
+
+@pytest.mark.parametrize("command", ["update", "fan-in", "publish"])
+def test_the_writer_installs_the_lock_under_a_key_of_the_runner_the_python_and_the_lock(
+    tmp_path, command
+):
+    """The writer installs the whole lock into the venv, restored from and saved to the
+    cache under a key naming the runner, the Python's version and a digest of the lock and
+    the interpreter."""
+    planned = plan_writer(tmp_path, command)
+    assert planned.keys() == {"install", "key", "python"}
+    assert planned["install"] == "lock"
+    assert planned["python"] == "/tmp/r/ivy-matrix-venv/bin/python"
+    assert WRITER_KEY.fullmatch(planned["key"]), planned["key"]
+    assert f"-py{sys.version.split()[0]}-" in planned["key"]
+
+
+def test_the_writer_key_changes_with_the_lock_and_with_the_interpreter(tmp_path):
+    """Another lock, or the same version of Python at another path (a venv links to its
+    interpreter), is another cache entry; the same ones are the same entry."""
+    key = plan_writer(tmp_path, "update")["key"]
+    assert plan_writer(tmp_path, "update")["key"] == key
+    other = tmp_path / "other-action"
+    other.mkdir()
+    (other / "requirements.lock").write_text(LOCK.read_text() + "# changed\n", encoding="utf-8")
+    assert plan_writer(tmp_path, "update", GITHUB_ACTION_PATH=str(other))["key"] != key
+    link = tmp_path / "bin" / "python3"
+    link.parent.mkdir()
+    link.symlink_to(sys.executable)
+    assert plan_writer(tmp_path, "update", SETUP_PYTHON=str(link))["key"] != key
+
+
+def install_lock(tmp_path: Path, venv: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return run_script(
+        "install",
+        tmp_path,
+        shows=MAKES_VENVS,
+        INSTALL="lock",
+        KEY="k1",
+        SETUP_PYTHON=str(tmp_path / "python"),
+        VENV=str(venv),
+        **env,
+    )
+
+
+def test_a_cache_miss_installs_the_lock_compiled_and_marks_the_venv_with_its_key(tmp_path):
+    """On a miss, a venv without pip gets the hashed lock, compiled (the cache then holds the
+    bytecode: a warm run compiles no dependency), and the key it was made for."""
+    venv = tmp_path / "venv"
+    result = install_lock(tmp_path, venv, RESTORED="false")
+    assert result.returncode == 0, result.stderr
+    lock = ROOT / "requirements.lock"
+    assert [line for line in result.stdout.splitlines() if "python ran" in line] == [
+        f"python ran: -m venv --without-pip {venv}",
+        (
+            f"python ran: -m pip --python {venv}/bin/python install --disable-pip-version-check "
+            f"--require-hashes --no-deps -r {lock}"
+        ),
+        f"python ran: -m compileall -q {ROOT}/ivy_matrix",
+    ]
+    assert (venv / ".ivy-matrix-key").read_text(encoding="utf-8") == "k1\n"
+
+
+def test_a_restored_venv_is_used_as_it_is(tmp_path):
+    """A hit whose venv carries its key and runs here installs nothing: only ivy-matrix's own
+    modules are compiled (they come with the action, not the cache)."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    install_lock(tmp_path, tmp_path / "first", RESTORED="false")  # makes the stand-in
+    shutil.copy(tmp_path / "python", venv / "bin" / "python")
+    (venv / ".ivy-matrix-key").write_text("k1\n", encoding="utf-8")
+    result = install_lock(tmp_path, venv, RESTORED="true")
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if "python ran" in line] == [
+        "python ran: -c ",
+        f"python ran: -m compileall -q {ROOT}/ivy_matrix",
+    ]
+
+
+@pytest.mark.parametrize("broken", ["other key", "no interpreter"])
+def test_a_restored_venv_that_does_not_fit_is_installed_again(tmp_path, broken):
+    """A hit whose venv was made for another key, or whose interpreter is gone, is warned
+    about and installed again."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    install_lock(tmp_path, tmp_path / "first", RESTORED="false")  # makes the stand-in
+    if broken == "other key":
+        shutil.copy(tmp_path / "python", venv / "bin" / "python")
+        (venv / ".ivy-matrix-key").write_text("k0\n", encoding="utf-8")
+    else:
+        (venv / ".ivy-matrix-key").write_text("k1\n", encoding="utf-8")
+    result = install_lock(tmp_path, venv, RESTORED="true")
+    assert result.returncode == 0, result.stderr
+    assert "::warning::The cached venv k1 does not run here: installing again" in result.stdout
+    assert any(" -m pip " in line for line in result.stdout.splitlines())
+    assert (venv / ".ivy-matrix-key").read_text(encoding="utf-8") == "k1\n"
+
+
+def test_the_cache_is_restored_and_saved_for_the_writer_only_and_saved_after_a_miss_only():
+    """The cache steps run when the plan installs the lock; the save only when the restore
+    missed; both name the same folder and the plan's key."""
+    steps = {step.get("name"): step for step in action()["runs"]["steps"]}
+    restore = steps["Restore the venv from the cache"]
+    save = steps["Save the venv to the cache"]
+    assert restore["uses"].startswith("actions/cache/restore@")
+    assert save["uses"].startswith("actions/cache/save@")
+    assert restore["uses"].split("@")[1] == save["uses"].split("@")[1]
+    assert restore["if"] == "steps.plan.outputs.install == 'lock'"
+    assert save["if"] == (
+        "steps.plan.outputs.install == 'lock' && steps.restore.outputs.cache-hit != 'true'"
+    )
+    expected = {
+        "path": "${{ runner.temp }}/ivy-matrix-venv",
+        "key": "${{ steps.plan.outputs.key }}",
+    }
+    assert restore["with"] == save["with"] == expected
+    order = list(steps)
+    assert order.index("Restore the venv from the cache") < order.index("Install ivy-matrix")
+    assert order.index("Install ivy-matrix") < order.index("Save the venv to the cache")
+    assert order.index("Save the venv to the cache") < order.index("Update the dashboards")
 
 
 def pyc_files(folder: Path) -> set[Path]:
     return set(folder.rglob("*.pyc"))
 
 
-def test_after_the_install_compile_a_leg_compiles_none_of_the_package(tmp_path):
+def install_script() -> str:
+    (step,) = [s for s in action()["runs"]["steps"] if s.get("id") == "install"]
+    return str(step["run"])
+
+
+def test_after_the_install_compile_an_update_compiles_none_of_the_package(tmp_path):
     """Once the install step's compileall ran, an update writes no bytecode of ivy_matrix."""
-    action = tmp_path / "action"
+    action_copy = tmp_path / "action"
     shutil.copytree(
-        ROOT / "ivy_matrix", action / "ivy_matrix", ignore=shutil.ignore_patterns("__pycache__")
+        ROOT / "ivy_matrix",
+        action_copy / "ivy_matrix",
+        ignore=shutil.ignore_patterns("__pycache__"),
     )
-    shutil.copy2(ROOT / "entrypoint.py", action / "entrypoint.py")
+    shutil.copy2(ROOT / "entrypoint.py", action_copy / "entrypoint.py")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["GITHUB_ACTION_PATH"] = str(action)
+    env["GITHUB_ACTION_PATH"] = str(action_copy)
     (line,) = [line for line in install_script().splitlines() if "compileall" in line]
     subprocess.run(
         ["bash", "-c", line.strip().replace('"$VENV/bin/python"', '"$PYTHON"')],
@@ -244,15 +443,15 @@ def test_after_the_install_compile_a_leg_compiles_none_of_the_package(tmp_path):
         check=True,
         timeout=120,
     )
-    compiled = pyc_files(action)
-    assert len(compiled) >= len(list((action / "ivy_matrix").rglob("*.py")))
+    compiled = pyc_files(action_copy)
+    assert len(compiled) >= len(list((action_copy / "ivy_matrix").rglob("*.py")))
     work = tmp_path / "work"
     write_junit(work / "r.xml", [("test_grad", "passed"), ("test_jac", "failed")])
 
     subprocess.run(
         [
             sys.executable,
-            str(action / "entrypoint.py"),
+            str(action_copy / "entrypoint.py"),
             "update",
             "--junit",
             "r.xml",
@@ -266,4 +465,4 @@ def test_after_the_install_compile_a_leg_compiles_none_of_the_package(tmp_path):
         timeout=120,
     )
 
-    assert pyc_files(action) == compiled
+    assert pyc_files(action_copy) == compiled
