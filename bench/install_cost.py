@@ -35,7 +35,8 @@ wheel folder), no cache; ``--keep-pip-config`` keeps this machine's. It needs th
     .venv/bin/python bench/install_cost.py --python python3.12 --before REV --rounds 5
     .venv/bin/python bench/install_cost.py --python python3.12 --json bench/out/install.json
 
-I/O: writes under ``--work`` (default ``bench/out/install``); starts bash, Python, pip, tar.
+I/O: writes under ``--work`` (default ``bench/out/install``: the leg's results, the archives)
+and a temporary folder (the action's copies, removed at the end); starts bash, Python, pip, tar.
 """
 
 from __future__ import annotations
@@ -137,10 +138,12 @@ class Bench:
         self.archive = work / "venv.tar.zst"  # the writer's cache entry, from writer-cold
         self.wheels_archive = work / "wheels.tar.zst"
         self.legs: dict[str, bytes] = {}
+        # The action's copies: outside the checkout, where mypy would find a second ivy_matrix.
+        self.runs = Path(tempfile.mkdtemp(prefix="ivy-matrix-install-"))
 
     def fresh(self, name: str, commit: str | None = None) -> tuple[Path, Path]:
         """A fresh folder: the action's copy and a work folder holding the leg's results."""
-        folder = self.work / "runs" / name
+        folder = self.runs / name
         shutil.rmtree(folder, ignore_errors=True)
         copy_action(ROOT, commit, folder / "action")
         (folder / "work").mkdir()
@@ -339,16 +342,19 @@ def main(argv: list[str] | None = None) -> int:
         check=True,
     ).stdout.strip()
     print(f"python {version} ({args.python}), {manifest['cases']} cases, {args.rounds} rounds")
-    bench.prepare()
     load_before = os.getloadavg()
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in bench.measurements()}
-    for index in range(args.rounds):
-        for name, measure in bench.measurements().items():
-            r = Round(work, bench.env)
-            measure(r)
-            runs[name].append(r.parts)
-        shown = ", ".join(f"{name} {sum(parts[-1].values()):.2f}" for name, parts in runs.items())
-        print(f"  round {index + 1}/{args.rounds}: {shown} (CPU s)", flush=True)
+    try:
+        bench.prepare()
+        for index in range(args.rounds):
+            for name, measure in bench.measurements().items():
+                r = Round(work, bench.env)
+                measure(r)
+                runs[name].append(r.parts)
+            shown = ", ".join(f"{n} {sum(parts[-1].values()):.2f}" for n, parts in runs.items())
+            print(f"  round {index + 1}/{args.rounds}: {shown} (CPU s)", flush=True)
+    finally:
+        shutil.rmtree(bench.runs, ignore_errors=True)
     report: Json = {
         "settings": {
             "python": version,
