@@ -180,7 +180,7 @@ def test_every_uses_in_the_docs_is_pinned_to_a_full_sha():
     comment."""
     for path in [README, *PAGES]:
         for line in read(path).splitlines():
-            match = re.search(r"uses:\s*(\S+)", line)
+            match = re.search(r"^\s*(?:- )?uses:\s*(\S+)", line)
             if not match:
                 continue
             assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", match.group(1)), line

@@ -17,7 +17,7 @@ those columns and nothing else), and its ancestry follows run order from the bas
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,9 +49,19 @@ from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Baseline:
+    """The default branch's dashboards that results are compared with (``states``), and every
+    backend those dashboards have a column for (``backends``: the baseline's backends, which a
+    pull request's statuses expect results from)."""
+
+    states: list[DashboardState]
+    backends: frozenset[str]
+
+
 def baseline_states(
     settings: Settings, github: Connection, log: Log, collected: Collected
-) -> list[DashboardState]:
+) -> Baseline:
     """The default branch's dashboards that ``collected`` can be compared with: from the
     dashboard branch with the branch target (and a token) only the columns of its dashboards
     for its backends, else from the local store; read only."""
@@ -65,7 +75,8 @@ def baseline_states(
             remote=branch_remote(settings, github, log),
             sleep=github.remote.sleep,
         )
-        states = list(store.load_columns(collected.dashboards, collected.backends).values())
+        columns, backends = store.load_columns(collected.dashboards, collected.backends)
+        states = list(columns.values())
         where = f"branch {settings.branch}"
     else:
         if not settings.store.is_dir():
@@ -76,6 +87,8 @@ def baseline_states(
                 f"branch (default .ivy-matrix), or --targets branch for the dashboard branch"
             )
         states = LocalStore(settings.store).load_all()
+        keys = {dashboard.key for dashboard in collected.dashboards}
+        backends = frozenset(b for s in states if s.key in keys for b in s.backend_names)
         where = f"store {settings.store}"
     if not states:
         said = f"no default-branch results in {where}: every failing cell would be no-baseline"
@@ -89,7 +102,7 @@ def baseline_states(
             f"{said}; point {settings.named('store')} (or {settings.named('branch')} with the "
             f"branch target) at the dashboards' state"
         )
-    return sorted(states, key=lambda s: s.key)
+    return Baseline(states=sorted(states, key=lambda s: s.key), backends=backends)
 
 
 def pr_run_id(settings: Settings, states: list[DashboardState]) -> int:
@@ -153,7 +166,7 @@ def run_compare(
         spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
     ):
         links = resolve_links(settings, collected, github, log, now=now, env=env)
-        states = baseline_states(settings, github, log, collected)
+        states = baseline_states(settings, github, log, collected).states
     comparison = pr_comparison(settings, collected, links, states)
     if json_path is not None:
         text = json.dumps(compare_document(comparison), indent=2, ensure_ascii=False) + "\n"

@@ -1,4 +1,5 @@
-"""What ``update`` does on a pull request: its verdicts and, with the pr-comment target, its comment.
+"""What ``update`` does on a pull request: its verdicts; with the pr-comment target, its comment;
+with the status target, its commit statuses (commands/pr_status.py).
 
 I/O: asks GitHub whether the pull request is still open (never only the event payload: a
 re-run after the pull request was closed still carries the payload of the first run), reads
@@ -22,6 +23,7 @@ from ivy_matrix.commands.compare import (
     pr_comparison,
 )
 from ivy_matrix.commands.job_links import Links
+from ivy_matrix.commands.pr_status import set_statuses
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
@@ -43,6 +45,9 @@ def pull_request_verdicts(
     """The pull request's verdicts (None when nothing needs them); with the pr-comment
     target, its sticky comment, and where it is."""
     commenting = Target.PR_COMMENT in settings.targets
+    if commenting and settings.merge_group:
+        log.info("a merge group is no one pull request: the pr-comment target has no comment")
+        commenting = False
     if commenting and settings.pr is None:
         settings = replace(settings, pr=_find_pull_request(settings, github, log))
         if settings.pr is None:
@@ -53,10 +58,12 @@ def pull_request_verdicts(
             commenting = False
     if commenting and _is_closed(settings, github, log):
         commenting = False
-    if not commenting and settings.fail_on is not FailOn.NEW:
+    statuses = Target.STATUS in settings.targets
+    if not (commenting or statuses) and settings.fail_on is not FailOn.NEW:
         return None
     # The baseline covers the leg files' dashboards and backends too (a fan-in job).
-    states = baseline_states(settings, github, log, with_legs(collected, links.leg_files))
+    baseline = baseline_states(settings, github, log, with_legs(collected, links.leg_files))
+    states = baseline.states
     comparison = pr_comparison(settings, collected, links, states)
     log.info(f"pull request verdicts: {counts_line(comparison)}")
     verdicts = PullRequestVerdicts(
@@ -65,7 +72,16 @@ def pull_request_verdicts(
         commenting=commenting,
     )
     if commenting:
-        return _comment(settings, verdicts, github, log)
+        verdicts = _comment(settings, verdicts, github, log)
+    if statuses:
+        set_statuses(
+            settings,
+            comparison,
+            github,
+            log,
+            baseline_backends=baseline.backends,
+            comment_url=verdicts.comment_url,
+        )
     return verdicts
 
 
@@ -123,8 +139,9 @@ def _comment(
         log.warning(f"the comment on pull request #{state.pr} was not brought up to date: {error}")
         return verdicts
     url = result.url
-    if url is None and result.comment_id is not None:
-        # Shown by another writer (or already current): GitHub's address of the comment.
+    if result.comment_id is not None:
+        # One address whoever wrote it (this job, another writer, or nobody: already current),
+        # so a re-run finds the same link in the statuses it set (commands/pr_status.py).
         server = settings.server_url.rstrip("/")
         url = f"{server}/{github.repository}/pull/{state.pr}#issuecomment-{result.comment_id}"
     if result.url:

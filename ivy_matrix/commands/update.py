@@ -13,8 +13,8 @@ I/O: the imperative shell. It only orders the stages; each lives in its own modu
 
 Results of a pull request (or of a branch that does not feed the dashboards) are never
 recorded: nothing is written to the store, the output folder, the branch or the issues; they
-feed only the pull request's verdicts (commands/pr_comment.py: the pr-comment target and
-``fail-on: new``) and this run's job summary.
+feed only the pull request's verdicts (commands/pr_comment.py: the pr-comment target, the
+status target's commit statuses and ``fail-on: new``) and this run's job summary.
 
 Pull requests from forks and Dependabot get a read-only token: branch and issue writes are
 then skipped (or refused by GitHub and caught), with a warning that explains the
@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from ivy_matrix.targets.summary import PullRequestVerdicts
 
 COMMIT_BACKENDS = 8  # backends named in a commit message
+PULL_REQUEST_TARGETS = frozenset({Target.PR_COMMENT, Target.STATUS})
 # The pull request's verdicts and comment are imported where they are used (noqa PLC0415
 # below): an update that writes the local store needs none of them, and importing them all
 # costs more than reading a small result file.
@@ -144,7 +145,7 @@ def _check_inputs(settings: Settings) -> None:
     check_targets(settings)
     recorded = settings.feeds_dashboards
     _check_github_targets(
-        settings, REMOTE & set(settings.targets) if recorded else _comment_target(settings)
+        settings, REMOTE & set(settings.targets) if recorded else _pull_request_targets(settings)
     )
 
 
@@ -179,7 +180,7 @@ def _record_and_publish(
     recorded = settings.feeds_dashboards
     results, collected = inputs.results, inputs.collected
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    targets = remote_targets(settings, log) if recorded else _comment_target(settings)
+    targets = remote_targets(settings, log) if recorded else _pull_request_targets(settings)
     with phase(log, "links") as step:
         links = resolve_links(
             settings, results, github, log, now=now, leg_files=inputs.leg_files, env=inputs.env
@@ -327,18 +328,18 @@ def _save_and_publish(
     return saved, published
 
 
-def _comment_target(settings: Settings) -> frozenset[Target]:
-    """The pr-comment target, when asked for on a pull request (none else)."""
-    if Target.PR_COMMENT not in settings.targets or not settings.pull_request:
+def _pull_request_targets(settings: Settings) -> frozenset[Target]:
+    """The pr-comment and status targets asked for, on a pull request (none else)."""
+    if not settings.pull_request:
         return frozenset()
-    return frozenset({Target.PR_COMMENT})
+    return PULL_REQUEST_TARGETS & frozenset(settings.targets)
 
 
 def _log_not_a_pull_request(settings: Settings, log: Log) -> None:
-    if Target.PR_COMMENT in settings.targets or settings.fail_on is FailOn.NEW:
+    if PULL_REQUEST_TARGETS & set(settings.targets) or settings.fail_on is FailOn.NEW:
         log.info(
-            "not a pull request (no --pr, and the event is not one): the pr-comment target and "
-            "fail-on: new have nothing to do"
+            "not a pull request (no --pr, and the event is not one): the pr-comment and status "
+            "targets and fail-on: new have nothing to do"
         )
 
 
@@ -347,7 +348,8 @@ def _log_not_recorded(settings: Settings, log: Log) -> None:
         number = f" #{settings.pr}" if settings.pr is not None else ""
         log.info(
             f"results of pull request{number} are not recorded into the dashboards: they feed "
-            f"only its verdicts (the pr-comment target, fail-on: new, ivy-matrix compare)"
+            f"only its verdicts (the pr-comment and status targets, fail-on: new, ivy-matrix "
+            f"compare)"
         )
         return
     log.info(

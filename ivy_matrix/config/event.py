@@ -24,6 +24,8 @@ class EventInfo:
     head_label: str | None = None
     # A pull_request event from a fork: GitHub gives such runs a read-only token.
     from_fork: bool = False
+    # A merge queue's merge_group event: pull requests on top of the base, with no number.
+    merge_group: bool = False
 
 
 def _field(data: object, *path: str | int) -> object:
@@ -49,8 +51,9 @@ def parse_event(payload: object, event_name: str | None) -> EventInfo:
     the pull request is looked up when ``pull_requests`` is empty (GitHub leaves it empty for
     pull requests from forks). ``pull_request`` (not ``pull_request_target``, which runs in the
     base repository with its token) from a fork: ``from_fork``, the head repository being
-    marked a fork or named differently from the base. A payload of any other shape says
-    nothing it does not hold.
+    marked a fork or named differently from the base. ``merge_group`` (a merge queue): the
+    group's ``head_sha`` and ``base_sha``, results of no one pull request (no number). A payload
+    of any other shape says nothing it does not hold.
     """
     default_branch = _text(_field(payload, "repository", "default_branch"))
     if event_name in PULL_REQUEST_EVENTS:
@@ -76,6 +79,14 @@ def parse_event(payload: object, event_name: str | None) -> EventInfo:
             base_sha=_text(_field(payload, "workflow_run", "pull_requests", 0, "base", "sha")),
             default_branch=default_branch,
             head_label=f"{owner}:{branch}" if owner and branch else None,
+        )
+    if event_name == "merge_group":
+        return EventInfo(
+            pull_request=True,
+            merge_group=True,
+            head_sha=_text(_field(payload, "merge_group", "head_sha")),
+            base_sha=_text(_field(payload, "merge_group", "base_sha")),
+            default_branch=default_branch,
         )
     return EventInfo(default_branch=default_branch)
 

@@ -68,6 +68,7 @@ class Target(StrEnum):
     BRANCH = "branch"
     ISSUE = "issue"
     PR_COMMENT = "pr-comment"
+    STATUS = "status"
     SITE = "site"
 
 
@@ -101,6 +102,9 @@ class Option:
     choices: tuple[str, ...] = ()
     # Variables other tools set, read after runner_env in this order (the token's).
     also_env: tuple[str, ...] = ()
+    # Whether the action has an input for it; without one it is given in the config file,
+    # on the command line or as its IVY_MATRIX_ variable (the step's env:).
+    action: bool = True
 
     @property
     def flag(self) -> str:
@@ -173,6 +177,8 @@ OPTIONS: tuple[Option, ...] = (
         "branch (state and dashboards committed to --branch), issue (one issue per dashboard, "
         "from the branch's state: with the branch target), "
         "pr-comment (one sticky comment on the pull request with its verdicts), "
+        "status (a commit status per backend and one for all, on the pull request's head: "
+        "failure only for what it newly breaks), "
         "site (the static HTML site: into site/ of --branch with the branch target, into "
         "--html when given)",
         default="summary\nfile",
@@ -189,7 +195,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "token",
         Kind.STR,
-        "GitHub token for the branch, issue and pr-comment targets and job lookup (default: "
+        "GitHub token for the branch, issue, pr-comment and status targets and job lookup (default: "
         "IVY_MATRIX_TOKEN, GITHUB_TOKEN, GH_TOKEN; never printed)",
         also_env=("GITHUB_TOKEN", "GH_TOKEN"),
     ),
@@ -278,6 +284,14 @@ OPTIONS: tuple[Option, ...] = (
         Kind.LIST,
         "branches whose results feed the dashboards (default: the repository's default branch; "
         "with no way to tell, every branch)",
+    ),
+    Option(
+        "expected_backends",
+        Kind.LIST,
+        "the backends every run reports: the status target marks one without results error "
+        "(default: the backends the default branch's dashboards have); repeatable, commas "
+        "allowed; no action input: the config file or IVY_MATRIX_EXPECTED_BACKENDS",
+        action=False,
     ),
     Option(
         "pr_comment_when_green",

@@ -131,6 +131,10 @@ class Settings:
     head_sha: str | None = None
     base_sha: str | None = None
     pull_request: bool = False
+    # A merge queue's merge_group event: compared like a pull request, with no number.
+    merge_group: bool = False
+    # The backends every run reports (the status target: one without results is an error).
+    expected_backends: tuple[str, ...] = ()
     dashboard_branches: tuple[str, ...] = ()
     default_branch: str | None = None
     pr_head_label: str | None = None
@@ -334,6 +338,7 @@ def _from_options(
         sha=_get(values, "sha", str),
         ref=_get(values, "ref", str),
         dashboard_branches=_get(values, "dashboard_branches", tuple) or (),
+        expected_backends=parse_aliases(_get(values, "expected_backends", tuple) or ()),
         pr_comment_when_green=WhenGreen(_value(values, "pr_comment_when_green", str)),
         pr_comment_author=_value(values, "pr_comment_author", str),
         origins=origins,
@@ -355,6 +360,7 @@ def _with_event(
         head_sha=_get(values, "head_sha", str) or event.head_sha,
         base_sha=_get(values, "base_sha", str) or event.base_sha,
         pull_request=pr is not None or event.pull_request,
+        merge_group=event.merge_group and pr is None,
         default_branch=event.default_branch,
         pr_head_label=event.head_label,
         event_name=event_name,

@@ -1,10 +1,10 @@
 """The GitHub REST calls ivy-matrix makes, behind our own types and our own retry policy.
 
 I/O. The only module that imports PyGithub: :class:`GitHubClient` sends the requests of
-github/git.py (Actions and git data) and github/issues.py (issues) with PyGithub's requester,
-over the transport of github/http.py. These modules of ``github/`` are the only ones that handle
-untyped JSON (``Any``). Every call returns our own frozen dataclasses or plain values, never
-PyGithub objects, and raises
+github/git.py (Actions and git data), github/issues.py (issues) and github/statuses.py (commit
+statuses) with PyGithub's requester, over the transport of github/http.py. These modules of
+``github/`` are the only ones that handle untyped JSON (``Any``). Every call returns our own
+frozen dataclasses or plain values, never PyGithub objects, and raises
 :class:`~ivy_matrix.errors.GitHubAPIError` (or :class:`ReadOnlyTokenError`) with a message that
 says what failed, why, and what to do.
 
@@ -15,8 +15,9 @@ retries PATCH. Instead :meth:`GitHubClient._call` retries every request of this 
 time, with a clear error when GitHub asks for longer). Retrying is safe because every
 request here is idempotent at our level: reads; blobs, trees and commits (content-addressed:
 a duplicate is the same object, or an unreferenced one); creating a ref (a second attempt that
-finds "Reference already exists" reports a conflict and the caller re-reads); and moving a ref
-with ``force=false`` to the same commit again (a fast-forward to itself succeeds).
+finds "Reference already exists" reports a conflict and the caller re-reads); moving a ref
+with ``force=false`` to the same commit again (a fast-forward to itself succeeds); and setting
+a commit status (a second copy of a status is the same status).
 
 The ``sleep`` and ``clock`` functions are parameters so tests never wait for real.
 """
@@ -38,6 +39,7 @@ from ivy_matrix.github.git import GitCalls
 from ivy_matrix.github.http import HTTPError, OffHostError, token_problem
 from ivy_matrix.github.issues import IssueCalls
 from ivy_matrix.github.retry import DEFAULT_MAX_WAIT, DEFAULT_RETRIES, SECONDARY_WAIT, RetryPolicy
+from ivy_matrix.github.statuses import StatusCalls
 from ivy_matrix.results.jobs import Job
 
 # Blob reads sent at once by get_blob_texts: well under GitHub's 100 concurrent requests, even
@@ -45,12 +47,12 @@ from ivy_matrix.results.jobs import Job
 PARALLEL_READS = 8
 
 
-class GitHubClient(GitCalls, IssueCalls):
+class GitHubClient(GitCalls, IssueCalls, StatusCalls):
     """The GitHub calls ivy-matrix makes; build it with :func:`make_client`.
 
     One client per process (or thread): it holds one HTTP session and a cache of job
-    listings, one per (repository, run, attempt). The calls are in github/git.py and
-    github/issues.py; here they are sent with PyGithub's requester.
+    listings, one per (repository, run, attempt). The calls are in github/git.py,
+    github/issues.py and github/statuses.py; here they are sent with PyGithub's requester.
     """
 
     def __init__(

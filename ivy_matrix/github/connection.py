@@ -106,7 +106,7 @@ class Connection:
         if self._client is None:
             if not self.token:
                 raise UsageError(
-                    "the branch, issue and pr-comment targets need a token: pass --token or set "
+                    "the branch, issue, pr-comment and status targets need a token: pass --token or set "
                     "IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN (the action's 'token' input "
                     "defaults to github.token)"
                 )

@@ -31,6 +31,7 @@ CONTENTS_WRITE = "contents: write"
 ACTIONS_READ = "actions: read"
 ISSUES_WRITE = "issues: write"
 PULLS_READ = "pull-requests: read"
+STATUSES_WRITE = "statuses: write"
 
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 

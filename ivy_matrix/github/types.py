@@ -73,6 +73,18 @@ class PullRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CommitStatus:
+    """One commit status: its ``context`` (the check's name), ``state`` (``error``,
+    ``failure``, ``pending`` or ``success``), ``description`` (at most 140 characters) and
+    ``target_url`` ("" for none), as GitHub keeps the newest of each context on a commit."""
+
+    context: str
+    state: str
+    description: str = ""
+    target_url: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Spend:
     """What one client sent to GitHub (``github/spend.py`` counts it); the rate-limit
     figures are None when GitHub sent none (no request, or a server with rate limits off)."""
@@ -122,14 +134,18 @@ class IssueAPI(Protocol):
 
 class GitHubAPI(IssueAPI, Protocol):
     """Every call a command makes through its connection: the issue calls, the run's jobs,
-    pull requests and git data (what the stores, the issue target and the pr-comment target
-    each declare a part of)."""
+    pull requests, commit statuses and git data (what the stores, the issue target and the
+    pull-request targets each declare a part of)."""
 
     def list_run_jobs(self, repo: str, run_id: int, attempt: int) -> list[Job]: ...
 
     def list_pull_requests(self, repo: str, *, head: str) -> list[PullRequest]: ...
 
     def get_pull_request(self, repo: str, number: int) -> PullRequest: ...
+
+    def get_combined_status(self, repo: str, ref: str) -> list[CommitStatus]: ...
+
+    def create_commit_status(self, repo: str, sha: str, status: CommitStatus) -> CommitStatus: ...
 
     def get_branch_head(self, repo: str, branch: str) -> str | None: ...
 

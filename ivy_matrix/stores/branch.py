@@ -145,17 +145,21 @@ class BranchStore:
 
     def load_columns(
         self, dashboards: Iterable[DashboardId], backends: Iterable[str]
-    ) -> dict[DashboardId, DashboardState]:
+    ) -> tuple[dict[DashboardId, DashboardState], frozenset[str]]:
         """The columns of ``dashboards`` for ``backends`` at the branch tip, and nothing else
         (what a pull request's leg compares its results with): only those dashboards'
-        documents are read (layout 2), and a dashboard with none of the backends is left out."""
+        documents are read (layout 2), and a dashboard with none of the backends is left out;
+        and every backend those dashboards have a column for (asked for or not)."""
         names = set(backends)
         found = {}
+        every: set[str] = set()
         for dashboard, state in self.load(set(dashboards)).items():
-            columns = [c for b, c in split_columns(state).items() if b in names]
+            split = split_columns(state)
+            every.update(split)
+            columns = [c for b, c in split.items() if b in names]
             if columns:
                 found[dashboard] = join_columns(columns)
-        return found
+        return found, frozenset(every)
 
     def _delay(self, attempt: int) -> float:
         """How long to wait before trying again: a random moment ("full jitter") in a window

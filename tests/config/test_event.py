@@ -95,3 +95,27 @@ def test_an_unreadable_event_file_says_nothing(tmp_path):
         env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(path)}
         settings = load_settings({}, env)
         assert (settings.pull_request, settings.read_only) == (False, False)
+
+
+def test_a_merge_group_is_compared_like_a_pull_request_with_no_number(tmp_path):
+    """merge_group: its head and base commits, results of no one pull request (never recorded
+    into the dashboards), and its head is the commit the statuses go on."""
+    group = {
+        "head_sha": "groupsha",
+        "head_ref": "refs/heads/gh-readonly-queue/main/pr-7-abc",
+        "base_sha": "basesha",
+        "base_ref": "refs/heads/main",
+    }
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps({"merge_group": group}), encoding="utf-8")
+    event = read_event(path, "merge_group")
+    assert (event.pull_request, event.merge_group, event.pr) == (True, True, None)
+    assert (event.head_sha, event.base_sha) == ("groupsha", "basesha")
+    env = {"GITHUB_EVENT_NAME": "merge_group", "GITHUB_EVENT_PATH": str(path)}
+    settings = load_settings({}, {**env, "GITHUB_REF": group["head_ref"], "GITHUB_SHA": "x"})
+    assert (settings.merge_group, settings.feeds_dashboards, settings.commit) == (
+        True,
+        False,
+        "groupsha",
+    )
+    assert not parse_event({"merge_group": group}, "push").merge_group

@@ -4,8 +4,10 @@ Stdlib only. ``FakeGitHub`` keeps GitHub's state (jobs, issues, comments, labels
 trees, commits and refs) as plain dicts under one lock and serves exactly the operations
 ``ivy_matrix/github/client.py`` calls: the jobs of a run attempt; git refs (get, create, update),
 blobs (create, get), trees (create, get) and commits (create); issues (list, get, create, edit), their
-comments (list, create, edit, delete) and labels (get, create). GraphQL (pinning) answers 404.
-Bodies have the shapes of ``../shared/github-api/openapi-subset.json``, errors the texts of
+comments (list, create, edit, delete) and labels (get, create); a commit's statuses (set one, read
+the combined status). GraphQL (pinning) answers 404.
+Bodies have the shapes of ``../shared/github-api/openapi-subset.json`` (and, for the statuses,
+``tests/github/openapi-statuses.json``), errors the texts of
 ``../shared/design/PLATFORM.md`` (sections 1-3). Store logic is tested on the in-memory model
 ``tests/github/memory.py``; this fake is for the client itself and end-to-end tests.
 
@@ -77,6 +79,10 @@ BOT_EMAIL = "41898282+github-actions[bot]@users.noreply.github.com"
 GHES_PREFIX = "/api/v3"
 FAIL_KINDS = ("502", "503", "403-secondary", "429", "429-no-retry-after")
 JOB_NAME_LIMIT = 100
+# Commit statuses: GitHub's states, its description limit and its statuses per sha and context.
+STATUS_STATES = frozenset({"error", "failure", "pending", "success"})
+STATUS_DESCRIPTION_LIMIT = 140
+STATUSES_PER_CONTEXT = 1000
 FIRST_JOB_ID = 30_000_000_001
 
 Response = tuple[int, Any, dict[str, str]]
@@ -293,7 +299,8 @@ class FakeGitHub:
     ids]}, ...}; ``jobs`` job id -> job; ``issues`` number -> issue (PRs included, with
     ``pull_request: True``); ``comments`` issue number -> [comment]; ``labels`` repo -> lower
     name -> label; ``blobs`` sha -> bytes; ``trees`` sha -> {path: blob sha}; ``commits`` sha
-    -> commit; ``refs`` repo -> "refs/heads/x" -> sha; ``requests`` -> [RequestRecord];
+    -> commit; ``refs`` repo -> "refs/heads/x" -> sha; ``statuses`` repo -> commit sha ->
+    [status], oldest first; ``requests`` -> [RequestRecord];
     ``budget`` the rate limits and what each token spent (``fake.budget.spent("t")``).
 
     ``limits`` are GitHub's for a ``GITHUB_TOKEN`` unless a test passes others (and says why);
@@ -328,6 +335,9 @@ class FakeGitHub:
         self.trees: dict[str, dict[str, str]] = {}
         self.commits: dict[str, JSON] = {}
         self.refs: dict[str, dict[str, str]] = {}
+        # repo -> commit sha -> the statuses set on it, oldest first.
+        self.statuses: dict[str, dict[str, list[JSON]]] = {}
+        self._next_status = 7_000_000_001
         self.requests: list[RequestRecord] = []
         self.faults: list[Fault] = []
         self._next_issue = 1
@@ -508,6 +518,18 @@ class FakeGitHub:
                 comment["login"] = login
             return comment
 
+    def add_commit(self, repo: str = "acme/widgets", message: str = "a pull request") -> str:
+        """A new commit on the default branch's tip that no branch points at (a pull request's
+        head, say); its sha."""
+        with self.lock:
+            tip = self.refs[repo][f"refs/heads/{self.repos[repo]['default_branch']}"]
+            return self._store_commit(self.commits[tip]["tree"], [tip], message)
+
+    def commit_statuses(self, sha: str, repo: str = "acme/widgets") -> dict[str, JSON]:
+        """The newest status of each context on commit ``sha`` (context -> status)."""
+        with self.lock:
+            return self._latest_statuses(repo, sha)
+
     def ref_sha(self, ref: str, repo: str = "acme/widgets") -> str | None:
         """The commit sha ``ref`` (``heads/x`` or ``refs/heads/x``) points at, or None."""
         with self.lock:
@@ -543,6 +565,7 @@ class FakeGitHub:
                 "comments": self.comments,
                 "labels": self.labels,
                 "refs": self.refs,
+                "statuses": self.statuses,
                 "files": files,
                 "requests": [dataclasses.asdict(r) for r in self.requests],
                 "request_counts": Counter(r.method for r in self.requests),
@@ -804,6 +827,8 @@ class FakeGitHub:
             ("GET", repo + r"/git/trees/(?P<sha>[^/]+)", self._get_tree),
             ("POST", repo + r"/git/commits", self._post_commit),
             ("GET", repo + r"/git/commits/(?P<sha>[0-9a-f]{40})", self._get_commit),
+            ("POST", repo + r"/statuses/(?P<sha>[^/]+)", self._post_status),
+            ("GET", repo + r"/commits/(?P<ref>.+)/status", self._combined_status),
         ]
         return [(verb, re.compile(pattern), handler) for verb, pattern, handler in table]
 
@@ -1326,6 +1351,98 @@ class FakeGitHub:
         if label is None:
             raise _not_found()
         return 200, self._label_json(req.api, req.repo_name, label), {}
+
+    # ----------------------------------------------------------------- handlers: statuses
+
+    def _latest_statuses(self, repo: str, sha: str) -> dict[str, JSON]:
+        """The newest status of each context (GitHub compares contexts case-insensitively)."""
+        found: dict[str, JSON] = {}
+        for status in reversed(self.statuses.get(repo, {}).get(sha, [])):
+            found.setdefault(status["context"].lower(), status)
+        return {status["context"]: status for status in found.values()}
+
+    def _commit_of(self, repo: str, ref: str) -> str | None:
+        """The commit ``ref`` names: a sha, or a ref under ``refs/`` (``heads/x``, ``x``)."""
+        if ref in self.commits:
+            return ref
+        refs = self.refs.get(repo, {})
+        return refs.get(f"refs/{ref}") or refs.get(f"refs/heads/{ref}")
+
+    def _status_json(self, api: str, repo: str, sha: str, status: JSON) -> JSON:
+        return {
+            "url": f"{api}/repos/{repo}/statuses/{sha}",
+            "avatar_url": f"https://avatars.githubusercontent.com/in/{BOT_ID}?v=4",
+            "id": status["id"],
+            "node_id": f"SC_kwDO{status['id']}",
+            **{key: status[key] for key in ("state", "description", "target_url", "context")},
+            "created_at": status["created_at"],
+            "updated_at": status["created_at"],
+            "creator": self._user(api),
+        }
+
+    def _post_status(self, req: _Req) -> Response:
+        repo, sha, body = req.repo_name, req.params["sha"], req.fields
+        if sha not in self.commits:
+            raise _Fail(422, f"No commit found for SHA: {sha}")
+        state, description = body.get("state"), body.get("description")
+        if state not in STATUS_STATES:
+            raise _validation_failed(
+                "Status", "state", "custom", "state is not included in the list"
+            )
+        if description is not None and len(str(description)) > STATUS_DESCRIPTION_LIMIT:
+            message = f"description is too long (maximum is {STATUS_DESCRIPTION_LIMIT} characters)"
+            raise _validation_failed("Status", "description", "custom", message)
+        context = str(body.get("context") or "default")
+        kept = self.statuses.setdefault(repo, {}).setdefault(sha, [])
+        if sum(s["context"].lower() == context.lower() for s in kept) >= STATUSES_PER_CONTEXT:
+            message = "This SHA and context has reached the maximum number of statuses."
+            raise _validation_failed("Status", "context", "custom", message)
+        status = {"id": self._next_status, "state": state, "context": context}
+        status |= {"description": description, "target_url": body.get("target_url")}
+        status["created_at"] = self._now()
+        self._next_status += 1
+        kept.append(status)
+        headers = {"Location": f"{req.api}/repos/{repo}/statuses/{sha}"}
+        return 201, self._status_json(req.api, repo, sha, status), headers
+
+    def _combined_status(self, req: _Req) -> Response:
+        repo, ref = req.repo_name, req.params["ref"]
+        sha = self._commit_of(repo, ref)
+        if sha is None:
+            raise _Fail(404, f"No commit found for SHA: {ref}")
+        latest = sorted(self._latest_statuses(repo, sha).values(), key=lambda s: -s["id"])
+        states = {s["state"] for s in latest}
+        if states & {"error", "failure"}:
+            combined = "failure"
+        elif not latest or "pending" in states:
+            combined = "pending"
+        else:
+            combined = "success"
+        items = [
+            {
+                **{
+                    k: v
+                    for k, v in self._status_json(req.api, repo, sha, s).items()
+                    if k != "creator"
+                },
+                "required": None,
+            }
+            for s in latest
+        ]
+        page, headers = self._paginate(req, items)
+        return (
+            200,
+            {
+                "state": combined,
+                "statuses": page,
+                "sha": sha,
+                "total_count": len(items),
+                "repository": self._repo_json(req.api, repo),
+                "commit_url": f"{req.api}/repos/{repo}/commits/{sha}",
+                "url": f"{req.api}/repos/{repo}/commits/{sha}/status",
+            },
+            headers,
+        )
 
     # ----------------------------------------------------------------- handlers: git data
 

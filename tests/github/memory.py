@@ -12,6 +12,8 @@ the stores rely on:
 * issue and comment bodies over 65,536 characters are refused with the 422
   :class:`GitHubAPIError` the client raises; writes with a read-only token raise
   :class:`ReadOnlyTokenError`; missing objects raise a 404 :class:`GitHubAPIError`;
+* a commit shows the newest status of each context; a status of a commit it does not have, of
+  a state GitHub does not know or with a description over 140 characters is refused with 422;
 * one lock guards all state, so every call is atomic and threads can race on it.
 
 Faults (``inject``) stand for what the client sees after its own retries: an error, a write
@@ -48,11 +50,18 @@ from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.git import INLINE_LIMIT
 from ivy_matrix.github.http import HTTPError, Transport
 from ivy_matrix.github.retry import RetryPolicy
-from ivy_matrix.github.types import Issue, IssueComment, PullRequest, Spend, Tree
+from ivy_matrix.github.types import CommitStatus, Issue, IssueComment, PullRequest, Spend, Tree
 from ivy_matrix.results.jobs import Job
 from ivy_matrix.runner.reporter import Reporter
 from tests.github.budget import GITHUB_TOKEN, Budget, Clock, Limits
-from tests.github.fake_server import BOT_LOGIN, git_blob_sha, tree_sha
+from tests.github.fake_server import (
+    BOT_LOGIN,
+    STATUS_DESCRIPTION_LIMIT,
+    STATUS_STATES,
+    STATUSES_PER_CONTEXT,
+    git_blob_sha,
+    tree_sha,
+)
 
 _T = TypeVar("_T")
 BODY_LIMIT = 65_536
@@ -65,7 +74,7 @@ PAGE = 100  # items per page of the client's listings (per_page=100)
 VERBS = {
     **dict.fromkeys(
         ("create_tree", "create_commit", "create_branch", "create_ref", "create_issue",
-         "create_issue_comment", "pin_issue"),
+         "create_issue_comment", "pin_issue", "create_commit_status"),
         "POST",
     ),
     **dict.fromkeys(("update_branch", "move_ref", "update_issue", "update_issue_comment"), "PATCH"),
@@ -145,6 +154,8 @@ class MemoryGitHub:
         self.labels: dict[str, dict[str, JSON]] = {repo: {} for repo in repos}
         self.jobs: dict[tuple[str, int, int], list[Job]] = {}
         self.pinned: list[str] = []
+        # repo -> commit sha -> the statuses set on it (CommitStatus), oldest first.
+        self.statuses: dict[str, dict[str, list[CommitStatus]]] = {repo: {} for repo in repos}
         self.faults: list[MemoryFault] = []
         self.calls: list[str] = []
         self._written: list[str] = []
@@ -680,6 +691,59 @@ class MemoryGitHub:
             return found
 
         return self._call("list_pull_requests", apply)
+
+    def get_combined_status(self, repo: str, ref: str) -> list[CommitStatus]:
+        """The newest status of each context on commit ``ref``, newest first (404: no commit)."""
+
+        def apply() -> list[CommitStatus]:
+            self._repo(repo)
+            if ref not in self.commits:
+                raise _error(f"reading the commit statuses of {ref}", 404, "No commit found")
+            return self._latest_statuses(repo, ref)
+
+        return self._call("get_combined_status", apply)
+
+    def create_commit_status(self, repo: str, sha: str, status: CommitStatus) -> CommitStatus:
+        """Set ``status`` on commit ``sha``; 422 as GitHub refuses (no such commit, a state it
+        does not know, a description over 140 characters, 1,000 statuses of one context)."""
+
+        def apply() -> CommitStatus:
+            self._repo(repo)
+            self._writable("create_commit_status")
+            what = f"setting the commit status {status.context!r} of {sha}"
+            if sha not in self.commits:
+                raise _error(what, 422, f"No commit found for SHA: {sha}")
+            kept = self.statuses.setdefault(repo, {}).setdefault(sha, [])
+            same = sum(s.context.lower() == status.context.lower() for s in kept)
+            if (
+                status.state not in STATUS_STATES
+                or len(status.description) > STATUS_DESCRIPTION_LIMIT
+                or same >= STATUSES_PER_CONTEXT
+            ):
+                raise _error(what, 422, "Validation Failed")
+            kept.append(status)
+            return status
+
+        size = len(status.description.encode()) + len(status.target_url.encode())
+        return self._call("create_commit_status", apply, size=size)
+
+    def _latest_statuses(self, repo: str, sha: str) -> list[CommitStatus]:
+        """The newest status of each context (compared case-insensitively), newest first."""
+        found: dict[str, CommitStatus] = {}
+        for status in reversed(self.statuses.get(repo, {}).get(sha, [])):
+            found.setdefault(status.context.lower(), status)
+        return list(found.values())
+
+    def commit_statuses(self, sha: str, repo: str = "acme/widgets") -> dict[str, CommitStatus]:
+        """The newest status of each context on commit ``sha`` (context -> status)."""
+        with self.lock:
+            return {status.context: status for status in self._latest_statuses(repo, sha)}
+
+    def add_commit(self, repo: str = "acme/widgets", message: str = "a pull request") -> str:
+        """A new commit that no branch points at (a pull request's head, say); its sha."""
+        with self.lock:
+            self._repo(repo)
+            return self._store_commit(self._store_tree(None, {}), [], message)
 
     def get_pull_request(self, repo: str, number: int) -> PullRequest:
         """One pull request (404 for an issue that is not one), with its state."""

@@ -1,7 +1,9 @@
 """Validate JSON bodies against the response schemas of GitHub's OpenAPI 3.0 description.
 
 Used by ``tests/github/test_fake_server.py`` to hold ``FakeGitHub`` to the shapes in
-``../shared/github-api/openapi-subset.json``. Pure apart from reading the spec file; stdlib only.
+``../shared/github-api/openapi-subset.json`` and, for the commit-status operations that subset
+leaves out, ``tests/github/openapi-statuses.json`` (GitHub's published schemas of those two
+operations, as data). Pure apart from reading the spec files; stdlib only.
 
 ``response_schema`` turns an operation's response into plain JSON Schema: every
 ``#/components/...`` ``$ref`` is inlined (the subset has no cycles), OpenAPI 3.0's
@@ -29,11 +31,25 @@ KEYWORDS = frozenset(
      "allOf", "format", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"}
 )  # fmt: skip
 PARAM = re.compile(r"\{([^}]+)\}")
+# GitHub's commit-status operations, beside the shared subset (see load_spec).
+SUPPLEMENT = Path(__file__).with_name("openapi-statuses.json")
 
 
-def load_spec(path: Path) -> dict[str, Any]:
-    """Read the OpenAPI document."""
+def load_spec(path: Path, supplement: Path | None = SUPPLEMENT) -> dict[str, Any]:
+    """Read the OpenAPI document, joined by ``supplement``'s operations and schemas (GitHub's
+    commit-status operations, which the shared subset leaves out). A path or schema that
+    both hold is refused: the supplement only adds."""
     spec: dict[str, Any] = json.loads(path.read_text())
+    if supplement is None:
+        return spec
+    extra: dict[str, Any] = json.loads(supplement.read_text())
+    schemas = spec["components"]["schemas"]
+    for key, into in (("paths", spec["paths"]), ("schemas", schemas)):
+        found = extra["paths"] if key == "paths" else extra["components"]["schemas"]
+        both = sorted(set(found) & set(into))
+        if both:
+            raise ValueError(f"{supplement.name} repeats {key} of {path.name}: {both}")
+        into.update(found)
     return spec
 
 

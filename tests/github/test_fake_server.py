@@ -36,6 +36,8 @@ R = f"/repos/{REPO}"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # The operations of the subset that ivy_matrix/github/client.py calls: exactly what the fake serves.
 LIVE = {
+    "repos/create-commit-status",
+    "repos/get-combined-status-for-ref",
     "actions/list-jobs-for-workflow-run-attempt",
     "git/create-blob",
     "git/create-commit",
@@ -537,6 +539,20 @@ def _openapi_scenario(fake: FakeGitHub) -> list[tuple[str, str, object]]:
         ("DELETE", f"{R}/git/refs/ivy-matrix/inbox/ivy-matrix/1-1-0-ab", None),
         ("GET", f"{R}/git/commits/{tip}", None),
         ("GET", f"{R}/git/commits/{'0' * 40}", None),
+        (
+            "POST",
+            f"{R}/statuses/{tip}",
+            {
+                "state": "failure",
+                "context": "ivy-matrix/jax",
+                "description": "1 new: test_roll",
+                "target_url": "https://github.com/acme/widgets",
+            },
+        ),
+        ("POST", f"{R}/statuses/{tip}", {"state": "success", "context": "ivy-matrix"}),
+        ("GET", f"{R}/commits/{tip}/status", None),
+        ("GET", f"{R}/commits/heads/main/status?per_page=1", None),
+        ("GET", f"{R}/commits/{'0' * 40}/status", None),
     ]
 
 

@@ -17,6 +17,7 @@ import pytest
 from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
 from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.git import INLINE_LIMIT
+from ivy_matrix.github.types import CommitStatus
 from ivy_matrix.results.jobs import Job
 from tests.conftest import fake_client
 from tests.github.budget import GITHUB_TOKEN, Limits, ManualClock
@@ -190,6 +191,41 @@ def test_a_read_only_token_reads_but_every_write_raises_read_only_token_error(si
     assert gh.get_issue(REPO, 1).body == "b"
 
 
+def test_a_commit_shows_the_newest_status_of_each_context_and_bad_ones_are_refused(side):
+    """Each context shows its newest status (contexts compared without case); a commit GitHub
+    does not have, a state it does not know and a description over 140 characters are 422,
+    reading a missing commit's statuses is 404, and a read-only token may not set one."""
+    gh = side.gh
+    sha = side.model.add_commit(REPO)
+    assert gh.get_combined_status(REPO, sha) == []
+    url = "https://github.com/acme/widgets/actions/runs/1"
+    first = CommitStatus(context="ivy-matrix/jax", state="failure", description="1 new: t")
+    assert gh.create_commit_status(REPO, sha, first) == first
+    gh.create_commit_status(REPO, sha, CommitStatus(context="ivy-matrix", state="success"))
+    newest = CommitStatus(context="IVY-MATRIX/JAX", state="success", target_url=url)
+    gh.create_commit_status(REPO, sha, newest)
+    shown = {status.context: status for status in gh.get_combined_status(REPO, sha)}
+    assert shown == {
+        "IVY-MATRIX/JAX": newest,
+        "ivy-matrix": CommitStatus(context="ivy-matrix", state="success"),
+    }
+    for sha_, status in [
+        ("0" * 40, first),
+        (sha, CommitStatus(context="c", state="done")),
+        (sha, CommitStatus(context="c", state="success", description="x" * 141)),
+    ]:
+        with pytest.raises(GitHubAPIError) as caught:
+            gh.create_commit_status(REPO, sha_, status)
+        assert status_of(caught) == 422
+    with pytest.raises(GitHubAPIError) as caught:
+        gh.get_combined_status(REPO, "0" * 40)
+    assert status_of(caught) == 404
+    side.make_read_only()
+    with pytest.raises(ReadOnlyTokenError):
+        gh.create_commit_status(REPO, sha, first)
+    assert len(gh.get_combined_status(REPO, sha)) == 2
+
+
 # --------------------------------------------------------------------------- budgets, alike
 
 
@@ -233,8 +269,11 @@ def test_each_call_spends_the_requests_the_client_sends(kind):
         issue = gh.create_issue(REPO, title="t", body="b", labels=[])
         gh.update_issue(REPO, issue.number, body="c")
         assert gh.delete_issue_comment(REPO, gh.create_issue_comment(REPO, 1, "c").id)
+        status = CommitStatus(context="ivy-matrix", state="success")
+        gh.create_commit_status(REPO, root, status)  # POST
+        assert gh.get_combined_status(REPO, root) == [status]  # GET
         spent = model.budget.spent("t")
-    assert (spent.requests, spent.content_requests, spent.refused) == (16, 9, 0)
+    assert (spent.requests, spent.content_requests, spent.refused) == (18, 10, 0)
     assert spent.bytes_sent > INLINE_LIMIT
 
 

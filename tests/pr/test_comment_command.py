@@ -439,10 +439,9 @@ def test_a_pull_requests_job_shows_its_verdicts_in_summary_outputs_and_annotatio
         outputs = read_outputs(work / "output.txt")
         with memory.lock:
             (comment,) = memory.comments[number]
-        # The address GitHub gave the comment (the in-memory GitHub's); the next time, with
-        # nothing to change, the one built from the record's comment id.
-        page = "pull" if again else "issues"
-        url = f"https://github.com/{REPO}/{page}/{number}#issuecomment-{comment['id']}"
+        # The comment's address, built from its id: the same whether this job wrote it or it
+        # was already current (the in-memory GitHub's own html_url says /issues/).
+        url = f"https://github.com/{REPO}/pull/{number}#issuecomment-{comment['id']}"
         assert summary.startswith("## ivy-matrix: 3 new failures\n")
         assert "- **torch**: 2 new, 1 new-test\n" in summary
         assert f"Every verdict is in [the pull request's comment]({url}).\n" in summary
