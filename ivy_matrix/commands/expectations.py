@@ -4,8 +4,11 @@ I/O: reads the stored default-branch states (the local store, or with the branch
 dashboard branch, read-only) and the lists (``--lists`` with ``{backend}``, and the common
 ``--common-list``), proposes the changes (``expect/proposal.py``: pure), prints them, writes the
 evidence (``--markdown``) and, with ``--write``, rewrites the lists that change (every line
-it does not change kept byte for byte, ``expect/lists.py``). Nothing is written when the
-proposal is refused (an incomplete newest run, a history too short) or changes nothing.
+it does not change kept byte for byte, ``expect/lists.py``). In a workflow (the branch target,
+a token that can write) the lists are read from the default branch's head instead and the
+change goes to one pull request from ``ivy-matrix-expectations`` (``pr/expectations.py``).
+Nothing is written when the proposal is refused (an incomplete newest run, a history too
+short) or changes nothing.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from pathlib import Path
 from ivy_matrix.commands.choose_store import branch_remote, connect
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.errors import ExitCode, InputError, StoreError, UsageError
-from ivy_matrix.expect.evidence import describe, render_body
+from ivy_matrix.errors import ExitCode, GitHubAPIError, InputError, StoreError, UsageError
+from ivy_matrix.expect.evidence import TITLE, describe, render_body
 from ivy_matrix.expect.lists import ExpectationList
-from ivy_matrix.expect.proposal import COMMON, MIN_ADD_AFTER, Rules, propose
+from ivy_matrix.expect.proposal import COMMON, MIN_ADD_AFTER, Proposal, Rules, propose
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.model import DashboardState
 from ivy_matrix.runner.files import write_atomic, write_file
@@ -46,12 +49,39 @@ def run_expectations(
     _check(settings, lists, rules)
     with connect(settings, remote, log) as github:
         states = stored_states(settings, github, log)
-    paths = list_paths(states, lists, common, log)
+        paths = list_paths(states, lists, common, log)
+        if in_workflow(settings, github):
+            return _pull_request(settings, github, log, states, paths, rules, markdown)
     read = lists_by_key(paths)
     proposal = propose(states, read, rules, branches=settings.feeding_branches)
+    changed = _report(proposal, read, markdown, log)
+    if changed is None:
+        return ExitCode.OK
+    if not write:
+        log.info(f"expectations: {len(changed)} list(s) would change; pass --write to rewrite them")
+        return ExitCode.OK
+    for key, listed in sorted(changed.items()):
+        write_list(paths[key], listed)
+        log.info(f"expectations: rewrote {paths[key]}")
+    return ExitCode.OK
+
+
+def in_workflow(settings: Settings, github: Connection) -> bool:
+    """Whether the change goes to a pull request: the branch target with a token that can
+    write (a read-only token proposes, as locally, without writing)."""
+    return Target.BRANCH in settings.targets and github.available and not settings.read_only
+
+
+def _report(
+    proposal: Proposal,
+    read: Mapping[str, ExpectationList],
+    markdown: Path | None,
+    log: Log,
+) -> dict[str, ExpectationList] | None:
+    """Say the proposal; the lists it changes (None: refused, or nothing changes)."""
     if proposal.refused:
         log.warning(f"expectations: nothing proposed: {proposal.refused}")
-        return ExitCode.OK
+        return None
     for note in proposal.notes:
         log.info(note)
     for edit in proposal.edits:
@@ -61,14 +91,74 @@ def run_expectations(
         write_file(markdown, render_body(proposal), stdout=log.data, what="--markdown")
     if not changed:
         log.info("expectations: the lists are up to date; nothing to change")
+        return None
+    return changed
+
+
+def _pull_request(
+    settings: Settings,
+    github: Connection,
+    log: Log,
+    states: list[DashboardState],
+    paths: Mapping[str, Path],
+    rules: Rules,
+    markdown: Path | None,
+) -> ExitCode:
+    """The workflow's way: the lists as the default branch's head has them, the change as
+    one pull request from ``ivy-matrix-expectations`` (``pr/expectations.py``)."""
+    from ivy_matrix.pr import expectations as pull  # noqa: PLC0415  -- see choose_store
+
+    where = {key: _repository_path(path) for key, path in paths.items()}
+    try:
+        base, texts = pull.read_lists(
+            github.client, github.repository, settings.default_branch, where.values()
+        )
+    except GitHubAPIError as error:
+        log.warning(f"expectations: the lists could not be read: {error}")
         return ExitCode.OK
-    if not write:
-        log.info(f"expectations: {len(changed)} list(s) would change; pass --write to rewrite them")
+    read = {key: ExpectationList.parse(texts[path]) for key, path in where.items() if path in texts}
+    proposal = propose(states, read, rules, branches=settings.feeding_branches)
+    changed = _report(proposal, read, markdown, log)
+    if changed is None:
         return ExitCode.OK
-    for key, listed in sorted(changed.items()):
-        write_list(paths[key], listed)
-        log.info(f"expectations: rewrote {paths[key]}")
+    files = {where[key]: listed.text() for key, listed in sorted(changed.items())}
+    if settings.dry_run:
+        log.info(f"expectations: dry run: {len(files)} list(s) would go to branch {pull.BRANCH}")
+        return ExitCode.OK
+    try:
+        done = pull.publish(
+            github.client,
+            github.repository,
+            base,
+            files,
+            lists=where.values(),
+            title=TITLE,
+            body=render_body(proposal),
+        )
+    except GitHubAPIError as error:
+        # A missing permission (contents: write, pull-requests: write) is named in the error.
+        log.warning(f"expectations: the pull request was not written: {error}")
+        return ExitCode.OK
+    if not done.writes:
+        log.info(f"expectations: pull request #{done.number} is up to date; nothing written")
+        return ExitCode.OK
+    said = "opened" if done.opened else "updated"
+    log.info(
+        f"expectations: {said} pull request #{done.number} from {pull.BRANCH} "
+        f"({len(done.writes)} write(s): {', '.join(done.writes)})"
+    )
     return ExitCode.OK
+
+
+def _repository_path(path: Path) -> str:
+    """A list's path as the repository names it (relative, no ``..``)."""
+    text = path.as_posix().removeprefix("./")
+    if path.is_absolute() or ".." in path.parts or not text:
+        raise UsageError(
+            f"expectations: the list {path} is not a path inside the repository; in a "
+            f"workflow --lists and --common-list name files of the repository, relative to it"
+        )
+    return text
 
 
 def _check(settings: Settings, lists: str, rules: Rules) -> None:

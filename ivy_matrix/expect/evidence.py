@@ -57,10 +57,17 @@ def describe(edit: Edit) -> str:
     return f"{_VERB[edit.kind]} {where}: {edit.entry} ({edit.reason})"
 
 
-def render_body(proposal: Proposal) -> str:
-    """The pull request's body: a summary line, then each edit with its evidence table."""
+# GitHub refuses a pull request body over 65,536 characters (PLATFORM.md).
+BODY_LIMIT = 65_536
+
+
+def render_body(proposal: Proposal, *, limit: int = BODY_LIMIT) -> str:
+    """The pull request's body: a summary line, then each edit with its evidence table.
+
+    Within ``limit`` characters: the evidence rows that do not fit are left out from the end,
+    and a last line counts them (every edit keeps its heading while the headings fit)."""
     counts = {kind: sum(1 for e in proposal.edits if e.kind is kind) for kind in Kind}
-    parts = [
+    head = [
         f"## {TITLE}",
         "",
         (
@@ -68,10 +75,59 @@ def render_body(proposal: Proposal) -> str:
             f"{counts[Kind.NARROW]} narrowing(s), from the stored default-branch history."
         ),
     ]
-    for edit in proposal.edits:
-        parts += ["", f"### {escape_name(describe(edit))}"]
-        if edit.evidence:
-            parts += ["", _HEAD, *(_row(e) for e in edit.evidence)]
-    for note in proposal.notes:
-        parts += ["", f"- {escape_name(note)}"]
+    sections = [
+        ([f"### {escape_name(describe(edit))}"], [_row(e) for e in edit.evidence])
+        for edit in proposal.edits
+    ]
+    notes = [f"- {escape_name(note)}" for note in proposal.notes]
+    whole = _join(head, sections, notes, None)
+    if len(whole) <= limit:
+        return whole
+    # Keep each section's heading, then as many rows as fit, in order.
+    total_rows = sum(len(rows) for _, rows in sections)
+    kept: list[tuple[list[str], list[str]]] = [(title, []) for title, _ in sections]
+    budget = limit - len(_join(head, kept, [], _left_out(total_rows, len(sections), 0)))
+    for index, (_, rows) in enumerate(sections):
+        for row in rows:
+            cost = len(row) + 1 + (0 if kept[index][1] else len(_HEAD) + 2)
+            if cost > budget:
+                break
+            kept[index][1].append(row)
+            budget -= cost
+        else:
+            continue
+        break
+    shown = sum(len(rows) for _, rows in kept)
+    left = _left_out(total_rows - shown, len(sections), 0)
+    text = _join(head, kept, [], left)
+    while len(text) > limit and kept:  # the headings alone are too many
+        kept.pop()
+        shown = sum(len(rows) for _, rows in kept)
+        text = _join(head, kept, [], _left_out(total_rows - shown, len(sections), len(kept)))
+    return text
+
+
+def _left_out(rows: int, edits: int, shown_edits: int) -> str:
+    gone = "" if shown_edits in {0, edits} else f" and {edits - shown_edits} edit(s)"
+    return (
+        f"_{rows} evidence row(s){gone} left out: GitHub's pull request body holds "
+        f"{BODY_LIMIT:,} characters (ivy-matrix expectations --markdown writes them all)._"
+    )
+
+
+def _join(
+    head: list[str],
+    sections: list[tuple[list[str], list[str]]],
+    notes: list[str],
+    left_out: str | None,
+) -> str:
+    parts = list(head)
+    for title, rows in sections:
+        parts += ["", *title]
+        if rows:
+            parts += ["", _HEAD, *rows]
+    for note in notes:
+        parts += ["", note]
+    if left_out is not None:
+        parts += ["", left_out]
     return "\n".join(parts) + "\n"

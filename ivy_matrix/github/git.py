@@ -241,6 +241,39 @@ class GitCalls(Transport):
 
         return self._call(f"moving branch {branch!r} of {repo}", CONTENTS_WRITE, request)
 
+    def replace_branch(self, repo: str, branch: str, sha: str, *, old: str) -> bool:
+        """Point ``branch`` at ``sha`` (not necessarily a descendant) if it still points at
+        ``old``; False if it moved on or is gone.
+
+        The REST API has no compare-and-swap for a forced move, so the lease is a read of the
+        ref just before the forced ``PATCH``: another writer that moves the branch between the
+        two requests is overwritten. Only for branches ivy-matrix owns (the expectations pull
+        request's), where the other writer is a person pushing by hand.
+        """
+        if self.get_branch_head(repo, branch) != old:
+            return False
+        url = f"{repo_path(repo)}/git/refs/heads/{branch_path(branch)}"
+
+        def request() -> bool:
+            try:
+                self._json("PATCH", url, body={"sha": sha, "force": True})
+            except HTTPError as error:
+                if error.status == 422 and "does not exist" in error_message(error.data).lower():  # noqa: PLR2004
+                    return False
+                raise
+            return True
+
+        return self._call(f"moving branch {branch!r} of {repo}", CONTENTS_WRITE, request)
+
+    def get_default_branch(self, repo: str) -> str:
+        """The repository's default branch (``GET /repos/{owner}/{repo}``)."""
+        _, data = self._call(
+            f"reading the default branch of {repo}",
+            CONTENTS_READ,
+            bind(self._json, "GET", repo_path(repo), None),
+        )
+        return str(data["default_branch"])
+
     # ------------------------------------------------------------------ other refs (queues, verdicts)
 
     def get_ref(self, repo: str, ref: str) -> str | None:

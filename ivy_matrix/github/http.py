@@ -32,6 +32,7 @@ ACTIONS_READ = "actions: read"
 ISSUES_WRITE = "issues: write"
 PULLS_READ = "pull-requests: read"
 STATUSES_WRITE = "statuses: write"
+PULLS_WRITE = "pull-requests: write"
 
 _NEXT_LINK = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 

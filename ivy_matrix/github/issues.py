@@ -14,6 +14,7 @@ from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.http import (
     ISSUES_WRITE,
     PULLS_READ,
+    PULLS_WRITE,
     HTTPError,
     OffHostError,
     Transport,
@@ -187,6 +188,32 @@ class IssueCalls(Transport):
         _, data = self._call(what, PULLS_READ, bind(self._json, "GET", url, None))
         return _pull_request(data)
 
+    def create_pull_request(
+        self, repo: str, *, title: str, head: str, base: str, body: str
+    ) -> PullRequest:
+        """Open a pull request from branch ``head`` into ``base``
+        (``POST /repos/{owner}/{repo}/pulls``). Never resent blindly, as issue creates: a
+        caller that saw an error lists the pull requests of ``head`` before opening another
+        (GitHub refuses a second open one for the same head with 422 anyway)."""
+        body_json = {"title": title, "head": head, "base": base, "body": body}
+        what = f"opening a pull request from {head} in {repo}"
+        _, data = self._call(
+            what,
+            PULLS_WRITE,
+            bind(self._json, "POST", f"{repo_path(repo)}/pulls", None, body_json),
+            resend=False,
+        )
+        return _pull_request(data)
+
+    def update_pull_request(self, repo: str, number: int, *, title: str, body: str) -> PullRequest:
+        """Set a pull request's title and body (``PATCH /repos/{owner}/{repo}/pulls/{n}``:
+        the whole new text, so repeating it is harmless)."""
+        url = f"{repo_path(repo)}/pulls/{number}"
+        what = f"updating pull request #{number} of {repo}"
+        data_in = {"title": title, "body": body}
+        _, data = self._call(what, PULLS_WRITE, bind(self._json, "PATCH", url, None, data_in))
+        return _pull_request(data)
+
     def ensure_label(
         self, repo: str, name: str, *, color: str = "ededed", description: str = ""
     ) -> bool:
@@ -286,4 +313,5 @@ def _pull_request(item: Any) -> PullRequest:
         number=int(item["number"]),
         head_sha=str((item.get("head") or {}).get("sha") or ""),
         state=str(item.get("state") or "open"),
+        body=str(item.get("body") or ""),
     )

@@ -64,12 +64,14 @@ class IssueComment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PullRequest:
-    """A pull request as the pr-comment target needs it: its number, head commit and state
-    (``open`` or ``closed``; a merged pull request is closed)."""
+    """A pull request as the pr-comment target and the expectations command need it: its
+    number, head commit, state (``open`` or ``closed``; a merged pull request is closed) and
+    body ("" when it has none)."""
 
     number: int
     head_sha: str
     state: str = "open"
+    body: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,6 +149,16 @@ class GitHubAPI(IssueAPI, Protocol):
 
     def create_commit_status(self, repo: str, sha: str, status: CommitStatus) -> CommitStatus: ...
 
+    def create_pull_request(
+        self, repo: str, *, title: str, head: str, base: str, body: str
+    ) -> PullRequest: ...
+
+    def update_pull_request(
+        self, repo: str, number: int, *, title: str, body: str
+    ) -> PullRequest: ...
+
+    def get_default_branch(self, repo: str) -> str: ...
+
     def get_branch_head(self, repo: str, branch: str) -> str | None: ...
 
     def get_tree(self, repo: str, tree_ish: str) -> Tree: ...
@@ -164,6 +176,8 @@ class GitHubAPI(IssueAPI, Protocol):
     def create_branch(self, repo: str, branch: str, sha: str) -> bool: ...
 
     def update_branch(self, repo: str, branch: str, sha: str) -> bool: ...
+
+    def replace_branch(self, repo: str, branch: str, sha: str, *, old: str) -> bool: ...
 
     def get_ref(self, repo: str, ref: str) -> str | None: ...
 

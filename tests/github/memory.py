@@ -77,7 +77,12 @@ VERBS = {
          "create_issue_comment", "pin_issue", "create_commit_status"),
         "POST",
     ),
-    **dict.fromkeys(("update_branch", "move_ref", "update_issue", "update_issue_comment"), "PATCH"),
+    **dict.fromkeys(("create_pull_request",), "POST"),
+    **dict.fromkeys(
+        ("update_branch", "replace_branch", "move_ref", "update_issue", "update_issue_comment",
+         "update_pull_request"),
+        "PATCH",
+    ),
     **dict.fromkeys(("delete_issue_comment",), "DELETE"),
 }  # fmt: skip
 
@@ -478,6 +483,29 @@ class MemoryGitHub:
 
         return self._call("update_branch", apply)
 
+    def replace_branch(self, repo: str, branch: str, sha: str, *, old: str) -> bool:
+        """Point ``branch`` at ``sha`` if it still points at ``old`` (the client reads the ref,
+        then forces: two requests)."""
+        if self.get_branch_head(repo, branch) != old:
+            return False
+
+        def apply() -> bool:
+            refs = self._repo(repo)
+            self._writable("replace_branch")
+            ref = f"refs/heads/{branch.removeprefix('refs/heads/')}"
+            if ref not in refs:
+                return False
+            if sha not in self.commits:
+                raise _error(f"moving branch {branch!r}", 422, "Object does not exist")
+            refs[ref] = sha
+            return True
+
+        return self._call("replace_branch", apply)
+
+    def get_default_branch(self, repo: str) -> str:
+        """The repository's default branch: ``main`` here."""
+        return self._call("get_default_branch", lambda: (self._repo(repo), "main")[1])
+
     def get_ref(self, repo: str, ref: str) -> str | None:
         """The commit a full ref name points at, or None."""
         return self._call("get_ref", lambda: self._repo(repo).get(ref))
@@ -680,7 +708,7 @@ class MemoryGitHub:
         def apply() -> list[PullRequest]:
             self._repo(repo)
             found = [
-                PullRequest(number=number, head_sha=issue["head"][1])
+                self._pull(issue)
                 for number, issue in sorted(self.issues.items())
                 if issue["repo"] == repo
                 and issue["pull_request"]
@@ -744,6 +772,56 @@ class MemoryGitHub:
         with self.lock:
             self._repo(repo)
             return self._store_commit(self._store_tree(None, {}), [], message)
+
+    def create_pull_request(
+        self, repo: str, *, title: str, head: str, base: str, body: str
+    ) -> PullRequest:
+        """Open a pull request from branch ``head`` (422 when it has no such branch, or an
+        open pull request already has that head, as GitHub answers)."""
+
+        def apply() -> PullRequest:
+            refs = self._repo(repo)
+            self._writable("create_pull_request")
+            self._check_body("opening a pull request", body, required=False)
+            sha = refs.get(f"refs/heads/{head}")
+            if sha is None or f"refs/heads/{base}" not in refs:
+                raise _error("opening a pull request", 422, "Validation Failed")
+            label = f"{repo.partition('/')[0]}:{head}"
+            if any(
+                i["repo"] == repo and i["pull_request"] and i["state"] == "open"
+                and i.get("head", ("", ""))[0] == label
+                for i in self.issues.values()
+            ):  # fmt: skip
+                raise _error("opening a pull request", 422, "A pull request already exists")
+            issue = self._new_issue(repo, title, body, [])
+            issue.update(pull_request=True, head=(label, sha), branch=head)
+            return self._pull(issue)
+
+        return self._call("create_pull_request", apply, size=len(body.encode()))
+
+    def update_pull_request(self, repo: str, number: int, *, title: str, body: str) -> PullRequest:
+        """Set a pull request's title and body."""
+
+        def apply() -> PullRequest:
+            issue = self._issue(repo, number)
+            self._writable("update_pull_request")
+            self._check_body("updating a pull request", body, required=False)
+            if not issue["pull_request"]:
+                raise _error(f"updating pull request #{number} of {repo}", 404, "Not Found")
+            issue.update(title=title, body=body)
+            return self._pull(issue)
+
+        return self._call("update_pull_request", apply, size=len(body.encode()))
+
+    def _pull(self, issue: JSON) -> PullRequest:
+        """A pull request as the client returns it; its head follows its branch."""
+        label, sha = issue.get("head", ("", ""))
+        branch = issue.get("branch")
+        if branch is not None:
+            sha = self.refs[issue["repo"]].get(f"refs/heads/{branch}", sha)
+        return PullRequest(
+            number=issue["number"], head_sha=sha, state=issue["state"], body=issue["body"]
+        )
 
     def get_pull_request(self, repo: str, number: int) -> PullRequest:
         """One pull request (404 for an issue that is not one), with its state."""
