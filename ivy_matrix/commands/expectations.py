@@ -51,7 +51,9 @@ def run_expectations(
         states = stored_states(settings, github, log)
         paths = list_paths(states, lists, common, log)
         if in_workflow(settings, github):
-            return _pull_request(settings, github, log, states, paths, rules, markdown)
+            return _pull_request(
+                settings, github, log, states=states, paths=paths, rules=rules, markdown=markdown
+            )
     read = lists_by_key(paths)
     proposal = propose(states, read, rules, branches=settings.feeding_branches)
     changed = _report(proposal, read, markdown, log)
@@ -99,6 +101,7 @@ def _pull_request(
     settings: Settings,
     github: Connection,
     log: Log,
+    *,
     states: list[DashboardState],
     paths: Mapping[str, Path],
     rules: Rules,

@@ -163,6 +163,6 @@ def _holds(branch: Tree, base: Tree, files: Mapping[str, str], lists: Collection
     other list as ``base`` has it (compared by blob sha)."""
     return all(
         branch.files.get(path)
-        == (git_blob_sha(files[path]) if path in files else base.tree.files.get(path))
+        == (git_blob_sha(files[path]) if path in files else base.files.get(path))
         for path in {*lists, *files}
     )

@@ -218,6 +218,7 @@ def test_a_workflow_opens_one_pull_request_then_writes_nothing_then_updates_it(w
     (pull,) = [i for i in memory.issues.values() if i["pull_request"]]
     assert pull["head"][0] == "acme:ivy-matrix-expectations"
     tip = memory.ref_sha("refs/heads/ivy-matrix-expectations")
+    assert tip is not None
     assert memory.commits[tip]["parents"] == [main_head]
     assert memory.read_file("xfails/torch.txt", "ivy-matrix-expectations") == (
         "# torch xfails\r\n\r\ntest_narrow\r\ntest_broken\r\n"
@@ -239,6 +240,7 @@ def test_a_workflow_opens_one_pull_request_then_writes_nothing_then_updates_it(w
     (same,) = [i for i in memory.issues.values() if i["pull_request"]]
     assert same["number"] == pull["number"]
     tip = memory.ref_sha("refs/heads/ivy-matrix-expectations")
+    assert tip is not None
     assert memory.commits[tip]["parents"] == [new_main]
     assert "# end\n# reviewed\n" in memory.read_file("xfails/numpy.txt", "ivy-matrix-expectations")
     assert "updated pull request #" in capsys.readouterr().err

@@ -815,7 +815,7 @@ class MemoryGitHub:
 
     def _pull(self, issue: JSON) -> PullRequest:
         """A pull request as the client returns it; its head follows its branch."""
-        label, sha = issue.get("head", ("", ""))
+        _label, sha = issue.get("head", ("", ""))
         branch = issue.get("branch")
         if branch is not None:
             sha = self.refs[issue["repo"]].get(f"refs/heads/{branch}", sha)
