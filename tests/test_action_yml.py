@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from ivy_matrix.config.options import OPTIONS, Option
+from ivy_matrix.config.settings import load_settings
+from ivy_matrix.errors import UsageError
 from tests.markdown_doc import code_spans, section, table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,12 +52,25 @@ def test_a_legs_collect_step_gets_no_token():
     assert [k for k, v in env.items() if "inputs.token" in str(v)] == ["IVY_MATRIX_TOKEN"]
 
 
-def test_inputs_are_exactly_the_settings_config_reads():
-    """One input = one IVY_MATRIX_ variable = one Settings field, for every option the action
-    has an input for (the others are given in the config file or as their variable)."""
+def test_inputs_are_exactly_the_options_the_action_has_inputs_for():
+    """One input = one IVY_MATRIX_ variable = one option whose ``action`` is true; the options
+    that are not inputs (the runner gives them, or almost no workflow sets them) are read
+    from the config file or the step's env."""
     inputs = set(action()["inputs"]) - ACTION_ONLY
     assert inputs == {option.name.replace("_", "-") for option in OPTIONS if option.action}
-    assert [o.name for o in OPTIONS if not o.action] == ["expected_backends"]
+
+
+def test_the_action_has_at_most_48_inputs():
+    """Issue 23: an input is for what a workflow needs; the rest stays in the config file."""
+    assert len(action()["inputs"]) <= 48
+
+
+def test_an_option_that_is_no_input_is_read_from_the_step_env():
+    """An option without an input, given as the variable a step's env sets, is used and named
+    by its variable (there is no input to name)."""
+    with pytest.raises(UsageError, match=r"^IVY_MATRIX_HISTORY got 0"):
+        load_settings({}, {"GITHUB_ACTIONS": "true", "IVY_MATRIX_HISTORY": "0"})
+    assert load_settings({}, {"GITHUB_ACTIONS": "true", "IVY_MATRIX_HISTORY": "20"}).history == 20
 
 
 def option(name: str) -> Option:
@@ -143,8 +158,15 @@ def test_option_reference_states_each_default_and_nothing_else_as_code():
     inputs = action()["inputs"]
     for row in option_reference():
         name = row[0].strip("`").removeprefix("--")
-        spec = inputs.get(name, {"default": ""})  # an option with no input has no expression
+        spec = inputs.get(name, {"default": ""})
         assert set(code_spans(row[2])) == shown_default(name, spec), name
+
+
+def test_option_reference_says_which_options_are_no_input():
+    """An option that is not an input says so in its meaning, with how to give it instead."""
+    for o, row in zip(OPTIONS, option_reference(), strict=True):
+        said = "not an input of the action" in row[3].lower()
+        assert said is (not o.action), o.flag
 
 
 def test_option_reference_names_every_allowed_value():

@@ -28,7 +28,8 @@ def resolve_layers(
     for option in OPTIONS:
         value = env.get(option.env, "")
         if option.name not in chosen and value.strip():
-            chosen[option.name] = (value, f"input '{option.name.replace('_', '-')}' ({option.env})")
+            given_as = f"input '{option.name.replace('_', '-')}' ({option.env})"
+            chosen[option.name] = (value, given_as if option.action else option.env)
     rules: tuple[DashboardRule, ...] = ()
     if "config" in chosen:
         config_path = Path(str(chosen["config"][0]))

@@ -92,7 +92,13 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    """One setting: its name, kind, where runner variables can fill it, and its help."""
+    """One setting: its name, kind, where runner variables can fill it, and its help.
+
+    Every option is a flag (``--kebab-name``), a variable (``IVY_MATRIX_UPPER_NAME``) and a
+    config-file key; ``action`` says whether the action also declares it as an input. One that
+    is not (what the runner's variables give, or what almost no workflow sets) is given to the
+    action through the config file or the step's ``env:``.
+    """
 
     name: str
     kind: Kind
@@ -137,7 +143,7 @@ OPTIONS: tuple[Option, ...] = (
         "run_attempt", Kind.INT, "the run attempt", runner_env="GITHUB_RUN_ATTEMPT", default="1"
     ),
     Option("job_id", Kind.INT, "the job id (the action passes job.check_run_id)"),
-    Option("job_url", Kind.STR, "link cells to this URL instead of building one"),
+    Option("job_url", Kind.STR, "link cells to this URL instead of building one", action=False),
     Option("repository", Kind.STR, "OWNER/REPO for links", runner_env="GITHUB_REPOSITORY"),
     Option(
         "server_url",
@@ -145,6 +151,7 @@ OPTIONS: tuple[Option, ...] = (
         "GitHub's web address",
         runner_env="GITHUB_SERVER_URL",
         default=DEFAULT_SERVER_URL,
+        action=False,
     ),
     Option("store", Kind.PATH, "the local state directory", default=DEFAULT_STORE),
     Option(
@@ -153,6 +160,7 @@ OPTIONS: tuple[Option, ...] = (
         "seconds to wait for the store's lock while another update holds it, then exit 4 "
         "naming the holder (0: do not wait)",
         default=str(DEFAULT_LOCK_TIMEOUT),
+        action=False,
     ),
     Option("output_dir", Kind.PATH, "write the dashboards and the index here"),
     Option(
@@ -211,6 +219,7 @@ OPTIONS: tuple[Option, ...] = (
         "GitHub's REST API address",
         runner_env="GITHUB_API_URL",
         default="https://api.github.com",
+        action=False,
     ),
     Option(
         "budget_warning",
@@ -219,6 +228,7 @@ OPTIONS: tuple[Option, ...] = (
         "token's requests (x-ratelimit-limit) or GitHub's 500 content-creating requests "
         "(0: never)",
         default="10",
+        action=False,
     ),
     Option(
         "job_name",
@@ -277,7 +287,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("sha", Kind.STR, "the commit the results are from", runner_env="GITHUB_SHA"),
     Option("ref", Kind.STR, "the git ref the results are from", runner_env="GITHUB_REF"),
     Option("pr", Kind.INT, "the pull request the results are from (default: the event's)"),
-    Option("head_sha", Kind.STR, "the pull request's head commit (default: the event's)"),
+    Option(
+        "head_sha", Kind.STR, "the pull request's head commit (default: the event's)", action=False
+    ),
     Option("base_sha", Kind.STR, "the pull request's merge base or base commit"),
     Option(
         "dashboard_branches",
@@ -307,7 +319,9 @@ OPTIONS: tuple[Option, ...] = (
         default="github-actions[bot]",
     ),
     Option("style", Kind.STR, "cell style of the dashboards", default="ivy", choices=tuple(Style)),
-    Option("history", Kind.INT, "results kept per cell", default=str(DEFAULT_HISTORY)),
+    Option(
+        "history", Kind.INT, "results kept per cell", default=str(DEFAULT_HISTORY), action=False
+    ),
     Option(
         "retire_after_runs",
         Kind.INT,
@@ -320,6 +334,7 @@ OPTIONS: tuple[Option, ...] = (
         "points kept in trend.json, one per completed default-branch run; older ones are "
         "thinned (1 or more)",
         default=str(DEFAULT_POINTS),
+        action=False,
     ),
     Option(
         "backend_aliases",
@@ -393,8 +408,12 @@ def convert(option: Option, value: object, origin: str) -> object:
 
 
 def spell(name: str, *, action: bool) -> str:
-    """How a user names a setting: the action's input on a runner, else the flag."""
-    return f"input '{name.replace('_', '-')}'" if action else OPTION_BY_NAME[name].flag
+    """How a user names a setting: the action's input on a runner (or, for an option that is
+    no input, its variable), else the flag."""
+    option = OPTION_BY_NAME[name]
+    if not action:
+        return option.flag
+    return f"input '{name.replace('_', '-')}'" if option.action else option.env
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -101,7 +101,7 @@ def test_a_dry_run_of_collect_writes_nothing(workdir, capsys):
         (
             ["--run-id", "100", "--repository", "o/r"],
             {"IVY_MATRIX_JOB_URL": "https://example.com/x"},
-            "give input 'job-id' (the action passes job.check_run_id) instead of input 'job-url'",
+            "give input 'job-id' (the action passes job.check_run_id) instead of IVY_MATRIX_JOB_URL",
         ),
         (
             ["--run-id", "100", "--repository", "o/r", "--fail-on", "new"],

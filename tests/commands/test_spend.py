@@ -72,12 +72,13 @@ def test_publish_says_what_it_spent(fake, tmp_path):
 
 
 def test_a_budget_warning_over_100_percent_is_refused(fake, tmp_path):
-    """budget-warning is a percent: 101 is a usage error (exit 2) naming the input."""
+    """budget-warning is a percent: 101 is a usage error (exit 2) naming the variable that
+    gave it (it is no input of the action)."""
     write_results(tmp_path / "results" / "junit.xml", "torch")
     env = runner_env(fake, tmp_path, IVY_MATRIX_BUDGET_WARNING="101")
     result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
     assert result.returncode == ExitCode.USAGE
-    assert "input 'budget-warning' got 101; give a percent, 0 (never) to 100" in result.stderr
+    assert "IVY_MATRIX_BUDGET_WARNING got 101; give a percent, 0 (never) to 100" in result.stderr
 
 
 def test_a_run_that_github_refuses_still_says_what_it_spent(fake, tmp_path):
