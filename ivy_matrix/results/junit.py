@@ -20,7 +20,8 @@ exception.
 
 Input limits, so that memory stays flat whatever the file holds: names (``name``,
 ``classname``, ``file``, suite names) longer than :data:`NAME_CAP` characters are shortened with
-a hash of the whole name (:func:`cap_name`); messages are cut at :data:`MESSAGE_CAP`. Expat
+a hash of the whole name (:func:`cap_name`); a message keeps its first non-blank line (from
+the ``message`` attribute, else the text), cut at :data:`MESSAGE_CAP`. Expat
 buffers a whole tag before handing over its attributes, so a file in which a single tag,
 comment or declaration grows past :data:`MARKUP_CAP` bytes is refused as a problem, and so is
 one with elements nested deeper than :data:`DEPTH_CAP`.
@@ -28,6 +29,7 @@ one with elements nested deeper than :data:`DEPTH_CAP`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import BinaryIO, NoReturn
 from xml.parsers import expat
@@ -123,6 +125,10 @@ def _too_deep() -> str:
         f"elements are nested more than {DEPTH_CAP} deep; "
         "ivy-matrix does not read files nested that deep"
     )
+
+
+# Whatever str.splitlines splits at: a message with none is one line already.
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]").search
 
 
 def _first_line(text: str) -> str:
@@ -239,7 +245,9 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             flaky = True
         elif kind > rank:
             rank = kind
-            message = attrs.get("message", "")[:MESSAGE_CAP]
+            message = attrs.get("message", "")
+            # Only the first line is kept, as a message without the attribute (the text).
+            message = _first_line(message) if _LINE_BREAK(message) else message[:MESSAGE_CAP]
             if not message and kind != _SKIPPED:
                 capture_depth = depth
                 text.clear()

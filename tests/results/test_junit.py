@@ -284,6 +284,17 @@ def test_message_comes_from_the_message_attribute() -> None:
     assert case.message == "assert 1 == 2 & <x>"
 
 
+def test_a_multi_line_message_attribute_keeps_its_first_line() -> None:
+    """A message attribute of several lines (pytest writes &#10;) keeps its first non-blank
+    line, as the docs say, whatever the line break; one of blank lines only is no message."""
+    case = one_case('<failure message="assert 1 == 2&#10;  where 1 = f()&#13;&#10;x">t</failure>')
+    assert case.message == "assert 1 == 2"
+    assert one_case('<error message="&#10;&#10;   second &#10;third"/>').message == "second"
+    assert one_case('<failure message="a\u2028b"/>').message == "a"
+    assert one_case('<failure message="&#13;">text\nmore</failure>').message == "text"
+    assert one_case('<skipped message="why&#10;because"/>').message == "why"
+
+
 def test_message_falls_back_to_the_first_line_of_the_text() -> None:
     """Without a message attribute, the first non-blank line of the text is used."""
     case = one_case('<error type="E">\n\n   Traceback (most recent call last):\n  File "x"</error>')
