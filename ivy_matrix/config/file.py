@@ -71,14 +71,15 @@ def _load_yaml(text: str) -> object:
     return yaml.load(text, Loader=NoAliasLoader)  # noqa: S506  -- a SafeLoader subclass
 
 
-def _read_config(path: Path) -> str:
-    """The config file's text: at most MAX_CONFIG_BYTES of UTF-8, whatever kind of file it is."""
+def _read_config(path: Path, named: str) -> str:
+    """The config file's text: at most MAX_CONFIG_BYTES of UTF-8, whatever kind of file it is.
+    ``named``: the setting that named the file, as it was given (``--config``, the input)."""
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as error:
         raise UsageError(
-            f"input 'config' got {str(path)!r}: cannot read it ({error.strerror or error})"
+            f"{named} got {str(path)!r}: cannot read it ({error.strerror or error})"
         ) from None
     if len(data) > MAX_CONFIG_BYTES:
         raise UsageError(
@@ -92,13 +93,14 @@ def _read_config(path: Path) -> str:
 
 
 def read_config_file(
-    path: Path, known: Collection[str]
+    path: Path, known: Collection[str], named: str = "--config"
 ) -> tuple[dict[str, object], tuple[DashboardRule, ...]]:
     """The settings (by option name, among ``known``) and dashboard rules a config file holds.
 
-    ``config`` itself is not a setting a config file can give.
+    ``config`` itself is not a setting a config file can give. ``named``: the setting that
+    named the file, as it was given (``--config``, or the action's input and its variable).
     """
-    text = _read_config(path)
+    text = _read_config(path, named)
     _require_pyyaml(path)
     import yaml  # noqa: PLC0415  -- see _load_yaml
 
@@ -130,6 +132,12 @@ def read_config_file(
             raise UsageError(
                 f"config file {path}: 'token' does not belong in a file that is committed; "
                 f"pass --token, or set IVY_MATRIX_TOKEN, GITHUB_TOKEN or GH_TOKEN"
+            )
+        elif name == "dashboard" and isinstance(value, list):
+            raise UsageError(
+                f"config file {path}: 'dashboard' takes one [CATEGORY/]TITLE for every test, "
+                f"not a list; rules that name dashboards by test id go under 'dashboards' "
+                f"(a list of match/title/category)"
             )
         elif name in known and name != "config":
             values[name] = value

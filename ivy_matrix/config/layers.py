@@ -33,7 +33,7 @@ def resolve_layers(
     rules: tuple[DashboardRule, ...] = ()
     if "config" in chosen:
         config_path = Path(str(chosen["config"][0]))
-        from_file, rules = read_config_file(config_path, OPTION_BY_NAME)
+        from_file, rules = read_config_file(config_path, OPTION_BY_NAME, chosen["config"][1])
         for name, value in from_file.items():
             if name not in chosen and value not in (None, ""):
                 chosen[name] = (value, f"setting '{name.replace('_', '-')}' in {config_path}")

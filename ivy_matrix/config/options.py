@@ -386,9 +386,12 @@ def convert(option: Option, value: object, origin: str) -> object:
     if option.kind is Kind.LIST:
         if isinstance(value, str):
             return tuple(_split_list(value))
-        if isinstance(value, list | tuple):
+        if isinstance(value, list | tuple) and not any(map(_is_several, value)):
             return tuple(str(v) for v in value)
-        raise UsageError(f"{origin} must be a list of strings, got {value!r}")
+        raise UsageError(f"{origin} must be a list of strings, got {_shown(value)}")
+    if _is_several(value):
+        kind = "a mapping" if isinstance(value, dict) else "a list"
+        raise UsageError(f"{origin} takes one value, not {kind}: got {_shown(value)}")
     text = str(value).strip().lower() if isinstance(value, bool) else str(value).strip()
     if option.choices and text not in option.choices:
         raise UsageError(
@@ -405,6 +408,16 @@ def convert(option: Option, value: object, origin: str) -> object:
     if option.kind is Kind.BOOL:
         return text == "true"
     return text
+
+
+def _is_several(value: object) -> bool:
+    """Whether a value read from YAML is a collection (a list or mapping), not one value."""
+    return isinstance(value, list | tuple | dict | set)
+
+
+def _shown(value: object, cap: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= cap else text[: cap - 3] + "..."
 
 
 def spell(name: str, *, action: bool) -> str:

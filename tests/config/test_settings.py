@@ -194,6 +194,18 @@ def test_bad_values_name_where_they_came_from(tmp_path, given, env, config, mess
     assert message in str(error.value)
 
 
+def test_an_unreadable_config_file_is_named_as_it_was_given(tmp_path):
+    """The command line's --config is named --config; the action's input by input and variable
+    (a CLI message said "input 'config'")."""
+    missing = str(tmp_path / "nope.yml")
+    with pytest.raises(InputError) as error:
+        load_settings({"config": missing}, {})
+    assert str(error.value).startswith(f"--config got {missing!r}: cannot read it")
+    with pytest.raises(InputError) as error:
+        load_settings({}, {"IVY_MATRIX_CONFIG": missing})
+    assert str(error.value).startswith("input 'config' (IVY_MATRIX_CONFIG) got")
+
+
 def test_history_zero_is_refused():
     """history 0 is refused like any value below 1, not silently replaced by the default."""
     with pytest.raises(InputError, match="keep at least 1 result"):
@@ -272,6 +284,12 @@ def test_dashboard_rules_are_read_in_order(tmp_path):
         ("dashboards:\n  - match: x\n", "dashboards rule 1 needs 'match'"),
         ("dashboards:\n  - title: x\n  - title: y\n", "dashboards rule 1 needs"),
         ("dashboards:\n  - {match: '(', title: t}\n", "dashboards rule 1 'match' got '('"),
+        ("backend: [torch, numpy]\n", "setting 'backend' in "),
+        ("dashboard: [{match: x, title: y}]\n", "'dashboard' takes one [CATEGORY/]TITLE"),
+        ("dashboard: {title: y}\n", "setting 'dashboard' in "),
+        ("history: [3]\n", "setting 'history' in "),
+        ("junit: [[a.xml]]\n", "setting 'junit' in "),
+        ("junit: [{a: b}]\n", "must be a list of strings"),
     ],
     ids=[
         "typo",
@@ -281,6 +299,12 @@ def test_dashboard_rules_are_read_in_order(tmp_path):
         "no-title",
         "no-match",
         "bad-regex",
+        "a-list-for-backend",
+        "a-list-for-dashboard",
+        "a-mapping-for-dashboard",
+        "a-list-for-a-number",
+        "a-list-in-a-list",
+        "a-mapping-in-a-list",
     ],
 )
 def test_config_mistakes_name_the_file_and_the_key(tmp_path, text, message):
