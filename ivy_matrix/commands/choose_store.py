@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ivy_matrix.config.options import BranchTransport, Target
+from ivy_matrix.config.options import BranchTransport, Target, option_default
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import UsageError
 from ivy_matrix.github.connection import Connection, Remote
@@ -89,6 +89,25 @@ def check_targets(settings: Settings) -> None:
         raise UsageError(
             "the site target writes the HTML site into site/ of the dashboard branch (add "
             "'branch' to targets) or into the folder --html names (input 'html'): give one"
+        )
+
+
+def check_branch(settings: Settings) -> None:
+    """The dashboard branch is a branch of its own: never the repository's default branch
+    (the event says which) or the branch this run tests, which the dashboards' commits would
+    fill with their pages (a README.md of their own) and state."""
+    branch = settings.branch.removeprefix("refs/heads/")
+    ref = settings.ref or ""
+    what = None
+    if branch == settings.default_branch:
+        what = "the repository's default branch"
+    elif ref.startswith("refs/heads/") and branch == ref.removeprefix("refs/heads/"):
+        what = "the branch this run tests"
+    if what is not None:
+        raise UsageError(
+            f"{settings.named('branch')} got {settings.branch!r}, {what}: the dashboards' "
+            f"commits (their README.md, pages and state) would go into it. Give them a branch "
+            f"of their own (the default is {option_default('branch', str)!r})"
         )
 
 
@@ -179,6 +198,7 @@ def open_store(
             trend_points=settings.trend_points,
             inputs=inputs,
         )
+    check_branch(settings)
     from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
 
     return BranchStore(

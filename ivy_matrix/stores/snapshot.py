@@ -15,7 +15,10 @@ writes are in ``stores/committer.py``, the paths in ``stores/layout.py``.
   writer then migrates the branch to layout 2 (``stores/commit.py``);
 - blobs are cached by sha across tries, so a retry on a fresher tip reads only what changed.
 
-Each state file is checked against its path (a dashboard's document where its name puts it,
+A branch that holds files but nothing in the state folder is refused
+(:class:`~ivy_matrix.errors.StoreError`): it is not a dashboard branch, or it was overwritten,
+and the next commit would put the dashboards among its files. Each state file is checked
+against its path (a dashboard's document where its name puts it,
 a column of an older layout in its dashboard's folder): a misplaced file is a
 :class:`~ivy_matrix.errors.StoreError` naming it.
 """
@@ -32,6 +35,8 @@ from ivy_matrix.stores.index_file import load_index, summarize
 from ivy_matrix.stores.layout import BranchLayout
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.tree import EmptyTree, Snapshot, TreeListing, git_blob_sha
+
+FILES_NAMED = 3  # files of a branch that is not ours, named in the message
 
 
 class BranchReader:
@@ -66,6 +71,7 @@ class BranchReader:
             return Snapshot(None, EmptyTree(), {}, {})
         tree = self.remote.tree(tip)
         layout = self.layout
+        self._check_ours(tree)
         small = [layout.summary_path, layout.revision_path]
         wanted = [] if dashboards is None else [layout.state_path(d) for d in dashboards]
         self._fetch(sha for path in [*small, *wanted] if (sha := tree.files.get(path)))
@@ -83,6 +89,21 @@ class BranchReader:
         states, paths = self._states(tree, set(dashboards))
         whole = set(summaries) <= set(states)
         return Snapshot(tip, tree, states, summaries, revision, paths, whole=whole)
+
+    def _check_ours(self, tree: TreeListing) -> None:
+        """Refuse a branch that holds files but nothing in the state folder: another branch
+        (a force-push of unrelated content, a project branch), never one to start afresh on."""
+        if not tree.files or any(self.layout.in_state_dir(path) for path in tree.files):
+            return
+        names = sorted(tree.files)
+        shown = ", ".join(names[:FILES_NAMED]) + (", ..." if len(names) > FILES_NAMED else "")
+        raise StoreError(
+            f"branch {self.branch} holds {len(tree.files)} file(s) but no ivy-matrix state "
+            f"(no {self.layout.state_dir}/; it holds {shown}): it is not a dashboard branch, "
+            f"or it was overwritten (a force-push), and writing the dashboards there would "
+            f"mix them with its files. Restore the branch, delete it to start afresh, or give "
+            f"the dashboards another branch"
+        )
 
     def more(self, snapshot: Snapshot, dashboards: Collection[DashboardId]) -> Snapshot:
         """``snapshot`` with these dashboards read too."""

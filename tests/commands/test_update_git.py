@@ -120,3 +120,53 @@ def test_compare_reads_the_baseline_over_git_with_no_rest_request(tmp_path):
         "test_01": "new",
         "test_02": "fixed",
     }
+
+
+UNRELATED = {"README.md": "# widgets\n", "src/widgets.py": "print('hi')\n"}
+
+
+def test_a_dashboard_branch_of_unrelated_content_is_refused_and_left_alone(tmp_path):
+    """A dashboard branch force-pushed with other content (no .ivy-matrix/state): the update
+    fails naming the branch and what it holds, and writes nothing over it (it started afresh
+    on top of it, silently, overwriting its README.md)."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    with FakeGitHub() as api, GitServer() as git:
+        tip = git.push_files("refs/heads/ivy-matrix", UNRELATED)
+        env = git_env(api, git, tmp_path, IVY_MATRIX_JOB_ID="777")
+
+        result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+
+        assert result.returncode == 4, result.stderr
+        assert "branch ivy-matrix holds 2 file(s) but no ivy-matrix state" in result.stderr
+        assert "README.md" in result.stderr
+        assert git.ref_sha("refs/heads/ivy-matrix") == tip
+
+
+def test_the_default_branch_as_the_dashboard_branch_is_refused(tmp_path):
+    """--branch main, the repository's default branch (the event says) or the branch under
+    test: refused before anything is written, never committed into it without a word."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"repository": {"default_branch": "main"}}), encoding="utf-8")
+    cases = [
+        ("refs/heads/main", "main", "the repository's default branch"),
+        ("refs/heads/main", "refs/heads/main", "the repository's default branch"),
+        ("refs/heads/dev", "dev", "the branch this run tests"),
+    ]
+    with FakeGitHub() as api, GitServer() as git:
+        tips = {b: git.push_files(f"refs/heads/{b}", UNRELATED) for b in ("main", "dev")}
+        for ref, branch, what in cases:
+            env = git_env(
+                api, git, tmp_path, IVY_MATRIX_JOB_ID="777", GITHUB_EVENT_NAME="push",
+                GITHUB_EVENT_PATH=str(event), GITHUB_REF=ref,
+                IVY_MATRIX_DASHBOARD_BRANCHES="main\ndev",
+            )  # fmt: skip
+            argv = ["--junit", "results/*.xml", "--backend", "torch", "--branch", branch]
+
+            result = run(tmp_path, env, *argv)
+
+            assert result.returncode == 2, result.stderr
+            assert f"--branch got {branch!r}, {what}" in result.stderr
+            assert "a branch of their own (the default is 'ivy-matrix')" in result.stderr
+        assert {b: git.ref_sha(f"refs/heads/{b}") for b in tips} == tips
+        assert git.pushes() == []
