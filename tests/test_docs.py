@@ -96,6 +96,18 @@ def test_the_readmes_picture_is_what_the_demo_renders(tmp_path, monkeypatch):
     assert [line for line in picture if line not in rendered] == []
 
 
+def test_parity_agrees_with_the_index_kinds_on_the_demo(tmp_path, monkeypatch):
+    """scripts/demo's index (issue 24): each backend's "-only" count is its "fails only on" row."""
+    monkeypatch.chdir(ROOT)
+    assert main(demo_arguments(tmp_path), env={}) == 0
+    index = (tmp_path / "dashboards" / "README.md").read_text(encoding="utf-8")
+    (line,) = [x for x in index.splitlines() if x.startswith("Failing tests across backends")]
+    only = {name: count for count, name in re.findall(r"(\d+) (\w+)-only", line)}
+    assert only == {"numpy": "3", "jax": "1", "tensorflow": "1", "torch": "1"}
+    for backend, count in only.items():
+        assert f"| fails only on {backend} | {count} |" in index
+
+
 @pytest.mark.timeout(60)
 def test_the_readmes_local_recipe_gives_one_run_with_every_backend(tmp_path, monkeypatch):
     """The README's "Run it on your own results", run as it stands on the four example

@@ -7,8 +7,11 @@ store for one run:
 - per backend, its rows by that run's result: ``passed``, ``failed``, ``flaky``,
   ``skipped``, and ``missing`` (rows it has a cell in that the run brought no result for);
 - ``parity``: of the rows that ran on every backend of their dashboard in that run
-  (``rows``), how many passed on all of them (``green``: ``success`` or ``flaky``), and per
-  backend how many failed on that backend only (``fails_only``: green everywhere else).
+  (``rows``; a skip counts as run), how many passed on all of them (``green``: ``success``
+  or ``flaky``), and per backend how many failed on that backend only (``fails_only``: green
+  everywhere else). A skip is left out of both, as the index's kinds leave it
+  (explain/grouping.py): a row skipped on one backend and passed on the others is green, and
+  one failed on one backend, passed or skipped on the others, fails only there.
 
 A point is computed from the cells' histories (:func:`trend_point`; a run's attempts make one
 result, as history.py says) when a store renders after a change that brought that run's
@@ -116,26 +119,25 @@ def dashboard_part(state: DashboardState, run: int) -> PointPart:
         (tuple(r.cells), tuple([slot_of[id(c)] for c in r.cells.values()])) for r in state.rows
     )
     for (backends, slots), count in shapes.items():
-        ran = not_green = 0
-        failing = ""  # the backend of the one failure, when it is the only non-green
+        ran = passed = 0
+        failing: list[str] = []
         for backend, slot in zip(backends, slots, strict=True):
             tallies.setdefault(backend, [0] * 5)[slot] += count
             if slot == _MISSING:
                 continue
             ran += 1
             if slot == _FAILED:
-                not_green += 1
-                failing = backend
-            elif slot == _SKIPPED:
-                not_green += 1
-                failing = ""
+                failing.append(backend)
+            elif slot != _SKIPPED:
+                passed += 1
         if not ran or ran < len(names):
             continue
         rows += count
-        if not not_green:
+        # A skip is left out, as the index's kinds leave it (grouping.py).
+        if not failing and passed:
             green += count
-        elif not_green == 1 and failing:
-            fails_only[failing] = fails_only.get(failing, 0) + count
+        elif len(failing) == 1:
+            fails_only[failing[0]] = fails_only.get(failing[0], 0) + count
     sources = sorted(cells.sources.values(), key=lambda s: (s.time, s.run))
     with_sha = [s for s in sources if s.sha]
     return PointPart(

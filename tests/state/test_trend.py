@@ -73,12 +73,17 @@ def test_a_point_counts_each_backends_rows_by_that_runs_result():
 
 
 def test_parity_counts_rows_green_everywhere_and_failing_on_one_backend_only():
-    """Of rows that ran on every backend: green on all, or failing on exactly one."""
+    """Of rows that ran on every backend: green on all, or failing on exactly one. A skip is
+    left out, as the index's kinds leave it: skipped on one and passed on the others is green,
+    failed on one and passed or skipped on the others fails only there (the demo's index said
+    "1 torch-only" above "fails only on torch: 0")."""
     rows = {
         "green": {"torch": S, "jax": Y, "numpy": S},
         "only_jax": {"torch": S, "jax": F, "numpy": S},
         "two": {"torch": F, "jax": F, "numpy": S},
         "skipped": {"torch": S, "jax": K, "numpy": S},
+        "skipped_and_only_torch": {"torch": F, "jax": S, "numpy": K},
+        "all_skipped": {"torch": K, "jax": K, "numpy": K},
         "not_on_all": {"torch": F, "jax": S},
     }
     other = {"x": {"torch": S}, "y": {"torch": F}}
@@ -86,7 +91,7 @@ def test_parity_counts_rows_green_everywhere_and_failing_on_one_backend_only():
     point = trend_point([state(CORE, 1, rows), state(NN, 1, other)], 1)
 
     assert point is not None
-    assert point.parity == Parity(rows=6, green=2, fails_only=(("jax", 1), ("torch", 1)))
+    assert point.parity == Parity(rows=8, green=3, fails_only=(("jax", 1), ("torch", 2)))
 
 
 def test_attempts_of_one_run_that_disagree_make_a_flaky_result():
