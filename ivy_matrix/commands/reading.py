@@ -315,11 +315,14 @@ def no_files_found(settings: Settings, log: Log, *, legs: bool = False) -> None:
         log.warning(f"{message}; nothing to publish from them ({option}: warn)")
 
 
-def log_results(collected: Collected, log: Log, *, annotate: bool = True) -> None:
+def log_results(
+    collected: Collected, log: Log, *, annotate: bool = True, from_legs: int = 0
+) -> None:
     """One line per backend, then the failed tests: annotations on a runner (the first
     ANNOTATIONS), indented lines elsewhere; the rest counted. ``annotate=False``: the
     backends' lines only (a pull request's annotations are its new failures,
-    targets/summary.py)."""
+    targets/summary.py). ``from_legs``: the failed cases of leg files among them, which their
+    legs annotated (``collected.failures`` has none)."""
     for backend, (tests, failed, errors, skipped) in sorted(collected.by_backend.items()):
         log.info(
             f"{backend}: {tests} test case(s), {failed} failed, {errors} error(s), "
@@ -327,7 +330,7 @@ def log_results(collected: Collected, log: Log, *, annotate: bool = True) -> Non
         )
     if not annotate:
         return
-    failed = sum(f.failed + f.errors for f in collected.files if f.problem is None)
+    failed = sum(f.failed + f.errors for f in collected.files if f.problem is None) - from_legs
     shown = collected.failures[:ANNOTATIONS]
     if shown:
         log.info("failed tests:")
@@ -340,9 +343,14 @@ def log_results(collected: Collected, log: Log, *, annotate: bool = True) -> Non
             file=failure.test_file or failure.result_file,
             line=int(line) if failure.test_file and line.isascii() and line.isdigit() else None,
         )
+    where = "the dashboards and the job summary" if log.github_actions else "the dashboards"
     if failed > len(shown):
-        where = "the dashboards and the job summary" if log.github_actions else "the dashboards"
         log.info(f"... and {failed - len(shown)} more failed test case(s): {where} have them all")
+    if from_legs:
+        log.info(
+            f"{from_legs} failed test case(s) of the leg files, annotated in their legs' jobs: "
+            f"{where} have them all"
+        )
 
 
 def shown_path(path: Path) -> str:

@@ -129,6 +129,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
         spend=spend,
         envs=environments(inputs.env, inputs.leg_files),
         verdicts=outcome.verdicts,
+        leg_files=inputs.leg_files,
     )
     totals = inputs.collected.totals()
     _log_done(settings, log, outcome.saved, totals, seconds=log.clock() - started)
@@ -261,12 +262,17 @@ def _summarize(
     spend: Spend | None,
     envs: tuple[tuple[str, Env], ...] = (),
     verdicts: PullRequestVerdicts | None = None,
+    leg_files: tuple[LegResults, ...] = (),
 ) -> None:
     """The summary target and ``--summary-json``: the log lines, annotations and files. On a
-    pull request with verdicts the annotations are its new failures (targets/summary.py)."""
+    pull request with verdicts the annotations are its new failures (targets/summary.py);
+    ``leg_files``: those ``collected`` holds, whose failures their legs annotated."""
     if recorded:
         log_dashboards(log, merged)
-    log_results(collected, log, annotate=verdicts is None)
+    from_legs = sum(
+        f.failed + f.errors for leg in leg_files for f in leg.collected.files if f.problem is None
+    )
+    log_results(collected, log, annotate=verdicts is None, from_legs=from_legs)
     if verdicts is not None:
         annotate_verdicts(log, verdicts, collected)
     outcome = Results(

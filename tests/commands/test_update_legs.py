@@ -505,3 +505,18 @@ def test_a_fan_in_does_as_much_work_per_leg_file_however_many_there_are(workdir)
     leg file with every other (100,000 leg files took 312 s when one did)."""
     once, twice = lines_run(100, workdir), lines_run(200, workdir)
     assert twice - 2 * once < 200, (once, twice)
+
+
+def test_a_fan_in_never_says_more_failed_cases_than_it_listed(workdir, capsys):
+    """The legs annotated their own failures: the fan-in job counts them without "... and N
+    more" below a list it never wrote (it said "... and 4 more failed test case(s)" alone)."""
+    for backend in BACKENDS:
+        collect(workdir, backend)
+    capsys.readouterr()
+
+    assert main(FAN_IN, {}) == 0
+
+    log = capsys.readouterr().err
+    assert "more failed test case(s)" not in log
+    assert "failed tests:" not in log
+    assert "4 failed test case(s) of the leg files, annotated in their legs' jobs" in log
