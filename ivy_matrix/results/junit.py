@@ -12,7 +12,9 @@ are seen by Python; character data is handed over only while the text of a decid
 Classification follows ``shared/junit-corpus/README.md``: by the result elements that are
 direct children of ``<testcase>``, error > failure > skipped > passed; ``<flakyFailure>`` or
 ``<flakyError>`` without a final failure or error is a flaky pass; ``<rerunFailure>`` and
-``<rerunError>`` change nothing, and ``status=`` attributes are ignored.
+``<rerunError>`` change nothing, and ``status=`` attributes are ignored. A case pytest writes
+for a whole module skipped or broken at collection is read as that module's
+:data:`MODULE_CASE`.
 
 Encodings are found and, where expat cannot read them, transcoded to UTF-8 by
 ``encodings.py``; an encoding that cannot be read is a problem for the file, never an
@@ -61,6 +63,13 @@ DEPTH_CAP = 1000
 
 PROPERTIES_CAP = 64
 """Most suite properties kept of one file."""
+
+MODULE_CASE = "(module)"
+"""The name of a case that stands for a whole test module: pytest writes a module skipped or
+failed at collection as ``classname=""``, its dotted path as ``name``, and one of these
+messages; it is read as class ``name``, case ``(module)``, so that it lands on the module's
+dashboard like its tests."""
+_COLLECTION = frozenset({"collection skipped", "collection failure"})
 
 # Raw text buffered from a failure without a message attribute: enough to find its first
 # non-blank line even after some leading blank lines, and never more.
@@ -270,6 +279,10 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                     cap_name(classname),
                     cap_name(file),
                 )
+            if not classname and message in _COLLECTION and rank in (_SKIPPED, _ERROR):
+                # pytest's report of a whole module (a module-level skip, an import error):
+                # the module as the class, so that it lands on the module's dashboard.
+                classname, case_name = case_name, MODULE_CASE
             if not case_name and on_nameless is not None:
                 on_nameless(int(case.get(_LINE, "0")))
             else:

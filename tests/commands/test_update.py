@@ -16,6 +16,7 @@ from ivy_matrix.stores.local import LocalStore
 from tests.commands.results import (
     GRADIENTS,
     LAYERS,
+    case_xml,
     error_lines,
     ivy_cell,
     latest,
@@ -23,6 +24,7 @@ from tests.commands.results import (
     read_json,
     update_argv,
     write_junit,
+    write_suite,
 )
 
 _MIXED = f"""<?xml version="1.0" encoding="utf-8"?>
@@ -489,3 +491,20 @@ def test_a_local_run_of_some_backends_says_the_trend_counts_it_alone(workdir, ca
     both = ["--junit", "results/*/*.xml", "--backend-from-path", r"results/(?P<backend>[^/]+)/"]
     assert main(["update", *both], {}) == 0
     assert "brings" not in capsys.readouterr().err
+
+
+@pytest.mark.timeout(60)
+def test_a_module_level_skip_lands_on_its_modules_dashboard(workdir):
+    """pytest's report of a module skipped at collection (as pytest 8 writes it) is row
+    "(module)" of the module's dashboard, never a dashboard named "pytest"."""
+    write_suite(
+        workdir / "r.xml",
+        '<testcase classname="" name="ivy_tests.test_core.test_gradients" time="0.000">'
+        "<skipped message=\"collection skipped\">('ivy_tests/test_core/test_gradients.py', 2, "
+        "'Skipped: needs a GPU')</skipped></testcase>" + case_xml("test_jac"),
+    )
+
+    assert main(["update", "--junit", "r.xml", "--backend", "torch"], {}) == 0
+
+    assert [s.key for s in LocalStore(Path(".ivy-matrix")).load_all()] == ["core/gradients"]
+    assert latest(load(), "(module)", "torch").outcome is Outcome.SKIPPED

@@ -23,6 +23,7 @@ from ivy_matrix.results.junit import (
     DEPTH_CAP,
     MARKUP_CAP,
     MESSAGE_CAP,
+    MODULE_CASE,
     NAME_CAP,
     REFUSED_ENTITIES,
     cap_name,
@@ -272,6 +273,33 @@ def test_case_attributes_and_missing_ones() -> None:
         ("n2", "k", "", "s"),
         ("", "", "", "s"),
         ("", "", "", "s"),
+    ]
+
+
+def test_a_module_pytest_skipped_or_failed_to_collect_is_its_modules_case() -> None:
+    """pytest writes a module skipped (or broken) at collection as classname="" and the
+    module's dotted path as name: it is read as that module's "(module)" case, so it lands on
+    the module's dashboard, not a "pytest" dashboard of its own."""
+    _, problem, cases = scan(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="" name="ivy_tests.test_core.test_gradients" time="0.000">'
+        "<skipped message=\"collection skipped\">('t.py', 2, 'Skipped: GPU')</skipped>"
+        "</testcase>"
+        '<testcase classname="" name="ivy_tests.test_nn.test_layers" time="0.000">'
+        '<error message="collection failure">ImportError</error></testcase>'
+        '<testcase classname="" name="test_plain"><skipped message="not here"/></testcase>'
+        "</testsuite></testsuites>"
+    )
+    assert problem is None
+    assert [(c.classname, c.name, c.status, c.message) for c in cases] == [
+        (
+            "ivy_tests.test_core.test_gradients",
+            MODULE_CASE,
+            CaseStatus.SKIPPED,
+            "collection skipped",
+        ),
+        ("ivy_tests.test_nn.test_layers", MODULE_CASE, CaseStatus.ERROR, "collection failure"),
+        ("", "test_plain", CaseStatus.SKIPPED, "not here"),
     ]
 
 
