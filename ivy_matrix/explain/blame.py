@@ -122,7 +122,7 @@ def blame_of(
     if last is None:
         return Blame(
             first_failure=first_ref,
-            notes=("no pass in the kept history (the last is older): no compare link",),
+            notes=("no pass in the kept history: no compare link",),
         )
     notes: list[str] = []
     old_sha, new_sha = last.source.sha, first.source.sha

@@ -190,7 +190,7 @@ EXPECTED = {
             (103, X),
             None,
             None,
-            ["no pass in the kept history (the last is older): no compare link"],
+            ["no pass in the kept history: no compare link"],
         ),
         "backend-specific",
     ),

@@ -62,12 +62,13 @@ def test_another_commit_in_the_same_environment_is_code_only_and_the_streak_star
 
 
 def test_the_edge_cases_say_why_there_is_no_link_or_no_blame():
-    """No pass kept, no commit, no environment and flaky cells each say so."""
+    """No pass kept, no commit, no environment and flaky cells each say so. A first run's
+    failure has no pass at all: the note claims no older one ("(the last is older)" did)."""
     no_pass = blame_of([result(2, Outcome.FAILURE, "Y", ENV_B)])
     assert no_pass is not None
     assert (no_pass.compare_url, no_pass.notes) == (
         None,
-        ("no pass in the kept history (the last is older): no compare link",),
+        ("no pass in the kept history: no compare link",),
     )
     no_sha = blame_of([result(2, Outcome.FAILURE), result(1, Outcome.SUCCESS, "X")])
     assert no_sha is not None
