@@ -96,6 +96,25 @@ def test_the_readmes_picture_is_what_the_demo_renders(tmp_path, monkeypatch):
     assert [line for line in picture if line not in rendered] == []
 
 
+@pytest.mark.timeout(60)
+def test_a_second_demo_says_what_it_wrote(tmp_path, monkeypatch, capsys):
+    """scripts/demo again: no dashboard file changes, and the last line says the summary JSON
+    was written again (it said "0 file(s) written" while rewriting summary.json)."""
+    monkeypatch.chdir(ROOT)
+    assert main(demo_arguments(tmp_path), env={}) == 0
+    pages = {p: p.read_bytes() for p in (tmp_path / "dashboards").rglob("*") if p.is_file()}
+    summary = tmp_path / "summary.json"
+    first = summary.read_text(encoding="utf-8")
+    capsys.readouterr()
+
+    assert main(demo_arguments(tmp_path), env={}) == 0
+
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert f"0 cell(s) changed; 0 file(s) written, plus the summary JSON {summary};" in last
+    assert {p: p.read_bytes() for p in pages} == pages
+    assert summary.read_text(encoding="utf-8") != first  # it says: 0 changed cells
+
+
 def test_parity_agrees_with_the_index_kinds_on_the_demo(tmp_path, monkeypatch):
     """scripts/demo's index (issue 24): each backend's "-only" count is its "fails only on" row."""
     monkeypatch.chdir(ROOT)

@@ -53,6 +53,7 @@ from ivy_matrix.model import Totals
 from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.environment import Env
 from ivy_matrix.results.legs import LegResults, with_legs
+from ivy_matrix.runner.files import STDOUT
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import phase
 from ivy_matrix.state.fold import Merged
@@ -220,13 +221,17 @@ def _log_done(
 ) -> None:
     """The update's last line: what was read, and what became of it."""
     merged = saved.merged
+    written = "to write" if settings.dry_run else "written"
     if settings.feeds_dashboards:
         done = (
             f"into {len(merged.reports)} dashboard(s); {merged.changed_cells} cell(s) changed; "
-            f"{len(saved.output)} file(s) {'to write' if settings.dry_run else 'written'}"
+            f"{len(saved.output)} file(s) {written}"
         )
     else:
         done = "not recorded into the dashboards (see above)"
+    if settings.summary_json is not None and settings.summary_json != STDOUT:
+        # Written by every update (it says what this one did), beside the files counted.
+        done += f", plus the summary JSON {settings.summary_json}"
     log.info(
         f"ivy-matrix: {totals.files} file(s), {totals.tests} test cases "
         f"({totals.failed} failed, {totals.errors} errors, {totals.skipped} skipped) "

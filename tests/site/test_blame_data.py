@@ -100,9 +100,7 @@ def test_a_cell_without_a_blame_says_why_and_passing_cells_carry_none():
         "base": "",
         "list": [{"x": ["flaky (flips between pass and fail): no blame"]}],
     }
-    assert no_pass["blames"]["list"] == [
-        {"x": ["no pass in the kept history: no compare link"]}
-    ]
+    assert no_pass["blames"]["list"] == [{"x": ["no pass in the kept history: no compare link"]}]
     assert "p" not in no_pass["cells"][0]
     green_document = document_of(green)
     assert green_document["blames"] == {"base": "", "list": []}
