@@ -22,14 +22,14 @@ pytestmark = pytest.mark.timeout(60)
 
 CORE = DashboardId(title="gradients", category="core")
 NN = DashboardId(title="layers", category="nn")
-PYTEST = DashboardId(title="pytest")
 REPO = "acme/widgets"
 STATE_DIR = ".ivy-matrix/state"
 
-# What pytest writes when a test module cannot even be imported: one error, no classname.
+# What pytest writes when a test module cannot even be imported: one error, no classname
+# (read as row "(module)" of the module's dashboard, results/junit.py).
 COLLECTION_ERROR = (
     '<testsuites><testsuite name="pytest" errors="1"><testcase classname="" '
-    f'name="{GRADIENTS}"><error message="collection failure">ImportError</error>'
+    f'name="{LAYERS}"><error message="collection failure">ImportError</error>'
     "</testcase></testsuite></testsuites>"
 )
 
@@ -57,43 +57,44 @@ def store_fixture(workdir) -> LocalStore:
 
 
 def test_a_collection_error_dashboard_retires_after_n_runs_of_the_store(workdir, capsys):
-    """A `pytest` dashboard no later run reports goes after N store runs: state, file, index."""
+    """A module that failed to import, on a dashboard no later run reports, goes after N store
+    runs: state, file, index."""
     (workdir / "ce.xml").write_text(COLLECTION_ERROR, encoding="utf-8")
     write_cases(workdir / "g.xml", GRADIENTS, "test_a")
     common = ["update", "--backend", "torch", "--output-dir", "out", "--retire-after-runs", "3"]
     summary = ["--summary-json", "s.json"]
     assert main([*common, "--run-id", "1", "--junit", "ce.xml", "--junit", "g.xml"], {}) == 0
-    assert (workdir / "out" / "pytest.md").is_file()
-    assert "[0/1](pytest.md)" in (workdir / "out" / "README.md").read_text(encoding="utf-8")
+    assert (workdir / "out" / "nn" / "layers.md").is_file()
+    assert "[0/1](nn/layers.md)" in (workdir / "out" / "README.md").read_text(encoding="utf-8")
     store = LocalStore(workdir / ".ivy-matrix")
     for run in (2, 3):
         assert main([*common, "--run-id", str(run), "--junit", "g.xml", *summary], {}) == 0
-        assert store.load(PYTEST) is not None  # run 1 is still one of the last three
+        assert store.load(NN) is not None  # run 1 is still one of the last three
     capsys.readouterr()
 
     assert main([*common, "--run-id", "4", "--junit", "g.xml", *summary], {}) == 0
 
     out = capsys.readouterr().err
-    assert store.load(PYTEST) is None
-    assert not (workdir / "out" / "pytest.md").exists()
+    assert store.load(NN) is None
+    assert not (workdir / "out" / "nn" / "layers.md").exists()
     index = (workdir / "out" / "README.md").read_text(encoding="utf-8")
-    assert "pytest" not in index
+    assert "nn/layers" not in index
     assert "core/gradients.md" in index
-    assert "dashboard pytest:" in out
+    assert "dashboard nn/layers:" in out
     assert "removed" in out
     removed = read_json(workdir / "s.json")["removed_dashboards"]
     assert removed == {
-        "pytest": {
-            "file": "pytest.md",
+        "nn/layers": {
+            "file": "nn/layers.md",
             "changed_cells": 0,
             "new_rows": 0,
             "new_backends": 0,
-            "retired_rows": [GRADIENTS],
+            "retired_rows": ["(module)"],
             "retired_backends": ["torch"],
             "removed": True,
         }
     }
-    assert "pytest" not in read_json(workdir / "s.json")["dashboards"]
+    assert "nn/layers" not in read_json(workdir / "s.json")["dashboards"]
 
 
 def test_a_backend_dropped_from_the_matrix_loses_its_column(store, workdir):
