@@ -8,7 +8,8 @@ Pure: no I/O. The hierarchy, with each class's exit code (:class:`ExitCode`)::
     │   └── ProblemsError   several problems of one input (a table's cells)          3
     ├── StoreError          the state store cannot be read, written or locked        4
     └── GitHubAPIError      GitHub refused a request or could not be reached         5
-        ├── ReadOnlyTokenError  the token may not write (fork pull requests, Dependabot)
+        ├── ReadOnlyTokenError  the token may not do this (it lacks a permission)
+        ├── PushRefusedError    the server refused a ref update (branch protection, a hook)
         └── RateLimitError      rate limited for longer than we are willing to wait
 
 Anything else that escapes is a bug in ivy-matrix: exit code 70 with a traceback. Messages say
@@ -67,11 +68,19 @@ class GitHubAPIError(IvyMatrixError):
 
 
 class ReadOnlyTokenError(GitHubAPIError):
-    """The token may read but not write here (fork or Dependabot pull request, or permissions).
+    """The token may not do this: it lacks a permission (GitHub said so: 403 "Resource not
+    accessible by integration", "Permission to ... denied", or a 403 that persists).
 
-    GitHub answers such writes with 403 "Resource not accessible by integration". Callers
-    degrade (step summary only) instead of failing the job.
+    The update fails on it, naming the permission: the read-only token of a fork's or
+    Dependabot's pull request is told from the event, before any write is tried
+    (``config/event.py``), never from an answer. The pull-request comment, which is
+    best-effort, degrades to the job summary.
     """
+
+
+class PushRefusedError(GitHubAPIError):
+    """The server refused a ref update that no other writer raced: branch protection, a
+    ruleset or a pre-receive hook. Retrying cannot help; the message quotes the server."""
 
 
 class RateLimitError(GitHubAPIError):

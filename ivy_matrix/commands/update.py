@@ -16,9 +16,10 @@ recorded: nothing is written to the store, the output folder, the branch or the 
 feed only the pull request's verdicts (commands/pr_comment.py: the pr-comment target, the
 status target's commit statuses and ``fail-on: new``) and this run's job summary.
 
-Pull requests from forks and Dependabot get a read-only token: branch and issue writes are
-then skipped (or refused by GitHub and caught), with a warning that explains the
-``workflow_run`` pattern, and the job summary still gets the dashboards; the step exits 0.
+Pull requests from forks and Dependabot get a read-only token, which the event tells: branch
+and issue writes are then skipped, with a warning that explains the ``workflow_run`` pattern,
+and the job summary still gets the dashboards; the step exits 0. Anywhere else a refused write
+fails the step naming the permission it needs: one 403 is never taken for a fork.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from ivy_matrix.commands.choose_store import (
-    READ_ONLY_ADVICE,
     REMOTE,
     check_targets,
     connect,
@@ -46,7 +46,7 @@ from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.commands.recorded import inputs_of, known_files, reading_of
 from ivy_matrix.config.options import FailOn, Target
 from ivy_matrix.config.settings import Settings, require_update_inputs
-from ivy_matrix.errors import ExitCode, ReadOnlyTokenError, UsageError
+from ivy_matrix.errors import ExitCode, UsageError
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
 from ivy_matrix.model import Totals
@@ -322,20 +322,16 @@ def _save_and_publish(
     *,
     targets: Collection[Target],
 ) -> tuple[Saved, Published]:
-    """``store.update(change)``, then the dashboard issues; the summary only if read-only."""
-    try:
-        with phase(log, "store") as step:
-            saved = store.update(change)
-            step.done(f"{saved.merged.changed_cells} cell(s) changed")
-        published = Published(urls=saved.urls, index_url=saved.index_url)
-        if Target.ISSUE in targets and Target.BRANCH in targets:
-            with phase(log, "issues"):
-                published = publish_issue_target(settings, github, log, saved, published)
-    except ReadOnlyTokenError:
-        log.warning(READ_ONLY_ADVICE)
-        merged = change({})
-        write = output_folder(settings, log)
-        return Saved(merged=merged, output=write(merged) if write else ()), Published()
+    """``store.update(change)``, then the dashboard issues. A token that may not write fails
+    here naming the permission: a read-only one (a fork's pull request) is known from the
+    event, and then no GitHub target is chosen at all (``remote_targets``)."""
+    with phase(log, "store") as step:
+        saved = store.update(change)
+        step.done(f"{saved.merged.changed_cells} cell(s) changed")
+    published = Published(urls=saved.urls, index_url=saved.index_url)
+    if Target.ISSUE in targets and Target.BRANCH in targets:
+        with phase(log, "issues"):
+            published = publish_issue_target(settings, github, log, saved, published)
     return saved, published
 
 

@@ -132,6 +132,8 @@ class Connection:
                     "github.token)"
                 )
             self._git = self.remote.git(self.server_url, self.repository, self.token)
+            if self._log is not None:
+                self._git.report_to(self._log)
         return self._git
 
     def spent(self) -> Spend | None:

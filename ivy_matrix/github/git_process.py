@@ -9,16 +9,25 @@ The remote is derived as actions/checkout derives it: ``{server-url}/{owner}/{re
 (``src/git-auth-helper.ts``), here passed as ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/
 ``GIT_CONFIG_VALUE_n`` (git 2.31 or newer), so any GitHub-compatible server serves it.
 
-A failed command is classified by what git says (``LC_ALL=C``): the token refused (401),
-not allowed (403, a read-only token: :class:`~ivy_matrix.errors.ReadOnlyTokenError`), no git
-repository there (404, or not a smart-HTTP server: :class:`GitUnavailableError`, on which the
-``auto`` transport falls back to the REST API), or transient (5xx, a dropped connection), which
-the caller may retry.
+A failed command is classified by what git says (``LC_ALL=C``; git reports an HTTP error as
+``The requested URL returned error: 403``, and shows a plain-text body of the first request as
+``remote: ...`` lines) and by the status and headers of the last HTTP answer, which a command
+that talks to the remote traces (``GIT_TRACE_CURL`` to a file in the private repository,
+headers only; git writes the ``Authorization`` header there as ``<redacted>``, and the file is
+deleted once read): the token refused (401); a 403 that says the permission is missing
+("Permission to ... denied", "Write access to repository not granted", "Resource not
+accessible by integration": :class:`~ivy_matrix.errors.ReadOnlyTokenError`); throttled (a 429,
+or a 403 that says nothing else: GitHub's rate limits answer either, with ``retry-after`` or
+``x-ratelimit-remaining: 0``), which the caller waits out and retries; no git repository there
+(404, or not a smart-HTTP server: :class:`GitUnavailableError`, on which the ``auto`` transport
+falls back to the REST API); or transient (5xx, a dropped connection), which the caller may
+retry.
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import re
 import shutil
@@ -26,8 +35,10 @@ import subprocess
 import urllib.parse
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError, UsageError
+from ivy_matrix.github.http import CONTENTS_READ
 
 # GIT_CONFIG_COUNT (config through the environment) came with git 2.31.
 MIN_GIT = (2, 31)
@@ -59,7 +70,8 @@ class Failure(StrEnum):
     """Why a git command failed."""
 
     REFUSED = "refused"  # 401: the token was not accepted
-    FORBIDDEN = "forbidden"  # 403: the token may not do this (read-only)
+    FORBIDDEN = "forbidden"  # a 403 that says the token may not do this
+    THROTTLED = "throttled"  # a 429, or a 403 that does not say why: perhaps a rate limit
     MISSING = "missing"  # 404, or not a git server: the transport cannot be used here
     UNREACHABLE = "unreachable"  # no connection at all (name, refused, no route)
     TRANSIENT = "transient"  # 5xx, a dropped or timed-out transfer: worth retrying
@@ -71,17 +83,45 @@ class GitUnavailableError(GitHubAPIError):
     remote, no connection): the ``auto`` branch transport uses the REST API instead."""
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The last HTTP answer a command got: its status (None: none traced) and headers (names
+    in lower case)."""
+
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+NO_ANSWER = Answer()
+
+
 class GitCommandError(GitHubAPIError):
-    """A git command failed; ``failure`` says why (see :class:`Failure`)."""
+    """A git command failed; ``failure`` says why (see :class:`Failure`), ``answer`` is the
+    last HTTP answer it got, ``said`` what git said (its last lines)."""
 
-    def __init__(self, message: str, *, failure: Failure, status: int | None = None) -> None:
-        super().__init__(message, status=status)
+    def __init__(
+        self,
+        message: str,
+        *,
+        failure: Failure,
+        status: int | None = None,
+        answer: Answer = NO_ANSWER,
+        said: str = "",
+    ) -> None:
+        super().__init__(message, status=status if status is not None else answer.status)
         self.failure = failure
+        self.answer = answer
+        self.said = said
 
 
+# What GitHub says when the token lacks the permission (never worth a retry).
+_DENIED = re.compile(
+    r"permission to .* denied|write access .* not granted|resource not accessible by integration"
+)
 _PATTERNS: tuple[tuple[Failure, re.Pattern[str]], ...] = (
     (Failure.REFUSED, re.compile(r"error: 401|authentication failed|could not read username")),
-    (Failure.FORBIDDEN, re.compile(r"error: 403|permission to .* denied|write access .* not")),
+    (Failure.FORBIDDEN, _DENIED),
+    (Failure.THROTTLED, re.compile(r"error: 403|error: 429|rate limit")),
     (
         Failure.MISSING,
         re.compile(
@@ -104,13 +144,42 @@ _PATTERNS: tuple[tuple[Failure, re.Pattern[str]], ...] = (
 )
 
 
-def classify(stderr: str) -> Failure:
-    """What a failed command's message says went wrong (the first rule that matches)."""
+def classify(stderr: str, answer: Answer = NO_ANSWER) -> Failure:
+    """What a failed command's message says went wrong (the first rule that matches), the
+    last answer's status telling a throttled request where git's words do not."""
     said = stderr.lower()
     for failure, pattern in _PATTERNS:
         if pattern.search(said):
             return failure
+    if answer.status in {403, 429}:
+        return Failure.THROTTLED
     return Failure.OTHER
+
+
+# "<= Recv header: HTTP/1.1 429 Too Many Requests", then "<= Recv header: Retry-After: 7".
+_RECEIVED = "<= Recv header: "
+_STATUS_LINE = re.compile(r"HTTP/[\d.]+ (\d{3})")
+# The answer headers that say how long to wait; no other header is kept.
+_WAIT_HEADERS = frozenset({"retry-after", "x-ratelimit-remaining", "x-ratelimit-reset"})
+
+
+def last_answer(trace: str) -> Answer:
+    """The status and waiting headers of the last answer in a ``GIT_TRACE_CURL`` trace."""
+    status: int | None = None
+    headers: dict[str, str] = {}
+    for line in trace.splitlines():
+        at = line.find(_RECEIVED)
+        if at < 0:
+            continue
+        header = line[at + len(_RECEIVED) :].strip()
+        found = _STATUS_LINE.match(header)
+        if found:
+            status, headers = int(found.group(1)), {}
+            continue
+        name, colon, value = header.partition(":")
+        if colon and name.strip().lower() in _WAIT_HEADERS:
+            headers[name.strip().lower()] = value.strip()[:40]
+    return Answer(status=status, headers=headers)
 
 
 def remote_url(server_url: str, repository: str) -> str:
@@ -190,6 +259,7 @@ class GitProcess:
         self._environment = {
             **base,
             **auth.environment(),
+            "GIT_TRACE_REDACT": "1",
             "GIT_DIR": directory,
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_AUTHOR_NAME": AUTHOR[0],
@@ -198,6 +268,8 @@ class GitProcess:
             "GIT_COMMITTER_EMAIL": AUTHOR[1],
             "LC_ALL": "C",
         }
+        # The last HTTP answer of the last command run with ``remote`` (see run).
+        self.answer = NO_ANSWER
 
     def command(self, *args: str) -> list[str]:
         """The argv of ``git <args>`` (what every user of the machine can see: no token)."""
@@ -210,12 +282,24 @@ class GitProcess:
         stdin: bytes | None = None,
         index: str | None = None,
         check: bool = True,
+        remote: bool = False,
+        permission: str = CONTENTS_READ,
     ) -> subprocess.CompletedProcess[bytes]:
         """Run ``git <args>``; :class:`GitCommandError` saying ``what`` failed unless ``check``
-        is False. ``index`` is the index file of commands that build trees."""
+        is False. ``index`` is the index file of commands that build trees. ``remote``: the
+        command talks to the remote, so its last HTTP answer is traced (:attr:`answer`; see
+        the module docstring); ``permission`` is what a refusal names."""
         environment = self._environment
         if index is not None:
             environment = {**environment, "GIT_INDEX_FILE": index}
+        trace = None
+        if remote:
+            trace = Path(self.directory, f"trace-{os.getpid()}-{next(_TRACES)}")
+            environment = {
+                **environment,
+                "GIT_TRACE_CURL": str(trace),
+                "GIT_TRACE_CURL_NO_DATA": "1",
+            }
         try:
             done = subprocess.run(  # noqa: S603  -- git with our own arguments; no shell
                 self.command(*args),
@@ -232,23 +316,50 @@ class GitProcess:
             ) from None
         except OSError as error:
             raise GitUnavailableError(f"{what} failed: cannot run git ({error})") from None
+        finally:
+            self.answer = _read_trace(trace) if trace is not None else NO_ANSWER
         if check and done.returncode != 0:
-            raise failed(what, done.stderr.decode("utf-8", errors="replace"))
+            raise failed(
+                what, done.stderr.decode("utf-8", errors="replace"), self.answer, permission
+            )
         return done
 
 
-def failed(what: str, stderr: str) -> GitHubAPIError:
-    """The error for a command that failed saying ``stderr`` (its last lines, quoted)."""
-    failure = classify(stderr)
+_TRACES = itertools.count()
+
+
+def _read_trace(path: Path) -> Answer:
+    """The last answer in a trace file, which is then deleted."""
+    try:
+        return last_answer(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return NO_ANSWER
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def failed(
+    what: str, stderr: str, answer: Answer = NO_ANSWER, permission: str = CONTENTS_READ
+) -> GitHubAPIError:
+    """The error for a command that failed saying ``stderr`` (its last lines, quoted), its
+    last HTTP answer ``answer``; a refusal names ``permission``."""
+    failure = classify(stderr, answer)
     said = " / ".join(line.strip() for line in stderr.strip().splitlines()[-3:] if line.strip())
     if failure is Failure.REFUSED:
         message = "the token was refused; check the 'token' input (it defaults to github.token)"
         return GitCommandError(f"{what} failed: {message} ({said})", failure=failure, status=401)
     if failure is Failure.FORBIDDEN:
-        return ReadOnlyTokenError(
-            f"{what} failed: the token may not write to the repository ({said}); give the job "
-            f"'permissions: contents: write' (pull requests from forks only get a read-only "
-            f"token)",
-            status=403,
-        )
-    return GitCommandError(f"{what} failed: {said or 'git gave no reason'}", failure=failure)
+        return denied(what, said, permission)
+    return GitCommandError(
+        f"{what} failed: {said or 'git gave no reason'}", failure=failure, answer=answer, said=said
+    )
+
+
+def denied(what: str, said: str, permission: str) -> ReadOnlyTokenError:
+    """The error for a remote that does not let the token do ``what``."""
+    return ReadOnlyTokenError(
+        f"{what} failed: the token may not do this ({said}); give the job 'permissions: "
+        f"{permission}' (a pull request from a fork gets a read-only token, which ivy-matrix "
+        f"tells from the event and does not write with)",
+        status=403,
+    )

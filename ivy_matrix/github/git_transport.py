@@ -27,13 +27,30 @@ detection on pushes), so ivy-matrix still pushes little: one push per run.
 
 Retrying: a transfer that fails transiently (5xx, dropped connection) is retried with backoff;
 after a failed push the remote's ref is listed to see whether it landed (a push can land and
-still answer an error), and it is pushed again only when the ref still holds what it held.
+still answer an error), and it is pushed again only when the ref still holds what it held. A
+throttled request (429, or a 403 that does not say the permission is missing: GitHub's rate
+limits answer either) is waited out as the REST calls are (``github/retry.py``:
+``retry-after``, else until ``x-ratelimit-reset``, else at least a minute; at most
+``max_wait`` in all for one command); a 403 that persists over :data:`DENIED_TRIES` tries, or
+says the permission is missing, fails at once naming the permission (``contents: write`` to
+push), never taken for a read-only token: a fork's pull request is told from the event,
+before any write (``config/event.py``).
+
+Refused, not lost: a push the server itself rejected (``[remote rejected]``: a ``pre-receive``
+hook, GitHub's branch protection "GH006: Protected branch update failed", a ruleset's "GH013")
+is :class:`~ivy_matrix.errors.PushRefusedError`, at once, with the server's words and what to
+do. Only a ref that another writer moved is a lost compare-and-swap, which the store retries:
+``[rejected] (stale info)`` (git compared it with what the server advertised), or a
+``[remote rejected]`` whose reason is the server's own compare-and-swap losing ("cannot lock
+ref ...", "failed to update ref"); a reason of neither kind is a lost race only if the ref no
+longer holds what the push expected.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import tempfile
 import time
@@ -43,7 +60,7 @@ from hashlib import sha1
 from pathlib import Path
 from typing import TypeVar
 
-from ivy_matrix.errors import GitHubAPIError
+from ivy_matrix.errors import GitHubAPIError, PushRefusedError
 from ivy_matrix.github.git_process import (
     MIN_GIT,
     Failure,
@@ -51,13 +68,18 @@ from ivy_matrix.github.git_process import (
     GitCommandError,
     GitProcess,
     GitUnavailableError,
+    denied,
     failed,
     git_version,
     origin_of,
     remote_url,
 )
+from ivy_matrix.github.http import CONTENTS_READ, CONTENTS_WRITE
+from ivy_matrix.github.retry import RetryPolicy, Wait
 from ivy_matrix.github.types import RefUpdate, Tree
 from ivy_matrix.runner.guard import scrub
+from ivy_matrix.runner.pacing import paced
+from ivy_matrix.runner.reporter import Reporter
 
 _T = TypeVar("_T")
 
@@ -66,11 +88,27 @@ DEFAULT_RETRIES = 8
 BACKOFF_START = 1.0
 BACKOFF_CAP = 30.0
 _ZERO = "0" * 40
+_HEADS = "refs/heads/"
 # Where the fetched refs are kept in the private repository.
 _BRANCH_REF = "refs/ivy/branch"
 _READ = "refs/ivy/read/"
 # Porcelain flags of ``git push`` that mean the ref now has the value we pushed.
 _ACCEPTED = frozenset(" +-*=")
+# How a ref the server itself rejected is summarised in ``git push --porcelain``.
+_REMOTE_REJECTED = "[remote rejected]"
+# Reasons of a ref the server rejected because its own compare-and-swap lost: the ref had moved
+# ("cannot lock ref ...: is at X but expected Y", "reference already exists", "incorrect old
+# value provided"), or the atomic transaction of such a ref failed.
+_RACE = re.compile(
+    r"lock|old value|but expected|already exists|failed to update ref|atomic transaction",
+    re.IGNORECASE,
+)
+# Tries of a command answered 403 with no word of why (a rate limit or a missing permission)
+# before it is taken for a missing permission.
+DENIED_TRIES = 3
+# Of what the server says about a refused push: this many lines, each cut to this length.
+_SAID_LINES = 6
+_SAID_WIDTH = 300
 
 
 class GitTransport:
@@ -88,6 +126,7 @@ class GitTransport:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         program: str = "git",
+        policy: RetryPolicy | None = None,
     ) -> None:
         version = git_version(program)
         if version is None or version < MIN_GIT:
@@ -104,6 +143,9 @@ class GitTransport:
         self._retries = max(retries, 0)
         self._sleep = sleep
         self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
+        # How a throttled command is waited out: as the REST calls are (github/retry.py).
+        self._policy = policy or RetryPolicy(retries=self._retries, rng=self._rng)
+        self._notify: Callable[[str], None] = _silent
         self._contacted = False
         # What this transport sent, for the log: fetches, listings and pushes.
         self.fetches = self.listings = self.pushes = 0
@@ -112,6 +154,12 @@ class GitTransport:
     def close(self) -> None:
         """Remove the private repository."""
         shutil.rmtree(self.directory, ignore_errors=True)
+
+    def report_to(self, log: Reporter) -> None:
+        """Say every wait for a throttled command in ``log``, and wait in steps that keep the
+        log talking (as the REST client does)."""
+        self._notify = log.info
+        self._sleep = paced(log, self._sleep, announce=False)
 
     # ------------------------------------------------------------------ the remote
 
@@ -129,8 +177,9 @@ class GitTransport:
     def _fetch(self, refspecs: Sequence[str], what: str) -> None:
         self.fetches += 1
         self._git.run(
-            "fetch", "--no-tags", "--prune", "--quiet", "--depth=1", self.url, *refspecs, what=what
-        )
+            "fetch", "--no-tags", "--prune", "--quiet", "--depth=1", self.url, *refspecs,
+            what=what, remote=True,
+        )  # fmt: skip
 
     def read_ref(self, ref: str) -> str | None:
         """The commit ``ref`` (a full name) points at, its objects fetched; None when the
@@ -152,7 +201,7 @@ class GitTransport:
 
     def _ls_remote(self, patterns: Sequence[str], what: str) -> dict[str, str]:
         self.listings += 1
-        done = self._git.run("ls-remote", self.url, *patterns, what=what)
+        done = self._git.run("ls-remote", self.url, *patterns, what=what, remote=True)
         refs: dict[str, str] = {}
         for line in done.stdout.decode().splitlines():
             sha, _, name = line.partition("\t")
@@ -162,16 +211,18 @@ class GitTransport:
 
     def update_ref(self, update: RefUpdate) -> bool:
         """Push ``update`` (a compare-and-swap); whether the remote took it. A push whose
-        answer was lost is checked, not repeated blindly (see the module docstring)."""
+        answer was lost is checked, not repeated blindly; a push the server refused raises
+        :class:`PushRefusedError` (see the module docstring)."""
         what = f"pushing {update.ref} to {self.url}"
         attempt = 0
+        waited = 0.0
         while True:
             try:
                 landed = self._push(update, what=what)
             except GitCommandError as error:
-                if error.failure is not Failure.TRANSIENT or attempt >= self._retries:
-                    raise
-                self._sleep(self._backoff(attempt))
+                seconds = self._wait(error, attempt, waited, what, CONTENTS_WRITE)
+                self._sleep(seconds)
+                waited += seconds
                 attempt += 1
                 if _before_sending(str(error)):
                     continue  # the push never started: nothing can have landed
@@ -188,20 +239,49 @@ class GitTransport:
         done = self._git.run(
             "push", "--porcelain", "--no-verify",
             f"--force-with-lease={update.ref}:{update.old or ''}", self.url,
-            f"{update.new}:{update.ref}", what=what, check=False,
+            f"{update.new}:{update.ref}", what=what, check=False, remote=True,
         )  # fmt: skip
+        stderr = done.stderr.decode("utf-8", errors="replace")
         for line in done.stdout.decode(errors="replace").splitlines():
             flag, _, rest = line.partition("\t")
-            spec = rest.split("\t", 1)[0]
+            spec, _, summary = rest.partition("\t")
             if len(flag) == 1 and spec.endswith(f":{update.ref}"):
+                if flag == "!" and summary.startswith(_REMOTE_REJECTED):
+                    reason = summary.removeprefix(_REMOTE_REJECTED).strip()
+                    self._refused_unless_moved(update, reason, stderr, what)
                 return flag in _ACCEPTED
-        raise failed(what, done.stderr.decode("utf-8", errors="replace"))
+        raise failed(what, stderr, self._git.answer, CONTENTS_WRITE)
+
+    def _refused_unless_moved(self, update: RefUpdate, reason: str, stderr: str, what: str) -> None:
+        """The server rejected ``update`` for ``reason``: a lost race if its own
+        compare-and-swap found the ref moved (git: "cannot lock ref ...", "failed to update
+        ref"), or if another writer moved it since; else a refusal that no retry can change
+        (:class:`PushRefusedError`, in the server's words). The reason comes first: a ref that
+        another writer created and deleted in between holds what was expected again."""
+        if _RACE.search(reason):
+            return
+        current = self._remote(lambda: self._ls_remote([update.ref], what), what)
+        if current.get(update.ref) != update.old:
+            return
+        said = server_words(stderr)
+        ref = update.ref
+        where = f"branch {ref.removeprefix(_HEADS)!r}" if ref.startswith(_HEADS) else ref
+        raise PushRefusedError(
+            f"{what} failed: the server refused it ({_REMOTE_REJECTED} {reason}), though no "
+            f"other writer had moved {where}"
+            + (f'; it said: "{said}"' if said else "")
+            + f". Retrying cannot help: let this workflow push to {where}. Exclude it from "
+            f"branch protection rules and rulesets (Settings > Branches, Settings > Rules), or "
+            f"let GitHub Actions (or the app whose token this is) bypass them; or keep the "
+            f"dashboards on another branch (the 'branch' input)"
+        )
 
     def _remote(self, request: Callable[[], _T], what: str) -> _T:
         """``request`` (a command that talks to the remote), retried while it fails
-        transiently; the first contact failing for want of a git server is
+        transiently or is throttled; the first contact failing for want of a git server is
         :class:`GitUnavailableError`."""
         attempt = 0
+        waited = 0.0
         while True:
             try:
                 result = request()
@@ -211,13 +291,46 @@ class GitTransport:
                     raise GitUnavailableError(
                         f"{what}: no git remote answers there ({error})"
                     ) from None
-                if error.failure is not Failure.TRANSIENT or attempt >= self._retries:
-                    raise
-                self._sleep(self._backoff(attempt))
+                seconds = self._wait(error, attempt, waited, what, CONTENTS_READ)
+                self._sleep(seconds)
+                waited += seconds
                 attempt += 1
                 continue
             self._contacted = True
             return result
+
+    def _wait(
+        self, error: GitCommandError, attempt: int, waited: float, what: str, permission: str
+    ) -> float:
+        """How long to wait before trying ``what`` again after ``error`` (its ``attempt``-th
+        failure, ``waited`` seconds waited so far); raises when it is not to be tried again:
+        ``error`` itself, a :class:`RateLimitError` past the budget, or the missing
+        ``permission`` for a 403 that persists (see the module docstring)."""
+        if error.failure is Failure.TRANSIENT and attempt < self._retries:
+            return self._backoff(attempt)
+        if error.failure is not Failure.THROTTLED:
+            raise error
+        answer = error.answer
+        status = answer.status if answer.status in {403, 429} else _status_in(error.said)
+        wait = self._policy.wait_for(status, answer.headers, error.said, attempt)
+        if wait is None:
+            # A 403 that says neither why nor for how long: GitHub's secondary rate limits
+            # answer so too, and ask for a wait of at least a minute.
+            if attempt + 1 >= DENIED_TRIES:
+                raise denied(what, f"{error.said}; {attempt + 1} time(s) in a row", permission)
+            wait = Wait(
+                max(self._policy.secondary_wait, self._backoff(attempt)),
+                rate_limited=True,
+                why="403 without a reason: perhaps a secondary rate limit",
+            )
+        said = error.said or f"HTTP {status}"
+        self._policy.give_up_unless_retryable(
+            what, wait, status=status, said=said, attempt=attempt, waited=waited
+        )
+        self._notify(
+            f"git: {what} failed ({wait.why}: {said}); retry {attempt + 1} in {wait.seconds:.0f} s"
+        )
+        return wait.seconds
 
     def _backoff(self, attempt: int) -> float:
         return min(BACKOFF_CAP, BACKOFF_START * 2.0**attempt) * self._rng.uniform(0.5, 1.5)
@@ -310,6 +423,33 @@ class GitTransport:
             stdin=scrub(message).encode(),
         )
         return done.stdout.decode().strip()
+
+
+def _silent(_message: str) -> None:
+    pass
+
+
+def _status_in(said: str) -> int:
+    """The HTTP status git names in its message (403 when it names none of 403 and 429)."""
+    return 429 if "error: 429" in said.lower() else 403
+
+
+def server_words(stderr: str) -> str:
+    """What the server said about a refused push (its ``remote:`` lines, else git's error
+    lines), on one line: control characters dropped, each line and their number capped."""
+    lines = [line for line in stderr.splitlines() if line.startswith("remote:")]
+    if lines:
+        lines = [line.removeprefix("remote:") for line in lines]
+    else:
+        lines = [line for line in stderr.splitlines() if line.startswith(("error:", "fatal:"))]
+    kept = []
+    for line in lines:
+        clean = "".join(c if c.isprintable() else " " for c in line).strip()
+        if clean:
+            kept.append(clean[:_SAID_WIDTH])
+    if len(kept) > _SAID_LINES:
+        kept = [*kept[:_SAID_LINES], f"... ({len(kept) - _SAID_LINES} more line(s))"]
+    return " / ".join(kept)
 
 
 def _before_sending(message: str) -> bool:

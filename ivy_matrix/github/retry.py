@@ -17,11 +17,17 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ivy_matrix.errors import GitHubAPIError, RateLimitError, ReadOnlyTokenError
+from ivy_matrix.errors import (
+    GitHubAPIError,
+    PushRefusedError,
+    RateLimitError,
+    ReadOnlyTokenError,
+)
 
 # Eight retries with backoff from 1 s (capped at 60 s) ride out about three minutes of
 # transient errors, inside DEFAULT_MAX_WAIT, before the step gives up with a clear message.
@@ -32,6 +38,9 @@ SECONDARY_WAIT = 60.0
 BACKOFF_START = 1.0
 BACKOFF_CAP = 60.0
 _READ_ONLY = "resource not accessible by integration"
+# How GitHub refuses an update of a protected branch: branch protection (GH006) or a ruleset
+# (GH013, "Repository rule violations found").
+_PROTECTED = re.compile(r"protected branch|rule violation|\bGH0(06|13)\b", re.IGNORECASE)
 
 
 def advice(status: int, permission: str) -> str:
@@ -58,9 +67,18 @@ def translate_error(what: str, permission: str, status: int, message: str) -> Gi
     said = f"{status} {message}".strip()
     if status == 403 and _READ_ONLY in message.lower():  # noqa: PLR2004
         return ReadOnlyTokenError(
-            f"{what} failed: GitHub answered {said!r}: the token is read-only here. That is "
-            f"expected on pull requests from forks and from Dependabot; otherwise give the job "
-            f"'permissions: {permission}'",
+            f"{what} failed: GitHub answered {said!r}: the token may not do this; give the job "
+            f"'permissions: {permission}' (a pull request from a fork or from Dependabot gets "
+            f"a read-only token, which ivy-matrix tells from the event and does not write with)",
+            status=status,
+        )
+    if status in {403, 422} and _PROTECTED.search(message):
+        return PushRefusedError(
+            f"{what} failed: GitHub answered {said!r}: the branch is protected (branch "
+            f"protection or a ruleset), and retrying cannot help. Exclude the dashboard branch "
+            f"from branch protection rules and rulesets (Settings > Branches, Settings > "
+            f"Rules), or let GitHub Actions bypass them; or keep the dashboards on another "
+            f"branch (the 'branch' input)",
             status=status,
         )
     return GitHubAPIError(

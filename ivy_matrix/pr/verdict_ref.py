@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
+from ivy_matrix.errors import GitHubAPIError, PushRefusedError, ReadOnlyTokenError
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.pr.comment_state import NewerFormatError, RefState, dump_ref_state, load_ref_state
 from ivy_matrix.stores.remote import BranchRemote
@@ -125,8 +125,8 @@ class VerdictRef:
         update = RefUpdate(ref=self.ref, new=commit, old=tip)
         try:
             moved = self.remote.update_ref(update)
-        except ReadOnlyTokenError:
-            raise
+        except (ReadOnlyTokenError, PushRefusedError):
+            raise  # retrying cannot help
         except GitHubAPIError:
             # An error after the transport's retries: the move may have landed all the same
             # (or lost to another writer's; then this one reads again, as after a refusal).

@@ -170,3 +170,52 @@ def test_the_default_branch_as_the_dashboard_branch_is_refused(tmp_path):
             assert "a branch of their own (the default is 'ivy-matrix')" in result.stderr
         assert {b: git.ref_sha(f"refs/heads/{b}") for b in tips} == tips
         assert git.pushes() == []
+
+
+def test_one_403_on_the_fetch_is_waited_out_and_the_run_recorded(tmp_path):
+    """One bare 403 (GitHub's secondary limits answer 403 too) on the branch's fetch: the
+    update waits and records its results, exit 0; it once took it for a fork's read-only
+    token, recorded nothing and exited 0 with a warning about forks."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    with FakeGitHub() as api, GitServer() as git:
+        git.refuse_next("info/refs", 403)
+        env = git_env(api, git, tmp_path, IVY_MATRIX_JOB_ID="777", GITHUB_EVENT_NAME="push")
+        result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert STATE in git.files("ivy-matrix")
+    assert "perhaps a secondary rate limit" in result.stderr
+    assert "read-only" not in result.stderr
+
+
+def test_a_push_the_token_may_not_make_fails_naming_the_permission(tmp_path):
+    """ "Permission to ... denied" on the push: exit 5 naming contents: write, at once."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    with FakeGitHub() as api, GitServer(read_only=frozenset({"fake-token"})) as git:
+        env = git_env(api, git, tmp_path, IVY_MATRIX_JOB_ID="777", GITHUB_EVENT_NAME="push")
+        result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+        assert git.refs() == {}
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert "'permissions: contents: write'" in result.stderr
+    assert "Permission to acme/widgets.git denied" in result.stderr
+
+
+def test_a_protected_branch_fails_at_once_with_the_servers_words(tmp_path):
+    """The dashboard branch protected (a real pre-receive hook answering as GitHub's branch
+    protection): one push, exit 5, the server's words and what to do. It was retried 30 times
+    (765-822 s a leg), then exit 4 "other writers moved it 30 times"."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    with FakeGitHub() as api, GitServer() as git:
+        env = git_env(api, git, tmp_path, IVY_MATRIX_JOB_ID="777")
+        assert run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch").returncode == 0
+        git.protect("refs/heads/ivy-matrix")
+        before = len(git.pushes())
+        write_results(tmp_path / "results" / "junit.xml", "torch", failing="test_01")
+        env["GITHUB_RUN_ID"] = "9000000002"
+        result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+        pushes = len(git.pushes()) - before
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert "GH006: Protected branch update failed for refs/heads/ivy-matrix." in result.stderr
+    assert "branch 'ivy-matrix'" in result.stderr
+    assert "bypass" in result.stderr
+    assert "other writers" not in result.stderr
+    assert pushes == 1

@@ -201,17 +201,36 @@ def test_job_is_found_by_runner_name_with_one_listing(fake, tmp_path):
     assert len(fake.requests_to("GET", r"/actions/runs/\d+/attempts/1/jobs")) == 1
 
 
-def test_read_only_token_still_writes_the_summary_and_exits_0(fake, tmp_path):
-    """A 403 'Resource not accessible by integration' degrades to the job summary, exit 0."""
+def test_a_token_that_may_not_write_fails_naming_the_permission(fake, tmp_path):
+    """A 403 'Resource not accessible by integration' on a push's run (no fork in the event)
+    is a missing permission: exit 5 naming contents: write, never the fork warning and exit 0
+    that recorded nothing (a fork's pull request is told from the event, below)."""
     fake.configure(read_only=True)
     write_results(tmp_path / "results" / "junit.xml", "torch")
-    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", GITHUB_EVENT_NAME="push")
     result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "::warning::" in result.stderr
-    assert "workflow_run" in result.stderr
-    assert "## ivy-matrix: 3 test cases" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert "'permissions: contents: write'" in result.stderr
+    assert "Resource not accessible by integration" in result.stderr
+    assert "workflow_run" not in result.stderr
     assert fake.ref_sha("heads/ivy-matrix") is None
+
+
+def test_a_protected_branch_fails_at_once_over_the_rest_api(fake, tmp_path):
+    """branch-transport: rest, and GitHub refuses the branch's move as protected (422): one
+    try, exit 5 with GitHub's words and what to do, not 30 tries lost to "other writers"."""
+    write_results(tmp_path / "results" / "junit.xml", "torch")
+    env = runner_env(fake, tmp_path, IVY_MATRIX_JOB_ID="777", IVY_MATRIX_BRANCH_TRANSPORT="rest")
+    assert run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch").returncode == 0
+    message = "Protected branch update failed for refs/heads/ivy-matrix."
+    fault = fake.inject(method="PATCH", path=r"/git/refs/heads/ivy-matrix$", status=422,
+                        message=message, times=50)  # fmt: skip
+    write_results(tmp_path / "results" / "junit.xml", "torch", failing="test_01")
+    result = run(tmp_path, env, "--junit", "results/*.xml", "--backend", "torch")
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert message in result.stderr
+    assert "branch protection rules and rulesets" in result.stderr
+    assert fault.hits == 1
 
 
 def test_fork_pull_request_skips_github_writes_up_front(fake, tmp_path):

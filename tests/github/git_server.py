@@ -11,7 +11,12 @@ without one, or with a token not in ``tokens`` (when given), gets 401; a token i
 ``read_only`` gets 403 on pushes. It records every request (:class:`GitRequest`: the token,
 method, path, bytes each way, when it was answered and its status), answers after a random
 ``latency``, and can fail a share of requests (``fail_rate``) with a 5xx before or after git
-did the work (a push that lands and still answers an error), seeded, for fault tests.
+did the work (a push that lands and still answers an error), seeded, for fault tests. Queued
+faults: a 5xx (:meth:`GitServer.fail_next`), or an answer of any status with headers and a
+plain-text body such as GitHub's refusals and rate limits (:meth:`GitServer.refuse_next`: a 403
+or 429 with ``Retry-After``, or the 403 "Permission to ... denied"). :meth:`GitServer.protect`
+installs a real ``pre-receive`` hook that refuses updates of a ref as GitHub's branch
+protection does (``GH006: Protected branch update failed``).
 """
 
 from __future__ import annotations
@@ -36,6 +41,22 @@ AUTHOR = {
     "GIT_COMMITTER_NAME": "seed",
     "GIT_COMMITTER_EMAIL": "seed@example.com",
 }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Fault:
+    """A queued answer: to the next request whose path contains ``path``."""
+
+    path: str
+    after: bool  # after git did the work (a 5xx only)
+    then: Callable[[], object] | None = None
+    # An answer of its own (status, headers, body) instead of a 5xx; given before the work.
+    answer: tuple[int, tuple[tuple[str, str], ...], bytes] | None = None
+
+    def matches(self, path: str, query: str) -> bool:
+        """A 5xx matches the path; an answer of its own the path and query, so that it can
+        name the service ("=git-receive-pack": both of a push's requests)."""
+        return self.path in (path if self.answer is None else f"{path}?{query}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,9 +97,8 @@ class GitServer:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.requests: list[GitRequest] = []
-        # Queued faults: (where the path must contain this, after the work or before, what to
-        # do once the fault is answered).
-        self._queued: list[tuple[str, bool, Callable[[], object] | None]] = []
+        # Queued faults, each answering the next request whose path contains its ``path``.
+        self._queued: list[_Fault] = []
         self.git = shutil.which("git") or "git"
         self.create(OWNER_REPO)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -237,7 +257,54 @@ class GitServer:
         git did the work (``after``: a push that lands and still answers an error) or before;
         ``then`` runs once each fault is decided (another writer acting in between)."""
         with self._lock:
-            self._queued.extend([(path, after, then)] * times)
+            self._queued.extend([_Fault(path=path, after=after, then=then)] * times)
+
+    def refuse_next(
+        self,
+        path: str,
+        status: int,
+        *,
+        times: int = 1,
+        headers: Mapping[str, str] | None = None,
+        message: str = "",
+    ) -> None:
+        """Answer the next ``times`` requests whose path (and query) contains ``path`` with ``status``,
+        ``headers`` and ``message`` as a plain-text body (git shows it as ``remote: ...``), as
+        GitHub answers a rate limit (429 or 403 with ``Retry-After``) or a token that may not
+        push (403 "Permission to ... denied")."""
+        body = (message + "\n").encode() if message else b""
+        answer = (status, (("Content-Type", "text/plain"), *(headers or {}).items()), body)
+        with self._lock:
+            self._queued.extend([_Fault(path=path, after=False, answer=answer)] * times)
+
+    def pre_receive(self, script: str, repository: str = OWNER_REPO) -> None:
+        """Install ``script`` (a ``sh`` script) as the repository's ``pre-receive`` hook: it
+        reads ``<old> <new> <ref>`` lines and refuses the whole push by failing; what it
+        prints to stderr reaches the pusher as ``remote: ...`` lines."""
+        hook = self.root / f"{repository}.git" / "hooks" / "pre-receive"
+        hook.parent.mkdir(parents=True, exist_ok=True)
+        hook.write_text(f"#!/bin/sh\n{script}", encoding="utf-8")
+        hook.chmod(0o755)
+
+    def protect(self, ref: str, repository: str = OWNER_REPO) -> None:
+        """Refuse every push that changes ``ref`` with a real ``pre-receive`` hook, in the words
+        of GitHub's branch protection (``remote: error: GH006: ...``)."""
+        self.pre_receive(
+            "refused=0\n"
+            "while read old new ref; do\n"
+            f'  if [ "$ref" = "{ref}" ]; then\n'
+            '    echo "error: GH006: Protected branch update failed for $ref." >&2\n'
+            '    echo "error: Changes must be made through a pull request." >&2\n'
+            "    refused=1\n"
+            "  fi\n"
+            "done\n"
+            "exit $refused\n",
+            repository,
+        )
+
+    def git_dir(self, repository: str = OWNER_REPO) -> Path:
+        """The bare repository's folder (for a hook that acts on it)."""
+        return self.root / f"{repository}.git"
 
     def requests_of(self, token: str) -> list[GitRequest]:
         with self._lock:
@@ -323,14 +390,17 @@ class GitServer:
             delay = self._rng.uniform(low, high)
             fault = self._rng.random() < self.fail_rate
             after = self._rng.random() < 0.5  # half the faults land before the error
-            queued = next((q for q in self._queued if q[0] in path), None)
+            queued = next((q for q in self._queued if q.matches(path, query)), None)
             if queued is not None:
                 self._queued.remove(queued)
-                fault, after = True, queued[1]
-        if queued is not None and queued[2] is not None:
-            queued[2]()
+                fault, after = True, queued.after
+        if queued is not None and queued.then is not None:
+            queued.then()
         if delay:
             time.sleep(delay)
+        if queued is not None and queued.answer is not None:
+            status, answer_headers, payload = queued.answer
+            return status, list(answer_headers), payload
         if token is None or (self.tokens is not None and token not in self.tokens):
             return 401, [("WWW-Authenticate", 'Basic realm="GitHub"')], b"Unauthorized\n"
         pushing = "git-receive-pack" in path or "service=git-receive-pack" in query

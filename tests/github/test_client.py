@@ -466,7 +466,8 @@ def test_network_errors_are_retried_then_reported():
 
 
 def test_read_only_token_is_detected_as_its_own_error(fake):
-    """A fork PR's token gets 403 'Resource not accessible by integration': ReadOnlyTokenError."""
+    """A token that may not write gets 403 'Resource not accessible by integration':
+    ReadOnlyTokenError, naming the permission (a fork's is known from the event)."""
     fake.configure(read_only=True)
     sleeps = Sleeps()
     with client(fake.base_url, sleeps) as gh:
@@ -478,7 +479,7 @@ def test_read_only_token_is_detected_as_its_own_error(fake):
     assert caught.value.status == 403
     message = str(caught.value)
     assert "read-only" in message
-    assert "forks" in message
+    assert "fork" in message
     assert "permissions: contents: write" in message
     assert sleeps == []
     assert len(fake.writes()) == 1

@@ -189,3 +189,23 @@ def test_over_git_a_new_runs_verdicts_start_the_ref_afresh(tmp_path):
             assert record.run.run_id == run
     assert len(set(first)) == 3
     assert len(commits) <= 2  # the record, and the comment shown
+
+
+def test_a_verdict_ref_the_server_refuses_is_said_once_not_retried(tmp_path):
+    """A ruleset that covers the verdict ref (a real pre-receive hook): the leg's one push is
+    refused, the warning quotes the server, and the record is not pushed again and again as
+    if another writer had moved it; the step still exits 0 (the comment is best-effort)."""
+    with FakeGitHub() as api, GitServer() as git:
+        seed_baseline(api, git, tmp_path, ["torch"])
+        number = int(api.add_issue(title="change", pull_request=True)["number"])
+        git.protect(verdict_ref(number))
+        before = len(git.pushes())
+        argv, env = leg(api, git, tmp_path, number, "torch", job=2000)
+        with contextlib.chdir(tmp_path / "pr" / "torch"):
+            err = io.StringIO()
+            code = main(argv, env, remote=OVER_GIT, stdout=io.StringIO(), stderr=err)
+        pushes = len(git.pushes()) - before
+        assert git.ref_sha(verdict_ref(number)) is None
+    assert code == 0, err.getvalue()
+    assert f"GH006: Protected branch update failed for {verdict_ref(number)}." in err.getvalue()
+    assert pushes == 1
