@@ -44,8 +44,9 @@ from ivy_matrix.state.fold import Merged, merge_batches  # noqa: E402  -- after 
 from ivy_matrix.state.merge import Batch  # noqa: E402
 from ivy_matrix.state.statefile import join_columns, load_state  # noqa: E402
 from ivy_matrix.stores import branch  # noqa: E402
-from ivy_matrix.stores.branch import BranchStore  # noqa: E402
-from ivy_matrix.stores.layout import Scope  # noqa: E402
+from ivy_matrix.stores.branch import BranchStore, Retries  # noqa: E402
+from ivy_matrix.stores.layout import BranchPlace, Scope  # noqa: E402
+from ivy_matrix.stores.remote import RestRemote  # noqa: E402
 from ivy_matrix.views.dashboards import Style, render_files  # noqa: E402
 from tests.github.memory import MemoryGitHub  # noqa: E402
 
@@ -131,7 +132,12 @@ def split(legs: int, all_dashboards: list[DashboardId]) -> list[tuple[str, list[
 
 
 def store_for(gh: Any, scope: Scope | None, seed: int) -> BranchStore:
-    return BranchStore(gh, REPO, BRANCH, STATE_DIR, rng=random.Random(seed), scope=scope)
+    return BranchStore(
+        RestRemote(gh, REPO),
+        BranchPlace(repo=REPO, branch=BRANCH, state_dir=STATE_DIR),
+        retries=Retries(rng=random.Random(seed)),
+        scope=scope,
+    )
 
 
 def seed_branch(model: MemoryGitHub, all_dashboards: list[DashboardId], rows: int) -> None:

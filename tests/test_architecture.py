@@ -4,7 +4,8 @@ The import graph is read from the source (top-level imports and imports inside f
 and checked for what the map promises: no cycles; pure modules (their docstring says "Pure")
 import only pure modules and nothing that reaches files, processes or the network; every other
 module imports only from its own layer or below; only the commands and the command line see the
-configuration; no three modules share a name prefix outside a package of that name.
+configuration; no three modules share a name prefix outside a package of that name; no function
+takes more than 10 parameters (pass a few frozen values instead of a long list).
 """
 
 from __future__ import annotations
@@ -185,3 +186,67 @@ def test_the_pure_marker_is_read_from_a_paragraph_start():
     """Only a paragraph that starts with "Pure" declares a module pure."""
     assert _PURE.search("Reads things.\n\nPure: no I/O.")
     assert not _PURE.search("I/O, except the Pure parts.")
+
+
+# Issue 23: a function or constructor that needs more than this many values takes a few frozen
+# values instead (the branch store's place, writing and retries: stores/branch.py).
+MAX_PARAMETERS = 10
+# Functions allowed more, each with the reason; empty since issue 23 (issues/publish.py's
+# publish_issues had 11 and was rewritten before it landed).
+WIDE_ALLOWED: frozenset[tuple[str, str]] = frozenset()
+
+
+def parameter_count(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Every parameter a caller can pass (``*args`` and ``**kwargs`` count one each), the
+    ``self`` or ``cls`` of a method left out."""
+    arguments = function.args
+    names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+    if names and names[0] in {"self", "cls"}:
+        names = names[1:]
+    return len(names) + (arguments.vararg is not None) + (arguments.kwarg is not None)
+
+
+def wide_functions(path: Path) -> list[tuple[str, int, int]]:
+    """(name, line, parameters) of each function or method in ``path`` with more than
+    MAX_PARAMETERS parameters."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            count = parameter_count(node)
+            if count > MAX_PARAMETERS:
+                found.append((node.name, node.lineno, count))
+    return found
+
+
+def test_no_function_takes_more_than_ten_parameters():
+    """No function, method or constructor in ivy_matrix/ takes more than 10 parameters (self
+    left out): past that, group them into a few frozen values."""
+    wide = [
+        f"{MODULES[name].relative_to(PACKAGE.parent)}:{line} {function}() takes {count} "
+        f"parameters, more than {MAX_PARAMETERS}: pass a few frozen values (a dataclass "
+        f"grouping where, how and what) instead of a long list"
+        for name in MODULES
+        for function, line, count in wide_functions(MODULES[name])
+        if (name, function) not in WIDE_ALLOWED
+    ]
+    assert wide == [], "\n".join(wide)
+
+
+def test_the_parameter_count_leaves_out_self_and_counts_star_arguments(tmp_path):
+    """``self`` is not counted; ``*args`` and ``**kwargs`` are one each; 11 is too many."""
+    module = tmp_path / "m.py"
+    module.write_text(
+        "class C:\n"
+        "    def m(self, a, b, /, c, *rest, d, e=1, **more): ...\n"
+        "def wide(a, b, c, d, e, f, g, h, i, j, k): ...\n"
+        "def narrow(a, b, c, d, e, f, g, h, i, j): ...\n",
+        encoding="utf-8",
+    )
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    counts = {
+        node.name: parameter_count(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+    }
+    assert counts == {"m": 7, "wide": 11, "narrow": 10}
+    assert wide_functions(module) == [("wide", 3, 11)]

@@ -36,7 +36,8 @@ from ivy_matrix.views.dashboards import RenderedFile
 
 if TYPE_CHECKING:
     from ivy_matrix.issues.writer import IssueOptions
-    from ivy_matrix.stores.branch import Render
+    from ivy_matrix.stores.branch import BranchStore, Retries
+    from ivy_matrix.stores.commit import Render, Writing
     from ivy_matrix.stores.layout import Scope
     from ivy_matrix.stores.remote import BranchRemote
 
@@ -199,25 +200,55 @@ def open_store(
             inputs=inputs,
         )
     check_branch(settings)
-    from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
+    from ivy_matrix.stores.branch import Retries  # noqa: PLC0415  -- see REMOTE
+    from ivy_matrix.stores.commit import Writing  # noqa: PLC0415  -- see REMOTE
 
-    return BranchStore(
-        None,
-        github.repository,
-        settings.branch,
-        remote=branch_remote(settings, github, log),
+    writing = Writing(
         message=message,
         style=settings.style,
-        site=branch_site(settings),
         trend_points=settings.trend_points,
+        site=branch_site(settings),
+        every_page=render_all,
         dry_run=settings.dry_run,
-        log=log,
-        after_save=after_save,
-        server_url=settings.server_url,
-        sleep=github.remote.sleep,
+    )
+    return open_branch(
+        settings,
+        github,
+        log,
+        writing=writing,
+        retries=Retries(sleep=github.remote.sleep),
         # The site's index covers every dashboard: with it, every update reads them all.
         scope=None if Target.SITE in settings.targets else scope,
-        render_all=render_all,
+        after_save=after_save,
+    )
+
+
+def open_branch(
+    settings: Settings,
+    github: Connection,
+    log: Log,
+    *,
+    writing: Writing | None = None,
+    retries: Retries | None = None,
+    scope: Scope | None = None,
+    after_save: AfterSave | None = None,
+) -> BranchStore:
+    """The branch store of ``settings`` (``branch``, through ``branch-transport``), writing as
+    ``writing`` says; without it (``compare``, the expected backends) it is only read."""
+    from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see REMOTE
+    from ivy_matrix.stores.layout import BranchPlace  # noqa: PLC0415  -- see REMOTE
+
+    place = BranchPlace(
+        repo=github.repository, branch=settings.branch, server_url=settings.server_url
+    )
+    return BranchStore(
+        branch_remote(settings, github, log),
+        place,
+        writing=writing,
+        retries=retries,
+        scope=scope,
+        after_save=after_save,
+        log=log,
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ivy_matrix.commands.choose_store import branch_remote, connect
+from ivy_matrix.commands.choose_store import connect, open_branch
 from ivy_matrix.commands.env_command import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, resolve_links
@@ -44,7 +44,6 @@ from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.signature import Signer
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log
-from ivy_matrix.stores.branch import BranchStore
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
@@ -68,13 +67,7 @@ def baseline_states(
     if Target.BRANCH in settings.targets and github.available:
         # Over git's protocol where the branch target uses it (branch-transport): then
         # reading the baseline spends no REST request, the most a pull request's leg spends.
-        store = BranchStore(
-            None,
-            github.repository,
-            settings.branch,
-            remote=branch_remote(settings, github, log),
-            sleep=github.remote.sleep,
-        )
+        store = open_branch(settings, github, log)
         columns, backends = store.load_columns(collected.dashboards, collected.backends)
         states = list(columns.values())
         where = f"branch {settings.branch}"

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ivy_matrix.commands.choose_store import branch_remote, connect
+from ivy_matrix.commands.choose_store import connect, open_branch
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import ExitCode, GitHubAPIError, InputError, StoreError, UsageError
@@ -187,15 +187,7 @@ def stored_states(settings: Settings, github: Connection, log: Log) -> list[Dash
     """The default branch's dashboards, read only: from the dashboard branch with the branch
     target (and a token), else from the local store."""
     if Target.BRANCH in settings.targets and github.available:
-        from ivy_matrix.stores.branch import BranchStore  # noqa: PLC0415  -- see choose_store
-
-        store = BranchStore(
-            None,
-            github.repository,
-            settings.branch,
-            remote=branch_remote(settings, github, log),
-            sleep=github.remote.sleep,
-        )
+        store = open_branch(settings, github, log)
         return sorted(store.load().values(), key=lambda s: s.key)
     if not settings.store.is_dir():
         raise StoreError(

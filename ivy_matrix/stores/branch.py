@@ -27,25 +27,19 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Progress, Quiet
 from ivy_matrix.state.fold import Merged
-from ivy_matrix.state.paths import checked_path
 from ivy_matrix.state.statefile import join_columns, split_columns
-from ivy_matrix.state.trend import DEFAULT_POINTS
 from ivy_matrix.stores import AfterSave, Change, Saved
+from ivy_matrix.stores.commit import Writing
 from ivy_matrix.stores.committer import Committer
-from ivy_matrix.stores.layout import DEFAULT_STATE_DIR, BranchLayout, Scope, page_links
-from ivy_matrix.stores.remote import BranchRemote, GitData, RestRemote
+from ivy_matrix.stores.layout import BranchPlace, Scope, page_links
+from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.tree import Snapshot
-from ivy_matrix.views.dashboards import RenderedFile, Style
-
-# Files committed beside the pages, drawn from the whole store (the site): (the change's result
-# with every dashboard, the keys of those to draw) -> the files (text None: delete).
-Render = Callable[[Merged, Collection[str]], list[RenderedFile]]
 
 MAX_ATTEMPTS = 30
 BASE_DELAY = 0.5
@@ -55,78 +49,50 @@ MAX_DELAY = 60.0
 CONTENTION_SPREAD = 1.0
 
 
-class BranchStore:
-    """Dashboards kept on a branch; safe for many concurrent writers (see the module docstring).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Retries:
+    """How an update tries again when another run moved the branch first: at most
+    ``max_attempts`` tries, each after a random moment in a window of ``base_delay`` doubled
+    per try, at least one try long and at most ``max_delay``; ``sleep`` and ``clock`` wait and
+    measure, ``rng`` draws the moment (None: a fresh one)."""
 
-    ``client`` (the REST git-data calls) is used through :class:`RestRemote` unless
-    ``remote`` is given (``commands/choose_store.py`` gives git's, or the automatic choice).
-    """
+    max_attempts: int = MAX_ATTEMPTS
+    base_delay: float = BASE_DELAY
+    max_delay: float = MAX_DELAY
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    rng: random.Random | None = None
+
+
+class BranchStore:
+    """Dashboards kept on the branch ``place`` names, reached through ``remote``
+    (``commands/choose_store.py`` gives git's, the REST API's, or the automatic choice); its
+    commits are as ``writing`` says, its retries as ``retries`` says (see the module
+    docstring). ``scope``: what an update touches (None: it reads every dashboard);
+    ``after_save``: what keeps the output folder in step."""
 
     def __init__(
         self,
-        client: GitData | None,
-        repo: str,
-        branch: str,
-        state_dir: str = DEFAULT_STATE_DIR,
+        remote: BranchRemote,
+        place: BranchPlace,
         *,
-        remote: BranchRemote | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-        rng: random.Random | None = None,
-        max_attempts: int = MAX_ATTEMPTS,
-        base_delay: float = BASE_DELAY,
-        max_delay: float = MAX_DELAY,
-        message: str = "ivy-matrix: update",
-        style: Style = Style.IVY,
-        dry_run: bool = False,
-        log: Progress | None = None,
-        after_save: AfterSave | None = None,
-        server_url: str | None = None,
+        writing: Writing | None = None,
+        retries: Retries | None = None,
         scope: Scope | None = None,
-        render_all: bool = False,
-        trend_points: int = DEFAULT_POINTS,
-        site: Render | None = None,
+        after_save: AfterSave | None = None,
+        log: Progress | None = None,
     ) -> None:
-        if remote is None:
-            if client is None:
-                raise ValueError("BranchStore needs a client or a remote")
-            remote = RestRemote(client, repo)
         self.remote = remote
-        self.repo = repo
-        self.branch = branch.removeprefix("refs/heads/")
-        self.layout = BranchLayout(checked_path(state_dir.strip("/")))
-        self.log: Progress = log or Quiet()
-        self.dry_run = dry_run
-        self.after_save = after_save
-        self.server_url = server_url
+        self.place = place
+        self.branch = place.branch
+        self.writing = writing or Writing()
+        self.retries = retries or Retries()
         self.scope = scope
-        self.render_all = render_all  # render every dashboard (``publish``)
-        self._sleep = sleep
-        self._clock = clock
-        self._rng = rng or random.Random()  # noqa: S311  -- jitter, not cryptography
-        self.max_attempts = max(max_attempts, 1)
-        self.base_delay = base_delay
-        self.max_delay = max_delay
+        self.after_save = after_save
+        self.log: Progress = log or Quiet()
+        self._rng = self.retries.rng or random.Random()  # noqa: S311  -- jitter, not cryptography
         self._try_seconds = 0.0  # how long the last try took (see _delay)
-        self.committer = Committer(
-            remote,
-            self.branch,
-            self.layout,
-            message=message,
-            style=style,
-            dry_run=dry_run,
-            log=self.log,
-            trend_points=trend_points,
-            site=site,
-        )
-
-    @property
-    def message(self) -> str:
-        return self.committer.message
-
-    @message.setter
-    def message(self, value: str) -> None:
-        self.committer.message = value
+        self.committer = Committer(remote, place, self.writing, self.log)
 
     def load(
         self, dashboards: Collection[DashboardId] | None = None
@@ -165,35 +131,32 @@ class BranchStore:
         """How long to wait before trying again: a random moment ("full jitter") in a window
         that doubles with each try and is at least one try's duration (read to ref update),
         so that writers that lost rarely meet again on their next try."""
-        window = self.base_delay * 2.0 ** (attempt - 1)
+        retries = self.retries
+        window = retries.base_delay * 2.0 ** (attempt - 1)
         window = max(window, CONTENTION_SPREAD * self._try_seconds)
-        return self._rng.uniform(0, min(self.max_delay, window))
+        return self._rng.uniform(0, min(retries.max_delay, window))
 
     def update(self, change: Change) -> Saved:
         """Read, change and commit what differs, from a fresh read until the compare-and-swap
         lands (see the module docstring). With a scope, its change is applied (the same result
         as ``change`` on every dashboard); with ``dry_run``, nothing is written and the files
         that would change are reported."""
-        for attempt in range(1, self.max_attempts + 1):
-            started = self._clock()
+        retries = self.retries
+        tries = max(retries.max_attempts, 1)
+        for attempt in range(1, tries + 1):
+            started = retries.clock()
             snapshot, merged = self._read_and_change(change)
-            saved = self.committer.land(
-                snapshot,
-                merged,
-                attempt=attempt,
-                every_page=self.render_all,
-                trend_runs=merged.runs,
-            )
-            self._try_seconds = self._clock() - started
+            saved = self.committer.land(snapshot, merged, attempt=attempt)
+            self._try_seconds = retries.clock() - started
             if saved is not None:
                 self.committer.report(saved)
                 return self._finish(saved)
-            if attempt < self.max_attempts:
-                self._sleep(self._delay(attempt))
+            if attempt < tries:
+                retries.sleep(self._delay(attempt))
         raise StoreError(
-            f"cannot update branch {self.branch!r} of {self.repo}: other writers moved it "
-            f"{self.max_attempts} times while this update was being written; too many jobs write "
-            f"at once, so write from one fan-in job, or re-run this job"
+            f"cannot update branch {self.branch!r} of {self.place.repo}: other writers moved it "
+            f"{tries} times while this update was being written; too many jobs write at once, "
+            f"so write from one fan-in job, or re-run this job"
         )
 
     def _read_and_change(self, change: Change) -> tuple[Snapshot, Merged]:
@@ -216,8 +179,9 @@ class BranchStore:
             output = self.after_save(saved.merged)
         urls: Mapping[str, str] = {}
         index_url = None
-        if not self.dry_run and self.server_url is not None:  # where people read the pages
+        place = self.place
+        if not self.writing.dry_run and place.server_url is not None:  # where people read them
             urls, index_url = page_links(
-                self.server_url, self.repo, self.branch, saved.merged.states.values()
+                place.server_url, place.repo, place.branch, saved.merged.states.values()
             )
         return replace(saved, output=output, urls=urls, index_url=index_url)

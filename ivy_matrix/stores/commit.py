@@ -17,18 +17,39 @@ and taken from the index file's summaries for the others (:func:`branch_trend`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from ivy_matrix.model import DashboardId, Trend
 from ivy_matrix.state.columnar import dump_columns
 from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
-from ivy_matrix.state.trend import dashboard_part, join_parts, with_points
+from ivy_matrix.state.trend import DEFAULT_POINTS, dashboard_part, join_parts, with_points
 from ivy_matrix.stores.index_file import Summary, dump_index, summarize
 from ivy_matrix.stores.layout import BranchLayout
 from ivy_matrix.stores.tree import Snapshot, git_blob_sha
 from ivy_matrix.views.dashboards import RenderedFile, Style, index_trend, render_page, trend_files
 from ivy_matrix.views.index_page import render_index_page
+
+# Files committed beside the pages, drawn from the whole store (the site): (the change's result
+# with every dashboard, the keys of those to draw) -> the files (text None: delete).
+Render = Callable[[Merged, Collection[str]], list[RenderedFile]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Writing:
+    """What the branch store's commits say and hold: the commit ``message``, the pages'
+    ``style``, the trend's cap (``trend_points``), the files ``site`` draws beside the pages
+    (only where every dashboard was read), every page rendered (``every_page``: ``publish``)
+    or only the changed ones, and ``dry_run``: nothing is written, and the files that would be
+    are reported."""
+
+    message: str = "ivy-matrix: update"
+    style: Style = Style.IVY
+    trend_points: int = DEFAULT_POINTS
+    site: Render | None = None
+    every_page: bool = False
+    dry_run: bool = False
 
 
 def commit_files(

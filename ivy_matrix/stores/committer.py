@@ -22,15 +22,15 @@ from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.model import DashboardId, Trend
 from ivy_matrix.runner.log import Progress
 from ivy_matrix.state.fold import Merged, window_horizon
-from ivy_matrix.state.trend import DEFAULT_POINTS, TREND_NAME, load_trend
+from ivy_matrix.state.trend import TREND_NAME, load_trend
 from ivy_matrix.stores import Saved
-from ivy_matrix.stores.commit import branch_trend, commit_files
+from ivy_matrix.stores.commit import Writing, branch_trend, commit_files
 from ivy_matrix.stores.index_file import Summary, retires_something, summarize
-from ivy_matrix.stores.layout import BranchLayout
+from ivy_matrix.stores.layout import BranchPlace
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.snapshot import BranchReader
 from ivy_matrix.stores.tree import Snapshot
-from ivy_matrix.views.dashboards import RenderedFile, Style
+from ivy_matrix.views.dashboards import RenderedFile
 
 # Rounds of "apply, then read the dashboards retirement reaches": the second finds none,
 # since the window only depends on the runs, which reading more does not add to.
@@ -38,35 +38,19 @@ MERGE_ROUNDS = 3
 
 
 class Committer:
-    """Reads and commits ``branch`` through ``remote`` (see the module docstring)."""
+    """Reads and commits the branch ``place`` names through ``remote``, as ``writing`` says
+    (see the module docstring)."""
 
     def __init__(
-        self,
-        remote: BranchRemote,
-        branch: str,
-        layout: BranchLayout,
-        *,
-        message: str,
-        style: Style,
-        dry_run: bool,
-        log: Progress,
-        trend_points: int = DEFAULT_POINTS,
-        site: Callable[[Merged, Collection[str]], list[RenderedFile]] | None = None,
+        self, remote: BranchRemote, place: BranchPlace, writing: Writing, log: Progress
     ) -> None:
         self.remote = remote
-        self.site = site  # stores/branch.py's Render: drawn only where every dashboard was read
-        self.trend_points = trend_points
-        self.branch = branch
-        self.layout = layout
-        self.message = message
-        self.style = style
-        self.dry_run = dry_run
+        self.place = place
+        self.branch = place.branch
+        self.layout = place.layout
+        self.writing = writing
         self.log = log
-        self.reader = BranchReader(remote, branch, layout)
-
-    @property
-    def ref(self) -> str:
-        return f"refs/heads/{self.branch}"
+        self.reader = BranchReader(remote, place.branch, self.layout)
 
     def read(self, tip: str | None, dashboards: Collection[DashboardId] | None) -> Snapshot:
         return self.reader.read(tip, dashboards)
@@ -96,27 +80,26 @@ class Committer:
         merged: Merged,
         *,
         attempt: int,
-        every_page: bool = False,
-        trend_runs: Collection[int] = (),
     ) -> Saved | None:
         """Commit what differs (see the module docstring); None when the branch moved first.
-        Nothing to write: no request; a dry run: the files it would commit. ``trend_runs``:
-        the runs that get a point in the trend."""
+        Nothing to write: no request; a dry run: the files it would commit. The runs
+        ``merged`` brought get a point in the trend."""
+        every_page = self.writing.every_page
         fresh = {d: summarize(s) for d, s in merged.to_save().items()}
-        trend = self.trend(snapshot, merged, trend_runs, fresh=fresh, newest=every_page)
+        trend = self._trend(snapshot, merged, fresh=fresh, newest=every_page)
         # The store's trend, new points or not (as trend.with_trend gives): the issues and the
         # output folder show it.
-        merged = replace(merged, trend=trend or self.current_trend(snapshot))
-        writes = self.files(snapshot, merged, every_page=every_page, fresh=fresh)
+        merged = replace(merged, trend=trend or self._current_trend(snapshot))
+        writes = self._files(snapshot, merged, fresh=fresh)
         saved = Saved(merged=merged, attempts=attempt, revision=snapshot.revision, at=snapshot.tip)
-        if self.dry_run:
+        if self.writing.dry_run:
             return replace(saved, written=tuple(sorted(writes)))
         if not writes:
             return saved
         tree = self.remote.write_tree(snapshot.tree.sha or None, writes)
         parents = [snapshot.tip] if snapshot.tip else []
-        commit = self.remote.write_commit(self.message, tree, parents)
-        update = RefUpdate(ref=self.ref, new=commit, old=snapshot.tip)
+        commit = self.remote.write_commit(self.writing.message, tree, parents)
+        update = RefUpdate(ref=self.place.ref, new=commit, old=snapshot.tip)
         if not self.remote.update_ref(update):
             return None
         for path, text in writes.items():
@@ -130,48 +113,40 @@ class Committer:
             revision=snapshot.revision + 1,
         )
 
-    def files(
-        self,
-        snapshot: Snapshot,
-        merged: Merged,
-        *,
-        every_page: bool = False,
-        fresh: Mapping[DashboardId, Summary] | None = None,
+    def _files(
+        self, snapshot: Snapshot, merged: Merged, *, fresh: Mapping[DashboardId, Summary]
     ) -> dict[str, str | None]:
-        """What committing ``merged`` on ``snapshot`` writes (empty: nothing differs); with
-        the store's trend when ``merged`` holds it (:meth:`trend`), else the branch's as it
-        is (the index page shows it). ``fresh``: summaries already made of ``merged``'s
-        states."""
-        trend = merged.trend if merged.trend is not None else self.current_trend(snapshot)
+        """What committing ``merged`` (with the store's trend) on ``snapshot`` writes (empty:
+        nothing differs). ``fresh``: summaries already made of ``merged``'s states."""
+        writing = self.writing
         extra: list[RenderedFile] = []
-        if self.site is not None and snapshot.whole:
-            keys = [s.key for s in merged.ordered()] if every_page else merged.changed
-            extra = self.site(replace(merged, trend=trend), keys)
+        if writing.site is not None and snapshot.whole:
+            keys = [s.key for s in merged.ordered()] if writing.every_page else merged.changed
+            extra = writing.site(merged, keys)
         return commit_files(
             self.layout,
             snapshot,
             merged,
-            style=self.style,
-            every_page=every_page,
-            trend=trend,
+            style=writing.style,
+            every_page=writing.every_page,
+            trend=merged.trend,
             fresh=fresh,
             extra=extra,
         )
 
-    def trend(
+    def _trend(
         self,
         snapshot: Snapshot,
         merged: Merged,
-        runs: Collection[int],
         *,
-        fresh: Mapping[DashboardId, Summary] | None = None,
-        newest: bool = False,
+        fresh: Mapping[DashboardId, Summary],
+        newest: bool,
     ) -> Trend | None:
-        """The branch's trend with the points of ``runs`` (None: no run, no change); with
-        ``newest`` (``merged`` holds every dashboard: ``publish``), also of the store's newest
-        run when the trend has no point of it yet, as trend.with_trend does."""
-        previous = self.current_trend(snapshot) or Trend()
-        wanted = set(runs)
+        """The branch's trend with the points of the runs ``merged`` brought (None: no run, no
+        change); with ``newest`` (``merged`` holds every dashboard: ``publish``), also of the
+        store's newest run when the trend has no point of it yet, as trend.with_trend does."""
+        previous = self._current_trend(snapshot) or Trend()
+        wanted = set(merged.runs)
         if newest:
             last = max((s.runs[0] for s in merged.states.values() if s.runs), default=None)
             if last is not None and (not previous.points or last > previous.points[-1].run):
@@ -179,10 +154,10 @@ class Committer:
         if not wanted:
             return None
         return branch_trend(
-            previous, snapshot, merged, sorted(wanted), cap=self.trend_points, fresh=fresh or {}
+            previous, snapshot, merged, sorted(wanted), cap=self.writing.trend_points, fresh=fresh
         )
 
-    def current_trend(self, snapshot: Snapshot) -> Trend | None:
+    def _current_trend(self, snapshot: Snapshot) -> Trend | None:
         """The trend on the branch at ``snapshot`` (None when it has no ``trend.json``)."""
         text = self.reader.text(snapshot.tree, TREND_NAME)
         if text is None:
@@ -191,7 +166,7 @@ class Committer:
 
     def report(self, saved: Saved) -> None:
         where = f"branch {self.branch}"
-        if self.dry_run:
+        if self.writing.dry_run:
             self.log.info(f"dry run: would commit {len(saved.written)} file(s) to {where}")
             for path in saved.written:
                 self.log.info(f"  {path}")

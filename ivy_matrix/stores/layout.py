@@ -29,6 +29,7 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.paths import (
     INDEX_NAME,
+    checked_path,
     column_file,
     dashboard_file,
     relative_path,
@@ -58,6 +59,30 @@ class Scope:
     dashboards: frozenset[DashboardId]
     change: PartialChange
     retire_after_runs: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BranchPlace:
+    """Where the branch store is: ``branch`` (a name; ``refs/heads/`` is dropped) of ``repo``
+    (``OWNER/REPO``), its state under ``state_dir`` (a relative path, checked), and the web
+    server whose pages people read (``server_url``; None: the store links no page)."""
+
+    repo: str
+    branch: str
+    state_dir: str = DEFAULT_STATE_DIR
+    server_url: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "branch", self.branch.removeprefix("refs/heads/"))
+        object.__setattr__(self, "state_dir", checked_path(self.state_dir.strip("/")))
+
+    @property
+    def ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    @property
+    def layout(self) -> BranchLayout:
+        return BranchLayout(self.state_dir)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,10 @@ from ivy_matrix.model import DashboardId
 from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.statefile import join_columns, load_state
 from ivy_matrix.stores.branch import BranchStore
+from ivy_matrix.stores.commit import Writing
+from ivy_matrix.stores.layout import BranchPlace
 from ivy_matrix.stores.local import LocalStore
+from ivy_matrix.stores.remote import RestRemote
 from tests.commands.results import GRADIENTS, LAYERS, read_json, tree
 from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub
@@ -256,10 +259,9 @@ def seeded_fixture(fake: FakeGitHub, store: LocalStore) -> FakeGitHub:
     client = fake_client(fake)
     try:
         BranchStore(
-            client,
-            REPO,
-            "ivy-matrix",
-            message="seed",
+            RestRemote(client, REPO),
+            BranchPlace(repo=REPO, branch="ivy-matrix"),
+            writing=Writing(message="seed"),
         ).update(lambda _: Merged(states=states, changed=tuple(s.key for s in states.values())))
     finally:
         client.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import fields
 from functools import partial
 from typing import Any, Protocol
 
@@ -18,8 +19,10 @@ from ivy_matrix.state.merge import Batch
 from ivy_matrix.state.statefile import join_columns, load_state
 from ivy_matrix.state.trend import TREND_NAME, load_trend
 from ivy_matrix.stores import Saved
-from ivy_matrix.stores.branch import BranchStore
-from ivy_matrix.stores.layout import Scope
+from ivy_matrix.stores.branch import BranchStore, Retries
+from ivy_matrix.stores.commit import Writing
+from ivy_matrix.stores.layout import BranchPlace, Scope
+from ivy_matrix.stores.remote import BranchRemote, RestRemote
 from ivy_matrix.views.dashboards import Style, render_files
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import fake_client
@@ -63,18 +66,39 @@ def git_transport(server: GitServer, token: str = "t", **options: Any) -> GitTra
     return GitTransport(server_url=server.url, repository=REPO, token=token, **options)
 
 
-def store(gh: Client | None, seed: int = 0, **options: Any) -> BranchStore:
-    """A branch store that retries after short waits, its jitter seeded with ``seed``."""
-    options.setdefault("sleep", lambda seconds: time.sleep(min(seconds, 0.05)))
+WRITING = frozenset(f.name for f in fields(Writing))
+RETRIES = frozenset(f.name for f in fields(Retries))
+
+
+def store(
+    gh: Client | None,
+    seed: int = 0,
+    *,
+    remote: BranchRemote | None = None,
+    scope: Scope | None = None,
+    **options: Any,
+) -> BranchStore:
+    """A branch store over ``gh``'s REST calls (or ``remote``) that retries after short waits,
+    its jitter seeded with ``seed``; ``options``: fields of its ``Writing`` and ``Retries``."""
+    unknown = set(options) - WRITING - RETRIES
+    if unknown:
+        raise TypeError(f"store() got unknown options {sorted(unknown)}")
+    retries = {
+        "sleep": lambda seconds: time.sleep(min(seconds, 0.05)),
+        "rng": random.Random(seed),
+        "base_delay": 0.02,
+        "max_delay": 0.5,
+        **{k: v for k, v in options.items() if k in RETRIES},
+    }
+    if remote is None:
+        assert gh is not None
+        remote = RestRemote(gh, REPO)
     return BranchStore(
-        gh,
-        REPO,
-        BRANCH,
-        STATE_DIR,
-        rng=random.Random(seed),
-        base_delay=0.02,
-        max_delay=0.5,
-        **options,
+        remote,
+        BranchPlace(repo=REPO, branch=BRANCH, state_dir=STATE_DIR),
+        writing=Writing(**{k: v for k, v in options.items() if k in WRITING}),
+        retries=Retries(**retries),
+        scope=scope,
     )
 
 

@@ -220,8 +220,8 @@ def test_a_page_of_megabytes_is_committed_through_a_blob_of_its_own(fake):
     assert len(fake.requests_to("POST", r"/git/blobs$")) == 1
 
 
-def test_render_all_renders_every_page_not_only_the_changed_ones(memory):
-    """A store built with render_all (the publish command) restores a page that went missing,
+def test_every_page_is_rendered_for_publish_not_only_the_changed_ones(memory):
+    """A store built with every_page (the publish command) restores a page that went missing,
     where an update that changes nothing renders and writes nothing."""
 
     def nothing_new(states):
@@ -234,7 +234,7 @@ def test_render_all_renders_every_page_not_only_the_changed_ones(memory):
     assert memory.update_branch(REPO, BRANCH, memory.create_commit(REPO, "x", tree, [tip]))
     assert store(memory).update(nothing_new).written == ()
     assert "stateful/layers.md" not in memory.files(BRANCH)
-    every = store(memory, render_all=True).update(nothing_new)
+    every = store(memory, every_page=True).update(nothing_new)
     assert every.written == (f"{STATE_DIR}/INDEX", f"{STATE_DIR}/REVISION", "stateful/layers.md")
     assert_markdown_is_a_render_of_the_state(memory)
 
