@@ -148,10 +148,10 @@ def make_client(
 ) -> GitHubClient:
     """A client for the API at ``api_url`` (``GITHUB_API_URL``; GHES: ``https://host/api/v3``).
 
-    Reads are never paced: a leg's reads are few (a tree listing and the blobs it needs), and
-    PyGithub's 0.25 s between requests was most of a leg's time. ``write_pause`` (seconds between
+    Reads are never paced: an update's reads are few (a tree listing and the blobs it needs),
+    and PyGithub's 0.25 s between requests was most of its time. ``write_pause`` (seconds between
     writes, PyGithub's) is off by default: it would stretch the window between reading the
-    branch tip and moving it, where other legs' commits make this one retry; GitHub's
+    branch tip and moving it, where other runs' commits make this one retry; GitHub's
     content-creation limits are met with our retries, which honour ``retry-after``, and the
     branch store's backoff between commit tries. ``retries`` and ``max_wait`` bound our own
     retries (see the module docstring).

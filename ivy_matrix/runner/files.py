@@ -1,6 +1,6 @@
 """Replace a local file so that readers see the old text or the new one, never half.
 
-I/O: the one way ivy-matrix writes a local file (state, pages, summary JSON, leg metadata);
+I/O: the one way ivy-matrix writes a local file (state, pages, summary JSON, leg files);
 :func:`write_file` also takes ``-`` for standard output. What is written passes the guard
 (runner/guard.py): no secret it conceals, no well-known key shape.
 """

@@ -15,8 +15,8 @@ store for one run:
 
 A point is computed from the cells' histories (:func:`trend_point`; a run's attempts make one
 result, as history.py says) when a store renders after a change that brought that run's
-results (:func:`record_runs`): every update without matrix legs, or the leg that completes a
-run; and for the store's newest run when the trend has no point of it yet (``publish``).
+results (:func:`record_runs`: the run's one writer); and for the store's newest run when the
+trend has no point of it yet (``publish``).
 Points of older runs stay as they were written, so the trend reaches back further than
 the cells' histories. At most ``cap`` points are kept (``trend-points``, default 365): when
 there are more, the newest half stays whole and every other point of the older part goes,
@@ -234,7 +234,7 @@ def record_runs(
 
 def with_trend(merged: Merged, previous: Trend, *, cap: int = DEFAULT_POINTS) -> Merged:
     """``merged`` holding the store's trend with the runs it brought, and the store's newest
-    run when the trend has no point of it yet (``publish`` after matrix legs brings none)."""
+    run when the trend has no point of it yet (``publish``, which brings no run)."""
     runs = set(merged.runs)
     newest = max((state.runs[0] for state in merged.states.values() if state.runs), default=None)
     if newest is not None and (not previous.points or newest > previous.points[-1].run):
