@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple
+from types import MappingProxyType
+from typing import NamedTuple, Protocol
 
 
 class CaseStatus(StrEnum):
@@ -57,6 +58,8 @@ class CaseResult(NamedTuple):
     the name of the innermost enclosing ``<testsuite>`` ("" when it has none); ``line`` is the
     ``line`` attribute (where the test is in ``file``, as pytest's xunit1 family writes it) of
     a failed or erroring case, as written ("" otherwise: only failures are annotated).
+    ``time`` is the case's ``time`` attribute in seconds, None when it has none or one that
+    is not a finite number of 0 or more.
 
     A NamedTuple, not a frozen dataclass like the other types: one is built per test case, and
     at a million cases a frozen dataclass's ``__init__`` alone costs more than a second.
@@ -70,6 +73,30 @@ class CaseResult(NamedTuple):
     flaky: bool = False
     message: str = ""
     line: str = ""
+    time: float | None = None
+
+
+class Timing(NamedTuple):
+    """How long one cell took in one run: the sum of its cases' ``time`` (seconds) and how many
+    of its cases had one (``timed``; the others are not counted)."""
+
+    seconds: float
+    timed: int
+
+
+class Timed(Protocol):
+    """Anything that says how long a cell took: a :class:`Timing`, or a cell's result as an
+    update read it (results/collector.py ``CellResult``). ``timed`` 0: no case had a time."""
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def timed(self) -> int: ...
+
+
+# A row without durations (state/durations.py has the form of those it has).
+NO_TIMES: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -254,7 +281,9 @@ class Seen(NamedTuple):
 
 
 class Row(NamedTuple):
-    """One test (row) and its cells by backend name.
+    """One test (row), its cells by backend name and their durations (``times``, by backend,
+    only cells with some: the codes of state/durations.py, kept beside the cells because
+    cells are shared by the rows alike and durations differ from row to row).
 
     A NamedTuple: merging and loading build one per test, tens of thousands per dashboard.
     """
@@ -262,6 +291,7 @@ class Row(NamedTuple):
     name: str
     first_seen: Seen
     cells: Mapping[str, Cell]
+    times: Mapping[str, str] = NO_TIMES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -177,3 +177,34 @@ def test_site_bench_smoke_reports_sizes_and_paint_times(tmp_path: Path) -> None:
     assert report["render"]["second_render"].endswith("0 file(s) changed")
     assert set(report["paint"]) == {"attention", "grid"}
     assert report["paint"]["grid"]["rows_in_document"] == 31
+
+
+def test_durations_bench_smoke_measures_both_codes(tmp_path: Path) -> None:
+    """`bench/durations.py --smoke --compare` (this checkout against itself) reports the state
+    bytes and the CPU of both updates, with their ratios."""
+    out = tmp_path / "durations.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "bench/durations.py",
+            "--smoke",
+            *("--compare", str(ROOT)),
+            *("--work", str(tmp_path / "work")),
+            *("--json", str(out)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert sorted(report["cpu_s"]) == ["fresh", "fresh@ref", "steady", "steady@ref"]
+    assert sorted(report["ratios"]) == [
+        "CPU, fresh update",
+        "CPU, steady update",
+        "state bytes after 1 run(s)",
+        "state bytes after 2 run(s)",
+    ]
+    assert report["ratios"]["state bytes after 2 run(s)"] == 1.0

@@ -6,8 +6,9 @@ halfway adds nothing, and is reported, instead of leaving half its cells behind.
 with the number of cells, not with the size of the files.
 
 A cell's result is its worst outcome, how many of its cases passed, failed, were skipped or
-flaky (a row collapses a test's parametrizations; the counts keep what the row hides), and
-the first line of its first failure's message; ``entries.build_batches`` turns the cells into
+flaky (a row collapses a test's parametrizations; the counts keep what the row hides), the
+first line of its first failure's message, and its duration: the sum of its cases' ``time``
+and how many cases had one; ``entries.build_batches`` turns the cells into
 the entries a store merges, with the job that produced them and the message's signature.
 
 What is kept of a test's output and names is redacted here as it is kept (redaction.py), so
@@ -44,23 +45,28 @@ from ivy_matrix.results.naming import UNNAMED, Namer, row_name, test_id
 
 class CellResult(NamedTuple):
     """One cell as an update read it: its worst outcome, its cases, its first failure line,
-    and where its first failing case is (``where``: its file and line, 0 when the result file
-    gives none; None when it names no file), for annotations."""
+    where its first failing case is (``where``: its file and line, 0 when the result file
+    gives none; None when it names no file), for annotations, and its duration: ``seconds``,
+    the sum of the ``time`` of its ``timed`` cases (the others had none)."""
 
     outcome: Outcome
     counts: CaseCounts
     message: str = ""
     where: tuple[str, int] | None = None
+    seconds: float = 0.0
+    timed: int = 0
 
 
 def combine_results(a: CellResult, b: CellResult) -> CellResult:
     """Two parts of one cell (two files of one update, two legs): the worse outcome, the
-    counts added, the first message and place."""
+    counts and durations added, the first message and place."""
     return CellResult(
         worst(a.outcome, b.outcome),
         CaseCounts(*(x + y for x, y in zip(a.counts, b.counts, strict=True))),
         a.message or b.message,
         a.where or b.where,
+        a.seconds + b.seconds,
+        a.timed + b.timed,
     )
 
 
@@ -72,13 +78,14 @@ def place_of(test_file: str, line: str) -> tuple[str, int] | None:
     return test_file, int(line) if line.isascii() and line.isdigit() else 0
 
 
-# While a file is read, a cell's cases are one int: four counts of _BITS bits each, passed in
+# While a file is read, a cell's cases are one int: five counts of _BITS bits each, passed in
 # the lowest (so the usual cell, one passing case, is the cached small int 1), then skipped,
-# flaky, and failed in the highest (unbounded). A case adds its bucket's increment: one dict
-# read and one store per case.
+# flaky, the cases with a time, and failed in the highest (unbounded). A case adds its
+# bucket's increment: one dict read and one store per case.
 _BITS = 24  # fewer than 16 million cases of one kind in one cell of one file
 _MASK = (1 << _BITS) - 1
-_PASSED, _SKIPPED, _FLAKY, _FAILED = (1 << (_BITS * slot) for slot in range(4))
+_PASSED, _SKIPPED, _FLAKY, _TIMED, _FAILED = (1 << (_BITS * slot) for slot in range(5))
+_TIMED_SHIFT = 3 * _BITS
 
 
 _ONE_PASS = CellResult(Outcome.SUCCESS, CaseCounts(passed=1))
@@ -92,13 +99,13 @@ _STEP = {
 
 
 def cell_result(tally: int, message: str = "", where: tuple[str, int] | None = None) -> CellResult:
-    """A cell's result from its packed counts (see _BITS): the worst outcome its cases had
-    (failure, flaky, success, skipped, in that order)."""
+    """A cell's result from its packed counts (see _BITS; the timed cases are left out): the
+    worst outcome its cases had (failure, flaky, success, skipped, in that order)."""
     counts = CaseCounts(
         passed=tally & _MASK,
         skipped=(tally >> _BITS) & _MASK,
         flaky=(tally >> 2 * _BITS) & _MASK,
-        failed=tally >> 3 * _BITS,
+        failed=tally >> 4 * _BITS,
     )
     if counts.failed:
         outcome = Outcome.FAILURE
@@ -239,6 +246,8 @@ class Collector:
         nameless: list[int] = []
         pending: dict[tuple[int, str, str], int] = {}
         cases_of = pending.get  # bound once: called for every case
+        # The seconds of each cell whose cases have a time (their number is in the tally).
+        seconds: dict[tuple[int, str, str], float] = {}
         # The first failure line of each failing cell, and where its first failing case is.
         messages: dict[tuple[int, str, str], str] = {}
         wheres: dict[tuple[int, str, str], tuple[str, int] | None] = {}
@@ -247,7 +256,7 @@ class Collector:
         failures: list[Failure] = []
         room = FAILURES_KEPT - len(self.collected.failures)
 
-        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
+        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912, PLR0915  -- the hot loop, kept flat
             nonlocal unassigned, tried
             backend = file_backend
             if backend is None and per_case:
@@ -288,12 +297,17 @@ class Collector:
                 row = prefix + name if name else prefix + UNNAMED
             cell = (index, row, backend)
             status = case.status
+            time = case.time
+            timed = 0
+            if time is not None:
+                timed = _TIMED
+                seconds[cell] = seconds.get(cell, 0.0) + time
             if status is CaseStatus.PASSED:
-                pending[cell] = cases_of(cell, 0) + (_FLAKY if case.flaky else _PASSED)
+                pending[cell] = cases_of(cell, 0) + (_FLAKY if case.flaky else _PASSED) + timed
             elif status is CaseStatus.SKIPPED:
-                pending[cell] = cases_of(cell, 0) + _SKIPPED
+                pending[cell] = cases_of(cell, 0) + _SKIPPED + timed
             else:
-                pending[cell] = cases_of(cell, 0) + _FAILED
+                pending[cell] = cases_of(cell, 0) + _FAILED + timed
                 if case.message and cell not in messages:
                     messages[cell] = case.message
                 if cell not in wheres:
@@ -313,7 +327,11 @@ class Collector:
         if file_backend is not None and not per_case:
             # The usual file: one backend, rows named by their place: the quicker loop.
             counts, problem = self._scan_by_place(
-                stream, source, file_backend, (pending, messages, wheres, failures, room), nameless
+                stream,
+                source,
+                file_backend,
+                (pending, messages, wheres, seconds, failures, room),
+                nameless,
             )
         else:
             counts, problem = scan_junit(
@@ -339,7 +357,7 @@ class Collector:
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
-        reached = self._commit(pending, messages, wheres)
+        reached = self._commit(pending, messages, wheres, seconds)
         self.last = Read(
             counts=counts,
             backend=file_backend or "",
@@ -364,23 +382,26 @@ class Collector:
             dict[tuple[int, str, str], int],
             dict[tuple[int, str, str], str],
             dict[tuple[int, str, str], tuple[str, int] | None],
+            dict[tuple[int, str, str], float],
             list[Failure],
             int,
         ],
         nameless: list[int],
     ) -> tuple[FileCounts, ParseProblem | None]:
         """Read a file whose cases all have its ``backend`` (no per-case naming) into
-        ``into``'s pending cells (packed counts, see _BITS) and first failure lines, as
-        ``add_file``'s loop does.
+        ``into``'s pending cells (packed counts, see _BITS), first failure lines and seconds,
+        as ``add_file``'s loop does.
 
         Cases come in runs of one place (classname, file, suite): each run finds its place's
         rows once, and a case's cell is its row name there, no string built and no tuple
         hashed per case. The cells keep the order their first case came in.
         """
-        pending, messages, wheres, failures, room = into
+        pending, messages, wheres, seconds, failures, room = into
         namer, places = self.namer, self._places
         Place = tuple[str, str, str]  # noqa: N806  -- a local type alias
         groups: dict[Place, dict[str, int]] = {}
+        # Each place's rows' seconds (of the cases with a time).
+        group_times: dict[Place, dict[str, float]] = {}
         order: list[tuple[Place, str]] = []  # (place, name) of each cell, as it first came
         # Each cell's first failure line, and the failing case it came with; where the cell's
         # first failing case is.
@@ -388,11 +409,12 @@ class Collector:
         places_of: dict[tuple[Place, str], tuple[int, tuple[str, int] | None]] = {}
         last: Place = ("", "", "\0")  # no place has a NUL in its suite name
         rows: dict[str, int] = {}
+        times: dict[str, float] = {}
         failing = 0
 
         def on_case(case: CaseResult) -> None:
-            nonlocal last, rows, failing
-            name, classname, test_file, suite, status, flaky, message, line = case
+            nonlocal last, rows, times, failing
+            name, classname, test_file, suite, status, flaky, message, line, time = case
             if classname != last[0] or test_file != last[1] or suite != last[2]:
                 last = (classname, test_file, suite)
                 found = groups.get(last)
@@ -401,19 +423,24 @@ class Collector:
                         dashboard, prefix = namer.locate(case)
                         places[last] = (self._index(dashboard), prefix)
                     found = groups[last] = {}
+                    group_times[last] = {}
                 rows = found
+                times = group_times[last]
             if name[-1:] == "]":
                 head = name.partition("[")[0]
                 if head:
                     name = head
             step = _FLAKY if flaky else _STEP[status]
+            if time is not None:
+                times[name] = times.get(name, 0.0) + time
+                step += _TIMED
             tally = rows.get(name)
             if tally is None:
                 rows[name] = step
                 order.append((last, name))
             else:
                 rows[name] = tally + step
-            if step == _FAILED:
+            if step >= _FAILED:
                 failing += 1
                 if message:
                     lines.setdefault((last, name), (failing, message))
@@ -446,6 +473,9 @@ class Collector:
             index, prefix = places[place]
             cell = (index, prefix + name if name else prefix + UNNAMED, backend)
             pending[cell] = pending.get(cell, 0) + groups[place][name]
+            time = group_times[place].get(name)
+            if time is not None:
+                seconds[cell] = seconds.get(cell, 0.0) + time
             line = lines.get((place, name))
             if line is not None and first.get(cell, failing + 1) > line[0]:
                 first[cell] = line[0]
@@ -515,6 +545,7 @@ class Collector:
         pending: dict[tuple[int, str, str], int],
         messages: dict[tuple[int, str, str], str],
         wheres: dict[tuple[int, str, str], tuple[str, int] | None],
+        seconds: dict[tuple[int, str, str], float],
     ) -> tuple[DashboardId, ...]:
         """Add one fully read file's cells to the rest (a cell in two files: combined);
         return the dashboards they reached."""
@@ -528,7 +559,11 @@ class Collector:
         failed = _FAILED
         one_pass = _ONE_PASS
         redact = self.redact
-        for cell, tally in pending.items():
+        timed_mask = _MASK << _TIMED_SHIFT
+        new_result = tuple.__new__  # CellResult's own __new__ is a Python function
+        for cell, packed in pending.items():
+            timed = packed & timed_mask
+            tally = packed - timed if timed else packed
             if tally == _PASSED:  # the usual cell, without a dict lookup
                 result = one_pass
             elif tally >= failed and (cell in messages or wheres.get(cell) is not None):
@@ -541,6 +576,9 @@ class Collector:
                 if found is None:
                     found = shared[tally] = cell_result(tally)
                 result = found
+            if timed:
+                # Durations differ from cell to cell: a result of its own.
+                result = new_result(CellResult, (*result[:4], seconds[cell], timed >> _TIMED_SHIFT))
             index, row, backend = cell
             if renamed:
                 row = renamed.get(row, row)

@@ -9,6 +9,10 @@ are seen by Python; character data is handed over only while the text of a decid
 ``<failure>``/``<error>`` is wanted for its message, and only up to a small cap, so that
 ``system-out`` and long tracebacks never sit in memory.
 
+A case's ``time`` attribute is read as seconds (``CaseResult.time``): a value that is not a
+finite number of 0 or more (``1,5``, ``-1``, ``nan``) counts as none, so that it is never
+added to a duration.
+
 Classification follows ``shared/junit-corpus/README.md``: by the result elements that are
 direct children of ``<testcase>``, error > failure > skipped > passed; ``<flakyFailure>`` or
 ``<flakyError>`` without a final failure or error is a flaky pass; ``<rerunFailure>`` and
@@ -91,6 +95,7 @@ _RANKS = {
     "flakyError": _FLAKY,
 }
 _STATUS = (CaseStatus.PASSED, CaseStatus.SKIPPED, CaseStatus.FAILED, CaseStatus.ERROR)
+_INF = float("inf")
 
 REFUSED_ENTITIES = (
     "refused: the file declares XML entities (possible entity-expansion or XXE attack)"
@@ -263,7 +268,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                 text_len = 0
                 parser.CharacterDataHandler = on_text
 
-    def end(name: str) -> None:
+    def end(name: str) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
         nonlocal depth, case, case_depth, rank, flaky, message, capture_depth, flaky_count, suite
         if name == "testcase":
             assert case is not None
@@ -273,6 +278,16 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             if classname is None:
                 classname = case.get("class", "")
             file = case.get("file", "")
+            seconds: float | None = None
+            text_time = case.get("time")
+            if text_time is not None:
+                try:
+                    seconds = float(text_time)
+                except ValueError:
+                    seconds = None
+                else:
+                    if not 0.0 <= seconds < _INF:  # NaN fails both comparisons
+                        seconds = None
             if len(case_name) > NAME_CAP or len(classname) > NAME_CAP or len(file) > NAME_CAP:
                 case_name, classname, file = (
                     cap_name(case_name),
@@ -301,6 +316,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                             message,
                             # Where the test is, for a failure's annotation only.
                             case.get("line", "")[:LINE_CAP] if rank >= _FAILED else "",
+                            seconds,
                         ),
                     )
                 )

@@ -8,7 +8,9 @@ Pure: no I/O; legs.py holds the rest of the format and reads the file. One dashb
      "cells": {"torch": "fs.", "numpy": "ssk"},
      "counts": {"torch": {"1": [3, 0, 1, 0]}},
      "messages": {"torch": {"0": "AssertionError: the results do not match"}},
-     "places": {"torch": {"0": ["tests/test_core.py", 42]}}}
+     "places": {"torch": {"0": ["tests/test_core.py", 42]}},
+     "seconds": {"torch": {"0": 1.25, "1": 12.5}, "numpy": {"1": 0.75}},
+     "timed": {"torch": {"1": 2}}}
 
 - ``rows``: the rows the leg's results touch, in first-seen order;
 - ``cells``: per backend one character per row: ``s`` success, ``f`` failure, ``k`` skipped,
@@ -20,11 +22,16 @@ Pure: no I/O; legs.py holds the rest of the format and reads the file. One dashb
   ``junit.MESSAGE_CAP`` characters);
 - ``places``: per backend, by row index, where a failing cell's first failing case is: its
   file and its line (0: not given), for the annotations of the job that publishes (only when
-  the result file names the file).
+  the result file names the file);
+- ``seconds``: per backend, by row index, the cell's duration, the sum of its cases' ``time``
+  (6 significant digits; only cells some of whose cases had one), at most
+  :data:`MAX_SECONDS`; ``timed``: how many of its cases had one, where not all did.
+  Both are optional: a leg file of an ivy-matrix that did not read durations has none.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -49,6 +56,8 @@ NAME_LIMIT = 4 * NAME_CAP
 MAX_NUMBER = 2**53 - 1
 _ROW_DIGITS = len(str(MAX_NUMBER))
 NO_RESULT = "."
+# The longest duration of a cell a leg file may give: a year, far past any job's limit.
+MAX_SECONDS = 366 * 24 * 3600
 CODES = {Outcome.SUCCESS: "s", Outcome.FAILURE: "f", Outcome.SKIPPED: "k", Outcome.FLAKY: "y"}
 _OUTCOMES = {code: outcome for outcome, code in CODES.items()}
 # The counts of a cell of one case, by its outcome: written only when a cell differs.
@@ -69,6 +78,8 @@ def dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, CellR
     counts: dict[str, dict[str, list[int]]] = {}
     messages: dict[str, dict[str, str]] = {}
     places: dict[str, dict[str, list[object]]] = {}
+    seconds: dict[str, dict[str, float]] = {}
+    timed: dict[str, dict[str, int]] = {}
     for backend in backends:
         line = []
         for index, cells in enumerate(rows.values()):
@@ -78,6 +89,10 @@ def dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, CellR
                 continue
             if result.counts != _ONE_CASE[result.outcome]:
                 counts.setdefault(backend, {})[str(index)] = list(result.counts)
+            if result.timed:
+                seconds.setdefault(backend, {})[str(index)] = float(f"{result.seconds:.6g}")
+                if result.timed != result.counts.total:
+                    timed.setdefault(backend, {})[str(index)] = result.timed
             if result.outcome is not Outcome.FAILURE:
                 continue
             if result.message:
@@ -96,6 +111,8 @@ def dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, CellR
         | ({"counts": counts} if counts else {})
         | ({"messages": messages} if messages else {})
         | ({"places": places} if places else {})
+        | ({"seconds": seconds} if seconds else {})
+        | ({"timed": timed} if timed else {})
     )
 
 
@@ -144,6 +161,8 @@ def add_dashboard(collected: Collected, item: object) -> None:
     counts = _by_row(values.get("counts", {}), "counts")
     messages = _by_row(values.get("messages", {}), "messages")
     places = _by_row(values.get("places", {}), "places")
+    seconds = _by_row(values.get("seconds", {}), "seconds")
+    timed = _by_row(values.get("timed", {}), "timed")
     found: dict[str, dict[str, CellResult]] = {row: {} for row in rows}
     for backend, codes in keyed(expect_object, values.get("cells", {}), "cells").items():
         if not backend.strip() or len(backend) > NAME_LIMIT:
@@ -158,15 +177,24 @@ def add_dashboard(collected: Collected, item: object) -> None:
             outcome = _OUTCOMES.get(code)
             if outcome is None:
                 raise MalformedError(f"{where}: unknown cell code {code!r}")
-            found[row][backend] = _cell(
+            cell_where = f"{where}, row {row!r:.100}, backend {backend!r:.100}"
+            cell = _cell(
                 outcome,
                 counts.get(backend, {}).pop(index, None),
                 messages.get(backend, {}).pop(index, None),
                 places.get(backend, {}).pop(index, None),
-                where=f"{where}, row {row!r:.100}, backend {backend!r:.100}",
+                where=cell_where,
             )
-    if any(counts.values()) or any(messages.values()) or any(places.values()):
-        raise MalformedError(f"{where}: counts, messages or places for a cell it does not have")
+            found[row][backend] = _timed(
+                cell,
+                seconds.get(backend, {}).pop(index, None),
+                timed.get(backend, {}).pop(index, None),
+                where=cell_where,
+            )
+    if any(any(part.values()) for part in (counts, messages, places, seconds, timed)):
+        raise MalformedError(
+            f"{where}: counts, messages, places or durations for a cell it does not have"
+        )
     collected.dashboards[dashboard] = {row: cells for row, cells in found.items() if cells}
 
 
@@ -210,6 +238,30 @@ def _cell(
         if found[1] < 0:
             raise MalformedError(f"{where}: a place's line is 0 or more")
     return CellResult(outcome, cases, line, found)
+
+
+def _timed(cell: CellResult, seconds: object, timed: object, *, where: str) -> CellResult:
+    """``cell`` with its duration (none unless ``seconds`` is given), checked: a finite number
+    of seconds, 0 to :data:`MAX_SECONDS`, of 1 to all of its cases."""
+    if seconds is None:
+        if timed is not None:
+            raise MalformedError(f"{where}: timed cases without a duration")
+        return cell
+    if (
+        not isinstance(seconds, int | float)
+        or isinstance(seconds, bool)
+        or not 0 <= seconds <= MAX_SECONDS
+        or math.isnan(seconds)
+    ):
+        raise MalformedError(
+            f"{where}: a duration must be a number of seconds, 0 to {MAX_SECONDS}, "
+            f"not {seconds!r:.40}"
+        )
+    cases = cell.counts.total
+    count = cases if timed is None else bounded_int(timed, "timed")
+    if not 1 <= count <= cases:
+        raise MalformedError(f"{where}: {count} timed cases, the cell has {cases}")
+    return cell._replace(seconds=float(seconds), timed=count)
 
 
 def _outcome_of(counts: CaseCounts) -> Outcome:

@@ -1,15 +1,16 @@
-"""The local store's state documents, laid out by column: format version 3.
+"""The state documents, laid out by column: format version 5 (version 3 without durations).
 
-Pure: no I/O. The same content as version 2 (statefile.py), laid out so that one column can be
+Pure: no I/O. The same content as version 4 (statefile.py), laid out so that one column can be
 written without the others: a leg that brings one backend's results rewrites that backend's
 column and copies the others as they were, byte for byte. Still one JSON document per
 dashboard; each column is one line of it::
 
-    {"format":"ivy-matrix-dashboard","version":3,"title":"gradients","category":"core",
+    {"format":"ivy-matrix-dashboard","version":5,"title":"gradients","category":"core",
     "runs":[4519946746],"backends":[["torch",[4519946746,1,7960678746],0]],
     "rows":["test_grad","test_jac"],"firsts":[[4519946746,1,7960678746]],"seen":[0,0,0,1],
     "totals":{"torch":{...}},"columns":[
-    {"backend":"torch","sources":[...],"messages":[...],"cells":[...],"at":[0,null,1]}
+    {"backend":"torch","sources":[...],"messages":[...],"cells":[...],"at":[0,null,1],
+     "times":"Sx~~Q3"}
     ]}
 
 (the header is one line in the file). ``rows`` lists every row's name in display order;
@@ -17,7 +18,11 @@ dashboard; each column is one line of it::
 index of its run key in ``firsts`` and its position in that run's results. Each column lists
 its own ``sources``, ``messages`` and distinct ``cells`` (as in version 2) and ``at``: for
 each row, by position, the index of its cell in this column, or ``null`` for none (the list
-may stop early: the rows after it have no cell here). A column
+may stop early: the rows after it have no cell here). ``times`` holds the durations of its
+results (durations.py): for each row that has a cell here, in order, two characters for each
+result of the cell's history (``~~`` for one without a duration); a column none of whose
+results has one leaves it out. ``timed`` (rare) gives, by row position, how many cases each
+result had timed, for the rows where it was not all of them. A column
 whose cells are the same objects, in the same rows, as in the document it was read from is
 written as the line it was read from (:func:`dump_columns`); rows added at the end leave the
 other columns' lines valid.
@@ -29,8 +34,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ivy_matrix.jsonshape import MalformedError, expect_list
-from ivy_matrix.model import Cell, DashboardState, Entry, Row, RunKey, Seen
+from ivy_matrix.jsonshape import MalformedError, expect_list, expect_object
+from ivy_matrix.model import NO_TIMES, Cell, DashboardState, Entry, Row, RunKey, Seen
+from ivy_matrix.state.durations import CODE_WIDTH, aligned, is_codes, read_times
 from ivy_matrix.state.records import (
     FORMAT,
     Tables,
@@ -44,7 +50,9 @@ from ivy_matrix.state.records import (
 )
 from ivy_matrix.state.totals import backend_totals
 
-COLUMNS_VERSION = 3
+COLUMNS_VERSION = 5
+# The versions laid out by column: 3 is this layout without durations.
+COLUMNS_VERSIONS = frozenset({3, COLUMNS_VERSION})
 _COLUMNS = ',"columns":[\n'
 _END = "\n]}\n"
 _LINE_HEAD = '{"backend":'
@@ -66,7 +74,10 @@ def _unchanged(backend: str, state: DashboardState, before: DashboardState) -> b
     rows = state.rows
     for index, old in enumerate(before.rows):
         new = rows[index]
-        if new.cells is not old.cells and new.cells.get(backend) is not old.cells.get(backend):
+        if new is not old and (
+            new.cells.get(backend) is not old.cells.get(backend)
+            or new.times.get(backend) is not old.times.get(backend)
+        ):
             return False
     return all(backend not in row.cells for row in rows[len(before.rows) :])
 
@@ -81,19 +92,50 @@ def _prefix(state: DashboardState, before: DashboardState) -> bool:
 def _column(backend: str, state: DashboardState) -> str:
     tables = Tables()
     at: list[int | None] = []
-    for row in state.rows:
+    codes: list[str] = []
+    timed: dict[str, list[int]] = {}
+    for position, row in enumerate(state.rows):
         cell = row.cells.get(backend)
-        at.append(None if cell is None else tables.history(cell))
+        if cell is None:
+            at.append(None)
+            continue
+        at.append(tables.history(cell))
+        times = row.times.get(backend)
+        if times is None:
+            codes.append(NO_CODE_OF[len(cell.entries)])
+            continue
+        found, bar, counts = times.partition("|")
+        if len(found) != CODE_WIDTH * len(cell.entries):
+            found = aligned(found, len(cell.entries))
+        codes.append(found)
+        if bar:
+            timed[str(position)] = [int(n) for n in counts.split(",")]
     while at and at[-1] is None:
         at.pop()
-    document = {
+    document: dict[str, object] = {
         "backend": backend,
         "sources": tables.sources,
         "messages": tables.messages,
         "cells": tables.histories,
         "at": at,
     }
+    text = "".join(codes)
+    if text.strip("~"):
+        document["times"] = text
+        if timed:
+            document["timed"] = timed
     return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+class _NoCodes(dict[int, str]):
+    """The codes of a cell none of whose results has a duration, by its number of results."""
+
+    def __missing__(self, results: int) -> str:
+        self[results] = found = aligned("", results)
+        return found
+
+
+NO_CODE_OF = _NoCodes()
 
 
 def dump_columns(state: DashboardState, previous: Columns | None = None) -> str:
@@ -178,6 +220,7 @@ def decode_columns(document: Mapping[str, object]) -> DashboardState:
         raise MalformedError("expected a run key's index and a position for each row in 'seen'")
     seen = [new_tuple(Seen, (firsts[k], q)) for k, q in zip(keys, numbers[1::2], strict=True)]
     cells: list[dict[str, Cell]] = [{} for _ in names]
+    times: list[dict[str, str] | None] = [None] * len(names)
     for item in expect_list(document["columns"]):
         column = item if isinstance(item, dict) else {}
         backend = read_name(column["backend"])
@@ -191,13 +234,52 @@ def decode_columns(document: Mapping[str, object]) -> DashboardState:
         for row, index in enumerate(at):
             if index is not None:
                 cells[row][backend] = histories[index]
+        if "times" in column:
+            _read_times(backend, column, at, histories, times)
     dashboard, backends = read_head(document)
     return DashboardState(
         id=dashboard,
         backends=backends,
         rows=tuple(
-            new_tuple(Row, (name, first, row_cells))
-            for name, first, row_cells in zip(names, seen, cells, strict=True)
+            new_tuple(Row, (name, first, row_cells, row_times or NO_TIMES))
+            for name, first, row_cells, row_times in zip(names, seen, cells, times, strict=True)
         ),
         runs=read_runs(document),
     )
+
+
+def _read_times(
+    backend: str,
+    column: Mapping[str, object],
+    at: list[int | None],
+    histories: list[Cell],
+    into: list[dict[str, str] | None],
+) -> None:
+    """A column's ``times`` (and ``timed``), checked, into each row's durations."""
+    text = column["times"]
+    if not isinstance(text, str) or not is_codes(text):
+        raise MalformedError(f"expected a string of durations, got {text!r:.60}")
+    timed = expect_object(column.get("timed", {}))
+    start = 0
+    for row, index in enumerate(at):
+        if index is None:
+            continue
+        results = len(histories[index].entries)
+        end = start + CODE_WIDTH * results
+        found = text[start:end].rstrip("~")
+        start = end
+        if not found:
+            continue
+        if timed and str(row) in timed:
+            counts = timed[str(row)]
+            if not isinstance(counts, list) or not all(type(n) is int for n in counts):
+                raise MalformedError(f"expected counts of timed cases, got {counts!r:.60}")
+            found = read_times(f"{found}|{','.join(map(str, counts))}", results) or ""
+        mine = into[row]
+        if mine is None:
+            mine = into[row] = {}
+        mine[backend] = found
+    if start != len(text):
+        raise MalformedError(
+            f"column {backend!r:.60}: 'times' holds {len(text)} characters, its results {start}"
+        )

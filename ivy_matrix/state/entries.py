@@ -3,7 +3,8 @@
 Pure: no I/O. A cell's entry is its result (collect.py's :class:`~ivy_matrix.results.collector.CellResult`)
 with the source that produced it (the job a backend's results came from) and the signature of
 its failure line (signature.py). Cells alike share one entry, so that merged they are one cell
-object.
+object; their durations, which differ from cell to cell, go beside them (``Batch.times``:
+the cells' results themselves).
 """
 
 from __future__ import annotations
@@ -29,24 +30,29 @@ def build_batches(
     signer = signer or Signer()
     # Cells with the same result share one entry (and so, when merged, one cell object): most
     # are one passing case, and one failure line is often that of many cells. Results are
-    # found by identity first (Collector._commit shares them), then by value.
-    known: dict[tuple[str, int], Entry] = {}
-    alike: dict[tuple[str, CellResult], Entry] = {}
+    # found by the identity of their outcome and counts and by their failure line first
+    # (Collector._commit shares them: cells of different durations hold one counts object),
+    # then by value. Neither the duration nor the place is part of the entry.
+    known: dict[tuple[str, int, int, str], Entry] = {}
+    alike: dict[tuple[str, tuple[object, ...]], Entry] = {}
 
     def entry(backend: str, result: CellResult) -> Entry:
-        found = known.get((backend, id(result)))
+        outcome, counts, message = result[0], result[1], result[2]
+        key = (backend, id(outcome), id(counts), message)
+        found = known.get(key)
         if found is None:
-            found = alike.get((backend, result))
+            look = (outcome, counts, message)
+            found = alike.get((backend, look))
             if found is None:
                 message = result.message if result.outcome is Outcome.FAILURE else ""
-                found = alike[backend, result] = Entry(
+                found = alike[backend, look] = Entry(
                     source=source_for(backend),
                     outcome=result.outcome,
                     counts=result.counts,
                     message=message,
                     signature=signer.signature(message, backend),
                 )
-            known[backend, id(result)] = found
+            known[key] = found
         return found
 
     batches = [
@@ -56,6 +62,8 @@ def build_batches(
                 row: {backend: entry(backend, result) for backend, result in cells.items()}
                 for row, cells in rows.items()
             },
+            # The cells' results are their durations (none where no case was timed).
+            times=rows,
         )
         for dashboard, rows in collected.dashboards.items()
     ]

@@ -8,6 +8,8 @@ Pure: no I/O. The rules:
 - Two results of the same run for the same cell are combined: the worse outcome wins.
 - A row or column is ordered by where it first appeared: the oldest run that had it, then its
   position in that run's results.
+- A result's duration (durations.py) goes where the result goes: it is kept, combined away or
+  dropped with it.
 
 Together these make applying results idempotent (the same results twice change nothing) and
 order-independent (results of different runs give the same state in any order), which is what
@@ -20,9 +22,20 @@ store's states with both. :func:`union_states` joins two states by the rules abo
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
+from ivy_matrix.model import (
+    NO_TIMES,
+    Cell,
+    DashboardId,
+    DashboardState,
+    Entry,
+    Row,
+    RunKey,
+    Seen,
+    Timed,
+)
+from ivy_matrix.state.durations import joined_times, merge_times
 
 DEFAULT_HISTORY = 10
 # Enough distinct run ids for any retirement setting we accept (see config.MAX_RETIRE_AFTER_RUNS).
@@ -31,10 +44,13 @@ RUNS_KEPT = 1000
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Batch:
-    """One update's results for one dashboard: row -> backend -> entry, in first-seen order."""
+    """One update's results for one dashboard: row -> backend -> entry, in first-seen order,
+    and their durations (``times``: row -> backend -> a Timing, or the cell's result as the
+    update read it; none where missing or of no timed case)."""
 
     dashboard: DashboardId
     cells: Mapping[str, Mapping[str, Entry]]
+    times: Mapping[str, Mapping[str, Timed]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,17 +89,32 @@ def join_batches(batches: Iterable[Batch]) -> list[Batch]:
     once, so its report counts each changed cell once.
     """
     joined: dict[DashboardId, dict[str, dict[str, Entry]]] = {}
+    timed: dict[DashboardId, dict[str, dict[str, Timed]]] = {}
     for batch in batches:
         rows = joined.setdefault(batch.dashboard, {})
+        times = timed.setdefault(batch.dashboard, {})
         for row, cells in batch.cells.items():
             mine = rows.setdefault(row, {})
+            timings = batch.times.get(row, {})
             for backend, entry in cells.items():
                 old = mine.get(backend)
                 if old is None or old.run < entry.run:
-                    mine[backend] = entry
+                    kept = entry
                 elif old.run == entry.run:
-                    mine[backend] = combine(old, entry)
-    return [Batch(dashboard=dashboard, cells=rows) for dashboard, rows in joined.items()]
+                    kept = combine(old, entry)
+                else:
+                    continue
+                mine[backend] = kept
+                if kept is entry:
+                    timing = timings.get(backend)
+                    if timing is not None:
+                        times.setdefault(row, {})[backend] = timing
+                    elif old is not None:
+                        times.get(row, {}).pop(backend, None)
+    return [
+        Batch(dashboard=dashboard, cells=rows, times=timed[dashboard])
+        for dashboard, rows in joined.items()
+    ]
 
 
 def merge_cell(cell: Cell | None, entry: Entry, history: int) -> Cell:
@@ -146,7 +177,7 @@ def _note_run(
 
 # Longer than the usual 60 lines: the per-cell merge loop runs once per cell of every update
 # (28,000 at Ivy's size) and is kept as one flat loop over local names.
-def apply_batch(  # noqa: C901, PLR0912  -- the per-cell loop, kept flat (see above)
+def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept flat (see above)
     state: DashboardState | None, batch: Batch, *, history: int = DEFAULT_HISTORY
 ) -> MergeResult:
     """Fold one batch of results into a dashboard's state."""
@@ -163,16 +194,22 @@ def apply_batch(  # noqa: C901, PLR0912  -- the per-cell loop, kept flat (see ab
     state_changed = False
     filled = ((row_name, cells) for row_name, cells in batch.cells.items() if cells)
     new_seen = tuple.__new__  # Seen's own __new__ is a Python function: one call per row
+    batch_times = batch.times
+    no_timing: Mapping[str, Timed] = {}
     for seq, (row_name, cells) in enumerate(filled):
         seen = new_seen(Seen, (min(entry.run for entry in cells.values()), seq))
         row = rows.get(row_name)
+        old_times: Mapping[str, str] = NO_TIMES
         if row is None:
             new_rows += 1
             row_cells: dict[str, Cell] = {}
             first_seen = seen
         else:
             row_cells = dict(row.cells)
+            old_times = row.times
             first_seen = min(row.first_seen, seen)
+        timings = batch_times.get(row_name, no_timing)
+        row_times: dict[str, str] | None = None  # made when a duration changes
         row_changed = row is None or first_seen != row.first_seen
         for backend, entry in cells.items():
             first = backend_first.get(backend)
@@ -196,9 +233,23 @@ def apply_batch(  # noqa: C901, PLR0912  -- the per-cell loop, kept flat (see ab
                 row_cells[backend] = merged
                 if old is None or old.latest != merged.latest:
                     changed += 1
+                before = old_times.get(backend)
+                after = merge_times(old, before, merged, entry, timings.get(backend))
+                if after is not before:
+                    if row_times is None:
+                        row_times = dict(old_times)
+                    if after is None:
+                        del row_times[backend]
+                    else:
+                        row_times[backend] = after
         if row_changed:
             state_changed = True
-            rows[row_name] = Row(name=row_name, first_seen=first_seen, cells=row_cells)
+            rows[row_name] = Row(
+                row_name,
+                first_seen,
+                row_cells,
+                old_times if row_times is None else (row_times or NO_TIMES),
+            )
     backends = dict(state.backends)
     new_backends = sum(
         _note_backend(backends, backend, Seen(run, index))
@@ -238,14 +289,23 @@ def union_states(
             rows[row.name] = row
             continue
         cells: dict[str, Cell] = dict(mine.cells)
+        times: dict[str, str] = dict(mine.times)
         for backend, cell in row.cells.items():
             merged = cells.get(backend)
             for entry in cell.entries:
                 merged = merge_cell(merged, entry, history)
             if merged is not None:
+                parts = [(cell, row.times.get(backend))]
+                if backend in mine.cells:
+                    parts.insert(0, (mine.cells[backend], mine.times.get(backend)))
                 cells[backend] = merged
+                joined = joined_times(merged, parts)
+                if joined is None:
+                    times.pop(backend, None)
+                else:
+                    times[backend] = joined
         rows[row.name] = Row(
-            name=row.name, first_seen=min(mine.first_seen, row.first_seen), cells=cells
+            row.name, min(mine.first_seen, row.first_seen), cells, times or NO_TIMES
         )
     backends: dict[str, Seen] = dict(a.backends)
     for name, seen in b.backends:

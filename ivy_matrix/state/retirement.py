@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ivy_matrix.errors import InputError
 from ivy_matrix.model import DashboardId, DashboardState, Row
+from ivy_matrix.state.durations import without_backends
 from ivy_matrix.state.merge import RUNS_KEPT, Batch
 
 # Names listed when prune is asked for one that does not exist.
@@ -72,7 +73,7 @@ def within_window(batch: Batch, horizon: int | None) -> Batch:
         len(cells[row]) == len(by_backend) for row, by_backend in batch.cells.items()
     ):
         return batch
-    return Batch(dashboard=batch.dashboard, cells=cells)
+    return Batch(dashboard=batch.dashboard, cells=cells, times=batch.times)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,7 +107,7 @@ def without(
         if row.name in rows or not cells:
             removed_rows.append(row.name)
         else:
-            kept.append(row if cells is row.cells else row._replace(cells=cells))
+            kept.append(row if cells is row.cells else without_backends(row, cells))
     used = {backend for row in kept for backend in row.cells}
     removed_backends = tuple(name for name, _ in state.backends if name not in used)
     if not removed_rows and not removed_backends:

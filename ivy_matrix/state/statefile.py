@@ -1,10 +1,10 @@
 """The serialized form of a dashboard's state (JSON, one document per dashboard).
 
-Pure: no I/O; the stores read and write the text. Version 2 looks like this::
+Pure: no I/O; the stores read and write the text. Version 4 looks like this::
 
     {
       "format": "ivy-matrix-dashboard",
-      "version": 2,
+      "version": 4,
       "title": "gradients",
       "category": "core",
       "runs": [4519946746, 4519909128],
@@ -14,7 +14,7 @@ Pure: no I/O; the stores read and write the text. Version 2 looks like this::
       "cells": [[[0, "failure", [2, 1, 0, 0], 0], [3, "success", [3, 0, 0, 0]]],
                 [[0, "success", [1, 0, 0, 0]]]],
       "backends": [["torch", [4519946746, 1, 7960678746], 0]],
-      "rows": [["test_grad", [4519946746, 1, 7960678746], 0, {"torch": 0}]],
+      "rows": [["test_grad", [4519946746, 1, 7960678746], 0, {"torch": 0}, {"torch": "Sx"}]],
       "totals": {"torch": {"success": 1, "failure": 1, "flaky": 0, "skipped": 0,
                            "cases_passed": 3, "cases_failed": 1, "cases_skipped": 0,
                            "cases_flaky": 0, "passing": 1, "total": 2}}
@@ -37,12 +37,16 @@ Pure: no I/O; the stores read and write the text. Version 2 looks like this::
   in ``messages`` when it has one. (Most cells of a run are alike: one job, one outcome, one
   case. A dashboard of 50,000 rows has only a few hundred distinct histories.)
 - ``backends`` and ``rows`` are in display order, each with the run where it first appeared
-  and its position in that run's results; a row maps each backend to an index in ``cells``.
+  and its position in that run's results; a row maps each backend to an index in ``cells``,
+  then, when some of its results have one, each such backend to the durations of its cell's
+  results (durations.py: two characters a result, newest first, ``~~`` for none; where not
+  all of a result's cases had a time, ``|`` and the timed cases of each, ``"Sx~~F3|2,0,5"``).
 - ``runs``: the newest distinct run ids that touched the dashboard, newest first.
-- ``totals``: per backend, its rows by latest outcome and their cases (totals.py). Derived
-  from the cells, for readers that want only them; ignored when loading.
+- ``totals``: per backend, its rows by latest outcome and their cases, and the seconds of
+  the latest results that have a duration (totals.py). Derived from the cells, for readers
+  that want only them; ignored when loading.
 
-Version 1 documents (no ``messages``, no counts, no ``totals``; older ones also kept an adopted
+Version 4 is version 2 with durations; version 2 documents load with none. Version 1 documents (no ``messages``, no counts, no ``totals``; older ones also kept an adopted
 cell's text as a third item of a result, which is ignored) load with unknown counts and no
 messages, and are written as version 2 when next saved. Readers refuse documents of another
 format or of a newer version, with a message that says so.
@@ -58,8 +62,9 @@ from collections.abc import Callable, Iterable
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.jsonshape import MalformedError, expect_int, expect_list
-from ivy_matrix.model import Cell, DashboardState, Entry, Row, RunKey, Seen
-from ivy_matrix.state.columnar import COLUMNS_VERSION, decode_columns
+from ivy_matrix.model import NO_TIMES, Cell, DashboardState, Entry, Row, RunKey, Seen
+from ivy_matrix.state.columnar import COLUMNS_VERSION, COLUMNS_VERSIONS, decode_columns
+from ivy_matrix.state.durations import duration_totals, read_times
 from ivy_matrix.state.merge import RUNS_KEPT
 from ivy_matrix.state.records import (
     FORMAT,
@@ -74,7 +79,7 @@ from ivy_matrix.state.records import (
 )
 from ivy_matrix.state.totals import BackendTotals, totals_of
 
-VERSION = 2  # what dump_state writes; the local store writes version 3 (columnar.py)
+VERSION = 4  # what dump_state writes; the stores write version 5 (columnar.py)
 NEWEST = COLUMNS_VERSION  # the newest version read
 
 
@@ -116,8 +121,16 @@ def _rows_and_totals(
             if index == len(cell_of):
                 cell_of.append(cell)
         # RunKey is a tuple: json writes it as [run_id, run_attempt, job_id].
-        rows.append([row.name, seen.run, seen.seq, cells])
-    totals = totals_of(state.backend_names, ((b, cell_of[i], n) for (b, i), n in uses.items()))
+        if row.times:
+            times = {backend: t for backend, t in row.times.items() if backend in cells}
+            rows.append([row.name, seen.run, seen.seq, cells, times])
+        else:
+            rows.append([row.name, seen.run, seen.seq, cells])
+    totals = totals_of(
+        state.backend_names,
+        ((b, cell_of[i], n) for (b, i), n in uses.items()),
+        duration_totals(state.rows),
+    )
     return rows, totals
 
 
@@ -151,7 +164,7 @@ def load_state(text: str, *, where: str) -> DashboardState:
 
 
 def _decode(document: dict[str, object], version: int) -> DashboardState:
-    if version >= COLUMNS_VERSION:
+    if version in COLUMNS_VERSIONS:
         return decode_columns(document)
     sources = [read_source(item) for item in expect_list(document["sources"])]
     messages = [read_message(item) for item in expect_list(document.get("messages", []))]
@@ -163,7 +176,10 @@ def _decode(document: dict[str, object], version: int) -> DashboardState:
     new_tuple = tuple.__new__  # Seen's and Row's own __new__ are Python functions
     rows = []
     for item in expect_list(document["rows"]):
-        name, first_run, seq, row_cells = expect_list(item)
+        values = expect_list(item)
+        name, first_run, seq, row_cells = values[:4]
+        if len(values) > 5:  # noqa: PLR2004  -- the name, first run, position, cells, durations
+            raise MalformedError(f"expected a row of 4 or 5 items, got {len(values)}")
         if not isinstance(row_cells, dict):
             raise MalformedError(f"expected an object of cells, got {row_cells!r:.60}")
         decoded: dict[str, Cell] = {}
@@ -176,11 +192,27 @@ def _decode(document: dict[str, object], version: int) -> DashboardState:
         key = tuple(expect_list(first_run))
         run = runs.get(key) or runs.setdefault(key, read_run(first_run))
         seen = new_tuple(Seen, (run, expect_int(seq)))
-        rows.append(new_tuple(Row, (read_name(name), seen, decoded)))
+        times = _row_times(values[4], decoded) if len(values) > 4 else NO_TIMES  # noqa: PLR2004  -- the optional durations
+        rows.append(new_tuple(Row, (read_name(name), seen, decoded, times)))
     dashboard, backends = read_head(document)
     return DashboardState(
         id=dashboard, backends=backends, rows=tuple(rows), runs=read_runs(document)
     )
+
+
+def _row_times(value: object, cells: dict[str, Cell]) -> dict[str, str]:
+    """A row's durations by backend (version 4), checked against its cells."""
+    if not isinstance(value, dict):
+        raise MalformedError(f"expected an object of durations, got {value!r:.60}")
+    times: dict[str, str] = {}
+    for backend, item in value.items():
+        cell = cells.get(read_name(backend))
+        if cell is None:
+            raise MalformedError(f"durations for backend {backend!r:.60}, which has no cell")
+        found = read_times(item, len(cell.entries))
+        if found is not None:
+            times[read_name(backend)] = found
+    return times
 
 
 # --------------------------------------------------------------------------- columns
@@ -198,8 +230,14 @@ def split_columns(state: DashboardState) -> dict[str, DashboardState]:
     columns: dict[str, list[Row]] = {name: [] for name in state.backend_names}
     for row in state.rows:
         for backend, cell in row.cells.items():
+            times = row.times.get(backend)
             columns.setdefault(backend, []).append(
-                Row(name=row.name, first_seen=row.first_seen, cells={backend: cell})
+                Row(
+                    row.name,
+                    row.first_seen,
+                    {backend: cell},
+                    NO_TIMES if times is None else {backend: times},
+                )
             )
     seen = dict(state.backends)
     return {
@@ -235,11 +273,14 @@ def join_columns(columns: Iterable[DashboardState]) -> DashboardState:
         for row in column.rows:
             mine = rows.get(row.name)
             if mine is None:
-                rows[row.name] = Row(row.name, row.first_seen, dict(row.cells))
+                rows[row.name] = Row(row.name, row.first_seen, dict(row.cells), dict(row.times))
                 continue
             cells = dict(row.cells)
             cells.update(mine.cells)
-            rows[row.name] = Row(row.name, min(mine.first_seen, row.first_seen), cells)
+            # A cell's durations come with it (the first column's cell wins).
+            times = {b: t for b, t in row.times.items() if b not in mine.cells}
+            times.update(mine.times)
+            rows[row.name] = Row(row.name, min(mine.first_seen, row.first_seen), cells, times)
     return DashboardState(
         id=given[0].id,
         backends=tuple(sorted(backends.items(), key=lambda item: (item[1], item[0]))),

@@ -4,7 +4,8 @@ Pure: no I/O. A backend's totals count its rows by their latest result (``succes
 ``failure``, ``flaky``, ``skipped``) and add up the cases of those latest results (passed,
 failed, skipped, flaky; only where the counts are known: cells adopted from a table, or
 recorded before state version 2, have none). ``passing`` and ``total`` are what the index has
-always shown: flaky rows pass, skipped rows count in neither.
+always shown: flaky rows pass, skipped rows count in neither. ``seconds`` adds up the
+durations of those latest results that have one (``timed`` rows; state/durations.py).
 
 The state documents carry each backend's totals (statefile.py), so that a reader (the static
 site, a user's script) gets them without reading every cell; the index page, the job summary
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 
 from ivy_matrix.model import Cell, DashboardState, Outcome
+from ivy_matrix.state.durations import duration_totals
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,6 +35,8 @@ class BackendTotals:
     cases_failed: int = 0
     cases_skipped: int = 0
     cases_flaky: int = 0
+    seconds: float = 0.0
+    timed: int = 0
 
     @property
     def passing(self) -> int:
@@ -53,9 +57,13 @@ class BackendTotals:
             **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
         )
 
-    def to_json(self) -> dict[str, int]:
-        """The totals as the state documents and the summary JSON write them."""
-        document = {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_json(self) -> dict[str, float]:
+        """The totals as the state documents and the summary JSON write them (``seconds``
+        only when some row has a duration)."""
+        document: dict[str, float] = {f.name: getattr(self, f.name) for f in fields(self)}
+        del document["seconds"], document["timed"]
+        if self.timed:
+            document["seconds"] = round(self.seconds, 3)
         document["passing"] = self.passing
         document["total"] = self.total
         return document
@@ -112,19 +120,23 @@ def _backend_totals(state: DashboardState) -> dict[str, BackendTotals]:
         held = list(filter(None, map(operator.methodcaller("get", backend), row_cells)))
         distinct = {id(cell): cell for cell in held}
         uses.extend((backend, distinct[k], n) for k, n in Counter(map(id, held)).items())
-    return totals_of(names, uses)
+    return totals_of(names, uses, duration_totals(state.rows))
 
 
 def totals_of(
-    backends: Iterable[str], uses: Iterable[tuple[str, Cell, int]]
+    backends: Iterable[str],
+    uses: Iterable[tuple[str, Cell, int]],
+    durations: Mapping[str, tuple[float, int]] | None = None,
 ) -> dict[str, BackendTotals]:
     """The totals of ``backends`` (and any other backend met) from (backend, cell, how many
-    rows hold that cell there)."""
+    rows hold that cell there), with each backend's seconds and timed rows (``durations``,
+    :func:`~ivy_matrix.state.durations.duration_totals`)."""
     sums: dict[str, list[int]] = {name: [0] * 8 for name in backends}
     for backend, cell, count in uses:
         total = sums.setdefault(backend, [0] * 8)
         for index, value in enumerate(_cell_tally(cell)):
             total[index] += value * count
+    durations = durations or {}
     return {
         name: BackendTotals(
             success=s[0],
@@ -135,6 +147,8 @@ def totals_of(
             cases_failed=s[5],
             cases_skipped=s[6],
             cases_flaky=s[7],
+            seconds=durations.get(name, (0.0, 0))[0],
+            timed=durations.get(name, (0.0, 0))[1],
         )
         for name, s in sums.items()
     }

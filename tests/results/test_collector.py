@@ -181,6 +181,62 @@ def test_the_usual_files_quicker_loop_gathers_what_the_per_case_loop_does(cases)
     assert renamed(quick) == renamed(per_case)
 
 
+def test_a_cells_duration_is_its_timed_cases_seconds_in_both_loops():
+    """A row's parametrizations add their ``time`` up; cases without one (or with a bad one)
+    are not counted, and the cell says how many were; the per-case loop agrees."""
+    text = (
+        '<testcase classname="m.test_a" name="test_x[1]" time="1.25"/>'
+        '<testcase classname="m.test_a" name="test_x[2]" time="0.5"><failure message="no"/>'
+        "</testcase>"
+        '<testcase classname="m.test_a" name="test_x[3]"/>'
+        '<testcase classname="m.test_a" name="test_x[4]" time="-1"/>'
+        '<testcase classname="m.test_a" name="test_y" time="0.004"/>'
+        '<testcase classname="m.test_a" name="test_z"/>'
+    )
+    for rules in (
+        NamingRules(backend="torch"),
+        NamingRules(backend_from_test=re.compile(r"::(?P<backend>test)_")),
+    ):
+        collector = Collector(Namer(rules))
+        collector.add_file(junit(text), source="torch/f.xml")
+        (rows,) = collector.collected.dashboards.values()
+        backend = next(iter(rows["test_x"]))
+        x, y, z = (rows[name][backend] for name in ("test_x", "test_y", "test_z"))
+        assert (x.seconds, x.timed, x.counts.total) == (1.75, 2, 4)
+        assert (y.seconds, y.timed) == (0.004, 1)
+        assert (z.seconds, z.timed) == (0.0, 0)
+
+
+def test_a_cell_read_from_two_files_adds_their_durations():
+    """Two files holding one cell add their seconds and timed cases, as they add counts."""
+    collector = collect(
+        junit(case("test_a[1]").replace("<testcase ", '<testcase time="2.5" ')),
+        junit(case("test_a[2]").replace("<testcase ", '<testcase time="0.5" '), case("test_a[3]")),
+    )
+    cell = collector.collected.dashboards[DASH]["test_a"]["torch"]
+    assert (cell.seconds, cell.timed, cell.counts.total) == (3.0, 2, 3)
+
+
+def test_batches_share_entries_of_cells_alike_and_keep_durations_beside_them():
+    """Two passing cells of different durations share one entry; each duration is in the
+    batch's times."""
+    collector = collect(
+        junit(
+            case("test_a").replace("<testcase ", '<testcase time="0.25" '),
+            case("test_b").replace("<testcase ", '<testcase time="7.5" '),
+            case("test_c"),
+        )
+    )
+    (batch,) = build_batches(collector.collected, lambda _: SOURCE)
+    cells = batch.cells
+    assert cells["test_a"]["torch"] is cells["test_b"]["torch"] is cells["test_c"]["torch"]
+    assert {row: (by["torch"].seconds, by["torch"].timed) for row, by in batch.times.items()} == {
+        "test_a": (0.25, 1),
+        "test_b": (7.5, 1),
+        "test_c": (0.0, 0),
+    }
+
+
 # ------------------------------------------------------------ secrets (issue 24)
 
 TOKEN = "4f1d0c3e9b7a26c58e1f0d4b3a2c9e8f7d6b5a41"

@@ -985,3 +985,25 @@ def test_a_200_mb_stream_is_scanned_in_flat_memory() -> None:
     assert seen == counts.tests == 52 * blocks
     assert (counts.failed, counts.skipped) == (blocks, blocks)
     assert peak < 20 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("attribute", "seconds"),
+    [
+        ('time="1.5"', 1.5),
+        ('time="0"', 0.0),
+        ('time=" 22.073 "', 22.073),
+        ('time="1e3"', 1000.0),
+        ("", None),
+        ('time=""', None),
+        ('time="1,5"', None),
+        ('time="-0.5"', None),
+        ('time="nan"', None),
+        ('time="inf"', None),
+        ('time="1.5s"', None),
+    ],
+)
+def test_a_cases_time_is_its_seconds_or_none_when_not_a_finite_number(attribute, seconds):
+    """``time`` is read as seconds; a value that is not a finite number of 0 or more is none,
+    never a number added to a duration."""
+    assert one_case("", f'name="t" {attribute}').time == seconds

@@ -68,10 +68,17 @@ def collected() -> Collected:
                 },
                 "test_jac": {"numpy": one(Outcome.SKIPPED)},
                 "Cls.test_grad": {
-                    "torch": CellResult(Outcome.FAILURE, CaseCounts(passed=1, failed=1, skipped=1))
+                    "torch": CellResult(
+                        Outcome.FAILURE,
+                        CaseCounts(passed=1, failed=1, skipped=1),
+                        seconds=2.5,
+                        timed=2,
+                    )
                 },
             },
-            LAYERS: {"test_linear": {"torch": one(Outcome.SUCCESS)}},
+            LAYERS: {
+                "test_linear": {"torch": one(Outcome.SUCCESS)._replace(seconds=0.125, timed=1)}
+            },
         },
     )
 
@@ -109,6 +116,12 @@ def test_a_leg_file_is_one_compact_deterministic_line():
     assert document["dashboards"][0]["messages"] == {"torch": {"0": "AssertionError: no"}}
     assert document["dashboards"][0]["places"] == {"torch": {"0": ["tests/test_core.py", 42]}}
     assert "counts" not in document["dashboards"][1]
+    assert document["dashboards"][0]["seconds"] == {"torch": {"2": 2.5}}
+    assert document["dashboards"][0]["timed"] == {"torch": {"2": 2}}
+    assert (document["dashboards"][1]["seconds"], "timed" in document["dashboards"][1]) == (
+        {"torch": {"0": 0.125}},
+        False,
+    )
 
 
 def test_a_leg_without_a_job_reads_back_with_none():
@@ -161,7 +174,10 @@ def dashboard_with(**change: object) -> str:
         (dashboard_with(counts={"torch": {"2": [1, 0, 0, 0]}}), "do not give a failure cell"),
         (dashboard_with(counts={"torch": {"2": [0, 0, 0, 0]}}), "do not give a failure cell"),
         (dashboard_with(counts={"torch": {"2": [1, -1, 0, 0]}}), "four numbers, 0 or more"),
-        (dashboard_with(counts={"torch": {"1": [1, 0, 0, 0]}}), "for a cell it does not have"),
+        (
+            dashboard_with(counts={"torch": {"1": [1, 0, 0, 0]}}, timed={}),
+            "for a cell it does not have",
+        ),
         (dashboard_with(counts={"torch": {"²": [1, 1, 0, 0]}}), "keys must be row numbers"),
         (dashboard_with(messages={"numpy": {"0": "x"}}), "only a failing cell has a failure"),
         (dashboard_with(messages={"torch": {"0": "x" * 501}}), "longer than 500 characters"),
@@ -204,6 +220,17 @@ def dashboard_with(**change: object) -> str:
         (document(problems=[{}] * 10_001), "'problems': 10,001 entries, more than the 10,000"),
         (document(ref="refs/heads/\udc00"), "a string holds a lone surrogate"),
         (dashboard_with(messages={"torch": {"0": "\ud83d boom"}}), "a lone surrogate"),
+        (dashboard_with(seconds={"torch": {"2": -1}}), "a number of seconds, 0 to 31622400"),
+        (dashboard_with(seconds={"torch": {"2": "1"}}), "a number of seconds"),
+        (dashboard_with(seconds={"torch": {"2": True}}), "a number of seconds"),
+        (dashboard_with(seconds={"torch": {"2": 1e300}}), "a number of seconds"),
+        (
+            dashboard_with(seconds={"torch": {"1": 1.0}}, timed={}),
+            "durations for a cell it does not have",
+        ),
+        (dashboard_with(timed={"torch": {"0": 1}}), "timed cases without a duration"),
+        (dashboard_with(timed={"torch": {"2": 4}}), "4 timed cases, the cell has 3"),
+        (dashboard_with(timed={"torch": {"2": 0}}), "0 timed cases, the cell has 3"),
     ],
 )
 def test_a_file_that_is_not_a_usable_leg_file_is_refused_naming_it(text, reason):

@@ -1,4 +1,4 @@
-"""Tests for columnar.py: state format version 3, one line per column, unchanged columns kept."""
+"""Tests for columnar.py: state format version 5, one line per column, unchanged columns kept."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ivy_matrix.model import (
     Outcome,
     RunKey,
     Source,
+    Timing,
 )
 from ivy_matrix.state.columnar import COLUMNS_VERSION, Columns, column_lines, dump_columns
 from ivy_matrix.state.merge import Batch, apply_batch
@@ -46,6 +47,8 @@ UPDATES = st.lists(
                 st.sampled_from(BACKENDS),
                 st.sampled_from(list(Outcome)),
                 st.integers(min_value=0, max_value=2),
+                # The cell's duration (or none); of a case with failures, only one timed.
+                st.one_of(st.none(), st.floats(min_value=0, max_value=5000)),
             ),
             min_size=1,
             max_size=8,
@@ -54,12 +57,14 @@ UPDATES = st.lists(
     min_size=1,
     max_size=5,
 )
+Cells = list[tuple[str, str, Outcome, int, float | None]]
 
 
-def batch(run: int, cells: list[tuple[str, str, Outcome, int]]) -> Batch:
-    """One update's batch: each cell's entry of run ``run``."""
+def batch(run: int, cells: Cells) -> Batch:
+    """One update's batch: each cell's entry of run ``run``, and its duration."""
     by_row: dict[str, dict[str, Entry]] = {}
-    for row, backend, outcome, failed in cells:
+    times: dict[str, dict[str, Timing]] = {}
+    for row, backend, outcome, failed, seconds in cells:
         message = "AssertionError: 1 != 2" if outcome is Outcome.FAILURE else ""
         by_row.setdefault(row, {})[backend] = Entry(
             source=source(run, backend),
@@ -68,11 +73,15 @@ def batch(run: int, cells: list[tuple[str, str, Outcome, int]]) -> Batch:
             message=message,
             signature="abc" if message else "",
         )
-    return Batch(dashboard=DASHBOARD, cells=by_row)
+        if seconds is None:
+            times.get(row, {}).pop(backend, None)
+        else:
+            times.setdefault(row, {})[backend] = Timing(seconds, 1)
+    return Batch(dashboard=DASHBOARD, cells=by_row, times=times)
 
 
 def fold(
-    updates: list[tuple[int, list[tuple[str, str, Outcome, int]]]],
+    updates: list[tuple[int, Cells]],
     state: DashboardState | None = None,
 ) -> DashboardState:
     """The state these updates make, merged one after another into ``state``."""
@@ -84,8 +93,9 @@ def fold(
 
 @settings(max_examples=60, deadline=None)
 @given(UPDATES)
-def test_a_state_round_trips_through_version_3(updates):
-    """Whatever the results, the column layout reads back as the same state as version 2."""
+def test_a_state_round_trips_through_the_column_layout(updates):
+    """Whatever the results and durations, the column layout reads back as the same state as
+    the one-table layout."""
     state = fold(updates)
 
     text = dump_columns(state)
@@ -112,7 +122,7 @@ def test_writing_with_the_lines_read_gives_the_text_written_from_scratch(before,
 
 def test_a_leg_rewrites_its_own_column_only():
     """A newer run of one backend changes that backend's line; the others stay as they were."""
-    state = fold([(1, [(row, b, Outcome.SUCCESS, 0) for row in ROWS for b in BACKENDS])])
+    state = fold([(1, [(row, b, Outcome.SUCCESS, 0, 1.5) for row in ROWS for b in BACKENDS])])
     text = dump_columns(state)
     read = load_state(text, where="f.json")
     leg = {
@@ -128,7 +138,7 @@ def test_a_leg_rewrites_its_own_column_only():
 
 def test_a_document_laid_out_otherwise_has_no_lines_to_keep():
     """A version 3 document written out of line (pretty-printed) reads, and keeps no lines."""
-    state = fold([(1, [("test_grad", "torch", Outcome.SUCCESS, 0)])])
+    state = fold([(1, [("test_grad", "torch", Outcome.SUCCESS, 0, None)])])
     pretty = json.dumps(json.loads(dump_columns(state)), indent=2)
 
     assert load_state(pretty, where="f.json") == state
@@ -142,7 +152,7 @@ def test_a_document_laid_out_otherwise_has_no_lines_to_keep():
 )
 def test_a_bad_cell_position_is_malformed(at):
     """Each row position holds null or an index into the column's cells, for rows that exist."""
-    state = fold([(1, [("test_grad", "torch", Outcome.SUCCESS, 0)])])
+    state = fold([(1, [("test_grad", "torch", Outcome.SUCCESS, 0, None)])])
     document = json.loads(dump_columns(state))
     document["columns"][0]["at"] = at
 
@@ -157,7 +167,7 @@ def test_a_bad_cell_position_is_malformed(at):
 )
 def test_a_bad_first_seen_is_malformed(seen):
     """Each row's first appearance is an index into the run keys and a position."""
-    state = fold([(1, [("test_grad", "torch", Outcome.SUCCESS, 0)])])
+    state = fold([(1, [("test_grad", "torch", Outcome.SUCCESS, 0, None)])])
     document = json.loads(dump_columns(state))
     document["seen"] = seen
 

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix.config.settings import Settings
-from ivy_matrix.model import Cell, DashboardId, DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import (
+    CaseCounts,
+    Cell,
+    DashboardId,
+    DashboardState,
+    Entry,
+    Outcome,
+    RunKey,
+    Source,
+    Timing,
+)
 from ivy_matrix.state.fold import Merged, merge_batches
 from ivy_matrix.state.merge import Batch, apply_batch, join_batches, merge_cell
 from ivy_matrix.state.retirement import Removal, retire, retirement_horizon, store_runs
@@ -129,6 +140,8 @@ def test_retire_drops_rows_not_reported_in_the_last_runs():
 OUTCOMES = st.sampled_from(list(Outcome))
 ROWS = st.sampled_from(["test_a", "test_b", "Cls.test_c", "test_d"])
 BACKENDS = st.sampled_from(["torch", "numpy", "jax", "tensorflow"])
+# A cell's duration in a run, or none (some results have none).
+SECONDS = st.one_of(st.none(), st.floats(0, 500, allow_nan=False))
 
 
 @st.composite
@@ -146,11 +159,22 @@ def batches(draw: st.DrawFn) -> list[Batch]:
     result = []
     for run, attempt, job in keys:
         cells: dict[str, dict[str, Entry]] = {}
-        for row, backend, outcome in draw(
-            st.lists(st.tuples(ROWS, BACKENDS, OUTCOMES), min_size=1, max_size=8)
+        times: dict[str, dict[str, Timing]] = {}
+        for row, backend, outcome, seconds, timed in draw(
+            st.lists(
+                st.tuples(ROWS, BACKENDS, OUTCOMES, SECONDS, st.integers(1, 2)),
+                min_size=1,
+                max_size=8,
+            )
         ):
-            cells.setdefault(row, {})[backend] = entry(run, outcome, attempt=attempt, job=job)
-        result.append(batch(cells))
+            # Two cases a cell, one or both of them timed.
+            one = entry(run, outcome, attempt=attempt, job=job)
+            cells.setdefault(row, {})[backend] = replace(one, counts=CaseCounts(passed=2))
+            if seconds is None:
+                times.get(row, {}).pop(backend, None)
+            else:
+                times.setdefault(row, {})[backend] = Timing(seconds, timed)
+        result.append(Batch(dashboard=DASH, cells=cells, times=times))
     return result
 
 

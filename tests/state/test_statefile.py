@@ -317,7 +317,7 @@ def test_the_document_carries_each_backends_totals():
     }
 
 
-def test_a_version_1_document_loads_with_unknown_counts_and_is_written_as_version_2():
+def test_a_version_1_document_loads_with_unknown_counts_and_is_written_as_the_newest():
     """An older state keeps its cells (no counts, no messages) and migrates when saved."""
     old = {
         "format": FORMAT,
@@ -337,7 +337,7 @@ def test_a_version_1_document_loads_with_unknown_counts_and_is_written_as_versio
         (Outcome.SUCCESS, None, ""),
     ]
     migrated = json.loads(dump_state(state))
-    assert migrated["version"] == 2
+    assert migrated["version"] == VERSION
     assert migrated["cells"] == [[[0, "failure"]], [[0, "success"]]]
 
 

@@ -1,0 +1,235 @@
+"""Cells' durations as the state keeps them: two characters a result, beside the cells.
+
+Pure: no I/O. A cell's duration in one run is a :class:`~ivy_matrix.model.Timing` (the sum of
+its cases' ``time`` and how many had one, results/collector.py). The state keeps one per
+result of the cell's history, so that a history has its durations, in a string on the row
+(``Row.times``, by backend), not in the entries: entries and cells are shared by every row
+alike (most cells of a run are one passing case of one job), and durations differ from row
+to row. A string, not an object: tens of thousands of rows hold one, and a string costs the
+garbage collector nothing.
+
+**The code.** A duration is kept as one of 4,096 levels, two characters of
+:data:`ALPHABET` (``0-9A-Za-z-_``): levels 0 to 999 are whole milliseconds (0 to 0.999 s,
+exact for the milliseconds result files write: pytest, jest, surefire, nextest...), levels
+1,000 to 4,095 are 1 s times a fixed ratio (1.00373) to a power, up to :data:`LARGEST`
+(100,000 s, 28 hours; longer is kept as that). So a kept duration under a second is the
+result files' sum to the millisecond, and a longer one within 0.19 % of it (:data:`PRECISION`).
+``~~`` (:data:`NO_CODE`) stands for a result without a duration. Two characters a result are
+what the state's size allows (at Ivy's shape about a tenth more bytes, ``bench/README.md``);
+the views and the durations file need no more precision than that.
+
+**A row's durations of one backend** are the codes of its cell's results, newest first,
+aligned with ``Cell.entries`` (a result past the end has none; trailing ``~~`` are dropped).
+**How many cases had a time** is kept only where it is not all of a result's cases, which is
+rare (a runner writes a time for every case or for none): then the codes are followed by
+``|`` and each kept result's count, ``"Sx~~F3|2,0,5"``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from ivy_matrix.jsonshape import MalformedError
+from ivy_matrix.model import NO_TIMES, Cell, Entry, Row, Timed, Timing
+
+ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+NO_CODE = "~~"
+CODE_WIDTH = 2
+LEVELS = len(ALPHABET) * len(ALPHABET)  # two characters
+_MILLISECONDS = 1000  # levels below this are whole milliseconds
+LARGEST = 1e5
+_LOG_RATIO = math.log(LARGEST) / (LEVELS - 1 - _MILLISECONDS)
+_CODES = [a + b for a in ALPHABET for b in ALPHABET]
+_LEVEL = {code: level for level, code in enumerate(_CODES)}
+_SECONDS = [
+    *(ms / 1000 for ms in range(_MILLISECONDS)),
+    *(math.exp(_LOG_RATIO * k) for k in range(LEVELS - _MILLISECONDS)),
+]
+_IS_CODES = re.compile(r"(?:[0-9A-Za-z_-]{2}|~~)*")
+_IS_TIMES = re.compile(
+    r"((?:[0-9A-Za-z_-]{2}|~~)*)(?:\|((?:0|[1-9][0-9]{0,15})(?:,(?:0|[1-9][0-9]{0,15}))*))?"
+)
+# The precision of a kept duration of a second or more: the largest error relative to the
+# sum it keeps (shorter ones are kept to the millisecond).
+PRECISION = math.exp(_LOG_RATIO / 2) - 1
+
+
+def encode(seconds: float) -> str:
+    """The two characters that keep ``seconds`` (0 or more)."""
+    milliseconds = round(seconds * 1000)
+    if milliseconds < _MILLISECONDS:
+        return _CODES[milliseconds]
+    level = _MILLISECONDS + round(math.log(seconds) / _LOG_RATIO)
+    return _CODES[min(max(level, _MILLISECONDS), LEVELS - 1)]
+
+
+def decode(code: str) -> float | None:
+    """The seconds two characters keep (None for :data:`NO_CODE`); KeyError when they are
+    no code."""
+    if code == NO_CODE:
+        return None
+    return _SECONDS[_LEVEL[code]]
+
+
+def is_codes(text: str) -> bool:
+    """Whether ``text`` is codes, two characters each (what a state document may hold)."""
+    return _IS_CODES.fullmatch(text) is not None
+
+
+def rounded(seconds: float) -> float:
+    """``seconds`` as the outputs write a kept duration: to the millisecond under 10 s, else
+    four significant digits (it is kept within 0.19 %)."""
+    return round(seconds, 3) if seconds < 10 else float(f"{seconds:.4g}")  # noqa: PLR2004  -- where 4 digits say less than milliseconds
+
+
+def split_times(times: str) -> tuple[str, tuple[int, ...]]:
+    """A row's durations of one backend as its codes and, when kept, each result's timed
+    cases (``()``: every timed result had all its cases timed)."""
+    codes, bar, counts = times.partition("|")
+    return codes, tuple(int(n) for n in counts.split(",")) if bar else ()
+
+
+def _total(entry: Entry) -> int:
+    counts = entry.counts
+    return 0 if counts is None else sum(counts)
+
+
+def timings_of(cell: Cell, times: str | None) -> list[Timing | None]:
+    """The duration of each of ``cell``'s results, aligned with its entries (None where a
+    result has none)."""
+    entries = cell.entries
+    found: list[Timing | None] = [None] * len(entries)
+    if not times:
+        return found
+    codes, timed = split_times(times)
+    for index in range(min(len(entries), len(codes) // CODE_WIDTH)):
+        seconds = decode(codes[CODE_WIDTH * index : CODE_WIDTH * (index + 1)])
+        if seconds is not None:
+            found[index] = Timing(seconds, timed[index] if timed else _total(entries[index]))
+    return found
+
+
+def latest_timing(row: Row, backend: str) -> Timing | None:
+    """The duration of the result a row's cell of ``backend`` shows (None when it has none)."""
+    times = row.times.get(backend)
+    if not times:
+        return None
+    seconds = decode(times[:CODE_WIDTH])
+    if seconds is None:
+        return None
+    if "|" in times:
+        return Timing(seconds, split_times(times)[1][0])
+    return Timing(seconds, _total(row.cells[backend].entries[0]))
+
+
+def pack(entries: Sequence[Entry], timings: Sequence[Timing | None]) -> str | None:
+    """The durations of ``entries`` (aligned) as the state keeps them; None when none has
+    one."""
+    codes = "".join(NO_CODE if t is None else encode(t.seconds) for t in timings).rstrip("~")
+    if not codes:
+        return None
+    kept = list(zip(entries, timings, strict=False))[: len(codes) // CODE_WIDTH]
+    if all(t is None or t.timed == _total(e) for e, t in kept):
+        return codes
+    return codes + "|" + ",".join(str(0 if t is None else t.timed) for _, t in kept)
+
+
+def merge_times(
+    old: Cell | None,
+    old_times: str | None,
+    merged: Cell,
+    entry: Entry,
+    timing: Timed | None,
+) -> str | None:
+    """The durations of ``merged``, the cell ``old`` became with ``entry`` folded in
+    (state/merge.py), ``timing`` being ``entry``'s (none when it has no timed case): each
+    result keeps its own."""
+    if timing is not None and not timing.timed:
+        timing = None
+    entries = merged.entries
+    if old is None or (entries[0] is entry and (len(entries) == 1 or entries[1] is old.entries[0])):
+        # The usual case: a newer run's result on top of the old ones (merge_cell keeps them
+        # in order), the oldest fallen out; or the only result, replaced.
+        counts = entry.counts
+        if (timing is None or (counts is not None and timing.timed == sum(counts))) and (
+            not old_times or "|" not in old_times
+        ):
+            head = NO_CODE if timing is None else encode(timing.seconds)
+            if old is not None and old_times:
+                head = (head + old_times)[: CODE_WIDTH * len(entries)]
+            return head.rstrip("~") or None
+    before = [] if old is None else timings_of(old, old_times)
+    by_entry: dict[int, Timing | None] = {
+        id(e): t for e, t in zip(() if old is None else old.entries, before, strict=True)
+    }
+    by_entry[id(entry)] = None if timing is None else Timing(timing.seconds, timing.timed)
+    return pack(entries, [by_entry.get(id(e)) for e in entries])
+
+
+def joined_times(cell: Cell, parts: Sequence[tuple[Cell, str | None]]) -> str | None:
+    """The durations of ``cell``, made of the results of ``parts`` (cells and their
+    durations): each result keeps the duration it had in its part."""
+    by_entry: dict[int, Timing | None] = {}
+    for part, times in parts:
+        for e, t in zip(part.entries, timings_of(part, times), strict=True):
+            by_entry[id(e)] = t
+    return pack(cell.entries, [by_entry.get(id(e)) for e in cell.entries])
+
+
+def without_backends(row: Row, cells: Mapping[str, Cell]) -> Row:
+    """``row`` with only ``cells`` (some of its own), and their durations."""
+    times = row.times
+    if times and not times.keys() <= cells.keys():
+        times = {backend: t for backend, t in times.items() if backend in cells} or NO_TIMES
+    return row._replace(cells=cells, times=times)
+
+
+def aligned(codes: str, results: int) -> str:
+    """``codes`` as exactly ``results`` codes: cut, or filled with :data:`NO_CODE`."""
+    width = CODE_WIDTH * results
+    if len(codes) >= width:
+        return codes[:width]
+    return codes + NO_CODE * ((width - len(codes)) // CODE_WIDTH)
+
+
+def read_times(value: object, results: int) -> str | None:
+    """A row's durations of one backend as a state document holds them (checked against its
+    cell's ``results``; None when it has none)."""
+    found = _IS_TIMES.fullmatch(value) if isinstance(value, str) else None
+    if found is None:
+        raise MalformedError(f"expected duration codes, got {value!r:.60}")
+    codes, counts = found.group(1).rstrip("~"), found.group(2)
+    kept = len(codes) // CODE_WIDTH
+    if kept > results:
+        raise MalformedError(f"durations for {kept} results, the cell has {results}")
+    if not codes:
+        return None
+    if counts is None:
+        return codes
+    numbers = counts.split(",")
+    if len(numbers) < kept:
+        raise MalformedError(
+            f"expected a count of timed cases for each duration, got {value!r:.60}"
+        )
+    return codes + "|" + ",".join(numbers[:kept])
+
+
+def duration_totals(rows: Iterable[Row]) -> dict[str, tuple[float, int]]:
+    """Per backend: the seconds of the latest results of ``rows`` that have a duration, and
+    how many rows they are."""
+    sums: dict[str, list[float]] = {}
+    seconds_of = _SECONDS
+    level_of = _LEVEL
+    for row in rows:
+        for backend, times in row.times.items():
+            code = times[:CODE_WIDTH]
+            if code == NO_CODE:
+                continue
+            total = sums.get(backend)
+            if total is None:
+                total = sums[backend] = [0.0, 0]
+            total[0] += seconds_of[level_of[code]]
+            total[1] += 1
+    return {backend: (total[0], int(total[1])) for backend, total in sums.items()}

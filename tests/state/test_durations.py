@@ -1,0 +1,192 @@
+"""Tests for state/durations.py: the two-character codes, and durations kept beside the cells
+through merging, retirement, the two layouts and the totals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ivy_matrix.errors import StoreError
+from ivy_matrix.model import CaseCounts, DashboardId, Entry, Outcome, RunKey, Source, Timing
+from ivy_matrix.state.columnar import dump_columns
+from ivy_matrix.state.durations import (
+    NO_CODE,
+    PRECISION,
+    decode,
+    duration_totals,
+    encode,
+    latest_timing,
+    timings_of,
+)
+from ivy_matrix.state.merge import Batch, apply_batch, union_states
+from ivy_matrix.state.retirement import without
+from ivy_matrix.state.statefile import dump_state, join_columns, load_state, split_columns
+from ivy_matrix.state.totals import backend_totals
+
+DASH = DashboardId(title="gradients", category="core")
+
+
+def entry(run: int, cases: int = 1, outcome: Outcome = Outcome.SUCCESS) -> Entry:
+    return Entry(
+        source=Source(
+            run=RunKey(run, 1, run),
+            url=f"https://github.com/o/r/actions/runs/{run}/job/{run}",
+            time=f"2026-11-{run:02d}T10:00:00Z",
+        ),
+        outcome=outcome,
+        counts=CaseCounts(passed=cases),
+    )
+
+
+def one_run(
+    run: int, seconds: dict[tuple[str, str], float | None], cases: int = 1, timed: int = 0
+) -> Batch:
+    """One run's batch: a passing entry of ``cases`` for each (row, backend), with its
+    duration (or none) of ``timed`` cases (default: all)."""
+    shared = entry(run, cases)  # one job's entries are shared, as build_batches shares them
+    cells: dict[str, dict[str, Entry]] = {}
+    times: dict[str, dict[str, Timing]] = {}
+    for (row, backend), value in seconds.items():
+        cells.setdefault(row, {})[backend] = shared
+        if value is not None:
+            times.setdefault(row, {})[backend] = Timing(value, timed or cases)
+    return Batch(dashboard=DASH, cells=cells, times=times)
+
+
+def durations(state, row: str = "t", backend: str = "torch") -> list[float | None]:
+    (found,) = [r for r in state.rows if r.name == row]
+    cell = found.cells[backend]
+    return [None if t is None else t.seconds for t in timings_of(cell, found.times.get(backend))]
+
+
+def test_milliseconds_under_a_second_are_kept_exactly():
+    """Every whole millisecond under a second reads back as itself; 0 is 0."""
+    assert [decode(encode(ms / 1000)) for ms in range(1000)] == [ms / 1000 for ms in range(1000)]
+    assert decode(encode(0.0004)) == 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=1, max_value=99_000))
+def test_longer_durations_are_kept_within_the_precision(seconds):
+    """A duration of a second or more reads back within 0.19 %."""
+    kept = decode(encode(seconds))
+    assert kept is not None
+    assert abs(kept / seconds - 1) <= PRECISION + 1e-12
+    assert PRECISION < 0.0019
+
+
+def test_codes_are_two_safe_characters_and_longest_is_kept_as_the_largest():
+    """Codes need no escaping in JSON; a week is kept as 100,000 s; ~~ is no duration."""
+    assert all(len(encode(x)) == 2 and json.dumps(encode(x)) == f'"{encode(x)}"' for x in (0, 3.5))
+    assert decode(encode(7 * 24 * 3600)) == pytest.approx(1e5)
+    assert decode(NO_CODE) is None
+
+
+def test_each_result_keeps_its_duration_through_the_history():
+    """Runs merged in any order give each result of the history its own duration, newest first,
+    and the oldest falls out with its duration."""
+    runs = {run: float(run) * 1.5 for run in range(1, 13)}
+    state = None
+    for run in [3, 1, 12, 2, 7, 4, 5, 6, 11, 8, 10, 9]:
+        state = apply_batch(state, one_run(run, {("t", "torch"): runs[run]})).state
+    assert state is not None
+    assert durations(state) == pytest.approx([runs[r] for r in range(12, 2, -1)], rel=PRECISION)
+
+
+def test_a_result_without_a_duration_keeps_its_place():
+    """A run whose results had no time leaves a gap, not a shift, in the durations."""
+    state = None
+    for run, seconds in [(1, 0.2), (2, None), (3, 0.4)]:
+        state = apply_batch(state, one_run(run, {("t", "torch"): seconds})).state
+    assert durations(state) == [0.4, None, 0.2]
+
+
+def test_rows_alike_share_cells_but_not_durations():
+    """Two rows of one job's passing results share one cell object and keep their own
+    durations."""
+    state = apply_batch(None, one_run(1, {("a", "torch"): 0.25, ("b", "torch"): 0.5})).state
+    a, b = state.rows
+    assert a.cells["torch"] is b.cells["torch"]
+    assert (latest_timing(a, "torch"), latest_timing(b, "torch")) == (
+        Timing(0.25, 1),
+        Timing(0.5, 1),
+    )
+
+
+def test_partly_timed_results_keep_how_many_cases_had_a_time():
+    """A result of whose 3 cases 2 had a time says so, through both layouts."""
+    state = apply_batch(None, one_run(1, {("t", "torch"): 0.125}, cases=3, timed=2)).state
+    state = apply_batch(state, one_run(2, {("t", "torch"): 0.375}, cases=3)).state
+    row = state.rows[0]
+    assert timings_of(row.cells["torch"], row.times["torch"]) == [
+        Timing(0.375, 3),
+        Timing(0.125, 2),
+    ]
+    for text in (dump_columns(state), dump_state(state)):
+        assert load_state(text, where="f.json") == state
+
+
+def test_durations_follow_their_cells_through_columns_union_and_retirement():
+    """Split into columns and joined, unioned with another state, or with a backend removed:
+    every cell keeps its own durations, and a removed cell's go with it."""
+    state = None
+    for run in (1, 2):
+        cells = {("t", "torch"): run / 10, ("t", "jax"): run * 0.3, ("u", "jax"): None}
+        state = apply_batch(state, one_run(run, cells)).state
+    assert state is not None
+    assert join_columns(split_columns(state).values()) == state
+    assert durations(union_states(state, state), "t", "jax") == [0.6, 0.3]
+    left = without(state, backends=["jax"]).state
+    assert left is not None
+    assert [dict(r.times) for r in left.rows] == [{"torch": state.rows[0].times["torch"]}]
+
+
+def test_totals_add_up_the_latest_durations_per_backend():
+    """A backend's seconds are its rows' latest durations; rows without one are not counted."""
+    state = apply_batch(None, one_run(1, {("a", "torch"): 0.5, ("b", "torch"): 0.75})).state
+    state = apply_batch(state, one_run(2, {("a", "torch"): 0.875, ("c", "torch"): None})).state
+    assert duration_totals(state.rows) == {"torch": (1.625, 2)}
+    totals = backend_totals(state)["torch"]
+    assert (totals.seconds, totals.timed) == (1.625, 2)
+    first_line = dump_columns(state).split("\n", 1)[0]
+    assert '"seconds":1.625,"passing":3' in first_line
+
+
+def test_a_state_without_durations_writes_no_durations():
+    """No time in any result: the column has no ``times`` and the totals no seconds."""
+    state = apply_batch(None, one_run(1, {("a", "torch"): None})).state
+    document = json.loads(dump_columns(state).replace("\n", ""))
+    assert "times" not in document["columns"][0]
+    assert "seconds" not in document["totals"]["torch"]
+
+
+@pytest.mark.parametrize(
+    ("times", "complaint"),
+    [
+        ('"0"', "string of durations"),
+        ('"0~"', "string of durations"),
+        ('"00 0"', "string of durations"),
+        ('"0000"', "characters"),
+        ('""', "characters"),
+        ("5", "string of durations"),
+    ],
+)
+def test_durations_that_do_not_fit_the_column_are_refused(times, complaint):
+    """A hand-edited ``times`` that is no codes, or not one per result, is refused by name."""
+    state = apply_batch(None, one_run(1, {("a", "torch"): 0.5})).state
+    text = dump_columns(state)
+    assert '"times":"7q"' in text
+    with pytest.raises(StoreError, match=complaint):
+        load_state(text.replace('"times":"7q"', f'"times":{times}'), where="f.json")
+
+
+def test_timed_counts_that_do_not_fit_are_refused():
+    """A count of timed cases per duration that is missing or negative is refused."""
+    text = dump_columns(apply_batch(None, one_run(1, {("t", "torch"): 1.0}, 3, 2)).state)
+    assert '"timed":{"0":[2]}' in text
+    for bad in ('{"0":[]}', '{"0":[-1]}', '{"0":"2"}'):
+        with pytest.raises(StoreError, match="malformed"):
+            load_state(text.replace('{"0":[2]}', bad), where="f.json")
