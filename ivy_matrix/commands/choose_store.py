@@ -312,7 +312,24 @@ def issue_options(settings: Settings) -> IssueOptions:
         graphql_url=settings.graphql_url,
         dry_run=settings.dry_run,
         writes_per_hour=settings.issue_writes_per_hour,
+        site_url=site_link(settings),
     )
+
+
+def site_link(settings: Settings) -> str:
+    """Where the HTML site is served, for the links to it ("": none): ``site-url``, else, with
+    the branch and site targets on github.com, GitHub Pages deploying the dashboard branch
+    (docs/site.md: the site is then at ``https://OWNER.github.io/REPO/site/``)."""
+    if settings.site_url:
+        return settings.site_url
+    on_github = settings.server_url.rstrip("/") == "https://github.com"
+    targets = settings.targets
+    if not (on_github and Target.SITE in targets and Target.BRANCH in targets):
+        return ""
+    owner, _, repo = (settings.repository or "").partition("/")
+    if not owner or not repo:
+        return ""
+    return f"https://{owner.lower()}.github.io/{repo}/site/"
 
 
 def job_name(settings: Settings) -> str:

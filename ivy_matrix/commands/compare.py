@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ivy_matrix.commands.choose_store import connect, open_branch
+from ivy_matrix.commands.choose_store import connect, open_branch, site_link
 from ivy_matrix.commands.env_command import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, resolve_links
@@ -165,7 +165,9 @@ def run_compare(
         text = json.dumps(compare_document(comparison), indent=2, ensure_ascii=False) + "\n"
         write_file(json_path, text, stdout=log.data, what="--json")
     if markdown is not None:
-        comment = render_comment(pr_comment_state(settings, comparison, states))
+        comment = render_comment(
+            pr_comment_state(settings, comparison, states), site_url=site_link(settings)
+        )
         write_file(markdown, comment, stdout=log.data, what="--markdown")
     log.info(
         f"ivy-matrix compare: {len(comparison.cells)} cell(s) listed: {counts_line(comparison)}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ivy_matrix.commands.choose_store import READ_ONLY_ADVICE, branch_remote
+from ivy_matrix.commands.choose_store import READ_ONLY_ADVICE, branch_remote, site_link
 from ivy_matrix.commands.compare import (
     baseline_states,
     counts_line,
@@ -29,7 +29,7 @@ from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.connection import Connection
 from ivy_matrix.pr.body import render_comment
-from ivy_matrix.pr.comment import PullRequestComment
+from ivy_matrix.pr.comment import CommentLook, PullRequestComment
 from ivy_matrix.pr.verdict_ref import VerdictRef
 from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.legs import with_legs
@@ -125,8 +125,11 @@ def _comment(
         # Over the branch's transport: over git, recording the verdicts spends no REST request.
         VerdictRef(branch_remote(settings, github, log), state.pr),
         github.repository,
-        author=settings.pr_comment_author,
-        when_green=settings.pr_comment_when_green,
+        look=CommentLook(
+            author=settings.pr_comment_author,
+            when_green=settings.pr_comment_when_green,
+            site_url=site_link(settings),
+        ),
         log=log,
         sleep=github.remote.sleep,
         writer=f"run {run.run_id}.{run.run_attempt} job {run.job_id}",
@@ -177,7 +180,9 @@ def _degrade(
     if settings.step_summary is None:
         return verdicts
     try:
-        append_summary(settings.step_summary, render_comment(verdicts.state))
+        append_summary(
+            settings.step_summary, render_comment(verdicts.state, site_url=site_link(settings))
+        )
     except OSError as error:
         log.warning(f"cannot write the job summary: {error.strerror or error}")
         return verdicts

@@ -20,6 +20,7 @@ from ivy_matrix.commands.choose_store import (
     output_folder,
     publish_issue_target,
     remote_targets,
+    site_link,
 )
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
@@ -62,7 +63,9 @@ def run_publish(settings: Settings, log: Log, remote: Remote | None = None) -> E
             )
 
         saved = store.update(change)
-        published = Published(urls=saved.urls, index_url=saved.index_url)
+        published = Published(
+            urls=saved.urls, index_url=saved.index_url, site_url=site_link(settings)
+        )
         if Target.ISSUE in targets:
             published = publish_issue_target(
                 settings, github, log, every_dashboard(saved), published

@@ -36,6 +36,7 @@ from ivy_matrix.commands.choose_store import (
     output_folder,
     publish_issue_target,
     remote_targets,
+    site_link,
 )
 from ivy_matrix.commands.env_command import environments, job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
@@ -328,7 +329,7 @@ def _save_and_publish(
     with phase(log, "store") as step:
         saved = store.update(change)
         step.done(f"{saved.merged.changed_cells} cell(s) changed")
-    published = Published(urls=saved.urls, index_url=saved.index_url)
+    published = Published(urls=saved.urls, index_url=saved.index_url, site_url=site_link(settings))
     if Target.ISSUE in targets and Target.BRANCH in targets:
         with phase(log, "issues"):
             published = publish_issue_target(settings, github, log, saved, published)

@@ -270,6 +270,14 @@ OPTIONS: tuple[Option, ...] = (
         choices=("true", "false"),
     ),
     Option(
+        "site_url",
+        Kind.STR,
+        "where the HTML site is served, linked from the job summary and the issues "
+        "(default with the branch and site targets on github.com: GitHub Pages of the "
+        "dashboard branch, https://OWNER.github.io/REPO/site/)",
+        action=False,
+    ),
+    Option(
         "issue_writes_per_hour",
         Kind.INT,
         "content-creating requests the issue target may make in an hour, the runs of that "

@@ -120,6 +120,7 @@ class Settings:
     issue_label: str = field(default_factory=_defaults("issue_label", str))
     pin_index: bool = field(default_factory=_defaults("pin_index", bool))
     issue_writes_per_hour: int = field(default_factory=_defaults("issue_writes_per_hour", int))
+    site_url: str = ""
     dry_run: bool = field(default_factory=_defaults("dry_run", bool))
     dashboard_rules: tuple[DashboardRule, ...] = ()
     # Provenance (issue 10): the commit and ref of the results; for a pull request its number,
@@ -333,6 +334,7 @@ def _from_options(
         issue_label=_value(values, "issue_label", str),
         pin_index=_value(values, "pin_index", bool),
         issue_writes_per_hour=_value(values, "issue_writes_per_hour", int),
+        site_url=_value(values, "site_url", str) or "",
         dry_run=_value(values, "dry_run", bool),
         dashboard_rules=rules,
         sha=_get(values, "sha", str),

@@ -32,7 +32,7 @@ from ivy_matrix.issues.markers import (
 )
 from ivy_matrix.model import DashboardState
 from ivy_matrix.state.history import DEFAULT_SECTION_LIMIT, dashboard_history
-from ivy_matrix.views.dashboards import Style, compact_cell, render_dashboard
+from ivy_matrix.views.dashboards import Style, compact_cell, render_dashboard, site_line
 from ivy_matrix.views.index_page import counts_table, render_index
 from ivy_matrix.views.tables import compact_table, table
 
@@ -75,12 +75,15 @@ class _Frame:
     after: str
     revision: int | None
     history: str = ""
+    site: str = ""
 
     def body(self, table_text: str, parts: int) -> str:
         lines = [dashboard_marker(self.key), "\n", self.before, BEGIN, "\n"]
         if self.revision is not None:
             lines.append(f"<!-- ivy-matrix:revision={self.revision} -->\n")
         lines.append(f"## {escape_name(self.key)}\n\n")
+        if self.site:
+            lines.append(self.site)
         if table_text:
             lines.append(table_text + "\n")
         if self.history:
@@ -152,8 +155,10 @@ def compose_issue(
     revision: int | None,
     budget: int = DEFAULT_BUDGET,
     style: Style = Style.IVY,
+    site_url: str = "",
 ) -> IssueBodies:
-    """The body (and continuation comments) of a dashboard's issue.
+    """The body (and continuation comments) of a dashboard's issue; with ``site_url`` (where
+    the HTML site is served), a line linking the dashboard's grid there.
 
     The maintainer's text outside the managed region of ``existing_body`` is kept verbatim.
     Below the table go the dashboard's failing and flaky cells (history.py), with fewer
@@ -163,7 +168,7 @@ def compose_issue(
     a complete table.
     """
     before, after = outside_region(existing_body)
-    frame = _Frame(state.key, before, after, revision)
+    frame = _Frame(state.key, before, after, revision, site=site_line(site_url, state.key))
     history = dashboard_history(state)
     sections = dict.fromkeys(render_issue_section(history, limit=limit) for limit in HISTORY_LIMITS)
     for candidate in dict.fromkeys((style, Style.COMPACT)):
@@ -194,6 +199,7 @@ def compose_index(
     budget: int = DEFAULT_BUDGET,
     charts: str = "",
     writes: str = "",
+    site_url: str = "",
 ) -> str:
     """The index issue's body: each dashboard with an issue, per backend passing/total, and
     ``charts`` (the trend's pictures) below the table while they fit. ``writes`` is the
@@ -208,8 +214,10 @@ def compose_index(
     linked = sorted((s for s in states if s.key in links), key=lambda s: s.key)
     before, after = outside_region(existing_body)
 
+    site = site_line(site_url)
+
     def wrap(text: str) -> str:
-        return f"{INDEX_MARKER}\n{before}{BEGIN}\n{writes}{text}{END}{after}"
+        return f"{INDEX_MARKER}\n{before}{BEGIN}\n{writes}{site}{text}{END}{after}"
 
     histories = [dashboard_history(state) for state in linked]
     for pictures in dict.fromkeys((charts, "")):

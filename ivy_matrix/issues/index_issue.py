@@ -63,6 +63,7 @@ def _write_index(
         budget=writer.options.budget,
         charts=writer.options.index_charts,
         writes=writes,
+        site_url=writer.options.site_url,
     )
     if keep is not None and keep.body == body:
         return Written(keep, _result(keep, IssueAction.UNCHANGED, closed=closed))

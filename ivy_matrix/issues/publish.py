@@ -315,7 +315,8 @@ def publish_from_branch(
         r.key: r.url for r in report.dashboards if r.url and r.action is not IssueAction.DEFERRED
     }
     notes = (*published.notes, report.budget_note) if report.budget_note else published.notes
-    return Published(
+    return replace(
+        published,
         urls={**published.urls, **issues},
         index_url=report.index_url or published.index_url,
         notes=notes,

@@ -60,6 +60,7 @@ class IssueOptions:
     ``index_charts`` is the trend's markdown for the index issue (charts.trend_section, its
     pictures pinned to the branch commit that holds them; "" for none). ``writes_per_hour``
     is the content-creating requests the runs of an hour may make (``issues/plan.py``).
+    ``site_url`` is where the HTML site is served ("": no site to link).
     """
 
     label: str = DEFAULT_LABEL
@@ -71,6 +72,7 @@ class IssueOptions:
     dry_run: bool = False
     index_charts: str = ""
     writes_per_hour: int = DEFAULT_WRITES_PER_HOUR
+    site_url: str = ""
 
 
 class IssueWriter:
@@ -201,6 +203,7 @@ class IssueWriter:
             revision=revision,
             budget=self.options.budget,
             style=self.options.style,
+            site_url=self.options.site_url,
         )
         self._composed = (key, bodies)
         return bodies

@@ -46,6 +46,7 @@ from ivy_matrix.explain.reasons import Failing, extent, group_failures, shown_me
 from ivy_matrix.issues.markers import DEFAULT_BUDGET, utf16_len
 from ivy_matrix.pr.comment_state import CommentState, has_failures
 from ivy_matrix.pr.verdicts import BaselineKind, CellVerdict, Verdict, new_failures
+from ivy_matrix.views.dashboards import site_line
 
 BUDGET = DEFAULT_BUDGET
 NAME_CAP = 200
@@ -337,9 +338,11 @@ def _fit(layout: _Layout, budget: int, *, markers: bool) -> str:
             raise ValueError(f"a pull-request comment cannot fit in {budget} characters")
 
 
-def render_comment(state: CommentState, *, budget: int = BUDGET) -> str:
-    """The comment body of ``state`` within ``budget`` (see the module docstring)."""
-    return _fit(_layout(state, KINDS), budget, markers=True)
+def render_comment(state: CommentState, *, budget: int = BUDGET, site_url: str = "") -> str:
+    """The comment body of ``state`` within ``budget`` (see the module docstring); with
+    ``site_url`` (where the HTML site is served), a closing line that links it."""
+    tail = site_line(site_url)
+    return _fit(_layout(state, KINDS), budget - utf16_len(tail), markers=True) + tail
 
 
 def render_summary(

@@ -144,6 +144,16 @@ def _nothing_to_do(old: RefState | None, mine: CommentState) -> str:
     return "these verdicts are recorded and shown"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommentLook:
+    """Whose comment is ours (``author``'s login), what an all-green pull request gets, and
+    where the HTML site is served ("" for no link)."""
+
+    author: str
+    when_green: WhenGreen
+    site_url: str = ""
+
+
 class PullRequestComment:
     """Records one writer's verdicts and keeps the sticky comment showing every writer's."""
 
@@ -153,8 +163,7 @@ class PullRequestComment:
         ref: VerdictRef,
         repo: str,
         *,
-        author: str,
-        when_green: WhenGreen,
+        look: CommentLook,
         log: Log,
         sleep: Callable[[float], None],
         clock: Callable[[], float] = time.time,
@@ -164,8 +173,7 @@ class PullRequestComment:
         self.api = api
         self.ref = ref
         self.repo = repo
-        self.author = author
-        self.when_green = when_green
+        self.look = look
         self.log = log
         self.sleep = sleep
         self.clock = clock
@@ -338,7 +346,7 @@ class PullRequestComment:
     def _show(self, state: RefState, comment_id: int | None, last: _Shown | None) -> _Shown:
         """Write the comment with the record's verdicts (no write when this writer's last one
         already says the same)."""
-        body = render_comment(state.verdicts)
+        body = render_comment(state.verdicts, site_url=self.look.site_url)
         if comment_id is not None:
             if last is not None and last.comment_id == comment_id and last.body == body:
                 return replace(last, wrote=False)
@@ -362,7 +370,7 @@ class PullRequestComment:
             if error.status in _FOR_GOOD:
                 raise UnlistableError(str(error), status=error.status) from None
             raise
-        found = [c for c in listed if is_ours(c, pr, self.author)]
+        found = [c for c in listed if is_ours(c, pr, self.look.author)]
         return sorted(found, key=lambda c: c.id)
 
     def _find_or_create(self, verdicts: CommentState, body: str) -> _Shown:
@@ -370,7 +378,7 @@ class PullRequestComment:
         ours = self._ours(pr)
         wrote = False
         if not ours:
-            if self.when_green is WhenGreen.NOTHING and not has_failures(verdicts):
+            if self.look.when_green is WhenGreen.NOTHING and not has_failures(verdicts):
                 self.log.info(f"pull request #{pr}: no failing test, so no comment")
                 return _Shown(comment_id=None, url=None, body=body, wrote=False)
             self._create(pr, body)

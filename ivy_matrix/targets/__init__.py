@@ -20,3 +20,4 @@ class Published:
     urls: Mapping[str, str] = field(default_factory=dict)
     index_url: str | None = None
     notes: tuple[str, ...] = ()
+    site_url: str = ""

@@ -318,29 +318,38 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
                 links=published.urls,
                 index_url=published.index_url,
                 notes=published.notes,
+                site_url=published.site_url,
             )
             markdown += env_lines(results.envs)
             if results.spend is not None:
                 markdown += f"{spend_line(results.spend)}.\n\n"
             append_summary(files.step_summary, markdown)
         if files.github_output is not None:
-            outputs = {name.replace("_", "-"): str(v) for name, v in asdict(totals).items()}
-            outputs["conclusion"] = results.conclusion
-            outputs["recorded"] = str(results.recorded).lower()
-            outputs["changed-cells"] = str(merged.changed_cells if results.recorded else 0)
-            outputs["dashboard-urls"] = json.dumps(dict(published.urls), sort_keys=True)
-            outputs["json"] = json.dumps(results.outline(), sort_keys=True)
-            if published.index_url:
-                outputs["index-url"] = published.index_url
-            if files.summary_json is not None:
-                outputs["summary-json"] = str(files.summary_json)
-            if files.output_dir is not None:
-                outputs["output-dir"] = str(files.output_dir)
-            if files.html is not None:
-                outputs["html"] = str(files.html)
-            if verdicts is not None:
-                outputs.update(verdicts.outputs())
-            for name, value in outputs.items():
+            for name, value in step_outputs(files, results).items():
                 append_output(files.github_output, name, value)
     except OSError as error:
         log.warning(f"cannot write the job summary or step outputs: {error.strerror or error}")
+
+
+def step_outputs(files: SummaryFiles, results: Results) -> dict[str, str]:
+    """The step outputs (docs/outputs.md), by name."""
+    published, merged = results.published, results.merged
+    outputs = {
+        name.replace("_", "-"): str(v) for name, v in asdict(results.collected.totals()).items()
+    }
+    outputs["conclusion"] = results.conclusion
+    outputs["recorded"] = str(results.recorded).lower()
+    outputs["changed-cells"] = str(merged.changed_cells if results.recorded else 0)
+    outputs["dashboard-urls"] = json.dumps(dict(published.urls), sort_keys=True)
+    outputs["json"] = json.dumps(results.outline(), sort_keys=True)
+    optional = {
+        "index-url": published.index_url,
+        "site-url": published.site_url,
+        "summary-json": files.summary_json,
+        "output-dir": files.output_dir,
+        "html": files.html,
+    }
+    outputs.update({name: str(value) for name, value in optional.items() if value})
+    if results.verdicts is not None:
+        outputs.update(results.verdicts.outputs())
+    return outputs

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from urllib.parse import quote
 
-from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, safe_link
+from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, markdown_target, safe_link
 from ivy_matrix.explain.blame import render_issue_section
 from ivy_matrix.model import DashboardState, Entry, Outcome, Totals, Trend
 from ivy_matrix.state.history import dashboard_history
@@ -120,6 +121,18 @@ def render_dashboard(state: DashboardState, style: Style = Style.IVY) -> str:
     return table(header, body) if style is Style.IVY else compact_table(header, body)
 
 
+def site_line(site_url: str, key: str = "") -> str:
+    """The line that links the HTML site (a dashboard's grid there, with ``key``); "" when
+    no site is served or its address is not a plain http(s) link."""
+    url = safe_link(site_url)
+    if not url:
+        return ""
+    if key:
+        target = f"{url}#/d/{quote(key, safe='/')}"
+        return f"[Open {escape_name(key)} in the site]({markdown_target(target)}): its grid, each cell's history and failure.\n\n"
+    return f"[Open the site]({markdown_target(url)}): what needs a look, failure groups, each test's history.\n\n"
+
+
 # The runner refuses a step summary over 1 MiB; leave room for what other steps add.
 SUMMARY_BUDGET = 900_000
 
@@ -143,6 +156,7 @@ def render_job_summary(
     index_url: str | None = None,
     notes: Sequence[str] = (),
     budget: int = SUMMARY_BUDGET,
+    site_url: str = "",
 ) -> str:
     """The job summary: totals, each updated dashboard's counts and the rows needing a look;
     ``notes`` (what a target left for a later run) below the link to the index.
@@ -157,6 +171,7 @@ def render_job_summary(
     parts = [head]
     if index_url:
         parts.append(f"All dashboards: {escape_url(index_url)}\n\n")
+    parts.append(site_line(site_url))
     parts.extend(f"> {escape_name(note)}\n\n" for note in notes)
     links = links or {}
     if states:

@@ -14,7 +14,13 @@ from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.github.types import IssueComment
 from ivy_matrix.model import DashboardId, Outcome, RunKey
 from ivy_matrix.pr.body import comment_marker, render_comment
-from ivy_matrix.pr.comment import LEASE_TTL, CommentResult, PullRequestComment, is_ours
+from ivy_matrix.pr.comment import (
+    LEASE_TTL,
+    CommentLook,
+    CommentResult,
+    PullRequestComment,
+    is_ours,
+)
 from ivy_matrix.pr.comment_state import (
     CommentState,
     Lease,
@@ -88,8 +94,7 @@ def writer(
         memory,
         VerdictRef(RestRemote(memory, REPO), pr),
         REPO,
-        author=BOT_LOGIN,
-        when_green=when_green,
+        look=CommentLook(author=BOT_LOGIN, when_green=when_green),
         log=Log(github_actions=False),
         sleep=quick_sleep,
         rng=random.Random(seed),
