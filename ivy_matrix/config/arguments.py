@@ -108,7 +108,7 @@ _BRANCH_OPTIONS = (
 _PUBLISH_OPTIONS = (
     *_BRANCH_OPTIONS,
     *("output_dir", "html", "config", "style", "history", "retire_after_runs", "trend_points"),
-    *("issue_label", "pin_index", "issue_writes_per_hour"),
+    *("issue_label", "pin_index", "site_url", "issue_writes_per_hour"),
 )
 _PRUNE_NAMES = ("prune_dashboards", "prune_backends", "prune_rows")
 

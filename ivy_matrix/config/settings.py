@@ -334,7 +334,7 @@ def _from_options(
         issue_label=_value(values, "issue_label", str),
         pin_index=_value(values, "pin_index", bool),
         issue_writes_per_hour=_value(values, "issue_writes_per_hour", int),
-        site_url=_value(values, "site_url", str) or "",
+        site_url=_get(values, "site_url", str) or "",
         dry_run=_value(values, "dry_run", bool),
         dashboard_rules=rules,
         sha=_get(values, "sha", str),
