@@ -174,9 +174,9 @@ def log_spend(log: Log, spend: Spend | None, *, warn_percent: int) -> None:
     if over:
         log.warning(
             f"this run spent {' and '.join(over)}, more than budget-warning's {warn_percent}%. "
-            f"The hour's budget is the repository's, shared by every workflow and every matrix "
-            f"leg: runs like this one exhaust it, and GitHub then refuses the token until the "
-            f"hour is over. Publish from one fan-in job, or write from fewer legs",
+            f"The hour's budget is the repository's, shared by every workflow: runs like this "
+            f"one exhaust it, and GitHub then refuses the token until the hour is over. Publish "
+            f"from one fan-in job a run (docs/github.md says what each target costs)",
             title="GitHub's budget",
         )
 
