@@ -28,9 +28,8 @@ from ivy_matrix.runner.log import Log
 from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.ledger import Inputs
 from ivy_matrix.state.paths import SITE_DIR, site_data_file
-from ivy_matrix.stores import AfterSave, Saved, Store
+from ivy_matrix.stores import AfterSave, Published, Saved, Store
 from ivy_matrix.stores.local import LocalStore
-from ivy_matrix.targets import Published
 from ivy_matrix.targets.files import RECORD_NAME, write_output
 from ivy_matrix.views.dashboards import RenderedFile
 

@@ -29,8 +29,7 @@ from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.runner.log import Log
 from ivy_matrix.state.fold import DashboardReport, Merged, merge_batches
-from ivy_matrix.stores import Saved
-from ivy_matrix.targets import Published
+from ivy_matrix.stores import Published, Saved
 from ivy_matrix.targets.summary import log_spend, spend_on_failure
 
 

@@ -59,8 +59,7 @@ from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import phase
 from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.ledger import StaleInputs
-from ivy_matrix.stores import Change, Saved, Store
-from ivy_matrix.targets import Published
+from ivy_matrix.stores import Change, Published, Saved, Store
 from ivy_matrix.targets.summary import (
     Results,
     SummaryFiles,

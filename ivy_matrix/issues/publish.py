@@ -36,8 +36,7 @@ from ivy_matrix.issues.report import IssueAction, IssueResult, IssuesReport, Wri
 from ivy_matrix.issues.writer import IssueOptions, IssueWriter
 from ivy_matrix.model import DashboardState
 from ivy_matrix.runner.log import Progress, Quiet
-from ivy_matrix.stores import Saved
-from ivy_matrix.targets import Published
+from ivy_matrix.stores import Published, Saved
 from ivy_matrix.views.charts import trend_section
 
 # After writing with a revision: wait this long (seconds, jittered), then check once more.

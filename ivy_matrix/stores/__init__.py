@@ -63,3 +63,15 @@ class Store(Protocol):
 # Called with an update's result once it is saved (the local store: still under its lock);
 # returns the paths it wrote. The output folder is kept this way (targets/files.py).
 AfterSave = Callable[[Merged], tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Published:
+    """Where people read the dashboards after an update: per dashboard key, the index and the
+    site; ``notes``: what a target left for a later run, in words (the job summary shows them).
+    It starts from :class:`Saved`'s links, and the issue target adds its issues."""
+
+    urls: Mapping[str, str] = field(default_factory=dict)
+    index_url: str | None = None
+    notes: tuple[str, ...] = ()
+    site_url: str = ""

@@ -39,7 +39,7 @@ from ivy_matrix.state.fold import DashboardReport, Merged
 from ivy_matrix.state.history import dashboard_history
 from ivy_matrix.state.paths import dashboard_file
 from ivy_matrix.state.totals import BackendTotals, add_totals, backend_totals
-from ivy_matrix.targets import Published
+from ivy_matrix.stores import Published
 from ivy_matrix.views.dashboards import render_job_summary
 
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard

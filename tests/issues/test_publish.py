@@ -20,8 +20,7 @@ from ivy_matrix.issues.report import IssueAction
 from ivy_matrix.issues.writer import IssueOptions
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.state.fold import DashboardReport, Merged
-from ivy_matrix.stores import Saved
-from ivy_matrix.targets import Published
+from ivy_matrix.stores import Published, Saved
 from tests.github.budget import ManualClock
 from tests.github.fake_server import FakeGitHub
 from tests.github.memory import MemoryGitHub
