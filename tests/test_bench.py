@@ -208,3 +208,27 @@ def test_durations_bench_smoke_measures_both_codes(tmp_path: Path) -> None:
         "state bytes after 2 run(s)",
     ]
     assert report["ratios"]["state bytes after 2 run(s)"] == 1.0
+
+
+def test_branch_size_bench_reports_the_clone_of_a_branch_that_starts_afresh(
+    tmp_path: Path,
+) -> None:
+    """`bench/branch_size.py` on a tiny shape: 5 runs with a fresh root every 2 revisions
+    report each checkpoint's clone size and commits (at most 2), the site included."""
+    out = tmp_path / "size.json"
+    shape = ["--runs", "5", "--checkpoints", "2", "--dashboards", "2", "--tests", "3"]
+    argv = [*shape, "--fresh-root-every", "2", "--json", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "bench/branch_size.py", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert (report["cells"], report["fresh_root_every"]) == (24, 2)
+    assert [row["runs"] for row in report["rows"]] == [2, 5]
+    assert all(row["clone_bytes"] > 0 and row["commits"] <= 2 for row in report["rows"])
+    assert all(row["files"] > 10 for row in report["rows"])  # pages and the site

@@ -115,6 +115,8 @@ class GitTransport:
     """One repository's branch over git (see the module docstring); close it when done."""
 
     name = "git"
+    # --force-with-lease compares and swaps any move, a fast-forward or not.
+    swaps_any_move = True
 
     def __init__(
         self,

@@ -29,7 +29,8 @@ class Tree:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RefUpdate:
     """One ref moved by compare-and-swap: ``ref`` (a full name, ``refs/...``) from ``old``
-    (None: it must not exist yet) to ``new``, a descendant of ``old``."""
+    (None: it must not exist yet) to ``new``, a descendant of ``old`` (any commit where the
+    transport compares and swaps any move: ``BranchRemote.swaps_any_move``, git)."""
 
     ref: str
     new: str

@@ -43,8 +43,6 @@ CACHED = 8  # records kept by blob sha, so that a record read or written once is
 # The largest record written: about twice Ivy's whole matrix failing with a failure line of its
 # own in each cell (17 MB), and well below the 50 MB past which GitHub warns about a file.
 MAX_RECORD_BYTES = 32 * 1024 * 1024
-# The transports that compare and swap a move to a commit that does not descend from the tip.
-_REPLACING = frozenset({"git"})
 
 
 def verdict_ref(pr: int) -> str:
@@ -120,7 +118,7 @@ class VerdictRef:
             self._texts.clear()
         self._texts[git_blob_sha(text)] = text  # the next read need not fetch it
         tree = self.remote.write_tree(None, {FILE: text})
-        parents = [] if tip is None or (afresh and self.remote.name in _REPLACING) else [tip]
+        parents = [] if tip is None or (afresh and self.remote.swaps_any_move) else [tip]
         commit = self.remote.write_commit(message, tree, parents)
         update = RefUpdate(ref=self.ref, new=commit, old=tip)
         try:

@@ -11,6 +11,18 @@ from a fresh read when the branch moved:
 - :meth:`Committer.land` writes the files that differ (``stores/commit.py``) as one tree and
   one commit on the tip, and moves the branch to it by compare-and-swap: ``None`` when the
   branch moved first.
+
+*The branch's size is bounded*: every :data:`FRESH_ROOT_EVERY` commits (the branch's
+``REVISION``) the commit is a root commit, with no parent, of the same whole tree, moved with
+the same compare-and-swap (git's ``--force-with-lease`` on the tip that was read, so a writer
+that raced it loses as on any commit and reads again). The history before it is then
+referenced by nothing: a clone of the branch fetches at most that many commits, and GitHub's
+garbage collection drops the rest in time. Nothing reads the branch's history: the cells'
+histories, the trend and the revision are files of the tree, a pull request's baseline comes
+from the states (``pr/ancestry.py``), and reads fetch the tip alone (``--depth=1``). The REST
+API cannot compare and swap a move that is not a fast-forward, so over it the history is kept
+whole; a server that refuses the fresh root (a rule that blocks force pushes on the branch)
+gets the commit on the tip instead, with a warning, and is not asked again by this command.
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
+from ivy_matrix.errors import PushRefusedError
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.model import DashboardId, Trend
 from ivy_matrix.runner.log import Progress
@@ -35,6 +48,9 @@ from ivy_matrix.views.dashboards import RenderedFile
 # Rounds of "apply, then read the dashboards retirement reaches": the second finds none,
 # since the window only depends on the runs, which reading more does not add to.
 MERGE_ROUNDS = 3
+# Every this many revisions the branch starts afresh (see the module docstring; 0: never).
+# bench/branch_size.py measures what it bounds (docs/state.md, "The branch's size").
+FRESH_ROOT_EVERY = 20
 
 
 class Committer:
@@ -51,6 +67,7 @@ class Committer:
         self.writing = writing
         self.log = log
         self.reader = BranchReader(remote, place.branch, self.layout)
+        self._fresh_root_refused = False  # the server refused one: not asked again
 
     def read(self, tip: str | None, dashboards: Collection[DashboardId] | None) -> Snapshot:
         return self.reader.read(tip, dashboards)
@@ -97,10 +114,24 @@ class Committer:
         if not writes:
             return saved
         tree = self.remote.write_tree(snapshot.tree.sha or None, writes)
-        parents = [snapshot.tip] if snapshot.tip else []
-        commit = self.remote.write_commit(self.writing.message, tree, parents)
-        update = RefUpdate(ref=self.place.ref, new=commit, old=snapshot.tip)
-        if not self.remote.update_ref(update):
+        root = self._fresh_root(snapshot)
+        commit = self._commit(snapshot, tree, root=root)
+        ref = self.place.ref
+        try:
+            moved = self.remote.update_ref(RefUpdate(ref=ref, new=commit, old=snapshot.tip))
+        except PushRefusedError as error:
+            if not root:
+                raise
+            self._fresh_root_refused = True
+            self.log.warning(
+                f"branch {self.branch}: the server refuses to start it afresh (a move that is "
+                f"not a fast-forward), so its history is kept and grows with every commit; let "
+                f"force pushes to it through rules that block them to keep it small "
+                f"(docs/state.md): {error}"
+            )
+            commit = self._commit(snapshot, tree, root=False)
+            moved = self.remote.update_ref(RefUpdate(ref=ref, new=commit, old=snapshot.tip))
+        if not moved:
             return None
         for path, text in writes.items():
             if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
@@ -112,6 +143,29 @@ class Committer:
             written=tuple(sorted(writes)),
             revision=snapshot.revision + 1,
         )
+
+    def _fresh_root(self, snapshot: Snapshot) -> bool:
+        """Whether the commit on ``snapshot`` starts the branch afresh (module docstring)."""
+        return (
+            FRESH_ROOT_EVERY > 0
+            and snapshot.tip is not None
+            and (snapshot.revision + 1) % FRESH_ROOT_EVERY == 0
+            and self.remote.swaps_any_move
+            and not self._fresh_root_refused
+        )
+
+    def _commit(self, snapshot: Snapshot, tree: str, *, root: bool) -> str:
+        """The commit of ``tree``: on the tip, or with ``root`` a root commit that says so."""
+        message = self.writing.message
+        if root:
+            message = (
+                f"{message}\n\nThe branch starts afresh at revision {snapshot.revision + 1}: "
+                f"the commits before are not kept (the cells keep their history in their state "
+                f"files; docs/state.md)."
+            )
+            return self.remote.write_commit(message, tree, [])
+        parents = [snapshot.tip] if snapshot.tip else []
+        return self.remote.write_commit(message, tree, parents)
 
     def _files(
         self, snapshot: Snapshot, merged: Merged, *, fresh: Mapping[DashboardId, Summary]

@@ -35,6 +35,12 @@ class BranchRemote(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def swaps_any_move(self) -> bool:
+        """Whether :meth:`update_ref` compares and swaps a move that is not a fast-forward too
+        (git's ``--force-with-lease``), so that a ref can start afresh safely."""
+        ...
+
     def read_tip(self, branch: str) -> str | None: ...
 
     def read_ref(self, ref: str) -> str | None: ...
@@ -93,6 +99,8 @@ class RestRemote:
     """
 
     name = "rest"
+    # Its one compare-and-swap is GitHub's fast-forward-only move.
+    swaps_any_move = False
 
     def __init__(self, client: GitData, repo: str) -> None:
         self.client = client
@@ -205,6 +213,10 @@ class AutoRemote:
 
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
         return self._active().write_commit(message, tree, parents)
+
+    @property
+    def swaps_any_move(self) -> bool:
+        return self._active().swaps_any_move
 
     def update_ref(self, update: RefUpdate) -> bool:
         return self._active().update_ref(update)

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from ivy_matrix.github.client import GitHubClient
 from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
+from ivy_matrix.runner.log import Progress
 from ivy_matrix.state.fold import Merged, merge_batches
 from ivy_matrix.state.merge import Batch
 from ivy_matrix.state.statefile import join_columns, load_state
@@ -76,10 +77,12 @@ def store(
     *,
     remote: BranchRemote | None = None,
     scope: Scope | None = None,
+    log: Progress | None = None,
     **options: Any,
 ) -> BranchStore:
     """A branch store over ``gh``'s REST calls (or ``remote``) that retries after short waits,
-    its jitter seeded with ``seed``; ``options``: fields of its ``Writing`` and ``Retries``."""
+    its jitter seeded with ``seed``, saying what it does in ``log``; ``options``: fields of its
+    ``Writing`` and ``Retries``."""
     unknown = set(options) - WRITING - RETRIES
     if unknown:
         raise TypeError(f"store() got unknown options {sorted(unknown)}")
@@ -99,6 +102,7 @@ def store(
         writing=Writing(**{k: v for k, v in options.items() if k in WRITING}),
         retries=Retries(**retries),
         scope=scope,
+        log=log,
     )
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
-from ivy_matrix.stores import Saved
+from ivy_matrix.github.types import RefUpdate
+from ivy_matrix.stores import Saved, committer
 from tests.concurrency import VirtualClock
 from tests.github.git_server import GitServer
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
+    STATE_DIR,
     assert_every_cell_landed,
     assert_markdown_is_a_render_of_the_state,
     git_transport,
@@ -26,11 +28,13 @@ from tests.stores.helpers import (
 )
 
 
-def over_git(server: GitServer, leg: int, **options) -> Saved:
-    """Writer ``leg``'s update through a store over git, as token ``leg-NN``."""
+def over_git(server: GitServer, leg: int, log: object = None, **options) -> Saved:
+    """Writer ``leg``'s update through a store over git, as token ``leg-NN`` (``log``: the
+    store's)."""
     transport = git_transport(server, f"leg-{leg:02d}")
+    stored = {"remote": transport} if log is None else {"remote": transport, "log": log}
     try:
-        return run_leg(None, leg, stored={"remote": transport}, **options)
+        return run_leg(None, leg, stored=stored, **options)
     finally:
         transport.close()
 
@@ -100,3 +104,96 @@ def test_writers_over_git_with_one_request_in_ten_failing_lose_nothing():
         race_over_git(server, 6)
         assert_every_cell_landed(server, legs=6)
         assert_markdown_is_a_render_of_the_state(server)
+
+
+# ---------------------------------------------------------------- the branch's size (issue 24)
+
+
+def test_the_branch_starts_afresh_every_n_commits_and_keeps_every_cell(monkeypatch):
+    """Every FRESH_ROOT_EVERY revisions the commit is a root commit of the whole tree: the
+    branch holds at most that many commits, every cell and the revision count carry on, and
+    the markdown is a render of the state (the history grew by one commit a run, for ever)."""
+    monkeypatch.setattr(committer, "FRESH_ROOT_EVERY", 3, raising=False)
+    with GitServer() as server:
+        for leg in range(7):
+            over_git(server, leg)
+        history = server.history(BRANCH)
+        revision = server.read_file(f"{STATE_DIR}/REVISION", BRANCH)
+        root = history[-1]
+        assert server.parents(root) == []
+        message = server.message(root)
+        assert_every_cell_landed(server, legs=7)
+        assert_markdown_is_a_render_of_the_state(server)
+    assert revision.strip() == "7"
+    assert len(history) == 2  # revision 6, the fresh root, and 7 on it
+    assert "starts afresh at revision 6" in message
+
+
+def test_writers_racing_fresh_starts_of_the_branch_lose_nothing(monkeypatch):
+    """Every second commit a fresh root, and the writers of 8 runs racing: a fresh root moves
+    by the same compare-and-swap as any commit, so every cell lands and the history stays
+    short."""
+    monkeypatch.setattr(committer, "FRESH_ROOT_EVERY", 2, raising=False)
+    with GitServer() as server:
+        race_over_git(server, 8)
+        assert_every_cell_landed(server, legs=8)
+        assert_markdown_is_a_render_of_the_state(server)
+        assert len(server.history(BRANCH)) <= 2
+
+
+def test_a_fresh_root_loses_to_a_writer_that_moved_the_branch_first():
+    """A fresh root's push leases the tip it read: another writer's commit that landed first
+    makes it a lost race (False), never an overwrite of that commit; read again, it lands."""
+    ref = f"refs/heads/{BRANCH}"
+    with GitServer() as server:
+        tip = server.push_files(ref, {"a.md": "x"})
+        first, second = git_transport(server, "one"), git_transport(server, "two")
+        for transport in (first, second):
+            transport.read_tip(BRANCH)
+        mine = first.write_commit("on the tip", first.write_tree(None, {"a.md": "1"}), [tip])
+        root = second.write_commit("a fresh root", second.write_tree(None, {"a.md": "2"}), [])
+        landed = first.update_ref(RefUpdate(ref=ref, new=mine, old=tip))
+        lost = second.update_ref(RefUpdate(ref=ref, new=root, old=tip))
+        assert server.ref_sha(ref) == mine
+        second.read_tip(BRANCH)
+        again = second.write_commit("a fresh root", second.write_tree(None, {"a.md": "3"}), [])
+        then = second.update_ref(RefUpdate(ref=ref, new=again, old=mine))
+        assert server.ref_sha(ref) == again
+        first.close()
+        second.close()
+    assert (landed, lost, then) == (True, False, True)
+
+
+def test_a_server_that_refuses_a_fresh_start_gets_the_commit_on_the_tip(monkeypatch):
+    """A rule that blocks force pushes (a real pre-receive hook refusing any move that is not
+    a fast-forward, in a GitHub ruleset's words): the fresh root is refused, the same commit
+    lands on the tip, and a warning says how to keep the branch small."""
+    monkeypatch.setattr(committer, "FRESH_ROOT_EVERY", 2, raising=False)
+    warnings: list[str] = []
+
+    class Log:
+        def info(self, message: str) -> None:
+            del message
+
+        def warning(self, message: str) -> None:
+            warnings.append(message)
+
+    with GitServer() as server:
+        server.pre_receive(
+            "while read old new ref; do\n"
+            '  if [ "$old" != 0000000000000000000000000000000000000000 ] &&'
+            ' ! git merge-base --is-ancestor "$old" "$new"; then\n'
+            '    echo "error: GH013: Repository rule violations found for $ref." >&2\n'
+            '    echo "- Cannot force-push to this branch" >&2\n'
+            "    exit 1\n"
+            "  fi\n"
+            "done\n"
+        )
+        for leg in range(3):
+            over_git(server, leg, log=Log())
+        history = server.history(BRANCH)
+        assert_every_cell_landed(server, legs=3)
+    assert len(history) == 3
+    assert len(warnings) == 1
+    assert "Cannot force-push to this branch" in warnings[0]
+    assert "docs/state.md" in warnings[0]
