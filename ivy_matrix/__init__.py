@@ -1,3 +1,3 @@
 """ivy-matrix: per-test, per-backend dashboards from JUnit XML, kept up to date on GitHub."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
