@@ -26,6 +26,13 @@ def expect_int(value: object) -> int:
     return value
 
 
+def expect_number(value: object) -> float:
+    """An integer or a finite-or-not float (not a boolean), as a float."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise MalformedError(f"expected a number, got {value!r:.60}")
+    return float(value)
+
+
 def expect_str(value: object) -> str:
     if not isinstance(value, str):
         raise MalformedError(f"expected a string, got {value!r:.60}")

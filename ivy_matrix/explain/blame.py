@@ -16,6 +16,9 @@ that something started); a streak that reaches back past the oldest result kept 
 pass ("no pass in the kept history", no link); a result without a commit (adopted cells,
 local runs) gives no link; an environment not recorded on either side gives no diff. The notes
 are in the JSON outputs; the markdown (:func:`describe_blame`) says only what is known.
+
+The same two axes blame a cell that got slower (slowdowns.py): :func:`blame_between` the last
+run of its usual duration and the first slow one.
 """
 
 from __future__ import annotations
@@ -66,11 +69,12 @@ class Blame:
     hint: Hint | None = None
     notes: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, object]:
-        """The ``blame`` of a cell in the JSON outputs."""
+    def to_json(self, names: tuple[str, str] = ("last_pass", "first_failure")) -> dict[str, object]:
+        """The ``blame`` of a cell in the JSON outputs (``names``: what the two runs are
+        called, the good one first)."""
         return {
-            "last_pass": None if self.last_pass is None else self.last_pass.to_json(),
-            "first_failure": None if self.first_failure is None else self.first_failure.to_json(),
+            names[0]: None if self.last_pass is None else self.last_pass.to_json(),
+            names[1]: None if self.first_failure is None else self.first_failure.to_json(),
             "compare": self.compare_url,
             "environment": (
                 {c.package: [c.before, c.after] for c in self.changes}
@@ -124,6 +128,21 @@ def blame_of(
             first_failure=first_ref,
             notes=("no pass in the kept history: no compare link",),
         )
+    return blame_between(last, first, repository=repository)
+
+
+def blame_between(
+    good: Entry,
+    bad: Entry,
+    *,
+    repository: str = "",
+    sides: tuple[str, str] = ("the last pass", "the first failure"),
+) -> Blame:
+    """What changed between a good result (a cell's last pass, or the last of its usual
+    duration) and a bad one (the first failure or slow run after it): the compare link, the
+    environment's changes and the hint (the module docstring). ``sides`` name the two in the
+    notes."""
+    last, first = good, bad
     notes: list[str] = []
     old_sha, new_sha = last.source.sha, first.source.sha
     url = None
@@ -135,11 +154,7 @@ def blame_of(
     old_env, new_env = last.source.env, first.source.env
     recorded = bool(old_env and new_env)
     if not recorded:
-        side = (
-            "either side"
-            if not old_env and not new_env
-            else ("the last pass" if not old_env else "the first failure")
-        )
+        side = "either side" if not old_env and not new_env else sides[0 if not old_env else 1]
         notes.append(f"environment not recorded on {side}")
     changes = env_diff(old_env, new_env) if recorded else ()
     hint = None
@@ -152,7 +167,7 @@ def blame_of(
             notes.append("same commit and environment")
     return Blame(
         last_pass=RunRef.of(last),
-        first_failure=first_ref,
+        first_failure=RunRef.of(first),
         compare_url=url,
         changes=changes,
         env_recorded=recorded,

@@ -2,9 +2,9 @@
 
 Pure: no I/O. The histories are worked out by history.py; these are their projections: a
 cell's line (:func:`describe`: since when it fails, its last pass, flakiness), the index page's
-"Newly failing", "Still failing" and "Flaky" sections (index_page.py draws them
-below the index table from each dashboard's :class:`IndexNotes`; the index issue from the
-histories), the section below a dashboard issue's table (blame.py
+"Newly failing", "Still failing" and "Flaky" sections, and the durations' "Slower" and
+"Slowest" (index_page.py draws them below the index table from each dashboard's
+:class:`IndexNotes`, slowdowns.py's lines among them; the index issue from the histories), the section below a dashboard issue's table (blame.py
 ``render_issue_section``, within its size budget) and the summary JSON's ``history``
 (targets/summary.py).
 """
@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ivy_matrix.escaping import escape_name, markdown_target, safe_link
+from ivy_matrix.state.durations import seconds_text
 from ivy_matrix.state.history import (
     DEFAULT_SECTION_LIMIT,
     SHORT_SHA,
@@ -71,7 +72,10 @@ def section_lines(title: str, lines: Sequence[str], limit: int) -> str:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IndexNotes:
     """What the index's sections show of one dashboard: its cells' lines (:func:`describe`),
-    at most ``limit`` per section, and how many each section has in all."""
+    at most ``limit`` per section, and how many each section has in all; its cells that got
+    slower (slowdowns.py's lines); per backend the seconds of its rows' latest durations
+    (``seconds``) and its slowest rows, ``(backend, seconds, row, job URL)``, at most
+    :data:`SLOWEST_NOTED` a backend."""
 
     newly: tuple[str, ...] = ()
     newly_total: int = 0
@@ -79,6 +83,14 @@ class IndexNotes:
     longer_total: int = 0
     flaky: tuple[str, ...] = ()
     flaky_total: int = 0
+    slower: tuple[str, ...] = ()
+    slower_total: int = 0
+    seconds: tuple[tuple[str, float], ...] = ()
+    slowest: tuple[tuple[str, float, str, str], ...] = ()
+
+
+# The slowest rows per backend the index lists (and each dashboard's notes keep).
+SLOWEST_NOTED = 5
 
 
 def index_notes(
@@ -143,8 +155,32 @@ def render_notes_sections(
             section("## Newly failing", lambda n: (n.newly, n.newly_total)),
             section("## Still failing", lambda n: (n.longer, n.longer_total)),
             section("## Flaky", lambda n: (n.flaky, n.flaky_total)),
+            section("## Slower", lambda n: (n.slower, n.slower_total)),
+            _slowest_section(notes, link),
         )
     )
+
+
+def _slowest_section(notes: Sequence[tuple[str, IndexNotes]], link: Callable[[str], str]) -> str:
+    """Each backend's seconds over every dashboard and its slowest rows, longest first ("" when
+    no row has a duration)."""
+    seconds: dict[str, float] = {}
+    rows: dict[str, list[tuple[float, str, str, str]]] = {}
+    for key, dashboard in notes:
+        for backend, value in dashboard.seconds:
+            seconds[backend] = seconds.get(backend, 0.0) + value
+        for backend, value, row, url in dashboard.slowest:
+            rows.setdefault(backend, []).append((-value, key, row, url))
+    if not seconds:
+        return ""
+    parts = ["## Slowest\n\n"]
+    for backend, total in seconds.items():
+        parts.append(f"**{escape_name(backend)}**: {seconds_text(total)} in all\n\n")
+        for value, key, row, url in sorted(rows.get(backend, []))[:SLOWEST_NOTED]:
+            said = slow_line(row, -value, url)
+            parts.append(f"- [{escape_name(key)}]({markdown_target(link(key))}) · {said}\n")
+        parts.append("\n")
+    return "".join(parts)
 
 
 def summary_cells(history: DashboardHistory) -> list[dict[str, object]]:
@@ -166,3 +202,14 @@ def summary_cells(history: DashboardHistory) -> list[dict[str, object]]:
         }
         for report in history.cells
     ]
+
+
+def slow_line(row: str, seconds: float, url: str) -> str:
+    """One of the slowest cells in words: test, its duration (its job linked)."""
+    link = safe_link(url)
+    said = seconds_text(seconds)
+    return (
+        f"{escape_name(row)}: [{said}]({markdown_target(link)})"
+        if link
+        else f"{escape_name(row)}: {said}"
+    )

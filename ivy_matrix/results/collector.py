@@ -412,7 +412,7 @@ class Collector:
         times: dict[str, float] = {}
         failing = 0
 
-        def on_case(case: CaseResult) -> None:
+        def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
             nonlocal last, rows, times, failing
             name, classname, test_file, suite, status, flaky, message, line, time = case
             if classname != last[0] or test_file != last[1] or suite != last[2]:
@@ -431,14 +431,17 @@ class Collector:
                 if head:
                     name = head
             step = _FLAKY if flaky else _STEP[status]
-            if time is not None:
-                times[name] = times.get(name, 0.0) + time
-                step += _TIMED
             tally = rows.get(name)
-            if tally is None:
+            if tally is None:  # the usual case: a row's first case
+                if time is not None:
+                    times[name] = time
+                    step += _TIMED
                 rows[name] = step
                 order.append((last, name))
             else:
+                if time is not None:
+                    times[name] = times.get(name, 0.0) + time
+                    step += _TIMED
                 rows[name] = tally + step
             if step >= _FAILED:
                 failing += 1
@@ -472,10 +475,16 @@ class Collector:
         for place, name in order:
             index, prefix = places[place]
             cell = (index, prefix + name if name else prefix + UNNAMED, backend)
-            pending[cell] = pending.get(cell, 0) + groups[place][name]
             time = group_times[place].get(name)
-            if time is not None:
-                seconds[cell] = seconds.get(cell, 0.0) + time
+            known = pending.get(cell)
+            if known is None:  # the usual case: the cell's only place
+                pending[cell] = groups[place][name]
+                if time is not None:
+                    seconds[cell] = time
+            else:
+                pending[cell] = known + groups[place][name]
+                if time is not None:
+                    seconds[cell] = seconds.get(cell, 0.0) + time
             line = lines.get((place, name))
             if line is not None and first.get(cell, failing + 1) > line[0]:
                 first[cell] = line[0]
@@ -559,7 +568,7 @@ class Collector:
         failed = _FAILED
         one_pass = _ONE_PASS
         redact = self.redact
-        timed_mask = _MASK << _TIMED_SHIFT
+        timed_mask, shift = _MASK << _TIMED_SHIFT, _TIMED_SHIFT
         new_result = tuple.__new__  # CellResult's own __new__ is a Python function
         for cell, packed in pending.items():
             timed = packed & timed_mask
@@ -578,7 +587,10 @@ class Collector:
                 result = found
             if timed:
                 # Durations differ from cell to cell: a result of its own.
-                result = new_result(CellResult, (*result[:4], seconds[cell], timed >> _TIMED_SHIFT))
+                result = new_result(
+                    CellResult,
+                    (result[0], result[1], result[2], result[3], seconds[cell], timed >> shift),
+                )
             index, row, backend = cell
             if renamed:
                 row = renamed.get(row, row)

@@ -9,7 +9,8 @@ to row. A string, not an object: tens of thousands of rows hold one, and a strin
 garbage collector nothing.
 
 **The code.** A duration is kept as one of 4,096 levels, two characters of
-:data:`ALPHABET` (``0-9A-Za-z-_``): levels 0 to 999 are whole milliseconds (0 to 0.999 s,
+:data:`ALPHABET` (``-0-9A-Z_a-z``, in ASCII order, so that codes sort as the durations they
+keep): levels 0 to 999 are whole milliseconds (0 to 0.999 s,
 exact for the milliseconds result files write: pytest, jest, surefire, nextest...), levels
 1,000 to 4,095 are 1 s times a fixed ratio (1.00373) to a power, up to :data:`LARGEST`
 (100,000 s, 28 hours; longer is kept as that). So a kept duration under a second is the
@@ -34,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from ivy_matrix.jsonshape import MalformedError
 from ivy_matrix.model import NO_TIMES, Cell, Entry, Row, Timed, Timing
 
-ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 NO_CODE = "~~"
 CODE_WIDTH = 2
 LEVELS = len(ALPHABET) * len(ALPHABET)  # two characters
@@ -73,15 +74,31 @@ def decode(code: str) -> float | None:
     return _SECONDS[_LEVEL[code]]
 
 
+def codes_from(seconds: float) -> frozenset[str]:
+    """The codes that keep ``seconds`` or more (a look-up, no decoding)."""
+    return frozenset(code for code, kept in zip(_CODES, _SECONDS, strict=True) if kept >= seconds)
+
+
 def is_codes(text: str) -> bool:
     """Whether ``text`` is codes, two characters each (what a state document may hold)."""
     return _IS_CODES.fullmatch(text) is not None
 
 
 def rounded(seconds: float) -> float:
-    """``seconds`` as the outputs write a kept duration: to the millisecond under 10 s, else
-    four significant digits (it is kept within 0.19 %)."""
-    return round(seconds, 3) if seconds < 10 else float(f"{seconds:.4g}")  # noqa: PLR2004  -- where 4 digits say less than milliseconds
+    """``seconds`` as the outputs write a kept duration: to the millisecond."""
+    return round(seconds, 3)
+
+
+def seconds_text(seconds: float) -> str:
+    """A duration as the views write it: ``0.25 s``, ``12.3 s``, ``2 min 5 s``."""
+    if seconds < 10:  # noqa: PLR2004  -- below 10 s, milliseconds say something
+        return f"{rounded(seconds):g} s"
+    if seconds < 60:  # noqa: PLR2004  -- a minute
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:  # noqa: PLR2004  -- an hour
+        return f"{minutes} min {rest} s"
+    return f"{minutes // 60} h {minutes % 60} min"
 
 
 def split_times(times: str) -> tuple[str, tuple[int, ...]]:
@@ -214,6 +231,18 @@ def read_times(value: object, results: int) -> str | None:
             f"expected a count of timed cases for each duration, got {value!r:.60}"
         )
     return codes + "|" + ",".join(numbers[:kept])
+
+
+def seconds_of(times: str) -> list[float | None]:
+    """The seconds of each result a row's durations of one backend keep, newest first (None
+    where a result has none)."""
+    codes = times.partition("|")[0]
+    return [
+        None
+        if codes[i : i + CODE_WIDTH] == NO_CODE
+        else _SECONDS[_LEVEL[codes[i : i + CODE_WIDTH]]]
+        for i in range(0, len(codes), CODE_WIDTH)
+    ]
 
 
 def duration_totals(rows: Iterable[Row]) -> dict[str, tuple[float, int]]:

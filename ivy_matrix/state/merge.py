@@ -35,7 +35,7 @@ from ivy_matrix.model import (
     Seen,
     Timed,
 )
-from ivy_matrix.state.durations import joined_times, merge_times
+from ivy_matrix.state.durations import encode, joined_times, merge_times
 
 DEFAULT_HISTORY = 10
 # Enough distinct run ids for any retirement setting we accept (see config.MAX_RETIRE_AFTER_RUNS).
@@ -234,10 +234,22 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
                 if old is None or old.latest != merged.latest:
                     changed += 1
                 before = old_times.get(backend)
-                after = merge_times(old, before, merged, entry, timings.get(backend))
+                timing = timings.get(backend)
+                after: str | None
+                if old is None and timing is not None and timing.timed:
+                    # The usual new cell: its one result's duration, of all its cases.
+                    counts = entry.counts
+                    if counts is not None and timing.timed == sum(counts):
+                        after = encode(timing.seconds)
+                    else:
+                        after = merge_times(old, before, merged, entry, timing)
+                elif timing is None and before is None:
+                    after = None  # no duration on either side
+                else:
+                    after = merge_times(old, before, merged, entry, timing)
                 if after is not before:
                     if row_times is None:
-                        row_times = dict(old_times)
+                        row_times = dict(old_times) if old_times else {}
                     if after is None:
                         del row_times[backend]
                     else:

@@ -25,11 +25,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ivy_matrix.explain.grouping import kinds_from_json, kinds_json
 from ivy_matrix.explain.history_text import IndexNotes
-from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
+from ivy_matrix.jsonshape import (
+    expect_int,
+    expect_list,
+    expect_number,
+    expect_object,
+    expect_str,
+)
 from ivy_matrix.model import BackendPoint, DashboardId, DashboardState, Parity, TrendPoint
 from ivy_matrix.state.paths import dashboard_file
 from ivy_matrix.state.trend import PointPart, dashboard_part
@@ -136,6 +142,7 @@ def dump_index(summaries: Iterable[Summary], revision: int) -> str:
                     "longer_total": notes.longer_total,
                     "flaky": list(notes.flaky),
                     "flaky_total": notes.flaky_total,
+                    **_duration_notes_json(notes),
                 },
                 "kinds": kinds_json(summary.row.kinds),
             }
@@ -241,16 +248,56 @@ def _summary(item: object) -> Summary:
             key=dashboard.key,
             path=dashboard_file(DashboardState(id=dashboard)),
             counts=counts,
-            notes=IndexNotes(
-                newly=tuple(expect_str(line) for line in expect_list(notes["newly"])),
-                newly_total=expect_int(notes["newly_total"]),
-                longer=tuple(expect_str(line) for line in expect_list(notes["longer"])),
-                longer_total=expect_int(notes["longer_total"]),
-                flaky=tuple(expect_str(line) for line in expect_list(notes["flaky"])),
-                flaky_total=expect_int(notes["flaky_total"]),
+            notes=_with_durations(
+                IndexNotes(
+                    newly=tuple(expect_str(line) for line in expect_list(notes["newly"])),
+                    newly_total=expect_int(notes["newly_total"]),
+                    longer=tuple(expect_str(line) for line in expect_list(notes["longer"])),
+                    longer_total=expect_int(notes["longer_total"]),
+                    flaky=tuple(expect_str(line) for line in expect_list(notes["flaky"])),
+                    flaky_total=expect_int(notes["flaky_total"]),
+                ),
+                notes,
             ),
             kinds=kinds_from_json(item["kinds"]),
         ),
         parts={int(run): _part(part, int(run)) for run, part in parts.items()},
         absent=_part(item["absent"], 0),
+    )
+
+
+def _duration_notes_json(notes: IndexNotes) -> dict[str, object]:
+    """The durations' notes as the file keeps them, only when the dashboard has durations."""
+    if not notes.seconds and not notes.slower_total:
+        return {}
+    return {
+        "slower": list(notes.slower),
+        "slower_total": notes.slower_total,
+        "seconds": [[backend, round(value, 3)] for backend, value in notes.seconds],
+        "slowest": [
+            [backend, round(value, 3), row, url] for backend, value, row, url in notes.slowest
+        ],
+    }
+
+
+def _with_durations(read: IndexNotes, notes: Mapping[str, object]) -> IndexNotes:
+    """``read`` with the durations' notes read back (none in a file written before them)."""
+    if "seconds" not in notes:
+        return read
+    seconds = []
+    for item in expect_list(notes["seconds"]):
+        backend, value = expect_list(item)
+        seconds.append((expect_str(backend), expect_number(value)))
+    slowest = []
+    for item in expect_list(notes["slowest"]):
+        backend, value, row, url = expect_list(item)
+        slowest.append(
+            (expect_str(backend), expect_number(value), expect_str(row), expect_str(url))
+        )
+    return replace(
+        read,
+        slower=tuple(expect_str(line) for line in expect_list(notes["slower"])),
+        slower_total=expect_int(notes["slower_total"]),
+        seconds=tuple(seconds),
+        slowest=tuple(slowest),
     )

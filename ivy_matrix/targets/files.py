@@ -30,7 +30,7 @@ from stat import S_ISREG
 from ivy_matrix.errors import StoreError
 from ivy_matrix.explain.grouping import kinds_from_json, kinds_json
 from ivy_matrix.explain.history_text import IndexNotes
-from ivy_matrix.jsonshape import expect_int, expect_list, expect_object, expect_str
+from ivy_matrix.jsonshape import expect_int, expect_list, expect_number, expect_object, expect_str
 from ivy_matrix.model import DashboardState
 from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress
@@ -49,8 +49,9 @@ from ivy_matrix.views.index_page import IndexRow, index_row, render_index_page
 RECORD_NAME = "pages.json"
 RECORD_FORMAT = "ivy-matrix-pages"
 # 2: index rows keep their failing rows by kind; 3: their notes list every cell failing for two
-# runs or more, and count a test once per error its backends share (an older record is not used)
-RECORD_VERSION = 3
+# runs or more, and count a test once per error its backends share (an older record is not used);
+# 4: their notes keep the durations' (slower cells, each backend's seconds and slowest rows)
+RECORD_VERSION = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,6 +258,8 @@ def _row_json(row: IndexRow) -> dict[str, object]:
             [list(notes.newly), notes.newly_total],
             [list(notes.longer), notes.longer_total],
             [list(notes.flaky), notes.flaky_total],
+            [list(notes.slower), notes.slower_total],
+            [[list(pair) for pair in notes.seconds], [list(item) for item in notes.slowest]],
         ],
         "kinds": kinds_json(row.kinds),
     }
@@ -287,9 +290,11 @@ def _row(key: str, value: object) -> IndexRow:
     for backend, pair in expect_object(item["counts"]).items():
         passing, total = expect_list(pair)
         counts[backend] = (expect_int(passing), expect_int(total))
-    (newly, newly_total), (longer, longer_total), (flaky, flaky_total) = map(
-        _lines, expect_list(item["notes"])
+    listed = expect_list(item["notes"])
+    (newly, newly_total), (longer, longer_total), (flaky, flaky_total), (slower, slower_total) = (
+        map(_lines, listed[:4])
     )
+    seconds, slowest = expect_list(listed[4])
     notes = IndexNotes(
         newly=newly,
         newly_total=newly_total,
@@ -297,6 +302,16 @@ def _row(key: str, value: object) -> IndexRow:
         longer_total=longer_total,
         flaky=flaky,
         flaky_total=flaky_total,
+        slower=slower,
+        slower_total=slower_total,
+        seconds=tuple(
+            (expect_str(backend), expect_number(value))
+            for backend, value in map(expect_list, expect_list(seconds))
+        ),
+        slowest=tuple(
+            (expect_str(backend), expect_number(value), expect_str(row), expect_str(url))
+            for backend, value, row, url in map(expect_list, expect_list(slowest))
+        ),
     )
     kinds = kinds_from_json(item["kinds"])
     return IndexRow(key=key, path=expect_str(item["path"]), counts=counts, notes=notes, kinds=kinds)

@@ -26,6 +26,7 @@ from pathlib import Path
 from ivy_matrix.explain.grouping import RowGroups, signatures_json, state_groups
 from ivy_matrix.explain.history_text import summary_cells
 from ivy_matrix.explain.reasons import Failing, FailureGroup, group_failures
+from ivy_matrix.explain.slowdowns import dashboard_slowdowns, slowest
 from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
 from ivy_matrix.pr.body import render_summary
@@ -240,9 +241,10 @@ class Results:
 def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], None]) -> None:
     """``--summary-json`` (``-``: to ``stdout``): totals, files, and every dashboard's counts
     (totals.py: per backend, rows by latest outcome and their cases; and added up over every
-    dashboard), link and changes, and its failing and flaky cells' history (failing since,
-    last pass, flaky); every failing row's signatures, ranked (grouping.py); what the run
-    spent of GitHub's budgets."""
+    dashboard), link and changes, its failing and flaky cells' history (failing since,
+    last pass, flaky) and its cells that got slower (slowdowns.py); each backend's slowest
+    cells; every failing row's signatures, ranked (grouping.py); what the run spent of
+    GitHub's budgets."""
     merged, published, collected = results.merged, results.published, results.collected
     spend = results.spend or Spend()
     dashboards = {}
@@ -259,6 +261,7 @@ def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], 
             "backends": {b: totals.to_json() for b, totals in counts.items()},
             "updated": report is not None,
             "history": summary_cells(dashboard_history(state)),
+            "slower": [slower.to_json() for slower in dashboard_slowdowns(state)],
             **({"url": published.urls[state.key]} if state.key in published.urls else {}),
             **(_report_json(report) if report is not None else {}),
         }
@@ -274,6 +277,10 @@ def write_summary_json(path: Path, results: Results, *, stdout: Callable[[str], 
         "totals": asdict(collected.totals()),
         "backends": results.backends(),
         "all_dashboards": {b: t.to_json() for b, t in add_totals(every).items()},
+        "slowest": {
+            backend: [cell.to_json() for cell in cells]
+            for backend, cells in slowest(merged.ordered()).items()
+        },
         "dashboards": dashboards,
         "signatures": signatures_json(groups),
         "removed_dashboards": {

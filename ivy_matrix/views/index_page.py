@@ -9,13 +9,24 @@ shares :func:`counts_table` (issues/bodies.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ivy_matrix.escaping import escape_name, markdown_target
 from ivy_matrix.explain.grouping import KindCount, dashboard_kinds, kind_counts, kind_line
-from ivy_matrix.explain.history_text import IndexNotes, index_notes, render_notes_sections
+from ivy_matrix.explain.history_text import (
+    SLOWEST_NOTED,
+    IndexNotes,
+    index_notes,
+    render_notes_sections,
+)
+from ivy_matrix.explain.slowdowns import (
+    dashboard_slowdowns,
+    describe_slowdown,
+    slowest,
+)
 from ivy_matrix.model import DashboardState
-from ivy_matrix.state.history import dashboard_history
+from ivy_matrix.state.durations import rounded
+from ivy_matrix.state.history import DEFAULT_SECTION_LIMIT, dashboard_history
 from ivy_matrix.state.paths import dashboard_file
 from ivy_matrix.state.totals import backend_totals
 from ivy_matrix.views.tables import table
@@ -132,8 +143,28 @@ def index_row(state: DashboardState) -> IndexRow:
         key=state.key,
         path=dashboard_file(state),
         counts=backend_counts(state),
-        notes=index_notes(dashboard_history(state)),
+        notes=with_duration_notes(index_notes(dashboard_history(state)), state),
         kinds=dashboard_kinds(state),
+    )
+
+
+def with_duration_notes(
+    notes: IndexNotes, state: DashboardState, *, limit: int = DEFAULT_SECTION_LIMIT
+) -> IndexNotes:
+    """``notes`` with what the index's "Slower" and "Slowest" sections show of a dashboard:
+    its cells that got slower, each backend's seconds and slowest rows."""
+    slower = dashboard_slowdowns(state)
+    totals = backend_totals(state)
+    return replace(
+        notes,
+        slower=tuple(describe_slowdown(s) for s in slower[:limit]),
+        slower_total=len(slower),
+        seconds=tuple((b, rounded(t.seconds)) for b, t in totals.items() if t.timed),
+        slowest=tuple(
+            (backend, rounded(cell.seconds), cell.row, cell.url)
+            for backend, cells in slowest([state], limit=SLOWEST_NOTED).items()
+            for cell in cells
+        ),
     )
 
 

@@ -101,6 +101,7 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
         "removed_dashboards",
         "requests",
         "signatures",
+        "slowest",
         "totals",
         "version",
     ]
@@ -153,6 +154,8 @@ def test_update_counts_match_junitparser_and_bad_files_are_named(workdir, capsys
         "unassigned": 0,
     }
     history = {key: d.pop("history") for key, d in summary["dashboards"].items()}
+    # No case has a time: no cell got slower.
+    assert [d.pop("slower") for d in summary["dashboards"].values()] == [[], []]
     assert {(c["row"], c["failing_runs"], c["flaky"]) for c in history["core/gradients"]} == {
         ("test_jac", 1, False),
         ("test_adam_step", 1, False),
@@ -239,6 +242,7 @@ def test_summary_lists_stored_dashboards_this_update_did_not_touch(workdir):
                 "flaky": False,
             }
         ],
+        "slower": [],
     }
     assert dashboards["core/gradients"]["updated"] is True
 

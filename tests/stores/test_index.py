@@ -16,8 +16,10 @@ from ivy_matrix.stores.index_file import (
     stale_at,
     summarize,
 )
+from ivy_matrix.targets.files import PagesRecord, dump_record, read_record
 from ivy_matrix.views.dashboards import Style, render_files
 from ivy_matrix.views.index_page import render_index_page
+from tests.explain.test_slowdowns import generated_history
 from tests.stores.helpers import DASHBOARDS, RUN, leg_change
 
 
@@ -86,3 +88,22 @@ def test_a_runs_point_is_the_sum_of_the_dashboards_parts():
     absent = DashboardState(id=DASHBOARDS[0])
     assert absent_part(given[0]).point.backends == dashboard_part(given[0], 0).point.backends
     assert absent_part(absent).point.backends == ()
+
+
+def test_the_durations_notes_round_trip_in_the_index_file_and_the_folders_record(tmp_path):
+    """A dashboard with durations: its cells that got slower, each backend's seconds and its
+    slowest rows are kept in the branch's index file and the output folder's record, and the
+    index page drawn from either shows the "Slower" and "Slowest" of the states."""
+    state = generated_history()
+    summary = summarize(state)
+    assert summary.row.notes.slower_total == 2
+    assert len(summary.row.notes.slowest) == 5
+    _, loaded = load_index(dump_index([summary], 7)) or (0, {})
+    assert loaded == {state.id: summary}
+    record = PagesRecord(folder="out", revision="r", style="ivy", index={state.key: summary.row})
+    (tmp_path / "pages.json").write_text(dump_record(record), encoding="utf-8")
+    assert read_record(tmp_path / "pages.json") == record
+    expected = {f.path: f.text for f in render_files([state], style=Style.IVY)}["README.md"]
+    assert render_index_page([loaded[state.id].row]) == expected
+    assert "## Slower\n\n" in expected
+    assert "## Slowest\n\n**torch**: " in expected
