@@ -23,6 +23,7 @@ slow: then that is its usual duration.
 from __future__ import annotations
 
 import heapq
+import operator
 import statistics
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row, Timing
 from ivy_matrix.state.durations import (
     CODE_WIDTH,
     NO_CODE,
+    SORTABLE,
     codes_from,
     latest_timing,
     rounded,
@@ -197,10 +199,11 @@ def slowest(
 ) -> dict[str, list[SlowCell]]:
     """Each backend's ``limit`` slowest cells over ``states``, by the duration of the result
     each shows, longest first (ties: the first listed), backends in first-seen order."""
-    # Codes sort as the durations they keep, and a row's durations of a backend start with
-    # its newest code: the strings sort as their newest durations (those that start with no
-    # duration, "~~", after every code). A first pass finds each backend's shortest duration
-    # among its ``limit`` longest; the second looks only at the cells that long.
+    # Codes translated by SORTABLE sort as the durations they keep, and a row's durations of
+    # a backend start with its newest code: translated, the strings sort as their newest
+    # durations (those that start with no duration, "~~", after every code). A first pass
+    # finds each backend's shortest duration among its ``limit`` longest; the second looks
+    # only at the cells that long.
     given = list(states)
     columns: dict[str, list[str]] = {}
     for state in given:
@@ -209,20 +212,22 @@ def slowest(
                 found = columns.get(backend)
                 if found is None:
                     found = columns[backend] = []
-                found.append(times)
+                found.append(times[:CODE_WIDTH])
     least = {}
     for backend, column in columns.items():
-        longest = heapq.nlargest(limit, filter(NO_CODE.__gt__, column))
+        longest = heapq.nlargest(limit, filter(NO_CODE.__gt__, map(_sortable, column)))
         if longest:
-            least[backend] = longest[-1][:CODE_WIDTH]
+            least[backend] = longest[-1]
     cells: dict[str, list[tuple[str, int, str, Row]]] = {backend: [] for backend in least}
     order = 0
     for state in given:
         for row in state.rows:
             order -= 1
             for backend, times in row.times.items():
-                if backend in least and least[backend] <= times < NO_CODE:
-                    cells[backend].append((times[:CODE_WIDTH], order, state.key, row))
+                if backend in least:
+                    code = times[:CODE_WIDTH].translate(SORTABLE)
+                    if least[backend] <= code < NO_CODE:
+                        cells[backend].append((code, order, state.key, row))
     return {
         backend: [
             _slow(key, row, backend)
@@ -230,6 +235,9 @@ def slowest(
         ]
         for backend, found in cells.items()
     }
+
+
+_sortable = operator.methodcaller("translate", SORTABLE)
 
 
 def _slow(dashboard: str, row: Row, backend: str) -> SlowCell:

@@ -9,8 +9,8 @@ to row. A string, not an object: tens of thousands of rows hold one, and a strin
 garbage collector nothing.
 
 **The code.** A duration is kept as one of 4,096 levels, two characters of
-:data:`ALPHABET` (``-0-9A-Z_a-z``, in ASCII order, so that codes sort as the durations they
-keep): levels 0 to 999 are whole milliseconds (0 to 0.999 s,
+:data:`ALPHABET` (``0-9A-Za-z-_``; :data:`SORTABLE` maps it onto the same characters in
+ASCII order, so that codes translated by it sort as the durations they keep): levels 0 to 999 are whole milliseconds (0 to 0.999 s,
 exact for the milliseconds result files write: pytest, jest, surefire, nextest...), levels
 1,000 to 4,095 are 1 s times a fixed ratio (1.00373) to a power, up to :data:`LARGEST`
 (100,000 s, 28 hours; longer is kept as that). So a kept duration under a second is the
@@ -35,7 +35,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from ivy_matrix.jsonshape import MalformedError
 from ivy_matrix.model import NO_TIMES, Cell, Entry, Row, Timed, Timing
 
-ALPHABET = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+# Each character to the one of the same rank in ASCII order ("~" of NO_CODE stays, after all).
+SORTABLE = str.maketrans(ALPHABET, "".join(sorted(ALPHABET)))
 NO_CODE = "~~"
 CODE_WIDTH = 2
 LEVELS = len(ALPHABET) * len(ALPHABET)  # two characters
