@@ -15,7 +15,7 @@ needs the branch target (:func:`check_targets`).
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +30,7 @@ from ivy_matrix.state.ledger import Inputs
 from ivy_matrix.state.paths import SITE_DIR, site_data_file
 from ivy_matrix.stores import AfterSave, Published, Saved, Store
 from ivy_matrix.stores.local import LocalStore
-from ivy_matrix.targets.files import RECORD_NAME, write_output
+from ivy_matrix.targets.files import RECORD_NAME, write_files, write_output
 from ivy_matrix.views.dashboards import RenderedFile
 
 if TYPE_CHECKING:
@@ -111,11 +111,19 @@ def check_branch(settings: Settings) -> None:
         )
 
 
-def output_folder(settings: Settings, log: Log) -> AfterSave | None:
+def output_folder(
+    settings: Settings, log: Log, extra: Sequence[RenderedFile] = ()
+) -> AfterSave | None:
     """What keeps the local folders in step with the store: ``--output-dir`` with the file
-    target, ``--html`` with the site target (None when neither is asked for)."""
+    target (and ``extra``, the durations files), ``--html`` with the site target (None when
+    neither is asked for)."""
     writers: list[AfterSave] = []
     if Target.FILE in settings.targets and settings.output_dir is not None:
+        if extra:
+            output_dir = settings.output_dir
+            writers.append(
+                lambda _: tuple(write_files(output_dir, extra, dry_run=settings.dry_run))
+            )
         writers.append(
             partial(
                 write_output,
@@ -182,11 +190,13 @@ def open_store(
     scope: Scope | None = None,
     render_all: bool = False,
     inputs: Inputs | None = None,
+    extra: Sequence[RenderedFile] = (),
 ) -> Store:
     """The store for ``remote`` (the GitHub targets this run writes); see the module docstring.
 
     ``render_all``: the branch store renders every dashboard, not only those that changed;
-    ``inputs``: the result files the update brings, for the local store's ledger.
+    ``inputs``: the result files the update brings, for the local store's ledger; ``extra``:
+    files the branch store commits beside the pages (the durations files).
     """
     if Target.BRANCH not in remote:
         return LocalStore(
@@ -207,6 +217,7 @@ def open_store(
         style=settings.style,
         trend_points=settings.trend_points,
         site=branch_site(settings),
+        extra=tuple(extra),
         every_page=render_all,
         dry_run=settings.dry_run,
     )

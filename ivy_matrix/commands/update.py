@@ -70,6 +70,7 @@ from ivy_matrix.targets.summary import (
     spend_on_failure,
     write_summary_json,
 )
+from ivy_matrix.views.durations_file import durations_files
 
 if TYPE_CHECKING:
     from ivy_matrix.targets.summary import PullRequestVerdicts
@@ -191,15 +192,17 @@ def _record_and_publish(
     verdicts: PullRequestVerdicts | None = None
     if recorded:
         _log_not_a_pull_request(settings, log)
+        durations = durations_files(collected.durations)
         store = open_store(
             settings,
             github,
             log,
             remote=targets,
             message=_commit_message(settings, collected),
-            after_save=output_folder(settings, log),
+            after_save=output_folder(settings, log, durations),
             scope=scope_of(settings, results, collected, links, log),
             inputs=inputs_of(settings, results, inputs.reading, inputs.revision),
+            extra=durations,
         )
         change = change_of(settings, results, links, log, announce=True)
         saved, published = _save_and_publish(settings, store, change, github, log, targets=targets)

@@ -40,7 +40,7 @@ from ivy_matrix.model import (
 )
 from ivy_matrix.redaction import REDACT_SHAPES, Redactor
 from ivy_matrix.results.junit import cap_name, scan_junit
-from ivy_matrix.results.naming import UNNAMED, Namer, row_name, test_id
+from ivy_matrix.results.naming import UNNAMED, Namer, node_prefix, row_name, test_id
 
 
 class CellResult(NamedTuple):
@@ -148,6 +148,9 @@ class Collected:
     # The result files' suite properties (pytest's record_testsuite_property), recorded with
     # the environment (environment.py).
     properties: dict[str, str] = field(default_factory=dict)
+    # Each timed case's seconds by backend, then by the start of its pytest node id
+    # (naming.node_prefix: ``path.py::Class::``), then by its name: the durations file.
+    durations: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     @property
     def backends(self) -> list[str]:
@@ -216,6 +219,8 @@ class Collector:
         # of naming: Namer itself is stateless).
         self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
         self._shared: dict[int, CellResult] = {}  # see _commit
+        # (classname, file) -> the start of its cases' node ids (redacted), or None.
+        self._prefixes: dict[tuple[str, str], str | None] = {}
 
     def _index(self, dashboard: DashboardId) -> int:
         index = self._dashboard_index.get(dashboard)
@@ -248,6 +253,8 @@ class Collector:
         cases_of = pending.get  # bound once: called for every case
         # The seconds of each cell whose cases have a time (their number is in the tally).
         seconds: dict[tuple[int, str, str], float] = {}
+        # Each timed case's seconds, by backend and place (classname, file, suite), then name.
+        cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]] = {}
         # The first failure line of each failing cell, and where its first failing case is.
         messages: dict[tuple[int, str, str], str] = {}
         wheres: dict[tuple[int, str, str], tuple[str, int] | None] = {}
@@ -302,6 +309,10 @@ class Collector:
             if time is not None:
                 timed = _TIMED
                 seconds[cell] = seconds.get(cell, 0.0) + time
+                named = cases.get((backend, key))
+                if named is None:
+                    named = cases[backend, key] = {}
+                named[case.name] = named.get(case.name, 0.0) + time
             if status is CaseStatus.PASSED:
                 pending[cell] = cases_of(cell, 0) + (_FLAKY if case.flaky else _PASSED) + timed
             elif status is CaseStatus.SKIPPED:
@@ -332,6 +343,7 @@ class Collector:
                 file_backend,
                 (pending, messages, wheres, seconds, failures, room),
                 nameless,
+                cases=cases,
             )
         else:
             counts, problem = scan_junit(
@@ -358,6 +370,7 @@ class Collector:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
         reached = self._commit(pending, messages, wheres, seconds)
+        self._commit_cases(cases)
         self.last = Read(
             counts=counts,
             backend=file_backend or "",
@@ -387,10 +400,12 @@ class Collector:
             int,
         ],
         nameless: list[int],
+        *,
+        cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
     ) -> tuple[FileCounts, ParseProblem | None]:
         """Read a file whose cases all have its ``backend`` (no per-case naming) into
         ``into``'s pending cells (packed counts, see _BITS), first failure lines and seconds,
-        as ``add_file``'s loop does.
+        and each timed case's seconds into ``cases``, as ``add_file``'s loop does.
 
         Cases come in runs of one place (classname, file, suite): each run finds its place's
         rows once, and a case's cell is its row name there, no string built and no tuple
@@ -410,10 +425,11 @@ class Collector:
         last: Place = ("", "", "\0")  # no place has a NUL in its suite name
         rows: dict[str, int] = {}
         times: dict[str, float] = {}
+        named: dict[str, float] = {}
         failing = 0
 
         def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
-            nonlocal last, rows, times, failing
+            nonlocal last, rows, times, named, failing
             name, classname, test_file, suite, status, flaky, message, line, time = case
             if classname != last[0] or test_file != last[1] or suite != last[2]:
                 last = (classname, test_file, suite)
@@ -424,8 +440,12 @@ class Collector:
                         places[last] = (self._index(dashboard), prefix)
                     found = groups[last] = {}
                     group_times[last] = {}
+                    cases[backend, last] = {}
                 rows = found
                 times = group_times[last]
+                named = cases[backend, last]
+            if time is not None:
+                named[name] = named.get(name, 0.0) + time
             if name[-1:] == "]":
                 head = name.partition("[")[0]
                 if head:
@@ -548,6 +568,38 @@ class Collector:
             return {}
         redact = self.redact
         return {row: clean for row in rows if (clean := redact(row)) != row}
+
+    def _commit_cases(
+        self, cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]]
+    ) -> None:
+        """Add one fully read file's timed cases to the rest (a node id in two files: its
+        seconds added), by backend and node id, redacted as the cells' names are."""
+        durations = self.collected.durations
+        prefixes = self._prefixes
+        redact = self.redact
+        hide = self.redactor.may_hide("\n".join(name for named in cases.values() for name in named))
+        for (backend, (classname, test_file, _)), read in cases.items():
+            if not read:
+                continue
+            place = (classname, test_file)
+            prefix = prefixes.get(place, "")
+            if prefix == "":
+                found = node_prefix(classname, test_file)
+                prefix = prefixes[place] = None if found is None else redact(found)
+            if prefix is None:
+                continue
+            named = read
+            if hide:
+                named = {}
+                for name, seconds in read.items():
+                    clean = redact(name)
+                    named[clean] = named.get(clean, 0.0) + seconds
+            target = durations.setdefault(backend, {}).setdefault(prefix, {})
+            if target.keys().isdisjoint(named):
+                target.update(named)
+            else:
+                for name, seconds in named.items():
+                    target[name] = target.get(name, 0.0) + seconds
 
     def _commit(
         self,

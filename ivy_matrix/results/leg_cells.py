@@ -247,6 +247,16 @@ def _timed(cell: CellResult, seconds: object, timed: object, *, where: str) -> C
         if timed is not None:
             raise MalformedError(f"{where}: timed cases without a duration")
         return cell
+    found = checked_seconds(seconds, where)
+    cases = cell.counts.total
+    count = cases if timed is None else bounded_int(timed, "timed")
+    if not 1 <= count <= cases:
+        raise MalformedError(f"{where}: {count} timed cases, the cell has {cases}")
+    return cell._replace(seconds=found, timed=count)
+
+
+def checked_seconds(seconds: object, where: str) -> float:
+    """A duration a leg file gives: a number of seconds, 0 to :data:`MAX_SECONDS`."""
     if (
         not isinstance(seconds, int | float)
         or isinstance(seconds, bool)
@@ -257,11 +267,7 @@ def _timed(cell: CellResult, seconds: object, timed: object, *, where: str) -> C
             f"{where}: a duration must be a number of seconds, 0 to {MAX_SECONDS}, "
             f"not {seconds!r:.40}"
         )
-    cases = cell.counts.total
-    count = cases if timed is None else bounded_int(timed, "timed")
-    if not 1 <= count <= cases:
-        raise MalformedError(f"{where}: {count} timed cases, the cell has {cases}")
-    return cell._replace(seconds=float(seconds), timed=count)
+    return float(seconds)
 
 
 def _outcome_of(counts: CaseCounts) -> Outcome:

@@ -70,6 +70,7 @@ from ivy_matrix.results.leg_cells import (
     add_dashboard,
     bounded_int,
     bounded_text,
+    checked_seconds,
     dashboard_json,
     keyed,
 )
@@ -145,6 +146,14 @@ def dump_leg(info: LegInfo, collected: Collected) -> str:
             dashboard_json(dashboard, rows) for dashboard, rows in collected.dashboards.items()
         ],
     }
+    if collected.durations:
+        document["durations"] = {
+            backend: {
+                prefix: {name: round(seconds, 6) for name, seconds in named.items()}
+                for prefix, named in prefixes.items()
+            }
+            for backend, prefixes in collected.durations.items()
+        }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
@@ -194,6 +203,7 @@ def load_leg(text: str, *, where: str) -> LegResults:
         )
         for item in keyed(expect_list, document.get("dashboards", []), "dashboards"):
             add_dashboard(collected, item)
+        collected.durations = _durations(document.get("durations", {}))
     except MalformedError as error:
         raise InputError(f"leg file {where}: {error}") from None
     return LegResults(info=info, collected=collected)
@@ -328,6 +338,18 @@ def _numbers_by(value: object, what: str, size: int) -> dict[str, list[int]]:
     return found
 
 
+def _durations(value: object) -> dict[str, dict[str, dict[str, float]]]:
+    """``durations``: by backend, the start of a node id, then each case's seconds."""
+    found: dict[str, dict[str, dict[str, float]]] = {}
+    for backend, prefixes in keyed(expect_object, value, "durations").items():
+        mine = found[bounded_text(backend, "durations")] = {}
+        for prefix, named in keyed(expect_object, prefixes, "durations").items():
+            cases = mine[bounded_text(prefix, "durations")] = {}
+            for name, seconds in keyed(expect_object, named, "durations").items():
+                cases[bounded_text(name, "durations")] = checked_seconds(seconds, "'durations'")
+    return found
+
+
 def _unassigned(value: object) -> dict[str, int]:
     by_file = keyed(expect_object, value, "unassigned")
     found = {
@@ -396,6 +418,16 @@ def redacted_leg(leg: LegResults, redactor: Redactor) -> LegResults:
     collected.problems = [
         replace(problem, message=redact(problem.message)) for problem in collected.problems
     ]
+    ids = "\n".join(
+        prefix + "\n" + "\n".join(named)
+        for prefixes in collected.durations.values()
+        for prefix, named in prefixes.items()
+    )
+    if redactor.may_hide(ids):
+        collected.durations = {
+            backend: _redacted_cases(prefixes, redact)
+            for backend, prefixes in collected.durations.items()
+        }
     collected.files = [
         counts if counts.problem is None else replace(counts, problem=redact(counts.problem))
         for counts in collected.files
@@ -422,6 +454,32 @@ def _renamed(
     return renamed
 
 
+def _redacted_cases(
+    prefixes: Mapping[str, Mapping[str, float]], redact: Callable[[str], str]
+) -> dict[str, dict[str, float]]:
+    """A backend's node ids with their secrets hidden (two that differ only in one: added)."""
+    found: dict[str, dict[str, float]] = {}
+    for prefix, named in prefixes.items():
+        mine = found.setdefault(redact(prefix), {})
+        for name, seconds in named.items():
+            clean = redact(name)
+            mine[clean] = mine.get(clean, 0.0) + seconds
+    return found
+
+
+def add_durations(
+    into: dict[str, dict[str, dict[str, float]]],
+    durations: Mapping[str, Mapping[str, Mapping[str, float]]],
+) -> None:
+    """``durations`` added into ``into`` (a node id in both: its seconds added)."""
+    for backend, prefixes in durations.items():
+        mine = into.setdefault(backend, {})
+        for prefix, named in prefixes.items():
+            cases = mine.setdefault(prefix, {})
+            for name, seconds in named.items():
+                cases[name] = cases.get(name, 0.0) + seconds
+
+
 def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:
     """Everything one update read, for its counts, summaries and commit message: its result
     files and its leg files (a cell two of them fill shows the worse outcome).
@@ -442,6 +500,7 @@ def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:
             total = joined.by_backend.setdefault(backend, [0] * len(tally))
             for slot, count in enumerate(tally):
                 total[slot] += count
+        add_durations(joined.durations, part.durations)
         for dashboard, rows in part.dashboards.items():
             mine = joined.dashboards.setdefault(dashboard, {})
             for row, cells in rows.items():

@@ -14,6 +14,19 @@ Pure: no I/O. The rules, in the order they are tried:
 
 The test id that rules match is ``classname::name`` as the result file gives them (``name``
 alone when there is no classname).
+
+**pytest's node ids** (:func:`node_prefix`: what the durations file keys its tests by, as
+``pytest-split`` reads them): pytest writes a case's ``classname`` as its module's path with
+``/`` as ``.`` and ``.py`` dropped, then its classes (``tests.nn.test_layers.TestConv``), and
+its ``name`` as the function with its parametrization (``test_forward[cpu]``); its node id is
+``tests/nn/test_layers.py::TestConv::test_forward[cpu]``. The module ends where ``file``
+says (pytest's ``xunit1`` family writes it) when ``file`` is a prefix of the classname; else
+at the last part before the trailing CapWords ones (classes are CapWords, modules
+snake_case). What cannot be rebuilt: a folder or module whose name has a dot
+(``tests/v1.2/test_x.py``), a class whose name is not CapWords (taken for a module), a
+``--junit-prefix`` (taken for a folder), and tests that are not Python functions (doctests of
+a ``.txt`` file, notebooks): their ids name no test pytest collects, and pytest-split gives
+those tests the average duration.
 """
 
 from __future__ import annotations
@@ -181,3 +194,22 @@ def row_name(prefix: str, name: str) -> str:
     """The row of a case: its classes' prefix and its name without the parametrization."""
     # Not cached: parametrized ids are mostly unique, and a cache would grow with the cases.
     return prefix + (strip_parametrization(name) or UNNAMED)
+
+
+def node_prefix(classname: str, file: str = "") -> str | None:
+    """The node id of a case of ``classname`` up to its name: ``path/to/test_x.py::Class::``
+    (the module docstring; None without a classname)."""
+    parts = [p for p in classname.split(".") if p]
+    if not parts:
+        return None
+    module_end = 0
+    if file:
+        stem = file.replace("\\", "/").removesuffix(".py").removeprefix("./").split("/")
+        if len(stem) <= len(parts) and parts[: len(stem)] == stem:
+            module_end = len(stem)
+    if not module_end:
+        module_end = len(parts)
+        while module_end > 1 and _is_class_component(parts[module_end - 1]):
+            module_end -= 1
+    path = "/".join(parts[:module_end]) + ".py"
+    return "::".join([path, *parts[module_end:], ""])

@@ -87,6 +87,15 @@ def dashboard_file(state: DashboardState) -> str:
 
 
 # The static HTML site's folder on the dashboard branch, and its dashboards' data files.
+DURATIONS_DIR = "durations"
+
+
+def durations_file(backend: str) -> str:
+    """Where a backend's durations file goes (``durations/<backend>.json``), its name made
+    safe and unique as a dashboard's is."""
+    return f"{DURATIONS_DIR}/{_file_part(backend, folder=False, top_level=False, extension='.json')}.json"
+
+
 SITE_DIR = "site"
 SITE_DASHBOARD_DATA = "data/d"
 

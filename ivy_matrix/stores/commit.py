@@ -40,7 +40,8 @@ Render = Callable[[Merged, Collection[str]], list[RenderedFile]]
 class Writing:
     """What the branch store's commits say and hold: the commit ``message``, the pages'
     ``style``, the trend's cap (``trend_points``), the files ``site`` draws beside the pages
-    (only where every dashboard was read), every page rendered (``every_page``: ``publish``)
+    (only where every dashboard was read), files known before (``extra``: the durations
+    files), every page rendered (``every_page``: ``publish``)
     or only the changed ones, and ``dry_run``: nothing is written, and the files that would be
     are reported."""
 
@@ -48,6 +49,7 @@ class Writing:
     style: Style = Style.IVY
     trend_points: int = DEFAULT_POINTS
     site: Render | None = None
+    extra: tuple[RenderedFile, ...] = ()
     every_page: bool = False
     dry_run: bool = False
 

@@ -173,10 +173,10 @@ class Committer:
         """What committing ``merged`` (with the store's trend) on ``snapshot`` writes (empty:
         nothing differs). ``fresh``: summaries already made of ``merged``'s states."""
         writing = self.writing
-        extra: list[RenderedFile] = []
+        extra: list[RenderedFile] = list(writing.extra)
         if writing.site is not None and snapshot.whole:
             keys = [s.key for s in merged.ordered()] if writing.every_page else merged.changed
-            extra = writing.site(merged, keys)
+            extra += writing.site(merged, keys)
         return commit_files(
             self.layout,
             snapshot,

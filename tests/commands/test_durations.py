@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -15,7 +17,11 @@ from ivy_matrix.cli import main
 from ivy_matrix.state.durations import PRECISION
 from ivy_matrix.state.totals import add_totals, backend_totals
 from ivy_matrix.stores.local import LocalStore
+from tests.commands.test_update_git import git_env
+from tests.commands.test_update_git import run as run_over_git
 from tests.conftest import shared_dir
+from tests.github.fake_server import FakeGitHub
+from tests.github.git_server import GitServer
 
 # The corpus's pytest files, split between two backends as two matrix legs would give them.
 BACKENDS = {
@@ -58,7 +64,7 @@ def corpus_store_fixture(workdir: Path) -> dict[str, dict[tuple[str, str], float
         *("--junit", "results/**/*.xml"),
         *("--backend-from-path", r"results/(?P<backend>[^/]+)/"),
         *("--run-id", "7", "--job-id", "3", "--repository", "o/r"),
-        *("--summary-json", "summary.json"),
+        *("--summary-json", "summary.json", "--output-dir", "out"),
     ]
     assert main(argv, env={}) == 0
     return expected
@@ -66,7 +72,8 @@ def corpus_store_fixture(workdir: Path) -> dict[str, dict[tuple[str, str], float
 
 def test_per_backend_totals_equal_the_sum_over_the_xml(corpus_store):
     """Each backend's seconds, added up over the stored dashboards, are the sum of every
-    ``time`` its files hold, within the state's precision; every row is timed."""
+    ``time`` its files hold, within the state's precision; every row is timed; the backend's
+    durations file adds up to it within 1 % (to the sum over the XML, exactly)."""
     store = LocalStore(Path(".ivy-matrix"))
     totals = add_totals(backend_totals(state) for state in store.load_all())
     for backend, cells in corpus_store.items():
@@ -75,6 +82,14 @@ def test_per_backend_totals_equal_the_sum_over_the_xml(corpus_store):
             totals[backend].skipped
         )
     assert round(totals["numpy"].seconds) == 241  # 21.908 + 203.847 + 15.296 s
+    for backend, cells in corpus_store.items():
+        durations = json.loads(Path(f"out/durations/{backend}.json").read_text(encoding="utf-8"))
+        assert sum(durations.values()) == pytest.approx(totals[backend].seconds, rel=0.01)
+        assert sum(durations.values()) == pytest.approx(sum(cells.values()), rel=1e-6)
+    assert (
+        "test/integration/test_elastic_spark_tensorflow.py::ElasticSparkTensorflowTests::"
+        "test_auto_scale_down_by_exception"
+    ) in json.loads(Path("out/durations/jax.json").read_text(encoding="utf-8"))
 
 
 def test_the_ten_slowest_cells_of_each_backend_equal_the_sums_over_the_xml(corpus_store):
@@ -146,3 +161,112 @@ def test_a_history_of_runs_reports_the_two_slower_tests_blamed_right(workdir: Pa
     assert "**code only**" in section[0]
     assert "**environment only**" in section[1]
     assert "## Slowest\n\n**torch**: " in index
+
+
+PYTEST_PROJECT = {
+    "tests/nn/test_layers.py": (
+        "import time\n"
+        "import pytest\n\n\n"
+        "@pytest.mark.parametrize('x', [1, 2, 'a-b'])\n"
+        "def test_relu(x):\n    time.sleep(0.01)\n\n\n"
+        "class TestConv:\n"
+        "    def test_forward(self):\n        time.sleep(0.02)\n\n"
+        "    class TestInner:\n"
+        "        def test_deep(self):\n            pass\n"
+    ),
+    "tests/test_top.py": "def test_a():\n    pass\n\n\ndef test_b():\n    assert False\n",
+}
+
+
+@pytest.mark.parametrize("family", ["xunit1", "xunit2"])
+def test_the_durations_file_keys_every_test_by_the_node_id_pytest_collects(workdir, family):
+    """A real pytest run's JUnit (either family): the backend's durations file names every
+    test by its pytest node id (what pytest-split matches), and its seconds add up to the
+    sum of the file's ``time`` attributes, which is the backend's total."""
+    project = workdir / "project"
+    for path, text in PYTEST_PROJECT.items():
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(text, encoding="utf-8")
+    run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", f"junit_family={family}"]
+    collected = subprocess.run(
+        [*run, "--collect-only", "-q"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    node_ids = {line for line in collected.stdout.splitlines() if "::" in line}
+    subprocess.run(
+        [*run, "-q", "--junitxml", str(workdir / "results" / "numpy.xml")],
+        cwd=project,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    argv = [
+        "update",
+        *("--junit", "results", "--backend", "numpy", "--run-id", "3", "--repository", "o/r"),
+        *("--output-dir", "out", "--summary-json", "summary.json"),
+    ]
+    assert main(argv, env={}) == 0
+
+    durations = json.loads(Path("out/durations/numpy.json").read_text(encoding="utf-8"))
+    assert set(durations) == node_ids
+    assert len(node_ids) == 7
+    expected = sum(xml_seconds(workdir / "results" / "numpy.xml").values())
+    assert sum(durations.values()) == pytest.approx(expected, rel=0.01)
+    summary = json.loads(Path("summary.json").read_text(encoding="utf-8"))
+    total = summary["all_dashboards"]["numpy"]["seconds"]
+    assert sum(durations.values()) == pytest.approx(total, rel=0.01)
+
+
+def leg(work: Path, server: str, run_id: int, backend: str, *, job: int, seconds: dict[str, float]):
+    """One matrix leg: its timed results, collected into ``legs`` (no network)."""
+    cases = "".join(
+        f'<testcase classname="tests.nn.test_layers.TestConv" name="{name}" time="{value}"/>'
+        for name, value in seconds.items()
+    )
+    results = work / f"leg-{backend}-{job}"
+    results.mkdir(parents=True)
+    (results / "junit.xml").write_text(f"<testsuite>{cases}</testsuite>", encoding="utf-8")
+    argv = ["collect", "--junit", str(results), "--backend", backend, "--leg-file", "legs"]
+    argv += ["--run-id", str(run_id), "--run-attempt", "1", "--repository", "acme/widgets"]
+    assert main([*argv, "--job-id", str(job)], {"GITHUB_SERVER_URL": server}) == 0
+
+
+def test_the_fan_in_commits_each_backends_durations_file_and_the_next_run_replaces_it(
+    workdir: Path,
+):
+    """Legs carry their cases' durations to the fan-in job, which commits one durations file
+    per backend over git beside the pages (two shards of jax in one file); the next run's
+    fan-in replaces the file of each backend it brought and keeps the others'."""
+    prefix = "tests/nn/test_layers.py::TestConv::"
+    with FakeGitHub() as api, GitServer() as git:
+        leg(workdir, git.url, 100, "jax", job=11, seconds={"test_a[1]": 1.5, "test_a[2]": 2.25})
+        leg(workdir, git.url, 100, "jax", job=12, seconds={"test_b": 40.0})
+        leg(workdir, git.url, 100, "numpy", job=13, seconds={"test_a[1]": 0.125, "test_b": 0.5})
+        env = git_env(api, git, workdir, GITHUB_RUN_ID="100")
+        fan_in = ["--legs", "legs", "--run-id", "100", "--repository", "acme/widgets"]
+        result = run_over_git(workdir, env, *fan_in)
+        assert result.returncode == 0, result.stderr
+        files = git.files("ivy-matrix")
+        assert json.loads(files["durations/jax.json"]) == {
+            f"{prefix}test_a[1]": 1.5,
+            f"{prefix}test_a[2]": 2.25,
+            f"{prefix}test_b": 40.0,
+        }
+        assert json.loads(files["durations/numpy.json"]) == {
+            f"{prefix}test_a[1]": 0.125,
+            f"{prefix}test_b": 0.5,
+        }
+
+        shutil.rmtree(workdir / "legs")
+        leg(workdir, git.url, 101, "jax", job=21, seconds={"test_a[1]": 3.0})
+        env = git_env(api, git, workdir, GITHUB_RUN_ID="101")
+        fan_in = ["--legs", "legs", "--run-id", "101", "--repository", "acme/widgets"]
+        result = run_over_git(workdir, env, *fan_in)
+        assert result.returncode == 0, result.stderr
+        files = git.files("ivy-matrix")
+        assert json.loads(files["durations/jax.json"]) == {f"{prefix}test_a[1]": 3.0}
+        assert f"{prefix}test_b" in json.loads(files["durations/numpy.json"])

@@ -245,14 +245,14 @@ KEY = "ghp_" + "A1b2C3d4E5" * 3 + "f6G7h8"
 
 def test_what_is_kept_of_a_case_never_holds_the_token_or_a_key():
     """Failure lines, the failures kept for annotations (ids with their parametrization),
-    dashboard and row names are redacted as they are kept; two rows that differ only in a
-    secret are one row, their cases added up."""
+    dashboard and row names and the durations' node ids are redacted as they are kept; two
+    rows that differ only in a secret are one row, their cases added up."""
     stream = io.BytesIO(
         (
-            f'<testsuite><testcase classname="{KEY}.test_m" name="test_a[{TOKEN}]">'
+            f'<testsuite><testcase classname="{KEY}.test_m" name="test_a[{TOKEN}]" time="1">'
             f'<failure message="401 for {TOKEN} and {KEY}">tb</failure></testcase>'
-            f'<testcase classname="c" name="test_{TOKEN}"/>'
-            f'<testcase classname="c" name="test_{KEY}"/></testsuite>'
+            f'<testcase classname="c" name="test_{TOKEN}" time="2"/>'
+            f'<testcase classname="c" name="test_{KEY}" time="3"/></testsuite>'
         ).encode()
     )
     # A file's backend (the quicker loop), and each case's own (the other).
@@ -261,10 +261,13 @@ def test_what_is_kept_of_a_case_never_holds_the_token_or_a_key():
         collector = Collector(Namer(rules), redactor=Redactor.of([TOKEN]))
         collector.add_file(io.BytesIO(stream.getvalue()), source="r.xml")
         collected = collector.collected
-        shown = repr((collected.dashboards, collected.failures))
+        shown = repr((collected.dashboards, collected.failures, collected.durations))
         assert TOKEN not in shown
         assert KEY not in shown
         rows = {row: cells for d in collected.dashboards.values() for row, cells in d.items()}
         assert rows["test_***"]["test"].counts == CaseCounts(passed=2)
         assert rows["test_a"]["test"].message == "401 for *** and ***"
         assert [f.test for f in collected.failures] == ["***.test_m::test_a[***]"]
+        assert collected.durations == {
+            "test": {"***/test_m.py::": {"test_a[***]": 1.0}, "c.py::": {"test_***": 5.0}}
+        }

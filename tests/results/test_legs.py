@@ -80,6 +80,7 @@ def collected() -> Collected:
                 "test_linear": {"torch": one(Outcome.SUCCESS)._replace(seconds=0.125, timed=1)}
             },
         },
+        durations={"torch": {"tests/nn/test_layers.py::": {"test_linear[cpu]": 0.125}}},
     )
 
 
@@ -95,6 +96,7 @@ def test_a_leg_file_reads_back_as_it_was_written():
     assert back.nameless == original.nameless
     assert back.by_backend == original.by_backend
     assert back.dashboards == original.dashboards
+    assert back.durations == original.durations
     assert [list(rows) for rows in back.dashboards.values()] == [
         ["test_adam", "test_jac", "Cls.test_grad"],
         ["test_linear"],
@@ -231,6 +233,9 @@ def dashboard_with(**change: object) -> str:
         (dashboard_with(timed={"torch": {"0": 1}}), "timed cases without a duration"),
         (dashboard_with(timed={"torch": {"2": 4}}), "4 timed cases, the cell has 3"),
         (dashboard_with(timed={"torch": {"2": 0}}), "0 timed cases, the cell has 3"),
+        (document(durations={"torch": []}), "'durations': expected an object"),
+        (document(durations={"torch": {"x.py::": {"t": -2}}}), "a number of seconds"),
+        (document(durations={"torch": {"x.py::": {"t" * 5000: 1}}}), "longer than 4000"),
     ],
 )
 def test_a_file_that_is_not_a_usable_leg_file_is_refused_naming_it(text, reason):

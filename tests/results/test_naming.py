@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from ivy_matrix.model import CaseResult, DashboardId
 from ivy_matrix.results.naming import (
     DashboardRule,
     Namer,
     NamingRules,
+    node_prefix,
     split_classname,
     strip_parametrization,
 )
@@ -92,3 +95,37 @@ def test_fixed_dashboard_collects_everything():
         DashboardId(title="all"),
         "test_y",
     )
+
+
+@pytest.mark.parametrize(
+    ("classname", "file", "prefix"),
+    [
+        ("tests.nn.test_layers", "", "tests/nn/test_layers.py::"),
+        ("tests.nn.test_layers.TestConv", "", "tests/nn/test_layers.py::TestConv::"),
+        (
+            "tests.nn.test_layers.TestConv.TestInner",
+            "",
+            "tests/nn/test_layers.py::TestConv::TestInner::",
+        ),
+        (
+            "tests.nn.test_layers.TestConv",
+            "tests/nn/test_layers.py",
+            "tests/nn/test_layers.py::TestConv::",
+        ),
+        # An inherited test: file names where the function is, not the module that runs it.
+        (
+            "test.integration.test_spark.SparkTests",
+            "test/integration/spark_common.py",
+            "test/integration/test_spark.py::SparkTests::",
+        ),
+        # A lower-case class is taken for a module unless file says where the module ends.
+        ("tests.test_x.lower", "", "tests/test_x/lower.py::"),
+        ("tests.test_x.lower", "tests/test_x.py", "tests/test_x.py::lower::"),
+        ("", "", None),
+    ],
+)
+def test_a_cases_node_id_is_rebuilt_from_its_classname_and_file(classname, file, prefix):
+    """pytest's junit classname is the module's dotted path and its classes: the node id puts
+    back the slashes and ``.py``, the module ending where ``file`` says, else before the
+    trailing CapWords parts."""
+    assert node_prefix(classname, file) == prefix
