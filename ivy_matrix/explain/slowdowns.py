@@ -136,6 +136,22 @@ def cell_slowdown(
     )
 
 
+def default_durations(
+    cell: Cell, times: str | None, *, branches: Collection[str] = ()
+) -> list[float]:
+    """The durations of a cell's newest default-branch results (at most
+    :data:`SLOWER_WINDOW`, skipped ones left out), newest first."""
+    if not times:
+        return []
+    by_entry = {id(e): t for e, t in zip(cell.entries, timings_of(cell, times), strict=True)}
+    found = []
+    for result in run_results(cell.entries, branches):
+        timing = by_entry.get(id(result.entry))
+        if timing is not None and result.outcome is not Outcome.SKIPPED:
+            found.append(timing.seconds)
+    return found[:SLOWER_WINDOW]
+
+
 def dashboard_slowdowns(
     state: DashboardState, *, branches: Collection[str] = (), repository: str = ""
 ) -> list[Slowdown]:

@@ -31,12 +31,17 @@ failures; then those first lines in the same order; then the per-backend lines. 
 ends with what it does not list ("Not listed here: 3990 new-test, ..."): with the cells it
 lists, those are the counts ``compare`` gives on the same results, whatever was cut.
 
+**Slower**: when the pull request ran a test at least 2 times and 5 s longer than the median
+of its newest default-branch durations (verdicts.SlowerCell), one short section after the
+failures says so, at most ``SLOWER_SHOWN`` lines and how many more.
+
 In the ``workflow_run`` fork recipe the PR number and head sha come from
 ``github.event.workflow_run`` (config/settings.py ``read_event``), never from the artifact.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +51,7 @@ from ivy_matrix.explain.reasons import Failing, extent, group_failures, shown_me
 from ivy_matrix.issues.markers import DEFAULT_BUDGET, utf16_len
 from ivy_matrix.pr.comment_state import CommentState, has_failures
 from ivy_matrix.pr.verdicts import BaselineKind, CellVerdict, Verdict, new_failures
+from ivy_matrix.state.durations import seconds_text
 from ivy_matrix.views.dashboards import site_line
 
 BUDGET = DEFAULT_BUDGET
@@ -53,6 +59,7 @@ NAME_CAP = 200
 SHORT_SHA = 7
 EXAMPLES = 5  # tests a group of one failure line shows; the rest are counted
 KEPT = 3  # test lines each section keeps while lines of any other section are cut
+SLOWER_SHOWN = 5  # slower tests the comment lists; the rest are counted
 # The sections, most important first: the order they show in and the reverse of the cut's.
 KINDS = (
     Verdict.NEW,
@@ -271,6 +278,7 @@ class _Layout:
     sections: list[_Section]
     backends_shown: int
     prefix: str = ""  # what comes after the counts (the job summary's link to the comment)
+    slower: bool = False  # whether the body says which tests got slower (the comment does)
 
     def compose(self, *, markers: bool) -> str:
         state = self.state
@@ -299,6 +307,8 @@ class _Layout:
                 f"_Not listed here: {', '.join(cut)} (a few tests of each failure line, "
                 f"within GitHub's size limit)._\n"
             )
+        if self.slower:
+            parts.append(_slower_section(state))
         return "".join(parts)
 
     def cut(self, excess: int) -> int:
@@ -342,7 +352,34 @@ def render_comment(state: CommentState, *, budget: int = BUDGET, site_url: str =
     """The comment body of ``state`` within ``budget`` (see the module docstring); with
     ``site_url`` (where the HTML site is served), a closing line that links it."""
     tail = site_line(site_url)
-    return _fit(_layout(state, KINDS), budget - utf16_len(tail), markers=True) + tail
+    layout = _layout(state, KINDS)
+    layout.slower = True
+    return _fit(layout, budget - utf16_len(tail), markers=True) + tail
+
+
+def _slower_section(state: CommentState) -> str:
+    """The tests the pull request ran slower than the default branch, at most SLOWER_SHOWN
+    ("" when none)."""
+    if not state.slower:
+        return ""
+    dashboards = {cell.dashboard for cell in state.cells}
+    several = len(dashboards | {cell.dashboard for cell in state.slower}) > 1
+    lines = []
+    for cell in state.slower[:SLOWER_SHOWN]:
+        test = f"{_name(cell.dashboard)} · {_name(cell.row)}" if several else _name(cell.row)
+        seconds = _link(seconds_text(cell.seconds), cell.link)
+        lines.append(
+            f"- {test} · {_name(cell.backend)}: {seconds}, "
+            f"{cell.seconds / cell.median if cell.median else math.inf:.1f} times the default "
+            f"branch's median {seconds_text(cell.median)} of {cell.runs} runs\n"
+        )
+    more = len(state.slower) - SLOWER_SHOWN
+    if more > 0:
+        lines.append(f"- … and {more} more\n")
+    return (
+        "\n### Slower\n\nTests this pull request ran at least 2 times and 5 s longer:\n\n"
+        + "".join(lines)
+    )
 
 
 def render_summary(

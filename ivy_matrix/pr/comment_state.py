@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
 
+from ivy_matrix.jsonshape import expect_number
 from ivy_matrix.model import RunKey
 from ivy_matrix.pr.verdicts import (
     FAILING_VERDICTS,
@@ -44,6 +45,7 @@ from ivy_matrix.pr.verdicts import (
     CellKey,
     CellVerdict,
     Comparison,
+    SlowerCell,
     Verdict,
     tally,
 )
@@ -76,7 +78,8 @@ class WhenGreen(StrEnum):
 class CommentState:
     """Verdicts about ``head`` of pull request ``pr``, written by ``run`` (see the module
     docstring). ``backends`` lists each backend with results: its rank (display order) and the
-    newest run its results came from."""
+    newest run its results came from; ``slower``, the cells it ran slower than the default
+    branch (verdicts.SlowerCell), merged as cells are."""
 
     pr: int
     head: str
@@ -84,6 +87,7 @@ class CommentState:
     located: bool = False
     cells: tuple[CellVerdict, ...] = ()
     backends: tuple[tuple[str, int, RunKey], ...] = ()
+    slower: tuple[SlowerCell, ...] = ()
 
     def counts(self, backend: str | None = None) -> dict[Verdict, int]:
         return tally(c for c in self.cells if backend in {None, c.backend})
@@ -104,6 +108,7 @@ def comment_state(comparison: Comparison, *, pr: int, head: str, run: RunKey) ->
         backends=tuple(
             (name, rank, run) for rank, (name, run) in enumerate(comparison.backend_runs)
         ),
+        slower=comparison.slower,
     )
 
 
@@ -154,7 +159,25 @@ def merge_states(
                 key=lambda item: (item[1], item[0]),
             )
         ),
+        slower=_merged_slower(old, new, ran or {}),
     )
+
+
+def _merged_slower(
+    old: CommentState, new: CommentState, ran: Mapping[CellKey, int]
+) -> tuple[SlowerCell, ...]:
+    """The slower cells of ``old`` and ``new`` as cells merge: the newer result's stays, and
+    a cell a newer attempt ran and did not find slower goes."""
+    slower = {cell.key: cell for cell in old.slower}
+    for key, attempt in ran.items():
+        known = slower.get(key)
+        if known is not None and known.run.run_attempt < attempt:
+            del slower[key]
+    for cell in new.slower:
+        known = slower.get(cell.key)
+        if known is None or known.run <= cell.run:
+            slower[cell.key] = cell
+    return tuple(slower[key] for key in sorted(slower))
 
 
 # ----------------------------------------------------------------------------- the record
@@ -270,6 +293,22 @@ def dump_ref_state(state: RefState) -> str:
         "messages": [list(pair) for pair in messages.dump()],
         "dashboards": [[key, cells] for key, cells in dashboards.items()],
     }
+    if verdicts.slower:
+        document["slower"] = [
+            [
+                cell.dashboard,
+                cell.row,
+                cell.backend,
+                round(cell.seconds, 3),
+                round(cell.median, 3),
+                cell.runs,
+                links.index(cell.link),
+                runs.index(cell.run),
+            ]
+            for cell in verdicts.slower
+        ]
+        document["links"] = links.dump()
+        document["runs"] = [list(run) for run in runs.dump()]
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
@@ -305,6 +344,10 @@ def load_ref_state(text: str) -> RefState:
             (_typed(n, str), _typed(r, int), _run(run))
             for n, r, run in _typed(document["backends"], list)
         ),
+        slower=tuple(
+            _slower_from(_typed(item, list), links, runs)
+            for item in _typed(document.get("slower", []), list)
+        ),
     )
     comment = document["comment"]
     return RefState(
@@ -313,6 +356,20 @@ def load_ref_state(text: str) -> RefState:
         shown=_typed(document["shown"], int),
         comment_id=None if comment is None else _typed(comment, int),
         lease=None if lease is None else _lease(_typed(lease, list)),
+    )
+
+
+def _slower_from(parts: list[object], links: Sequence[str], runs: Sequence[RunKey]) -> SlowerCell:
+    dashboard, row, backend, seconds, median, count, link, run = parts
+    return SlowerCell(
+        dashboard=_typed(dashboard, str),
+        row=_typed(row, str),
+        backend=_typed(backend, str),
+        seconds=expect_number(seconds),
+        median=expect_number(median),
+        runs=_typed(count, int),
+        link=_linked(link, links),
+        run=runs[_index(run)],
     )
 
 

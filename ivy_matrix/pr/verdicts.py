@@ -45,6 +45,7 @@ call ``compare`` with ``pr.ancestry.run_order_ancestry`` from the base sha;
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -52,8 +53,15 @@ from enum import StrEnum
 from ivy_matrix.escaping import IVY_NO_LINK
 from ivy_matrix.explain.blame import Blame, blame_of, describe_blame
 from ivy_matrix.explain.grouping import BackendResult, RowGroups, group_row
+from ivy_matrix.explain.slowdowns import (
+    SLOWER_MIN_RUNS,
+    SLOWER_SECONDS,
+    default_durations,
+    is_slower,
+)
 from ivy_matrix.model import DashboardState, Entry, Outcome, RunKey
 from ivy_matrix.pr.ancestry import NO_ANCESTRY, Ancestry
+from ivy_matrix.state.durations import rounded
 from ivy_matrix.state.history import RunRef, RunResult, history_of, run_results, runs_of
 from ivy_matrix.state.merge import Batch
 
@@ -150,9 +158,30 @@ def tally(cells: Iterable[CellVerdict]) -> dict[Verdict, int]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SlowerCell:
+    """A cell the pull request ran at least 2 times and 5 s longer than the median of its
+    newest default-branch durations (slowdowns.py's rule; at least 2 of them): its duration,
+    that median and how many results it is of, the job of its result and its run."""
+
+    dashboard: str
+    row: str
+    backend: str
+    seconds: float
+    median: float
+    runs: int
+    link: str | None
+    run: RunKey
+
+    @property
+    def key(self) -> CellKey:
+        return (self.dashboard, self.row, self.backend)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Comparison:
     """A pull request's verdicts: the listed cells, and every backend it has results for with
-    the newest run those results came from (display order).
+    the newest run those results came from (display order); the cells it ran slower
+    (``slower``).
 
     ``ran`` is every cell the results hold, listed or not ((dashboard, row, backend) -> the
     newest run attempt with a result for it): a writer's cells replace those of an older
@@ -166,6 +195,7 @@ class Comparison:
     located: bool
     ran: Mapping[CellKey, int] = field(default_factory=dict)
     groups: tuple[RowGroups, ...] = ()
+    slower: tuple[SlowerCell, ...] = ()
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -340,6 +370,7 @@ def compare(
 ) -> Comparison:
     """The verdicts of a pull request's results against the default branch's states.
     ``repository`` (``{server}/{owner}/{repo}``) is where the blames' compare links point."""
+    batches = list(batches)  # read twice: the verdicts, then the durations
     by_key = {state.key: state for state in states}
     known_backends = {name for state in by_key.values() for name in state.backend_names}
     cells: list[CellVerdict] = []
@@ -376,7 +407,55 @@ def compare(
         located=ancestry.located,
         ran=ran,
         groups=tuple(groups),
+        slower=_slower(batches, by_key, branches),
     )
+
+
+def _slower(
+    batches: Iterable[Batch], states: Mapping[str, DashboardState], branches: Collection[str]
+) -> tuple[SlowerCell, ...]:
+    """The cells the pull request ran slower than the default branch (:class:`SlowerCell`),
+    each by its newest result, in key order."""
+    newest: dict[CellKey, tuple[Entry, float]] = {}
+    for batch in batches:
+        key = batch.dashboard.key
+        for row, timings in batch.times.items():
+            for backend, timing in timings.items():
+                entry = batch.cells.get(row, {}).get(backend)
+                if (
+                    entry is None
+                    or not timing.timed
+                    or timing.seconds < SLOWER_SECONDS
+                    or entry.outcome is Outcome.SKIPPED
+                ):
+                    continue
+                known = newest.get((key, row, backend))
+                if known is None or known[0].run < entry.run:
+                    newest[key, row, backend] = (entry, timing.seconds)
+    found = []
+    for (key, row, backend), (entry, seconds) in sorted(newest.items()):
+        state = states.get(key)
+        held = next((r for r in state.rows if r.name == row), None) if state else None
+        if held is None or backend not in held.cells:
+            continue
+        base = default_durations(held.cells[backend], held.times.get(backend), branches=branches)
+        if len(base) < SLOWER_MIN_RUNS - 1:
+            continue
+        median = statistics.median(base)
+        if is_slower(seconds, median):
+            found.append(
+                SlowerCell(
+                    dashboard=key,
+                    row=row,
+                    backend=backend,
+                    seconds=rounded(seconds),
+                    median=rounded(median),
+                    runs=len(base),
+                    link=_link(entry.source.url),
+                    run=entry.run,
+                )
+            )
+    return tuple(found)
 
 
 def _with_blame(
