@@ -7,6 +7,7 @@ Pure: no I/O. The page's own files (``index.html``, ``app.css``, the scripts) co
     data/index.js                        the summary, always loaded first
     data/attention.js                    the cells that need a look (needs attention, groups),
                                          and the failing rows' signatures (grouping.py)
+    data/slowest.js                      each backend's slowest tests and the slower ones
     data/d/<category>/<title>.js         one per dashboard, loaded when it is opened
 
 Paths are relative to the site's folder; the branch store puts them under ``site/``
@@ -26,7 +27,13 @@ from ivy_matrix.explain.grouping import (
 )
 from ivy_matrix.model import DashboardState, Trend
 from ivy_matrix.site.cells import PlacedCell, dashboard_cells, stale_before
-from ivy_matrix.site.documents import FORMAT, VERSION, dashboard_document, script
+from ivy_matrix.site.documents import (
+    FORMAT,
+    VERSION,
+    dashboard_document,
+    script,
+    slowest_document,
+)
 from ivy_matrix.site.overview import (
     attention_items,
     column_counts,
@@ -39,6 +46,7 @@ from ivy_matrix.views.dashboards import RenderedFile
 DATA_DIR = "data"
 INDEX_DATA = f"{DATA_DIR}/index.js"
 ATTENTION_DATA = f"{DATA_DIR}/attention.js"
+SLOWEST_DATA = f"{DATA_DIR}/slowest.js"
 DASHBOARD_DATA = SITE_DASHBOARD_DATA  # data/d/<category>/<title>.js: paths.site_data_file
 
 
@@ -101,4 +109,5 @@ def render_site(
         "signatures": signatures_json(failing_rows),
     }
     files.append(RenderedFile(path=ATTENTION_DATA, text=script("attention", document)))
+    files.append(RenderedFile(path=SLOWEST_DATA, text=script("slowest", slowest_document(states))))
     return files

@@ -9,9 +9,10 @@ the same bytes and writes nothing. The format is described in docs/site.md.
 ``d/<id>`` holds one dashboard: its backends, the jobs its cells' results came from, its
 distinct cells (status, the strip of its newest results and the job of each, attention group,
 failing since, last pass, flakiness, case counts, failure signature, and for a failing cell
-its blame) and its rows (name, then a cell index per backend, -1 where it has none), one
-failure line per signature and each distinct blame once. The
-index and the needs-attention list are overview.py's.
+its blame) and its rows (name, then a cell index per backend, -1 where it has none, then,
+when the dashboard has durations, each backend's newest duration), one failure line per
+signature and each distinct blame once. ``slowest`` holds each backend's slowest cells and the
+cells that got slower (slowdowns.py). The index and the needs-attention list are overview.py's.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ivy_matrix.escaping import safe_link
 from ivy_matrix.explain.blame import Blame
-from ivy_matrix.model import DashboardState, Source
+from ivy_matrix.explain.slowdowns import dashboard_slowdowns, slowest
+from ivy_matrix.model import DashboardState, Row, Source
 from ivy_matrix.site.cells import LETTERS, CellView, PlacedCell
+from ivy_matrix.state.durations import latest_timing, rounded
 from ivy_matrix.state.history import RunResult
 from ivy_matrix.state.paths import site_id
 
@@ -206,6 +209,13 @@ def dashboard_document(state: DashboardState, placed: Iterable[PlacedCell]) -> d
         if row is None:
             row = rows[item.row.name] = [item.row.name, *([-1] * width)]
         row[1 + column[item.backend]] = found
+    listed = [rows.get(r.name, [r.name, *([-1] * width)]) for r in state.rows]
+    if any(r.times for r in state.rows):
+        # Each row's newest durations, by backend after its cells (null: none).
+        listed = [
+            [*row, *(_seconds(r, backend) for backend in state.backend_names)]
+            for row, r in zip(listed, state.rows, strict=True)
+        ]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -214,7 +224,49 @@ def dashboard_document(state: DashboardState, placed: Iterable[PlacedCell]) -> d
         "backends": list(state.backend_names),
         "jobs": jobs.document(),
         "cells": cells,
-        "rows": [rows.get(r.name, [r.name, *([-1] * width)]) for r in state.rows],
+        "rows": listed,
         "messages": messages,
         "blames": blames.document(),
+    }
+
+
+def _seconds(row: Row, backend: str) -> float | None:
+    timing = latest_timing(row, backend)
+    return None if timing is None else rounded(timing.seconds)
+
+
+# The slowest cells each backend lists in the site's slowest view.
+SITE_SLOWEST = 100
+
+
+def slowest_document(states: Sequence[DashboardState]) -> dict[str, object]:
+    """``data/slowest.js``: each backend's slowest cells and every cell that got slower
+    (docs/site.md), dashboards by their number in the index."""
+    number = {state.key: i for i, state in enumerate(states)}
+    slower = []
+    for state in states:
+        for found in dashboard_slowdowns(state):
+            blame = found.blame
+            slower.append(
+                [
+                    number[state.key],
+                    found.row,
+                    found.backend,
+                    rounded(found.seconds),
+                    rounded(found.median),
+                    found.runs,
+                    found.since.run_id,
+                    "" if blame.hint is None else blame.hint.value,
+                    safe_link(blame.compare_url or ""),
+                    [[c.package, c.before or "", c.after or ""] for c in blame.changes],
+                ]
+            )
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "backends": {
+            backend: [[number[c.dashboard], c.row, rounded(c.seconds)] for c in cells]
+            for backend, cells in slowest(states, limit=SITE_SLOWEST).items()
+        },
+        "slower": slower,
     }

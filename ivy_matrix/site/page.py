@@ -19,6 +19,7 @@ STATIC_FILES = (
     "summary.js",
     "attention.js",
     "grid.js",
+    "slowest.js",
     "detail.js",
     "main.js",
 )

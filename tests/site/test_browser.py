@@ -33,6 +33,7 @@ from tests.site.plan import (
     build_site,
     cli,
     expected_cells,
+    seconds_of,
     sha_of,
 )
 from tests.site.scenes import F, S, dashboard, write_store
@@ -247,6 +248,7 @@ def test_hostile_names_show_as_text_and_run_nothing(site, visit):
         ("#/groups", "groups"),
         ("#/d/core/gradients", "grid"),
         ("#/d/core/gradients?test=test_relu&cell=jax", "grid"),
+        ("#/slowest?backend=jax", "slowest"),
     ],
 )
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -324,6 +326,7 @@ VIEWS = [
     ("#/summary", "summary"),
     ("#/groups", "groups"),
     ("#/d/core/gradients", "grid"),
+    ("#/slowest", "slowest"),
 ]
 
 
@@ -402,3 +405,47 @@ def test_a_failure_message_keeps_its_line_breaks(tmp_path, visit):
     title = page.text_content("table.groups th.message-cell") or ""
     assert title == "AssertionError: arrays differ …"
     assert "\ufffd" not in title
+
+
+def test_the_grid_has_a_time_column_and_sorts_the_slowest_first(site, visit):
+    """Each row shows its longest newest duration over the backends shown; sorted by time,
+    the slowest come first; with one backend, that backend's."""
+    page = visit.open(url_of(site, "#/d/nn/layers?sort=time"), "grid")
+
+    assert shown_rows(page)[:2] == ["test_conv", "test_dense_0"]
+    times = page.eval_on_selector_all("#grid tbody td.time", "tds => tds.map(td => td.textContent)")
+    assert times[:2] == ["1 min 30 s", "12.0 s"]
+    title = page.get_attribute("#grid tbody td.time", "title") or ""
+    assert title.startswith("jax: 90.1")  # kept within 0.19 %
+    page.select_option("#f-backend", "numpy")
+    times = page.eval_on_selector_all(
+        "#grid tbody tr", "rows => rows.map(r => [r.cells[0].textContent, r.cells[1].textContent])"
+    )
+    expected = {
+        row: f"{seconds_of(row, 'numpy', 6):g} s" for row in [f"test_dense_{i}" for i in range(5)]
+    }
+    assert dict(times) == {**expected, "test_conv": f"{seconds_of('test_conv', 'numpy', 6):g} s"}
+    assert [row for row, _ in times][-1] == "test_conv"  # the shortest on numpy
+    assert grid_cells(page)[("test_conv", "numpy")][0] == "failure"  # the cells are unchanged
+
+
+def test_the_slowest_view_lists_a_backends_slowest_tests_and_the_slower_ones(site, visit):
+    """The slowest view lists jax's slowest tests longest first, each linked to its cell, and
+    the test that got 3 times slower in the newest run, blamed on the code."""
+    page = visit.open(url_of(site, "#/slowest?backend=jax"), "slowest")
+
+    rows = page.eval_on_selector_all(
+        "#slowest tbody tr", "rows => rows.map(r => [r.dataset.test, Number(r.dataset.seconds)])"
+    )
+    assert rows[0] == ["test_conv", pytest.approx(90.0, rel=0.002)]
+    assert [seconds for _, seconds in rows] == sorted((s for _, s in rows), reverse=True)
+    link = page.get_attribute("#slowest tbody tr th a", "href")
+    assert link == "#/d/nn/layers?test=test_conv&cell=jax"
+    slower = page.eval_on_selector_all(
+        "#slower tbody tr",
+        "rows => rows.map(r => [r.dataset.test, r.dataset.backend, r.textContent])",
+    )
+    assert [row[:2] for row in slower] == [["test_conv", "jax"]]
+    assert "code only" in slower[0][2]
+    assert "3 times" not in slower[0][2]  # the table says the median instead
+    assert "30 s of 6 runs" in slower[0][2] or "30.0 s of 6 runs" in slower[0][2]

@@ -58,6 +58,7 @@ def test_the_data_files_match_their_golden_files(site_golden):
         "data/d/core/gradients.js",
         "data/d/nn/layers.js",
         "data/index.js",
+        "data/slowest.js",
         "index.html",
     ]
     for path in ("data/index.js", "data/attention.js", "data/d/core/gradients.js"):

@@ -22,6 +22,7 @@ SITE_FILES = {
     *STATIC_FILES,
     "data/index.js",
     "data/attention.js",
+    "data/slowest.js",
     "data/d/core/gradients.js",
     "data/d/nn/layers.js",
 }

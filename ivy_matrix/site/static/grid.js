@@ -27,6 +27,7 @@
     ["status", "status (worst first)"],
     ["since", "failing longest first"],
     ["flaky", "flakiest first"],
+    ["time", "slowest first"],
     ["name", "name"],
   ];
   const STATUS_FILTERS = [
@@ -88,7 +89,41 @@
     });
   }
 
+  // A row's newest duration on backend i (seconds), or null: the dashboard's rows hold them
+  // after their cells when it has any (docs/site.md).
+  function seconds(doc, row, i) {
+    const value = row[1 + doc.backends.length + i];
+    return value === undefined ? null : value;
+  }
+
+  // The row's longest newest duration over the backends shown, and that backend's index.
+  function longest(doc, row, columns) {
+    let best = null;
+    let where = -1;
+    for (const i of columns) {
+      const value = seconds(doc, row, i);
+      if (value !== null && (best === null || value > best)) {
+        best = value;
+        where = i;
+      }
+    }
+    return { seconds: best, backend: where };
+  }
+
+  function secondsText(value) {
+    if (value < 10) return (Math.round(value * 1000) / 1000) + " s";
+    if (value < 60) return value.toFixed(1) + " s";
+    const total = Math.round(value);
+    const minutes = Math.floor(total / 60);
+    if (minutes < 60) return minutes + " min " + (total % 60) + " s";
+    return Math.floor(minutes / 60) + " h " + (minutes % 60) + " min";
+  }
+
   function rowKey(doc, row, columns, sort) {
+    if (sort === "time") {
+      const found = longest(doc, row, columns).seconds;
+      return found === null ? -1 : found;
+    }
     let best = 0;
     for (const i of columns) {
       const cellIndex = row[1 + i];
@@ -106,7 +141,7 @@
     const order = rows.map(function (row, i) { return { row: row, i: i }; });
     if (sort === "name") {
       order.sort(function (a, b) { return a.row[0] < b.row[0] ? -1 : a.row[0] > b.row[0] ? 1 : a.i - b.i; });
-    } else if (sort === "status" || sort === "since" || sort === "flaky") {
+    } else if (sort === "status" || sort === "since" || sort === "flaky" || sort === "time") {
       for (const item of order) item.key = rowKey(doc, item.row, columns, sort);
       order.sort(function (a, b) { return b.key - a.key || a.i - b.i; });
     }
@@ -269,6 +304,8 @@
       renderGrid(doc, params);
     }
     const columns = filters.backend ? [doc.backends.indexOf(filters.backend)] : doc.backends.map(function (_, i) { return i; });
+    // The time column: each row's longest newest duration over the backends shown.
+    const timed = doc.rows.some(function (row) { return row.length > 1 + doc.backends.length; });
     const matching = doc.rows.filter(function (row) { return rowMatches(doc, row, filters, columns); });
     const rows = sortedRows(doc, matching, columns, filters.sort);
     const pages = Math.max(1, Math.ceil(rows.length / ROW_LIMIT));
@@ -280,6 +317,15 @@
     for (const row of slice) {
       const tr = document.createElement("tr");
       tr.appendChild(h("th", { scope: "row" }, name(row[0])));
+      if (timed) {
+        const found = longest(doc, row, columns);
+        const label = found.seconds === null ? "" : secondsText(found.seconds);
+        tr.appendChild(h("td", {
+          class: "time",
+          title: found.seconds === null ? "" : doc.backends[found.backend] + ": " + found.seconds + " s",
+          text: label,
+        }));
+      }
       for (const i of columns) {
         const key = row[1 + i] + ":" + i;
         let proto = built.get(key);
@@ -314,6 +360,7 @@
       h("div", { class: "scroll" }, h("table", { class: "grid", id: "grid" },
         h("caption", { class: "sr", text: doc.key + ": one row per test, one column per backend; the strip shows the newest results, oldest left" }),
         h("thead", null, h("tr", null, h("th", { scope: "col", text: "Test" }),
+          timed ? h("th", { scope: "col", class: "time", text: "Time" }) : null,
           columns.map(function (i) { return h("th", { scope: "col" }, name(doc.backends[i])); }))),
         body)),
     ], doc.key, "grid");
@@ -358,5 +405,5 @@
   }
 
   M.views.grid = gridView;
-  Object.assign(M, { jobsOf, cellStatus, cellCounts });
+  Object.assign(M, { jobsOf, cellStatus, cellCounts, secondsText });
 })();

@@ -14,6 +14,7 @@
     if (path === "/summary") work = M.views.summary();
     else if (path === "/attention") work = M.views.attention(place.params);
     else if (path === "/groups") work = M.views.groups(place.params);
+    else if (path === "/slowest") work = M.views.slowest(place.params);
     else if (path.startsWith("/d/")) work = M.views.grid(path.slice(3), place.params);
     else work = M.index.failing > 0 ? M.views.attention(place.params) : M.views.summary();
     return Promise.resolve(work).catch(failed);
