@@ -2,9 +2,9 @@
 
 Pure: no I/O. ``durations/<backend>.json`` (paths.durations_file) is one JSON object, each
 test's pytest node id (naming.node_prefix and the case's name: ``path/to/test_x.py::Class::
-test_y[param]``) to its seconds (the sum of its cases' ``time`` in the results an update read,
-to the microsecond), one a line, sorted, as ``pytest-split`` reads with ``--durations-path``:
-each backend's matrix can then be split by its own durations. An update writes the file of
+test_y[param]``) to its seconds (the sum of its cases' ``time`` in the results an update
+read), one a line, in the order the results gave them, as ``pytest-split`` reads with
+``--durations-path``: each backend's matrix can then be split by its own durations. An update writes the file of
 each backend it read results of, whole: the durations of the newest run (one job writes a
 run's dashboards: the fan-in job, or the single job that read every result); a backend it
 brought nothing of keeps its file. The branch store commits the files, ``--output-dir``
@@ -28,12 +28,13 @@ def durations_files(
     files = []
     for backend, prefixes in sorted(durations.items()):
         entries = {
-            prefix + name: round(seconds, 6)
+            prefix + name: seconds
             for prefix, named in prefixes.items()
             for name, seconds in named.items()
         }
         if not entries:
             continue
-        text = json.dumps(dict(sorted(entries.items())), ensure_ascii=False, indent=0) + "\n"
-        files.append(RenderedFile(path=durations_file(backend), text=text))
+        # One entry a line, by json's C encoder (an indent would take its slow Python one).
+        text = json.dumps(entries, ensure_ascii=False, separators=(",\n", ": "))
+        files.append(RenderedFile(path=durations_file(backend), text=text + "\n"))
     return files
