@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ivy_matrix.errors import IvyMatrixError
 from ivy_matrix.escaping import escape_name
 from ivy_matrix.explain.blame import render_issue_section
-from ivy_matrix.explain.history_text import render_index_sections
+from ivy_matrix.explain.history_text import index_notes, render_notes_sections
 from ivy_matrix.issues.markers import (
     BEGIN,
     DEFAULT_BUDGET,
@@ -33,7 +33,7 @@ from ivy_matrix.issues.markers import (
 from ivy_matrix.model import DashboardState
 from ivy_matrix.state.history import DEFAULT_SECTION_LIMIT, dashboard_history
 from ivy_matrix.views.dashboards import Style, compact_cell, render_dashboard, site_line
-from ivy_matrix.views.index_page import counts_table, render_index
+from ivy_matrix.views.index_page import counts_table, render_index, with_duration_notes
 from ivy_matrix.views.tables import compact_table, table
 
 # Entries of the failing/flaky section below a dashboard issue's table, tried in turn until
@@ -206,7 +206,7 @@ def compose_index(
     hidden record of the runs' writes (``markers.writes_marker``), first in the region.
 
     Only dashboards in ``links`` (key -> the issue's URL, or the page's) are listed, and below them the history
-    sections (newly failing, failing for long, flaky; fewer entries, then none, when over
+    sections (newly failing, failing for long, flaky, slower, slowest: as the index page draws them; fewer entries, then none, when over
     ``budget``). Over ``budget`` without them, the pictures go too; then only the dashboard
     names stay linked; if that is still over, the last dashboards are left out and counted
     in a closing line.
@@ -219,11 +219,15 @@ def compose_index(
     def wrap(text: str) -> str:
         return f"{INDEX_MARKER}\n{before}{BEGIN}\n{writes}{site}{text}{END}{after}"
 
-    histories = [dashboard_history(state) for state in linked]
+    histories = [(state, dashboard_history(state)) for state in linked]
     for pictures in dict.fromkeys((charts, "")):
         index = render_index(linked, lambda s: links[s.key], trend=pictures)
         for limit in HISTORY_LIMITS:
-            sections = render_index_sections(histories, lambda key: links[key], limit=limit)
+            notes = [
+                (state.key, with_duration_notes(index_notes(h, limit=limit), state, limit=limit))
+                for state, h in histories
+            ]
+            sections = render_notes_sections(notes, lambda key: links[key], limit=limit)
             body = wrap(f"{index}\n{sections.rstrip()}\n" if sections else index)
             if utf16_len(body) <= budget:
                 return body

@@ -24,7 +24,9 @@ from ivy_matrix.issues.markers import (
 )
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome
 from ivy_matrix.state.merge import Batch, apply_batch, union_states
-from ivy_matrix.views.dashboards import Style, render_dashboard
+from ivy_matrix.state.paths import dashboard_file
+from ivy_matrix.views.dashboards import Style, render_dashboard, render_files
+from tests.explain.test_slowdowns import generated_history
 from tests.issues.helpers import GRADIENTS, RANDOM, make_state, source
 
 KEY = GRADIENTS
@@ -234,3 +236,18 @@ def test_an_index_over_budget_drops_links_then_rows():
     assert utf16_len(body) <= 20_000
     assert "more dashboard(s) not listed here" in body
     assert "[1/1](" not in body
+
+
+def test_the_index_issue_shows_the_slower_and_slowest_tests_as_the_index_page_does():
+    """Issue 28: the pinned index issue lists the cells that got slower and each backend's
+    slowest tests, the same sections the branch's index page draws, each linking the issue."""
+    state = generated_history()
+    link = "https://github.com/o/r/issues/7"
+    body = compose_index([state], {state.key: link})
+    page = {f.path: f.text for f in render_files([state], style=Style.IVY)}["README.md"]
+    for title in ("## Slower", "## Slowest"):
+        assert title in page
+        issue_part = body.split(f"{title}\n\n", 1)[1].split("\n\n", 1)[0]
+        page_part = page.split(f"{title}\n\n", 1)[1].split("\n\n", 1)[0]
+        assert issue_part == page_part.replace(dashboard_file(state), link)
+    assert "test_code" in body.split("## Slower\n\n", 1)[1]
