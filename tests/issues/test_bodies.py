@@ -245,6 +245,7 @@ def test_the_index_issue_shows_the_slower_and_slowest_tests_as_the_index_page_do
     link = "https://github.com/o/r/issues/7"
     body = compose_index([state], {state.key: link})
     page = {f.path: f.text for f in render_files([state], style=Style.IVY)}["README.md"]
+    assert page is not None
     for title in ("## Slower", "## Slowest"):
         assert title in page
         issue_part = body.split(f"{title}\n\n", 1)[1].split("\n\n", 1)[0]
