@@ -350,39 +350,15 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
     parser.StartElementHandler = start_root
     parser.EndElementHandler = end
 
-    problem: ParseProblem | None = None
-    head = stream.read(chunk_size)
-    if not head:
-        problem = ParseProblem(source=source, message="file is empty", line=None)
-    else:
-        try:
-            more = head
-            while more and len(head) < HEAD_BYTES:
-                more = stream.read(chunk_size)
-                head += more
-            codec, skip = plan_decoding(head, complete=not more)
-            chunks = (
-                raw_chunks(head, stream, chunk_size)
-                if codec is None
-                else utf8_chunks(head, stream, chunk_size, codec, skip)
-            )
-            del head, more  # the generator holds the start of the file until it is fed
-            fed = 0
-            for chunk in chunks:
-                parser.Parse(chunk, False)  # noqa: FBT003  -- pyexpat takes isfinal positionally
-                # Expat keeps an unfinished tag, comment or declaration whole: never let it grow.
-                fed += len(chunk)
-                if fed - parser.CurrentByteIndex > MARKUP_CAP:
-                    _refuse_long_markup(parser.CurrentLineNumber)
-            parser.Parse(b"", True)  # noqa: FBT003  -- as above
-        except expat.ExpatError as exc:
-            problem = ParseProblem(
-                source=source,
-                message=f"not well-formed XML: {expat.ErrorString(exc.code)} (line {exc.lineno})",
-                line=exc.lineno,
-            )
-        except BadInputError as exc:
-            problem = ParseProblem(source=source, message=exc.message, line=exc.line)
+    try:
+        problem = _parse(parser, stream, source, chunk_size)
+    finally:
+        # The handlers close over the parser and the caller's ``on_case`` (and what it
+        # gathers): without them the parser is no cycle, and all of it goes as soon as this
+        # returns, not at the garbage collector's next full pass.
+        parser.StartElementHandler = parser.EndElementHandler = None
+        parser.CharacterDataHandler = parser.EntityDeclHandler = None
+        parser.UnparsedEntityDeclHandler = None
     if problem is not None:
         return FileCounts(path=source, problem=problem.message), problem
     passed, skipped, failed, errors = tally
@@ -396,3 +372,41 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
         flaky=flaky_count,
     )
     return counts, None
+
+
+def _parse(
+    parser: expat.XMLParserType, stream: BinaryIO, source: str, chunk_size: int
+) -> ParseProblem | None:
+    """Feed ``stream`` to ``parser`` (its handlers set); the problem that stopped it, if any."""
+    head = stream.read(chunk_size)
+    if not head:
+        return ParseProblem(source=source, message="file is empty", line=None)
+    try:
+        more = head
+        while more and len(head) < HEAD_BYTES:
+            more = stream.read(chunk_size)
+            head += more
+        codec, skip = plan_decoding(head, complete=not more)
+        chunks = (
+            raw_chunks(head, stream, chunk_size)
+            if codec is None
+            else utf8_chunks(head, stream, chunk_size, codec, skip)
+        )
+        del head, more  # the generator holds the start of the file until it is fed
+        fed = 0
+        for chunk in chunks:
+            parser.Parse(chunk, False)  # noqa: FBT003  -- pyexpat takes isfinal positionally
+            # Expat keeps an unfinished tag, comment or declaration whole: never let it grow.
+            fed += len(chunk)
+            if fed - parser.CurrentByteIndex > MARKUP_CAP:
+                _refuse_long_markup(parser.CurrentLineNumber)
+        parser.Parse(b"", True)  # noqa: FBT003  -- as above
+    except expat.ExpatError as exc:
+        return ParseProblem(
+            source=source,
+            message=f"not well-formed XML: {expat.ErrorString(exc.code)} (line {exc.lineno})",
+            line=exc.lineno,
+        )
+    except BadInputError as exc:
+        return ParseProblem(source=source, message=exc.message, line=exc.line)
+    return None

@@ -9,6 +9,11 @@ each backend it read results of, whole: the durations of the newest run (one job
 run's dashboards: the fan-in job, or the single job that read every result); a backend it
 brought nothing of keeps its file. The branch store commits the files, ``--output-dir``
 holds them.
+
+The text is written a node id's start at a time, by json's C encoder: each start's names and
+seconds are one object encoded at once, and the start is put before each name in the text
+(JSON escapes a string a character at a time, so the escaped start and the escaped name are
+the escaped node id), without a node id string or a line of Python per test.
 """
 
 from __future__ import annotations
@@ -19,6 +24,13 @@ from collections.abc import Mapping
 from ivy_matrix.state.paths import durations_file
 from ivy_matrix.views.dashboards import RenderedFile
 
+# One entry a line, by json's C encoder (an indent would take its slow Python one). The text
+# between two entries is this separator then a key's opening quote: a line break inside a
+# name is escaped, so the separator is found nowhere else.
+_SEPARATORS = (",\n", ": ")
+_NEXT = ',\n"'
+_encode = json.JSONEncoder(ensure_ascii=False, separators=_SEPARATORS).encode
+
 
 def durations_files(
     durations: Mapping[str, Mapping[str, Mapping[str, float]]],
@@ -27,14 +39,35 @@ def durations_files(
     backend, the start of a node id, the case's name)."""
     files = []
     for backend, prefixes in sorted(durations.items()):
-        entries = {
-            prefix + name: seconds
-            for prefix, named in prefixes.items()
-            for name, seconds in named.items()
-        }
-        if not entries:
-            continue
-        # One entry a line, by json's C encoder (an indent would take its slow Python one).
-        text = json.dumps(entries, ensure_ascii=False, separators=(",\n", ": "))
-        files.append(RenderedFile(path=durations_file(backend), text=text + "\n"))
+        text = durations_text(prefixes)
+        if text is not None:
+            files.append(RenderedFile(path=durations_file(backend), text=text))
     return files
+
+
+def durations_text(prefixes: Mapping[str, Mapping[str, float]]) -> str | None:
+    """One backend's durations file (None when it has no test): by node id, in order."""
+    parts: list[str] = []
+    for prefix, named in prefixes.items():
+        if not named:
+            continue
+        body = _encode(named)[2:-1]  # 'name": 1.5,\n"other": 2' without '{"' and '}'
+        if "::" in body:
+            # A name that holds "::" could make the node id of another start's name (numbers
+            # and separators hold none): one object, in which a node id twice is written
+            # once, with its last seconds.
+            return _one_object(prefixes)
+        start = _encode(prefix)[1:-1]
+        parts.append('"' + start + body.replace(_NEXT, _NEXT + start))
+    if not parts:
+        return None
+    return "{" + ",\n".join(parts) + "}\n"
+
+
+def _one_object(prefixes: Mapping[str, Mapping[str, float]]) -> str | None:
+    entries = {
+        prefix + name: seconds
+        for prefix, named in prefixes.items()
+        for name, seconds in named.items()
+    }
+    return _encode(entries) + "\n" if entries else None

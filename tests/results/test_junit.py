@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import gc
 import hashlib
 import io
 import itertools
 import os
 import tracemalloc
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
@@ -1007,3 +1009,31 @@ def test_a_cases_time_is_its_seconds_or_none_when_not_a_finite_number(attribute,
     """``time`` is read as seconds; a value that is not a finite number of 0 or more is none,
     never a number added to a duration."""
     assert one_case("", f'name="t" {attribute}').time == seconds
+
+
+@pytest.mark.parametrize(
+    "xml", [b"<testsuite><testcase name='a'/></testsuite>", b"<testsuite><testcase name='a'>"]
+)
+def test_what_the_caller_gathers_goes_when_the_scan_returns(xml: bytes) -> None:
+    """The parser's handlers close over it and over ``on_case``: they are let go on return,
+    read or broken, so what a file's cases were gathered into is freed then (by its count of
+    references), not held until the garbage collector's next full pass."""
+
+    class Gatherer:
+        def __init__(self) -> None:
+            self.names: list[str] = []
+
+        def __call__(self, case: CaseResult) -> None:
+            self.names.append(case.name)
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gatherer = Gatherer()
+        gone = weakref.ref(gatherer)
+        scan_junit(io.BytesIO(xml), source="x.xml", on_case=gatherer)
+        del gatherer
+        assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()
