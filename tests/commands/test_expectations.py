@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 import pytest
 
 from ivy_matrix.cli import main
 from ivy_matrix.errors import ExitCode
+from ivy_matrix.github.client import make_client
 from ivy_matrix.github.connection import Remote
 from tests.commands.results import error_lines, write_suite
+from tests.github.fake_server import FakeGitHub
 from tests.github.memory import MemoryGitHub
 
 pytestmark = pytest.mark.timeout(120)
@@ -175,85 +180,114 @@ def test_bad_rules_are_usage_errors(extra, said, capsys):
 # ------------------------------------------------------------- the workflow's pull request
 
 
-def branch_env() -> dict[str, str]:
-    return {
+Double = MemoryGitHub | FakeGitHub
+
+
+@pytest.fixture(params=["memory", "http"], name="double")
+def double_fixture(request) -> Iterator[Double]:
+    """The in-memory GitHub (our client's calls, no HTTP), then the HTTP fake that the real
+    client (PyGithub's requester, our retries) talks to over 127.0.0.1."""
+    if request.param == "memory":
+        yield MemoryGitHub()
+        return
+    with FakeGitHub() as fake:
+        yield fake
+
+
+def branch_env(double: Double) -> dict[str, str]:
+    env = {
         "GITHUB_REPOSITORY": "acme/widgets",
         "IVY_MATRIX_TOKEN": "fake-token",
         "IVY_MATRIX_TARGETS": "branch",
         "IVY_MATRIX_BRANCH_TRANSPORT": "rest",
     }
+    if isinstance(double, FakeGitHub):
+        env["GITHUB_API_URL"] = double.base_url
+    return env
 
 
-def update_branch(memory: MemoryGitHub, run: int) -> None:
+def update_branch(double: Double, run: int) -> None:
     argv = [
         *("update", "--junit", f"run{run}/*/results.xml"),
         *("--backend-from-path", r"run\d+/(?P<backend>[^/]+)/", "--run-id", str(run)),
     ]
-    assert main(argv, branch_env(), remote=_remote(memory)) == ExitCode.OK
+    assert main(argv, branch_env(double), remote=_remote(double)) == ExitCode.OK
 
 
-def _remote(memory: MemoryGitHub) -> Remote:
-    return Remote(client=lambda _token, _url: memory, sleep=lambda _s: None, git=None)
+def _remote(double: Double) -> Remote:
+    if isinstance(double, FakeGitHub):
+        client = partial(make_client, timeout=10, sleep=lambda _s: None)
+        return Remote(client=lambda token, url: client(token=token, api_url=url), git=None)
+    return Remote(client=lambda _token, _url: double, sleep=lambda _s: None, git=None)
 
 
-def expectations_in_workflow(memory: MemoryGitHub) -> int:
+def content_requests(double: Double) -> int:
+    spent = double.budget.spent() if isinstance(double, FakeGitHub) else double.spent()
+    return spent.content_requests
+
+
+def expectations_in_workflow(double: Double) -> int:
     """Run the command as a workflow does; the content-creating requests it made."""
-    before = memory.spent().content_requests
-    assert main(list(ARGS), branch_env(), remote=_remote(memory)) == ExitCode.OK
-    return memory.spent().content_requests - before
+    before = content_requests(double)
+    assert main(list(ARGS), branch_env(double), remote=_remote(double)) == ExitCode.OK
+    return content_requests(double) - before
 
 
-def test_a_workflow_opens_one_pull_request_then_writes_nothing_then_updates_it(workdir, capsys):
-    memory = MemoryGitHub()
-    memory.push("main", {"xfails/numpy.txt": NUMPY, "xfails/torch.txt": TORCH})
-    memory.push("main", {"xfails/all.txt": COMMON, "README.md": "hello\n"})
+def pulls(double: Double) -> list[dict[str, Any]]:
+    return [i for i in double.issues.values() if i["pull_request"]]
+
+
+def test_a_workflow_opens_one_pull_request_then_writes_nothing_then_updates_it(
+    double, workdir, capsys
+):
+    double.push("main", {"xfails/numpy.txt": NUMPY, "xfails/torch.txt": TORCH})
+    double.push("main", {"xfails/all.txt": COMMON, "README.md": "hello\n"})
     for run in RUNS:
         write_run(workdir, run)
-        update_branch(memory, run)
-    main_head = memory.ref_sha("refs/heads/main")
+        update_branch(double, run)
+    main_head = double.ref_sha("refs/heads/main")
     capsys.readouterr()
 
     # The first run: one commit on main's head, one pull request, 4 writes (at most 6).
-    assert expectations_in_workflow(memory) == 4
-    (pull,) = [i for i in memory.issues.values() if i["pull_request"]]
-    assert pull["head"][0] == "acme:ivy-matrix-expectations"
-    tip = memory.ref_sha("refs/heads/ivy-matrix-expectations")
+    assert expectations_in_workflow(double) == 4
+    (pull,) = pulls(double)
+    assert pull["head"][0].removeprefix("acme:") == "ivy-matrix-expectations"
+    tip = double.ref_sha("refs/heads/ivy-matrix-expectations")
     assert tip is not None
-    assert memory.commits[tip]["parents"] == [main_head]
-    assert memory.read_file("xfails/torch.txt", "ivy-matrix-expectations") == (
+    assert double.commits[tip]["parents"] == [main_head]
+    assert double.read_file("xfails/torch.txt", "ivy-matrix-expectations") == (
         "# torch xfails\r\n\r\ntest_narrow\r\ntest_broken\r\n"
     )
-    assert memory.read_file("README.md", "ivy-matrix-expectations") == "hello\n"
-    assert memory.ref_sha("refs/heads/main") == main_head  # the default branch untouched
+    assert double.read_file("README.md", "ivy-matrix-expectations") == "hello\n"
+    assert double.ref_sha("refs/heads/main") == main_head  # the default branch untouched
     assert "| torch | pkg/ops test_broken |" in pull["body"]
     assert "opened pull request #" in capsys.readouterr().err
 
     # An identical run: nothing written at all.
-    assert expectations_in_workflow(memory) == 0
+    assert expectations_in_workflow(double) == 0
     assert "is up to date; nothing written" in capsys.readouterr().err
-    assert memory.ref_sha("refs/heads/ivy-matrix-expectations") == tip
+    assert double.ref_sha("refs/heads/ivy-matrix-expectations") == tip
 
     # Someone edits main's numpy list: the change differs, the same pull request follows.
-    memory.push("main", {"xfails/numpy.txt": NUMPY + "\n# reviewed\n"})
-    new_main = memory.ref_sha("refs/heads/main")
-    assert expectations_in_workflow(memory) == 3  # tree, commit, branch; the same body
-    (same,) = [i for i in memory.issues.values() if i["pull_request"]]
+    double.push("main", {"xfails/numpy.txt": NUMPY + "\n# reviewed\n"})
+    new_main = double.ref_sha("refs/heads/main")
+    assert expectations_in_workflow(double) == 3  # tree, commit, branch; the same body
+    (same,) = pulls(double)
     assert same["number"] == pull["number"]
-    tip = memory.ref_sha("refs/heads/ivy-matrix-expectations")
+    tip = double.ref_sha("refs/heads/ivy-matrix-expectations")
     assert tip is not None
-    assert memory.commits[tip]["parents"] == [new_main]
-    assert "# end\n# reviewed\n" in memory.read_file("xfails/numpy.txt", "ivy-matrix-expectations")
+    assert double.commits[tip]["parents"] == [new_main]
+    assert "# end\n# reviewed\n" in double.read_file("xfails/numpy.txt", "ivy-matrix-expectations")
     assert "updated pull request #" in capsys.readouterr().err
 
 
-def test_a_workflow_writes_nothing_when_the_newest_run_lacks_a_backend(workdir, capsys):
-    memory = MemoryGitHub()
-    memory.push("main", {"xfails/numpy.txt": NUMPY, "xfails/torch.txt": TORCH})
+def test_a_workflow_writes_nothing_when_the_newest_run_lacks_a_backend(double, workdir, capsys):
+    double.push("main", {"xfails/numpy.txt": NUMPY, "xfails/torch.txt": TORCH})
     for run in RUNS:
         write_run(workdir, run, ("numpy",) if run == RUNS[-1] else ("numpy", "torch"))
-        update_branch(memory, run)
+        update_branch(double, run)
     capsys.readouterr()
-    assert expectations_in_workflow(memory) == 0
+    assert expectations_in_workflow(double) == 0
     assert "nothing proposed" in capsys.readouterr().err
-    assert memory.ref_sha("refs/heads/ivy-matrix-expectations") is None
-    assert not [i for i in memory.issues.values() if i["pull_request"]]
+    assert double.ref_sha("refs/heads/ivy-matrix-expectations") is None
+    assert not pulls(double)

@@ -2,12 +2,12 @@
 
 Stdlib only. ``FakeGitHub`` keeps GitHub's state (jobs, issues, comments, labels, git blobs,
 trees, commits and refs) as plain dicts under one lock and serves exactly the operations
-``ivy_matrix/github/client.py`` calls: the jobs of a run attempt; git refs (get, create, update),
+``ivy_matrix/github/client.py`` calls: a repository (its default branch); the jobs of a run attempt; git refs (get, create, update),
 blobs (create, get), trees (create, get) and commits (create); issues (list, get, create, edit), their
-comments (list, create, edit, delete) and labels (get, create); a commit's statuses (set one, read
-the combined status). GraphQL (pinning) answers 404.
-Bodies have the shapes of ``../shared/github-api/openapi-subset.json`` (and, for the statuses,
-``tests/github/openapi-statuses.json``), errors the texts of
+comments (list, create, edit, delete) and labels (get, create); pull requests (list, get, open,
+edit); a commit's statuses (set one, read the combined status). GraphQL (pinning) answers 404.
+Bodies have the shapes of ``../shared/github-api/openapi-subset.json`` (and, for the statuses
+and opening or editing a pull request, ``tests/github/openapi-supplement.json``), errors the texts of
 ``../shared/design/PLATFORM.md`` (sections 1-3). Store logic is tested on the in-memory model
 ``tests/github/memory.py``; this fake is for the client itself and end-to-end tests.
 
@@ -87,6 +87,16 @@ FIRST_JOB_ID = 30_000_000_001
 
 Response = tuple[int, Any, dict[str, str]]
 JSON = dict[str, Any]
+
+
+# The fields of a pull request in a listing (``pull-request-simple``), out of the whole one.
+PULL_SIMPLE_FIELDS = (
+    "url", "id", "node_id", "html_url", "diff_url", "patch_url", "issue_url", "commits_url",
+    "review_comments_url", "review_comment_url", "comments_url", "statuses_url", "number",
+    "state", "locked", "title", "user", "body", "labels", "milestone", "created_at",
+    "updated_at", "closed_at", "merged_at", "merge_commit_sha", "assignee", "head", "base",
+    "_links", "author_association", "auto_merge",
+)  # fmt: skip
 
 
 class _Fail(Exception):  # noqa: N818  -- an HTTP answer, not a failure of the fake
@@ -525,6 +535,18 @@ class FakeGitHub:
             tip = self.refs[repo][f"refs/heads/{self.repos[repo]['default_branch']}"]
             return self._store_commit(self.commits[tip]["tree"], [tip], message)
 
+    def push(self, branch: str, files: Mapping[str, str], repo: str = "acme/widgets") -> str:
+        """Commit ``files`` (path -> text) on ``branch`` (creating it from nothing) and move it,
+        as a person pushing would; the commit's sha. Not a request: nothing is spent."""
+        with self.lock:
+            ref = f"refs/heads/{branch}"
+            tip = self.refs[repo].get(ref)
+            tree = dict(self.trees[self.commits[tip]["tree"]]) if tip else {}
+            tree |= {path: self._store_blob(text.encode()) for path, text in files.items()}
+            sha = self._store_commit(self._store_tree(tree), [tip] if tip else [], "a push")
+            self.refs[repo][ref] = sha
+            return sha
+
     def commit_statuses(self, sha: str, repo: str = "acme/widgets") -> dict[str, JSON]:
         """The newest status of each context on commit ``sha`` (context -> status)."""
         with self.lock:
@@ -810,7 +832,11 @@ class FakeGitHub:
             ("GET", issue, self._get_issue),
             ("PATCH", issue, self._patch_issue),
             ("GET", issue + r"/comments", self._list_comments),
+            ("GET", repo, self._get_repo),
+            ("GET", repo + r"/pulls", self._list_pulls),
+            ("POST", repo + r"/pulls", self._post_pull),
             ("GET", repo + r"/pulls/(?P<number>\d+)", self._get_pull),
+            ("PATCH", repo + r"/pulls/(?P<number>\d+)", self._patch_pull),
             ("POST", issue + r"/comments", self._post_comment),
             ("PATCH", comment, self._patch_comment),
             ("DELETE", comment, self._delete_comment),
@@ -916,6 +942,11 @@ class FakeGitHub:
         data = self._issue_json(api, issue)
         side = {"user": self._user(api), "repo": self._repo_json(api, name)}
         head_ref, head_sha = issue.get("head") or ("feature", "0" * 40)
+        base_ref, base_sha = issue.get("base") or ("main", "1" * 40)
+        if issue.get("opened"):  # opened through the API: head and base follow their branches
+            refs = self.refs.get(name, {})
+            head_sha = refs.get(f"refs/heads/{head_ref}", head_sha)
+            base_sha = refs.get(f"refs/heads/{base_ref}", base_sha)
         links = {
             "self": url,
             "html": self._html(name, "pull", number),
@@ -951,7 +982,8 @@ class FakeGitHub:
             "statuses_url": links["statuses"],
             "head": side
             | {"label": f"{name.split('/')[0]}:{head_ref}", "ref": head_ref, "sha": head_sha},
-            "base": side | {"label": f"{name.split('/')[0]}:main", "ref": "main", "sha": "1" * 40},
+            "base": side
+            | {"label": f"{name.split('/')[0]}:{base_ref}", "ref": base_ref, "sha": base_sha},
             "_links": {key: {"href": href} for key, href in links.items()},
             "author_association": "NONE",
             "auto_merge": None,
@@ -1284,10 +1316,95 @@ class FakeGitHub:
     def _get_issue(self, req: _Req) -> Response:
         return 200, self._issue_json(req.api, self._issue_or_404(req)), {}
 
+    def _get_repo(self, req: _Req) -> Response:
+        """``GET /repos/{owner}/{repo}``: the repository (``full-repository``)."""
+        now = self._now()
+        extra: JSON = {"has_discussions": False, "network_count": 0, "subscribers_count": 0}
+        extra |= {"pushed_at": now, "created_at": now, "updated_at": now}
+        return 200, self._repo_json(req.api, req.repo_name) | extra, {}
+
     def _get_pull(self, req: _Req) -> Response:
+        return 200, self._pull_json(req.api, self._pull_or_404(req)), {}
+
+    def _pull_or_404(self, req: _Req) -> JSON:
         issue = self._issue_or_404(req)
         if not issue["pull_request"]:
             raise _not_found()
+        return issue
+
+    def _list_pulls(self, req: _Req) -> Response:
+        """``GET /pulls``: the repository's pull requests, newest first, filtered by ``state``
+        (open by default), ``head`` (``owner:branch``) and ``base``, as ``pull-request-simple``."""
+        state = req.query.get("state", "open")
+        if state not in {"open", "closed", "all"}:
+            raise _validation_failed("PullRequest", "state", "invalid")
+        head, base = req.query.get("head"), req.query.get("base")
+        owner = req.repo_name.split("/")[0]
+        simple = set(PULL_SIMPLE_FIELDS)
+        items = []
+        for _, issue in sorted(self.issues.items(), reverse=True):
+            if issue["repo"] != req.repo_name or not issue["pull_request"]:
+                continue
+            pull = self._pull_json(req.api, issue)
+            if state not in {"all", issue["state"]}:
+                continue
+            if head is not None and head != f"{owner}:{pull['head']['ref']}":
+                continue
+            if base is not None and base != pull["base"]["ref"]:
+                continue
+            items.append({key: value for key, value in pull.items() if key in simple})
+        page, headers = self._paginate(req, items)
+        return 200, page, headers
+
+    def _post_pull(self, req: _Req) -> Response:
+        """``POST /pulls``: open a pull request from branch ``head`` (``branch`` or
+        ``owner:branch`` of this repository) into ``base``. 422 as GitHub answers: a missing
+        field, a branch that does not exist, or an open pull request from the same head."""
+        fields, refs = req.fields, self.refs[req.repo_name]
+        for name in ("head", "base", "title"):
+            if not isinstance(fields.get(name), str) or not fields[name]:
+                raise _validation_failed("PullRequest", name, "missing_field")
+        self._check_body("PullRequest", fields.get("body"))
+        owner = req.repo_name.split("/")[0]
+        head = str(fields["head"]).removeprefix(f"{owner}:")
+        base = str(fields["base"])
+        for name, branch in (("head", head), ("base", base)):
+            if f"refs/heads/{branch}" not in refs:
+                raise _validation_failed("PullRequest", name, "invalid")
+        if any(
+            i["repo"] == req.repo_name and i["pull_request"] and i["state"] == "open"
+            and (i.get("head") or ("",))[0] == head
+            for i in self.issues.values()
+        ):  # fmt: skip
+            raise _Fail(
+                422,
+                "Validation Failed",
+                errors=[{"resource": "PullRequest", "code": "custom",
+                         "message": f"A pull request already exists for {owner}:{head}."}],
+            )  # fmt: skip
+        issue = self._create_issue(req.repo_name, str(fields["title"]), fields.get("body"), [])
+        issue |= {"pull_request": True, "opened": True}
+        issue |= {
+            "head": (head, refs[f"refs/heads/{head}"]),
+            "base": (base, refs[f"refs/heads/{base}"]),
+        }
+        return 201, self._pull_json(req.api, issue), {}
+
+    def _patch_pull(self, req: _Req) -> Response:
+        """``PATCH /pulls/{n}``: a new title, body or state (open, closed)."""
+        issue, fields = self._pull_or_404(req), req.fields
+        if "body" in fields:
+            self._check_body("PullRequest", fields["body"])
+        if fields.get("state") not in {None, "open", "closed"}:
+            raise _validation_failed("PullRequest", "state", "invalid")
+        if "title" in fields and (not isinstance(fields["title"], str) or not fields["title"]):
+            raise _validation_failed("PullRequest", "title", "missing_field")
+        issue.update({k: fields[k] for k in ("title", "body") if k in fields})
+        if fields.get("state") == "closed" and issue["state"] == "open":
+            issue.update(state="closed", closed_at=self._now())
+        elif fields.get("state") == "open":
+            issue.update(state="open", closed_at=None)
+        issue["updated_at"] = self._now()
         return 200, self._pull_json(req.api, issue), {}
 
     def _patch_issue(self, req: _Req) -> Response:

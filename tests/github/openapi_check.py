@@ -2,8 +2,8 @@
 
 Used by ``tests/github/test_fake_server.py`` to hold ``FakeGitHub`` to the shapes in
 ``../shared/github-api/openapi-subset.json`` and, for the commit-status operations that subset
-leaves out, ``tests/github/openapi-statuses.json`` (GitHub's published schemas of those two
-operations, as data). Pure apart from reading the spec files; stdlib only.
+leaves out, ``tests/github/openapi-supplement.json`` (GitHub's published descriptions of the
+commit-status operations and of creating and updating a pull request, as data). Pure apart from reading the spec files; stdlib only.
 
 ``response_schema`` turns an operation's response into plain JSON Schema: every
 ``#/components/...`` ``$ref`` is inlined (the subset has no cycles), OpenAPI 3.0's
@@ -31,25 +31,32 @@ KEYWORDS = frozenset(
      "allOf", "format", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"}
 )  # fmt: skip
 PARAM = re.compile(r"\{([^}]+)\}")
-# GitHub's commit-status operations, beside the shared subset (see load_spec).
-SUPPLEMENT = Path(__file__).with_name("openapi-statuses.json")
+# The operations ivy-matrix calls that the shared subset leaves out (see load_spec).
+SUPPLEMENT = Path(__file__).with_name("openapi-supplement.json")
 
 
 def load_spec(path: Path, supplement: Path | None = SUPPLEMENT) -> dict[str, Any]:
-    """Read the OpenAPI document, joined by ``supplement``'s operations and schemas (GitHub's
-    commit-status operations, which the shared subset leaves out). A path or schema that
-    both hold is refused: the supplement only adds."""
+    """Read the OpenAPI document, joined by ``supplement``'s operations and schemas (the
+    commit-status operations and the pull request's create and update, which the shared subset
+    leaves out). The supplement only adds: an operation (a path's method) or a schema that both
+    hold is refused."""
     spec: dict[str, Any] = json.loads(path.read_text())
     if supplement is None:
         return spec
     extra: dict[str, Any] = json.loads(supplement.read_text())
+    both = [
+        f"{method.upper()} {template}"
+        for template, item in extra["paths"].items()
+        for method in item
+        if method in spec["paths"].get(template, {})
+    ]
     schemas = spec["components"]["schemas"]
-    for key, into in (("paths", spec["paths"]), ("schemas", schemas)):
-        found = extra["paths"] if key == "paths" else extra["components"]["schemas"]
-        both = sorted(set(found) & set(into))
-        if both:
-            raise ValueError(f"{supplement.name} repeats {key} of {path.name}: {both}")
-        into.update(found)
+    both += sorted(set(extra["components"]["schemas"]) & set(schemas))
+    if both:
+        raise ValueError(f"{supplement.name} repeats what {path.name} holds: {sorted(both)}")
+    for template, item in extra["paths"].items():
+        spec["paths"].setdefault(template, {}).update(item)
+    schemas.update(extra["components"]["schemas"])
     return spec
 
 

@@ -37,6 +37,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # The operations of the subset that ivy_matrix/github/client.py calls: exactly what the fake serves.
 LIVE = {
     "repos/create-commit-status",
+    "repos/get",
     "repos/get-combined-status-for-ref",
     "actions/list-jobs-for-workflow-run-attempt",
     "git/create-blob",
@@ -60,7 +61,10 @@ LIVE = {
     "issues/list-for-repo",
     "issues/update",
     "issues/update-comment",
+    "pulls/create",
     "pulls/get",
+    "pulls/list",
+    "pulls/update",
 }
 
 
@@ -496,6 +500,7 @@ def _openapi_scenario(fake: FakeGitHub) -> list[tuple[str, str, object]]:
     too_long = "x" * 65_537
     new_file = {"path": "a/b.md", "mode": "100644", "type": "blob", "content": "b"}
     return [
+        ("GET", f"{R}", None),
         ("GET", f"{R}/actions/runs/42/attempts/2/jobs?per_page=1", None),
         ("GET", f"{R}/actions/runs/42/attempts/1/jobs", None),
         ("GET", f"{R}/issues?state=all", None),
@@ -533,6 +538,13 @@ def _openapi_scenario(fake: FakeGitHub) -> list[tuple[str, str, object]]:
         ("POST", f"{R}/git/refs", {"ref": "refs/heads/ivy-matrix", "sha": tip}),
         ("PATCH", f"{R}/git/refs/heads/ivy-matrix", {"sha": tip, "force": False}),
         ("PATCH", f"{R}/git/refs/heads/gone", {"sha": tip, "force": False}),
+        ("POST", f"{R}/pulls", {"title": "t", "head": "ivy-matrix", "base": "main", "body": "b"}),
+        ("POST", f"{R}/pulls", {"title": "t", "head": "acme:ivy-matrix", "base": "main"}),
+        ("POST", f"{R}/pulls", {"title": "t", "head": "absent", "base": "main"}),
+        ("GET", f"{R}/pulls?head=acme:ivy-matrix&state=open&per_page=100", None),
+        ("GET", f"{R}/pulls?state=all", None),
+        ("PATCH", f"{R}/pulls/4", {"title": "t2", "body": "c"}),
+        ("PATCH", f"{R}/pulls/4", {"body": too_long}),
         ("POST", f"{R}/git/refs", {"ref": "refs/ivy-matrix/inbox/ivy-matrix/1-1-0-ab", "sha": tip}),
         ("GET", f"{R}/git/matching-refs/ivy-matrix/inbox/ivy-matrix/", None),
         # (Deleting it again is 422 with GitHub's message, a body the subset leaves out.)
