@@ -18,6 +18,7 @@ from ivy_matrix.state.retirement import (
     batch_runs,
     retire,
     retirement_horizon,
+    runs_kept,
     store_runs,
     within_window,
 )
@@ -98,11 +99,12 @@ def merge_batches(
     brought = batch_runs(batches)
     runs = set(store_runs(states.values())) | brought | set(other_runs)
     horizon = retirement_horizon(sorted(runs, reverse=True), retire_after_runs)
+    kept = runs_kept(retire_after_runs)
     for given in batches:
         batch = within_window(given, horizon)
         if not batch.cells and batch.dashboard not in merged:
             continue  # only results older than the window, for a dashboard that is gone
-        result = apply_batch(merged.get(batch.dashboard), batch, history=history)
+        result = apply_batch(merged.get(batch.dashboard), batch, history=history, runs_kept=kept)
         merged[result.state.id] = result.state
         if result.state_changed:
             changed.append(result.state.key)

@@ -38,7 +38,8 @@ from ivy_matrix.model import (
 from ivy_matrix.state.durations import encode, joined_times, merge_times
 
 DEFAULT_HISTORY = 10
-# Enough distinct run ids for any retirement setting we accept (see config.MAX_RETIRE_AFTER_RUNS).
+# Enough distinct run ids for any retirement setting we accept (see config.MAX_RETIRE_AFTER_RUNS);
+# an update keeps fewer, as many as its retirement window needs (retirement.runs_kept).
 RUNS_KEPT = 1000
 
 
@@ -178,9 +179,14 @@ def _note_run(
 # Longer than the usual 60 lines: the per-cell merge loop runs once per cell of every update
 # (28,000 at Ivy's size) and is kept as one flat loop over local names.
 def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept flat (see above)
-    state: DashboardState | None, batch: Batch, *, history: int = DEFAULT_HISTORY
+    state: DashboardState | None,
+    batch: Batch,
+    *,
+    history: int = DEFAULT_HISTORY,
+    runs_kept: int = RUNS_KEPT,
 ) -> MergeResult:
-    """Fold one batch of results into a dashboard's state."""
+    """Fold one batch of results into a dashboard's state, which keeps its newest
+    ``runs_kept`` run ids."""
     if state is None:
         state = DashboardState(id=batch.dashboard)
     rows = {row.name: row for row in state.rows}
@@ -271,7 +277,7 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
         id=state.id,
         backends=_sorted_backends(backends),
         rows=_sorted_rows(rows) if state_changed else state.rows,
-        runs=tuple(sorted(runs, reverse=True)[:RUNS_KEPT]),
+        runs=tuple(sorted(runs, reverse=True)[:runs_kept]),
     )
     if not state_changed and new_state == state:
         return MergeResult(

@@ -35,6 +35,28 @@ def store_runs(states: Iterable[DashboardState]) -> tuple[int, ...]:
     return tuple(sorted(runs, reverse=True)[:RUNS_KEPT])
 
 
+# The fewest run ids a dashboard keeps: the index file's trend parts look at its newest two,
+# and the expectation rules at the store's last 10 by default (expect/proposal.py).
+MIN_RUNS_KEPT = 20
+
+
+def runs_kept(after_runs: int) -> int:
+    """How many of its newest run ids each dashboard keeps (``DashboardState.runs``) when
+    rows retire after ``after_runs`` runs: ``after_runs`` (at least ``MIN_RUNS_KEPT``), or
+    ``RUNS_KEPT`` when nothing retires.
+
+    The window needs no more: the store's newest N runs are each the newest N of some
+    dashboard's (a run among the store's newest N is among the newest N of any dashboard
+    that has it), so each dashboard keeping its newest N gives the same horizon. Without it
+    the list grew by one id every run, to ``RUNS_KEPT`` (11 KB per dashboard, in its state
+    and in the branch's index file). Raising ``--retire-after-runs`` later finds fewer runs
+    than the new window: nothing retires until the store has seen that many again.
+    """
+    if after_runs <= 0:
+        return RUNS_KEPT
+    return max(after_runs, MIN_RUNS_KEPT)
+
+
 def retirement_horizon(runs: Sequence[int], after_runs: int) -> int | None:
     """The oldest run id among the newest ``after_runs`` of ``runs`` (newest first).
 
