@@ -32,9 +32,11 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,17 @@ class Shape:
 
 IVY = Shape(dashboards=100, rows=8000, big=1200, runs=30)
 SMOKE = Shape(dashboards=3, rows=60, big=30, runs=3)
+
+
+def scaled(shape: Shape, scale: int) -> Shape:
+    """``shape`` at ``scale`` times its rows: as many times the dashboards, the rows and the
+    largest dashboard's rows (the runs stay)."""
+    return Shape(
+        dashboards=shape.dashboards * scale,
+        rows=shape.rows * scale,
+        big=shape.big * scale,
+        runs=shape.runs,
+    )
 
 
 @dataclass(slots=True)
@@ -206,50 +219,123 @@ def sizes(site: Path) -> dict[str, int]:
     return {"data_bytes": data, "site_bytes": whole, "largest_data_file": biggest}
 
 
-def paint(site: Path, big_id: str, repeat: int) -> dict[str, Any]:
-    """Paint times of the landing view and the largest grid, each in fresh contexts."""
+def views_of(site: Path, big_id: str) -> dict[str, tuple[str, str]]:
+    """Every view of the site: name -> (the address's fragment, the view it paints): the
+    landing view (needs attention), each attention group alone, the summary, the failure
+    groups and the largest of them alone, the slowest tests, the largest dashboard's grid and
+    a failing cell's detail in it."""
+    from urllib.parse import quote
+
+    views = {
+        "attention": ("", "attention"),
+        "attention_failing": ("#/attention?group=failing", "attention"),
+        "summary": ("#/summary", "summary"),
+        "groups": ("#/groups", "groups"),
+        "slowest": ("#/slowest", "slowest"),
+        "grid": (f"#/d/{big_id}", "grid"),
+    }
+    signature, test, backend = _a_failure(site, big_id)
+    if signature:
+        views["group_alone"] = (f"#/groups?sig={signature}", "groups")
+    if test:
+        views["detail"] = (f"#/d/{big_id}?test={quote(test)}&cell={backend}", "grid")
+    return views
+
+
+def _a_failure(site: Path, big_id: str) -> tuple[str, str, str]:
+    """The most common failure's signature, and a failing cell of the largest dashboard."""
+    ranked = _document(site / "data" / "groups.js").get("groups", [])
+    signature = ranked[0][0] if ranked else ""
+    grid = _document(site / "data" / "d" / f"{big_id}.js")
+    for row in grid["rows"]:
+        for i, backend in enumerate(grid["backends"]):
+            if row[1 + i] >= 0 and grid["cells"][row[1 + i]]["s"] == "f":
+                return signature, row[0], backend
+    return signature, "", ""
+
+
+def _document(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    found: dict[str, Any] = json.loads(text[text.index(",") + 1 : text.rindex(");")])
+    return found
+
+
+def _note(into: list[str], request: Any) -> None:
+    into.append(request.url)
+
+
+def _open(browser: Any, site: Path, fragment: str, view: str) -> dict[str, Any]:
+    """One try: the view opened in a fresh context, its marks, CPU and requests."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    requested: list[str] = []
+    context.on("request", partial(_note, requested))
+    page = context.new_page()
+    session = context.new_cdp_session(page)
+    session.send("Performance.enable")
+    page.goto((site / "index.html").as_uri() + fragment)
+    page.wait_for_function(f"() => document.body.dataset.painted === {view!r}")
+    drawn, painted = page.evaluate(
+        f"() => ['ivy-drawn:{view}', 'ivy-painted:{view}']"
+        ".map(n => performance.getEntriesByName(n).at(-1).startTime)"
+    )
+    metrics = session.send("Performance.getMetrics")["metrics"]
+    found = {
+        "drawn": drawn,
+        "painted": painted,
+        "cpu": 1000 * next(m["value"] for m in metrics if m["name"] == "ThreadTime"),
+        "fcp": page.evaluate(
+            "() => (performance.getEntriesByName('first-contentful-paint')[0]"
+            " || {startTime: null}).startTime"
+        ),
+        "rows": page.evaluate("() => document.querySelectorAll('tr').length"),
+        "requested": requested,
+    }
+    context.close()
+    return found
+
+
+def _figures(site: Path, tries: list[dict[str, Any]]) -> dict[str, Any]:
+    data = (site / "data").as_uri() + "/"
+    files = sorted(u[len(data) :] for u in tries[-1]["requested"] if u.startswith(data))
+    times = [t["painted"] for t in tries]
+    return {
+        "median_ms": round(statistics.median(times), 1),
+        "best_ms": round(min(times), 1),
+        "drawn_median_ms": round(statistics.median(t["drawn"] for t in tries), 1),
+        "main_thread_cpu_median_ms": round(statistics.median(t["cpu"] for t in tries), 1),
+        "first_contentful_paint_ms": round(
+            statistics.median(t["fcp"] for t in tries if t["fcp"]), 1
+        ),
+        "rows_in_document": tries[-1]["rows"],
+        "data_files": files,
+        "data_bytes": sum((site / "data" / f).stat().st_size for f in files),
+    }
+
+
+def paint(sites: dict[str, Path], big_id: str, repeat: int) -> dict[str, dict[str, Any]]:
+    """Per site (this code's, and the reference's with ``--compare``) and view
+    (:func:`views_of`), each opened from ``file://`` in fresh contexts, the sites taking turns:
+    its paint times, and the data files the browser requested for it (``data_bytes``: their
+    sizes)."""
     from playwright.sync_api import sync_playwright
 
     chromium = shutil.which("chromium")
     if chromium is None:
         raise SystemExit("chromium is not installed (scripts/bootstrap --dev installs it)")
-    views = {"attention": "", "grid": f"#/d/{big_id}"}
-    found: dict[str, Any] = {}
+    found: dict[str, dict[str, Any]] = {name: {} for name in sites}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        for view, fragment in views.items():
-            times, drawn, cpu, rows, fcp = [], [], [], 0, []
-            for _ in range(repeat):
-                context = browser.new_context(viewport={"width": 1400, "height": 900})
-                page = context.new_page()
-                session = context.new_cdp_session(page)
-                session.send("Performance.enable")
-                page.goto((site / "index.html").as_uri() + fragment)
-                page.wait_for_function(f"() => document.body.dataset.painted === {view!r}")
-                marks = page.evaluate(
-                    f"() => ['ivy-drawn:{view}', 'ivy-painted:{view}']"
-                    ".map(n => performance.getEntriesByName(n)[0].startTime)"
-                )
-                drawn.append(marks[0])
-                times.append(marks[1])
-                metrics = session.send("Performance.getMetrics")["metrics"]
-                cpu.append(1000 * next(m["value"] for m in metrics if m["name"] == "ThreadTime"))
-                fcp.append(
-                    page.evaluate(
-                        "() => (performance.getEntriesByName('first-contentful-paint')[0]"
-                        " || {startTime: null}).startTime"
-                    )
-                )
-                rows = page.evaluate("() => document.querySelectorAll('tr').length")
-                context.close()
-            found[view] = {
-                "median_ms": round(statistics.median(times), 1),
-                "best_ms": round(min(times), 1),
-                "drawn_median_ms": round(statistics.median(drawn), 1),
-                "main_thread_cpu_median_ms": round(statistics.median(cpu), 1),
-                "first_contentful_paint_ms": round(statistics.median(f for f in fcp if f), 1),
-                "rows_in_document": rows,
-            }
+        first = next(iter(sites.values()))
+        for label, (fragment, view) in views_of(first, big_id).items():
+            tries: dict[str, list[dict[str, Any]]] = {name: [] for name in sites}
+            for attempt in range(repeat):
+                order = list(sites.items())
+                for name, site in order if attempt % 2 == 0 else order[::-1]:
+                    tries[name].append(_open(browser, site, fragment, view))
+            for name, site in sites.items():
+                found[name][label] = _figures(site, tries[name])
         browser.close()
     return found
 
@@ -260,7 +346,7 @@ def load_average() -> float:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    shape = SMOKE if args.smoke else IVY
+    shape = SMOKE if args.smoke else scaled(IVY, args.scale)
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     store_dir = build_store(work, shape, args.seed, args.broken)
@@ -276,7 +362,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     big = max(states, key=lambda s: len(s.rows))
     from ivy_matrix.state.paths import site_id
 
-    return {
+    sites = {"this": site}
+    if args.compare is not None:
+        sites["ref"] = reference_site(Path(args.compare), store_dir, work / "html@ref")
+    painted = paint(sites, site_id(big), 1 if args.smoke else args.repeat)
+    report: dict[str, Any] = {
         "shape": {
             "dashboards": len(states),
             "rows": sum(len(s.rows) for s in states),
@@ -291,9 +381,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "seconds": round(render_seconds, 2),
             "second_render": again.strip().splitlines()[-1],
         },
-        "paint": paint(site, site_id(big), 1 if args.smoke else args.repeat),
+        "paint": painted["this"],
+        "largest_view_data_bytes": max(v["data_bytes"] for v in painted["this"].values()),
         "load_average": load_average(),
     }
+    if "ref" in painted:
+        report["ref"] = {
+            "size": sizes(sites["ref"]),
+            "paint": painted["ref"],
+            "largest_view_data_bytes": max(v["data_bytes"] for v in painted["ref"].values()),
+        }
+    return report
+
+
+def reference_site(code: Path, store: Path, site: Path) -> Path:
+    """The site of ``store`` as the checkout ``code`` renders it (``--compare``)."""
+    shutil.rmtree(site, ignore_errors=True)
+    command = [sys.executable, str(code / "entrypoint.py"), "render", "--store", str(store)]
+    subprocess.run(
+        [*command, "--html", str(site)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "GITHUB_REPOSITORY": "unifyai/ivy"},
+    )
+    return site
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -304,7 +415,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--broken", type=float, default=0.04, help="share of cells failing in every run"
     )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        help="times Ivy's shape: as many times the dashboards, rows and the largest's rows",
+    )
     parser.add_argument("--smoke", action="store_true", help="a tiny shape, once (checks it runs)")
+    parser.add_argument(
+        "--compare",
+        help="a checkout of other code (git archive main | tar -x -C DIR): its site of the "
+        "same store is measured too, the two taking turns",
+    )
     parser.add_argument("--json", help="also write the figures here")
     return parser.parse_args(argv)
 

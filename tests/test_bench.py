@@ -175,8 +175,18 @@ def test_site_bench_smoke_reports_sizes_and_paint_times(tmp_path: Path) -> None:
     assert report["shape"]["rows"] == 60
     assert report["size"]["data_bytes"] > 0
     assert report["render"]["second_render"].endswith("0 file(s) changed")
-    assert set(report["paint"]) == {"attention", "grid"}
+    assert set(report["paint"]) >= {
+        "attention",
+        "attention_failing",
+        "summary",
+        "groups",
+        "slowest",
+        "grid",
+    }
     assert report["paint"]["grid"]["rows_in_document"] == 31
+    assert report["paint"]["grid"]["data_files"] == ["d/grp0/mod000.js", "index.js"]
+    assert report["paint"]["summary"]["data_files"] == ["index.js"]
+    assert report["largest_view_data_bytes"] > 0
 
 
 def test_durations_bench_smoke_measures_both_codes(tmp_path: Path) -> None:

@@ -5,10 +5,16 @@ Pure: no I/O. The page's own files (``index.html``, ``app.css``, the scripts) co
 
     index.html  app.css  *.js            the page: the same bytes for every store
     data/index.js                        the summary, always loaded first
-    data/attention.js                    the cells that need a look (needs attention, groups),
-                                         and the failing rows' signatures (grouping.py)
+    data/attention.js                    needs attention: each group's first tests
+    data/attention/<group>.js            one attention group alone (5 files)
+    data/groups.js                       the failure groups: each signature and a sample
+    data/groups/<h>.js                   one failure group alone, by the signature's first
+                                         hex digit (16 files)
     data/slowest.js                      each backend's slowest tests and the slower ones
     data/d/<category>/<title>.js         one per dashboard, loaded when it is opened
+
+Each view loads the index and its own file, no other: what a view's file holds is what it
+shows (overview.py), so no view's data grows with the store beyond its largest dashboard.
 
 Paths are relative to the site's folder; the branch store puts them under ``site/``
 (``paths.SITE_DIR``), ``render --html DIR`` into ``DIR``.
@@ -35,8 +41,10 @@ from ivy_matrix.site.documents import (
     slowest_document,
 )
 from ivy_matrix.site.overview import (
+    attention_documents,
     attention_items,
     column_counts,
+    failure_group_documents,
     group_counts,
     trend_document,
 )
@@ -45,7 +53,6 @@ from ivy_matrix.views.dashboards import RenderedFile
 
 DATA_DIR = "data"
 INDEX_DATA = f"{DATA_DIR}/index.js"
-ATTENTION_DATA = f"{DATA_DIR}/attention.js"
 SLOWEST_DATA = f"{DATA_DIR}/slowest.js"
 DASHBOARD_DATA = SITE_DASHBOARD_DATA  # data/d/<category>/<title>.js: paths.site_data_file
 
@@ -101,13 +108,9 @@ def render_site(
         "trend": trend_document(trend, every_cell),
     }
     files.append(RenderedFile(path=INDEX_DATA, text=script("index", index)))
-    document = {
-        "format": FORMAT,
-        "version": VERSION,
-        "items": attention,
-        "messages": messages,
-        "signatures": signatures_json(failing_rows),
-    }
-    files.append(RenderedFile(path=ATTENTION_DATA, text=script("attention", document)))
+    views = attention_documents(attention, messages)
+    views.update(failure_group_documents(attention, signatures_json(failing_rows), messages))
+    for name, document in views.items():
+        files.append(RenderedFile(path=f"{DATA_DIR}/{name}.js", text=script(name, document)))
     files.append(RenderedFile(path=SLOWEST_DATA, text=script("slowest", slowest_document(states))))
     return files

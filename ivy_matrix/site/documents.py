@@ -30,7 +30,7 @@ from ivy_matrix.state.history import RunResult
 from ivy_matrix.state.paths import site_id
 
 FORMAT = "ivy-matrix-site"
-VERSION = 1
+VERSION = 2
 SHORT_SHA = 12
 
 

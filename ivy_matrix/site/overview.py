@@ -1,27 +1,41 @@
-"""The site's index and needs-attention list: what every view but the grid reads.
+"""The site's index, needs-attention lists and failure groups: what every view but the grid
+reads.
 
-Pure: no I/O. Both cover every dashboard, so the summary, the needs-attention view and the
-failure groups open without loading any dashboard's own file (documents.py):
+Pure: no I/O. They cover every dashboard, so the summary, the needs-attention view and the
+failure groups open without loading any dashboard's own file (documents.py). Each view's file
+holds what it shows, no more (at most ``ROW_LIMIT`` tests), whatever the store's size:
 
 - ``index``: every dashboard with its row count and, per backend, the ``COLUMN_COUNTS``
   (passing/total now and before the column's newest run, failing, flaky, skipped and missing
   cells, then the failed and total cases where the state has counts); the backends' pass rates
   over the last runs (``trend``: from the store's trend when it has one, else from the results
   the cells keep) and the parity of the runs (rows green on every backend);
-- ``attention``: every cell that needs a look (cells.py's groups), as
-  ``[dashboard number, row, backend, group, status letter, failing runs, signature]``, and one
-  failure line per signature.
+- the needs-attention lists (:func:`attention_documents`): ``attention`` (the landing view:
+  the first ``GROUP_PREVIEW`` tests of each group) and ``attention/<group>`` (one group
+  alone), built from :func:`attention_items`;
+- the failure groups (:func:`failure_group_documents`): ``groups`` (every signature's line,
+  and a sample of ``GROUP_SAMPLE`` tests of each while ``ROW_LIMIT / 2`` rows last) and
+  ``groups/<h>`` (one signature alone, up to ``ROW_LIMIT`` tests; the signatures that start
+  with hex digit ``h``, and ``0`` also holds the failures without a message).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ivy_matrix.model import DashboardState, Outcome, Source, Trend
 from ivy_matrix.site.cells import LETTERS, CellView, Group, PlacedCell
+from ivy_matrix.site.documents import FORMAT, VERSION
 
 TREND_RUNS = 30  # points of each backend's sparkline
 SHORT_SHA = 12
+# The page's limits (core.js shows what the files hold): table rows on the page at once,
+# tests of each attention group on the landing view, tests of each failure group's sample.
+ROW_LIMIT = 2000
+GROUP_PREVIEW = 200
+GROUP_SAMPLE = 20
+# The files of single failure groups: one per first hex digit of the signature.
+SIGNATURE_SHARDS = "0123456789abcdef"
 
 # The counts of one backend of one dashboard, in this order in the index (docs/site.md).
 COLUMN_COUNTS = (
@@ -112,6 +126,125 @@ def attention_items(
             ]
         )
     return items
+
+
+def attention_documents(
+    items: Sequence[Sequence[object]], messages: Mapping[str, str]
+) -> dict[str, dict[str, object]]:
+    """The needs-attention views' documents by name, from :func:`attention_items`: the
+    landing view's (``attention``) and each group's alone (``attention/<group>``).
+
+    Each holds ``counts`` (per group: its tests and its signatures), ``groups`` (per group,
+    its signatures, most tests first, each ``[signature, tests, [[dashboard number, test,
+    [[backend, status letter, failing runs], ...]], ...]]``, as far as the view shows them) and
+    ``messages`` (the line of each signature listed).
+    """
+    by_group: dict[str, dict[str, dict[tuple[int, str], list[list[object]]]]] = {}
+    for number, row, backend, group, letter, runs, signature in items:
+        tests = by_group.setdefault(str(group), {}).setdefault(str(signature or ""), {})
+        tests.setdefault((int(str(number)), str(row)), []).append([backend, letter, runs])
+    counts = {
+        group.value: [
+            sum(len(tests) for tests in by_group.get(group.value, {}).values()),
+            len(by_group.get(group.value, {})),
+        ]
+        for group in Group
+    }
+
+    def document(only: str | None, cap: int) -> dict[str, object]:
+        listed: dict[str, list[list[object]]] = {}
+        used: set[str] = set()
+        for group in Group:
+            by_signature = by_group.get(group.value)
+            if by_signature is None or only not in (None, group.value):
+                continue
+            left = cap
+            shown: list[list[object]] = []
+            for signature in sorted(by_signature, key=lambda s: (-len(by_signature[s]), s)):
+                if left <= 0:
+                    break
+                tests = list(by_signature[signature].items())[:left]
+                left -= len(tests)
+                used.add(signature)
+                shown.append(
+                    [
+                        signature,
+                        len(by_signature[signature]),
+                        [[number, row, cells] for (number, row), cells in tests],
+                    ]
+                )
+            listed[group.value] = shown
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "counts": counts,
+            "groups": listed,
+            "messages": {s: messages[s] for s in sorted(used) if s in messages},
+        }
+
+    documents = {"attention": document(None, GROUP_PREVIEW)}
+    for group in Group:
+        documents[f"attention/{group.value}"] = document(group.value, ROW_LIMIT)
+    return documents
+
+
+def failure_group_documents(
+    items: Sequence[Sequence[object]],
+    ranked: Sequence[Mapping[str, object]],
+    messages: Mapping[str, str],
+) -> dict[str, dict[str, object]]:
+    """The failure groups' documents by name: ``groups`` and ``groups/<h>`` (module docstring).
+
+    The failing cells of :func:`attention_items` by signature, ranked as ``ranked`` (the
+    signatures' JSON, grouping.py) ranks them, then by tests. Each group is ``[signature,
+    line, tests, [backends], kind, [[dashboard number, test, [backends failing]], ...]]``;
+    ``groups`` also says how many groups there are (``total``).
+    """
+    found: dict[str, dict[tuple[int, str], dict[str, None]]] = {}
+    backends: dict[str, dict[str, None]] = {}
+    for number, row, backend, _group, letter, _runs, signature in items:
+        if letter != "f":
+            continue
+        key = str(signature or "")
+        tests = found.setdefault(key, {})
+        tests.setdefault((int(str(number)), str(row)), {})[str(backend)] = None
+        backends.setdefault(key, {})[str(backend)] = None
+    info = {str(s["signature"]): (rank, str(s["kind"])) for rank, s in enumerate(ranked)}
+    order = sorted(found, key=lambda s: (info.get(s, (len(info), ""))[0], -len(found[s]), s))
+
+    def entry(signature: str, limit: int) -> list[object]:
+        tests = list(found[signature].items())[:limit]
+        return [
+            signature,
+            messages.get(signature, ""),
+            len(found[signature]),
+            list(backends[signature]),
+            info.get(signature, (0, ""))[1],
+            [[number, row, list(on)] for (number, row), on in tests],
+        ]
+
+    budget = ROW_LIMIT // 2
+    overview: list[list[object]] = []
+    for signature in order[: ROW_LIMIT // 2]:
+        limit = max(0, min(budget, GROUP_SAMPLE))
+        budget -= min(limit, len(found[signature]))
+        overview.append(entry(signature, limit))
+    documents: dict[str, dict[str, object]] = {
+        "groups": {"format": FORMAT, "version": VERSION, "total": len(order), "groups": overview}
+    }
+    for shard in SIGNATURE_SHARDS:
+        documents[f"groups/{shard}"] = {
+            "format": FORMAT,
+            "version": VERSION,
+            "groups": [entry(s, ROW_LIMIT) for s in order if shard_of(s) == shard],
+        }
+    return documents
+
+
+def shard_of(signature: str) -> str:
+    """The ``groups/<h>`` file that holds a signature's group (core.js's rule too)."""
+    first = signature[:1]
+    return first if first and first in SIGNATURE_SHARDS else "0"
 
 
 def group_counts(items: Iterable[Sequence[object]]) -> dict[str, int]:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote
 
 import pytest
 
@@ -110,6 +110,92 @@ def test_over_loopback_http_no_request_leaves_the_pages_origin(site, visit):
         "data/attention.js",
         "data/d/core/gradients.js",
     }
+
+
+def data_requested(site: Path, visit: Visit) -> list[str]:
+    """The data files the page requested so far, in the order it asked for them."""
+    data = (site / "data").as_uri() + "/"
+    return [url.removeprefix(data) for url in visit.requests if url.startswith(data)]
+
+
+def first_signature(site: Path) -> str:
+    """The signature of the first failure group (they are ranked, most cells first)."""
+    _, groups = data((site / "data" / "groups.js").read_text(encoding="utf-8"))
+    signature: str = groups["groups"][0][0]
+    return signature
+
+
+@pytest.mark.parametrize(
+    ("fragment", "view", "own"),
+    [
+        ("", "attention", ["attention.js"]),
+        ("#/attention?group=failing", "attention", ["attention/failing.js"]),
+        ("#/summary", "summary", []),
+        ("#/groups", "groups", ["groups.js"]),
+        ("#/groups?sig=SIG", "groups", ["groups/SHARD.js"]),
+        ("#/slowest", "slowest", ["slowest.js"]),
+        ("#/d/core/gradients", "grid", ["d/core/gradients.js"]),
+        ("#/d/nn/layers?test=test_conv&cell=numpy", "grid", ["d/nn/layers.js"]),
+    ],
+)
+def test_each_view_loads_the_index_and_its_own_data_file_only(site, visit, fragment, view, own):
+    """Opened from disk, a view asks for the index and the one file of what it shows: no
+    other dashboard's data, no other view's."""
+    signature = first_signature(site)
+    fragment = fragment.replace("SIG", signature)
+    own = [name.replace("SHARD", signature[:1] or "0") for name in own]
+
+    visit.open(url_of(site, fragment), view)
+
+    assert data_requested(site, visit) == ["index.js", *own]
+
+
+def test_moving_between_dashboards_loads_each_ones_file_once(site, visit):
+    """From one grid to another and back, each dashboard's file is asked for once, and nothing
+    else is: the grid of the second shows its own tests."""
+    page = visit.open(url_of(site, "#/d/core/gradients"), "grid")
+    page.click("text=Summary")
+    visit.painted("summary")
+    page.click("#main a[href='#/d/nn/layers']")
+    visit.painted("grid")
+    assert shown_rows(page)[-1] == "test_conv"
+    page.go_back()
+    visit.painted("summary")
+    page.click("#main a[href='#/d/core/gradients']")
+    visit.painted("grid")
+
+    assert data_requested(site, visit) == ["index.js", "d/core/gradients.js", "d/nn/layers.js"]
+
+
+def test_each_failure_group_alone_lists_every_test_failing_with_it(site, visit):
+    """Over every failure group opened alone (each from its own file), the failure cells shown
+    are exactly the cells failing now; the landing view's groups and a group alone list the
+    same tests."""
+    _, groups = data((site / "data" / "groups.js").read_text(encoding="utf-8"))
+    shown: list[tuple[str, str, str]] = []
+    for group in groups["groups"]:
+        page = visit.open(url_of(site, f"#/groups?sig={group[0]}"), "groups")
+        links = page.eval_on_selector_all(
+            "table.grid td.failure a", "links => links.map(a => a.getAttribute('href'))"
+        )
+        for href in links:
+            path, _, query = href.partition("?")
+            params = dict(parse_qsl(query))
+            shown.append((path.removeprefix("#/d/"), params["test"], params["cell"]))
+
+    failing = {key for key, cell in expected_cells().items() if cell[0] == "failure"}
+    assert sorted(shown) == sorted(failing)
+    landing = visit.open(url_of(site, "#/attention"), "attention")
+    listed = landing.eval_on_selector_all(
+        "#group-failing ~ table tbody th", "ths => ths.map(th => th.textContent)"
+    )
+    alone = visit.open(url_of(site, "#/attention?group=failing"), "attention")
+    assert (
+        alone.eval_on_selector_all(
+            "#group-failing ~ table tbody th", "ths => ths.map(th => th.textContent)"
+        )
+        == listed
+    )
 
 
 def test_filters_and_sorts_change_the_rows_shown(site, visit):
@@ -271,21 +357,29 @@ def test_axe_finds_no_serious_or_critical_violation(site, browser, fragment, vie
     assert [v for v in violations if v[1] in {"serious", "critical"}] == []
 
 
-def test_a_big_dashboard_never_puts_more_than_2000_rows_in_the_page(tmp_path, visit):
-    """2,500 failing rows: the grid shows pages of 2,000, needs attention 200 per group."""
+def test_a_big_dashboard_never_puts_more_than_1000_grid_rows_in_the_page(tmp_path, visit):
+    """2,500 failing rows: the grid shows pages of 1,000, needs attention 200 per group and
+    2,000 of a group alone."""
     rows = {f"test_{i:04d}": {"torch": [F, F], "numpy": [S, S]} for i in range(2500)}
     store = write_store(tmp_path / "store", [dashboard("big", rows)])
     cli("render", "--store", str(store), "--html", str(tmp_path / "html"))
     site = tmp_path / "html"
 
     page = visit.open(url_of(site, "#/d/core/big"), "grid")
-    assert page.locator("#grid tbody tr").count() == 2000
+    assert page.locator("#grid tbody tr").count() == 1000
+    assert shown_rows(page)[-1] == "test_0999"
     page.click("text=next →")
-    page.wait_for_function("() => document.querySelectorAll('#grid tbody tr').length !== 2000")
+    page.wait_for_function("() => location.hash.includes('page=2')")
+    assert shown_rows(page)[0] == "test_1000"
+    page.click("text=next →")
+    page.wait_for_function("() => document.querySelectorAll('#grid tbody tr').length !== 1000")
     assert page.locator("#grid tbody tr").count() == 500
-    assert "page=2" in page.url
+    assert "page=3" in page.url
     page = visit.open(url_of(site, "#/attention"), "attention")
     assert page.locator("tbody tr").count() == 200
+    page = visit.open(url_of(site, "#/attention?group=failing"), "attention")
+    assert page.locator("tbody tr").count() == 2000
+    assert "Showing 2000 of 2500." in page.text_content("#main")
 
 
 def test_with_nothing_failing_the_landing_view_is_the_summary(tmp_path, visit):
@@ -308,13 +402,13 @@ def test_with_nothing_failing_the_landing_view_is_the_summary(tmp_path, visit):
 def test_the_groups_and_the_summary_say_how_backends_share_each_failure(site, visit):
     """The failure groups come in the data's ranking with each signature's kind, and the
     summary counts the failing tests by kind as the index page words it."""
-    _, attention = data((site / "data" / "attention.js").read_text(encoding="utf-8"))
+    _, groups = data((site / "data" / "groups.js").read_text(encoding="utf-8"))
     _, index = data((site / "data" / "index.js").read_text(encoding="utf-8"))
     page = visit.open(url_of(site, "#/groups"), "groups")
     kinds = page.eval_on_selector_all(
         "table.groups td.kind", "tds => tds.map(td => td.textContent)"
     )
-    assert kinds == [s["kind"] for s in attention["signatures"]]
+    assert kinds == [group[4] for group in groups["groups"]]
     assert kinds
     page = visit.open(url_of(site, "#/summary"), "summary")
     counts = kinds_from_json(index["kinds"])

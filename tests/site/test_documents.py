@@ -23,7 +23,7 @@ from ivy_matrix.model import (
 from ivy_matrix.site.build import render_site
 from ivy_matrix.site.cells import dashboard_cells
 from ivy_matrix.site.documents import dashboard_document, script
-from ivy_matrix.site.overview import column_counts
+from ivy_matrix.site.overview import column_counts, shard_of
 from ivy_matrix.views.dashboards import RenderedFile
 from tests.site.scenes import HOSTILE, NEWEST, F, K, S, dashboard, sample_states, source
 
@@ -50,18 +50,31 @@ def files_by_path(files: list[RenderedFile]) -> dict[str, str]:
 
 
 def test_the_data_files_match_their_golden_files(site_golden):
-    """index.js, attention.js and each dashboard's file are exactly the golden ones."""
+    """index.js, the attention and failure groups' files and each dashboard's file are exactly
+    the golden ones; the cross-dashboard files are a fixed set, whatever the store holds."""
     files = files_by_path(render_site(sample_states(), PAGE))
 
-    assert sorted(files) == [
-        "data/attention.js",
-        "data/d/core/gradients.js",
-        "data/d/nn/layers.js",
+    assert sorted(files) == sorted(
+        [
+            "data/attention.js",
+            *(f"data/attention/{g}.js" for g in ("new", "failing", "flaky", "fixed", "stale")),
+            "data/groups.js",
+            *(f"data/groups/{h}.js" for h in "0123456789abcdef"),
+            "data/d/core/gradients.js",
+            "data/d/nn/layers.js",
+            "data/index.js",
+            "data/slowest.js",
+            "index.html",
+        ]
+    )
+    for path in (
         "data/index.js",
-        "data/slowest.js",
-        "index.html",
-    ]
-    for path in ("data/index.js", "data/attention.js", "data/d/core/gradients.js"):
+        "data/attention.js",
+        "data/attention/failing.js",
+        "data/groups.js",
+        "data/groups/0.js",
+        "data/d/core/gradients.js",
+    ):
         site_golden(path.replace("/", "_"), files[path])
 
 
@@ -209,13 +222,90 @@ def test_the_sparklines_come_from_the_stores_trend_when_it_has_points():
 
 
 def test_the_attention_list_groups_by_signature_with_one_line_each():
-    """Each item ends with its cell's signature, and the list holds one line per signature."""
+    """Each group lists its signatures with their tests, and the file holds one line per
+    signature listed."""
     state = dashboard("g", {"test_a": {"torch": [F]}})
     entry = failing_entry(NEWEST, "boom 3", "sig1", CaseCounts(failed=1))
     row = state.rows[0]
     state = replace(state, rows=(Row(row.name, row.first_seen, {"torch": Cell(entries=(entry,))}),))
 
-    _, attention = data(files_by_path(render_site([state], PAGE))["data/attention.js"])
+    files = files_by_path(render_site([state], PAGE))
+    _, attention = data(files["data/attention.js"])
+    _, groups = data(files["data/groups.js"])
 
-    assert attention["items"] == [[0, "test_a", "torch", "new", "f", 1, "sig1"]]
+    assert attention["groups"] == {"new": [["sig1", 1, [[0, "test_a", [["torch", "f", 1]]]]]]}
+    assert attention["counts"]["new"] == [1, 1]
     assert attention["messages"] == {"sig1": "boom 3"}
+    assert groups["groups"] == [
+        ["sig1", "boom 3", 1, ["torch"], "backend-specific", [[0, "test_a", ["torch"]]]]
+    ]
+
+
+def many_failures(tests: int, signatures: int, prefix: str = "") -> DashboardState:
+    """A dashboard of ``tests`` tests failing on torch and jax, for several runs, their
+    failures spread over ``signatures`` signatures (``prefix`` then ``00``, ``01``...)."""
+    state = dashboard(
+        "big", {f"test_{i:05d}": {"torch": [F, F], "jax": [F, F]} for i in range(tests)}
+    )
+    rows = []
+    for i, row in enumerate(state.rows):
+        signature = f"{prefix}{i % signatures:02d}"
+        cells = {
+            backend: Cell(
+                entries=tuple(
+                    replace(e, message=f"boom {signature}", signature=signature)
+                    for e in cell.entries
+                )
+            )
+            for backend, cell in row.cells.items()
+        }
+        rows.append(Row(row.name, row.first_seen, cells))
+    return replace(state, rows=tuple(rows))
+
+
+def test_each_cross_dashboard_file_holds_at_most_what_its_view_shows():
+    """However many tests fail, the landing view's file lists 200 tests of each group, a group
+    alone 2,000, the failure groups a sample of 20 while 1,000 rows last, and one failure
+    group alone 2,000 tests: what the views show, no more; the counts stay whole."""
+    state = many_failures(4500, 3)
+
+    files = files_by_path(render_site([state], PAGE))
+    _, landing = data(files["data/attention.js"])
+    _, failing = data(files["data/attention/failing.js"])
+    _, groups = data(files["data/groups.js"])
+    _, shard = data(files["data/groups/0.js"])
+
+    def listed(document: dict[str, Any], group: str) -> int:
+        return sum(len(tests) for _, _, tests in document["groups"][group])
+
+    assert landing["counts"]["failing"] == [4500, 3]
+    assert listed(landing, "failing") == 200
+    assert listed(failing, "failing") == 2000
+    assert list(failing["groups"]) == ["failing"]
+    assert [g[:2] for g in landing["groups"]["failing"]] == [["00", 1500]]
+    assert [g[:2] for g in failing["groups"]["failing"]] == [["00", 1500], ["01", 1500]]
+    assert [(g[0], g[2], len(g[5])) for g in groups["groups"]] == [
+        ("00", 1500, 20),
+        ("01", 1500, 20),
+        ("02", 1500, 20),
+    ]
+    assert [(g[0], g[2], len(g[5])) for g in shard["groups"]] == [
+        ("00", 1500, 1500),
+        ("01", 1500, 1500),
+        ("02", 1500, 1500),
+    ]
+    assert shard["groups"][0][5][0] == [0, "test_00000", ["torch", "jax"]]
+    assert len(files["data/attention/failing.js"]) < 200_000
+
+
+def test_a_signatures_group_is_in_the_file_of_its_first_hex_digit():
+    """groups/<h>.js holds the signatures starting with h; those without one, or that start
+    with anything else, are in groups/0.js."""
+    assert [shard_of(s) for s in ("a1b2", "0f", "", "zz", "F0")] == ["a", "0", "0", "0", "0"]
+    state = many_failures(4, 2, prefix="b")
+
+    files = files_by_path(render_site([state], PAGE))
+
+    _, shard = data(files["data/groups/b.js"])
+    assert [g[0] for g in shard["groups"]] == ["b00", "b01"]
+    assert data(files["data/groups/0.js"])[1]["groups"] == []

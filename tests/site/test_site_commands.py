@@ -16,12 +16,15 @@ from ivy_matrix.site.page import STATIC_FILES
 from tests.commands.results import error_lines, write_junit
 from tests.commands.test_prune import branch_env as prune_branch_env
 from tests.github.fake_server import FakeGitHub
-from tests.site.scenes import sample_states, write_store
+from tests.site.scenes import F, S, dashboard, sample_states, write_store
 
 SITE_FILES = {
     *STATIC_FILES,
     "data/index.js",
     "data/attention.js",
+    *(f"data/attention/{group}.js" for group in ("new", "failing", "flaky", "fixed", "stale")),
+    "data/groups.js",
+    *(f"data/groups/{digit}.js" for digit in "0123456789abcdef"),
     "data/slowest.js",
     "data/d/core/gradients.js",
     "data/d/nn/layers.js",
@@ -57,6 +60,26 @@ def test_render_html_writes_the_site_and_an_unchanged_store_writes_nothing(workd
     assert f"{len(SITE_FILES)} file(s) changed" in out
     assert "0 file(s) changed" in out_again
     assert site_files(workdir / "site") == first
+
+
+def test_a_dashboard_that_did_not_change_keeps_its_data_file_untouched(workdir):
+    """One dashboard changes: its data file and the cross-dashboard files are rewritten, the
+    other dashboard's file is not, and no file of the page is."""
+    write_store(workdir / "store", sample_states())
+    assert run(["render", "--store", "store", "--html", "site"])[0] == 0
+    first = site_files(workdir / "site")
+    write_store(workdir / "store", [dashboard("gradients", {"test_green": {"torch": [F, S]}})])
+
+    code, _ = run(["render", "--store", "store", "--html", "site"])
+
+    after = site_files(workdir / "site")
+    changed = {path for path in after if after[path] != first.get(path)}
+    assert code == 0
+    assert "data/d/core/gradients.js" in changed
+    assert "data/d/nn/layers.js" not in changed
+    assert changed <= {"data/d/core/gradients.js", "data/index.js", "data/slowest.js"} | {
+        path for path in SITE_FILES if path.startswith(("data/attention", "data/groups"))
+    }
 
 
 def test_render_html_deletes_the_data_of_a_dashboard_that_is_gone_and_nothing_else(workdir):

@@ -3,22 +3,7 @@
 
 (function () {
   const M = window.ivyMatrix;
-  const {
-    ROW_LIMIT,
-    STATUS,
-    SYMBOL,
-    h,
-    name,
-    shown,
-    firstLine,
-    plural,
-    makeHash,
-    show,
-    dashboardHref,
-    load,
-    GROUP_PREVIEW,
-    GROUP_SAMPLE,
-  } = M;
+  const { STATUS, SYMBOL, h, name, firstLine, plural, makeHash, show, dashboardHref, load } = M;
 
   const GROUPS = [
     ["new", "New failures", "failing in the newest run only"],
@@ -30,21 +15,13 @@
 
   // ------------------------------------------------------------------ needs attention
 
-  // Attention items, grouped: group -> signature -> [{dashboard, row, backends: [...]}].
-  function attentionGroups(items) {
-    const groups = {};
-    for (const item of items) {
-      const [d, row, backend, group, letter, runs, sig] = item;
-      const bySig = (groups[group] = groups[group] || new Map());
-      const key = sig || "";
-      let rows = bySig.get(key);
-      if (!rows) bySig.set(key, (rows = new Map()));
-      const rowKey = d + "\u0000" + row;
-      let entry = rows.get(rowKey);
-      if (!entry) rows.set(rowKey, (entry = { dashboard: M.index.dashboards[d], row: row, cells: [] }));
-      entry.cells.push({ backend: backend, status: STATUS[letter], runs: runs });
-    }
-    return groups;
+  // A listed test of the data ([dashboard number, test, [[backend, letter, runs], ...]]).
+  function entryOf(listed) {
+    return {
+      dashboard: M.index.dashboards[listed[0]],
+      row: listed[1],
+      cells: listed[2].map(function (c) { return { backend: c[0], status: STATUS[c[1]], runs: c[2] }; }),
+    };
   }
 
   function cellLinks(entry) {
@@ -72,52 +49,44 @@
     return sig && messages ? messages[sig] : "";
   }
 
+  // The landing view loads the first tests of each group (data/attention.js), one group
+  // alone its own file (data/attention/<group>.js): each holds what the view shows.
   function attentionView(params) {
-    return load("attention").then(function (attention) {
-      const only = params.get("group") || "";
-      const groups = attentionGroups(attention.items);
+    const asked = params.get("group") || "";
+    const only = GROUPS.some(function (g) { return g[0] === asked; }) ? asked : "";
+    return load(only ? "attention/" + only : "attention").then(function (attention) {
+      const counts = attention.counts;
       const nodes = [h("h1", { text: "Needs attention" })];
       nodes.push(h("ul", { class: "group-counts" }, GROUPS.map(function (g) {
-        const bySig = groups[g[0]];
-        const count = bySig ? Array.from(bySig.values()).reduce(function (s, rows) { return s + rows.size; }, 0) : 0;
         return h("li", null, h("a", { href: makeHash("/attention", { group: g[0] }),
-          "aria-current": only === g[0] ? "true" : null }, g[1] + ": " + plural(count, "test")));
+          "aria-current": only === g[0] ? "true" : null }, g[1] + ": " + plural(counts[g[0]][0], "test")));
       })));
-      if (!attention.items.length) {
+      if (!GROUPS.some(function (g) { return counts[g[0]][0] > 0; })) {
         nodes.push(h("p", { class: "all-green", text: "Nothing needs attention: every test passes on every backend." }));
       }
-      let budget = ROW_LIMIT;
       for (const [key, title, help] of GROUPS) {
-        if (only && key !== only) continue;
-        const bySig = groups[key];
-        if (!bySig) continue;
-        const total = Array.from(bySig.values()).reduce(function (s, rows) { return s + rows.size; }, 0);
+        const listed = attention.groups[key];
+        if (!listed || !listed.length) continue;
+        const [total, signatures] = counts[key];
         const section = h("section", { "aria-labelledby": "group-" + key },
           h("h2", { id: "group-" + key }, title + " ", h("span", { class: "count", text: "(" + plural(total, "test") + ")" })),
           h("p", { class: "help", text: help }));
-        const cap = Math.min(budget, only ? ROW_LIMIT : GROUP_PREVIEW);
         let shownRows = 0;
-        const sigs = Array.from(bySig.keys()).sort(function (a, b) {
-          return bySig.get(b).size - bySig.get(a).size || (a < b ? -1 : a > b ? 1 : 0);
-        });
-        for (const sig of sigs) {
-          if (shownRows >= cap) break;
-          const entries = Array.from(bySig.get(sig).values()).slice(0, cap - shownRows);
-          shownRows += entries.length;
+        for (const [sig, tests, rows] of listed) {
+          shownRows += rows.length;
           const message = messageOf(sig, attention.messages);
-          if (sig || sigs.length > 1) {
+          if (sig || signatures > 1) {
             section.appendChild(h("h3", { class: "signature" },
               sig ? h("a", { href: makeHash("/groups", { sig: sig }) }, message ? firstLine(message) : "signature " + sig)
                 : "No failure message recorded",
-              " ", h("span", { class: "count", text: "(" + plural(bySig.get(sig).size, "test") + ")" })));
+              " ", h("span", { class: "count", text: "(" + plural(tests, "test") + ")" })));
           }
-          section.appendChild(attentionTable(entries));
+          section.appendChild(attentionTable(rows.map(entryOf)));
         }
         if (shownRows < total) {
           section.appendChild(h("p", null, "Showing " + shownRows + " of " + total + ". ",
             only ? "" : h("a", { href: makeHash("/attention", { group: key }), text: "Show this group alone" })));
         }
-        budget -= shownRows;
         nodes.push(section);
       }
       return show(nodes, "Needs attention", "attention");
@@ -133,45 +102,35 @@
     divergent: "divergent: no two failing backends agree",
   };
 
-  // The data's ranking of the signatures (most cells, then most backends) and their kinds.
-  function signatureInfo(attention) {
-    const info = new Map();
-    (attention.signatures || []).forEach(function (s, i) { info.set(s.signature, { rank: i, kind: s.kind }); });
-    return info;
+  // The file that holds one signature's group (overview.py's shard_of).
+  function shardOf(sig) {
+    const first = sig.slice(0, 1);
+    return first && "0123456789abcdef".includes(first) ? first : "0";
   }
 
-  // Failing cells by signature: signature -> {backends, tests: Map(key -> {dashboard, row, on})}.
-  function failureGroups(items, info) {
-    const bySig = new Map();
-    for (const [d, row, backend, , letter, , sig] of items) {
-      if (letter !== "f") continue;
-      const key = sig || "";
-      let group = bySig.get(key);
-      if (!group) bySig.set(key, (group = { sig: key, backends: new Set(), tests: new Map() }));
-      group.backends.add(backend);
-      const test = d + "\u0000" + row;
-      if (!group.tests.has(test)) group.tests.set(test, { dashboard: M.index.dashboards[d], row: row, on: new Set() });
-      group.tests.get(test).on.add(backend);
-    }
-    const rank = function (g) { const found = info.get(g.sig); return found ? found.rank : Infinity; };
-    return Array.from(bySig.values()).sort(function (a, b) {
-      return rank(a) - rank(b) || b.tests.size - a.tests.size || (a.sig < b.sig ? -1 : a.sig > b.sig ? 1 : 0);
-    });
+  // A group of the data: [signature, line, tests, backends, kind, [[dashboard, test, backends]]].
+  function groupOf(listed) {
+    return {
+      sig: listed[0],
+      message: listed[1],
+      tests: listed[2],
+      backends: new Set(listed[3]),
+      kind: listed[4],
+      sample: listed[5].map(function (t) { return { dashboard: M.index.dashboards[t[0]], row: t[1], on: new Set(t[2]) }; }),
+    };
   }
 
-  function groupTitle(group, messages) {
-    const message = messageOf(group.sig, messages);
+  function groupTitle(group) {
     if (!group.sig) return "No failure message recorded";
-    return message ? firstLine(message) : "Signature " + group.sig;
+    return group.message ? firstLine(group.message) : "Signature " + group.sig;
   }
 
-  function groupTable(group, limit) {
+  function groupTable(group) {
     const backends = M.index.backends.filter(function (b) { return group.backends.has(b); });
-    const tests = Array.from(group.tests.values()).slice(0, limit);
     return h("div", { class: "scroll" }, h("table", { class: "grid small" },
       h("thead", null, h("tr", null, h("th", { scope: "col", text: "Test" }),
         backends.map(function (b) { return h("th", { scope: "col" }, name(b)); }))),
-      h("tbody", null, tests.map(function (t) {
+      h("tbody", null, group.sample.map(function (t) {
         return h("tr", null,
           h("th", { scope: "row" }, h("a", { href: dashboardHref(t.dashboard.id) }, name(t.dashboard.key)), " · ", name(t.row)),
           backends.map(function (b) {
@@ -182,12 +141,12 @@
       }))));
   }
 
+  // Every group loads data/groups.js (each signature's line and a sample of its tests); one
+  // group alone, the file of its signature's first digit (data/groups/<h>.js).
   function groupsView(params) {
-    return load("attention").then(function (attention) {
-      const chosen = params.get("sig");
-      const info = signatureInfo(attention);
-      const kindOf = function (g) { const found = info.get(g.sig); return found ? found.kind : ""; };
-      const groups = failureGroups(attention.items, info).filter(function (g) { return chosen === null || g.sig === chosen; });
+    const chosen = params.get("sig");
+    return load(chosen === null ? "groups" : "groups/" + shardOf(chosen)).then(function (doc) {
+      const groups = doc.groups.map(groupOf).filter(function (g) { return chosen === null || g.sig === chosen; });
       const nodes = [h("h1", { text: "Failure groups" }),
         h("p", { text: "Failing cells grouped by their failure's signature: the message's first line with numbers, addresses, quoted values, paths and backend names taken out." })];
       if (chosen !== null) nodes.push(h("p", null, h("a", { href: "#/groups", text: "All failure groups" })));
@@ -197,26 +156,23 @@
       if (chosen === null && groups.length) {
         nodes.push(h("table", { class: "groups" },
           h("thead", null, h("tr", null, ["Failure", "Tests", "Backends", "Kind"].map(function (t) { return h("th", { scope: "col", text: t }); }))),
-          h("tbody", null, groups.slice(0, ROW_LIMIT / 2).map(function (g) {
+          h("tbody", null, groups.map(function (g) {
             return h("tr", null,
-              h("th", { scope: "row", class: "message-cell" }, h("a", { href: makeHash("/groups", { sig: g.sig }) }, groupTitle(g, attention.messages))),
-              h("td", { class: "num", text: String(g.tests.size) }),
+              h("th", { scope: "row", class: "message-cell" }, h("a", { href: makeHash("/groups", { sig: g.sig }) }, groupTitle(g))),
+              h("td", { class: "num", text: String(g.tests) }),
               h("td", null, M.index.backends.filter(function (b) { return g.backends.has(b); }).map(function (b, i) { return [i ? ", " : "", name(b)]; })),
-              h("td", { class: "kind", title: KINDS[kindOf(g)] || null, text: kindOf(g) }));
+              h("td", { class: "kind", title: KINDS[g.kind] || null, text: g.kind }));
           }))));
       }
-      // The overview table takes at most half the rows; one chosen group, all of them.
-      let budget = chosen === null ? ROW_LIMIT / 2 : ROW_LIMIT;
       for (const group of groups) {
-        if (budget <= 0) break;
-        const limit = Math.min(budget, chosen === null ? GROUP_SAMPLE : ROW_LIMIT);
-        budget -= Math.min(limit, group.tests.size);
+        if (!group.sample.length) break; // the rows of the page are spent
+        const limit = group.sample.length;
         nodes.push(h("section", { class: "failure-group" },
-          h("h2", null, groupTitle(group, attention.messages)),
-          h("p", { class: "count", text: plural(group.tests.size, "test") + " on " + plural(group.backends.size, "backend") + (KINDS[kindOf(group)] ? " · " + KINDS[kindOf(group)] : "") + (group.sig ? " · signature " + group.sig : "") }),
-          groupTable(group, limit),
-          group.tests.size > limit
-            ? h("p", null, "Showing " + limit + " of " + group.tests.size + " tests. ", chosen === null ? h("a", { href: makeHash("/groups", { sig: group.sig }), text: "Show them all" }) : null)
+          h("h2", null, groupTitle(group)),
+          h("p", { class: "count", text: plural(group.tests, "test") + " on " + plural(group.backends.size, "backend") + (KINDS[group.kind] ? " · " + KINDS[group.kind] : "") + (group.sig ? " · signature " + group.sig : "") }),
+          groupTable(group),
+          group.tests > limit
+            ? h("p", null, "Showing " + limit + " of " + group.tests + " tests. ", chosen === null ? h("a", { href: makeHash("/groups", { sig: group.sig }), text: "Show them all" }) : null)
             : null));
       }
       return show(nodes, "Failure groups", "groups");

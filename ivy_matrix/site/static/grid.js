@@ -4,7 +4,7 @@
 (function () {
   const M = window.ivyMatrix;
   const {
-    ROW_LIMIT,
+    GRID_PAGE,
     STATUS,
     SYMBOL,
     h,
@@ -308,9 +308,9 @@
     const timed = doc.rows.some(function (row) { return row.length > 1 + doc.backends.length; });
     const matching = doc.rows.filter(function (row) { return rowMatches(doc, row, filters, columns); });
     const rows = sortedRows(doc, matching, columns, filters.sort);
-    const pages = Math.max(1, Math.ceil(rows.length / ROW_LIMIT));
+    const pages = Math.max(1, Math.ceil(rows.length / GRID_PAGE));
     const page = Math.min(filters.page, pages);
-    const slice = rows.slice((page - 1) * ROW_LIMIT, page * ROW_LIMIT);
+    const slice = rows.slice((page - 1) * GRID_PAGE, page * GRID_PAGE);
     const body = h("tbody");
     const fragment = document.createDocumentFragment();
     const built = new Map();

@@ -1,0 +1,1 @@
+ivyMatrix.put("attention/failing",{"format":"ivy-matrix-site","version":2,"counts":{"new":[2,1],"failing":[3,1],"flaky":[2,1],"fixed":[1,1],"stale":[1,1]},"groups":{"failing":[["",3,[[0,"test_failing",[["torch","f",3]]],[0,"<script>alert(1)</script>",[["torch","f",2]]],[0,"test_\u202eevil\u202c_name",[["numpy","f",3]]]]]]},"messages":{}});

@@ -1,0 +1,1 @@
+ivyMatrix.put("groups/0",{"format":"ivy-matrix-site","version":2,"groups":[["","",7,["torch","jax","numpy"],"backend-specific",[[0,"test_new",["torch","jax"]],[0,"test_failing",["torch"]],[0,"test_flips",["torch"]],[0,"<script>alert(1)</script>",["torch"]],[0,"\"><img src=x onerror=alert(1)>",["jax"]],[0,"test_\u202eevil\u202c_name",["numpy"]],[1,"test_gone",["numpy"]]]]]});
