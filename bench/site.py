@@ -1,19 +1,28 @@
-"""The HTML site at Ivy's shape: its size, and how fast headless Chromium paints its views.
+"""The HTML site at Ivy's shape, or ``--scale`` times it: its size, the data each view loads,
+and how fast headless Chromium paints each view.
 
 Builds a store the way users do, with ``ivy-matrix update`` over seeded JUnit files of many
 runs (default: Ivy's shape: 100 dashboards, 8,000 rows, one of them 1,200 rows, 4 backends,
-30 runs), then ``render --html``, and measures:
+30 runs; ``--scale 10``: 1,000 dashboards, 80,000 rows, one of them 12,000), then
+``render --html``, and measures:
 
 - ``size``: the bytes of the site's data files (``data/``) and of the whole site;
 - ``render``: seconds to build the site's files from the store (Python, in this process), and
   the files a second render writes (0: an unchanged store writes nothing);
-- ``paint``: milliseconds from navigation start until the view is painted (the page's
+- ``paint``, per view (:func:`views_of`: the landing view, needs attention; each group alone;
+  the summary; the failure groups and the largest alone; the slowest tests; the largest
+  dashboard's grid and a failing cell's detail in it), each opened from ``file://`` in a fresh
+  browser context: milliseconds from navigation start until the view is painted (the page's
   ``ivy-painted:<view>`` mark, set a frame after the view's DOM is built; ``drawn``: the
-  ``ivy-drawn:<view>`` mark, when the document holds it) for the landing view (needs
-  attention) and for the largest dashboard's grid, each opened from ``file://`` in a fresh
-  browser context; the median and best of ``--repeat`` tries, and the rows in the document.
-  Wall times depend on what else the machine runs; ``main_thread_cpu``, the CPU time of the
-  page's main thread until then (Chromium's ``ThreadTime`` metric), much less so.
+  ``ivy-drawn:<view>`` mark), the median and best of ``--repeat`` tries, the rows in the
+  document, and the data files the browser requested (``data_files``, ``data_bytes``: their
+  sizes; ``largest_view_data_bytes``: the most any view loads). Wall times depend on what else
+  the machine runs; ``main_thread_cpu``, the CPU time of the page's main thread until then
+  (Chromium's ``ThreadTime`` metric), much less so.
+
+``--compare DIR`` renders the same store with another checkout (``git archive main | tar -x
+-C DIR``) and measures its site too, the two taking turns (``ref`` in the report);
+``--screenshots`` saves each view as a PNG under ``WORK/screenshots``.
 
 Debian's chromium through Playwright, as the browser tests use it (tests/site/browser.py).
 Data and the site go to ``bench/out/site/`` (gitignored). ``--smoke`` runs a tiny shape once.
@@ -340,6 +349,26 @@ def paint(sites: dict[str, Path], big_id: str, repeat: int) -> dict[str, dict[st
     return found
 
 
+def screenshots(site: Path, big_id: str, folder: Path) -> None:
+    """Each view of :func:`views_of` as the browser shows it (the top of the page, 1,400 x
+    900), into ``folder/<view>.png``, to look at."""
+    from playwright.sync_api import sync_playwright
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS
+        )
+        for label, (fragment, view) in views_of(site, big_id).items():
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            page = context.new_page()
+            page.goto((site / "index.html").as_uri() + fragment)
+            page.wait_for_function(f"() => document.body.dataset.painted === {view!r}")
+            page.screenshot(path=str(folder / f"{label}.png"))
+            context.close()
+        browser.close()
+
+
 def load_average() -> float:
     """The machine's load over the last minute (the paint times depend on it)."""
     return round(os.getloadavg()[0], 1)
@@ -366,6 +395,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.compare is not None:
         sites["ref"] = reference_site(Path(args.compare), store_dir, work / "html@ref")
     painted = paint(sites, site_id(big), 1 if args.smoke else args.repeat)
+    if args.screenshots:
+        screenshots(site, site_id(big), work / "screenshots")
     report: dict[str, Any] = {
         "shape": {
             "dashboards": len(states),
@@ -426,6 +457,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--compare",
         help="a checkout of other code (git archive main | tar -x -C DIR): its site of the "
         "same store is measured too, the two taking turns",
+    )
+    parser.add_argument(
+        "--screenshots", action="store_true", help="save each view as a PNG under WORK/screenshots"
     )
     parser.add_argument("--json", help="also write the figures here")
     return parser.parse_args(argv)
