@@ -21,8 +21,9 @@ one).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain, islice
 from typing import BinaryIO, NamedTuple
 
 from ivy_matrix.model import (
@@ -183,6 +184,47 @@ SAMPLES_KEPT = 2  # paths or test ids a message shows as not matched
 _TALLY = {CaseStatus.FAILED: 1, CaseStatus.ERROR: 2, CaseStatus.SKIPPED: 3}
 
 
+_Place = tuple[str, str, str]  # a case's classname, file and suite
+
+
+@dataclass(slots=True)
+class _ByPlace:
+    """One file's rows as ``Collector._scan_by_place`` gathers them, by place."""
+
+    # Each place's rows: their cases as one int (packed counts, see _BITS), and the seconds
+    # of those with a time.
+    groups: dict[_Place, dict[str, int]] = field(default_factory=dict)
+    times: dict[_Place, dict[str, float]] = field(default_factory=dict)
+    # Each run of one place: the place and how many rows it had when the run began.
+    segments: list[tuple[_Place, int]] = field(default_factory=list)
+    # Each failing row's first failure line and where its first failing case is, each with
+    # that case's number among the file's failing cases.
+    lines: dict[tuple[_Place, str], tuple[int, str]] = field(default_factory=dict)
+    places: dict[tuple[_Place, str], tuple[int, tuple[str, int] | None]] = field(
+        default_factory=dict
+    )
+
+    def runs(self) -> list[tuple[_Place, Iterator[tuple[str, int]]]]:
+        """Each run of one place and its new rows (name, packed counts): in this order, the
+        rows in the order their first case came (a run's rows are those its place gained)."""
+        groups = self.groups
+        if len(self.segments) == len(groups):  # the usual file: one run a place
+            return [(place, iter(rows.items())) for place, rows in groups.items()]
+        spans: list[tuple[_Place, int]] = []
+        later: dict[_Place, int] = {}
+        for place, start in reversed(self.segments):
+            spans.append((place, later.get(place, len(groups[place])) - start))
+            later[place] = start
+        rows = {place: iter(found.items()) for place, found in groups.items()}
+        return [(place, islice(rows[place], count)) for place, count in reversed(spans) if count]
+
+    def in_order(self) -> Iterator[tuple[_Place, str, int]]:
+        """Each row (place, name, packed counts) in the order its first case came."""
+        for place, rows in self.runs():
+            for name, packed in rows:
+                yield place, name, packed
+
+
 class Read(NamedTuple):
     """What reading one file added besides its counts and cells (what a
     :class:`~ivy_matrix.model.FileRecord` keeps of it)."""
@@ -335,15 +377,11 @@ class Collector:
                         )
                     )
 
+        commit: Callable[[], tuple[DashboardId, ...]] | None = None
         if file_backend is not None and not per_case:
             # The usual file: one backend, rows named by their place: the quicker loop.
-            counts, problem = self._scan_by_place(
-                stream,
-                source,
-                file_backend,
-                (pending, messages, wheres, seconds, failures, room),
-                nameless,
-                cases=cases,
+            counts, problem, commit = self._scan_by_place(
+                stream, source, file_backend, (failures, room), nameless, cases=cases
             )
         else:
             counts, problem = scan_junit(
@@ -369,7 +407,9 @@ class Collector:
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
-        reached = self._commit(pending, messages, wheres, seconds)
+        reached = (
+            commit() if commit is not None else self._commit(pending, messages, wheres, seconds)
+        )
         self._commit_cases(cases)
         self.last = Read(
             counts=counts,
@@ -391,38 +431,28 @@ class Collector:
         stream: BinaryIO,
         source: str,
         backend: str,
-        into: tuple[
-            dict[tuple[int, str, str], int],
-            dict[tuple[int, str, str], str],
-            dict[tuple[int, str, str], tuple[str, int] | None],
-            dict[tuple[int, str, str], float],
-            list[Failure],
-            int,
-        ],
+        into: tuple[list[Failure], int],
         nameless: list[int],
         *,
         cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
-    ) -> tuple[FileCounts, ParseProblem | None]:
-        """Read a file whose cases all have its ``backend`` (no per-case naming) into
-        ``into``'s pending cells (packed counts, see _BITS), first failure lines and seconds,
-        and each timed case's seconds into ``cases``, as ``add_file``'s loop does.
+    ) -> tuple[FileCounts, ParseProblem | None, Callable[[], tuple[DashboardId, ...]]]:
+        """Read a file whose cases all have its ``backend`` (no per-case naming): each row's
+        cases as one int (packed counts, see _BITS) and seconds, its first failure line and
+        place; each timed case's seconds into ``cases``; the first failures into ``into``.
+        Returns the counts, the problem, and what adds the file's cells to the rest (to call
+        once the whole file was read: :meth:`_commit_places`).
 
         Cases come in runs of one place (classname, file, suite): each run finds its place's
         rows once, and a case's cell is its row name there, no string built and no tuple
-        hashed per case. The cells keep the order their first case came in.
+        hashed per case. The cells keep the order their first case came in (each run of a
+        place is one segment of its rows, in order).
         """
-        pending, messages, wheres, seconds, failures, room = into
+        failures, room = into
         namer, places = self.namer, self._places
-        Place = tuple[str, str, str]  # noqa: N806  -- a local type alias
-        groups: dict[Place, dict[str, int]] = {}
-        # Each place's rows' seconds (of the cases with a time).
-        group_times: dict[Place, dict[str, float]] = {}
-        order: list[tuple[Place, str]] = []  # (place, name) of each cell, as it first came
-        # Each cell's first failure line, and the failing case it came with; where the cell's
-        # first failing case is.
-        lines: dict[tuple[Place, str], tuple[int, str]] = {}
-        places_of: dict[tuple[Place, str], tuple[int, tuple[str, int] | None]] = {}
-        last: Place = ("", "", "\0")  # no place has a NUL in its suite name
+        read = _ByPlace()
+        groups, group_times, segments = read.groups, read.times, read.segments
+        lines, places_of = read.lines, read.places
+        last: _Place = ("", "", "\0")  # no place has a NUL in its suite name
         rows: dict[str, int] = {}
         times: dict[str, float] = {}
         named: dict[str, float] = {}
@@ -444,6 +474,7 @@ class Collector:
                 rows = found
                 times = group_times[last]
                 named = cases[backend, last]
+                segments.append((last, len(rows)))
             if time is not None:
                 named[name] = named.get(name, 0.0) + time
             if name[-1:] == "]":
@@ -457,7 +488,6 @@ class Collector:
                     times[name] = time
                     step += _TIMED
                 rows[name] = step
-                order.append((last, name))
             else:
                 if time is not None:
                     times[name] = times.get(name, 0.0) + time
@@ -488,32 +518,113 @@ class Collector:
             on_nameless=nameless.append,
             properties=self.collected.properties,
         )
-        # Each place's rows as the cells add_file's loop keeps, in the order they came (two
-        # places of one row add up, as one loop over both would have counted them).
+
+        def commit() -> tuple[DashboardId, ...]:
+            # Two places of one row (the same dashboard and prefix) add up, as one loop over
+            # both would have counted them: then the cells are gathered by their key first.
+            if len({places[place] for place in groups}) < len(groups):
+                return self._commit(*self._pending(backend, read))
+            return self._commit_places(backend, read)
+
+        return counts, problem, commit
+
+    def _pending(
+        self, backend: str, read: _ByPlace
+    ) -> tuple[
+        dict[tuple[int, str, str], int],
+        dict[tuple[int, str, str], str],
+        dict[tuple[int, str, str], tuple[str, int] | None],
+        dict[tuple[int, str, str], float],
+    ]:
+        """A file's rows by place as the cells ``add_file``'s loop keeps (for :meth:`_commit`),
+        in the order they came: a cell of two places adds them up, and keeps the first
+        failure line and place of the two."""
+        pending: dict[tuple[int, str, str], int] = {}
+        messages: dict[tuple[int, str, str], str] = {}
+        wheres: dict[tuple[int, str, str], tuple[str, int] | None] = {}
+        seconds: dict[tuple[int, str, str], float] = {}
+        never = len(read.lines) + len(read.places) + 1  # after every failing case
         first: dict[tuple[int, str, str], int] = {}
         first_place: dict[tuple[int, str, str], int] = {}
-        for place, name in order:
-            index, prefix = places[place]
+        for place, name, tally in read.in_order():
+            index, prefix = self._places[place]
             cell = (index, prefix + name if name else prefix + UNNAMED, backend)
-            time = group_times[place].get(name)
-            known = pending.get(cell)
-            if known is None:  # the usual case: the cell's only place
-                pending[cell] = groups[place][name]
-                if time is not None:
-                    seconds[cell] = time
-            else:
-                pending[cell] = known + groups[place][name]
-                if time is not None:
-                    seconds[cell] = seconds.get(cell, 0.0) + time
-            line = lines.get((place, name))
-            if line is not None and first.get(cell, failing + 1) > line[0]:
+            time = read.times[place].get(name)
+            pending[cell] = pending.get(cell, 0) + tally
+            if time is not None:
+                seconds[cell] = seconds.get(cell, 0.0) + time
+            line = read.lines.get((place, name))
+            if line is not None and first.get(cell, never) > line[0]:
                 first[cell] = line[0]
                 messages[cell] = line[1]
-            found = places_of.get((place, name))
-            if found is not None and first_place.get(cell, failing + 1) > found[0]:
+            found = read.places.get((place, name))
+            if found is not None and first_place.get(cell, never) > found[0]:
                 first_place[cell] = found[0]
                 wheres[cell] = found[1]
-        return counts, problem
+        return pending, messages, wheres, seconds
+
+    # The per-cell loop of the usual file, kept flat (local names, no call it can avoid).
+    def _commit_places(self, backend: str, read: _ByPlace) -> tuple[DashboardId, ...]:  # noqa: PLR0912  -- see above
+        """Add a fully read file's rows, no two places of one row, to the rest: each cell's
+        result made once, straight from its packed counts (a cell in two files: combined);
+        return the dashboards they reached."""
+        places, ids = self._places, self._dashboards
+        dashboards = self.collected.dashboards
+        renamed = self._renamed_places(read.groups)
+        reached: dict[int, None] = {}
+        shared, alike, redact = self._shared, self._shared.get, self.redact
+        lines, wheres = read.lines, read.places
+        new_result = tuple.__new__  # CellResult's own __new__ is a Python function
+        success, one_case, timed_one = Outcome.SUCCESS, _ONE_PASS.counts, _PASSED + _TIMED
+        mask, shift, failing = _MASK << _TIMED_SHIFT, _TIMED_SHIFT, _FAILED
+        for place, named in read.runs():
+            index, prefix = places[place]
+            reached[index] = None
+            rows = dashboards.setdefault(ids[index], {})
+            times = read.times[place]
+            for name, packed in named:
+                row = prefix + name if name else prefix + UNNAMED
+                if renamed:
+                    row = renamed.get(row, row)
+                if packed == timed_one:  # the usual cell: one passing case, timed
+                    result = new_result(CellResult, (success, one_case, "", None, times[name], 1))
+                else:
+                    timed = packed & mask
+                    tally = packed - timed if timed else packed
+                    line = spot = None
+                    if tally >= failing:
+                        line = lines.get((place, name))
+                        where = wheres.get((place, name))
+                        spot = None if where is None else where[1]
+                    if line is not None or spot is not None:
+                        if spot is not None:
+                            spot = (redact(spot[0]), spot[1])
+                        result = cell_result(tally, redact(line[1]) if line else "", spot)
+                    else:
+                        found = alike(tally)
+                        if found is None:
+                            found = shared[tally] = cell_result(tally)
+                        result = found
+                    if timed:
+                        # Durations differ from cell to cell: a result of its own.
+                        result = new_result(
+                            CellResult,
+                            (
+                                result[0],
+                                result[1],
+                                result[2],
+                                result[3],
+                                times[name],
+                                timed >> shift,
+                            ),
+                        )
+                cells = rows.get(row)
+                if cells is None:
+                    rows[row] = {backend: result}
+                else:
+                    old = cells.get(backend)
+                    cells[backend] = result if old is None else combine_results(old, result)
+        return tuple(ids[index] for index in reached)
 
     def file_backend(self, source: str) -> str | None:
         """The backend a file's path names (None: none, or each test case names its own);
@@ -560,10 +671,30 @@ class Collector:
             for slot, count in enumerate(numbers):
                 total[slot] += count
 
-    def _renamed_rows(self, pending: dict[tuple[int, str, str], int]) -> dict[str, str]:
-        """The rows of ``pending`` whose names hold a secret, with the secret hidden: all the
+    def _renamed_places(self, groups: dict[_Place, dict[str, int]]) -> dict[str, str]:
+        """The rows of a file read by place (their place's prefix and name) whose names hold
+        a secret, with the secret hidden (as :meth:`_renamed`): the names are looked at
+        once, each place's joined in one piece of text."""
+        places = self._places
+        texts = []
+        for place, rows in groups.items():
+            prefix = places[place][1]
+            texts.append(prefix + ("\n" + prefix).join(rows))
+            if "" in rows:
+                texts.append(prefix + UNNAMED)
+        if not self.redactor.may_hide("\n".join(texts)):
+            return {}
+        return self._renamed(
+            prefix + name if name else prefix + UNNAMED
+            for place, rows in groups.items()
+            for prefix in (places[place][1],)
+            for name in rows
+        )
+
+    def _renamed(self, names: Iterable[str]) -> dict[str, str]:
+        """The rows of ``names`` whose names hold a secret, with the secret hidden: all the
         names are looked at at once, and each only when one may hold one."""
-        rows = {row: None for _, row, _ in pending}
+        rows = dict.fromkeys(names)
         if not self.redactor.may_hide("\n".join(rows)):
             return {}
         redact = self.redact
@@ -577,7 +708,7 @@ class Collector:
         durations = self.collected.durations
         prefixes = self._prefixes
         redact = self.redact
-        hide = self.redactor.may_hide("\n".join(name for named in cases.values() for name in named))
+        hide = self.redactor.may_hide("\n".join(chain.from_iterable(cases.values())))
         for (backend, (classname, test_file, _)), read in cases.items():
             if not read:
                 continue
@@ -613,7 +744,7 @@ class Collector:
         dashboards = self.collected.dashboards
         ids = self._dashboards
         reached: dict[int, None] = {}
-        renamed = self._renamed_rows(pending)
+        renamed = self._renamed(row for _, row, _ in pending)
         # Cells without a failure line share one result per count (most are one passing case).
         shared = self._shared
         alike = shared.get

@@ -146,7 +146,7 @@ _CLASSES = ("ivy.test_core.test_a", "ivy.test_core.test_b", "ivy.test_core.TestA
 _BODIES = ("", FAIL.format(1), FAIL.format(2), '<error message="">x</error>', "<skipped/>")
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -155,6 +155,7 @@ _BODIES = ("", FAIL.format(1), FAIL.format(2), '<error message="">x</error>', "<
             st.sampled_from(("", "[1]", "[2]")),
             st.sampled_from(_BODIES),
             st.sampled_from(("", ' file="t.py" line="3"', ' file="u.py"', ' line="5"')),
+            st.sampled_from(("", ' time="0.5"', ' time="1.25"')),
         ),
         min_size=1,
         max_size=30,
@@ -162,9 +163,11 @@ _BODIES = ("", FAIL.format(1), FAIL.format(2), '<error message="">x</error>', "<
 )
 def test_the_usual_files_quicker_loop_gathers_what_the_per_case_loop_does(cases):
     """A file whose backend its path names is read by a loop of its own: it gathers the same
-    cells, in the same order, with the same counts, first failure lines and places."""
+    cells, in the same order, with the same counts, first failure lines, places and
+    durations (places that come back after others, and two places of one row, included)."""
     text = "".join(
-        f'<testcase classname="{c}" name="{n}{p}"{w}>{b}</testcase>' for c, n, p, b, w in cases
+        f'<testcase classname="{c}" name="{n}{p}"{w}{t}>{b}</testcase>'
+        for c, n, p, b, w, t in cases
     )
 
     def read(rules: NamingRules) -> dict[DashboardId, dict[str, dict[str, CellResult]]]:
