@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ivy_matrix.model import (
     NO_TIMES,
@@ -35,7 +36,7 @@ from ivy_matrix.model import (
     Seen,
     Timed,
 )
-from ivy_matrix.state.durations import encode, joined_times, merge_times
+from ivy_matrix.state.durations import MILLISECOND_CODES, encode, joined_times, merge_times
 
 DEFAULT_HISTORY = 10
 # Enough distinct run ids for any retirement setting we accept (see config.MAX_RETIRE_AFTER_RUNS);
@@ -146,6 +147,9 @@ def merge_cell(cell: Cell | None, entry: Entry, history: int) -> Cell:
     return Cell(entries=tuple(entries))
 
 
+_run_of = attrgetter("source.run")  # an entry's run, in C (Entry.run is a Python property)
+
+
 def _sorted_rows(rows: Mapping[str, Row]) -> tuple[Row, ...]:
     return tuple(sorted(rows.values(), key=lambda r: (r.first_seen, r.name)))
 
@@ -202,8 +206,9 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
     new_seen = tuple.__new__  # Seen's own __new__ is a Python function: one call per row
     batch_times = batch.times
     no_timing: Mapping[str, Timed] = {}
+    encoded = MILLISECOND_CODES.get  # the code of a duration of whole milliseconds under 1 s
     for seq, (row_name, cells) in enumerate(filled):
-        seen = new_seen(Seen, (min(entry.run for entry in cells.values()), seq))
+        seen = new_seen(Seen, (min(map(_run_of, cells.values())), seq))
         row = rows.get(row_name)
         old_times: Mapping[str, str] = NO_TIMES
         if row is None:
@@ -219,8 +224,8 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
         row_changed = row is None or first_seen != row.first_seen
         for backend, entry in cells.items():
             first = backend_first.get(backend)
-            if first is None or entry.run != first[0]:
-                _note_run(backend_first, runs, backend, entry.run)
+            if first is None or entry.source.run != first[0]:
+                _note_run(backend_first, runs, backend, entry.source.run)
             old = row_cells.get(backend)
             if old is None:
                 merged = fresh.get(id(entry))
@@ -246,7 +251,9 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
                     # The usual new cell: its one result's duration, of all its cases.
                     counts = entry.counts
                     if counts is not None and timing.timed == sum(counts):
-                        after = encode(timing.seconds)
+                        after = encoded(timing.seconds)
+                        if after is None:
+                            after = encode(timing.seconds)
                     else:
                         after = merge_times(old, before, merged, entry, timing)
                 elif timing is None and before is None:

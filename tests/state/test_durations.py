@@ -10,7 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ivy_matrix.errors import StoreError
-from ivy_matrix.model import CaseCounts, DashboardId, Entry, Outcome, RunKey, Source, Timing
+from ivy_matrix.model import (
+    CaseCounts,
+    DashboardId,
+    Entry,
+    Outcome,
+    Row,
+    RunKey,
+    Seen,
+    Source,
+    Timing,
+)
 from ivy_matrix.state.columnar import dump_columns
 from ivy_matrix.state.durations import (
     NO_CODE,
@@ -206,3 +216,32 @@ def test_timed_counts_that_do_not_fit_are_refused():
     for bad in ('{"0":[]}', '{"0":[-1]}', '{"0":"2"}'):
         with pytest.raises(StoreError, match="malformed"):
             load_state(text.replace('{"0":[2]}', bad), where="f.json")
+
+
+_CODE = st.sampled_from(["~~", "00", "0A", "Sx", "__", "zz"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["torch", "jax", "numpy"]),
+            st.lists(_CODE, min_size=1, max_size=3).map("".join),
+            max_size=3,
+        ),
+        max_size=12,
+    )
+)
+def test_a_backends_totals_are_its_rows_latest_durations_added_in_row_order(times):
+    """Summed in C (duration_totals), the seconds are those of a row-by-row loop, to the bit,
+    and the rows those whose latest result has a duration."""
+    rows = [Row(f"r{i}", Seen(RunKey(), i), {}, found) for i, found in enumerate(times)]
+    expected: dict[str, list[float]] = {}
+    for found in times:
+        for backend, codes in found.items():
+            seconds = decode(codes[:2])
+            if seconds is not None:
+                total = expected.setdefault(backend, [0.0, 0])
+                total[0] += seconds
+                total[1] += 1
+    assert duration_totals(rows) == {b: (s, int(n)) for b, (s, n) in expected.items()}
