@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -242,3 +243,34 @@ def test_branch_size_bench_reports_the_clone_of_a_branch_that_starts_afresh(
     assert [row["runs"] for row in report["rows"]] == [2, 5]
     assert all(row["clone_bytes"] > 0 and row["commits"] <= 2 for row in report["rows"])
     assert all(row["files"] > 10 for row in report["rows"])  # pages and the site
+
+
+def test_fan_in_bench_reports_the_fan_in_beside_reading_the_junit(tmp_path: Path) -> None:
+    """`bench/fan_in.py` on a tiny shape (400 cells, 8 legs, one round): the fan-in, the
+    reference and the fan-in onto a seeded branch each push one branch of the same files, and
+    the report holds their figures and the ratios (never judged: speed is not tested)."""
+    with socket.socket() as probe:  # a free port for the git server the leg files name
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "fan_in.json"
+    shape = ["--cells", "400", "--dashboards", "2", "--legs", "8", "--rounds", "1"]
+    argv = [*shape, "--seeded", "--port", str(port), "--work", str(tmp_path), "--json", str(out)]
+    proc = subprocess.run(
+        [sys.executable, "bench/fan_in.py", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text())
+    assert (report["settings"]["cells"], report["settings"]["legs"]) == (400, 8)
+    medians = report["medians"]
+    assert set(medians) == {"fan-in this", "junit this", "fan-in-seeded this"}
+    files = {figures["files_on_branch"] for figures in medians.values()}
+    assert len(files) == 1
+    assert files.pop() > 2
+    assert all(f["pushed_kb"] > 0 and f["rest_requests"] == 0 for f in medians.values())
+    assert all(f["cpu_s"] >= f["python_cpu_s"] > 0 for f in medians.values())
+    assert set(report["fan_in_over_junit"]["this"]) == {"cpu", "rss"}

@@ -384,14 +384,17 @@ class GitTransport:
         return texts
 
     def _write_blob(self, data: bytes) -> str:
-        """Store ``data`` as a loose object (git's own format), return its sha."""
+        """Store ``data`` as a loose object (git's own format), return its sha.
+
+        Stored, not compressed (zlib level 0): the push inflates it and compresses it once,
+        into the pack it sends, so compressing it here too was work done twice."""
         raw = b"blob %d\0" % len(data) + data
         sha = sha1(raw, usedforsecurity=False).hexdigest()
         path = Path(self.directory, "objects", sha[:2], sha[2:])
         if not path.exists():
             path.parent.mkdir(exist_ok=True)
             temporary = path.with_name(f".{sha[2:]}.{os.getpid()}.tmp")
-            temporary.write_bytes(zlib.compress(raw, 1))
+            temporary.write_bytes(zlib.compress(raw, 0))
             temporary.replace(path)
         return sha
 

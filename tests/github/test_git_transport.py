@@ -4,6 +4,7 @@ smart-HTTP protocol, against a real git remote on loopback (tests/github/git_ser
 from __future__ import annotations
 
 import base64
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -134,6 +135,32 @@ def test_a_push_that_landed_before_an_error_is_checked_not_repeated():
     assert landed is True
     assert pushes == []  # the only push was the one answered 500
     assert transport.pushes == 1
+
+
+def test_a_page_is_compressed_once_and_the_push_tries_one_delta_base(tmp_path: Path):
+    """The work of a push is done once (issue 26): a written page is stored uncompressed in
+    the private repository (the push compresses it into the pack it sends), and the push
+    asks git for one delta base per object (the remote's version of the same page), not ten.
+    ``git`` is a wrapper that logs each command line and runs the real one."""
+    log = tmp_path / "argv.txt"
+    wrapper = tmp_path / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    text = "| test_relu | passed |\n" * 4000
+    with GitServer() as server:
+        transport = git_transport(server, program=str(wrapper))
+        commit = commit_of(transport, {"a.md": text}, [])
+        sha = transport.tree(commit).files["a.md"]
+        loose = Path(transport.directory, "objects", sha[:2], sha[2:])
+        stored = loose.stat().st_size
+        landed = transport.update_ref(RefUpdate(ref=BRANCH, new=commit, old=None))
+        transport.close()
+        assert server.read_file("a.md", "ivy-matrix") == text
+    assert landed is True
+    assert stored >= len(text)  # zlib level 0: the bytes as they are
+    pushes = [line for line in log.read_text().splitlines() if " push " in line]
+    assert len(pushes) == 1
+    assert "pack.window=1" in pushes[0].split()
 
 
 def test_a_failed_push_whose_ref_another_writer_moved_is_refused_not_sent_again():
