@@ -135,8 +135,14 @@ def state_groups(state: DashboardState) -> list[RowGroups]:
     order."""
     found = []
     names = state.backend_names
+    failure = Outcome.FAILURE
     for row in state.rows:
         cells = row.cells
+        for held in cells.values():
+            if held.entries[0].outcome is failure:
+                break
+        else:
+            continue  # the usual row: no backend fails, no group (and no result made)
         results = []
         for name in names:
             cell = cells.get(name)

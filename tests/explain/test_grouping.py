@@ -222,3 +222,36 @@ def test_a_dashboard_is_grouped_by_each_cells_newest_result():
         ("t_torch", [Kind.BACKEND_SPECIFIC], ("torch",)),
     ]
     assert all(g.dashboard == state.key for g in found)
+
+
+def test_rows_no_backend_fails_in_are_passed_over_without_a_result_each(monkeypatch):
+    """A dashboard's rows mostly pass: their cells make no BackendResult (one is made per
+    cell of a row that fails somewhere), and the groups are the same."""
+    from ivy_matrix.explain import grouping
+
+    made: list[str] = []
+
+    class Counted(BackendResult):
+        __slots__ = ()
+
+        def __init__(self, **fields: object) -> None:
+            made.append(str(fields["backend"]))
+            super().__init__(**fields)  # type: ignore[arg-type]
+
+    state = state_of(
+        {
+            **{f"t_pass{i}": {"torch": [entry(100, S)], "jax": [entry(100, S)]} for i in range(20)},
+            "t_fails": {"torch": [entry(100, F)], "jax": [entry(100, S)]},
+        }
+    )
+
+    def seen(groups: list[grouping.RowGroups]) -> list[object]:
+        return [(g.row, [vars_of(r) for r in g.failing], g.passing, g.kinds) for g in groups]
+
+    def vars_of(result: BackendResult) -> tuple[object, ...]:
+        return (result.backend, result.outcome, result.message, result.signature)
+
+    expected = seen(state_groups(state))
+    monkeypatch.setattr(grouping, "BackendResult", Counted)
+    assert seen(state_groups(state)) == expected
+    assert made == ["torch", "jax"]
