@@ -36,7 +36,13 @@ from ivy_matrix.model import (
     Seen,
     Timed,
 )
-from ivy_matrix.state.durations import MILLISECOND_CODES, encode, joined_times, merge_times
+from ivy_matrix.state.durations import (
+    CODE_WIDTH,
+    MILLISECOND_CODES,
+    encode,
+    joined_times,
+    merge_times,
+)
 
 DEFAULT_HISTORY = 10
 # Enough distinct run ids for any retirement setting we accept (see config.MAX_RETIRE_AFTER_RUNS);
@@ -245,17 +251,25 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
                 if old is None or old.latest != merged.latest:
                     changed += 1
                 before = old_times.get(backend)
+                before_text = before or ""
                 timing = timings.get(backend)
                 after: str | None
-                if old is None and timing is not None and timing.timed:
-                    # The usual new cell: its one result's duration, of all its cases.
-                    counts = entry.counts
-                    if counts is not None and timing.timed == sum(counts):
-                        after = encoded(timing.seconds)
-                        if after is None:
-                            after = encode(timing.seconds)
-                    else:
-                        after = merge_times(old, before, merged, entry, timing)
+                entries = merged.entries
+                counts = entry.counts
+                if (
+                    timing is not None
+                    and timing.timed
+                    and counts is not None
+                    and timing.timed == sum(counts)
+                    and entries[0] is entry
+                    and "|" not in before_text
+                    and (old is None or len(entries) == 1 or entries[1] is old.entries[0])
+                ):
+                    # The usual cell: a new one, or a newer result of all its cases timed on
+                    # top of the older ones (merge_times' first case, without a call).
+                    after = encoded(timing.seconds) or encode(timing.seconds)
+                    if before and old is not None:
+                        after = (after + before)[: CODE_WIDTH * len(entries)].rstrip("~")
                 elif timing is None and before is None:
                     after = None  # no duration on either side
                 else:
