@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 
 import generate
-from children import PYTHON, ROOT, Json, Run, cli_env, run_child
+from children import PYTHON, ROOT, Json, Run, cli_env, compiled, run_child
 
 BACKEND_FROM_PATH = r"(?P<backend>[^/]+)/[^/]+\.xml$"
 IVY = (28_000, 100)  # cases (7,000 tests x 4 backends), dashboards
@@ -161,17 +161,6 @@ def ratio_stats(values: list[float]) -> Json:
         "max": round(max(values), 3),
         "rounds": [round(v, 3) for v in values],
     }
-
-
-def compiled(code: Path) -> None:
-    """``code``'s bytecode written beforehand: a checkout without it (``git archive``, or
-    with ``PYTHONDONTWRITEBYTECODE`` set) would compile every module in every measured process,
-    about 0.7 G instructions that the other code does not pay."""
-    subprocess.run(
-        [PYTHON, "-m", "compileall", "-q", str(code / "ivy_matrix")],
-        check=True,
-        capture_output=True,
-    )
 
 
 def measure(

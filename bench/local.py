@@ -22,7 +22,10 @@ min-max over the rounds: a slow spell of the machine then hits a ratio's two sid
 With ``compare`` (a checkout of other code, e.g. main), the three updates also run with that
 code's ``entrypoint.py`` in the same rounds, each into its own stores, so before and after are
 measured side by side. ``instructions`` counts each command's instructions once under
-``valgrind --tool=callgrind``: repeatable whatever else the machine is doing.
+``valgrind --tool=callgrind``: repeatable whatever else the machine is doing. Both checkouts
+are byte-compiled first (``children.compiled``): with ``PYTHONDONTWRITEBYTECODE`` set, or a
+``git archive`` checkout, every process would otherwise compile what it imports, which an
+installed package never does.
 
 I/O: starts processes; writes stores and output folders under the work folder.
 """
@@ -38,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from children import PYTHON, ROOT, Json, Run, cli_env, run_child, xml_files
+from children import PYTHON, ROOT, Json, Run, cli_env, compiled, run_child, xml_files
 
 BACKEND_FROM_PATH = r"(?P<backend>[^/]+)/[^/]+\.xml$"
 REPOSITORY = "acme/widgets"
@@ -273,6 +276,9 @@ def bench_local(
     ``runs`` with every command's runs."""
     if compare is not None and not (compare / "entrypoint.py").is_file():
         raise SystemExit(f"--compare {compare}: no entrypoint.py there")
+    for code in (ROOT, compare):
+        if code is not None:
+            compiled(code)  # both sides import their bytecode, as an installed package does
     load_before = os.getloadavg()
     seed_base(ROOT, sets, work, "")
     if compare is not None:
