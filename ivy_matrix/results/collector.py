@@ -203,6 +203,7 @@ class _ByPlace:
     places: dict[tuple[_Place, str], tuple[int, tuple[str, int] | None]] = field(
         default_factory=dict
     )
+    failing: int = 0  # the file's failing cases
 
     def runs(self) -> list[tuple[_Place, Iterator[tuple[str, int]]]]:
         """Each run of one place and its new rows (name, packed counts): in this order, the
@@ -518,6 +519,7 @@ class Collector:
             on_nameless=nameless.append,
             properties=self.collected.properties,
         )
+        read.failing = failing
 
         def commit() -> tuple[DashboardId, ...]:
             # Two places of one row (the same dashboard and prefix) add up, as one loop over
@@ -543,7 +545,7 @@ class Collector:
         messages: dict[tuple[int, str, str], str] = {}
         wheres: dict[tuple[int, str, str], tuple[str, int] | None] = {}
         seconds: dict[tuple[int, str, str], float] = {}
-        never = len(read.lines) + len(read.places) + 1  # after every failing case
+        never = read.failing + 1  # after every failing case
         first: dict[tuple[int, str, str], int] = {}
         first_place: dict[tuple[int, str, str], int] = {}
         for place, name, tally in read.in_order():
@@ -725,8 +727,11 @@ class Collector:
                 for name, seconds in read.items():
                     clean = redact(name)
                     named[clean] = named.get(clean, 0.0) + seconds
-            target = durations.setdefault(backend, {}).setdefault(prefix, {})
-            if target.keys().isdisjoint(named):
+            known = durations.setdefault(backend, {})
+            target = known.get(prefix)
+            if target is None:
+                known[prefix] = named  # the file's own dict: it is not used once committed
+            elif target.keys().isdisjoint(named):
                 target.update(named)
             else:
                 for name, seconds in named.items():

@@ -274,3 +274,32 @@ def test_what_is_kept_of_a_case_never_holds_the_token_or_a_key():
         assert collected.durations == {
             "test": {"***/test_m.py::": {"test_a[***]": 1.0}, "c.py::": {"test_***": 5.0}}
         }
+
+
+def test_two_places_of_one_row_keep_its_failure_line_after_other_rows_failures():
+    """One row from two places (one classname, two files), its only failure after many
+    failing cases of another row: the cell keeps that failure's line and place (the quicker
+    loop once took "after every failure" for a smaller number there, and kept neither)."""
+    text = "".join(
+        [
+            *(
+                f'<testcase classname="ivy.test_core.test_a" file="t.py" name="test_x[{i}]">'
+                f"{FAIL.format(i)}</testcase>"
+                for i in range(20)
+            ),
+            '<testcase classname="ivy.test_core.test_a" file="t.py" name="test_y[1]"/>',
+            (
+                '<testcase classname="ivy.test_core.test_a" file="u.py" line="7" '
+                f'name="test_y[2]">{FAIL.format(99)}</testcase>'
+            ),
+        ]
+    )
+    collector = Collector(Namer(NamingRules(backend="torch")))
+    collector.add_file(junit(text), source="torch/f.xml")
+    (rows,) = collector.collected.dashboards.values()
+    cell = rows["test_y"]["torch"]
+    assert (cell.counts, cell.message, cell.where) == (
+        CaseCounts(passed=1, failed=1),
+        "AssertionError: 99 != 4",
+        ("u.py", 7),
+    )
