@@ -55,7 +55,7 @@ import shutil
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from hashlib import sha1
 from pathlib import Path
 from typing import TypeVar
@@ -398,20 +398,24 @@ class GitTransport:
             temporary.replace(path)
         return sha
 
-    def write_tree(self, base_tree: str | None, files: Mapping[str, str | None]) -> str:
-        """A tree: ``base_tree`` with each path set to its text, or removed where None."""
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str:
+        """A tree: ``base_tree`` with each path set to its text, or removed where None.
+        Each text is written as a blob as it comes, so ``files`` may make them one at a time
+        (the branch store renders a page, and lets it go once written)."""
         records = []
-        for path, text in sorted(files.items()):
+        for path, text in files:
             if text is None:
-                records.append(f"0 {_ZERO}\t{path}")
+                records.append((path, f"0 {_ZERO}\t{path}"))
             else:
-                records.append(f"100644 {self._write_blob(scrub(text).encode())}\t{path}")
+                blob = self._write_blob(scrub(text).encode())
+                records.append((path, f"100644 {blob}\t{path}"))
+        records.sort()
         with tempfile.TemporaryDirectory(dir=self.directory) as scratch:
             index = str(Path(scratch, "index"))
             what = "writing a tree"
             base = [base_tree] if base_tree else ["--empty"]
             self._git.run("read-tree", *base, what=what, index=index)
-            stdin = "".join(f"{record}\0" for record in records).encode()
+            stdin = "".join(f"{record}\0" for _, record in records).encode()
             self._git.run("update-index", "-z", "--index-info", what=what, index=index, stdin=stdin)
             return self._git.run("write-tree", what=what, index=index).stdout.decode().strip()
 

@@ -117,7 +117,7 @@ class VerdictRef:
         if len(self._texts) > CACHED:
             self._texts.clear()
         self._texts[git_blob_sha(text)] = text  # the next read need not fetch it
-        tree = self.remote.write_tree(None, {FILE: text})
+        tree = self.remote.write_tree(None, [(FILE, text)])
         parents = [] if tip is None or (afresh and self.remote.swaps_any_move) else [tip]
         commit = self.remote.write_commit(message, tree, parents)
         update = RefUpdate(ref=self.ref, new=commit, old=tip)

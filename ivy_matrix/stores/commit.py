@@ -1,6 +1,8 @@
 """What one commit of the branch store writes, from a change's result and what was read.
 
-Pure: values in, ``path -> text`` (None: delete) out; ``stores/branch.py`` commits it. Every
+Pure: values in, ``(path, text)`` pairs (None: delete) out, each made when the writer asks
+for it, so that a commit holds one page's text at a time (``stores/committer.py`` hands them
+to the remote as they come). Every
 commit keeps the branch a render of its state: the changed dashboards' documents and pages,
 the index file's summaries of them, the index page drawn from every summary, and
 ``REVISION`` raised by one. Only files whose git blob differs from the tip's
@@ -17,7 +19,7 @@ and taken from the index file's summaries for the others (:func:`branch_trend`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ivy_matrix.model import DashboardId, Trend
@@ -64,33 +66,80 @@ def commit_files(
     trend: Trend | None = None,
     fresh: Mapping[DashboardId, Summary] | None = None,
     extra: Sequence[RenderedFile] = (),
-) -> dict[str, str | None]:
+) -> Iterator[tuple[str, str | None]]:
     """The files that differ from ``snapshot`` once ``merged`` is saved (see the module
-    docstring); empty when nothing does. ``every_page``: render every dashboard read, not
-    only those that changed (``publish``); ``trend``: the store's trend after this commit
-    (its file, its pictures and the index's section of it: render.trend_files); ``fresh``:
-    summaries already made of states of ``merged``; ``extra``: other files (the site), outside
-    the state folder."""
+    docstring), one at a time: each file is made when asked for, and given only where its
+    blob differs from the tip's, so a writer can let each page go once written; then the
+    index file and ``REVISION``; nothing at all when nothing differs. ``every_page``: render
+    every dashboard read, not only those that changed (``publish``); ``trend``: the store's
+    trend after this commit (its file, its pictures and the index's section of it:
+    render.trend_files); ``fresh``: summaries already made of states of ``merged``;
+    ``extra``: other files (the site), outside the state folder."""
     summaries = dict(snapshot.summaries)
     made = dict(fresh or {})
-    wanted = _wanted(
-        layout, snapshot, merged, summaries, made, style=style, every=every_page, trend=trend
-    )
-    wanted.update((file.path, file.text) for file in [*trend_files(trend), *extra])
-    writes = _differing(snapshot.tree.files, wanted)
-    if not writes:
-        return {}
     if not snapshot.indexed:
-        # Layout 2 from now on: every dashboard's document and page, the old files gone.
-        summaries = dict(snapshot.summaries)
-        again = _wanted(
-            layout, snapshot, merged, summaries, made, style=style, every=True, trend=trend
+        migrated = _migration(
+            layout, snapshot, merged, made, style=style, every_page=every_page, trend=trend,
+            extra=extra,
+        )  # fmt: skip
+        yield from migrated.items()
+        return
+    current = snapshot.tree.files
+    given: set[str] = set()  # a file of an old layout two reasons delete is given once
+    for path, text in _wanted(
+        layout, snapshot, merged, summaries, made, style=style, every=every_page, trend=trend,
+        extra=extra,
+    ):  # fmt: skip
+        if path not in given and _differs(current, path, text):
+            given.add(path)
+            yield path, text
+    differs = bool(given)
+    if differs:
+        yield from _index_files(layout, snapshot, summaries)
+
+
+def _migration(
+    layout: BranchLayout,
+    snapshot: Snapshot,
+    merged: Merged,
+    made: dict[DashboardId, Summary],
+    *,
+    style: Style,
+    every_page: bool,
+    trend: Trend | None,
+    extra: Sequence[RenderedFile],
+) -> dict[str, str | None]:
+    """:func:`commit_files` on a branch read without a valid index: when anything differs,
+    layout 2 from now on (every dashboard's document and page, the old files gone)."""
+    current = snapshot.tree.files
+    wanted = dict(
+        _wanted(
+            layout, snapshot, merged, dict(snapshot.summaries), made,
+            style=style, every=every_page, trend=trend, extra=extra,
         )
-        writes = _differing(snapshot.tree.files, {**wanted, **again})
-    revision = snapshot.revision + 1
-    writes[layout.summary_path] = dump_index(summaries.values(), revision)
-    writes[layout.revision_path] = f"{revision}\n"
+    )  # fmt: skip
+    if not any(_differs(current, path, text) for path, text in wanted.items()):
+        return {}
+    summaries = dict(snapshot.summaries)
+    again = _wanted(
+        layout, snapshot, merged, summaries, made, style=style, every=True, trend=trend,
+        extra=extra,
+    )  # fmt: skip
+    wanted.update(again)
+    writes = {path: text for path, text in wanted.items() if _differs(current, path, text)}
+    writes.update(_index_files(layout, snapshot, summaries))
     return writes
+
+
+def _index_files(
+    layout: BranchLayout, snapshot: Snapshot, summaries: Mapping[DashboardId, Summary]
+) -> list[tuple[str, str | None]]:
+    """The index file and ``REVISION`` of the commit on ``snapshot``."""
+    revision = snapshot.revision + 1
+    return [
+        (layout.summary_path, dump_index(summaries.values(), revision)),
+        (layout.revision_path, f"{revision}\n"),
+    ]
 
 
 def _wanted(
@@ -103,42 +152,41 @@ def _wanted(
     style: Style,
     every: bool,
     trend: Trend | None,
-) -> dict[str, str | None]:
-    """Every file the commit needs (``every``: each dashboard read, rewritten; else the
-    changed ones), with ``summaries`` brought up to date (in place)."""
-    wanted: dict[str, str | None] = {}
+    extra: Sequence[RenderedFile],
+) -> Iterator[tuple[str, str | None]]:
+    """Every file the commit needs, one at a time (``every``: each dashboard read,
+    rewritten; else the changed ones), with ``summaries`` brought up to date (in place) as
+    they go: the index page, which needs them all, comes after the dashboards."""
     to_save = {**merged.states, **merged.to_save()} if every else merged.to_save()
     for dashboard, state in to_save.items():
         if state.id != dashboard:
             raise ValueError(f"state of {state.key!r} returned under {dashboard.key!r}")
         path = layout.state_path(dashboard)
-        wanted[path] = dump_columns(state)
-        wanted.update(dict.fromkeys(snapshot.paths.get(dashboard, set()) - {path}))
+        yield path, dump_columns(state)
+        for old in sorted(snapshot.paths.get(dashboard, set()) - {path}):
+            yield old, None
         summary = made.get(dashboard)
         if summary is None or summary.runs != state.runs:
             summary = made[dashboard] = summarize(state)
         summaries[dashboard] = summary
         page = render_page(state, style)
-        wanted[page.path] = page.text
+        yield page.path, page.text
     for gone in merged.removed:
-        wanted.update(dict.fromkeys(snapshot.paths.get(gone.id, set())))
-        wanted[layout.state_path(gone.id)] = None
-        wanted[dashboard_file(gone)] = None
+        for old in sorted(snapshot.paths.get(gone.id, set())):
+            yield old, None
+        yield layout.state_path(gone.id), None
+        yield dashboard_file(gone), None
         summaries.pop(gone.id, None)
     rows = [s.row for s in summaries.values()]
-    wanted[INDEX_NAME] = render_index_page(rows, trend=index_trend(trend))
-    return wanted
+    yield INDEX_NAME, render_index_page(rows, trend=index_trend(trend))
+    for file in [*trend_files(trend), *extra]:
+        yield file.path, file.text
 
 
-def _differing(
-    current: Mapping[str, str], wanted: Mapping[str, str | None]
-) -> dict[str, str | None]:
-    """The entries of ``wanted`` that change ``current`` (path -> blob sha)."""
-    return {
-        path: text
-        for path, text in wanted.items()
-        if (path in current if text is None else current.get(path) != git_blob_sha(text))
-    }
+def _differs(current: Mapping[str, str], path: str, text: str | None) -> bool:
+    """Whether writing ``text`` at ``path`` (None: deleting it) changes ``current`` (path ->
+    blob sha)."""
+    return path in current if text is None else current.get(path) != git_blob_sha(text)
 
 
 def branch_trend(

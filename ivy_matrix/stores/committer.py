@@ -27,8 +27,9 @@ gets the commit on the tip instead, with a warning, and is not asked again by th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import replace
+from itertools import chain
 
 from ivy_matrix.errors import PushRefusedError
 from ivy_matrix.github.types import RefUpdate
@@ -107,13 +108,17 @@ class Committer:
         # The store's trend, new points or not (as trend.with_trend gives): the issues and the
         # output folder show it.
         merged = replace(merged, trend=trend or self._current_trend(snapshot))
-        writes = self._files(snapshot, merged, fresh=fresh)
+        files = self._files(snapshot, merged, fresh=fresh)
         saved = Saved(merged=merged, attempts=attempt, revision=snapshot.revision, at=snapshot.tip)
         if self.writing.dry_run:
-            return replace(saved, written=tuple(sorted(writes)))
-        if not writes:
-            return saved
-        tree = self.remote.write_tree(snapshot.tree.sha or None, writes)
+            return replace(saved, written=tuple(sorted(path for path, _ in files)))
+        first = next(files, None)
+        if first is None:
+            return saved  # nothing differs: no request
+        written: list[str] = []
+        tree = self.remote.write_tree(
+            snapshot.tree.sha or None, self._remembered(chain([first], files), written)
+        )
         root = self._fresh_root(snapshot)
         commit = self._commit(snapshot, tree, root=root)
         ref = self.place.ref
@@ -133,16 +138,25 @@ class Committer:
             moved = self.remote.update_ref(RefUpdate(ref=ref, new=commit, old=snapshot.tip))
         if not moved:
             return None
-        for path, text in writes.items():
-            if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
-                self.reader.remember(text)
         return replace(
             saved,
             commit_sha=commit,
             at=commit,
-            written=tuple(sorted(writes)),
+            written=tuple(sorted(written)),
             revision=snapshot.revision + 1,
         )
+
+    def _remembered(
+        self, files: Iterable[tuple[str, str | None]], written: list[str]
+    ) -> Iterator[tuple[str, str | None]]:
+        """``files`` as the remote writes them, one at a time (a page is let go once
+        written), their paths added to ``written``; the state files and the trend are cached
+        for the next read (content-addressed: right whether or not this commit lands)."""
+        for path, text in files:
+            written.append(path)
+            if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
+                self.reader.remember(text)
+            yield path, text
 
     def _fresh_root(self, snapshot: Snapshot) -> bool:
         """Whether the commit on ``snapshot`` starts the branch afresh (module docstring)."""
@@ -169,23 +183,26 @@ class Committer:
 
     def _files(
         self, snapshot: Snapshot, merged: Merged, *, fresh: Mapping[DashboardId, Summary]
-    ) -> dict[str, str | None]:
-        """What committing ``merged`` (with the store's trend) on ``snapshot`` writes (empty:
-        nothing differs). ``fresh``: summaries already made of ``merged``'s states."""
+    ) -> Iterator[tuple[str, str | None]]:
+        """What committing ``merged`` (with the store's trend) on ``snapshot`` writes, made one
+        at a time (none: nothing differs). ``fresh``: summaries already made of ``merged``'s
+        states."""
         writing = self.writing
         extra: list[RenderedFile] = list(writing.extra)
         if writing.site is not None and snapshot.whole:
             keys = [s.key for s in merged.ordered()] if writing.every_page else merged.changed
             extra += writing.site(merged, keys)
-        return commit_files(
-            self.layout,
-            snapshot,
-            merged,
-            style=writing.style,
-            every_page=writing.every_page,
-            trend=merged.trend,
-            fresh=fresh,
-            extra=extra,
+        return iter(
+            commit_files(
+                self.layout,
+                snapshot,
+                merged,
+                style=writing.style,
+                every_page=writing.every_page,
+                trend=merged.trend,
+                fresh=fresh,
+                extra=extra,
+            )
         )
 
     def _trend(

@@ -18,7 +18,7 @@ so). The choice is made once per command.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from ivy_matrix.github.git_process import GitUnavailableError
@@ -51,7 +51,7 @@ class BranchRemote(Protocol):
 
     def texts(self, shas: Collection[str]) -> dict[str, str]: ...
 
-    def write_tree(self, base_tree: str | None, files: Mapping[str, str | None]) -> str: ...
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str: ...
 
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str: ...
 
@@ -125,8 +125,8 @@ class RestRemote:
     def texts(self, shas: Collection[str]) -> dict[str, str]:
         return self.client.get_blob_texts(self.repo, shas) if shas else {}
 
-    def write_tree(self, base_tree: str | None, files: Mapping[str, str | None]) -> str:
-        return self.client.create_tree(self.repo, base_tree, files)
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str:
+        return self.client.create_tree(self.repo, base_tree, dict(files))
 
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
         return self.client.create_commit(self.repo, message, tree, list(parents))
@@ -208,7 +208,7 @@ class AutoRemote:
     def texts(self, shas: Collection[str]) -> dict[str, str]:
         return self._active().texts(shas)
 
-    def write_tree(self, base_tree: str | None, files: Mapping[str, str | None]) -> str:
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str:
         return self._active().write_tree(base_tree, files)
 
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:

@@ -36,7 +36,7 @@ BRANCH = "refs/heads/ivy-matrix"
 
 
 def commit_of(transport: GitTransport, files: dict[str, str], parents: list[str]) -> str:
-    tree = transport.write_tree(None, files)
+    tree = transport.write_tree(None, files.items())
     return transport.write_commit("test", tree, parents)
 
 

@@ -92,7 +92,7 @@ def test_a_git_object_never_holds_the_concealed_token():
     transport = GitTransport(server_url="http://127.0.0.1:9", repository="acme/widgets", token="t")
     try:
         with concealing([TOKEN]):
-            tree = transport.write_tree(None, {"state.json": f'{{"message": "{TOKEN}"}}'})
+            tree = transport.write_tree(None, [("state.json", f'{{"message": "{TOKEN}"}}')])
             commit = transport.write_commit(f"update {TOKEN}", tree, [])
         (sha,) = transport.tree(commit).files.values()
         assert transport.texts([sha]) == {sha: '{"message": "***"}'}

@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Iterable, Iterator
 
+import pytest
+
+from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.github.types import RefUpdate
-from ivy_matrix.stores import Saved, committer
+from ivy_matrix.model import DashboardState
+from ivy_matrix.stores import Saved, commit, committer
+from ivy_matrix.views.dashboards import RenderedFile, Style, render_page
 from tests.concurrency import VirtualClock
 from tests.github.git_server import GitServer
 from tests.stores.helpers import (
     BRANCH,
     DASHBOARDS,
+    REPO,
     STATE_DIR,
     assert_every_cell_landed,
     assert_markdown_is_a_render_of_the_state,
@@ -150,13 +157,13 @@ def test_a_fresh_root_loses_to_a_writer_that_moved_the_branch_first():
         first, second = git_transport(server, "one"), git_transport(server, "two")
         for transport in (first, second):
             transport.read_tip(BRANCH)
-        mine = first.write_commit("on the tip", first.write_tree(None, {"a.md": "1"}), [tip])
-        root = second.write_commit("a fresh root", second.write_tree(None, {"a.md": "2"}), [])
+        mine = first.write_commit("on the tip", first.write_tree(None, [("a.md", "1")]), [tip])
+        root = second.write_commit("a fresh root", second.write_tree(None, [("a.md", "2")]), [])
         landed = first.update_ref(RefUpdate(ref=ref, new=mine, old=tip))
         lost = second.update_ref(RefUpdate(ref=ref, new=root, old=tip))
         assert server.ref_sha(ref) == mine
         second.read_tip(BRANCH)
-        again = second.write_commit("a fresh root", second.write_tree(None, {"a.md": "3"}), [])
+        again = second.write_commit("a fresh root", second.write_tree(None, [("a.md", "3")]), [])
         then = second.update_ref(RefUpdate(ref=ref, new=again, old=mine))
         assert server.ref_sha(ref) == again
         first.close()
@@ -197,3 +204,47 @@ def test_a_server_that_refuses_a_fresh_start_gets_the_commit_on_the_tip(monkeypa
     assert len(warnings) == 1
     assert "Cannot force-push to this branch" in warnings[0]
     assert "docs/state.md" in warnings[0]
+
+
+class CountingTransport(GitTransport):
+    """The git transport, noting how many pages had been rendered (``rendered``) when its
+    ``write_tree`` was called and when each file reached it."""
+
+    def __init__(self, server: GitServer, rendered: list[int]) -> None:
+        super().__init__(server_url=server.url, repository=REPO, token="leg-00")
+        self.rendered = rendered
+        self.seen: list[int] = []
+
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str:
+        self.seen.append(self.rendered[0])
+
+        def noted() -> Iterator[tuple[str, str | None]]:
+            for item in files:
+                self.seen.append(self.rendered[0])
+                yield item
+
+        return super().write_tree(base_tree, noted())
+
+
+def test_a_commit_renders_each_page_as_it_writes_it(monkeypatch: pytest.MonkeyPatch):
+    """The branch store streams a commit (issue 26): no page is rendered before the remote
+    starts writing, and each is rendered as the remote takes it, so one page's text at a time
+    is held, not every page's (the old code rendered all three before writing any)."""
+    rendered = [0]
+
+    def counted(state: DashboardState, style: Style) -> RenderedFile:
+        rendered[0] += 1
+        return render_page(state, style)
+
+    monkeypatch.setattr(commit, "render_page", counted)
+    with GitServer() as server:
+        transport = CountingTransport(server, rendered)
+        try:
+            saved = run_leg(None, 0, stored={"remote": transport})
+        finally:
+            transport.close()
+        assert_markdown_is_a_render_of_the_state(server)
+    pages = [path for path in saved.written if path.endswith(".md") and path != "README.md"]
+    assert rendered[0] == len(DASHBOARDS) == len(pages)
+    assert transport.seen[0] == 0  # write_tree began before any page was rendered
+    assert sorted(set(transport.seen)) == list(range(len(DASHBOARDS) + 1))
