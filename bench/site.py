@@ -376,7 +376,7 @@ def load_average() -> float:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     shape = SMOKE if args.smoke else scaled(IVY, args.scale)
-    work = Path(args.work)
+    work = Path(args.work).resolve()
     work.mkdir(parents=True, exist_ok=True)
     store_dir = build_store(work, shape, args.seed, args.broken)
     states = LocalStore(store_dir).load_all()
