@@ -105,9 +105,16 @@ def read_source(item: object) -> Source:
     )
 
 
+_new_tuple = tuple.__new__  # CaseCounts' own __new__ is a Python function
+
+
 def _counts(value: object) -> CaseCounts | None:
     if value is None:
         return None
+    if type(value) is list and len(value) == 4:  # noqa: PLR2004  -- the four counts
+        a, b, c, d = value
+        if type(a) is type(b) is type(c) is type(d) is int:
+            return _new_tuple(CaseCounts, value)  # the usual record, checked: made in C
     numbers = expect_list(value)
     if len(numbers) != len(CaseCounts._fields):
         raise MalformedError(f"expected 4 case counts, got {value!r:.60}")
@@ -134,16 +141,19 @@ def read_cell(
     shared, as merging made them.
     """
     entries = []
+    known = made.get if made is not None else None
     for record in expect_list(history):
-        values = expect_list(record)
-        key = tuple(tuple(v) if isinstance(v, list) else v for v in values)
-        found = None if made is None else made.get(key)
-        if found is not None:
-            entries.append(found)
-            continue
-        entries.append(_entry(values, sources, messages, version))
-        if made is not None:
-            made[key] = entries[-1]
+        values = record if type(record) is list else expect_list(record)
+        if len(values) == 3 and type(values[2]) is list:  # noqa: PLR2004  -- the usual record: source, outcome, counts
+            key: tuple[object, ...] = (values[0], values[1], tuple(values[2]))
+        else:
+            key = tuple([tuple(v) if isinstance(v, list) else v for v in values])
+        found = None if known is None else known(key)
+        if found is None:
+            found = _entry(values, sources, messages, version)
+            if made is not None:
+                made[key] = found
+        entries.append(found)
     if not entries:
         raise MalformedError("a cell with no results")
     return Cell(entries=tuple(entries))
