@@ -47,3 +47,12 @@ def test_each_backend_with_a_test_has_a_file_one_node_id_a_line():
     assert files[0].text == (
         '{"t.py::test_a[1]": 0.5,\n"t.py::test_a[2]": 1.25,\n"t.py::K::b": 2.0}\n'
     )
+
+
+def test_the_durations_are_taken_over_a_backend_at_a_time():
+    """Each backend's timed cases leave the mapping given as its file is made: they are not
+    kept (a name and seconds a test case) for the rest of the update."""
+    given = {"torch": {"t.py::": {"a": 1.0}}, "jax": {"t.py::": {"a": 2.0}}}
+    files = durations_files(given)
+    assert [f.path for f in files] == ["durations/jax.json", "durations/torch.json"]
+    assert given == {}
