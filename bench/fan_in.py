@@ -269,7 +269,7 @@ def seed_branch(manifest: Json, work: Path, port: int) -> Path:
 
 def summary(rounds: list[Json]) -> Json:
     keys = rounds[0].keys()
-    return {k: statistics.median(r[k] for r in rounds) for k in keys}
+    return {k: round(statistics.median(r[k] for r in rounds), 2) for k in keys}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

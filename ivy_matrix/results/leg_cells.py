@@ -67,6 +67,8 @@ _ONE_CASE = {
     Outcome.SKIPPED: CaseCounts(skipped=1),
     Outcome.FLAKY: CaseCounts(flaky=1),
 }
+# A cell of one case and nothing else, of each outcome (one shared value: a result is frozen).
+_PLAIN = {outcome: CellResult(outcome, cases) for outcome, cases in _ONE_CASE.items()}
 
 
 def dashboard_json(dashboard: DashboardId, rows: Mapping[str, Mapping[str, CellResult]]) -> object:
@@ -171,26 +173,23 @@ def add_dashboard(collected: Collected, item: object) -> None:
             raise MalformedError(
                 f"{where}, backend {backend!r:.100}: expected one character per row ({len(rows)})"
             )
+        its = [part.get(backend, {}) for part in (counts, messages, places, seconds, timed)]
         for index, (row, code) in enumerate(zip(rows, codes, strict=True)):
             if code == NO_RESULT:
                 continue
             outcome = _OUTCOMES.get(code)
             if outcome is None:
                 raise MalformedError(f"{where}: unknown cell code {code!r}")
-            cell_where = f"{where}, row {row!r:.100}, backend {backend!r:.100}"
-            cell = _cell(
-                outcome,
-                counts.get(backend, {}).pop(index, None),
-                messages.get(backend, {}).pop(index, None),
-                places.get(backend, {}).pop(index, None),
-                where=cell_where,
-            )
-            found[row][backend] = _timed(
-                cell,
-                seconds.get(backend, {}).pop(index, None),
-                timed.get(backend, {}).pop(index, None),
-                where=cell_where,
-            )
+            given = [part.pop(index, None) for part in its]
+            cell = _plain_cell(outcome, given)
+            if cell is None:  # anything but a single case and a duration: checked in full
+                cell_where = f"{where}, row {row!r:.100}, backend {backend!r:.100}"
+                cell = _timed(
+                    _cell(outcome, *given[:3], where=cell_where),
+                    *given[3:],
+                    where=cell_where,
+                )
+            found[row][backend] = cell
     if any(any(part.values()) for part in (counts, messages, places, seconds, timed)):
         raise MalformedError(
             f"{where}: counts, messages, places or durations for a cell it does not have"
@@ -209,6 +208,20 @@ def _by_row(value: object, what: str) -> dict[str, dict[int, object]]:
             raise MalformedError(f"'{what}' of backend {backend!r:.100}: keys must be row numbers")
         found[backend] = {int(key): item for key, item in by_index.items()}
     return found
+
+
+def _plain_cell(outcome: Outcome, given: list[object]) -> CellResult | None:
+    """The cell of one case with no failure line, no place, and no duration or one that is
+    plainly right (most cells of a leg file): made without the checks' messages, which only
+    a cell that fails them needs; None for any other cell (:func:`_cell`, :func:`_timed`)."""
+    counts, message, place, seconds, timed = given
+    if counts is not None or message is not None or place is not None or timed is not None:
+        return None
+    if seconds is None:
+        return _PLAIN[outcome]
+    if type(seconds) is float and 0.0 <= seconds <= MAX_SECONDS:
+        return CellResult(outcome, _ONE_CASE[outcome], "", None, seconds, 1)
+    return None
 
 
 def _cell(

@@ -103,6 +103,24 @@ def test_a_leg_file_reads_back_as_it_was_written():
     ]
 
 
+def test_cells_of_one_case_and_nothing_else_are_read_as_one_shared_value():
+    """A fan-in reads a million cells (issue 26): a cell of one case with no failure line,
+    place or duration is one value per outcome, not one made per cell (the old reader made
+    each anew); a cell with anything more is read whole, duration and all."""
+    rows = {
+        f"test_{n}": {"torch": one(Outcome.SUCCESS), "numpy": one(Outcome.SKIPPED)}
+        for n in range(50)
+    }
+    rows["test_timed"] = {"torch": one(Outcome.SUCCESS)._replace(seconds=0.5, timed=1)}
+    leg = load_leg(dump_leg(INFO, Collected(dashboards={GRADIENTS: rows})), where="leg.json")
+    back = leg.collected.dashboards[GRADIENTS]
+    assert back == rows
+    plain = [cell for row, cells in back.items() if row != "test_timed" for cell in cells.values()]
+    assert len(plain) == 100
+    assert len({id(cell) for cell in plain}) == 2  # one a passed case, one a skipped one
+    assert back["test_timed"]["torch"].seconds == 0.5
+
+
 def test_a_leg_file_is_one_compact_deterministic_line():
     """The same results give the same text: one line, one character per cell."""
     text = dump_leg(INFO, collected())
