@@ -74,8 +74,9 @@ RATIOS = {
     "leg-update / floor-leg": ("leg-update", "floor-leg"),
     "leg-update / floor": ("leg-update", "floor"),
 }
-# What each figure is held to (issue 19): medians of the per-round ratios.
-TARGETS = {"e2e / floor": 3.5, "e2e-rerun / floor": 1.5, "leg-update / floor-leg": 4.0}
+# What each figure is held to (issue 26 item 2; issue 19 asked 1.5x of the re-run and 4x of
+# the leg): medians of the per-round ratios.
+TARGETS = {"e2e / floor": 3.5, "e2e-rerun / floor": 1.0, "leg-update / floor-leg": 5.0}
 
 
 @dataclass(frozen=True)
