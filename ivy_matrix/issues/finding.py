@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.types import Issue
-from ivy_matrix.issues.markers import dashboard_key, is_index
+from ivy_matrix.issues.markers import dashboard_key, is_index, parse_revision
 from ivy_matrix.issues.report import IssueAction, Written
 from ivy_matrix.issues.requests import ReadBack, Requests
 
@@ -93,11 +93,14 @@ class Finder:
                 calls.writes += 1  # a content-creating request (the GET before it is not)
             self._label_ready = True
 
-    def create(self, title: str, body: str) -> Issue:
+    def create(self, title: str, body: str, *, revision: int | None = None) -> Issue:
         """A new issue with our label, its body checked and rewritten once if it differs.
 
         The create's own answer carries the body GitHub stored (as an edit's does,
-        ``requests.ReadBack.write_body``); only when it differs is the issue read again.
+        ``requests.ReadBack.write_body``); only when it differs is the issue read again. With
+        ``revision`` (the branch store's, of ``body``) a body found showing a newer one is left
+        as it is: after a create answered 5xx the issue is found by listing, a moment later,
+        and a newer job may have written it meanwhile (and checked it for the last time).
         """
         calls = self.requests
         self._ensure_label()
@@ -106,9 +109,10 @@ class Finder:
         if issue.body == body:
             return issue
         back = calls.client.get_issue(calls.repo, issue.number)
-        if back.body != body:
-            return self.readback.write_body(back, body, revision=None)[0]
-        return back
+        theirs = parse_revision(back.body)
+        if back.body == body or (revision is not None and theirs is not None and theirs > revision):
+            return back
+        return self.readback.write_body(back, body, revision=revision)[0]
 
     def _post_issue(self, title: str, body: str) -> Issue:
         """POST the issue; after an answer that leaves it unknown whether it landed, list the

@@ -136,19 +136,25 @@ class IssueWriter:
             current = calls.client.get_issue(calls.repo, current.number)
             theirs = parse_revision(current.body)
         if revision is not None and theirs is not None and theirs > revision:
-            calls.log.info(
-                f"dashboard {state.key}: issue #{current.number} shows revision {theirs}, newer "
-                f"than this run's {revision}; leaving it as it is"
-            )
-            result = IssueResult(
-                key=state.key,
-                action=IssueAction.SKIPPED_OLDER,
-                number=current.number,
-                url=current.html_url,
-                closed_duplicates=closed,
-            )
-            return Written(current, result)
+            return self._leave_newer(state, current, closed, revision=revision)
         return self._update(state, current, closed, revision=revision)
+
+    def _leave_newer(
+        self, state: DashboardState, current: Issue, closed: tuple[int, ...], *, revision: int
+    ) -> Written:
+        """An issue that shows a newer revision than this run's is left as it is."""
+        self.requests.log.info(
+            f"dashboard {state.key}: issue #{current.number} shows revision "
+            f"{parse_revision(current.body)}, newer than this run's {revision}; leaving it as it is"
+        )
+        result = IssueResult(
+            key=state.key,
+            action=IssueAction.SKIPPED_OLDER,
+            number=current.number,
+            url=current.html_url,
+            closed_duplicates=closed,
+        )
+        return Written(current, result)
 
     def _update(
         self,
@@ -225,7 +231,11 @@ class IssueWriter:
                 style=bodies.style,
             )
             return Written(None, result)
-        issue = self.finder.create(title, bodies.body)
+        issue = self.finder.create(title, bodies.body, revision=revision)
+        theirs = parse_revision(issue.body)
+        if revision is not None and theirs is not None and theirs > revision:
+            # Found by listing after a create answered 5xx, a newer job's revision already on it.
+            return self._leave_newer(state, issue, (), revision=revision)
         ids, _ = self.readback.sync_comments(
             issue.number, state.key, bodies.continuations, [], author=issue.author
         )

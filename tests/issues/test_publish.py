@@ -101,6 +101,39 @@ def test_the_newest_writer_restores_its_revision_after_a_slower_job_overwrote_it
     assert any("an older revision replaced ours; writing again" in line for line in lines.infos)
 
 
+def test_a_create_answered_502_never_puts_an_older_revision_over_a_newer_one(memory):
+    """A job's create lands, is answered 502, and while it waits to look for it a newer job
+    finds that issue, writes its revision and checks it: the first job then finds the issue
+    showing the newer revision and leaves it (it used to write its own body over it, unchecked,
+    after the newer job's last check: the dashboard issue showed an older revision than the
+    branch once every run had finished)."""
+    memory.inject("create_issue", status=502, after_write=True)
+    newer: list[Any] = []
+
+    def a_newer_job_writes_meanwhile(_seconds: float) -> None:
+        # The older job's wait after the 502 (the first of its waits): the newer job runs whole.
+        if not newer:
+            newer.append(
+                publish(memory, [make_state(GRADIENTS, 4, run=108)], revision=8, index=False)
+            )
+
+    lines = Lines()
+    older = publish(
+        memory,
+        [make_state(GRADIENTS, 4, run=107)],
+        revision=7,
+        index=False,
+        log=lines,
+        sleep=a_newer_job_writes_meanwhile,
+    )
+    [issue] = ours(memory, "core/gradients", state=None)
+    assert newer[0].result("core/gradients").action is IssueAction.UPDATED
+    assert parse_revision(issue["body"]) == 8
+    assert older.result("core/gradients").action is IssueAction.SKIPPED_OLDER
+    assert older.result("core/gradients").number == issue["number"]
+    assert any("newer than this run's 7" in line for line in lines.infos)
+
+
 def many_states(count: int, run: int) -> list[DashboardState]:
     """``count`` small dashboards (``many/d00`` ...) of run ``run``."""
     return [
