@@ -628,19 +628,23 @@ class FakeGitHub:
             body = _INVALID_JSON
         req = _Req(method, path[len(prefix) :] or "/", query, body, self.base_url + prefix)
         # Requests without a token get 401 and spend nothing; every other one is counted,
-        # and is in flight (for the concurrency limit) until it is answered.
+        # and is in flight (for the concurrency limit) until its answer is ready: released
+        # before the answer is sent, so a client that has its answer never finds its own
+        # request still counted (however late this thread runs again).
         token = _token(h.headers.get("Authorization", ""))
         admission = None if token is None else self.budget.admit(token, method, size=len(raw))
         try:
-            self._respond(h, req, admission, prefix=prefix, size=len(raw))
+            answer = self._respond(h, req, admission, prefix=prefix, size=len(raw))
         finally:
             if token is not None:
                 self.budget.release(token)
+        self._send(h, *answer)
 
     def _respond(
         self, h: _Handler, req: _Req, admission: Admission | None, *, prefix: str, size: int
-    ) -> None:
-        """Answer one API request after its latency and any fault queued for it; log it."""
+    ) -> tuple[int, Any, Mapping[str, str], bytes]:
+        """The answer to one API request (status, payload, headers, encoded body), after its
+        latency and any fault queued for it; logged."""
         with self.lock:
             low, high = self.config.latency
             pause = self._rng.uniform(low, high) if high > 0 else 0.0
@@ -675,7 +679,7 @@ class FakeGitHub:
                 bytes_out=len(data),
             )
             self.requests.append(record)
-        self._send(h, status, payload, headers, data)
+        return status, payload, headers, data
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         with self.lock:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import urllib.request
+from typing import Any
 
 import pytest
 
@@ -239,11 +240,40 @@ def test_a_request_held_in_flight_counts_against_the_concurrency_limit():
         hold = fake.inject(method="GET", path=r"/git/ref/", status=None, wait=release)
         held = threading.Thread(target=call, args=(f"{fake.base_url}{R}/git/ref/heads/main",))
         held.start()
-        while hold.hits == 0:  # until the held request took its fault: it is in flight then
+        for _ in range(6000):  # until the held request took its fault (in flight then)
+            if hold.hits:
+                break
             threading.Event().wait(0.005)
+        assert hold.hits == 1
         status, headers, error = call(f"{fake.base_url}{R}/issues")
         release.set()
         held.join()
         assert (status, error["message"]) == (403, SECONDARY_MESSAGE)
         assert "Retry-After" not in headers
         assert call(f"{fake.base_url}{R}/issues")[0] == 200
+
+
+def test_a_request_answered_no_longer_counts_against_the_concurrency_limit(monkeypatch):
+    """Once a client has its answer its request is not in flight, however late the server's
+    thread runs again. (The slot used to be freed after the answer was sent: a loaded machine
+    could refuse a client's next request for its own answered one, and a test that counts the
+    client's waits saw two where GitHub asks one.)"""
+    send = FakeGitHub._send
+    resume = threading.Event()
+    answers = []
+
+    def send_then_stall(h: Any, *answer: Any) -> None:
+        send(h, *answer)
+        answers.append(answer)
+        if len(answers) == 1:
+            resume.wait(timeout=30)  # the first answer's thread, descheduled after sending
+
+    monkeypatch.setattr(FakeGitHub, "_send", staticmethod(send_then_stall))
+    with FakeGitHub(limits=Limits(concurrent=1), clock=ManualClock(START)) as fake:
+        url = f"{fake.base_url}{R}/git/ref/heads/main"
+        try:
+            statuses = [call(url)[0], call(url)[0]]
+        finally:
+            resume.set()
+        assert statuses == [200, 200]
+        assert fake.budget.spent("t").refused == 0
