@@ -54,7 +54,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))  # the stand-ins live in tests/, beside the product
 import git_side  # noqa: E402  -- after the path entry
-from github_scale import BACKEND_FROM_PATH, BRANCH, REPOSITORY, cli_env  # noqa: E402
+from github_scale import BACKEND_FROM_PATH, BRANCH, REPOSITORY, cli_env, ensure_set  # noqa: E402
 
 from tests.github.budget import UNLIMITED  # noqa: E402
 from tests.github.fake_server import FakeGitHub  # noqa: E402
@@ -86,27 +86,6 @@ sys.exit(code)
 """
 Json = dict[str, Any]
 MODES = ("fan-in", "junit", "fan-in-seeded")
-
-
-def ensure_set(work: Path, *, tests: int, dashboards: int, shards: int, outcome_seed: int) -> Json:
-    out = work / "data" / f"t{tests}-d{dashboards}-s{shards}-o{outcome_seed}"
-    manifest_path = out / "manifest.json"
-    if manifest_path.exists():
-        manifest: Json = json.loads(manifest_path.read_text())
-    else:
-        shutil.rmtree(out, ignore_errors=True)
-        manifest = generate.generate_set(
-            out,
-            cases=tests * len(generate.BACKENDS),
-            seed=1,
-            modules=dashboards,
-            files_per_backend=shards,
-            backends=generate.BACKENDS,
-            outcome_seed=outcome_seed,
-            variants=1,  # one case per test function: a case is a cell
-        )
-    manifest["root"] = str(out)
-    return manifest
 
 
 def collect_legs(manifest: Json, legs_dir: Path, logs: Path, port: int) -> int:
