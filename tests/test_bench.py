@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = (
@@ -22,27 +23,33 @@ MEASUREMENTS = (
 )
 
 
-def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
-    """`bench/run.py --smoke` exits 0 and writes a JSON report holding every measurement."""
-    out = tmp_path / "bench.json"
+def run_bench_printing(
+    script: str, *args: str, out: Path, timeout: float = 120
+) -> tuple[dict[str, Any], str]:
+    """Run ``bench/<script>`` with ``args`` and ``--json out`` from the repository's root;
+    it must exit 0 (its output is the failure's message). Its JSON report, and what it printed."""
     proc = subprocess.run(
-        [
-            sys.executable,
-            "bench/run.py",
-            "--smoke",
-            "--work",
-            str(tmp_path / "work"),
-            "--json",
-            str(out),
-        ],
+        [sys.executable, f"bench/{script}", *args, "--json", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(out.read_text())
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report, proc.stdout
+
+
+def run_bench(script: str, *args: str, out: Path, timeout: float = 120) -> dict[str, Any]:
+    """:func:`run_bench_printing`'s report."""
+    return run_bench_printing(script, *args, out=out, timeout=timeout)[0]
+
+
+def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
+    """`bench/run.py --smoke` exits 0 and writes a JSON report holding every measurement."""
+    out = tmp_path / "bench.json"
+    report = run_bench("run.py", "--smoke", "--work", str(tmp_path / "work"), out=out)
     results = report["results"]
     # Every measurement can run here (the CLI, scan_junit, and --smoke's sizes): "skipped"
     # or "error" is a harness that stopped measuring something.
@@ -66,26 +73,8 @@ def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -
     set-up under GitHub's limits and reports its figures, the run's spend beside those limits
     included."""
     out = tmp_path / "github.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "bench/github_scale.py",
-            "--quick",
-            "--transport",
-            "rest",
-            "--work",
-            str(tmp_path / "work"),
-            "--json",
-            str(out),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(out.read_text())
+    argv = ["--quick", "--transport", "rest", "--work", str(tmp_path / "work")]
+    report, printed = run_bench_printing("github_scale.py", *argv, out=out)
     assert report["seed"]["cells_linked"] == report["seed"]["cells_expected"] > 0
     assert sorted(report["configs"]) == ["1 fan-in", "1 legs"]
     config = report["configs"]["1 legs"]
@@ -107,7 +96,7 @@ def test_github_scale_quick_reports_a_leg_against_the_stand_in(tmp_path: Path) -
     assert fan_in["requests_per_leg"]["max"] == 0  # the legs only upload their files
     assert fan_in["fan_in_job"]["requests"] == fan_in["github"]["requests"] > 0
     assert fan_in["lost_cells"]["lost"] == 0
-    assert "| set-up | legs |" in proc.stdout
+    assert "| set-up | legs |" in printed
 
 
 def test_github_scale_quick_over_git_counts_git_requests_and_a_rerun_writes_nothing(
@@ -118,16 +107,7 @@ def test_github_scale_quick_over_git_counts_git_requests_and_a_rerun_writes_noth
     render of the state, and no write when the leg runs again."""
     out = tmp_path / "github.json"
     argv = ["--quick", "--setups", "legs", "--rerun", "--work", str(tmp_path / "work")]
-    proc = subprocess.run(
-        [sys.executable, "bench/github_scale.py", *argv, "--json", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    config = json.loads(out.read_text())["configs"]["1 legs"]
+    config = run_bench("github_scale.py", *argv, out=out)["configs"]["1 legs"]
     (leg,) = config["per_leg"]
     assert (leg["exit"], leg["requests"], leg["pushes"], leg["tries"]) == (0, 0, 1, 1)
     assert leg["git_requests"] > 0
@@ -140,17 +120,8 @@ def test_pr_comment_scale_quick_reports_one_comment_with_compares_counts(tmp_pat
     """`bench/pr_comment_scale.py --quick` runs a pull request's legs at once against the
     stand-in and reports one comment whose counts are compare's, and each leg's requests."""
     out = tmp_path / "pr.json"
-    argv = ["bench/pr_comment_scale.py", "--quick", "--work", str(tmp_path / "work")]
-    proc = subprocess.run(
-        [sys.executable, *argv, "--json", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    result = json.loads(out.read_text())["result"]
+    argv = ["--quick", "--work", str(tmp_path / "work")]
+    result = run_bench("pr_comment_scale.py", *argv, out=out)["result"]
     assert (result["legs"], result["legs_failed"], result["comments_of_ours"]) == (4, 0, 1)
     assert result["counts_equal_compare"] is True
     assert result["failing_cells"] > 0
@@ -163,16 +134,7 @@ def test_site_bench_smoke_reports_sizes_and_paint_times(tmp_path: Path) -> None:
 
     chromium_path()  # skips without chromium (fails under CI)
     out = tmp_path / "site.json"
-    proc = subprocess.run(
-        [sys.executable, "bench/site.py", "--smoke", "--work", str(tmp_path), "--json", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(out.read_text())
+    report = run_bench("site.py", "--smoke", "--work", str(tmp_path), out=out, timeout=300)
     assert report["shape"]["rows"] == 60
     assert report["size"]["data_bytes"] > 0
     assert report["render"]["second_render"].endswith("0 file(s) changed")
@@ -194,23 +156,8 @@ def test_durations_bench_smoke_measures_both_codes(tmp_path: Path) -> None:
     """`bench/durations.py --smoke --compare` (this checkout against itself) reports the state
     bytes and the CPU of both updates, with their ratios."""
     out = tmp_path / "durations.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "bench/durations.py",
-            "--smoke",
-            *("--compare", str(ROOT)),
-            *("--work", str(tmp_path / "work")),
-            *("--json", str(out)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(out.read_text())
+    argv = ["--smoke", "--compare", str(ROOT), "--work", str(tmp_path / "work")]
+    report = run_bench("durations.py", *argv, out=out)
     assert sorted(report["cpu_s"]) == ["fresh", "fresh@ref", "steady", "steady@ref"]
     assert sorted(report["ratios"]) == [
         "CPU, fresh update",
@@ -228,17 +175,7 @@ def test_branch_size_bench_reports_the_clone_of_a_branch_that_starts_afresh(
     report each checkpoint's clone size and commits (at most 2), the site included."""
     out = tmp_path / "size.json"
     shape = ["--runs", "5", "--checkpoints", "2", "--dashboards", "2", "--tests", "3"]
-    argv = [*shape, "--fresh-root-every", "2", "--json", str(out)]
-    proc = subprocess.run(
-        [sys.executable, "bench/branch_size.py", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(out.read_text())
+    report = run_bench("branch_size.py", *shape, "--fresh-root-every", "2", out=out, timeout=300)
     assert (report["cells"], report["fresh_root_every"]) == (24, 2)
     assert [row["runs"] for row in report["rows"]] == [2, 5]
     assert all(row["clone_bytes"] > 0 and row["commits"] <= 2 for row in report["rows"])
@@ -254,17 +191,8 @@ def test_fan_in_bench_reports_the_fan_in_beside_reading_the_junit(tmp_path: Path
         port = probe.getsockname()[1]
     out = tmp_path / "fan_in.json"
     shape = ["--cells", "400", "--dashboards", "2", "--legs", "8", "--rounds", "1"]
-    argv = [*shape, "--seeded", "--port", str(port), "--work", str(tmp_path), "--json", str(out)]
-    proc = subprocess.run(
-        [sys.executable, "bench/fan_in.py", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    report = json.loads(out.read_text())
+    argv = [*shape, "--seeded", "--port", str(port), "--work", str(tmp_path)]
+    report = run_bench("fan_in.py", *argv, out=out, timeout=300)
     assert (report["settings"]["cells"], report["settings"]["legs"]) == (400, 8)
     medians = report["medians"]
     assert set(medians) == {"fan-in this", "junit this", "fan-in-seeded this"}
