@@ -37,7 +37,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -49,12 +48,19 @@ from pathlib import Path
 from typing import Any
 
 import generate
+from children import cli_env
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))  # the stand-ins live in tests/, beside the product
 import git_side  # noqa: E402  -- after the path entry
-from github_scale import BACKEND_FROM_PATH, BRANCH, REPOSITORY, cli_env, ensure_set  # noqa: E402
+from github_scale import (  # noqa: E402
+    BACKEND_FROM_PATH,
+    BRANCH,
+    REPOSITORY,
+    ensure_set,
+    machine,
+)
 
 from tests.github.budget import UNLIMITED  # noqa: E402
 from tests.github.fake_server import FakeGitHub  # noqa: E402
@@ -339,13 +345,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  round {round_no} {mode} {name}: {json.dumps(figures)}", flush=True)
     report: Json = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_start": load_start,
-            "load_average_end": [round(x, 1) for x in os.getloadavg()],
-        },
+        "machine": machine(load_start),
         "settings": {
             "cells": manifest["cases"],
             "tests_per_backend": tests,

@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 import generate
+from children import cli_env
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -167,12 +168,15 @@ def count_cells(path: Path) -> int:
     return len(set(re.findall(r'<testcase classname="([^"]+)" name="([^"\[]+)', text)))
 
 
-def cli_env() -> dict[str, str]:
-    """Our environment without GitHub or ivy-matrix settings: the command line says everything."""
+def machine(load_start: list[float]) -> Json:
+    """The report's ``machine``: Python, the platform, the cores, and the load average at the
+    start (``load_start``) and now."""
     return {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("GITHUB_", "IVY_MATRIX_", "RUNNER_"))
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average_start": load_start,
+        "load_average_end": [round(x, 1) for x in os.getloadavg()],
     }
 
 
@@ -611,13 +615,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(configs)
     report: Json = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "load_average_start": load_start,
-            "load_average_end": [round(x, 1) for x in os.getloadavg()],
-        },
+        "machine": machine(load_start),
         "settings": {
             "tests_per_backend": args.tests,
             "backends": list(generate.BACKENDS),

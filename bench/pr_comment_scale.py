@@ -46,6 +46,7 @@ from typing import Any
 
 import generate
 import github_scale as scale
+from children import cli_env
 from github_figures import FAN_IN, LEGS, RUN, Leg, LegRun, median_max
 
 sys.path.insert(0, str(scale.ROOT))  # the stand-in lives in tests/, beside the product
@@ -125,9 +126,7 @@ def compare_counts(
         "--run-id", str(RUN), "--api-url", fake.base_url, "--token", "compare",
         "--branch", scale.BRANCH, "--targets", "branch", "--pr", str(number), "--json", str(out), *transport,
     ]  # fmt: skip
-    done = subprocess.run(
-        cmd, cwd=work, env=scale.cli_env(), capture_output=True, text=True, check=False
-    )
+    done = subprocess.run(cmd, cwd=work, env=cli_env(), capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"compare failed ({done.returncode}):\n{done.stderr[-3000:]}")
     document: Json = json.loads(out.read_text(encoding="utf-8"))
@@ -144,7 +143,7 @@ def start_legs(
     reading the leg files of its ``path``)."""
     started = []
     begin = time.perf_counter()
-    env = scale.cli_env() | {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
+    env = cli_env() | {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
     for leg in jobs:
         leg_dir = root / (f"{leg.index:03d}" if leg.index >= 0 else "fan-in")
         leg_dir.mkdir(parents=True)
