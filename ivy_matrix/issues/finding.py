@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.types import Issue
-from ivy_matrix.issues.markers import dashboard_key, is_index, parse_revision
+from ivy_matrix.issues.markers import dashboard_key, is_index, shows_newer
 from ivy_matrix.issues.report import IssueAction, Written
 from ivy_matrix.issues.requests import ReadBack, Requests
 
@@ -109,8 +109,7 @@ class Finder:
         if issue.body == body:
             return issue
         back = calls.client.get_issue(calls.repo, issue.number)
-        theirs = parse_revision(back.body)
-        if back.body == body or (revision is not None and theirs is not None and theirs > revision):
+        if back.body == body or shows_newer(back.body, revision):
             return back
         return self.readback.write_body(back, body, revision=revision)[0]
 

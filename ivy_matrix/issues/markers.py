@@ -144,6 +144,13 @@ def parse_revision(body: str | None) -> int | None:
     return int(found.group("n")) if found else None
 
 
+def shows_newer(body: str | None, revision: int | None) -> bool:
+    """Whether ``body`` records a revision newer than ``revision`` (a run's own, None: the run
+    has none, so nothing it writes is older): a body another job wrote later, left as it is."""
+    theirs = parse_revision(body) if revision is not None else None
+    return theirs is not None and revision is not None and theirs > revision
+
+
 def parse_parts(body: str | None) -> int:
     """How many continuation comments the body says the table continues in (0: none)."""
     found = _PARTS.search(managed_region(body or ""))

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from ivy_matrix.github.types import Issue, IssueAPI, IssueComment
-from ivy_matrix.issues.markers import continuation_part, parse_revision
+from ivy_matrix.issues.markers import continuation_part, parse_revision, shows_newer
 from ivy_matrix.issues.report import PlannedWrite
 from ivy_matrix.runner.log import Progress
 
@@ -101,10 +101,10 @@ class ReadBack:
             back = calls.client.get_issue(calls.repo, issue.number)
             if back.body == body:
                 return back, True
-            theirs = parse_revision(back.body)
-            if revision is not None and theirs is not None and theirs > revision:
+            if shows_newer(back.body, revision):
                 calls.log.info(
-                    f"issue #{issue.number}: another job wrote revision {theirs} meanwhile, "
+                    f"issue #{issue.number}: another job wrote revision "
+                    f"{parse_revision(back.body)} meanwhile, "
                     f"newer than this run's {revision}; leaving it"
                 )
                 return back, True

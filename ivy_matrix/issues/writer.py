@@ -40,6 +40,7 @@ from ivy_matrix.issues.markers import (
     issue_title,
     parse_parts,
     parse_revision,
+    shows_newer,
 )
 from ivy_matrix.issues.plan import DEFAULT_WRITES_PER_HOUR
 from ivy_matrix.issues.report import IssueAction, IssueResult, Written
@@ -101,8 +102,7 @@ class IssueWriter:
         shows a newer revision, or is up to date with no continuation comments). The bodies are
         composed here once, and kept for the publish that follows."""
         current = candidates[0] if candidates else None
-        theirs = parse_revision(current.body) if current is not None else None
-        if revision is not None and theirs is not None and theirs > revision:
+        if current is not None and shows_newer(current.body, revision):
             return 0
         bodies = self._compose(state, current.body if current else None, revision)
         if current is None:  # and the label, the first time
@@ -134,8 +134,7 @@ class IssueWriter:
             # checks its bodies once more at the end. A listed body at this revision or newer
             # needs no request: it is left as it is, or is unchanged.)
             current = calls.client.get_issue(calls.repo, current.number)
-            theirs = parse_revision(current.body)
-        if revision is not None and theirs is not None and theirs > revision:
+        if revision is not None and shows_newer(current.body, revision):
             return self._leave_newer(state, current, closed, revision=revision)
         return self._update(state, current, closed, revision=revision)
 
@@ -232,8 +231,7 @@ class IssueWriter:
             )
             return Written(None, result)
         issue = self.finder.create(title, bodies.body, revision=revision)
-        theirs = parse_revision(issue.body)
-        if revision is not None and theirs is not None and theirs > revision:
+        if revision is not None and shows_newer(issue.body, revision):
             # Found by listing after a create answered 5xx, a newer job's revision already on it.
             return self._leave_newer(state, issue, (), revision=revision)
         ids, _ = self.readback.sync_comments(
