@@ -22,11 +22,10 @@ slow: then that is its usual duration.
 
 from __future__ import annotations
 
-import heapq
-import operator
 import statistics
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from ivy_matrix.escaping import escape_name, markdown_target, safe_link
 from ivy_matrix.explain.blame import Blame, blame_between, describe_blame
@@ -34,10 +33,10 @@ from ivy_matrix.explain.history_text import slow_line
 from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row, Timing
 from ivy_matrix.state.durations import (
     CODE_WIDTH,
-    NO_CODE,
-    SORTABLE,
+    RANK,
     codes_from,
     latest_timing,
+    newest_codes,
     rounded,
     seconds_of,
     seconds_text,
@@ -215,45 +214,19 @@ def slowest(
 ) -> dict[str, list[SlowCell]]:
     """Each backend's ``limit`` slowest cells over ``states``, by the duration of the result
     each shows, longest first (ties: the first listed), backends in first-seen order."""
-    # Codes translated by SORTABLE sort as the durations they keep, and a row's durations of
-    # a backend start with its newest code: translated, the strings sort as their newest
-    # durations (those that start with no duration, "~~", after every code). A first pass
-    # finds each backend's shortest duration among its ``limit`` longest; the second looks
-    # only at the cells that long.
     given = list(states)
-    columns: dict[str, list[str]] = {}
-    for state in given:
-        for row in state.rows:
-            for backend, times in row.times.items():
-                found = columns.get(backend)
-                if found is None:
-                    found = columns[backend] = []
-                found.append(times[:CODE_WIDTH])
-    least = {}
-    for backend, column in columns.items():
-        longest = heapq.nlargest(limit, filter(NO_CODE.__gt__, map(_sortable, column)))
-        if longest:
-            least[backend] = longest[-1]
-    cells: dict[str, list[tuple[str, int, str, Row]]] = {backend: [] for backend in least}
-    order = 0
-    for state in given:
-        for row in state.rows:
-            order -= 1
-            for backend, times in row.times.items():
-                if backend in least:
-                    code = times[:CODE_WIDTH].translate(SORTABLE)
-                    if least[backend] <= code < NO_CODE:
-                        cells[backend].append((code, order, state.key, row))
-    return {
-        backend: [
-            _slow(key, row, backend)
-            for _, _, key, row in sorted(found, key=lambda c: c[:2], reverse=True)[:limit]
-        ]
-        for backend, found in cells.items()
-    }
-
-
-_sortable = operator.methodcaller("translate", SORTABLE)
+    rows = [row for state in given for row in state.rows]
+    keys = [key for state in given for key in repeat(state.key, len(state.rows))]
+    found: dict[str, list[SlowCell]] = {}
+    for backend, codes in newest_codes(rows).items():
+        # Each row's level (-1: no duration), and the rows by it, sorted in C; stable, so
+        # that among cells alike the first listed comes first.
+        levels = list(map(RANK.__getitem__, codes))
+        ranked = sorted(range(len(levels)), key=levels.__getitem__, reverse=True)[:limit]
+        cells = [_slow(keys[i], rows[i], backend) for i in ranked if levels[i] >= 0]
+        if cells:
+            found[backend] = cells
+    return found
 
 
 def _slow(dashboard: str, row: Row, backend: str) -> SlowCell:

@@ -9,8 +9,8 @@ to row. A string, not an object: tens of thousands of rows hold one, and a strin
 garbage collector nothing.
 
 **The code.** A duration is kept as one of 4,096 levels, two characters of
-:data:`ALPHABET` (``0-9A-Za-z-_``; :data:`SORTABLE` maps it onto the same characters in
-ASCII order, so that codes translated by it sort as the durations they keep): levels 0 to 999 are whole milliseconds (0 to 0.999 s,
+:data:`ALPHABET` (``0-9A-Za-z-_``; :data:`RANK` gives each code's level, by which codes sort
+as the durations they keep): levels 0 to 999 are whole milliseconds (0 to 0.999 s,
 exact for the milliseconds result files write: pytest, jest, surefire, nextest...), levels
 1,000 to 4,095 are 1 s times a fixed ratio (1.00373) to a power, up to :data:`LARGEST`
 (100,000 s, 28 hours; longer is kept as that). So a kept duration under a second is the
@@ -29,15 +29,15 @@ rare (a runner writes a time for every case or for none): then the codes are fol
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 
 from ivy_matrix.jsonshape import MalformedError
 from ivy_matrix.model import NO_TIMES, Cell, Entry, Row, Timed, Timing
 
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
-# Each character to the one of the same rank in ASCII order ("~" of NO_CODE stays, after all).
-SORTABLE = str.maketrans(ALPHABET, "".join(sorted(ALPHABET)))
 NO_CODE = "~~"
 CODE_WIDTH = 2
 LEVELS = len(ALPHABET) * len(ALPHABET)  # two characters
@@ -248,6 +248,25 @@ def seconds_of(times: str) -> list[float | None]:
         else _SECONDS[_LEVEL[codes[i : i + CODE_WIDTH]]]
         for i in range(0, len(codes), CODE_WIDTH)
     ]
+
+
+def newest_codes(rows: Sequence[Row]) -> dict[str, list[str]]:
+    """Per backend (in first-seen order), the code of each row's newest duration, aligned
+    with ``rows`` (:data:`NO_CODE` where the row has none): a column ranked in C
+    (explain/slowdowns.py), with no Python per cell."""
+    row_times = [row.times for row in rows]
+    backends = dict.fromkeys(chain.from_iterable(row_times))
+    return {
+        backend: list(map(_NEWEST, map(operator.methodcaller("get", backend, NO_CODE), row_times)))
+        for backend in backends
+    }
+
+
+_NEWEST = operator.itemgetter(slice(0, CODE_WIDTH))
+
+
+RANK: Mapping[str, int] = {**_LEVEL, NO_CODE: -1}
+"""Each code's level, by which codes sort as their durations (-1: :data:`NO_CODE`)."""
 
 
 def duration_totals(rows: Iterable[Row]) -> dict[str, tuple[float, int]]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ivy_matrix.explain.blame import Hint
 from ivy_matrix.explain.slowdowns import (
@@ -172,3 +174,56 @@ def test_the_slowest_cells_of_each_backend_longest_first():
 def test_durations_read_as_people_write_them(seconds, text):
     """Milliseconds under 10 s, a tenth under a minute, then minutes and hours."""
     assert seconds_text(seconds) == text
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.dictionaries(
+                st.sampled_from(["torch", "jax", "numpy"]),
+                st.one_of(st.none(), st.sampled_from([0.0, 0.25, 0.5, 3.0, 9.0, 400.0])),
+                min_size=1,
+                max_size=3,
+            ),
+            min_size=1,
+            max_size=6,
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.integers(min_value=1, max_value=4),
+)
+def test_the_slowest_are_those_a_plain_sort_finds(dashboards, limit):
+    """Over any dashboards, a backend's slowest cells are the first ``limit`` of its cells with
+    a duration sorted longest first, cells alike in the order listed; backends in first-seen
+    order, a backend with no duration left out."""
+    src = source(1, "a" * 40, NUMPY_1)
+    entry = Entry(source=src, outcome=Outcome.SUCCESS, counts=CaseCounts(passed=1))
+    states = []
+    for number, rows in enumerate(dashboards):
+        batch = Batch(
+            dashboard=DashboardId(title=f"d{number}"),
+            cells={f"r{i}": dict.fromkeys(row, entry) for i, row in enumerate(rows)},
+            times={
+                f"r{i}": {b: Timing(s, 1) for b, s in row.items() if s is not None}
+                for i, row in enumerate(rows)
+            },
+        )
+        states.append(apply_batch(None, batch).state)
+    listed = [
+        (state.key, row.name, backend, seconds)
+        for state, rows in zip(states, dashboards, strict=True)
+        for row, found in zip(state.rows, rows, strict=True)
+        for backend, seconds in found.items()
+        if seconds is not None
+    ]
+    expected: dict[str, list[tuple[str, str]]] = {}
+    for key, row, backend, _ in sorted(listed, key=lambda c: -c[3]):
+        expected.setdefault(backend, []).append((key, row))
+    found = slowest(states, limit=limit)
+    assert {b: [(c.dashboard, c.row) for c in cells] for b, cells in found.items()} == {
+        b: cells[:limit] for b, cells in expected.items()
+    }
+    seen = list(dict.fromkeys(b for state in states for row in state.rows for b in row.times))
+    assert list(found) == [b for b in seen if b in expected]

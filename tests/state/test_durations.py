@@ -25,7 +25,7 @@ from ivy_matrix.state.columnar import dump_columns
 from ivy_matrix.state.durations import (
     NO_CODE,
     PRECISION,
-    SORTABLE,
+    RANK,
     decode,
     duration_totals,
     encode,
@@ -103,8 +103,9 @@ def test_longer_durations_are_kept_within_the_precision(seconds):
 def test_codes_are_two_safe_characters_that_sort_as_their_durations():
     """Codes need no escaping in JSON and sort as the durations they keep; a week is kept as
     100,000 s; ~~ is no duration."""
-    codes = [encode(x / 7).translate(SORTABLE) for x in range(0, 700_000, 997)]
-    assert codes == sorted(codes)
+    levels = [RANK[encode(x / 7)] for x in range(0, 700_000, 997)]
+    assert levels == sorted(levels)
+    assert RANK[NO_CODE] < RANK[encode(0)]
     assert all(len(encode(x)) == 2 and json.dumps(encode(x)) == f'"{encode(x)}"' for x in (0, 3.5))
     assert decode(encode(7 * 24 * 3600)) == pytest.approx(1e5)
     assert decode(NO_CODE) is None
