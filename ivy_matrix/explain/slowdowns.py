@@ -32,7 +32,7 @@ from ivy_matrix.explain.blame import Blame, blame_between, describe_blame
 from ivy_matrix.explain.history_text import slow_line
 from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row, Timing
 from ivy_matrix.state.durations import (
-    CODE_WIDTH,
+    NEWEST,
     RANK,
     codes_from,
     latest_timing,
@@ -160,7 +160,7 @@ def dashboard_slowdowns(
     for row in state.rows:
         times = row.times
         # Most cells are passed over on the code of their newest duration alone.
-        if not times or all(t[:CODE_WIDTH] not in long_enough for t in times.values()):
+        if not times or long_enough.isdisjoint(map(NEWEST, times.values())):
             continue
         for backend in state.backend_names:
             if backend in times and _may_be_slower(times[backend]):

@@ -257,12 +257,13 @@ def newest_codes(rows: Sequence[Row]) -> dict[str, list[str]]:
     row_times = [row.times for row in rows]
     backends = dict.fromkeys(chain.from_iterable(row_times))
     return {
-        backend: list(map(_NEWEST, map(operator.methodcaller("get", backend, NO_CODE), row_times)))
+        backend: list(map(NEWEST, map(operator.methodcaller("get", backend, NO_CODE), row_times)))
         for backend in backends
     }
 
 
-_NEWEST = operator.itemgetter(slice(0, CODE_WIDTH))
+NEWEST = operator.itemgetter(slice(0, CODE_WIDTH))
+"""A row's durations of one backend to the code of its newest."""
 
 
 RANK: Mapping[str, int] = {**_LEVEL, NO_CODE: -1}
