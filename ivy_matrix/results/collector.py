@@ -90,6 +90,7 @@ _TIMED_SHIFT = 3 * _BITS
 
 
 _ONE_PASS = CellResult(Outcome.SUCCESS, CaseCounts(passed=1))
+_TIMED_KEPT = 1 << 16  # most results of one passing timed case shared (Collector._passed_in)
 # What a case of each status adds to its cell (a flaky pass adds _FLAKY).
 _STEP = {
     CaseStatus.PASSED: _PASSED,
@@ -262,6 +263,12 @@ class Collector:
         # of naming: Namer itself is stateless).
         self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
         self._shared: dict[int, CellResult] = {}  # see _commit
+        # The result of a cell of one passing case, by its seconds (not 0: -0.0 is 0.0 as a
+        # key): the usual timed cell. Durations take a few thousand values (most are whole
+        # milliseconds under a second): cells of one share it, as cells alike share one
+        # result, so that an update makes a few thousand of them, not one a cell (each an
+        # object the garbage collector looks at).
+        self._passed_in: dict[float, CellResult] = {}
         # (classname, file) -> the start of its cases' node ids (redacted), or None.
         self._prefixes: dict[tuple[str, str], str | None] = {}
 
@@ -566,7 +573,7 @@ class Collector:
         return pending, messages, wheres, seconds
 
     # The per-cell loop of the usual file, kept flat (local names, no call it can avoid).
-    def _commit_places(self, backend: str, read: _ByPlace) -> tuple[DashboardId, ...]:  # noqa: PLR0912  -- see above
+    def _commit_places(self, backend: str, read: _ByPlace) -> tuple[DashboardId, ...]:  # noqa: C901, PLR0912, PLR0915  -- see above
         """Add a fully read file's rows, no two places of one row, to the rest: each cell's
         result made once, straight from its packed counts (a cell in two files: combined);
         return the dashboards they reached."""
@@ -575,6 +582,8 @@ class Collector:
         renamed = self._renamed_places(read.groups)
         reached: dict[int, None] = {}
         shared, alike, redact = self._shared, self._shared.get, self.redact
+        timed_shared = self._passed_in
+        passed_in = timed_shared.get
         lines, wheres = read.lines, read.places
         new_result = tuple.__new__  # CellResult's own __new__ is a Python function
         success, one_case, timed_one = Outcome.SUCCESS, _ONE_PASS.counts, _PASSED + _TIMED
@@ -589,7 +598,12 @@ class Collector:
                 if renamed:
                     row = renamed.get(row, row)
                 if packed == timed_one:  # the usual cell: one passing case, timed
-                    result = new_result(CellResult, (success, one_case, "", None, times[name], 1))
+                    seconds = times[name]
+                    result = passed_in(seconds)
+                    if result is None:
+                        result = new_result(CellResult, (success, one_case, "", None, seconds, 1))
+                        if seconds and len(timed_shared) < _TIMED_KEPT:
+                            timed_shared[seconds] = result
                 else:
                     timed = packed & mask
                     tally = packed - timed if timed else packed
