@@ -50,21 +50,23 @@ def durations_files(
 
 def durations_text(prefixes: Mapping[str, Mapping[str, float]]) -> str | None:
     """One backend's durations file (None when it has no test): by node id, in order."""
-    parts: list[str] = []
+    parts = ["{"]  # joined once at the end: the text is copied once, not once a step
     for prefix, named in prefixes.items():
         if not named:
             continue
-        body = _encode(named)[2:-1]  # 'name": 1.5,\n"other": 2' without '{"' and '}'
+        body = _encode(named)
         if "::" in body:
             # A name that holds "::" could make the node id of another start's name (numbers
             # and separators hold none): one object, in which a node id twice is written
             # once, with its last seconds.
             return _one_object(prefixes)
         start = _encode(prefix)[1:-1]
-        parts.append('"' + start + body.replace(_NEXT, _NEXT + start))
-    if not parts:
+        # 'name": 1.5,\n"other": 2' (the body without '{"' and '}'), each name after its start.
+        parts += ('"', start, body[2:-1].replace(_NEXT, _NEXT + start), ",\n")
+    if len(parts) == 1:
         return None
-    return "{" + ",\n".join(parts) + "}\n"
+    parts[-1] = "}\n"
+    return "".join(parts)
 
 
 def _one_object(prefixes: Mapping[str, Mapping[str, float]]) -> str | None:
