@@ -385,7 +385,7 @@ class Collector:
                         )
                     )
 
-        commit: Callable[[], tuple[DashboardId, ...]] | None = None
+        commit: Callable[[], tuple[tuple[DashboardId, ...], bool]] | None = None
         if file_backend is not None and not per_case:
             # The usual file: one backend, rows named by their place: the quicker loop.
             counts, problem, commit = self._scan_by_place(
@@ -415,10 +415,12 @@ class Collector:
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
-        reached = (
-            commit() if commit is not None else self._commit(pending, messages, wheres, seconds)
-        )
-        self._commit_cases(cases)
+        clean = False  # whether the file's names are known to hold nothing to hide
+        if commit is None:
+            reached = self._commit(pending, messages, wheres, seconds)
+        else:
+            reached, clean = commit()
+        self._commit_cases(cases, look=not clean)
         self.last = Read(
             counts=counts,
             backend=file_backend or "",
@@ -443,12 +445,14 @@ class Collector:
         nameless: list[int],
         *,
         cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
-    ) -> tuple[FileCounts, ParseProblem | None, Callable[[], tuple[DashboardId, ...]]]:
+    ) -> tuple[FileCounts, ParseProblem | None, Callable[[], tuple[tuple[DashboardId, ...], bool]]]:
         """Read a file whose cases all have its ``backend`` (no per-case naming): each row's
         cases as one int (packed counts, see _BITS) and seconds, its first failure line and
         place; each timed case's seconds into ``cases``; the first failures into ``into``.
         Returns the counts, the problem, and what adds the file's cells to the rest (to call
-        once the whole file was read: :meth:`_commit_places`).
+        once the whole file was read: :meth:`_commit_places`; it returns the dashboards they
+        reached and whether the file's names are known to hold nothing to hide, its rows' and
+        its timed cases' alike: :meth:`_names_of`).
 
         Cases come in runs of one place (classname, file, suite): each run finds its place's
         rows once, and a case's cell is its row name there, no string built and no tuple
@@ -465,9 +469,10 @@ class Collector:
         times: dict[str, float] = {}
         named: dict[str, float] = {}
         failing = 0
+        untimed = False  # whether a case had no time
 
         def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
-            nonlocal last, rows, times, named, failing
+            nonlocal last, rows, times, named, failing, untimed
             name, classname, test_file, suite, status, flaky, message, line, time = case
             if classname != last[0] or test_file != last[1] or suite != last[2]:
                 last = (classname, test_file, suite)
@@ -485,6 +490,8 @@ class Collector:
                 segments.append((last, len(rows)))
             if time is not None:
                 named[name] = named.get(name, 0.0) + time
+            else:
+                untimed = True
             if name[-1:] == "]":
                 head = name.partition("[")[0]
                 if head:
@@ -528,12 +535,14 @@ class Collector:
         )
         read.failing = failing
 
-        def commit() -> tuple[DashboardId, ...]:
+        def commit() -> tuple[tuple[DashboardId, ...], bool]:
             # Two places of one row (the same dashboard and prefix) add up, as one loop over
             # both would have counted them: then the cells are gathered by their key first.
             if len({places[place] for place in groups}) < len(groups):
-                return self._commit(*self._pending(backend, read))
-            return self._commit_places(backend, read)
+                return self._commit(*self._pending(backend, read)), False
+            clean = not untimed and not self.redactor.may_hide(self._names_of(backend, read, cases))
+            renamed = {} if clean else self._renamed_places(groups)
+            return self._commit_places(backend, read, renamed), clean
 
         return counts, problem, commit
 
@@ -572,14 +581,37 @@ class Collector:
                 wheres[cell] = found[1]
         return pending, messages, wheres, seconds
 
+    def _names_of(
+        self,
+        backend: str,
+        read: _ByPlace,
+        cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
+    ) -> str:
+        """The names of a file read by place whose cases all had a time, for one look of the
+        redactor at its rows and its timed cases alike: each case's name after its place's
+        row prefix, one a line. A row's name (the prefix and its first case's name, without
+        a parametrization) is the start of one of these, and a case's name the end: what the
+        redactor may hide in either, it finds in this text (its secrets' forms and its shapes'
+        markers hold no line break)."""
+        places = self._places
+        texts = []
+        for place, rows in read.groups.items():
+            prefix = places[place][1]
+            texts.append(prefix + ("\n" + prefix).join(cases[backend, place]))
+            if "" in rows:
+                texts.append(prefix + UNNAMED)
+        return "\n".join(texts)
+
     # The per-cell loop of the usual file, kept flat (local names, no call it can avoid).
-    def _commit_places(self, backend: str, read: _ByPlace) -> tuple[DashboardId, ...]:  # noqa: C901, PLR0912, PLR0915  -- see above
+    def _commit_places(  # noqa: C901, PLR0912  -- see above
+        self, backend: str, read: _ByPlace, renamed: dict[str, str]
+    ) -> tuple[DashboardId, ...]:
         """Add a fully read file's rows, no two places of one row, to the rest: each cell's
-        result made once, straight from its packed counts (a cell in two files: combined);
-        return the dashboards they reached."""
+        result made once, straight from its packed counts (a cell in two files: combined),
+        its row renamed by ``renamed`` (:meth:`_renamed_places`); return the dashboards they
+        reached."""
         places, ids = self._places, self._dashboards
         dashboards = self.collected.dashboards
-        renamed = self._renamed_places(read.groups)
         reached: dict[int, None] = {}
         shared, alike, redact = self._shared, self._shared.get, self.redact
         timed_shared = self._passed_in
@@ -717,14 +749,18 @@ class Collector:
         return {row: clean for row in rows if (clean := redact(row)) != row}
 
     def _commit_cases(
-        self, cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]]
+        self,
+        cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
+        *,
+        look: bool = True,
     ) -> None:
         """Add one fully read file's timed cases to the rest (a node id in two files: its
-        seconds added), by backend and node id, redacted as the cells' names are."""
+        seconds added), by backend and node id, redacted as the cells' names are (without
+        ``look``, their names are known to hold nothing to hide)."""
         durations = self.collected.durations
         prefixes = self._prefixes
         redact = self.redact
-        hide = self.redactor.may_hide("\n".join(chain.from_iterable(cases.values())))
+        hide = look and self.redactor.may_hide("\n".join(chain.from_iterable(cases.values())))
         for (backend, (classname, test_file, _)), read in cases.items():
             if not read:
                 continue

@@ -276,6 +276,37 @@ def test_what_is_kept_of_a_case_never_holds_the_token_or_a_key():
         }
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(("m.test_a", "m.test_a.TestK", f"m.test_a.Test{TOKEN}")),
+            st.sampled_from(("test_x", f"test_{TOKEN}")),
+            st.sampled_from(("", "[1]", f"[{TOKEN}]", f"[{KEY}]")),
+            st.sampled_from(("", ' time="0.5"')),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_a_secret_in_a_row_or_a_timed_cases_name_alone_is_hidden(cases, timed):
+    """The quicker loop looks at a file's rows and timed cases' names at once when all its
+    cases are timed (each row's name is the start of one of its cases'): a secret only in a
+    class, a test's name or a parametrization, in a file all or partly timed, is hidden
+    from the rows and the durations all the same."""
+    every = ' time="2"'
+    text = "".join(
+        f'<testcase classname="{c}" name="{n}{p}"{every if timed else t}/>' for c, n, p, t in cases
+    )
+    collector = Collector(Namer(NamingRules(backend="torch")), redactor=Redactor.of([TOKEN]))
+    collector.add_file(junit(text), source="torch/f.xml")
+    collected = collector.collected
+    shown = repr((collected.dashboards, collected.durations))
+    assert TOKEN not in shown
+    assert KEY not in shown
+
+
 def test_two_places_of_one_row_keep_its_failure_line_after_other_rows_failures():
     """One row from two places (one classname, two files), its only failure after many
     failing cases of another row: the cell keeps that failure's line and place (the quicker
