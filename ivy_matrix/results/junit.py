@@ -96,6 +96,11 @@ _RANKS = {
 }
 _STATUS = (CaseStatus.PASSED, CaseStatus.SKIPPED, CaseStatus.FAILED, CaseStatus.ERROR)
 _INF = float("inf")
+# Each ``time`` attribute read, to its seconds (None: not a duration): runners write a few
+# thousand values (pytest's milliseconds), each is converted once. At most _TIMES_KEPT.
+_TIMES: dict[str, float | None] = {}
+_TIMES_KEPT = 1 << 14
+_UNREAD = -1.0  # what no time is read as (_TIMES holds no negative number)
 
 REFUSED_ENTITIES = (
     "refused: the file declares XML entities (possible entity-expansion or XXE attack)"
@@ -143,6 +148,19 @@ def _too_deep() -> str:
 
 # Whatever str.splitlines splits at: a message with none is one line already.
 _LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]").search
+
+
+def _seconds(text: str) -> float | None:
+    """A case's ``time`` attribute as seconds: None unless a finite number of 0 or more."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        return None
+    if not 0.0 <= seconds < _INF:  # NaN fails both comparisons
+        return None
+    if len(_TIMES) < _TIMES_KEPT:
+        _TIMES[text] = seconds
+    return seconds
 
 
 def _first_line(text: str) -> str:
@@ -198,6 +216,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
     parser.ExternalEntityRefHandler = _refuse_external
 
     tally = [0, 0, 0, 0]  # indexed by rank: passed, skipped, failed, error
+    known_seconds = _TIMES.get
     flaky_count = 0
     suite = ""  # name of the innermost open testsuite
     outer_suites: list[str] = []
@@ -268,7 +287,7 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
                 text_len = 0
                 parser.CharacterDataHandler = on_text
 
-    def end(name: str) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
+    def end(name: str) -> None:  # noqa: PLR0912  -- the hot loop, kept flat
         nonlocal depth, case, case_depth, rank, flaky, message, capture_depth, flaky_count, suite
         if name == "testcase":
             assert case is not None
@@ -281,13 +300,9 @@ def scan_junit(  # noqa: C901, PLR0915  -- one closure per expat callback, kept 
             seconds: float | None = None
             text_time = case.get("time")
             if text_time is not None:
-                try:
-                    seconds = float(text_time)
-                except ValueError:
-                    seconds = None
-                else:
-                    if not 0.0 <= seconds < _INF:  # NaN fails both comparisons
-                        seconds = None
+                seconds = known_seconds(text_time, _UNREAD)
+                if seconds == _UNREAD:
+                    seconds = _seconds(text_time)
             if len(case_name) > NAME_CAP or len(classname) > NAME_CAP or len(file) > NAME_CAP:
                 case_name, classname, file = (
                     cap_name(case_name),

@@ -1007,7 +1007,8 @@ def test_a_200_mb_stream_is_scanned_in_flat_memory() -> None:
 )
 def test_a_cases_time_is_its_seconds_or_none_when_not_a_finite_number(attribute, seconds):
     """``time`` is read as seconds; a value that is not a finite number of 0 or more is none,
-    never a number added to a duration."""
+    never a number added to a duration (read again, from the times read before, the same)."""
+    assert one_case("", f'name="t" {attribute}').time == seconds
     assert one_case("", f'name="t" {attribute}').time == seconds
 
 
