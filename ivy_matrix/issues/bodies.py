@@ -28,6 +28,7 @@ from ivy_matrix.issues.markers import (
     continuation_marker,
     dashboard_marker,
     outside_region,
+    revision_marker,
     utf16_len,
 )
 from ivy_matrix.model import DashboardState
@@ -79,8 +80,7 @@ class _Frame:
 
     def body(self, table_text: str, parts: int) -> str:
         lines = [dashboard_marker(self.key), "\n", self.before, BEGIN, "\n"]
-        if self.revision is not None:
-            lines.append(f"<!-- ivy-matrix:revision={self.revision} -->\n")
+        lines.append(revision_marker(self.revision))
         lines.append(f"## {escape_name(self.key)}\n\n")
         if self.site:
             lines.append(self.site)
@@ -200,10 +200,13 @@ def compose_index(
     charts: str = "",
     writes: str = "",
     site_url: str = "",
+    revision: int | None = None,
 ) -> str:
     """The index issue's body: each dashboard with an issue, per backend passing/total, and
-    ``charts`` (the trend's pictures) below the table while they fit. ``writes`` is the
-    hidden record of the runs' writes (``markers.writes_marker``), first in the region.
+    ``charts`` (the trend's pictures) below the table while they fit. First in the region go
+    the hidden marker of ``revision`` (the branch store's revision of ``states``; None: none),
+    as in a dashboard's body, then ``writes``, the record of the runs' writes
+    (``markers.writes_marker``).
 
     Only dashboards in ``links`` (key -> the issue's URL, or the page's) are listed, and below them the history
     sections (newly failing, failing for long, flaky, slower, slowest: as the index page draws them; fewer entries, then none, when over
@@ -215,9 +218,10 @@ def compose_index(
     before, after = outside_region(existing_body)
 
     site = site_line(site_url)
+    shows = revision_marker(revision)
 
     def wrap(text: str) -> str:
-        return f"{INDEX_MARKER}\n{before}{BEGIN}\n{writes}{site}{text}{END}{after}"
+        return f"{INDEX_MARKER}\n{before}{BEGIN}\n{shows}{writes}{site}{text}{END}{after}"
 
     histories = [(state, dashboard_history(state)) for state in linked]
     for pictures in dict.fromkeys((charts, "")):

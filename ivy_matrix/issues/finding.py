@@ -59,6 +59,7 @@ class Finder:
         self.label = label
         self._label_ready = False  # the label is known to exist
         self._listed_at: int | None = None  # the writes made when the last listing was taken
+        self.listed = Found()  # the last listing (the index issue is written from it)
 
     def find(self) -> Found:
         """List the labelled issues once and group ours by marker."""
@@ -71,6 +72,7 @@ class Finder:
                 found.by_key.setdefault(key, []).append(issue)
         for issues in found.by_key.values():
             issues.sort(key=lambda i: i.number)
+        self.listed = found
         return found
 
     @property

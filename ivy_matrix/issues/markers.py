@@ -20,8 +20,9 @@ the maintainer's text around the managed region, and sizes. Composing bodies is
 
 Continuation comments start with ``<!-- ivy-matrix:dashboard=<key>:part=N -->`` and are wholly
 owned by the action; the index issue starts with ``<!-- ivy-matrix:index -->``, and its managed
-region records what runs wrote in the last hour, ``<!-- ivy-matrix:writes=T+N,... -->`` (each
-run's content-creating requests N, at T seconds since the epoch; ``issues/plan.py``). Keys are
+region records the revision it shows as a dashboard's does, and what runs wrote in the last
+hour, ``<!-- ivy-matrix:writes=T+N+R,... -->`` (each run's content-creating requests N, at T
+seconds since the epoch, R the run's own random number; ``issues/plan.py``). Keys are
 percent-encoded in markers, so no dashboard name can end the comment or fake another marker.
 
 **Size.** GitHub refuses issue and comment bodies over 65,536 characters (PLATFORM.md 1.1), and
@@ -34,7 +35,8 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterable
+from typing import NamedTuple
 
 # The label that marks dashboard issues (the issue-label option's default).
 DEFAULT_LABEL = "ivy-matrix"
@@ -61,7 +63,7 @@ _PART_LINE = re.compile(
 )
 _REVISION = re.compile(r"<!-- ivy-matrix:revision=(?P<n>\d{1,30}) -->")
 _WRITES = re.compile(r"<!-- ivy-matrix:writes=(?P<entries>[0-9+,]{0,4000}) -->")
-_WRITE = re.compile(r"(?P<at>\d{1,12})\+(?P<n>\d{1,9})")
+_WRITE = re.compile(r"(?P<at>\d{1,12})\+(?P<n>\d{1,9})(?:\+(?P<run>\d{1,9}))?")
 _PARTS = re.compile(r"<!-- ivy-matrix:parts=(?P<n>\d{1,9}) -->")
 
 
@@ -138,6 +140,11 @@ def managed_region(body: str) -> str:
     return "" if bounds is None else body[bounds[0] : bounds[1]]
 
 
+def revision_marker(revision: int | None) -> str:
+    """The line that records the revision a body shows ("" for None: none)."""
+    return "" if revision is None else f"<!-- ivy-matrix:revision={revision} -->\n"
+
+
 def parse_revision(body: str | None) -> int | None:
     """The revision recorded in the managed region, or None when it records none."""
     found = _REVISION.search(managed_region(body or ""))
@@ -179,19 +186,58 @@ def outside_region(existing: str | None) -> tuple[str, str]:
     return before, after
 
 
-def parse_writes(body: str | None) -> tuple[tuple[int, int], ...]:
-    """The runs' writes the index issue records, as (time, requests); none when it records
-    none, or a hand edit left them unreadable (the budget then trusts GitHub's own answer)."""
+class Write(NamedTuple):
+    """One run's entry in the index issue's record: ``n`` content-creating requests, at ``at``
+    seconds since the epoch; ``run`` tells one run's entry from another's (a random number a
+    run draws once; 0 in a record written before runs drew one: such an entry is told apart
+    by all three values)."""
+
+    at: int
+    n: int
+    run: int = 0
+
+
+def parse_writes(body: str | None) -> tuple[Write, ...]:
+    """The runs' writes the index issue records; none when it records none, or a hand edit
+    left them unreadable (the budget then trusts GitHub's own answer)."""
     found = _WRITES.search(managed_region(body or ""))
     if found is None:
         return ()
     entries = found.group("entries").split(",")
     matched = [_WRITE.fullmatch(entry) for entry in entries if entry]
-    return tuple((int(m.group("at")), int(m.group("n"))) for m in matched if m)
+    return tuple(
+        Write(int(m.group("at")), int(m.group("n")), int(m.group("run") or 0)) for m in matched if m
+    )
 
 
-def writes_marker(entries: Sequence[tuple[int, int]]) -> str:
+def writes_marker(entries: Iterable[Write]) -> str:
     """The index issue's record of the runs' writes (one line; "" for none)."""
-    if not entries:
-        return ""
-    return "<!-- ivy-matrix:writes=" + ",".join(f"{at}+{n}" for at, n in entries) + " -->\n"
+    text = ",".join(f"{at}+{n}+{run}" if run else f"{at}+{n}" for at, n, run in entries)
+    return f"<!-- ivy-matrix:writes={text} -->\n" if text else ""
+
+
+def with_writes(body: str, writes: str) -> str:
+    """``body`` with ``writes`` (a :func:`writes_marker` line, or "") for the record of writes
+    in its managed region, the rest byte for byte as it was: how a run adds its writes to an
+    index body that shows a newer revision than its own, leaving what it shows alone. The
+    record goes where it was, else after the revision's marker (else first in the region)."""
+    bounds = region_bounds(body)
+    if bounds is None:
+        return body
+    begin, end = bounds
+    region = body[begin:end]
+    found = _WRITES.search(region)
+    if found is not None:
+        start, stop = found.start(), _past_newline(region, found.end())
+    else:
+        after = _REVISION.search(region)
+        start = stop = _past_newline(region, after.end() if after else len(BEGIN))
+    return body[:begin] + region[:start] + writes + region[stop:] + body[end:]
+
+
+def _past_newline(text: str, at: int) -> int:
+    """``at``, or just past the line break that starts there."""
+    for newline in ("\r\n", "\n"):
+        if text.startswith(newline, at):
+            return at + len(newline)
+    return at

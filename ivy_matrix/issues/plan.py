@@ -10,9 +10,13 @@ writes:
 - **The hour's budget.** ``issue-writes-per-hour`` (default :data:`DEFAULT_WRITES_PER_HOUR`:
   GitHub's 500, less room for the branch's commits over REST, pull-request comments and other
   tools) is shared by the runs of the last hour. The index issue records what each run wrote
-  (``<!-- ivy-matrix:writes=T+N,... -->``, ``issues/markers.py``), so a run knows what the runs
-  before it spent. It keeps room for the index issue (its write, its pin) and writes the
+  (``<!-- ivy-matrix:writes=T+N+R,... -->``, ``issues/markers.py``), so a run knows what the
+  runs before it spent. It keeps room for the index issue (its write, its pin) and writes the
   dashboards' issues (and the label, once) within what is left (:class:`HourBudget`).
+- **No run's writes drop out of the record.** Two runs' jobs can write the index issue one
+  after the other, and issue edits have no compare-and-swap: each run adds its own entry
+  (:class:`OwnWrites`, keyed by a number the run draws) to the record it finds, and records
+  merge entry by entry (:func:`merge_writes`), so adding a run's entry twice counts it once.
 - **The order** (:func:`write_order`): dashboards with failing cells first, where an issue
   helps: their existing issues, then their missing ones (the newest failure first); then the
   passing dashboards' existing issues, then their missing ones (by name). Among existing
@@ -30,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ivy_matrix.issues.markers import Write
 from ivy_matrix.model import DashboardState
 from ivy_matrix.state.history import dashboard_history
 
@@ -41,8 +46,10 @@ RECORDED_RUNS = 100
 # A record dated further ahead than this (seconds) is not a clock's drift but a hand edit: it
 # is not counted, so no edit of the index issue can hold the issues back for good.
 AHEAD = 300
+# A run's number, which tells its entry in the record from another's, is drawn below this.
+RUNS = 10**9
 
-Entries = tuple[tuple[int, int], ...]
+Entries = tuple[Write, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,20 +68,60 @@ class HourBudget:
     reserve: int = 1
 
     @property
+    def for_issues(self) -> int:
+        """What this run's issues may make in all: the dashboards', the index's."""
+        return max(0, self.per_hour - self.earlier - self.before)
+
+    @property
     def for_dashboards(self) -> int:
-        return max(0, self.per_hour - self.earlier - self.before - self.reserve)
+        return max(0, self.for_issues - self.reserve)
 
 
-def last_hour(entries: Iterable[tuple[int, int]], now: int) -> Entries:
+def last_hour(entries: Iterable[Write], now: int) -> Entries:
     """The recorded runs whose writes still count at ``now`` (one dated a little ahead, a
     clock that disagrees, counts too; one dated more than :data:`AHEAD` seconds ahead does
     not), the newest :data:`RECORDED_RUNS` of them, oldest first."""
-    kept = sorted((at, n) for at, n in entries if now - HOUR < at <= now + AHEAD)
+    kept = sorted(entry for entry in entries if now - HOUR < entry.at <= now + AHEAD)
     return tuple(kept[-RECORDED_RUNS:])
 
 
-def spent(entries: Iterable[tuple[int, int]]) -> int:
-    return sum(n for _, n in entries)
+def spent(entries: Iterable[Write]) -> int:
+    return sum(entry.n for entry in entries)
+
+
+def merge_writes(*records: Iterable[Write]) -> Entries:
+    """The entries of ``records`` together, each run's once, oldest first: entries of one run
+    (its time and number) keep the larger count; entries of no number (recorded before runs
+    drew one) are one entry when all their values agree. Merging a record into one that holds
+    it already changes nothing."""
+    merged: dict[tuple[int, int, int], Write] = {}
+    for record in records:
+        for entry in record:
+            key = (entry.at, entry.run, 0 if entry.run else entry.n)
+            if key not in merged or merged[key].n < entry.n:
+                merged[key] = entry
+    return tuple(sorted(merged.values()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OwnWrites:
+    """This run's entry in the index issue's record of writes: dated ``at`` (once for the
+    run, so each time it is added it is the same entry), told apart by ``run`` (a random
+    number the run draws), with the ``before`` content-creating requests the run made before
+    its issues."""
+
+    at: int
+    run: int
+    before: int = 0
+
+    def added(self, record: Sequence[Write], writes: int, now: int) -> Entries | None:
+        """``record`` with this run's entry for its ``writes`` issue writes so far and the
+        index write that records them, in place of its earlier entry (the runs of the last
+        hour at ``now``); None when ``record`` holds them already."""
+        made = self.before + writes
+        if any((e.at, e.run) == (self.at, self.run) and e.n >= made for e in record):
+            return None
+        return last_hour(merge_writes(record, (Write(self.at, made + 1, self.run),)), now)
 
 
 def newest_failure(state: DashboardState) -> int | None:

@@ -10,7 +10,8 @@ this update touched, gives the others an issue only when they have none, then th
 all within the hour's budget of content-creating requests (``issues/plan.py``: what does not
 fit waits for a later run, and the log, the job summary and the index say so). With the branch
 store's ``revision`` the newest writer checks once more, after a jittered moment, that no
-slower job replaced its bodies with an older revision (issue edits have no compare-and-swap).
+slower job replaced its bodies with an older revision, the index's included (issue edits have
+no compare-and-swap), and that the index's record holds its writes.
 :func:`publish_from_branch` is the target beside the branch store.
 
 One job a run writes the issues (the fan-in job, a single job's ``update``, or ``publish``), so
@@ -29,9 +30,9 @@ from urllib.parse import quote
 
 from ivy_matrix.github.types import IssueAPI
 from ivy_matrix.issues.finding import INDEX_KEY, Found
-from ivy_matrix.issues.index_issue import publish_index
-from ivy_matrix.issues.markers import parse_revision, parse_writes, writes_marker
-from ivy_matrix.issues.plan import HourBudget, last_hour, named, spent, write_order
+from ivy_matrix.issues.index_issue import Index, publish_index
+from ivy_matrix.issues.markers import parse_revision, parse_writes
+from ivy_matrix.issues.plan import RUNS, HourBudget, OwnWrites, last_hour, named, spent, write_order
 from ivy_matrix.issues.report import IssueAction, IssueResult, IssuesReport, Written
 from ivy_matrix.issues.writer import IssueOptions, IssueWriter
 from ivy_matrix.model import DashboardState
@@ -42,6 +43,7 @@ from ivy_matrix.views.charts import trend_section
 # After writing with a revision: wait this long (seconds, jittered), then check once more.
 SETTLE_DELAY = (1.0, 3.0)
 SETTLE_ROUNDS = 2
+WROTE = frozenset({IssueAction.CREATED, IssueAction.UPDATED})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,9 +97,8 @@ def publish_issues(
     timing = timing or Timing()
     writer = IssueWriter(client, repo, options, log=log or Quiet(), sleep=timing.sleep)
     found = writer.finder.find()
-    index = found.by_key.get(INDEX_KEY, [])
-    recorded = parse_writes(index[0].body if index else None)
-    earlier = last_hour(recorded, int(timing.clock()))
+    listed = found.by_key.get(INDEX_KEY, [])
+    earlier = last_hour(parse_writes(listed[0].body if listed else None), int(timing.clock()))
     budget = HourBudget(
         per_hour=options.writes_per_hour,
         earlier=spent(earlier),
@@ -109,27 +110,35 @@ def publish_issues(
     note = _budget_note(budget, written, deferred, publication)
     if note:
         writer.requests.warn(note)
-    revision = publication.revision
-    if revision is not None and not options.dry_run:
-        by_key = {s.key: s for s in publication.states}
-        rng = timing.rng or random.Random()  # noqa: S311  -- jitter, not cryptography
-        _settle(writer, by_key, written, revision=revision, rng=rng, delay=timing.settle)
+    rng = timing.rng or random.Random()  # noqa: S311  -- jitter and a run's number, not secrets
+    own = OwnWrites(at=int(timing.clock()), run=rng.randrange(1, RUNS), before=budget.before)
+    index = Index(
+        states=publication.states,
+        links=_links(written, publication.pages),
+        revision=publication.revision,
+        own=own,
+        clock=timing.clock,
+    )
     index_result = None
     if options.index:
-        # This run's writes (the index's own counted) join the hour's record; a run that
-        # wrote nothing leaves the record as it is, so the index stays unchanged.
-        made = writer.requests.writes
-        record = recorded
-        if made:
-            now = int(timing.clock())
-            record = (*last_hour(earlier, now), (now, publication.spent + made + 1))
-        index_result = publish_index(
+        index_result = publish_index(writer, index, pin=options.pin_index)
+    revision = publication.revision
+    if revision is not None and not options.dry_run:
+        wrote = {key for key, w in written.items() if w.result.action in WROTE}
+        if index_result is not None and index_result.action in WROTE:
+            wrote.add(INDEX_KEY)
+        settled = _settle(
             writer,
-            publication.states,
-            _links(written, publication.pages),
-            found,
-            writes=writes_marker(record),
+            written,
+            wrote,
+            index,
+            keep_index=options.index,
+            revision=revision,
+            room=budget.for_issues,
+            rng=rng,
+            delay=timing.settle,
         )
+        index_result = settled or index_result
     return IssuesReport(
         dashboards=tuple(w.result for w in written.values()),
         index=index_result,
@@ -237,40 +246,44 @@ def _budget_note(
 
 def _settle(
     writer: IssueWriter,
-    by_key: Mapping[str, DashboardState],
     written: dict[str, Written],
+    wrote: Collection[str],
+    index: Index,
     *,
+    keep_index: bool,
     revision: int,
+    room: int,
     rng: random.Random,
     delay: tuple[float, float],
-) -> None:
-    """Rewrite issues that a slower job replaced with an older revision after we wrote them.
+) -> IssueResult | None:
+    """Rewrite the issues this run wrote (``wrote``: dashboard keys, and ``INDEX_KEY``) that a
+    slower job replaced with an older revision since; the index (when ``keep_index``) within
+    ``room`` (this run's content-creating requests in all), and its record when it lacks this
+    run's writes. Returns the index's result when it was written again.
 
     A job that read revision 14, then wrote 15 after this job wrote 16, leaves revision 15
     showing. The newest writer notices on one more listing and writes again.
     """
-    ours = {
-        key
-        for key, w in written.items()
-        if w.result.action in {IssueAction.CREATED, IssueAction.UPDATED}
-    }
-    for _ in range(SETTLE_ROUNDS):
-        if not ours:
-            return
+    by_key = {state.key: state for state in index.states}
+    result = None
+    for _ in range(SETTLE_ROUNDS if wrote else 0):
         writer.requests.sleep(rng.uniform(*delay))
         found = writer.finder.find()
-        stale = [
-            key
-            for key in sorted(ours)
-            if found.by_key.get(key) and (parse_revision(found.by_key[key][0].body) or 0) < revision
-        ]
-        if not stale:
-            return
-        for key in stale:
-            writer.requests.log.info(
-                f"dashboard {key}: an older revision replaced ours; writing again"
-            )
-            written[key] = writer.publish(by_key[key], found.by_key[key], revision=revision)
+        before = writer.requests.writes
+        for key in sorted(wrote, key=lambda k: (k == INDEX_KEY, k)):
+            shown = found.by_key.get(key)
+            if not shown or (parse_revision(shown[0].body) or 0) >= revision:
+                continue
+            name = "the index" if key == INDEX_KEY else f"dashboard {key}"
+            writer.requests.log.info(f"{name}: an older revision replaced ours; writing again")
+            if key != INDEX_KEY:
+                written[key] = writer.publish(by_key[key], shown, revision=revision)
+        if keep_index:
+            again = publish_index(writer, index, pin=False, room=room)
+            result = result if again.action is IssueAction.UNCHANGED else again
+        if writer.requests.writes == before:
+            break
+    return result
 
 
 def publish_from_branch(

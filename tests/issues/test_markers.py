@@ -16,7 +16,9 @@ from ivy_matrix.issues.markers import (
     outside_region,
     parse_parts,
     parse_revision,
+    parse_writes,
     utf16_len,
+    with_writes,
 )
 from tests.issues.helpers import GRADIENTS, make_state
 
@@ -87,3 +89,23 @@ def test_every_marker_reader_reads_a_one_megabyte_near_miss_as_no_marker():
         assert parse_parts(body) == 0, shape
         before, _ = outside_region(body)
         assert len(before) <= len(body) + 1, shape
+
+
+def test_with_writes_replaces_only_the_record_of_an_index_body():
+    """The record is replaced where it stands, or put after the revision's marker when the
+    body has none; everything else stays byte for byte, line breaks GitHub wrote as CRLF too."""
+    body = (
+        f"{INDEX_MARKER}\nkept\n{BEGIN}\n<!-- ivy-matrix:revision=5 -->\n"
+        "<!-- ivy-matrix:writes=10+2 -->\n# Test dashboards\n<!-- ivy-matrix:end -->\ntail\n"
+    )
+    record = "<!-- ivy-matrix:writes=10+2,20+3+77 -->\n"
+    written = with_writes(body, record)
+    assert written == body.replace("<!-- ivy-matrix:writes=10+2 -->\n", record)
+    assert parse_revision(written) == 5
+    assert with_writes(written, "") == body.replace("<!-- ivy-matrix:writes=10+2 -->\n", "")
+    assert with_writes(with_writes(written, ""), record) == written
+    crlf = body.replace("\n", "\r\n")
+    assert with_writes(crlf, record) == crlf.replace("<!-- ivy-matrix:writes=10+2 -->\r\n", record)
+    assert len(parse_writes(with_writes(crlf, record))) == 2
+    outside = "<!-- ivy-matrix:writes=1+1 -->\nno region here\n"
+    assert with_writes(outside, record) == outside

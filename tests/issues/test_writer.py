@@ -90,16 +90,22 @@ def test_no_body_over_the_limit_ever_reaches_github(fake):
 
 
 def test_an_older_revision_never_replaces_a_newer_one(fake):
-    """A slow job with revision 3 leaves the body a faster job wrote at revision 5."""
-    publish(fake, [make_state(GRADIENTS, 4, run=105)], revision=5)
+    """A slow job with revision 3 leaves the bodies a faster job wrote at revision 5, the
+    index's too: having written nothing, it has nothing to add to the index's record."""
+    first = publish(fake, [make_state(GRADIENTS, 4, run=105)], revision=5)
     [issue] = ours(fake, "core/gradients")
     newer = issue["body"]
+    assert first.index is not None
+    index = fake.issues[first.index.number]["body"]
     patches = len(fake.requests_to("PATCH", r"/issues/\d+$"))
     lines = Lines()
     report = publish(fake, [make_state(GRADIENTS, 2, run=103)], revision=3, log=lines)
     assert report.result("core/gradients").action is IssueAction.SKIPPED_OLDER
+    assert report.index is not None
+    assert report.index.action is IssueAction.SKIPPED_OLDER
     assert fake.issues[issue["number"]]["body"] == newer
-    assert len(fake.requests_to("PATCH", r"/issues/\d+$")) == patches + 1  # the index only
+    assert fake.issues[first.index.number]["body"] == index
+    assert len(fake.requests_to("PATCH", r"/issues/\d+$")) == patches
     assert any("revision 5, newer than this run's 3" in line for line in lines.infos)
     publish(fake, [make_state(GRADIENTS, 6, run=106)], revision=6)
     assert parse_revision(fake.issues[issue["number"]]["body"]) == 6
