@@ -83,7 +83,7 @@ def _write_index(
     closed = tuple(
         dup.number for dup in candidates[1:] if keep and writer.finder.close_duplicate(dup, keep)
     )
-    body = _body(writer, index, keep.body if keep else None)
+    body = _body(writer, index, keep.body if keep else None, pin=pin)
     if keep is not None and keep.body == body:
         return Written(keep, _result(keep, IssueAction.UNCHANGED, closed=closed))
     if calls.dry_run:
@@ -127,7 +127,7 @@ def _replace(
         if shows_newer(current.body, index.revision):
             return _leave_newer(writer, index, current, closed)
         if current.body != keep.body:
-            keep, body = current, _body(writer, index, current.body)
+            keep, body = current, _body(writer, index, current.body, pin=pin)
             if keep.body == body:
                 return Written(keep, _result(keep, IssueAction.UNCHANGED, closed=closed))
     issue, verified = writer.readback.write_body(keep, body, revision=index.revision)
@@ -136,14 +136,15 @@ def _replace(
     return Written(issue, _result(issue, IssueAction.UPDATED, closed=closed, verified=verified))
 
 
-def _body(writer: IssueWriter, index: Index, existing: str | None) -> str:
-    """The index body over ``existing``, its record holding this run's writes.
+def _body(writer: IssueWriter, index: Index, existing: str | None, *, pin: bool) -> str:
+    """The index body over ``existing``, its record holding this run's writes (and, with
+    ``pin``, the pin that follows the index's write).
 
     A run that wrote nothing leaves the record as it is (so an index that shows its states
     already stays unchanged), unless it writes the index anyway: that write is recorded.
     """
     record = parse_writes(existing)
-    writes = writer.requests.writes
+    writes = writer.requests.writes + pin
     now = int(index.clock())
 
     def compose(entries: Sequence[Write]) -> str:
@@ -158,12 +159,12 @@ def _body(writer: IssueWriter, index: Index, existing: str | None) -> str:
             revision=index.revision,
         )
 
-    if writes:
+    if writer.requests.writes:
         return compose(index.own.added(record, writes, now) or record)
     body = compose(record)
     if body == existing:
         return body
-    return compose(index.own.added(record, 0, now) or record)
+    return compose(index.own.added(record, writes, now) or record)
 
 
 def _leave_newer(

@@ -191,3 +191,17 @@ def test_an_index_create_answered_502_leaves_a_newer_runs_index(memory):
     assert older.index.number == index["number"]
     assert len(parse_writes(index["body"])) == 2  # run 108's and run 107's
     assert any("newer than this run's 7; leaving what it shows" in line for line in lines.infos)
+
+
+@pytest.mark.timeout(60)
+def test_with_pin_index_a_run_writes_its_index_once_and_records_the_pin(fake):
+    """The pin that follows the index's write is counted in the entry that write records, so
+    the newest writer's check finds the record complete and writes nothing more (it wrote
+    the index a second time, to record the pin, on every run)."""
+    publish(fake, [make_state(GRADIENTS, 3, run=101)], revision=1, pin_index=True)
+    edits = len(fake.requests_to("PATCH", r"/issues/\d+$"))
+    report = publish(fake, [make_state(GRADIENTS, 4, run=102)], revision=2, pin_index=True)
+    assert len(fake.requests_to("PATCH", r"/issues/\d+$")) == edits + 2  # the dashboard, the index
+    assert report.index is not None
+    assert report.index.action is IssueAction.UPDATED
+    assert spent(parse_writes(index_of(fake)["body"])) == content_writes(fake)
