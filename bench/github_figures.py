@@ -17,7 +17,8 @@ from typing import Any
 
 from ivy_matrix.state.statefile import join_columns, load_state
 from ivy_matrix.state.trend import TREND_NAME, load_trend
-from ivy_matrix.views.dashboards import Style, render_files
+from ivy_matrix.views.dashboards import render_files
+from ivy_matrix.views.style import Style
 from tests.github.budget import GITHUB_TOKEN, Spend, peak_per_minute
 from tests.github.fake_server import RequestRecord
 from tests.github.git_server import GitRequest

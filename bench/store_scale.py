@@ -47,7 +47,8 @@ from ivy_matrix.stores import branch  # noqa: E402
 from ivy_matrix.stores.branch import BranchStore, Retries  # noqa: E402
 from ivy_matrix.stores.layout import BranchPlace, Scope  # noqa: E402
 from ivy_matrix.stores.remote import RestRemote  # noqa: E402
-from ivy_matrix.views.dashboards import Style, render_files  # noqa: E402
+from ivy_matrix.views.dashboards import render_files  # noqa: E402
+from ivy_matrix.views.style import Style  # noqa: E402
 from tests.github.memory import MemoryGitHub  # noqa: E402
 
 REPO, BRANCH, STATE_DIR = "acme/widgets", "ivy-matrix", ".ivy-matrix/state"

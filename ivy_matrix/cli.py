@@ -40,13 +40,12 @@ from typing import TYPE_CHECKING, TextIO
 from ivy_matrix.config.arguments import bare_flags, build_parser, given_tokens, options_given
 from ivy_matrix.config.settings import Settings, environ, is_github_actions, load_settings
 from ivy_matrix.errors import ExitCode, IvyMatrixError, ProblemsError
-from ivy_matrix.github.connection import Remote
 from ivy_matrix.runner.guard import concealing
 from ivy_matrix.runner.log import Log
 from ivy_matrix.runner.pacing import Heartbeat
 
 if TYPE_CHECKING:
-    pass
+    from ivy_matrix.github.connection import Remote
 
 
 def main(
@@ -132,7 +131,7 @@ def _run(  # noqa: PLR0911 -- one return a command
             )
         case "expectations":
             from ivy_matrix.commands.expectations import run_expectations  # noqa: PLC0415
-            from ivy_matrix.expect.proposal import Rules  # noqa: PLC0415  -- see above
+            from ivy_matrix.expect.rules import Rules  # noqa: PLC0415  -- see above
 
             return run_expectations(
                 settings,

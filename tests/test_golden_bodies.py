@@ -23,7 +23,8 @@ from ivy_matrix.results.signature import Signer
 from ivy_matrix.state.merge import Batch, apply_batch
 from ivy_matrix.state.trend import record_runs
 from ivy_matrix.views.charts import parity_svg, pass_rate_svg, trend_section
-from ivy_matrix.views.dashboards import Style, render_dashboard, render_files, render_job_summary
+from ivy_matrix.views.dashboards import render_dashboard, render_files, render_job_summary
+from ivy_matrix.views.style import Style
 
 RUN = 4519909128
 ISSUES = "https://github.com/unifyai/ivy/issues"

@@ -23,7 +23,8 @@ from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import ExitCode, GitHubAPIError, InputError, StoreError, UsageError
 from ivy_matrix.expect.evidence import TITLE, describe, render_body
 from ivy_matrix.expect.lists import ExpectationList
-from ivy_matrix.expect.proposal import COMMON, MIN_ADD_AFTER, Proposal, Rules, propose
+from ivy_matrix.expect.proposal import COMMON, Proposal, propose
+from ivy_matrix.expect.rules import MIN_ADD_AFTER, Rules
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.model import DashboardState
 from ivy_matrix.runner.files import write_atomic, write_file

@@ -9,11 +9,15 @@ never. Errors of the run itself end the command with their own codes (errors.Exi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ivy_matrix.config.options import FailOn
 from ivy_matrix.errors import ExitCode
 from ivy_matrix.model import Totals
-from ivy_matrix.pr.verdicts import Comparison, Verdict, new_failures
 from ivy_matrix.runner.log import Log
+
+if TYPE_CHECKING:
+    from ivy_matrix.pr.verdicts import Comparison
 
 
 def exit_code(
@@ -21,9 +25,15 @@ def exit_code(
 ) -> ExitCode:
     """The exit code ``fail-on`` asks for; ``comparison``: a pull request's verdicts."""
     if fail_on is FailOn.NEW:
-        counts = None if comparison is None else comparison.counts()
-        new = 0 if counts is None else new_failures(counts)
-        if counts is not None and new:
+        if comparison is None:
+            return ExitCode.OK
+        # Imported here: only a pull request's run has verdicts (and has imported them); every
+        # other run would pay for importing them at start-up.
+        from ivy_matrix.pr.verdicts import Verdict, new_failures  # noqa: PLC0415
+
+        counts = comparison.counts()
+        new = new_failures(counts)
+        if new:
             tests = counts[Verdict.NEW_TEST]
             of = f", {tests} of them in new tests" if tests else ""
             log.error(f"the pull request brings {new} new failure(s){of} (fail-on: new)")

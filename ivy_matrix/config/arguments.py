@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 from ivy_matrix import __version__
 from ivy_matrix.config.options import OPTION_BY_NAME, OPTIONS, RETIRED, Kind
 from ivy_matrix.errors import UsageError
-from ivy_matrix.expect.proposal import (
+from ivy_matrix.expect.rules import (
     DEFAULT_ADD_AFTER,
     DEFAULT_REMOVE_AFTER,
     DEFAULT_UNSEEN_AFTER,

@@ -19,15 +19,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from ivy_matrix.errors import UsageError
-from ivy_matrix.issues.markers import DEFAULT_LABEL
-from ivy_matrix.issues.plan import DEFAULT_WRITES_PER_HOUR
-from ivy_matrix.pr.comment_state import WhenGreen
+from ivy_matrix.issues.defaults import DEFAULT_LABEL, DEFAULT_WRITES_PER_HOUR
+from ivy_matrix.pr.when_green import WhenGreen
 from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.results.signature import DEFAULT_ALIASES
 from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT
 from ivy_matrix.state.trend import DEFAULT_POINTS
 from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT
-from ivy_matrix.views.dashboards import Style
+from ivy_matrix.views.style import Style
 
 _T = TypeVar("_T")
 

@@ -33,14 +33,14 @@ from ivy_matrix.config.options import (
     spell,
 )
 from ivy_matrix.errors import UsageError
-from ivy_matrix.github.http import token_problem
+from ivy_matrix.github.token import token_problem
 from ivy_matrix.model import DashboardId
-from ivy_matrix.pr.comment_state import WhenGreen
+from ivy_matrix.pr.when_green import WhenGreen
 from ivy_matrix.redaction import SECRET_MIN, Redactor
 from ivy_matrix.results.naming import DashboardRule, NamingRules
 from ivy_matrix.results.signature import parse_aliases
 from ivy_matrix.runner.files import STDOUT
-from ivy_matrix.views.dashboards import Style
+from ivy_matrix.views.style import Style
 
 _T = TypeVar("_T")
 

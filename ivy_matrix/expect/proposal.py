@@ -3,7 +3,7 @@
 Pure: states and lists in, a :class:`Proposal` out. The lists are keyed by backend, the list
 for every backend by :data:`COMMON`. The runs are the store's runs, newest first (the union of
 every dashboard's ``runs``); a cell's results are its default-branch results, one per run
-(``state/history.py``). The rules (``Rules``: N, M, K):
+(``state/history.py``). The rules (``Rules``: N, M, K; ``rules.py``):
 
 - **Nothing when the scan is incomplete**: no change at all is proposed when the store has
   fewer runs than N, M or K, or when a backend the store holds has no result in the newest run
@@ -28,16 +28,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ivy_matrix.expect.lists import ExpectationList, Selector, row_id
+from ivy_matrix.expect.rules import MIN_ADD_AFTER, Rules
 from ivy_matrix.explain.blame import blame_of, describe_blame, streak
 from ivy_matrix.model import DashboardId, DashboardState, Outcome
 from ivy_matrix.state.history import RunRef, RunResult, run_results
 
 COMMON = ""
-DEFAULT_ADD_AFTER = 3
-DEFAULT_REMOVE_AFTER = 10
-DEFAULT_UNSEEN_AFTER = 10
-# One failing run is not a pattern: a failure new in the newest run is never added.
-MIN_ADD_AFTER = 2
+_DEFAULT_RULES = Rules()
 
 
 class Kind(StrEnum):
@@ -46,19 +43,6 @@ class Kind(StrEnum):
     ADD = "add"
     REMOVE = "remove"
     NARROW = "narrow"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Rules:
-    """N, M and K of the module docstring."""
-
-    add_after: int = DEFAULT_ADD_AFTER
-    remove_after: int = DEFAULT_REMOVE_AFTER
-    unseen_after: int = DEFAULT_UNSEEN_AFTER
-
-    @property
-    def runs_needed(self) -> int:
-        return max(self.add_after, self.remove_after, self.unseen_after)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,7 +144,7 @@ def _passed(cell: _Cell, window: Sequence[int]) -> bool:
 def propose(
     states: Sequence[DashboardState],
     lists: Mapping[str, ExpectationList],
-    rules: Rules = Rules(),
+    rules: Rules = _DEFAULT_RULES,
     *,
     branches: Collection[str] = (),
 ) -> Proposal:

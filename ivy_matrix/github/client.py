@@ -36,10 +36,11 @@ from github.Requester import Requester
 
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.git import GitCalls
-from ivy_matrix.github.http import HTTPError, OffHostError, token_problem
+from ivy_matrix.github.http import HTTPError, OffHostError
 from ivy_matrix.github.issues import IssueCalls
 from ivy_matrix.github.retry import DEFAULT_MAX_WAIT, DEFAULT_RETRIES, SECONDARY_WAIT, RetryPolicy
 from ivy_matrix.github.statuses import StatusCalls
+from ivy_matrix.github.token import token_problem
 from ivy_matrix.results.jobs import Job
 
 # Blob reads sent at once by get_blob_texts: well under GitHub's 100 concurrent requests, even

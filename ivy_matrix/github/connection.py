@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Self
 
 from ivy_matrix.errors import UsageError
-from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.github.types import GitHubAPI, Spend
 from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
 from ivy_matrix.runner.log import Log
@@ -26,15 +25,20 @@ from ivy_matrix.runner.pacing import paced
 
 if TYPE_CHECKING:
     from ivy_matrix.github.client import GitHubClient
+    from ivy_matrix.github.git_transport import GitTransport
 
 # (token, api_url) -> a client.
 ClientFactory = Callable[[str, str], GitHubAPI]
 # (server_url, repository, token) -> the git transport of the repository's branches.
-GitFactory = Callable[[str, str, str], GitTransport]
+GitFactory = Callable[[str, str, str], "GitTransport"]
 
 
 def production_git(server_url: str, repository: str, token: str) -> GitTransport:
     """The git transport a real run uses (``git`` on the PATH, 2.31 or newer)."""
+    # Imported here, as PyGithub is below: git_transport.py starts processes (subprocess and
+    # what it imports), which only a run that reaches the branch over git needs.
+    from ivy_matrix.github.git_transport import GitTransport  # noqa: PLC0415
+
     return GitTransport(server_url=server_url, repository=repository, token=token)
 
 

@@ -51,26 +51,6 @@ class OffHostError(Exception):
     """The URL is not on the API's host, so the request was not sent."""
 
 
-def token_problem(token: str) -> str | None:
-    """Why ``token`` cannot be sent as a GitHub token, or None; never quoting the token.
-
-    A token goes in the ``Authorization`` header: white space or a control character in it
-    (a secret pasted with a line break, say) makes the header invalid or splits it, and HTTP
-    libraries name the header's value in their error, so it is refused before any request.
-    GitHub's tokens are printable ASCII (``ghp_...``, ``ghs_...``, ``github_pat_...``).
-    """
-    for char in token:
-        if char in "\r\n":
-            return "a line break"
-        if char.isspace():
-            return "white space"
-        if not char.isprintable():
-            return "a control or format character"
-        if not char.isascii():
-            return "a character that is not ASCII"
-    return None
-
-
 def repo_path(repo: str) -> str:
     """``/repos/OWNER/REPO``, each part quoted; an error for anything else."""
     owner, sep, name = repo.partition("/")

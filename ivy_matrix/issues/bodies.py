@@ -33,8 +33,9 @@ from ivy_matrix.issues.markers import (
 )
 from ivy_matrix.model import DashboardState
 from ivy_matrix.state.history import DEFAULT_SECTION_LIMIT, dashboard_history
-from ivy_matrix.views.dashboards import Style, compact_cell, render_dashboard, site_line
+from ivy_matrix.views.dashboards import compact_cell, render_dashboard, site_line
 from ivy_matrix.views.index_page import counts_table, render_index, with_duration_notes
+from ivy_matrix.views.style import Style
 from ivy_matrix.views.tables import compact_table, table
 
 # Entries of the failing/flaky section below a dashboard issue's table, tried in turn until

@@ -38,8 +38,6 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import NamedTuple
 
-# The label that marks dashboard issues (the issue-label option's default).
-DEFAULT_LABEL = "ivy-matrix"
 BODY_LIMIT = 65_536
 # Room for what the budget cannot see: GitHub may count differently than we do.
 MARGIN = 1_000

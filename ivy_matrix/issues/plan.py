@@ -7,7 +7,7 @@ the hour holds fails part-way (narwhals, one dashboard per test module: 293 issu
 a first run made 101 in 457 s and was then refused). So the issue target plans before it
 writes:
 
-- **The hour's budget.** ``issue-writes-per-hour`` (default :data:`DEFAULT_WRITES_PER_HOUR`:
+- **The hour's budget.** ``issue-writes-per-hour`` (default ``DEFAULT_WRITES_PER_HOUR``, ``issues/defaults.py``:
   GitHub's 500, less room for the branch's commits over REST, pull-request comments and other
   tools) is shared by the runs of the last hour. The index issue records what each run wrote
   (``<!-- ivy-matrix:writes=T+N+R,... -->``, ``issues/markers.py``), so a run knows what the
@@ -39,8 +39,6 @@ from ivy_matrix.model import DashboardState
 from ivy_matrix.state.history import dashboard_history
 
 HOUR = 3600
-# GitHub's 500 content-creating requests an hour, less 100 for everything else that writes.
-DEFAULT_WRITES_PER_HOUR = 400
 # Runs recorded in the index issue, at most (the newest; older ones are out of the hour anyway).
 RECORDED_RUNS = 100
 # A record dated further ahead than this (seconds) is not a clock's drift but a hand edit: it

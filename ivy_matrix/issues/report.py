@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ivy_matrix.github.types import Issue
-from ivy_matrix.views.dashboards import Style
+from ivy_matrix.views.style import Style
 
 
 class IssueAction(StrEnum):

@@ -33,21 +33,20 @@ from dataclasses import dataclass
 
 from ivy_matrix.github.types import Issue, IssueAPI, IssueComment
 from ivy_matrix.issues.bodies import IssueBodies, compose_issue
+from ivy_matrix.issues.defaults import DEFAULT_LABEL, DEFAULT_WRITES_PER_HOUR
 from ivy_matrix.issues.finding import Finder
 from ivy_matrix.issues.markers import (
     DEFAULT_BUDGET,
-    DEFAULT_LABEL,
     issue_title,
     parse_parts,
     parse_revision,
     shows_newer,
 )
-from ivy_matrix.issues.plan import DEFAULT_WRITES_PER_HOUR
 from ivy_matrix.issues.report import IssueAction, IssueResult, Written
 from ivy_matrix.issues.requests import ReadBack, Requests
 from ivy_matrix.model import DashboardState
 from ivy_matrix.runner.log import Progress
-from ivy_matrix.views.dashboards import Style
+from ivy_matrix.views.style import Style
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -51,12 +51,12 @@ from ivy_matrix.pr.comment_state import (
     CommentState,
     Lease,
     RefState,
-    WhenGreen,
     has_failures,
     merge_states,
 )
 from ivy_matrix.pr.verdict_ref import NewerRecordError, Read, RecordTooLargeError, VerdictRef
 from ivy_matrix.pr.verdicts import CellKey
+from ivy_matrix.pr.when_green import WhenGreen
 from ivy_matrix.runner.log import Log
 
 ROUNDS = 12  # rounds of writing the comment by one lease holder

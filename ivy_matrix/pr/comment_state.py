@@ -34,7 +34,6 @@ import json
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Generic, TypeVar
 
 from ivy_matrix.jsonshape import expect_number
@@ -65,13 +64,6 @@ _VERDICT_RANK = {
     Verdict.FLAKY: 2,
     Verdict.FIXED: 1,
 }
-
-
-class WhenGreen(StrEnum):
-    """What the pr-comment target writes for a pull request with no failing cell."""
-
-    NOTE = "note"
-    NOTHING = "nothing"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,8 +30,9 @@ from ivy_matrix.state.trend import DEFAULT_POINTS, dashboard_part, join_parts, w
 from ivy_matrix.stores.index_file import Summary, dump_index, summarize
 from ivy_matrix.stores.layout import BranchLayout
 from ivy_matrix.stores.tree import Snapshot, git_blob_sha
-from ivy_matrix.views.dashboards import RenderedFile, Style, index_trend, render_page, trend_files
+from ivy_matrix.views.dashboards import RenderedFile, index_trend, render_page, trend_files
 from ivy_matrix.views.index_page import render_index_page
+from ivy_matrix.views.style import Style
 
 # Files committed beside the pages, drawn from the whole store (the site): (the change's result
 # with every dashboard, the keys of those to draw) -> the files (text None: delete).

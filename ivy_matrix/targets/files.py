@@ -38,13 +38,13 @@ from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.paths import INDEX_NAME
 from ivy_matrix.views.dashboards import (
     RenderedFile,
-    Style,
     index_trend,
     removed_files,
     render_page,
     trend_files,
 )
 from ivy_matrix.views.index_page import IndexRow, index_row, render_index_page
+from ivy_matrix.views.style import Style
 
 RECORD_NAME = "pages.json"
 RECORD_FORMAT = "ivy-matrix-pages"

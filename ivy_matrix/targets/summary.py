@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ivy_matrix.explain.grouping import RowGroups, signatures_json, state_groups
 from ivy_matrix.explain.history_text import summary_cells
@@ -29,9 +30,6 @@ from ivy_matrix.explain.reasons import Failing, FailureGroup, group_failures
 from ivy_matrix.explain.slowdowns import dashboard_slowdowns, slowest
 from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
-from ivy_matrix.pr.body import render_summary
-from ivy_matrix.pr.comment_state import CommentState
-from ivy_matrix.pr.verdicts import NEW_VERDICTS, CellVerdict, Comparison, Verdict
 from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.environment import Env, env_lines
 from ivy_matrix.runner.files import write_file
@@ -42,6 +40,14 @@ from ivy_matrix.state.paths import dashboard_file
 from ivy_matrix.state.totals import BackendTotals, add_totals, backend_totals
 from ivy_matrix.stores import Published
 from ivy_matrix.views.dashboards import render_job_summary
+
+if TYPE_CHECKING:
+    from ivy_matrix.pr.comment_state import CommentState
+    from ivy_matrix.pr.verdicts import CellVerdict, Comparison, Verdict
+
+# The pull request's modules (pr/) are imported where its verdicts are used (noqa PLC0415
+# below): only a pull request's run has verdicts (and has imported them to make them); every
+# other update would pay for importing them at start-up.
 
 RETIRED_SHOWN = 10  # retired rows named in the log line of a dashboard
 # GitHub shows at most 10 error annotations per step; more only fill the log.
@@ -87,6 +93,8 @@ def annotate_verdicts(log: Log, verdicts: PullRequestVerdicts, collected: Collec
     ``new failure on jax: test_x`` (``new test failing on ...``), at the file and line of the
     group's first failing case when the results name them (``collected``: what this job
     read, the legs' files included); the rest counted."""
+    from ivy_matrix.pr.verdicts import NEW_VERDICTS, Verdict  # noqa: PLC0415  -- see above
+
     groups: list[tuple[Verdict, FailureGroup, list[CellVerdict]]] = []
     for verdict in NEW_VERDICTS:
         cells = [c for c in verdicts.comparison.cells if c.verdict is verdict]
@@ -313,6 +321,8 @@ def publish_job_summary(files: SummaryFiles, results: Results, log: Log) -> None
             problems = [(p.source, p.message) for p in collected.problems]
             markdown = ""
             if verdicts is not None and not verdicts.comment_in_summary:
+                from ivy_matrix.pr.body import render_summary  # noqa: PLC0415  -- see above
+
                 markdown = render_summary(
                     verdicts.state,
                     comment_url=verdicts.comment_url,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from urllib.parse import quote
 
 from ivy_matrix.escaping import IVY_NO_LINK, escape_name, escape_url, markdown_target, safe_link
@@ -30,15 +29,8 @@ from ivy_matrix.views.charts import (
     trend_section,
 )
 from ivy_matrix.views.index_page import counts_table, index_row, render_index_page
+from ivy_matrix.views.style import Style
 from ivy_matrix.views.tables import compact_table, table
-
-
-class Style(StrEnum):
-    """How dashboard cells are drawn."""
-
-    IVY = "ivy"
-    COMPACT = "compact"
-
 
 BADGE_COLORS = {
     Outcome.SUCCESS: "success",

@@ -28,7 +28,8 @@ from ivy_matrix.github.connection import Remote
 from ivy_matrix.model import DashboardId
 from ivy_matrix.state.statefile import load_state
 from ivy_matrix.state.trend import TREND_NAME, load_trend
-from ivy_matrix.views.dashboards import Style, render_files
+from ivy_matrix.views.dashboards import render_files
+from ivy_matrix.views.style import Style
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import shared_dir
 from tests.github.budget import RACING

@@ -13,7 +13,7 @@ from ivy_matrix.config.options import OPTION_BY_NAME, FailOn
 from ivy_matrix.config.settings import Settings, load_settings
 from ivy_matrix.errors import ExitCode, InputError, UsageError
 from ivy_matrix.results.jobs import DEFAULT_SERVER_URL
-from ivy_matrix.views.dashboards import Style
+from ivy_matrix.views.style import Style
 
 ENTRYPOINT = Path(__file__).resolve().parents[2] / "entrypoint.py"
 

@@ -25,7 +25,8 @@ from ivy_matrix.issues.markers import (
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome
 from ivy_matrix.state.merge import Batch, apply_batch, union_states
 from ivy_matrix.state.paths import dashboard_file
-from ivy_matrix.views.dashboards import Style, render_dashboard, render_files
+from ivy_matrix.views.dashboards import render_dashboard, render_files
+from ivy_matrix.views.style import Style
 from tests.explain.test_slowdowns import generated_history
 from tests.issues.helpers import GRADIENTS, RANDOM, make_state, source
 

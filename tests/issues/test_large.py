@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ivy_matrix.issues.markers import BODY_LIMIT, continuation_part, parse_parts, utf16_len
 from ivy_matrix.issues.requests import PACE_FROM, PACE_SECONDS
-from ivy_matrix.views.dashboards import Style
+from ivy_matrix.views.style import Style
 from tests.issues.helpers import GRADIENTS, make_state, publish
 
 ROWS = 50_000

@@ -12,7 +12,7 @@ from ivy_matrix.issues.markers import (
     utf16_len,
 )
 from ivy_matrix.issues.report import IssueAction
-from ivy_matrix.views.dashboards import Style
+from ivy_matrix.views.style import Style
 from tests.github.fake_server import FakeGitHub
 from tests.issues.helpers import (
     GRADIENTS,

@@ -25,13 +25,13 @@ from ivy_matrix.pr.comment_state import (
     CommentState,
     Lease,
     RefState,
-    WhenGreen,
     comment_state,
     dump_ref_state,
 )
 from ivy_matrix.pr.document import compare_document
 from ivy_matrix.pr.verdict_ref import MAX_RECORD_BYTES, VerdictRef
 from ivy_matrix.pr.verdicts import CellKey, CellVerdict, Verdict, compare
+from ivy_matrix.pr.when_green import WhenGreen
 from ivy_matrix.runner.log import Log
 from ivy_matrix.state.merge import Batch
 from ivy_matrix.stores.remote import RestRemote

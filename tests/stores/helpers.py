@@ -24,7 +24,8 @@ from ivy_matrix.stores.branch import BranchStore, Retries
 from ivy_matrix.stores.commit import Writing
 from ivy_matrix.stores.layout import BranchPlace, Scope
 from ivy_matrix.stores.remote import BranchRemote, RestRemote
-from ivy_matrix.views.dashboards import Style, render_files
+from ivy_matrix.views.dashboards import render_files
+from ivy_matrix.views.style import Style
 from tests.concurrency import VirtualClock, at_once
 from tests.conftest import fake_client
 from tests.github.fake_server import FakeGitHub

@@ -19,7 +19,8 @@ from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.model import DashboardState
 from ivy_matrix.stores import Saved, commit, committer
-from ivy_matrix.views.dashboards import RenderedFile, Style, render_page
+from ivy_matrix.views.dashboards import RenderedFile, render_page
+from ivy_matrix.views.style import Style
 from tests.concurrency import VirtualClock
 from tests.github.git_server import GitServer
 from tests.stores.helpers import (

@@ -17,8 +17,9 @@ from ivy_matrix.stores.index_file import (
     summarize,
 )
 from ivy_matrix.targets.files import PagesRecord, dump_record, read_record
-from ivy_matrix.views.dashboards import Style, render_files
+from ivy_matrix.views.dashboards import render_files
 from ivy_matrix.views.index_page import render_index_page
+from ivy_matrix.views.style import Style
 from tests.explain.test_slowdowns import generated_history
 from tests.stores.helpers import DASHBOARDS, RUN, leg_change
 

@@ -9,7 +9,8 @@ import pytest
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
 from ivy_matrix.targets.files import write_files
-from ivy_matrix.views.dashboards import Style, render_files
+from ivy_matrix.views.dashboards import render_files
+from ivy_matrix.views.style import Style
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -14,9 +14,10 @@ from ivy_matrix.escaping import escape_name, unescape_name
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source, Totals
 from ivy_matrix.state.merge import Batch, apply_batch
 from ivy_matrix.state.totals import backend_totals
-from ivy_matrix.views.dashboards import Style, render_dashboard, render_job_summary
+from ivy_matrix.views.dashboards import render_dashboard, render_job_summary
 from ivy_matrix.views.index_page import render_index
 from ivy_matrix.views.readback import split_row
+from ivy_matrix.views.style import Style
 from ivy_matrix.views.tables import table
 
 SOURCE = Source(

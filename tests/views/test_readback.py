@@ -11,8 +11,9 @@ from ivy_matrix.model import UNKNOWN_RUN, DashboardId, Entry, Outcome, RunKey, S
 from ivy_matrix.results.jobs import run_key_from_url
 from ivy_matrix.state.merge import Batch, apply_batch
 from ivy_matrix.state.statefile import dump_state, load_state
-from ivy_matrix.views.dashboards import Style, render_dashboard
+from ivy_matrix.views.dashboards import render_dashboard
 from ivy_matrix.views.readback import adopt_table, parse_cell
+from ivy_matrix.views.style import Style
 from tests.conftest import shared_dir
 
 DASH = DashboardId(title="gradients", category="core")
