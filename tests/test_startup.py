@@ -6,8 +6,9 @@ settings.py, arguments.py) imported the pull request's verdicts and comment, the
 plan, the dashboards' tables, the expectations' proposal and the HTTP and git transports, for an
 enum or a default each; those now live in leaf modules (``pr/when_green.py``,
 ``issues/defaults.py``, ``views/style.py``, ``expect/rules.py``, ``github/token.py``), and the
-git transport, the pull request's verdicts and body are imported where they are used. A later
-import that drags one of them back into every start-up fails here, naming it.
+git transport, the pull request's verdicts and body, and the env command's process
+(commands/env_command.py) are imported where they are used. A later import that drags one of
+them back into every start-up fails here, naming it.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ NOT_IN_UPDATE = frozenset(
         "ivy_matrix.github.git_transport",
         "ivy_matrix.github.git_process",
         "ivy_matrix.stores.branch",
+        "ivy_matrix.commands.env_command",
+        "subprocess",
         "github",
         "yaml",
     }

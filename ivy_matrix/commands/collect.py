@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from ivy_matrix.commands.env_command import job_environment, versioned_columns
+from ivy_matrix.commands.environments import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import provenance
 from ivy_matrix.commands.reading import log_results, read_results

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ivy_matrix.commands.choose_store import connect, open_branch, site_link
-from ivy_matrix.commands.env_command import job_environment, versioned_columns
+from ivy_matrix.commands.environments import job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.job_links import Links, resolve_links
 from ivy_matrix.commands.reading import read_results

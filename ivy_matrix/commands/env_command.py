@@ -28,23 +28,17 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ivy_matrix.config.settings import Settings, child_environment
 from ivy_matrix.redaction import REDACT_SHAPES
-from ivy_matrix.results.collector import Collected
 from ivy_matrix.results.environment import (
     DEFAULT_SCRIPT,
     Env,
-    cap_env,
     describe_env,
-    joined,
     parse_env_output,
     redacted_env,
 )
-from ivy_matrix.results.legs import LegResults
-from ivy_matrix.results.versions import parse_backend_version, rename_backends
 from ivy_matrix.runner.log import Log
 
 # A hang guard only: the default report takes about 0.1 s (python's start and one metadata
@@ -234,39 +228,3 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """Kill the command's process group (it leads it: ``start_new_session``)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-
-
-def job_environment(settings: Settings, collected: Collected, log: Log) -> Env:
-    """This job's environment: its result files' suite properties, then what the env command
-    (or the default report of ``track-packages``) says, which wins where both name a package.
-    ``()`` when the job read no result file of its own (a fan-in job records each leg's)."""
-    if not collected.files:
-        return ()
-    redact = settings.redactor()
-    reported = record_environment(
-        settings.env_command,
-        settings.track_packages,
-        log,
-        environment=child_environment(settings),
-        redact=redact,
-    )
-    return joined(redacted_env(cap_env(collected.properties.items()), redact), reported)
-
-
-def versioned_columns(settings: Settings, collected: Collected, env: Env) -> None:
-    """Name ``collected``'s columns with their recorded versions (``--backend-version``)."""
-    if settings.backend_version:
-        rename_backends(collected, env, parse_backend_version(settings.backend_version))
-
-
-def environments(env: Env, legs: Sequence[LegResults]) -> tuple[tuple[str, Env], ...]:
-    """The environments an update recorded, each with what it belongs to: this job's, then
-    each leg file's (for the job summary)."""
-    found = [("this job", env)] if env else []
-    for leg in legs:
-        if leg.info.env:
-            job = "" if leg.info.job_id is None else f" job {leg.info.job_id}"
-            found.append(
-                (f"leg{job} (run {leg.info.run_id}, attempt {leg.info.run_attempt})", leg.info.env)
-            )
-    return tuple(found)

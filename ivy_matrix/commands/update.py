@@ -38,7 +38,7 @@ from ivy_matrix.commands.choose_store import (
     remote_targets,
     site_link,
 )
-from ivy_matrix.commands.env_command import environments, job_environment, versioned_columns
+from ivy_matrix.commands.environments import environments, job_environment, versioned_columns
 from ivy_matrix.commands.fail_on import exit_code
 from ivy_matrix.commands.folding import change_of, scope_of
 from ivy_matrix.commands.job_links import resolve_links
