@@ -32,7 +32,7 @@ from ivy_matrix.explain.grouping import kinds_from_json, kinds_json
 from ivy_matrix.explain.history_text import IndexNotes
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_number, expect_object, expect_str
 from ivy_matrix.model import DashboardState
-from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.files import utf8_pieces, write_atomic
 from ivy_matrix.runner.log import Progress
 from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.paths import INDEX_NAME
@@ -237,13 +237,19 @@ def write_files(
 
 
 def _holds(path: Path, text: str) -> bool:
-    """Whether the file at ``path`` holds ``text`` (read only when the sizes agree)."""
-    data = text.encode("utf-8")
+    """Whether the file at ``path`` holds ``text`` (read only when the sizes agree): piece by
+    piece, neither it nor the text held whole as bytes."""
     try:
         stat = os.stat(path)  # noqa: PTH116  -- one call, its size and kind
     except FileNotFoundError:
         return False
-    return S_ISREG(stat.st_mode) and stat.st_size == len(data) and path.read_bytes() == data
+    if not S_ISREG(stat.st_mode):
+        return False
+    size = len(text) if text.isascii() else sum(map(len, utf8_pieces(text)))
+    if stat.st_size != size:
+        return False
+    with path.open("rb") as handle:
+        return all(handle.read(len(piece)) == piece for piece in utf8_pieces(text))
 
 
 # --------------------------------------------------------------------------- the record

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+import tracemalloc
 
 import pytest
 
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
 from ivy_matrix.targets.files import write_files
-from ivy_matrix.views.dashboards import render_files
+from ivy_matrix.views.dashboards import RenderedFile, render_files
 from ivy_matrix.views.style import Style
 
 pytestmark = pytest.mark.timeout(30)
@@ -115,6 +116,28 @@ def test_a_dry_run_lists_exactly_the_files_a_real_write_then_writes(tmp_path):
     assert planned == written
     assert first[0].path in written
     assert first[1].path not in written
+
+
+@pytest.mark.parametrize("char", ["x", "é"])
+def test_a_large_file_is_compared_and_written_without_its_text_held_again_as_bytes(tmp_path, char):
+    """A durations file of 200k tests is 20 MB of text: written, or found already written,
+    without a copy of it as bytes (the update's peak memory); the bytes are the text's."""
+    text = (char * 99 + "\n") * (64 * 1024)  # 6.4 million characters
+    files = [RenderedFile(path="durations/torch.json", text=text)]
+    tracemalloc.start()
+    try:
+        peaks = []
+        for _ in range(2):  # a new file, then the same text again
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            written = write_files(tmp_path, files)
+            peaks.append((tracemalloc.get_traced_memory()[1] - before, written))
+    finally:
+        tracemalloc.stop()
+    assert (tmp_path / "durations/torch.json").read_bytes() == text.encode()
+    assert [written for _, written in peaks] == [["durations/torch.json"], []]
+    # The text is 6.5 MB as bytes (13 MB with "é"): a few pieces of it are held at a time.
+    assert [peak < 6 * 1024 * 1024 for peak, _ in peaks] == [True, True]
 
 
 def test_the_documented_file_names_are_the_ones_written():
