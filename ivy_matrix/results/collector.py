@@ -489,7 +489,8 @@ class Collector:
                 named = cases[backend, last]
                 segments.append((last, len(rows)))
             if time is not None:
-                named[name] = named.get(name, 0.0) + time
+                before = named.get(name)  # the usual case: a name once, its seconds kept as read
+                named[name] = time if before is None else before + time
             else:
                 untimed = True
             if name[-1:] == "]":

@@ -11,7 +11,8 @@ are seen by Python; character data is handed over only while the text of a decid
 
 A case's ``time`` attribute is read as seconds (``CaseResult.time``): a value that is not a
 finite number of 0 or more (``1,5``, ``-1``, ``nan``) counts as none, so that it is never
-added to a duration.
+added to a duration (``-0`` is 0). Each distinct text is converted once: the cases of one
+value share one number.
 
 Classification follows ``shared/junit-corpus/README.md``: by the result elements that are
 direct children of ``<testcase>``, error > failure > skipped > passed; ``<flakyFailure>`` or
@@ -158,6 +159,7 @@ def _seconds(text: str) -> float | None:
         return None
     if not 0.0 <= seconds < _INF:  # NaN fails both comparisons
         return None
+    seconds = seconds or 0.0  # "-0" is 0
     if len(_TIMES) < _TIMES_KEPT:
         _TIMES[text] = seconds
     return seconds
