@@ -251,27 +251,27 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
                 if old is None or old.latest != merged.latest:
                     changed += 1
                 before = old_times.get(backend)
-                before_text = before or ""
                 timing = timings.get(backend)
                 after: str | None
-                entries = merged.entries
-                counts = entry.counts
-                if (
-                    timing is not None
-                    and timing.timed
-                    and counts is not None
-                    and timing.timed == sum(counts)
-                    and entries[0] is entry
-                    and "|" not in before_text
+                if timing is None:
+                    # No duration in this result: none on either side, or the older ones'.
+                    after = (
+                        None if before is None else merge_times(old, before, merged, entry, None)
+                    )
+                elif (
+                    (timed := timing.timed)
+                    and (counts := entry.counts) is not None
+                    and timed == sum(counts)
+                    and (entries := merged.entries)[0] is entry
                     and (old is None or len(entries) == 1 or entries[1] is old.entries[0])
+                    and (before is None or "|" not in before)
                 ):
                     # The usual cell: a new one, or a newer result of all its cases timed on
                     # top of the older ones (merge_times' first case, without a call).
-                    after = encoded(timing.seconds) or encode(timing.seconds)
+                    seconds = timing.seconds
+                    after = encoded(seconds) or encode(seconds)
                     if before and old is not None:
                         after = (after + before)[: CODE_WIDTH * len(entries)].rstrip("~")
-                elif timing is None and before is None:
-                    after = None  # no duration on either side
                 else:
                     after = merge_times(old, before, merged, entry, timing)
                 if after is not before:
