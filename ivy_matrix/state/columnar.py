@@ -104,12 +104,13 @@ def _column(backend: str, state: DashboardState) -> str:
         if times is None:
             codes.append(NO_CODE_OF[len(cell.entries)])
             continue
-        found, bar, counts = times.partition("|")
+        found = times
+        if "|" in times:  # rare: some cases of a result had no time
+            found, _, counts = times.partition("|")
+            timed[str(position)] = [int(n) for n in counts.split(",")]
         if len(found) != CODE_WIDTH * len(cell.entries):
             found = aligned(found, len(cell.entries))
         codes.append(found)
-        if bar:
-            timed[str(position)] = [int(n) for n in counts.split(",")]
     while at and at[-1] is None:
         at.pop()
     document: dict[str, object] = {
