@@ -369,7 +369,11 @@ def test_a_big_dashboard_never_puts_more_than_1000_grid_rows_in_the_page(tmp_pat
     assert page.locator("#grid tbody tr").count() == 1000
     assert shown_rows(page)[-1] == "test_0999"
     page.click("text=next →")
-    page.wait_for_function("() => location.hash.includes('page=2')")
+    # The address changes before the grid is drawn again: wait for the rows themselves.
+    page.wait_for_function(
+        "() => location.hash.includes('page=2') &&"
+        " document.querySelector('#grid tbody tr')?.cells[0].textContent === 'test_1000'"
+    )
     assert shown_rows(page)[0] == "test_1000"
     page.click("text=next →")
     page.wait_for_function("() => document.querySelectorAll('#grid tbody tr').length !== 1000")
