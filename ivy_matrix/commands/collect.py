@@ -25,7 +25,7 @@ from ivy_matrix.commands.reading import log_results, read_results
 from ivy_matrix.config.options import FailOn
 from ivy_matrix.config.settings import Settings, require_update_inputs
 from ivy_matrix.errors import ExitCode, InputError, UsageError
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.environment import Env, env_lines
 from ivy_matrix.results.legs import MAX_LEG_FILE_BYTES, LegInfo, dump_leg, leg_name, load_leg
 from ivy_matrix.runner.files import write_atomic

@@ -40,7 +40,7 @@ from ivy_matrix.pr.verdicts import (
     Comparison,
     compare,
 )
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.signature import Signer
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ivy_matrix.config.settings import Settings, child_environment
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.environment import Env, cap_env, joined, redacted_env
 from ivy_matrix.results.legs import LegResults
 from ivy_matrix.results.versions import parse_backend_version, rename_backends

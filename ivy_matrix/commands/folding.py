@@ -15,7 +15,7 @@ from ivy_matrix.commands.job_links import Links
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.model import DashboardId, DashboardState
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.signature import Signer
 from ivy_matrix.runner.log import Log
 from ivy_matrix.state.fold import Merged, merge_batches

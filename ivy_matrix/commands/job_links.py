@@ -18,7 +18,7 @@ from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import GitHubAPIError
 from ivy_matrix.github.connection import Connection
 from ivy_matrix.model import PULL_REQUEST_EVENTS, RunKey, Source
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.environment import Env
 from ivy_matrix.results.jobs import Job, cell_url, find_job
 from ivy_matrix.results.legs import LegInfo, LegResults

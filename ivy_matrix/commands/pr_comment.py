@@ -31,7 +31,7 @@ from ivy_matrix.github.connection import Connection
 from ivy_matrix.pr.body import render_comment
 from ivy_matrix.pr.comment import CommentLook, PullRequestComment
 from ivy_matrix.pr.verdict_ref import VerdictRef
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.legs import with_legs
 from ivy_matrix.runner.log import Log, append_summary
 from ivy_matrix.targets.summary import PullRequestVerdicts

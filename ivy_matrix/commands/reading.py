@@ -39,7 +39,8 @@ from ivy_matrix.config.options import IfNoFilesFound
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.errors import InputError
 from ivy_matrix.model import FileRecord
-from ivy_matrix.results.collector import Collected, Collector, Read
+from ivy_matrix.results.cells import Collected
+from ivy_matrix.results.collector import Collector, Read
 from ivy_matrix.results.junit import cap_name
 from ivy_matrix.results.naming import Namer
 from ivy_matrix.runner.log import Log

@@ -27,7 +27,7 @@ from ivy_matrix.commands.choose_store import REMOTE, pages_record
 from ivy_matrix.config.options import Target
 from ivy_matrix.config.settings import Settings
 from ivy_matrix.model import FileRecord
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.state.ledger import Inputs, reading_digest
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import shows

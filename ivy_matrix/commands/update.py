@@ -51,7 +51,7 @@ from ivy_matrix.errors import ExitCode, UsageError
 from ivy_matrix.github.connection import Connection, Remote
 from ivy_matrix.github.types import Spend
 from ivy_matrix.model import Totals
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.environment import Env
 from ivy_matrix.results.legs import LegResults, with_legs
 from ivy_matrix.runner.files import STDOUT

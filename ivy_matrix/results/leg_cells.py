@@ -43,7 +43,7 @@ from ivy_matrix.jsonshape import (
     expect_str,
 )
 from ivy_matrix.model import CaseCounts, DashboardId, Outcome
-from ivy_matrix.results.collector import CellResult, Collected
+from ivy_matrix.results.cells import CellResult, Collected
 from ivy_matrix.results.junit import MESSAGE_CAP, NAME_CAP
 
 _T = TypeVar("_T")

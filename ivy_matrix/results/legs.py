@@ -62,7 +62,7 @@ from ivy_matrix.errors import InputError
 from ivy_matrix.jsonshape import MalformedError, expect_list, expect_object
 from ivy_matrix.model import DashboardId, FileCounts, ParseProblem, RunKey
 from ivy_matrix.redaction import Redactor
-from ivy_matrix.results.collector import CellResult, Collected, combine_results
+from ivy_matrix.results.cells import CellResult, Collected, combine_results
 from ivy_matrix.results.environment import Env, env_of, redacted_env
 from ivy_matrix.results.junit import MESSAGE_CAP
 from ivy_matrix.results.leg_cells import (

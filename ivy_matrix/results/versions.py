@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 
 from ivy_matrix.errors import UsageError
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.environment import Env
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")

@@ -1,6 +1,6 @@
 """From an update's cells to the batches a store merges: one entry per cell, with its job.
 
-Pure: no I/O. A cell's entry is its result (collect.py's :class:`~ivy_matrix.results.collector.CellResult`)
+Pure: no I/O. A cell's entry is its result (:class:`~ivy_matrix.results.cells.CellResult`)
 with the source that produced it (the job a backend's results came from) and the signature of
 its failure line (signature.py). Cells alike share one entry, so that merged they are one cell
 object; their durations, which differ from cell to cell, go beside them (``Batch.times``:
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ivy_matrix.model import Entry, Outcome, Source
-from ivy_matrix.results.collector import CellResult, Collected
+from ivy_matrix.results.cells import CellResult, Collected
 from ivy_matrix.results.signature import Signer
 from ivy_matrix.state.merge import Batch
 

@@ -30,7 +30,7 @@ from ivy_matrix.explain.reasons import Failing, FailureGroup, group_failures
 from ivy_matrix.explain.slowdowns import dashboard_slowdowns, slowest
 from ivy_matrix.github.spend import over_budget
 from ivy_matrix.github.types import Spend
-from ivy_matrix.results.collector import Collected
+from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.environment import Env, env_lines
 from ivy_matrix.runner.files import write_file
 from ivy_matrix.runner.log import Log, append_output, append_summary

@@ -35,7 +35,7 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=_SEPARATORS).encode
 def durations_files(
     durations: dict[str, dict[str, dict[str, float]]],
 ) -> list[RenderedFile]:
-    """The durations file of each backend of ``durations`` (collector.Collected.durations: by
+    """The durations file of each backend of ``durations`` (results/cells.Collected.durations: by
     backend, the start of a node id, the case's name), which it takes over: each backend is
     taken out of ``durations`` as its text is made, so that its cases' names and seconds (a
     few dozen bytes a test case) go then, not at the end of the update (at 200k test cases,

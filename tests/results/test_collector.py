@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from ivy_matrix.model import CaseCounts, DashboardId, Outcome, RunKey, Source
 from ivy_matrix.redaction import Redactor
-from ivy_matrix.results.collector import CellResult, Collector
+from ivy_matrix.results.cells import CellResult
+from ivy_matrix.results.collector import Collector
 from ivy_matrix.results.naming import Namer, NamingRules
 from ivy_matrix.results.signature import Signer
 from ivy_matrix.state.entries import build_batches

@@ -10,7 +10,7 @@ import pytest
 from ivy_matrix.errors import UsageError
 from ivy_matrix.jsonshape import MalformedError
 from ivy_matrix.model import CaseCounts, DashboardId, Outcome
-from ivy_matrix.results.collector import CellResult, Collected
+from ivy_matrix.results.cells import CellResult, Collected
 from ivy_matrix.results.environment import (
     MAX_PACKAGES,
     VALUE_CAP,

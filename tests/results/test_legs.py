@@ -10,7 +10,7 @@ import pytest
 from ivy_matrix.errors import InputError
 from ivy_matrix.model import CaseCounts, DashboardId, FileCounts, Outcome, ParseProblem
 from ivy_matrix.redaction import Redactor
-from ivy_matrix.results.collector import CellResult, Collected
+from ivy_matrix.results.cells import CellResult, Collected
 from ivy_matrix.results.legs import (
     LEG_FILE_VERSION,
     LegInfo,
