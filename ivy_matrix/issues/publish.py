@@ -257,9 +257,10 @@ def _settle(
     delay: tuple[float, float],
 ) -> IssueResult | None:
     """Rewrite the issues this run wrote (``wrote``: dashboard keys, and ``INDEX_KEY``) that a
-    slower job replaced with an older revision since; the index (when ``keep_index``) within
-    ``room`` (this run's content-creating requests in all), and its record when it lacks this
-    run's writes. Returns the index's result when it was written again.
+    slower job replaced with an older revision since, within ``room`` (this run's
+    content-creating requests in all; a dashboard's rewrite leaves the index's write room);
+    the index (when ``keep_index``), and its record when it lacks this run's writes. Returns
+    the index's result when it was written again.
 
     A job that read revision 14, then wrote 15 after this job wrote 16, leaves revision 15
     showing. The newest writer notices on one more listing and writes again.
@@ -274,10 +275,23 @@ def _settle(
             shown = found.by_key.get(key)
             if not shown or (parse_revision(shown[0].body) or 0) >= revision:
                 continue
-            name = "the index" if key == INDEX_KEY else f"dashboard {key}"
-            writer.requests.log.info(f"{name}: an older revision replaced ours; writing again")
-            if key != INDEX_KEY:
-                written[key] = writer.publish(by_key[key], shown, revision=revision)
+            if key == INDEX_KEY:  # written again below, with its record
+                writer.requests.log.info(
+                    "the index: an older revision replaced ours; writing again"
+                )
+                continue
+            cost = writer.cost(by_key[key], shown, revision=revision)
+            if writer.requests.writes + cost > room - int(keep_index):  # the index's write kept
+                writer.requests.warn(
+                    f"dashboard {key}: an older revision replaced ours, and the hour's "
+                    "issue-writes budget has no room to write it again; the next run that "
+                    "changes it will"
+                )
+                continue
+            writer.requests.log.info(
+                f"dashboard {key}: an older revision replaced ours; writing again"
+            )
+            written[key] = writer.publish(by_key[key], shown, revision=revision)
         if keep_index:
             again = publish_index(writer, index, pin=False, room=room)
             result = result if again.action is IssueAction.UNCHANGED else again

@@ -14,7 +14,8 @@ import pytest
 
 from ivy_matrix.errors import GitHubAPIError, ReadOnlyTokenError
 from ivy_matrix.issues.finding import RELIST_EVERY
-from ivy_matrix.issues.markers import dashboard_key, is_index, parse_revision
+from ivy_matrix.issues.markers import dashboard_key, is_index, parse_revision, parse_writes
+from ivy_matrix.issues.plan import spent
 from ivy_matrix.issues.publish import publish_from_branch
 from ivy_matrix.issues.report import IssueAction
 from ivy_matrix.issues.writer import IssueOptions
@@ -99,6 +100,36 @@ def test_the_newest_writer_restores_its_revision_after_a_slower_job_overwrote_it
     )
     assert "<!-- ivy-matrix:revision=5 -->" in memory.issues[number]["body"]
     assert any("an older revision replaced ours; writing again" in line for line in lines.infos)
+
+
+def test_the_rewrite_after_a_slower_job_keeps_within_the_hours_budget(memory):
+    """With no room left in the hour's budget, the newest writer leaves a dashboard a slower
+    job put an older revision on, and says so: the next run that changes it writes it."""
+    first = publish(memory, [make_state(GRADIENTS, 4, run=104)], revision=4)
+    number = first.result("core/gradients").number
+    assert number is not None
+    assert first.index is not None
+    with memory.lock:
+        earlier = spent(parse_writes(memory.issues[first.index.number]["body"]))
+
+    def overwrite_with_an_older_revision(_seconds: float) -> None:
+        with memory.lock:
+            body = memory.issues[number]["body"]
+            memory.issues[number]["body"] = body.replace("revision=5", "revision=3")
+
+    lines = Lines()
+    report = publish(
+        memory,
+        [make_state(GRADIENTS, 5, run=105)],
+        revision=5,
+        log=lines,
+        sleep=overwrite_with_an_older_revision,
+        writes_per_hour=earlier + 2,  # this run's dashboard edit and index edit, no more
+    )
+    assert report.result("core/gradients").action is IssueAction.UPDATED
+    assert "<!-- ivy-matrix:revision=3 -->" in memory.issues[number]["body"]
+    assert any("has no room to write it again" in w for w in report.warnings)
+    assert not any("dashboard core/gradients: an older" in line for line in lines.infos)
 
 
 def test_a_create_answered_502_never_puts_an_older_revision_over_a_newer_one(memory):
