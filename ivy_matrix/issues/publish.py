@@ -267,6 +267,7 @@ def _settle(
     """
     by_key = {state.key: state for state in index.states}
     result = None
+    left: set[str] = set()  # dashboards that did not fit: the budget only shrinks
     for _ in range(SETTLE_ROUNDS if wrote else 0):
         writer.requests.sleep(rng.uniform(*delay))
         found = writer.finder.find()
@@ -280,8 +281,11 @@ def _settle(
                     "the index: an older revision replaced ours; writing again"
                 )
                 continue
+            if key in left:
+                continue
             cost = writer.cost(by_key[key], shown, revision=revision)
             if writer.requests.writes + cost > room - int(keep_index):  # the index's write kept
+                left.add(key)
                 writer.requests.warn(
                     f"dashboard {key}: an older revision replaced ours, and the hour's "
                     "issue-writes budget has no room to write it again; the next run that "
