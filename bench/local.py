@@ -327,8 +327,11 @@ def print_local(result: Json) -> None:
         ("ratios_compare", "compared code"),
         ("cpu_ratios", "this code, CPU time"),
         ("cpu_ratios_compare", "compared code, CPU time"),
-        ("net_cpu_ratios", "this code, CPU time less start-up and imports"),
-        ("net_cpu_ratios_compare", "compared code, CPU time less start-up and imports"),
+        (
+            "net_cpu_ratios",
+            "this code, CPU time of the work alone (all less start-up, updates less imports)",
+        ),
+        ("net_cpu_ratios_compare", "compared code, CPU time of the work alone"),
     ):
         if key not in result:
             continue
