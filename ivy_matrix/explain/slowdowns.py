@@ -32,7 +32,6 @@ from ivy_matrix.explain.blame import Blame, blame_between, describe_blame
 from ivy_matrix.explain.history_text import slow_line
 from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row, Timing
 from ivy_matrix.state.durations import (
-    NEWEST,
     RANK,
     codes_from,
     latest_timing,
@@ -157,11 +156,20 @@ def dashboard_slowdowns(
     """The cells of a dashboard that got slower, in the order it shows them."""
     found = []
     long_enough = _AT_LEAST_SLOWER_SECONDS
-    for row in state.rows:
+    rows = state.rows
+    # Most cells are passed over on the code of their newest duration alone, a column at a
+    # time (most dashboards have no cell of 5 s or more).
+    candidates = sorted(
+        {
+            index
+            for codes in newest_codes(rows).values()
+            if not long_enough.isdisjoint(codes)
+            for index, code in enumerate(codes)
+            if code in long_enough
+        }
+    )
+    for row in map(rows.__getitem__, candidates):
         times = row.times
-        # Most cells are passed over on the code of their newest duration alone.
-        if not times or long_enough.isdisjoint(map(NEWEST, times.values())):
-            continue
         for backend in state.backend_names:
             if backend in times and _may_be_slower(times[backend]):
                 slowdown = cell_slowdown(
@@ -215,7 +223,8 @@ def slowest(
     """Each backend's ``limit`` slowest cells over ``states``, by the duration of the result
     each shows, longest first (ties: the first listed), backends in first-seen order."""
     given = list(states)
-    rows = [row for state in given for row in state.rows]
+    # One dashboard's rows are its own tuple (their columns made once: newest_codes).
+    rows = given[0].rows if len(given) == 1 else [row for state in given for row in state.rows]
     keys = [key for state in given for key in repeat(state.key, len(state.rows))]
     found: dict[str, list[SlowCell]] = {}
     for backend, codes in newest_codes(rows).items():

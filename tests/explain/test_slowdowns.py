@@ -227,3 +227,36 @@ def test_the_slowest_are_those_a_plain_sort_finds(dashboards, limit):
     }
     seen = list(dict.fromkeys(b for state in states for row in state.rows for b in row.times))
     assert list(found) == [b for b in seen if b in expected]
+
+
+def test_the_slower_cells_of_a_dashboard_are_each_cells_own_in_row_and_column_order():
+    """Cells of several backends, some rows without a backend's cell or duration: the
+    dashboard's slower cells are those cell_slowdown finds cell by cell, rows in order and each
+    row's backends in the dashboard's column order (a row passed over on its newest codes
+    alone is one without any)."""
+    slow = {("r1", "jax"), ("r3", "torch"), ("r3", "numpy"), ("r5", "numpy")}
+    state = None
+    for run in range(1, 6):
+        entry = Entry(source=source(run, f"{run:040x}", NUMPY_1), outcome=Outcome.SUCCESS)
+        cells: dict[str, dict[str, Entry]] = {}
+        times: dict[str, dict[str, Timing]] = {}
+        for row in ("r0", "r1", "r2", "r3", "r4", "r5"):
+            for backend in ("numpy", "torch", "jax"):
+                if row == "r4" and backend == "jax":
+                    continue  # no cell there
+                cells.setdefault(row, {})[backend] = entry
+                if row == "r2" and backend == "torch":
+                    continue  # a cell without a duration
+                seconds = 30.0 if run == 5 and (row, backend) in slow else 1.0 + run / 10
+                times.setdefault(row, {})[backend] = Timing(seconds, 1)
+        state = apply_batch(state, Batch(dashboard=DASH, cells=cells, times=times)).state
+    assert state is not None
+    found = [(s.row, s.backend) for s in dashboard_slowdowns(state)]
+    each = [
+        (row.name, backend)
+        for row in state.rows
+        for backend in state.backend_names
+        if backend in row.cells
+        and cell_slowdown(row.name, backend, row.cells[backend], row.times.get(backend))
+    ]
+    assert found == each == [("r1", "jax"), ("r3", "numpy"), ("r3", "torch"), ("r5", "numpy")]

@@ -30,6 +30,7 @@ from ivy_matrix.state.durations import (
     duration_totals,
     encode,
     latest_timing,
+    newest_codes,
     timings_of,
 )
 from ivy_matrix.state.merge import Batch, apply_batch, union_states
@@ -246,3 +247,48 @@ def test_a_backends_totals_are_its_rows_latest_durations_added_in_row_order(time
                 total[0] += seconds
                 total[1] += 1
     assert duration_totals(rows) == {b: (s, int(n)) for b, (s, n) in expected.items()}
+
+
+_TIMES = st.lists(_CODE, min_size=1, max_size=3).map("".join)
+_NAMES = st.lists(st.sampled_from(["torch", "jax", "numpy"]), unique=True, max_size=3)
+
+
+def _rows_alike(names: list[str]) -> st.SearchStrategy[list[dict[str, str]]]:
+    """Rows timed on every one of ``names``, in that order (the usual dashboard)."""
+    one = st.tuples(*[_TIMES for _ in names]).map(
+        lambda codes: dict(zip(names, codes, strict=True))
+    )
+    return st.lists(one, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        _NAMES.flatmap(_rows_alike),
+        # Any rows: backends missing, or in another order.
+        st.lists(
+            st.dictionaries(st.sampled_from(["torch", "jax", "numpy"]), _TIMES, max_size=3),
+            max_size=8,
+        ),
+    )
+)
+def test_a_backends_newest_codes_are_each_rows_first_code(times):
+    """Per backend in first-seen order, each row's newest code (NO_CODE where the row has no
+    durations there), whether the rows are alike (cut from one list) or not."""
+    rows = tuple(Row(f"r{i}", Seen(RunKey(), i), {}, found) for i, found in enumerate(times))
+    backends = dict.fromkeys(b for found in times for b in found)
+    expected = {b: [found.get(b, NO_CODE)[:2] for found in times] for b in backends}
+    assert {b: list(codes) for b, codes in newest_codes(rows).items()} == expected
+    assert list(newest_codes(rows)) == list(backends)
+
+
+def test_a_states_newest_codes_are_made_once():
+    """A state's rows are asked about when it is saved (its totals) and when it is drawn (its
+    slowest and slower cells): their columns are made once; other rows get their own."""
+    state = apply_batch(None, one_run(1, {("a", "torch"): 0.5, ("b", "torch"): 2.0})).state
+    assert state is not None
+    columns = newest_codes(state.rows)
+    assert newest_codes(state.rows) is columns
+    assert columns == {"torch": [encode(0.5), encode(2.0)]}
+    assert newest_codes(list(state.rows)) is not columns
+    assert newest_codes(tuple(state.rows[:1])) == {"torch": [encode(0.5)]}
