@@ -32,6 +32,7 @@ from ivy_matrix.stores import AfterSave, Published, Saved, Store
 from ivy_matrix.stores.local import LocalStore
 from ivy_matrix.targets.files import RECORD_NAME, write_files, write_output
 from ivy_matrix.views.dashboards import RenderedFile
+from ivy_matrix.views.durations_file import DurationsFile
 
 if TYPE_CHECKING:
     from ivy_matrix.issues.writer import IssueOptions
@@ -112,7 +113,7 @@ def check_branch(settings: Settings) -> None:
 
 
 def output_folder(
-    settings: Settings, log: Log, extra: Sequence[RenderedFile] = ()
+    settings: Settings, log: Log, extra: Sequence[DurationsFile] = ()
 ) -> AfterSave | None:
     """What keeps the local folders in step with the store: ``--output-dir`` with the file
     target (and ``extra``, the durations files), ``--html`` with the site target (None when
@@ -190,7 +191,7 @@ def open_store(
     scope: Scope | None = None,
     render_all: bool = False,
     inputs: Inputs | None = None,
-    extra: Sequence[RenderedFile] = (),
+    extra: Sequence[DurationsFile] = (),
 ) -> Store:
     """The store for ``remote`` (the GitHub targets this run writes); see the module docstring.
 

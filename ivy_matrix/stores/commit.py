@@ -31,6 +31,7 @@ from ivy_matrix.stores.index_file import Summary, dump_index, summarize
 from ivy_matrix.stores.layout import BranchLayout
 from ivy_matrix.stores.tree import Snapshot, git_blob_sha
 from ivy_matrix.views.dashboards import RenderedFile, index_trend, render_page, trend_files
+from ivy_matrix.views.durations_file import DurationsFile
 from ivy_matrix.views.index_page import render_index_page
 from ivy_matrix.views.style import Style
 
@@ -52,7 +53,7 @@ class Writing:
     style: Style = Style.IVY
     trend_points: int = DEFAULT_POINTS
     site: Render | None = None
-    extra: tuple[RenderedFile, ...] = ()
+    extra: tuple[DurationsFile, ...] = ()
     every_page: bool = False
     dry_run: bool = False
 
@@ -66,7 +67,7 @@ def commit_files(
     every_page: bool = False,
     trend: Trend | None = None,
     fresh: Mapping[DashboardId, Summary] | None = None,
-    extra: Sequence[RenderedFile] = (),
+    extra: Sequence[RenderedFile | DurationsFile] = (),
 ) -> Iterator[tuple[str, str | None]]:
     """The files that differ from ``snapshot`` once ``merged`` is saved (see the module
     docstring), one at a time: each file is made when asked for, and given only where its
@@ -108,7 +109,7 @@ def _migration(
     style: Style,
     every_page: bool,
     trend: Trend | None,
-    extra: Sequence[RenderedFile],
+    extra: Sequence[RenderedFile | DurationsFile],
 ) -> dict[str, str | None]:
     """:func:`commit_files` on a branch read without a valid index: when anything differs,
     layout 2 from now on (every dashboard's document and page, the old files gone)."""
@@ -153,7 +154,7 @@ def _wanted(
     style: Style,
     every: bool,
     trend: Trend | None,
-    extra: Sequence[RenderedFile],
+    extra: Sequence[RenderedFile | DurationsFile],
 ) -> Iterator[tuple[str, str | None]]:
     """Every file the commit needs, one at a time (``every``: each dashboard read,
     rewritten; else the changed ones), with ``summaries`` brought up to date (in place) as

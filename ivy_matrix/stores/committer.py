@@ -45,6 +45,7 @@ from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.snapshot import BranchReader
 from ivy_matrix.stores.tree import Snapshot
 from ivy_matrix.views.dashboards import RenderedFile
+from ivy_matrix.views.durations_file import DurationsFile
 
 # Rounds of "apply, then read the dashboards retirement reaches": the second finds none,
 # since the window only depends on the runs, which reading more does not add to.
@@ -188,7 +189,7 @@ class Committer:
         at a time (none: nothing differs). ``fresh``: summaries already made of ``merged``'s
         states."""
         writing = self.writing
-        extra: list[RenderedFile] = list(writing.extra)
+        extra: list[RenderedFile | DurationsFile] = list(writing.extra)
         if writing.site is not None and snapshot.whole:
             keys = [s.key for s in merged.ordered()] if writing.every_page else merged.changed
             extra += writing.site(merged, keys)

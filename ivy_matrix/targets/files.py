@@ -43,6 +43,7 @@ from ivy_matrix.views.dashboards import (
     render_page,
     trend_files,
 )
+from ivy_matrix.views.durations_file import DurationsFile
 from ivy_matrix.views.index_page import IndexRow, index_row, render_index_page
 from ivy_matrix.views.style import Style
 
@@ -207,33 +208,35 @@ def shows(record_path: Path, output_dir: Path, revision: str | None, style: Styl
 
 
 def write_files(
-    output_dir: Path, files: Iterable[RenderedFile], *, dry_run: bool = False
+    output_dir: Path, files: Iterable[RenderedFile | DurationsFile], *, dry_run: bool = False
 ) -> list[str]:
     """Write the files whose text differs from what the folder holds, and delete those whose
     dashboard is gone (text ``None``); return their paths.
 
     With ``dry_run``, write nothing and return the same list: what a real run would write.
     """
-    written = []
-    for file in files:
-        path = output_dir / file.path
-        try:
-            if file.text is None:
-                if not path.is_file():
-                    continue
-                if not dry_run:
-                    path.unlink()
-            elif _holds(path, file.text):
-                continue
-            elif not dry_run:
-                write_atomic(path, file.text, sync=False)
-        except OSError as error:
-            raise StoreError(
-                f"cannot write {path}: {error.strerror or error}; "
-                f"check that --output-dir is writable"
-            ) from None
-        written.append(file.path)
-    return written
+    # A packed file's text is made as it is written, and let go before the next is made.
+    return [f.path for f in files if _write(output_dir / f.path, f.text, dry_run=dry_run)]
+
+
+def _write(path: Path, text: str | None, *, dry_run: bool) -> bool:
+    """Make the file at ``path`` hold ``text`` (None: not be there); whether that changed
+    it (in a dry run: would change it)."""
+    try:
+        if text is None:
+            if not path.is_file():
+                return False
+            if not dry_run:
+                path.unlink()
+        elif _holds(path, text):
+            return False
+        elif not dry_run:
+            write_atomic(path, text, sync=False)
+    except OSError as error:
+        raise StoreError(
+            f"cannot write {path}: {error.strerror or error}; check that --output-dir is writable"
+        ) from None
+    return True
 
 
 def _holds(path: Path, text: str) -> bool:

@@ -21,6 +21,7 @@ from ivy_matrix.state.fold import merge_batches
 from ivy_matrix.state.merge import Batch
 from ivy_matrix.state.statefile import dump_state
 from ivy_matrix.stores import Saved
+from ivy_matrix.views.durations_file import DurationsFile, durations_files
 from tests.concurrency import at_once
 from tests.github.budget import RACING
 from tests.stores.helpers import (
@@ -288,6 +289,31 @@ def test_an_update_that_loses_the_branch_reads_again_and_lands(memory):
     assert set(memory.refs[REPO]) == {f"refs/heads/{BRANCH}"}
     assert_every_cell_landed(memory, legs=3)
     assert_markdown_is_a_render_of_the_state(memory)
+
+
+def test_a_durations_file_is_made_for_each_try_and_lands_with_the_commit(memory, monkeypatch):
+    """The durations files (made when they are written: views/durations_file.py) go into the
+    update's one commit; a commit that loses the branch makes them again for the next try,
+    from what they hold, and the commit that lands has them whole."""
+    made: list[str] = []
+    make = vars(DurationsFile)["text"].fget  # the property's maker
+
+    def counted(file: DurationsFile) -> str:
+        made.append(file.path)
+        text: str = make(file)
+        return text
+
+    monkeypatch.setattr(DurationsFile, "text", property(counted))
+    files = durations_files({"jax": {"t.py::K::": {"a[1]": 1.5, "b": 2.0}}, "numpy": {}})
+    run_leg(memory, 0)
+    memory.inject("update_branch", status=None, before=lambda: run_leg(memory, 1), times=1)
+    saved = run_leg(memory, 2, stored={"extra": tuple(files)})
+    assert saved.attempts == 2
+    assert made == ["durations/jax.json", "durations/jax.json"]
+    assert memory.files(BRANCH)["durations/jax.json"] == (
+        b'{"t.py::K::a[1]": 1.5,\n"t.py::K::b": 2.0}\n'
+    )
+    assert_every_cell_landed(memory, legs=3)
 
 
 def test_an_update_with_a_scope_gives_up_after_max_attempts(memory):

@@ -11,6 +11,7 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
 from ivy_matrix.targets.files import write_files
 from ivy_matrix.views.dashboards import RenderedFile, render_files
+from ivy_matrix.views.durations_file import DurationsFile, durations_files
 from ivy_matrix.views.style import Style
 
 pytestmark = pytest.mark.timeout(30)
@@ -138,6 +139,26 @@ def test_a_large_file_is_compared_and_written_without_its_text_held_again_as_byt
     assert [written for _, written in peaks] == [["durations/torch.json"], []]
     # The text is 6.5 MB as bytes (13 MB with "é"): a few pieces of it are held at a time.
     assert [peak < 6 * 1024 * 1024 for peak, _ in peaks] == [True, True]
+
+
+def test_each_durations_file_is_made_once_as_it_is_written(tmp_path, monkeypatch):
+    """A durations file's text is made when it is written, once (it is not held between
+    the update's reading and its end): then compared with the folder's file, and written."""
+    made: list[str] = []
+    make = vars(DurationsFile)["text"].fget  # the property's maker
+
+    def counted(file: DurationsFile) -> str:
+        made.append(file.path)
+        text: str = make(file)
+        return text
+
+    monkeypatch.setattr(DurationsFile, "text", property(counted))
+    files = durations_files({"jax": {"t.py::": {"a": 1.5}}, "torch": {"t.py::": {"a": 2.0}}})
+    assert write_files(tmp_path, files) == ["durations/jax.json", "durations/torch.json"]
+    assert made == ["durations/jax.json", "durations/torch.json"]
+    assert (tmp_path / "durations/torch.json").read_text(encoding="utf-8") == '{"t.py::a": 2.0}\n'
+    assert write_files(tmp_path, files) == []  # found written: made to be compared, once each
+    assert len(made) == 4
 
 
 def test_the_documented_file_names_are_the_ones_written():
