@@ -56,7 +56,6 @@ import tempfile
 import time
 import zlib
 from collections.abc import Callable, Collection, Iterable, Sequence
-from hashlib import sha1
 from pathlib import Path
 from typing import TypeVar
 
@@ -77,9 +76,11 @@ from ivy_matrix.github.git_process import (
 from ivy_matrix.github.http import CONTENTS_READ, CONTENTS_WRITE
 from ivy_matrix.github.retry import RetryPolicy, Wait
 from ivy_matrix.github.types import RefUpdate, Tree
+from ivy_matrix.runner.files import utf8_pieces, utf8_size
 from ivy_matrix.runner.guard import scrub
 from ivy_matrix.runner.pacing import paced
 from ivy_matrix.runner.reporter import Reporter
+from ivy_matrix.stores.tree import git_blob_sha
 
 _T = TypeVar("_T")
 
@@ -383,18 +384,23 @@ class GitTransport:
                 raise GitHubAPIError(f"{what} failed: blob {sha[:12]} is not UTF-8 text") from None
         return texts
 
-    def _write_blob(self, data: bytes) -> str:
-        """Store ``data`` as a loose object (git's own format), return its sha.
+    def _write_blob(self, text: str) -> str:
+        """Store ``text`` as UTF-8 as a loose object (git's own format), return its sha; a
+        piece at a time, so that a large text (a durations file) is not held again as bytes.
 
         Stored, not compressed (zlib level 0): the push inflates it and compresses it once,
         into the pack it sends, so compressing it here too was work done twice."""
-        raw = b"blob %d\0" % len(data) + data
-        sha = sha1(raw, usedforsecurity=False).hexdigest()
+        sha = git_blob_sha(text)
         path = Path(self.directory, "objects", sha[:2], sha[2:])
         if not path.exists():
             path.parent.mkdir(exist_ok=True)
             temporary = path.with_name(f".{sha[2:]}.{os.getpid()}.tmp")
-            temporary.write_bytes(zlib.compress(raw, 0))
+            store = zlib.compressobj(0)
+            with temporary.open("wb") as handle:
+                handle.write(store.compress(b"blob %d\0" % utf8_size(text)))
+                for piece in utf8_pieces(text):
+                    handle.write(store.compress(piece))
+                handle.write(store.flush())
             temporary.replace(path)
         return sha
 
@@ -407,8 +413,9 @@ class GitTransport:
             if text is None:
                 records.append((path, f"0 {_ZERO}\t{path}"))
             else:
-                blob = self._write_blob(scrub(text).encode())
+                blob = self._write_blob(scrub(text))
                 records.append((path, f"100644 {blob}\t{path}"))
+            del text  # let go before the next is made
         records.sort()
         with tempfile.TemporaryDirectory(dir=self.directory) as scratch:
             index = str(Path(scratch, "index"))

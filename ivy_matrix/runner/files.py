@@ -25,6 +25,11 @@ def utf8_pieces(text: str) -> Iterator[bytes]:
         yield text[start : start + _PIECE].encode("utf-8")
 
 
+def utf8_size(text: str) -> int:
+    """The length of ``text`` in UTF-8, without its bytes held whole."""
+    return len(text) if text.isascii() else sum(map(len, utf8_pieces(text)))
+
+
 def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
     """Replace ``path`` with ``text`` so that readers see the old file or the new, never half.
 

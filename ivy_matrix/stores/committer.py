@@ -158,6 +158,7 @@ class Committer:
             if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
                 self.reader.remember(text)
             yield path, text
+            del text  # let go before the next file is made (commit_files)
 
     def _fresh_root(self, snapshot: Snapshot) -> bool:
         """Whether the commit on ``snapshot`` starts the branch afresh (module docstring)."""

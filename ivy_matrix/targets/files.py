@@ -32,7 +32,7 @@ from ivy_matrix.explain.grouping import kinds_from_json, kinds_json
 from ivy_matrix.explain.history_text import IndexNotes
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_number, expect_object, expect_str
 from ivy_matrix.model import DashboardState
-from ivy_matrix.runner.files import utf8_pieces, write_atomic
+from ivy_matrix.runner.files import utf8_pieces, utf8_size, write_atomic
 from ivy_matrix.runner.log import Progress
 from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.paths import INDEX_NAME
@@ -248,8 +248,7 @@ def _holds(path: Path, text: str) -> bool:
         return False
     if not S_ISREG(stat.st_mode):
         return False
-    size = len(text) if text.isascii() else sum(map(len, utf8_pieces(text)))
-    if stat.st_size != size:
+    if stat.st_size != utf8_size(text):
         return False
     with path.open("rb") as handle:
         return all(handle.read(len(piece)) == piece for piece in utf8_pieces(text))

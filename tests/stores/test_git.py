@@ -9,7 +9,9 @@ this machine runs git.
 
 from __future__ import annotations
 
+import json
 import statistics
+import weakref
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
@@ -20,6 +22,7 @@ from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.model import DashboardState
 from ivy_matrix.stores import Saved, commit, committer
 from ivy_matrix.views.dashboards import RenderedFile, render_page
+from ivy_matrix.views.durations_file import DurationsFile, durations_files
 from ivy_matrix.views.style import Style
 from tests.concurrency import VirtualClock
 from tests.github.git_server import GitServer
@@ -249,3 +252,37 @@ def test_a_commit_renders_each_page_as_it_writes_it(monkeypatch: pytest.MonkeyPa
     assert rendered[0] == len(DASHBOARDS) == len(pages)
     assert transport.seen[0] == 0  # write_tree began before any page was rendered
     assert sorted(set(transport.seen)) == list(range(len(DASHBOARDS) + 1))
+
+
+class _Text(str):  # noqa: SLOT000  -- no slots: its weak reference is the point
+    """A file's text that can be watched (a weak reference): whether anything still holds it."""
+
+
+def test_each_durations_text_is_let_go_before_the_next_is_made(monkeypatch: pytest.MonkeyPatch):
+    """Over git, a commit holds one durations file's text at a time (5 MB each at 200k tests):
+    when the next is made, nothing holds the one written before (the store's generators and
+    the transport's loop held it until the next came)."""
+    made: list[weakref.ref[_Text]] = []
+    held_when_made: list[int] = []
+    make = vars(DurationsFile)["text"].fget  # the property's maker
+
+    def watched(file: DurationsFile) -> str:
+        held_when_made.append(sum(ref() is not None for ref in made))
+        text = _Text(make(file))
+        made.append(weakref.ref(text))
+        return text
+
+    monkeypatch.setattr(DurationsFile, "text", property(watched))
+    seconds = {name: {"t.py::": {f"test_{name}[{i}]": i / 4 for i in range(50)}} for name in "abc"}
+    files = durations_files(seconds)
+    with GitServer() as server:
+        transport = git_transport(server, "leg-00")
+        try:
+            run_leg(None, 0, stored={"remote": transport, "extra": tuple(files)})
+        finally:
+            transport.close()
+        on_branch = server.files(BRANCH)
+    assert held_when_made == [0, 0, 0]
+    assert [json.loads(on_branch[f"durations/{name}.json"]) for name in "abc"] == [
+        {f"t.py::test_{name}[{i}]": i / 4 for i in range(50)} for name in "abc"
+    ]

@@ -6,6 +6,8 @@ in-memory model (tests/github/memory.py).
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from ivy_matrix.errors import StoreError
@@ -26,6 +28,17 @@ from tests.stores.helpers import (
 def test_blob_sha_is_gits():
     """git_blob_sha agrees with git hash-object for UTF-8 text."""
     assert git_blob_sha("hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
+@pytest.mark.parametrize("char", ["x", "é", "\U0001f600"])
+def test_the_blob_sha_of_a_text_of_many_pieces_is_that_of_its_bytes(char):
+    """A large text is hashed a piece at a time (not held again as bytes): the same id as
+    hashing its bytes whole, whatever its characters' lengths in UTF-8 (pieces end anywhere
+    in the text, between two characters)."""
+    text = (char * 1_000_003 + "\n") * 3
+    data = text.encode()
+    whole = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    assert git_blob_sha(text) == whole
 
 
 def test_state_files_are_read_once_per_blob_and_cached_across_updates(fake):
