@@ -4,6 +4,7 @@ through merging, retirement, the two layouts and the totals."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -29,6 +30,7 @@ from ivy_matrix.state.durations import (
     decode,
     duration_totals,
     encode,
+    is_codes,
     latest_timing,
     newest_codes,
     timings_of,
@@ -292,3 +294,19 @@ def test_a_states_newest_codes_are_made_once():
     assert columns == {"torch": [encode(0.5), encode(2.0)]}
     assert newest_codes(list(state.rows)) is not columns
     assert newest_codes(tuple(state.rows[:1])) == {"torch": [encode(0.5)]}
+
+
+_ONE_CODE_AT_A_TIME = re.compile(r"(?:[0-9A-Za-z_-]{2}|~~)*")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet="0aZ_-~|é\n 9", max_size=12),
+        st.lists(st.sampled_from(["00", "Sx", "~~", "_-", "~0", "0~", "~", "a"])).map("".join),
+    )
+)
+def test_codes_are_checked_as_two_characters_each(text):
+    """is_codes, checked a character at a time, says what a match one code at a time says:
+    an even number of code characters, each ~ paired with a ~."""
+    assert is_codes(text) == (_ONE_CODE_AT_A_TIME.fullmatch(text) is not None)
