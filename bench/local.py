@@ -7,6 +7,10 @@ What one round runs, each a fresh process, in this order:
 - ``start-up`` (``python -c pass``) and ``imports`` (importing ivy-matrix's CLI and its
   ``update``, from the measured checkout): what a process pays before its work, for the
   ``net`` ratios (each side less these, in the same round);
+- ``reading`` and ``least``: two lower bounds, from the measured checkout: every case read
+  with ``scan_junit`` and let go; and the least an update that writes the durations files
+  does (every case read, its node id and seconds kept, each backend's file encoded by the
+  product's encoder and written through the last guard);
 - ``e2e``: ``python entrypoint.py update`` of the main set (every backend, one call with
   ``--backend-from-path``) into an empty store, with ``--output-dir`` (every dashboard and the
   index rendered);
@@ -58,6 +62,41 @@ FLOOR_CODE = (
 # The two costs every process pays before its work: Python's start-up (the floor pays it too),
 # and, for the updates, importing ivy-matrix (from the measured code's checkout).
 START_UP_CODE = "pass"
+# Two lower bounds, from the measured checkout (issue 26's fresh-update target against issue
+# 28's durations files): ``reading`` reads every case with ``scan_junit`` and does nothing with
+# it; ``least`` is the least any update that writes the durations files does: it reads every
+# case, keeps its node id's start, name and seconds, and writes each backend's durations file
+# (the product's own encoder, json's C one) through the last guard, as an update writes it.
+READING_CODE = (
+    "import sys\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "from ivy_matrix.results.junit import scan_junit\n"
+    "for path in sys.argv[3:]:\n"
+    "    with open(path, 'rb') as f:\n"
+    "        scan_junit(f, source=path, on_case=lambda case: None)\n"
+)
+LEAST_CODE = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "sys.path.insert(0, sys.argv[1])\n"
+    "from ivy_matrix.results.junit import scan_junit\n"
+    "from ivy_matrix.runner.files import write_atomic\n"
+    "from ivy_matrix.views.durations_file import durations_text\n"
+    "backends = {}\n"
+    "for path in sys.argv[3:]:\n"
+    "    starts = backends.setdefault(Path(path).parent.name, {})\n"
+    "    def keep(case, starts=starts):\n"
+    "        if case.time is not None:\n"
+    "            named = starts.get(case.classname)\n"
+    "            if named is None:\n"
+    "                named = starts[case.classname] = {}\n"
+    "            named[case.name] = case.time\n"
+    "    with open(path, 'rb') as f:\n"
+    "        scan_junit(f, source=path, on_case=keep)\n"
+    "for backend, starts in backends.items():\n"
+    "    text = durations_text({start + '::': named for start, named in starts.items()})\n"
+    "    write_atomic(Path(sys.argv[2]) / f'{backend}.json', text or '{}')\n"
+)
 IMPORTS_CODE = (
     "import importlib, os, sys\n"
     "sys.path.insert(0, sys.argv[1])\n"
@@ -73,10 +112,14 @@ RATIOS = {
     "e2e-rerun / floor": ("e2e-rerun", "floor"),
     "leg-update / floor-leg": ("leg-update", "floor-leg"),
     "leg-update / floor": ("leg-update", "floor"),
+    "reading / floor": ("reading", "floor"),
+    "least / floor": ("least", "floor"),
 }
 # What each figure is held to (issue 26 item 2; issue 19 asked 1.5x of the re-run and 4x of
 # the leg): medians of the per-round ratios.
 TARGETS = {"e2e / floor": 3.5, "e2e-rerun / floor": 1.0, "leg-update / floor-leg": 5.0}
+# Lower bounds, not updates: no net ratio (they import less than an update does).
+BOUNDS = ("reading / floor", "least / floor")
 
 
 @dataclass(frozen=True)
@@ -178,7 +221,19 @@ def rounds_plan(sets: Sets, work: Path, compare: Path | None) -> list[Step]:
     imports = [
         Step(f"imports{suffix}", [PYTHON, "-c", IMPORTS_CODE, str(code)]) for code, suffix in codes
     ]
-    plan: dict[str, list[Step]] = {"floor": [floor, start_up, *imports], "floor-leg": [floor_leg]}
+    least_out = work / "least"
+    bounds = [
+        Step("reading", [PYTHON, "-c", READING_CODE, str(ROOT), "", *xml_files(sets.main)]),
+        Step(
+            "least",
+            [PYTHON, "-c", LEAST_CODE, str(ROOT), str(least_out), *xml_files(sets.main)],
+            lambda: _fresh(least_out),
+        ),
+    ]
+    plan: dict[str, list[Step]] = {
+        "floor": [floor, start_up, *imports, *bounds],
+        "floor-leg": [floor_leg],
+    }
     for code, suffix in codes:
         for follows, step in update_steps(code, sets, work, suffix):
             plan[follows].append(step)
@@ -197,7 +252,7 @@ def per_round_ratios(
     starts, imports = runs.get("start-up"), runs.get("imports" + suffix)
     for name, (top, bottom) in RATIOS.items():
         tops, bottoms = runs.get(top + suffix), runs.get(bottom)
-        if not tops or not bottoms or (net and not (starts and imports)):
+        if not tops or not bottoms or (net and (name in BOUNDS or not (starts and imports))):
             continue
 
         def cost(run: Run) -> float:

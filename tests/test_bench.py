@@ -56,12 +56,24 @@ def test_bench_smoke_reports_every_measurement(tmp_path: Path) -> None:
     statuses = {name: results[name]["status"] for name in results if name != "local"}
     assert statuses == dict.fromkeys(MEASUREMENTS, "ok"), results
     # Issue 19's figures: every update's ratio to its floor, per round, with the targets.
+    # And the two lower bounds: reading alone, and the least an update writing durations does.
     assert sorted(results["local"]["ratios"]) == [
         "e2e / floor",
         "e2e-rerun / floor",
+        "least / floor",
         "leg-update / floor",
         "leg-update / floor-leg",
+        "reading / floor",
     ]
+    assert "least / floor" not in results["local"]["net_cpu_ratios"]
+    least = sorted((tmp_path / "work").rglob("least/*.json"))
+    assert [path.name for path in least] == [
+        "jax.json",
+        "numpy.json",
+        "tensorflow.json",
+        "torch.json",
+    ]
+    assert all(json.loads(path.read_text()) for path in least)
     for name in ("floor", "junitparser", "scan"):
         assert results[name]["cases"] == 2_000
     assert report["checks"] == [], report["checks"]
