@@ -25,7 +25,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 
 from ivy_matrix.escaping import escape_name, markdown_target, safe_link
 from ivy_matrix.explain.blame import Blame, blame_between, describe_blame
@@ -33,12 +33,13 @@ from ivy_matrix.explain.history_text import slow_line
 from ivy_matrix.model import Cell, DashboardState, Entry, Outcome, Row, Timing
 from ivy_matrix.state.durations import (
     RANK,
+    SECONDS_OF,
     codes_from,
-    latest_timing,
     newest_codes,
     rounded,
     seconds_of,
     seconds_text,
+    split_times,
     timings_of,
 )
 from ivy_matrix.state.history import RunRef, run_results
@@ -225,28 +226,29 @@ def slowest(
     given = list(states)
     # One dashboard's rows are its own tuple (their columns made once: newest_codes).
     rows = given[0].rows if len(given) == 1 else [row for state in given for row in state.rows]
-    keys = [key for state in given for key in repeat(state.key, len(state.rows))]
+    keys = list(chain.from_iterable(repeat(state.key, len(state.rows)) for state in given))
     found: dict[str, list[SlowCell]] = {}
     for backend, codes in newest_codes(rows).items():
         # Each row's level (-1: no duration), and the rows by it, sorted in C; stable, so
         # that among cells alike the first listed comes first.
         levels = list(map(RANK.__getitem__, codes))
         ranked = sorted(range(len(levels)), key=levels.__getitem__, reverse=True)[:limit]
-        cells = [_slow(keys[i], rows[i], backend) for i in ranked if levels[i] >= 0]
+        cells = [_slow(keys[i], rows[i], backend, codes[i]) for i in ranked if levels[i] >= 0]
         if cells:
             found[backend] = cells
     return found
 
 
-def _slow(dashboard: str, row: Row, backend: str) -> SlowCell:
-    timing = latest_timing(row, backend)
-    assert timing is not None  # a row listed for its duration has one
+def _slow(dashboard: str, row: Row, backend: str, code: str) -> SlowCell:
+    """The cell of ``row`` and ``backend``, whose newest duration is ``code``."""
+    latest = row.cells[backend].entries[0]
+    times = row.times[backend]
     return SlowCell(
         dashboard=dashboard,
         row=row.name,
-        seconds=timing.seconds,
-        timed=timing.timed,
-        url=row.cells[backend].latest.source.url,
+        seconds=SECONDS_OF[code],
+        timed=split_times(times)[1][0] if "|" in times else sum(latest.counts or ()),
+        url=latest.source.url,
     )
 
 

@@ -315,9 +315,10 @@ def duration_totals(rows: Sequence[Row]) -> dict[str, tuple[float, int]]:
     for backend, column in newest_codes(rows).items():
         codes = [code for code in column if code != NO_CODE] if NO_CODE in column else column
         if codes:
-            seconds = reduce(operator.add, map(_SECONDS_OF.__getitem__, codes), 0.0)
+            seconds = reduce(operator.add, map(SECONDS_OF.__getitem__, codes), 0.0)
             found[backend] = (seconds, len(codes))
     return found
 
 
-_SECONDS_OF = dict(zip(_CODES, _SECONDS, strict=True))
+SECONDS_OF: Mapping[str, float] = dict(zip(_CODES, _SECONDS, strict=True))
+"""The seconds each code keeps (:func:`decode` without :data:`NO_CODE`, a look-up)."""

@@ -260,3 +260,19 @@ def test_the_slower_cells_of_a_dashboard_are_each_cells_own_in_row_and_column_or
         and cell_slowdown(row.name, backend, row.cells[backend], row.times.get(backend))
     ]
     assert found == each == [("r1", "jax"), ("r3", "numpy"), ("r3", "torch"), ("r5", "numpy")]
+
+
+def test_a_slowest_cell_says_how_many_of_its_cases_were_timed():
+    """A slowest cell's duration is its newest one, of all its cases or of those that had a
+    time (a result partly timed), and it links the job of its newest result."""
+    src = source(1, "a" * 40, NUMPY_1)
+    entry = Entry(source=src, outcome=Outcome.SUCCESS, counts=CaseCounts(passed=3))
+    batch = Batch(
+        dashboard=DASH,
+        cells={"all": {"torch": entry}, "part": {"torch": entry}},
+        times={"all": {"torch": Timing(2.0, 3)}, "part": {"torch": Timing(7.0, 2)}},
+    )
+    state = apply_batch(None, batch).state
+    found = slowest([state])["torch"]
+    assert [(c.row, c.timed, c.url) for c in found] == [("part", 2, src.url), ("all", 3, src.url)]
+    assert [c.seconds for c in found] == pytest.approx([7.0, 2.0], rel=0.002)
