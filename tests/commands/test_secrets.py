@@ -66,11 +66,11 @@ FIRST = "test_token"  # fails with its message as the failure's text, not an att
 def write_junit(path: Path, backend: str) -> None:
     """A result file in which each test of MESSAGES fails with its message (and the first
     with its message as text); a key in a parametrization; tests named after the token and a
-    key; a key in a suite property."""
+    key, timed (so that the durations files hold their node ids); a key in a suite property."""
     cases = [
-        f'<testcase classname="{MODULE}" name="test_ok[{KEYS["classic"]}]"/>',
-        f'<testcase classname="{MODULE}" name="test_{TOKEN}"/>',
-        f'<testcase classname="{MODULE}" name="test_{KEYS["fine-grained"]}"/>',
+        f'<testcase classname="{MODULE}" name="test_ok[{KEYS["classic"]}]" time="1.25"/>',
+        f'<testcase classname="{MODULE}" name="test_{TOKEN}" time="2.5"/>',
+        f'<testcase classname="{MODULE}" name="test_{KEYS["fine-grained"]}" time="3"/>',
         (
             f'<testcase classname="{MODULE}" name="{FIRST}[{backend}]">'
             f"<failure>\n\n{MESSAGES[FIRST]}\nTraceback ...</failure></testcase>"
@@ -199,7 +199,10 @@ def test_no_published_byte_holds_the_token_or_a_key(tmp_path, transport):
         assert code == 0, said
         printed.append(said)
         assert api.issues  # the issue target wrote
-        assert (api.files if transport == "rest" else git.files)("ivy-matrix")  # and the branch
+        branch = (api.files if transport == "rest" else git.files)("ivy-matrix")
+        assert {"durations/numpy.json", "durations/torch.json"} <= branch.keys()  # the branch
+        # The tests named after the token and a key are one node id, hidden, their seconds added.
+        assert b'"ivy_tests/test_auth.py::test_***": 5.5' in branch["durations/torch.json"]
 
         pull = tmp_path / "pull"
         write_junit(pull / "results" / "junit.xml", "numpy")
@@ -243,6 +246,6 @@ def test_no_published_byte_holds_the_token_or_a_key(tmp_path, transport):
         # The two tests named after secrets are one row, of two passes in each column.
         assert state.count('"test_***"') == 1
         assert '"env":{"***":"1.0","jax":"***","secret":"***"}' in state
-        assert {"out/README.md", "site/index.html", "summary.json"} <= {
+        assert {"out/README.md", "out/durations/torch.json", "site/index.html", "summary.json"} <= {
             str(p.relative_to(fan_in)) for p in files if fan_in in p.parents
         }
