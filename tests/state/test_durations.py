@@ -310,3 +310,14 @@ def test_codes_are_checked_as_two_characters_each(text):
     """is_codes, checked a character at a time, says what a match one code at a time says:
     an even number of code characters, each ~ paired with a ~."""
     assert is_codes(text) == (_ONE_CODE_AT_A_TIME.fullmatch(text) is not None)
+
+
+def test_every_character_is_a_code_character_as_one_code_at_a_time_says():
+    """Each character of ASCII and a few beyond, alone, beside a code character and beside
+    ``~``: is_codes says what a match one code at a time says (the property test above draws
+    from a few characters, not those just outside the alphabet's ranges: ``/ : @ [ ` {``)."""
+    characters = [chr(n) for n in range(128)] + ["é", "٣", "\u212a", "\U0001f600"]
+    texts = [c + other for c in characters for other in ("", "0", "~")]
+    texts += ["0" + c for c in characters] + ["~" + c for c in characters]
+    found = [t for t in texts if is_codes(t) != (_ONE_CODE_AT_A_TIME.fullmatch(t) is not None)]
+    assert found == []
