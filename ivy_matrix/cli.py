@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ivy_matrix.config.arguments import bare_flags, build_parser, given_tokens, options_given
@@ -73,6 +75,7 @@ def main(
     # Nothing written while the command runs holds its secrets (runner/guard.py), its last
     # words included.
     with contextlib.ExitStack() as concealed:
+        concealed.enter_context(_cyclic_gc_paused())
         concealed.enter_context(concealing(tokens))
         try:
             args = build_parser(stdout).parse_args(bare_flags(argv))
@@ -91,6 +94,35 @@ def main(
             log.traceback(traceback.format_exc())
             log.error("ivy-matrix crashed; please report this with the log above")
             return ExitCode.BUG
+
+
+# Python's cyclic garbage collector walks the containers a process holds each time enough new
+# ones pile up, and every container whenever they have grown by a quarter. A command builds
+# hundreds of thousands (cases, cells, rows, states, pages) and lets them go by reference
+# counting: a whole update at Ivy's shape leaves about 1,500 objects to the collector, while
+# its walks took a fifth of a steady update's CPU (bench/README.md, "Durations"). A command
+# runs without it; it is back, if it was on, when the last command running in the process
+# (the tests run several at once) ends.
+_gc_lock = threading.Lock()
+_gc_commands = 0  # commands running in this process
+_gc_was_enabled = False
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    global _gc_commands, _gc_was_enabled  # noqa: PLW0603  -- the process's one collector
+    with _gc_lock:
+        if _gc_commands == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_commands += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_commands -= 1
+            if _gc_commands == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 WINDOWS = (
