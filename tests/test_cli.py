@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -372,7 +373,7 @@ def test_a_command_runs_without_the_cyclic_garbage_collector_and_gives_it_back(w
     during: list[int] = []
 
     def collecting(phase: str, info: dict[str, int]) -> None:
-        frame = sys._getframe()
+        frame: FrameType | None = sys._getframe()
         while phase == "start" and frame is not None:
             if frame.f_code is run_update.__code__:
                 during.append(info["generation"])
