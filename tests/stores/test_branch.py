@@ -41,6 +41,7 @@ from tests.stores.helpers import (
     run_leg,
     store,
 )
+from tests.views.durations import watch_texts
 
 LAYOUT = (
     f"{STATE_DIR}/INDEX",
@@ -296,14 +297,12 @@ def test_a_durations_file_is_made_for_each_try_and_lands_with_the_commit(memory,
     update's one commit; a commit that loses the branch makes them again for the next try,
     from what they hold, and the commit that lands has them whole."""
     made: list[str] = []
-    make = vars(DurationsFile)["text"].fget  # the property's maker
 
-    def counted(file: DurationsFile) -> str:
+    def counted(file: DurationsFile, text: str) -> str:
         made.append(file.path)
-        text: str = make(file)
         return text
 
-    monkeypatch.setattr(DurationsFile, "text", property(counted))
+    watch_texts(monkeypatch, counted)
     files = durations_files({"jax": {"t.py::K::": {"a[1]": 1.5, "b": 2.0}}, "numpy": {}})
     run_leg(memory, 0)
     memory.inject("update_branch", status=None, before=lambda: run_leg(memory, 1), times=1)

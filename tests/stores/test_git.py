@@ -37,6 +37,7 @@ from tests.stores.helpers import (
     race_legs,
     run_leg,
 )
+from tests.views.durations import watch_texts
 
 
 def over_git(server: GitServer, leg: int, log: object = None, **options) -> Saved:
@@ -264,15 +265,14 @@ def test_each_durations_text_is_let_go_before_the_next_is_made(monkeypatch: pyte
     the transport's loop held it until the next came)."""
     made: list[weakref.ref[_Text]] = []
     held_when_made: list[int] = []
-    make = vars(DurationsFile)["text"].fget  # the property's maker
 
-    def watched(file: DurationsFile) -> str:
+    def watched(_file: DurationsFile, made_now: str) -> str:
         held_when_made.append(sum(ref() is not None for ref in made))
-        text = _Text(make(file))
+        text = _Text(made_now)
         made.append(weakref.ref(text))
         return text
 
-    monkeypatch.setattr(DurationsFile, "text", property(watched))
+    watch_texts(monkeypatch, watched)
     seconds = {name: {"t.py::": {f"test_{name}[{i}]": i / 4 for i in range(50)}} for name in "abc"}
     files = durations_files(seconds)
     with GitServer() as server:

@@ -13,6 +13,7 @@ from ivy_matrix.targets.files import write_files
 from ivy_matrix.views.dashboards import RenderedFile, render_files
 from ivy_matrix.views.durations_file import DurationsFile, durations_files
 from ivy_matrix.views.style import Style
+from tests.views.durations import watch_texts
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -145,14 +146,12 @@ def test_each_durations_file_is_made_once_as_it_is_written(tmp_path, monkeypatch
     """A durations file's text is made when it is written, once (it is not held between
     the update's reading and its end): then compared with the folder's file, and written."""
     made: list[str] = []
-    make = vars(DurationsFile)["text"].fget  # the property's maker
 
-    def counted(file: DurationsFile) -> str:
+    def counted(file: DurationsFile, text: str) -> str:
         made.append(file.path)
-        text: str = make(file)
         return text
 
-    monkeypatch.setattr(DurationsFile, "text", property(counted))
+    watch_texts(monkeypatch, counted)
     files = durations_files({"jax": {"t.py::": {"a": 1.5}}, "torch": {"t.py::": {"a": 2.0}}})
     assert write_files(tmp_path, files) == ["durations/jax.json", "durations/torch.json"]
     assert made == ["durations/jax.json", "durations/torch.json"]
