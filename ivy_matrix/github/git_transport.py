@@ -76,11 +76,11 @@ from ivy_matrix.github.git_process import (
 from ivy_matrix.github.http import CONTENTS_READ, CONTENTS_WRITE
 from ivy_matrix.github.retry import RetryPolicy, Wait
 from ivy_matrix.github.types import RefUpdate, Tree
-from ivy_matrix.runner.files import utf8_pieces, utf8_size
 from ivy_matrix.runner.guard import scrub
 from ivy_matrix.runner.pacing import paced
 from ivy_matrix.runner.reporter import Reporter
 from ivy_matrix.stores.tree import git_blob_sha
+from ivy_matrix.utf8 import utf8_pieces, utf8_size
 
 _T = TypeVar("_T")
 

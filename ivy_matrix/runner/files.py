@@ -9,25 +9,12 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from ivy_matrix.errors import InputError
 from ivy_matrix.runner.guard import scrub
-
-_PIECE = 1 << 20  # characters encoded at a time (utf8_pieces)
-
-
-def utf8_pieces(text: str) -> Iterator[bytes]:
-    """``text`` as UTF-8, a million characters at a time: a large text (the durations file of
-    200k tests is 20 MB) is written or compared without a copy of it all as bytes."""
-    for start in range(0, len(text), _PIECE):
-        yield text[start : start + _PIECE].encode("utf-8")
-
-
-def utf8_size(text: str) -> int:
-    """The length of ``text`` in UTF-8, without its bytes held whole."""
-    return len(text) if text.isascii() else sum(map(len, utf8_pieces(text)))
+from ivy_matrix.utf8 import utf8_pieces
 
 
 def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:

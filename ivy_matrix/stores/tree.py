@@ -13,6 +13,7 @@ from typing import Protocol
 
 from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.stores.index_file import Summary
+from ivy_matrix.utf8 import utf8_pieces, utf8_size
 
 
 class TreeListing(Protocol):
@@ -29,18 +30,10 @@ def git_blob_sha(text: str) -> str:
     """The git object id of a blob holding ``text`` as UTF-8 (``git hash-object``), hashed a
     million characters at a time: a large text (a durations file of 200k tests is 5 MB) is not
     held again as bytes, nor the blob whole."""
-    starts = range(0, len(text), _PIECE)
-    if text.isascii():
-        size = len(text)
-    else:
-        size = sum(len(text[start : start + _PIECE].encode("utf-8")) for start in starts)
-    digest = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
-    for start in starts:
-        digest.update(text[start : start + _PIECE].encode("utf-8"))
+    digest = hashlib.sha1(b"blob %d\0" % utf8_size(text), usedforsecurity=False)
+    for piece in utf8_pieces(text):
+        digest.update(piece)
     return digest.hexdigest()
-
-
-_PIECE = 1 << 20  # characters encoded at a time
 
 
 @dataclass(frozen=True, slots=True)

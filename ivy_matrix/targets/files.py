@@ -32,10 +32,11 @@ from ivy_matrix.explain.grouping import kinds_from_json, kinds_json
 from ivy_matrix.explain.history_text import IndexNotes
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_number, expect_object, expect_str
 from ivy_matrix.model import DashboardState
-from ivy_matrix.runner.files import utf8_pieces, utf8_size, write_atomic
+from ivy_matrix.runner.files import write_atomic
 from ivy_matrix.runner.log import Progress
 from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.paths import INDEX_NAME
+from ivy_matrix.utf8 import utf8_pieces, utf8_size
 from ivy_matrix.views.dashboards import (
     RenderedFile,
     index_trend,
