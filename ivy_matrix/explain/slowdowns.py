@@ -35,11 +35,11 @@ from ivy_matrix.state.durations import (
     RANK,
     SECONDS_OF,
     codes_from,
+    latest_timed,
     newest_codes,
     rounded,
     seconds_of,
     seconds_text,
-    split_times,
     timings_of,
 )
 from ivy_matrix.state.history import RunRef, run_results
@@ -241,14 +241,12 @@ def slowest(
 
 def _slow(dashboard: str, row: Row, backend: str, code: str) -> SlowCell:
     """The cell of ``row`` and ``backend``, whose newest duration is ``code``."""
-    latest = row.cells[backend].entries[0]
-    times = row.times[backend]
     return SlowCell(
         dashboard=dashboard,
         row=row.name,
         seconds=SECONDS_OF[code],
-        timed=split_times(times)[1][0] if "|" in times else sum(latest.counts or ()),
-        url=latest.source.url,
+        timed=latest_timed(row, backend),
+        url=row.cells[backend].latest.source.url,
     )
 
 

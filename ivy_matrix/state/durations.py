@@ -149,9 +149,13 @@ def latest_timing(row: Row, backend: str) -> Timing | None:
     seconds = decode(times[:CODE_WIDTH])
     if seconds is None:
         return None
-    if "|" in times:
-        return Timing(seconds, split_times(times)[1][0])
-    return Timing(seconds, _total(row.cells[backend].entries[0]))
+    return Timing(seconds, latest_timed(row, backend))
+
+
+def latest_timed(row: Row, backend: str) -> int:
+    """How many cases of the result a row's timed cell of ``backend`` shows had a time."""
+    times = row.times[backend]
+    return split_times(times)[1][0] if "|" in times else _total(row.cells[backend].latest)
 
 
 def pack(entries: Sequence[Entry], timings: Sequence[Timing | None]) -> str | None:
