@@ -110,7 +110,7 @@ def pr_comparison(
 ) -> Comparison:
     """The verdicts of the pull request's results against ``states``."""
     signer = Signer(aliases=settings.backend_aliases)
-    batches = links.batches(collected, pr_run_id(settings, states), signer)
+    batches = list(links.batches(collected, pr_run_id(settings, states), signer).each)
     branches = settings.feeding_branches
     ancestry = run_order_ancestry(states, settings.base_sha or pr_base_sha(batches), branches)
     repository = (

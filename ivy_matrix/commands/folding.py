@@ -45,28 +45,49 @@ def scope_of(
 
 
 def change_of(
-    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
+    settings: Settings,
+    collected: Collected,
+    links: Links,
+    log: Log,
+    *,
+    announce: bool = False,
+    once: bool = False,
 ) -> Change:
     """The store's change: fold this update's results into the states it reads (pure).
-    With ``announce`` (the change a store records), a local run's number is said once."""
-    partial = _partialchange_of(settings, collected, links, log, announce=announce)
+    With ``announce`` (the change a store records), a local run's number is said once. With
+    ``once`` (for a store that calls its change once: ``Store.changes_once``), each
+    dashboard's cells leave ``collected`` as they are folded, so that its new state takes
+    their place instead of sitting beside them; a second call is refused."""
+    partial = _partialchange_of(settings, collected, links, log, announce=announce, once=once)
     return lambda states: partial(states, ())
 
 
 def _partialchange_of(
-    settings: Settings, collected: Collected, links: Links, log: Log, *, announce: bool = False
+    settings: Settings,
+    collected: Collected,
+    links: Links,
+    log: Log,
+    *,
+    announce: bool = False,
+    once: bool = False,
 ) -> PartialChange:
     """This update's results folded into the states given, the runs of the store's other
-    dashboards counting in the retirement window (pure).
+    dashboards counting in the retirement window (pure but for ``once``: change_of).
 
-    The batches are built on each call and dropped after the merge, so they do not stay in
-    memory while the store renders and writes (a retried branch commit builds them again).
+    Each dashboard's batch is built as it is merged and dropped after, so that the batches
+    are never all held at once, nor while the store renders and writes (a retried branch
+    commit builds them again).
     """
     said: list[int] = []
+    folded: list[bool] = []  # with ``once``: whether the cells were folded (and let go)
 
     signer = Signer(aliases=settings.backend_aliases)
 
     def change(states: Mapping[DashboardId, DashboardState], other_runs: Collection[int]) -> Merged:
+        if once:
+            if folded:
+                raise RuntimeError("this update's results are folded once only, and they were")
+            folded.append(True)
         run_id = settings.run_id
         if run_id is None:
             # Not on GitHub Actions: number local runs after everything the store has seen.
@@ -77,7 +98,7 @@ def _partialchange_of(
                 _warn_partial_run(settings, collected, states, run_id, log)
         return merge_batches(
             states,
-            links.batches(collected, run_id, signer),
+            links.batches(collected, run_id, signer, take=once),
             history=settings.history,
             retire_after_runs=settings.retire_after_runs,
             other_runs=other_runs,

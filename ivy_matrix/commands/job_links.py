@@ -24,8 +24,9 @@ from ivy_matrix.results.jobs import Job, cell_url, find_job
 from ivy_matrix.results.legs import LegInfo, LegResults
 from ivy_matrix.results.signature import Signer
 from ivy_matrix.runner.log import Log
-from ivy_matrix.state.entries import build_batches
-from ivy_matrix.state.merge import Batch, join_batches
+from ivy_matrix.state.entries import build_batches, runs_brought
+from ivy_matrix.state.merge import Batches, join_batches
+from ivy_matrix.state.retirement import batch_runs
 
 
 class Provenance(TypedDict):
@@ -101,15 +102,23 @@ class Links:
         )
         return Source(run=info.run, url=link, time=self.now, env=info.env, **provenance(settings))
 
-    def batches(self, collected: Collected, run_id: int, signer: Signer) -> list[Batch]:
+    def batches(
+        self, collected: Collected, run_id: int, signer: Signer, *, take: bool = False
+    ) -> Batches:
         """The batches of this update: the result files' cells recorded as run ``run_id``,
-        and each leg file's cells as its own leg's; one batch per dashboard. ``signer`` signs
-        every failure line (build_batches)."""
-        found = build_batches(collected, self.sources(run_id), signer)
+        and each leg file's cells as its own leg's; one batch per dashboard, built as they are
+        merged (all at once in a fan-in job, whose legs' batches are joined first), and the
+        runs they bring. ``signer`` signs every failure line; with ``take``, the result files'
+        cells leave ``collected`` as their batches are built (build_batches)."""
+        sources = self.sources(run_id)
+        if not self.leg_files:
+            runs = runs_brought(collected, sources)
+            return Batches(runs=runs, each=build_batches(collected, sources, signer, take=take))
+        found = list(build_batches(collected, sources, signer, take=take))
         for leg in self.leg_files:
-            source = _always(self.leg_source(leg.info))
-            found.extend(build_batches(leg.collected, source, signer))
-        return join_batches(found) if self.leg_files else found
+            found.extend(build_batches(leg.collected, _always(self.leg_source(leg.info)), signer))
+        joined = join_batches(found)
+        return Batches(runs=batch_runs(joined), each=joined)
 
 
 def _always(source: Source) -> Callable[[str], Source]:

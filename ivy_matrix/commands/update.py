@@ -204,7 +204,7 @@ def _record_and_publish(
             inputs=inputs_of(settings, results, inputs.reading, inputs.revision),
             extra=durations,
         )
-        change = change_of(settings, results, links, log, announce=True)
+        change = change_of(settings, results, links, log, announce=True, once=store.changes_once)
         saved, published = _save_and_publish(settings, store, change, github, log, targets=targets)
     else:
         _log_not_recorded(settings, log)

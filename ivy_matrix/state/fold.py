@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ivy_matrix.model import DashboardId, DashboardState, Trend
-from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT, Batch, apply_batch
+from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT, Batch, Batches, apply_batch
 from ivy_matrix.state.retirement import (
     Removal,
     batch_runs,
@@ -79,13 +79,16 @@ class Merged:
 
 def merge_batches(
     states: Mapping[DashboardId, DashboardState],
-    batches: Sequence[Batch],
+    batches: Sequence[Batch] | Batches,
     *,
     history: int = DEFAULT_HISTORY,
     retire_after_runs: int = 0,
     other_runs: Collection[int] = (),
 ) -> Merged:
     """Apply every batch, then the retirement policy. Safe to repeat on a fresh read.
+
+    ``batches``: a sequence, or :class:`~ivy_matrix.state.merge.Batches` (the runs they bring
+    said first, each batch built as it is merged and let go after).
 
     Retirement looks at every dashboard of the store, not only those that got results: rows
     and columns age against the runs the whole store has seen (retirement.retire).
@@ -96,11 +99,14 @@ def merge_batches(
     merged = dict(states)
     changed: list[str] = []
     reports: dict[str, DashboardReport] = {}
-    brought = batch_runs(batches)
+    if isinstance(batches, Batches):
+        brought, each = set(batches.runs), batches.each
+    else:
+        brought, each = batch_runs(batches), batches
     runs = set(store_runs(states.values())) | brought | set(other_runs)
     horizon = retirement_horizon(sorted(runs, reverse=True), retire_after_runs)
     kept = runs_kept(retire_after_runs)
-    for given in batches:
+    for given in each:
         batch = within_window(given, horizon)
         if not batch.cells and batch.dashboard not in merged:
             continue  # only results older than the window, for a dashboard that is gone

@@ -21,7 +21,7 @@ store's states with both. :func:`union_states` joins two states by the rules abo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -59,6 +59,16 @@ class Batch:
     dashboard: DashboardId
     cells: Mapping[str, Mapping[str, Entry]]
     times: Mapping[str, Mapping[str, Timed]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Batches:
+    """An update's batches (``each``: an iterable gone through once, so that they can be
+    built one at a time as they are merged) and the run ids they bring results from
+    (``runs``: known before, as the retirement window needs them first)."""
+
+    runs: Collection[int]
+    each: Iterable[Batch]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -55,7 +55,14 @@ class Saved:
 
 
 class Store(Protocol):
-    """Dashboard state, read and saved in one step (see the module docstring)."""
+    """Dashboard state, read and saved in one step (see the module docstring).
+
+    ``changes_once``: whether ``update`` calls its change once only (never again on a fresher
+    read), so that the change may let go of what it folded (commands/folding.py).
+    """
+
+    @property
+    def changes_once(self) -> bool: ...
 
     def update(self, change: Change) -> Saved: ...
 

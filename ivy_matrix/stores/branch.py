@@ -71,6 +71,8 @@ class BranchStore:
     docstring). ``scope``: what an update touches (None: it reads every dashboard);
     ``after_save``: what keeps the output folder in step."""
 
+    changes_once = False  # again on a fresher read, until its compare-and-swap lands
+
     def __init__(
         self,
         remote: BranchRemote,

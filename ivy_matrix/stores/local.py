@@ -71,6 +71,8 @@ class LocalStore:
     folder) would be a write.
     """
 
+    changes_once = True  # one read and one change, under the lock
+
     def __init__(
         self,
         root: Path,
