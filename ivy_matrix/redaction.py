@@ -27,7 +27,7 @@ import html
 import json
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ivy_matrix.escaping import escape_name
@@ -148,12 +148,48 @@ _GROUPS: tuple[tuple[tuple[_Marker, ...], tuple[Shape, ...]], ...] = (
 )
 SHAPES: tuple[Shape, ...] = tuple(shape for _, shapes in _GROUPS for shape in shapes)
 
+# What a text given in pieces (Redactor.pieces) may be cut after: a raw line break, where only
+# two shapes can go on (their white space takes line breaks; no other shape's match holds
+# one). These find the start of either that a cut would leave open: the text before the cut
+# ends inside its match. A private key block's match is at most 16,456 characters long (its
+# header and 8192 units of body, 2 characters at most each): it starts within the last
+# _OPEN_REACH characters. An Authorization header's white space is unbounded, but its match
+# holds at most 22 other characters: one that started earlier leaves that few in them.
+_OPEN_REACH = 1 << 15
+_OPEN_KEY = re.compile(
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:[A-Za-z0-9+/=\s:,.-]|\\[nr]){0,8192}\Z"
+)
+_OPEN_HEADER = re.compile(
+    r"(?i)authorization[\"']?\s*(?:[:=]\s*(?:[\"']?(?:basic|bearer|token)\s*)?)?\Z"
+)
+_FEW_MARKS = re.compile(r"\s*(?:\S\s*){0,22}\Z")  # what an earlier header's match leaves
+# What an open header's match has before its last white space: the end of "authorization",
+# "basic", "bearer" or "token", a quote, ":" or "=" (a cut after other text needs no search).
+_HEADER_ENDS = frozenset("nNcCrR\"':=")
+_CUT_AFTER = 1 << 16  # characters held before a cut is looked for
+
 
 def _holds(text: str, markers: tuple[_Marker, ...]) -> bool:
     return any(
         marker in text if isinstance(marker, str) else marker.search(text) is not None
         for marker in markers
     )
+
+
+def _open(text: str, cut: int) -> bool:
+    """Whether a match of a shape may start before ``cut`` (just after a line break) in
+    ``text`` and go on past it: the private key block or the Authorization header whose
+    match ``text[:cut]`` ends inside (see _OPEN_REACH)."""
+    reach = max(0, cut - _OPEN_REACH)
+    if _OPEN_KEY.search(text, reach, cut) is not None:
+        return True
+    end = cut  # the header's open match ends with white space after one of _HEADER_ENDS
+    while end > reach and text[end - 1].isspace():
+        end -= 1
+    if end == reach or _FEW_MARKS.match(text, reach, cut) is not None:
+        return True
+    return text[end - 1] in _HEADER_ENDS and _OPEN_HEADER.search(text, reach, cut) is not None
 
 
 def redact_shapes(text: str) -> str:
@@ -219,6 +255,26 @@ class Redactor:
         for pattern in self.patterns:
             text = pattern.sub(MASK, text)
         return text
+
+    def pieces(self, texts: Iterable[str]) -> Iterator[str]:
+        """The text ``texts`` make joined, redacted as :meth:`__call__` redacts it whole, a
+        part at a time (a large file need not be held whole): cut only after a line break
+        that no secret can go on past (:func:`_open`). A secret form holding a line break, or
+        a user's pattern (it may match anything), takes the whole text at once."""
+        if self.patterns or any("\n" in form for form in self.forms):
+            yield self("".join(texts))
+            return
+        held = ""
+        for text in texts:
+            held += text
+            if len(held) < _CUT_AFTER:
+                continue
+            cut = held.rfind("\n") + 1
+            if cut and not _open(held, cut):
+                yield self(held[:cut])
+                held = held[cut:]
+        if held:
+            yield self(held)
 
     def may_hide(self, text: str) -> bool:
         """Whether :meth:`__call__` may change ``text`` (a quick look: it holds a secret's

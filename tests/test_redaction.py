@@ -13,7 +13,15 @@ import pytest
 
 from ivy_matrix.escaping import escape_name
 from ivy_matrix.model import CaseResult
-from ivy_matrix.redaction import MASK, SHAPES, Redactor, redact_shapes, secret_forms
+from ivy_matrix.redaction import (
+    _CUT_AFTER,
+    _OPEN_REACH,
+    MASK,
+    SHAPES,
+    Redactor,
+    redact_shapes,
+    secret_forms,
+)
 from ivy_matrix.results.junit import scan_junit
 from tests.conftest import shared_dir
 
@@ -201,3 +209,68 @@ def test_a_cached_redactor_gives_the_same_texts():
     redact = redactor.cached()
     texts = [*NOT_SECRETS, *KEYS, TOKEN] * 2
     assert [redact(t) for t in texts] == [redactor(t) for t in texts]
+
+
+# A text in pieces (Redactor.pieces, the guard's scrub_pieces): lines enough for a cut.
+_LINES = "x = 1,\n" * (_CUT_AFTER // 7 + 1)
+# Secrets that hold line breaks: the two shapes whose white space takes them, and a token.
+_SPANNING = [
+    "-----BEGIN RSA PRIVATE KEY-----\r\n"
+    + "MIIEowIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2+/=\r\n" * 40
+    + "-----END RSA PRIVATE KEY-----",
+    "Authorization:\nBearer abc.DEF-123_456",
+    "authorization\n=\n'token\n\tabc",
+    "Authorization: Bearer\n\nabc",
+    "Authorization:" + "\n" * (_OPEN_REACH + 10) + "  basic\n eC1hY2Nlc3M6dA==",
+]
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [*KEYS, *sorted(secret_forms(TOKEN)), *_SPANNING],
+    ids=[s[0] for s in SAMPLES] + ["token form"] * len(secret_forms(TOKEN)) + ["spanning"] * 5,
+)
+def test_a_text_in_pieces_is_redacted_as_it_is_whole(secret):
+    """Cut anywhere in or around a secret of each shape, each form of the token, and secrets
+    across line breaks (a private key block, an Authorization header, one whose white space
+    is longer than the reach looked back at): the pieces redacted give the text redacted
+    whole (no secret straddles two parts)."""
+    redactor = Redactor.of([TOKEN])
+    text = f"{_LINES}failed: {secret} (retry)\n{_LINES}"
+    whole = redactor(text)
+    assert secret not in whole
+    begin = len(_LINES)
+    step = max(1, len(secret) // 200)  # the long ones: 200 places or so
+    for at in range(begin - 2, begin + len(secret) + 12, step):
+        assert "".join(redactor.pieces([text[:at], text[at:]])) == whole, at
+    # Small pieces: a cut is looked for after each once enough is held.
+    pieces = [text[at : at + 1000] for at in range(0, len(text), 1000)]
+    assert "".join(redactor.pieces(pieces)) == whole
+
+
+def test_a_text_in_pieces_is_redacted_a_part_at_a_time():
+    """Lines without a secret are given back in parts of about _CUT_AFTER characters, each
+    ending at a line break; a token that holds a line break, or a user's pattern, takes the
+    text whole."""
+    pieces = ["y\n" * 5000] * 100
+    parts = list(Redactor.of([TOKEN]).pieces(pieces))
+    assert "".join(parts) == "".join(pieces)
+    assert len(parts) >= 100 * 10_000 // (_CUT_AFTER + 10_000)
+    assert max(map(len, parts)) <= _CUT_AFTER + 10_000
+    assert all(part.endswith("\n") for part in parts)
+    assert len(list(Redactor.of(["abcdefgh\nijklmnop"]).pieces(pieces))) == 1
+    assert len(list(Redactor.of(patterns=[re.compile("q")]).pieces(pieces))) == 1
+
+
+def test_no_other_shape_matches_across_a_line_break():
+    """The pieces are cut after line breaks: only the two shapes _SPANNING tests (looked for
+    by redaction._open) may match one; a line break put anywhere in another's key leaves no
+    match that holds it."""
+    spanning = {"private key block", "Authorization header"}
+    for name, secret, _ in SAMPLES:
+        shape = next(s for s in SHAPES if s.name == name)
+        if name in spanning:
+            continue
+        for at in range(len(secret) + 1):
+            broken = f"x {secret[:at]}\n{secret[at:]} y"
+            assert all("\n" not in m.group() for m in shape.pattern.finditer(broken)), name

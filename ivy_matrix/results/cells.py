@@ -20,6 +20,7 @@ from ivy_matrix.model import (
     Totals,
     worst,
 )
+from ivy_matrix.results.timed_cases import TimedCases
 
 
 class CellResult(NamedTuple):
@@ -81,7 +82,7 @@ class Collected:
     properties: dict[str, str] = field(default_factory=dict)
     # Each timed case's seconds by backend, then by the start of its pytest node id
     # (naming.node_prefix: ``path.py::Class::``), then by its name: the durations file.
-    durations: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    durations: TimedCases = field(default_factory=TimedCases)
 
     @property
     def backends(self) -> list[str]:

@@ -691,15 +691,7 @@ class Collector:
                 for name, seconds in read.items():
                     clean = redact(name)
                     named[clean] = named.get(clean, 0.0) + seconds
-            known = durations.setdefault(backend, {})
-            target = known.get(prefix)
-            if target is None:
-                known[prefix] = named  # the file's own dict: it is not used once committed
-            elif target.keys().isdisjoint(named):
-                target.update(named)
-            else:
-                for name, seconds in named.items():
-                    target[name] = target.get(name, 0.0) + seconds
+            durations.add(backend, prefix, named)
 
     def _commit(
         self,

@@ -74,6 +74,7 @@ from ivy_matrix.results.leg_cells import (
     dashboard_json,
     keyed,
 )
+from ivy_matrix.results.timed_cases import TimedCases
 
 LEG_FORMAT = "ivy-matrix-leg"
 LEG_FILE_VERSION = 2
@@ -152,7 +153,7 @@ def dump_leg(info: LegInfo, collected: Collected) -> str:
                 prefix: {name: round(seconds, 6) for name, seconds in named.items()}
                 for prefix, named in prefixes.items()
             }
-            for backend, prefixes in collected.durations.items()
+            for backend, prefixes in collected.durations.seconds().items()
         }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
 
@@ -203,7 +204,7 @@ def load_leg(text: str, *, where: str) -> LegResults:
         )
         for item in keyed(expect_list, document.get("dashboards", []), "dashboards"):
             add_dashboard(collected, item)
-        collected.durations = _durations(document.get("durations", {}))
+        collected.durations = TimedCases.of(_durations(document.get("durations", {})))
     except MalformedError as error:
         raise InputError(f"leg file {where}: {error}") from None
     return LegResults(info=info, collected=collected)
@@ -418,16 +419,16 @@ def redacted_leg(leg: LegResults, redactor: Redactor) -> LegResults:
     collected.problems = [
         replace(problem, message=redact(problem.message)) for problem in collected.problems
     ]
+    durations = collected.durations.seconds()
     ids = "\n".join(
         prefix + "\n" + "\n".join(named)
-        for prefixes in collected.durations.values()
+        for prefixes in durations.values()
         for prefix, named in prefixes.items()
     )
     if redactor.may_hide(ids):
-        collected.durations = {
-            backend: _redacted_cases(prefixes, redact)
-            for backend, prefixes in collected.durations.items()
-        }
+        collected.durations = TimedCases.of(
+            {backend: _redacted_cases(prefixes, redact) for backend, prefixes in durations.items()}
+        )
     collected.files = [
         counts if counts.problem is None else replace(counts, problem=redact(counts.problem))
         for counts in collected.files
@@ -467,17 +468,11 @@ def _redacted_cases(
     return found
 
 
-def add_durations(
-    into: dict[str, dict[str, dict[str, float]]],
-    durations: Mapping[str, Mapping[str, Mapping[str, float]]],
-) -> None:
+def add_durations(into: TimedCases, durations: TimedCases) -> None:
     """``durations`` added into ``into`` (a node id in both: its seconds added)."""
-    for backend, prefixes in durations.items():
-        mine = into.setdefault(backend, {})
+    for backend, prefixes in durations.seconds().items():
         for prefix, named in prefixes.items():
-            cases = mine.setdefault(prefix, {})
-            for name, seconds in named.items():
-                cases[name] = cases.get(name, 0.0) + seconds
+            into.add(backend, prefix, named)
 
 
 def with_legs(collected: Collected, legs: Sequence[LegResults]) -> Collected:

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ivy_matrix.errors import InputError
-from ivy_matrix.runner.guard import scrub
+from ivy_matrix.runner.guard import scrub, scrub_pieces
 from ivy_matrix.utf8 import utf8_pieces
 
 
-def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
+def write_atomic(path: Path, text: str | Iterable[str], *, sync: bool = True) -> None:
     """Replace ``path`` with ``text`` so that readers see the old file or the new, never half.
+
+    ``text`` may come in pieces (an iterable of strings: a large file, made as it is written):
+    each is scrubbed and written as it comes (runner/guard.scrub_pieces), never held whole.
 
     The file gets the permissions of any new file (``0o666`` less the umask), whether or not it
     existed before: the temporary file is created with ``os.open`` mode ``0o666``, so the
@@ -31,8 +34,9 @@ def write_atomic(path: Path, text: str, *, sync: bool = True) -> None:
     fd, temp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
-            for piece in utf8_pieces(scrub(text)):
-                handle.write(piece)
+            for scrubbed in (scrub(text),) if isinstance(text, str) else scrub_pieces(text):
+                for piece in utf8_pieces(scrubbed):
+                    handle.write(piece)
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())

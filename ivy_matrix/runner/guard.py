@@ -5,7 +5,8 @@ I/O: holds the secrets of the commands running in this process. Texts are redact
 enter (redaction.py); this is the guard behind that, at every write: local files
 (runner/files.py), log lines, step outputs and the job summary (runner/log.py), the body of
 every GitHub request (github/http.py) and the objects of the dashboard branch
-(github/git_transport.py) pass through :func:`scrub`. ``cli.main`` names a command's secrets
+(github/git_transport.py) pass through :func:`scrub` (a large text given in pieces, through
+:func:`scrub_pieces`). ``cli.main`` names a command's secrets
 with :func:`concealing` for as long as it runs; several commands at once in one process (the
 tests') each add theirs, and the guard hides them all. A user's ``redact`` patterns are not
 applied here (see redaction.py).
@@ -48,6 +49,12 @@ def _change(forms: set[str], step: int) -> None:
 def scrub(text: str) -> str:
     """``text`` with the concealed secrets and the well-known shapes replaced by ``***``."""
     return _active(text)
+
+
+def scrub_pieces(texts: Iterable[str]) -> Iterator[str]:
+    """The text ``texts`` make joined, scrubbed as :func:`scrub` scrubs it whole, a part at a
+    time (a large file is not held whole: redaction.Redactor.pieces)."""
+    return _active.pieces(texts)
 
 
 def scrub_json(value: object) -> object:

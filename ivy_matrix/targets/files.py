@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -216,13 +216,21 @@ def write_files(
 
     With ``dry_run``, write nothing and return the same list: what a real run would write.
     """
-    # A packed file's text is made as it is written, and let go before the next is made.
-    return [f.path for f in files if _write(output_dir / f.path, f.text, dry_run=dry_run)]
+    # A durations file is made a piece at a time as it is compared and written, never whole.
+    return [
+        f.path
+        for f in files
+        if _write(
+            output_dir / f.path, f.pieces if isinstance(f, DurationsFile) else f.text,
+            dry_run=dry_run,
+        )
+    ]  # fmt: skip
 
 
-def _write(path: Path, text: str | None, *, dry_run: bool) -> bool:
-    """Make the file at ``path`` hold ``text`` (None: not be there); whether that changed
-    it (in a dry run: would change it)."""
+def _write(path: Path, text: str | Callable[[], Iterable[str]] | None, *, dry_run: bool) -> bool:
+    """Make the file at ``path`` hold ``text`` (None: not be there; a callable: what makes
+    the text's pieces, each time it is called); whether that changed it (in a dry run: would
+    change it)."""
     try:
         if text is None:
             if not path.is_file():
@@ -232,7 +240,7 @@ def _write(path: Path, text: str | None, *, dry_run: bool) -> bool:
         elif _holds(path, text):
             return False
         elif not dry_run:
-            write_atomic(path, text, sync=False)
+            write_atomic(path, text if isinstance(text, str) else text(), sync=False)
     except OSError as error:
         raise StoreError(
             f"cannot write {path}: {error.strerror or error}; check that --output-dir is writable"
@@ -240,19 +248,26 @@ def _write(path: Path, text: str | None, *, dry_run: bool) -> bool:
     return True
 
 
-def _holds(path: Path, text: str) -> bool:
-    """Whether the file at ``path`` holds ``text`` (read only when the sizes agree): piece by
-    piece, neither it nor the text held whole as bytes."""
+def _holds(path: Path, text: str | Callable[[], Iterable[str]]) -> bool:
+    """Whether the file at ``path`` holds ``text`` (a text: read only when the sizes agree;
+    pieces: made once, each compared as it comes): neither the file nor the text held whole
+    as bytes."""
     try:
         stat = os.stat(path)  # noqa: PTH116  -- one call, its size and kind
     except FileNotFoundError:
         return False
     if not S_ISREG(stat.st_mode):
         return False
-    if stat.st_size != utf8_size(text):
-        return False
+    if isinstance(text, str):
+        if stat.st_size != utf8_size(text):
+            return False
+        pieces: Iterable[str] = (text,)
+    else:
+        pieces = text()
     with path.open("rb") as handle:
-        return all(handle.read(len(piece)) == piece for piece in utf8_pieces(text))
+        return all(
+            handle.read(len(piece)) == piece for part in pieces for piece in utf8_pieces(part)
+        ) and not handle.read(1)
 
 
 # --------------------------------------------------------------------------- the record

@@ -11,32 +11,28 @@ brought nothing of keeps its file. The branch store commits the files, ``--outpu
 holds them.
 
 The text is written a node id's start at a time, by json's C encoder: each start's names and
-seconds are one object encoded at once, and the start is put before each name in the text
-(JSON escapes a string a character at a time, so the escaped start and the escaped name are
-the escaped node id), without a node id string or a line of Python per test.
+seconds were encoded at once as they were read (results/timed_cases.py), and the start is put
+before each name in the text (JSON escapes a string a character at a time, so the escaped
+start and the escaped name are the escaped node id), without a node id string or a line of
+Python per test.
 
-The files are made once the results are read (the names and seconds then go) and written at
-the update's end, after the states and the pages: in between, each start is held once beside
-its encoded names and seconds (:class:`DurationsFile`), and the text, where the start is put
-before each name, is made when a writer asks for it. The update then holds one file's text at
-a time, while it writes it (at 200k test cases, 8.7 MB are held instead of 20 MB of text, and
-the update's peak memory is 88 -> 80 MB: bench/README.md).
+What is held: while the results are read, each file's cases of a start as their encoded
+entries (:class:`~ivy_matrix.results.timed_cases.TimedCases`, 8 MB at 200k test cases instead
+of 17 MB of names and floats); from then to the update's end, each start once beside them
+(:class:`DurationsFile`). The output folder's file is made, scrubbed by the last guard and
+written a piece at a time (:meth:`DurationsFile.pieces`, about :data:`PIECE` characters of
+entries each; runner/guard.scrub_pieces), never whole; the branch store's commit makes each
+file's whole text (:attr:`DurationsFile.text`) to hash and write it, one at a time. At 200k
+test cases the update's peak memory is 80.5 -> 69.5 MB (bench/README.md).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from ivy_matrix.results.timed_cases import NEXT, TimedCases, decoded, encode, entries
 from ivy_matrix.state.paths import durations_file
-
-# One entry a line, by json's C encoder (an indent would take its slow Python one). The text
-# between two entries is this separator then a key's opening quote: a line break inside a
-# name is escaped, so the separator is found nowhere else.
-_SEPARATORS = (",\n", ": ")
-_NEXT = ',\n"'
-_encode = json.JSONEncoder(ensure_ascii=False, separators=_SEPARATORS).encode
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,26 +47,55 @@ class DurationsFile:
 
     @property
     def text(self) -> str:
-        text = ["{"]  # joined once at the end: the text is copied once, not once a step
-        for start, body in self.parts:
+        """The whole text (the branch store's commit hashes and writes it)."""
+        return "".join(_pieces(self.parts))
+
+    def pieces(self) -> Iterator[str]:
+        """The text a start's names at a time, at most about :data:`PIECE` characters of
+        them (the output folder's writer writes it so: targets/files.py): each piece ends
+        with a line break."""
+        return _pieces(self.parts)
+
+
+def _pieces(parts: tuple[tuple[str, str], ...]) -> Iterator[str]:
+    """:meth:`DurationsFile.pieces` of ``parts``."""
+    last = len(parts) - 1
+    for index, (start, body) in enumerate(parts):
+        cuts = _cut(body)
+        for number, cut in enumerate(cuts):
             # Each name after its start: a line break inside a name is escaped, so the text
             # between two entries is found nowhere else.
-            text += ('"', start, body.replace(_NEXT, _NEXT + start), ",\n")
-        text[-1] = "}\n"
-        return "".join(text)
+            head = '{"' if index == number == 0 else '"'
+            tail = "}\n" if index == last and number == len(cuts) - 1 else ",\n"
+            yield head + start + cut.replace(NEXT, NEXT + start) + tail
 
 
-def durations_files(
-    durations: dict[str, dict[str, dict[str, float]]],
-) -> list[DurationsFile]:
-    """The durations file of each backend of ``durations`` (results/cells.Collected.durations: by
-    backend, the start of a node id, the case's name), which it takes over: each backend is
-    taken out of ``durations`` as its file is made, so that its cases' names and seconds (a
-    few dozen bytes a test case) go then, not at the end of the update (at 200k test cases,
-    its peak memory 116 -> 102 MB)."""
+PIECE = 1 << 20  # characters of names and seconds in a piece of the text, about
+
+
+def _cut(body: str) -> list[str]:
+    """``body`` in pieces of about :data:`PIECE` characters, cut at the separators between
+    entries: each piece is entries as ``body`` is (from a name after its opening quote)."""
+    cuts = []
+    begin = 0
+    while len(body) - begin > PIECE:
+        end = body.find(NEXT, begin + PIECE)
+        if end < 0:
+            break
+        cuts.append(body[begin:end])
+        begin = end + len(NEXT)
+    cuts.append(body[begin:] if begin else body)
+    return cuts
+
+
+def durations_files(durations: TimedCases) -> list[DurationsFile]:
+    """The durations file of each backend of ``durations`` (results/cells.Collected.durations),
+    which it takes over: each backend is taken out of ``durations`` as its file is made, so
+    that what its cases' names and seconds are held as goes then, not at the end of the
+    update."""
     files = []
-    for backend in sorted(durations):
-        parts = _parts(durations.pop(backend))
+    for backend in sorted(durations.backends()):
+        parts = _parts(durations.take(backend))
         if parts:
             files.append(DurationsFile(path=durations_file(backend), parts=parts))
     return files
@@ -78,26 +103,21 @@ def durations_files(
 
 def durations_text(prefixes: Mapping[str, Mapping[str, float]]) -> str | None:
     """One backend's durations file (None when it has no test): by node id, in order."""
-    parts = _parts(prefixes)
+    parts = _parts({start: entries(named) for start, named in prefixes.items() if named})
     return DurationsFile(path="", parts=parts).text if parts else None
 
 
-def _parts(prefixes: Mapping[str, Mapping[str, float]]) -> tuple[tuple[str, str], ...]:
-    """:attr:`DurationsFile.parts` (none: no test)."""
-    parts = []
-    for prefix, named in prefixes.items():
-        if not named:
-            continue
-        body = _encode(named)
-        if "::" in body:
-            # A name that holds "::" could make the node id of another start's name (numbers
-            # and separators hold none): one object, in which a node id twice is written
-            # once, with its last seconds (the names of an empty start).
-            entries = {
-                start + name: seconds
-                for start, by_name in prefixes.items()
-                for name, seconds in by_name.items()
-            }
-            return (("", _encode(entries)[2:-1]),)
-        parts.append((_encode(prefix)[1:-1], body[2:-1]))
-    return tuple(parts)
+def _parts(bodies: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """:attr:`DurationsFile.parts` of each start's :func:`~ivy_matrix.results.timed_cases.entries`
+    text (none: no test)."""
+    if any("::" in body for body in bodies.values()):
+        # A name that holds "::" could make the node id of another start's name (numbers
+        # and separators hold none): one object, in which a node id twice is written
+        # once, with its last seconds (the names of an empty start).
+        whole = {
+            start + name: seconds
+            for start, body in bodies.items()
+            for name, seconds in decoded(body).items()
+        }
+        return (("", entries(whole)),)
+    return tuple((encode(start)[1:-1], body) for start, body in bodies.items())

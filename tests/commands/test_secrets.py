@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from ivy_matrix import redaction
 from ivy_matrix.cli import main
+from ivy_matrix.views import durations_file
 from tests.commands.test_update_git import OVER_GIT, git_env
 from tests.github.fake_server import FakeGitHub
 from tests.github.git_server import GitServer
@@ -155,11 +157,14 @@ def pr_event(path: Path, number: int) -> Path:
 
 
 @pytest.mark.parametrize("transport", ["git", "rest"])
-def test_no_published_byte_holds_the_token_or_a_key(tmp_path, transport):
+def test_no_published_byte_holds_the_token_or_a_key(tmp_path, transport, monkeypatch):
     """A leg's collect (no token), a fan-in update to the branch (over git or the REST API),
     issues, site, files and summary, then a pull request's comment: the token and the keys the
     failing tests printed are nowhere in the remote, the fake GitHub, the files written or the
-    log, and the cells still fail with their messages, redacted."""
+    log, and the cells still fail with their messages, redacted. The output folder's
+    durations files are written in pieces (targets/files.py) cut as small as they can be."""
+    monkeypatch.setattr(durations_file, "PIECE", 1)
+    monkeypatch.setattr(redaction, "_CUT_AFTER", 1)
     printed = []
     with FakeGitHub() as api, GitServer() as git:
         leg = tmp_path / "leg"

@@ -272,7 +272,7 @@ def test_what_is_kept_of_a_case_never_holds_the_token_or_a_key():
         assert rows["test_***"]["test"].counts == CaseCounts(passed=2)
         assert rows["test_a"]["test"].message == "401 for *** and ***"
         assert [f.test for f in collected.failures] == ["***.test_m::test_a[***]"]
-        assert collected.durations == {
+        assert collected.durations.seconds() == {
             "test": {"***/test_m.py::": {"test_a[***]": 1.0}, "c.py::": {"test_***": 5.0}}
         }
 

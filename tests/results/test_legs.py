@@ -23,6 +23,7 @@ from ivy_matrix.results.legs import (
     rerun,
     with_legs,
 )
+from ivy_matrix.results.timed_cases import TimedCases
 
 GRADIENTS = DashboardId(title="gradients", category="core")
 LAYERS = DashboardId(title="layers", category="nn")
@@ -80,7 +81,9 @@ def collected() -> Collected:
                 "test_linear": {"torch": one(Outcome.SUCCESS)._replace(seconds=0.125, timed=1)}
             },
         },
-        durations={"torch": {"tests/nn/test_layers.py::": {"test_linear[cpu]": 0.125}}},
+        durations=TimedCases.of(
+            {"torch": {"tests/nn/test_layers.py::": {"test_linear[cpu]": 0.125}}}
+        ),
     )
 
 
@@ -96,7 +99,7 @@ def test_a_leg_file_reads_back_as_it_was_written():
     assert back.nameless == original.nameless
     assert back.by_backend == original.by_backend
     assert back.dashboards == original.dashboards
-    assert back.durations == original.durations
+    assert back.durations.seconds() == original.durations.seconds()
     assert [list(rows) for rows in back.dashboards.values()] == [
         ["test_adam", "test_jac", "Cls.test_grad"],
         ["test_linear"],

@@ -17,6 +17,7 @@ import pytest
 
 from ivy_matrix.errors import GitHubAPIError, StoreError
 from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.results.timed_cases import TimedCases
 from ivy_matrix.state.fold import merge_batches
 from ivy_matrix.state.merge import Batch
 from ivy_matrix.state.statefile import dump_state
@@ -303,7 +304,9 @@ def test_a_durations_file_is_made_for_each_try_and_lands_with_the_commit(memory,
         return text
 
     watch_texts(monkeypatch, counted)
-    files = durations_files({"jax": {"t.py::K::": {"a[1]": 1.5, "b": 2.0}}, "numpy": {}})
+    files = durations_files(
+        TimedCases.of({"jax": {"t.py::K::": {"a[1]": 1.5, "b": 2.0}}, "numpy": {}})
+    )
     run_leg(memory, 0)
     memory.inject("update_branch", status=None, before=lambda: run_leg(memory, 1), times=1)
     saved = run_leg(memory, 2, stored={"extra": tuple(files)})

@@ -20,6 +20,7 @@ import pytest
 from ivy_matrix.github.git_transport import GitTransport
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.model import DashboardState
+from ivy_matrix.results.timed_cases import TimedCases
 from ivy_matrix.stores import Saved, commit, committer
 from ivy_matrix.views.dashboards import RenderedFile, render_page
 from ivy_matrix.views.durations_file import DurationsFile, durations_files
@@ -274,7 +275,7 @@ def test_each_durations_text_is_let_go_before_the_next_is_made(monkeypatch: pyte
 
     watch_texts(monkeypatch, watched)
     seconds = {name: {"t.py::": {f"test_{name}[{i}]": i / 4 for i in range(50)}} for name in "abc"}
-    files = durations_files(seconds)
+    files = durations_files(TimedCases.of(seconds))
     with GitServer() as server:
         transport = git_transport(server, "leg-00")
         try:

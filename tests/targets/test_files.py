@@ -7,9 +7,13 @@ import tracemalloc
 
 import pytest
 
+from ivy_matrix import redaction
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.results.timed_cases import TimedCases
+from ivy_matrix.runner.guard import concealing, scrub
 from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
 from ivy_matrix.targets.files import write_files
+from ivy_matrix.views import durations_file
 from ivy_matrix.views.dashboards import RenderedFile, render_files
 from ivy_matrix.views.durations_file import DurationsFile, durations_files
 from ivy_matrix.views.style import Style
@@ -152,12 +156,53 @@ def test_each_durations_file_is_made_once_as_it_is_written(tmp_path, monkeypatch
         return text
 
     watch_texts(monkeypatch, counted)
-    files = durations_files({"jax": {"t.py::": {"a": 1.5}}, "torch": {"t.py::": {"a": 2.0}}})
+    files = durations_files(
+        TimedCases.of({"jax": {"t.py::": {"a": 1.5}}, "torch": {"t.py::": {"a": 2.0}}})
+    )
     assert write_files(tmp_path, files) == ["durations/jax.json", "durations/torch.json"]
     assert made == ["durations/jax.json", "durations/torch.json"]
     assert (tmp_path / "durations/torch.json").read_text(encoding="utf-8") == '{"t.py::a": 2.0}\n'
     assert write_files(tmp_path, files) == []  # found written: made to be compared, once each
     assert len(made) == 4
+
+
+def test_a_durations_file_is_written_in_pieces_each_scrubbed(tmp_path, monkeypatch):
+    """The output folder's durations file is made, scrubbed and written a piece at a time
+    (never its whole text): the file is the whole text scrubbed, compared again piece by
+    piece; the token in a test's name is hidden wherever the pieces are cut."""
+    token = "4f1d0c3e9b7a26c58e1f0d4b3a2c9e8f7d6b5a41"
+    monkeypatch.setattr(durations_file, "PIECE", 100)
+    monkeypatch.setattr(redaction, "_CUT_AFTER", 1)
+    pieces: list[str] = []
+    wholes: list[str] = []
+
+    def seen(_file: DurationsFile, piece: str) -> str:
+        pieces.append(piece)
+        return piece
+
+    def whole_text(file: DurationsFile) -> str:
+        wholes.append(file.path)
+        return ""
+
+    watch_texts(monkeypatch, seen)
+    monkeypatch.setattr(DurationsFile, "text", property(whole_text))
+    seconds = {f"t{i}.py::": {f"test_{i}_{j}_{token}": j / 8 for j in range(30)} for i in range(3)}
+    (file,) = durations_files(TimedCases.of({"torch": seconds}))
+    whole = "".join(file.pieces())
+    made = len(pieces)
+    with concealing([token]):
+        assert write_files(tmp_path, [file]) == ["durations/torch.json"]
+        assert (tmp_path / file.path).read_text(encoding="utf-8") == scrub(whole)
+        assert write_files(tmp_path, [file]) == ["durations/torch.json"]  # the token differs
+    assert token in whole
+    assert made >= 3 * 30 * len(f"test_0_0_{token}") // 100
+    # Written; then compared up to its first piece (the token hidden differs), written again.
+    assert len(pieces) == made + made + 1 + made
+    assert max(map(len, pieces)) < 100 + 2 * len(f'"t0.py::test_0_0_{token}": 0.125,\n')
+    assert wholes == []
+    plain = durations_files(TimedCases.of({"torch": {"t.py::": {"a": 1.0}}}))
+    assert write_files(tmp_path, plain) == ["durations/torch.json"]
+    assert write_files(tmp_path, plain) == []  # found written: compared piece by piece
 
 
 def test_the_documented_file_names_are_the_ones_written():

@@ -8,6 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ivy_matrix.results.timed_cases import TimedCases
 from ivy_matrix.views.durations_file import durations_files, durations_text
 
 # Starts of node ids as naming.node_prefix makes them, and names with what JSON must escape.
@@ -38,10 +39,12 @@ def test_the_text_is_that_of_one_object_of_every_node_id(prefixes):
 
 def test_each_backend_with_a_test_has_a_file_one_node_id_a_line():
     files = durations_files(
-        {
-            "torch": {"t.py::": {"test_a[1]": 0.5, "test_a[2]": 1.25}, "t.py::K::": {"b": 2.0}},
-            "jax": {"t.py::": {}},
-        }
+        TimedCases.of(
+            {
+                "torch": {"t.py::": {"test_a[1]": 0.5, "test_a[2]": 1.25}, "t.py::K::": {"b": 2.0}},
+                "jax": {"t.py::": {}},
+            }
+        )
     )
     assert [f.path for f in files] == ["durations/torch.json"]
     assert files[0].text == (
@@ -52,7 +55,7 @@ def test_each_backend_with_a_test_has_a_file_one_node_id_a_line():
 def test_the_durations_are_taken_over_a_backend_at_a_time():
     """Each backend's timed cases leave the mapping given as its file is made: they are not
     kept (a name and seconds a test case) for the rest of the update."""
-    given = {"torch": {"t.py::": {"a": 1.0}}, "jax": {"t.py::": {"a": 2.0}}}
+    given = TimedCases.of({"torch": {"t.py::": {"a": 1.0}}, "jax": {"t.py::": {"a": 2.0}}})
     files = durations_files(given)
     assert [f.path for f in files] == ["durations/jax.json", "durations/torch.json"]
-    assert given == {}
+    assert not given
