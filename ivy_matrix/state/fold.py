@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ivy_matrix.model import DashboardId, DashboardState, Trend
+from ivy_matrix.model import DashboardId, DashboardState, RunKey, Seen, Trend
 from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT, Batch, Batches, apply_batch
 from ivy_matrix.state.retirement import (
     Removal,
@@ -106,11 +106,14 @@ def merge_batches(
     runs = set(store_runs(states.values())) | brought | set(other_runs)
     horizon = retirement_horizon(sorted(runs, reverse=True), retire_after_runs)
     kept = runs_kept(retire_after_runs)
+    places: dict[tuple[RunKey, int], Seen] = {}  # the rows' first places, shared (apply_batch)
     for given in each:
         batch = within_window(given, horizon)
         if not batch.cells and batch.dashboard not in merged:
             continue  # only results older than the window, for a dashboard that is gone
-        result = apply_batch(merged.get(batch.dashboard), batch, history=history, runs_kept=kept)
+        result = apply_batch(
+            merged.get(batch.dashboard), batch, history=history, runs_kept=kept, places=places
+        )
         merged[result.state.id] = result.state
         if result.state_changed:
             changed.append(result.state.key)

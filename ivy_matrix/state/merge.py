@@ -204,9 +204,14 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
     *,
     history: int = DEFAULT_HISTORY,
     runs_kept: int = RUNS_KEPT,
+    places: dict[tuple[RunKey, int], Seen] | None = None,
 ) -> MergeResult:
     """Fold one batch of results into a dashboard's state, which keeps its newest
-    ``runs_kept`` run ids."""
+    ``runs_kept`` run ids. ``places``: the rows' first places (:class:`Seen`) made by the
+    other batches of one merge, shared with them (every dashboard's rows are seen at the
+    same few hundred places of one run: one object each, not one per row)."""
+    if places is None:
+        places = {}
     if state is None:
         state = DashboardState(id=batch.dashboard)
     rows = {row.name: row for row in state.rows}
@@ -224,7 +229,10 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
     no_timing: Mapping[str, Timed] = {}
     encoded = MILLISECOND_CODES.get  # the code of a duration of whole milliseconds under 1 s
     for seq, (row_name, cells) in enumerate(filled):
-        seen = new_seen(Seen, (min(map(_run_of, cells.values())), seq))
+        place = (min(map(_run_of, cells.values())), seq)
+        seen = places.get(place)
+        if seen is None:
+            seen = places[place] = new_seen(Seen, place)
         row = rows.get(row_name)
         old_times: Mapping[str, str] = NO_TIMES
         if row is None:

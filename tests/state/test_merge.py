@@ -118,6 +118,29 @@ def test_rows_and_columns_keep_first_appearance_order():
     assert state.backend_names == ("numpy", "torch", "jax")
 
 
+def test_the_rows_of_one_merge_share_their_first_places_across_dashboards():
+    """Every dashboard's rows are seen at the same few places of one run: a merge makes one
+    place object for each, not one per row (a fresh update of 20k rows held 20k of them)."""
+    source = entry(4).source
+    batches = [
+        Batch(
+            dashboard=DashboardId(title=f"d{index}"),
+            cells={
+                f"test_{row}": {"torch": Entry(source=source, outcome=Outcome.SUCCESS)}
+                for row in range(5)
+            },
+        )
+        for index in range(3)
+    ]
+
+    merged = merge_batches({}, batches)
+
+    rows = [row for state in merged.states.values() for row in state.rows]
+    assert len(rows) == 15
+    assert len({id(row.first_seen) for row in rows}) == 5
+    assert sorted({row.first_seen for row in rows}) == [(RunKey(4, 1, 1), seq) for seq in range(5)]
+
+
 def test_retire_drops_rows_not_reported_in_the_last_runs():
     """A row none of the last N runs reported is retired and named; the rest stay."""
     state = apply_all(
