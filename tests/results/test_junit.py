@@ -392,6 +392,29 @@ def test_a_huge_failure_text_keeps_memory_flat() -> None:
     assert peak < 8 * 1024 * 1024
 
 
+def test_a_file_is_read_a_bounded_piece_at_a_time() -> None:
+    """A file is asked for READ_CHUNK bytes at a time (128 KiB), never all of it nor a MiB:
+    what reading holds of a file's bytes at once stays small beside its cells."""
+    sizes: list[int] = []
+
+    class Recorded(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            sizes.append(-1 if size is None else size)
+            return super().read(size)
+
+    case = '<testcase classname="c" name="test_{0}"/>'
+    xml = "<testsuite>" + "".join(case.format(n) for n in range(40_000)) + "</testsuite>"
+    cases: list[CaseResult] = []
+
+    counts, problem = scan_junit(Recorded(xml.encode()), source="big.xml", on_case=cases.append)
+
+    assert (problem, counts.tests, len(cases)) == (None, 40_000, 40_000)
+    assert len(xml) > 8 * junit.READ_CHUNK
+    assert junit.READ_CHUNK == 1 << 17
+    assert set(sizes) == {junit.READ_CHUNK}
+    assert len(sizes) == len(xml) // junit.READ_CHUNK + 2  # the last read finds the end
+
+
 # --- encodings -----------------------------------------------------------------------------
 
 _NAME = "tëst_ñame_Ω"
