@@ -62,7 +62,7 @@ _TIMED_SHIFT = 3 * _BITS
 
 
 _ONE_PASS = CellResult(Outcome.SUCCESS, CaseCounts(passed=1))
-_TIMED_KEPT = 1 << 16  # most results of one passing timed case shared (Collector._passed_in)
+_TIMED_KEPT = 1 << 16  # most results of timed cells alike shared, a count (Collector._timed)
 # What a case of each status adds to its cell (a flaky pass adds _FLAKY).
 _STEP = {
     CaseStatus.PASSED: _PASSED,
@@ -90,6 +90,12 @@ def cell_result(tally: int, message: str = "", where: tuple[str, int] | None = N
     else:
         outcome = Outcome.SKIPPED
     return CellResult(outcome, counts, message, where)
+
+
+def _timed_result(result: CellResult, seconds: float, timed: int) -> CellResult:
+    """``result`` with the seconds of its ``timed`` cases."""
+    new_result = tuple.__new__  # CellResult's own __new__ is a Python function
+    return new_result(CellResult, (result[0], result[1], result[2], result[3], seconds, timed))
 
 
 FAILURES_KEPT = 50
@@ -176,12 +182,13 @@ class Collector:
         # of naming: Namer itself is stateless).
         self._places: dict[tuple[str, str, str], tuple[int, str]] = {}
         self._shared: dict[int, CellResult] = {}  # see _commit
-        # The result of a cell of one passing case, by its seconds (not 0: -0.0 is 0.0 as a
-        # key): the usual timed cell. Durations take a few thousand values (most are whole
-        # milliseconds under a second): cells of one share it, as cells alike share one
-        # result, so that an update makes a few thousand of them, not one a cell (each an
-        # object the garbage collector looks at).
-        self._passed_in: dict[float, CellResult] = {}
+        # The results of timed cells without a failure line or place, by their packed counts
+        # (see _BITS), then their seconds (not 0: -0.0 is 0.0 as a key); the usual one, a
+        # passing case, under _PASSED + _TIMED. Durations take a few thousand values (most
+        # are whole milliseconds under a second): cells alike share one result, so that an
+        # update makes a few thousand of them, not one a cell (each an object held to the
+        # fold, and one the garbage collector looks at: at 200k test cases, 62k -> 20k).
+        self._timed: dict[int, dict[float, CellResult]] = {}
         # (classname, file) -> the start of its cases' node ids (redacted), or None.
         self._prefixes: dict[tuple[str, str], str | None] = {}
 
@@ -525,19 +532,17 @@ class Collector:
         its row renamed by ``renamed`` (:meth:`_renamed_places`); return the dashboards they
         reached."""
         places, ids = self._places, self._dashboards
-        dashboards = self.collected.dashboards
         reached: dict[int, None] = {}
         shared, alike, redact = self._shared, self._shared.get, self.redact
-        timed_shared = self._passed_in
+        timed_shared = self._timed.setdefault(_PASSED + _TIMED, {})
         passed_in = timed_shared.get
         lines, wheres = read.lines, read.places
-        new_result = tuple.__new__  # CellResult's own __new__ is a Python function
-        success, one_case, timed_one = Outcome.SUCCESS, _ONE_PASS.counts, _PASSED + _TIMED
+        timed_one = _PASSED + _TIMED
         mask, shift, failing = _MASK << _TIMED_SHIFT, _TIMED_SHIFT, _FAILED
         for place, named in read.runs():
             index, prefix = places[place]
             reached[index] = None
-            rows = dashboards.setdefault(ids[index], {})
+            rows = self.collected.dashboards.setdefault(ids[index], {})
             times = read.times[place]
             for name, packed in named:
                 row = prefix + name if name else prefix + UNNAMED
@@ -547,7 +552,7 @@ class Collector:
                     seconds = times[name]
                     result = passed_in(seconds)
                     if result is None:
-                        result = new_result(CellResult, (success, one_case, "", None, seconds, 1))
+                        result = _timed_result(_ONE_PASS, seconds, 1)
                         if seconds and len(timed_shared) < _TIMED_KEPT:
                             timed_shared[seconds] = result
                 else:
@@ -562,24 +567,15 @@ class Collector:
                         if spot is not None:
                             spot = (redact(spot[0]), spot[1])
                         result = cell_result(tally, redact(line[1]) if line else "", spot)
+                        if timed:
+                            result = _timed_result(result, times[name], timed >> shift)
+                    elif timed:
+                        result = self._timed_alike(packed, times[name])
                     else:
                         found = alike(tally)
                         if found is None:
                             found = shared[tally] = cell_result(tally)
                         result = found
-                    if timed:
-                        # Durations differ from cell to cell: a result of its own.
-                        result = new_result(
-                            CellResult,
-                            (
-                                result[0],
-                                result[1],
-                                result[2],
-                                result[3],
-                                times[name],
-                                timed >> shift,
-                            ),
-                        )
                 cells = rows.get(row)
                 if cells is None:
                     rows[row] = {backend: result}
@@ -662,6 +658,24 @@ class Collector:
         redact = self.redact
         return {row: clean for row in rows if (clean := redact(row)) != row}
 
+    def _timed_alike(self, packed: int, seconds: float) -> CellResult:
+        """The result of a timed cell without a failure line or place: its packed counts (see
+        _BITS) and its seconds, shared with the cells alike (Collector._timed)."""
+        alike = self._timed.get(packed)
+        if alike is None:
+            alike = self._timed[packed] = {}
+        result = alike.get(seconds)
+        if result is None:
+            timed = packed & (_MASK << _TIMED_SHIFT)
+            tally = packed - timed
+            found = self._shared.get(tally)
+            if found is None:
+                found = self._shared[tally] = cell_result(tally)
+            result = _timed_result(found, seconds, timed >> _TIMED_SHIFT)
+            if seconds and len(alike) < _TIMED_KEPT:
+                alike[seconds] = result
+        return result
+
     def _commit_cases(
         self,
         cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
@@ -713,28 +727,25 @@ class Collector:
         one_pass = _ONE_PASS
         redact = self.redact
         timed_mask, shift = _MASK << _TIMED_SHIFT, _TIMED_SHIFT
-        new_result = tuple.__new__  # CellResult's own __new__ is a Python function
         for cell, packed in pending.items():
             timed = packed & timed_mask
             tally = packed - timed if timed else packed
-            if tally == _PASSED:  # the usual cell, without a dict lookup
-                result = one_pass
-            elif tally >= failed and (cell in messages or wheres.get(cell) is not None):
+            if tally >= failed and (cell in messages or wheres.get(cell) is not None):
                 where = wheres.get(cell)
                 if where is not None:
                     where = (redact(where[0]), where[1])
                 result = cell_result(tally, redact(messages.get(cell, "")), where)
+                if timed:
+                    result = _timed_result(result, seconds[cell], timed >> shift)
+            elif timed:
+                result = self._timed_alike(packed, seconds[cell])
+            elif tally == _PASSED:  # the usual cell, without a dict lookup
+                result = one_pass
             else:
                 found = alike(tally)
                 if found is None:
                     found = shared[tally] = cell_result(tally)
                 result = found
-            if timed:
-                # Durations differ from cell to cell: a result of its own.
-                result = new_result(
-                    CellResult,
-                    (result[0], result[1], result[2], result[3], seconds[cell], timed >> shift),
-                )
             index, row, backend = cell
             if renamed:
                 row = renamed.get(row, row)

@@ -211,6 +211,34 @@ def test_a_cells_duration_is_its_timed_cases_seconds_in_both_loops():
         assert (z.seconds, z.timed) == (0.0, 0)
 
 
+def test_timed_cells_alike_share_one_result_in_both_loops():
+    """Cells of the same counts and seconds (rows of two parametrizations, a skipped one
+    among them or not) share one result, as untimed cells alike do: 300 rows, 4 results,
+    whichever loop read them; a failing cell with its line keeps its own."""
+    rows = "".join(
+        f'<testcase classname="m.test_a" name="test_{i}[1]" time="0.25"/>'
+        f'<testcase classname="m.test_a" name="test_{i}[2]" time="{0.5 if i % 3 else 0.75}">'
+        f"{'<skipped/>' if i % 2 else ''}</testcase>"
+        for i in range(300)
+    )
+    failing = '<testcase classname="m.test_a" name="test_f" time="1"><failure message="no"/>'
+    for rules in (
+        NamingRules(backend="torch"),
+        NamingRules(backend_from_test=re.compile(r"::(?P<backend>test)_")),
+    ):
+        collector = Collector(Namer(rules))
+        collector.add_file(junit(rows + failing + "</testcase>"), source="torch/f.xml")
+        (cells,) = collector.collected.dashboards.values()
+        results = [result for row in cells.values() for result in row.values()]
+        assert len(results) == 301
+        assert len({id(result) for result in results}) == 4 + 1
+        seconds = sorted((r.seconds, r.counts.skipped) for r in results if r.message == "")
+        assert seconds[0] == (0.75, 0)
+        assert seconds[-1] == (1.0, 1)
+        (failed,) = (r for r in results if r.message)
+        assert (failed.message, failed.seconds, failed.timed) == ("no", 1.0, 1)
+
+
 def test_a_cell_read_from_two_files_adds_their_durations():
     """Two files holding one cell add their seconds and timed cases, as they add counts."""
     collector = collect(
