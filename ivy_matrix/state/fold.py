@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ivy_matrix.model import DashboardId, DashboardState, RunKey, Seen, Trend
-from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT, Batch, Batches, apply_batch
+from ivy_matrix.model import DashboardId, DashboardState, Trend
+from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT, Batch, Batches, Made, apply_batch
 from ivy_matrix.state.retirement import (
     Removal,
     batch_runs,
@@ -106,13 +106,13 @@ def merge_batches(
     runs = set(store_runs(states.values())) | brought | set(other_runs)
     horizon = retirement_horizon(sorted(runs, reverse=True), retire_after_runs)
     kept = runs_kept(retire_after_runs)
-    places: dict[tuple[RunKey, int], Seen] = {}  # the rows' first places, shared (apply_batch)
+    made = Made()  # what the batches share (apply_batch)
     for given in each:
         batch = within_window(given, horizon)
         if not batch.cells and batch.dashboard not in merged:
             continue  # only results older than the window, for a dashboard that is gone
         result = apply_batch(
-            merged.get(batch.dashboard), batch, history=history, runs_kept=kept, places=places
+            merged.get(batch.dashboard), batch, history=history, runs_kept=kept, made=made
         )
         merged[result.state.id] = result.state
         if result.state_changed:

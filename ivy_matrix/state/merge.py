@@ -71,6 +71,17 @@ class Batches:
     each: Iterable[Batch]
 
 
+@dataclass(slots=True)
+class Made:
+    """What the batches of one merge share as :func:`apply_batch` makes it: each row's first
+    place (every dashboard's rows are seen at the same few hundred places of one run) and each
+    new cell of one entry, by the entry's id (the cell holds the entry, so the id stays its
+    while the cell lives): one object each, not one per row or per dashboard."""
+
+    places: dict[tuple[RunKey, int], Seen] = field(default_factory=dict)
+    cells: dict[int, Cell] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MergeResult:
     """The new state and what changed in what the dashboard shows."""
@@ -204,14 +215,14 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
     *,
     history: int = DEFAULT_HISTORY,
     runs_kept: int = RUNS_KEPT,
-    places: dict[tuple[RunKey, int], Seen] | None = None,
+    made: Made | None = None,
 ) -> MergeResult:
     """Fold one batch of results into a dashboard's state, which keeps its newest
-    ``runs_kept`` run ids. ``places``: the rows' first places (:class:`Seen`) made by the
-    other batches of one merge, shared with them (every dashboard's rows are seen at the
-    same few hundred places of one run: one object each, not one per row)."""
-    if places is None:
-        places = {}
+    ``runs_kept`` run ids. ``made``: what the other batches of one merge made, shared with
+    them (:class:`Made`)."""
+    if made is None:
+        made = Made()
+    places = made.places
     if state is None:
         state = DashboardState(id=batch.dashboard)
     rows = {row.name: row for row in state.rows}
@@ -219,7 +230,7 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
     # Per backend in this batch: its position, and the oldest run that reported it here.
     backend_first: dict[str, tuple[RunKey, int]] = {}
     # A new cell holding one entry is shared by every row that gets that same entry.
-    fresh: dict[int, Cell] = {}
+    fresh = made.cells
     alike: dict[tuple[int, int], Cell] = {}
     changed = new_rows = 0
     state_changed = False

@@ -118,17 +118,16 @@ def test_rows_and_columns_keep_first_appearance_order():
     assert state.backend_names == ("numpy", "torch", "jax")
 
 
-def test_the_rows_of_one_merge_share_their_first_places_across_dashboards():
-    """Every dashboard's rows are seen at the same few places of one run: a merge makes one
-    place object for each, not one per row (a fresh update of 20k rows held 20k of them)."""
-    source = entry(4).source
+def test_the_rows_of_one_merge_share_their_first_places_and_new_cells_across_dashboards():
+    """Every dashboard's rows are seen at the same few places of one run, and cells alike get
+    one entry (entries.build_batches): a merge makes one place object for each place and one
+    new cell for each entry, not one per row or per dashboard (a fresh update of 20k rows held
+    20k places and a new cell per entry in each of 40 dashboards)."""
+    shared = Entry(source=entry(4).source, outcome=Outcome.SUCCESS)
     batches = [
         Batch(
             dashboard=DashboardId(title=f"d{index}"),
-            cells={
-                f"test_{row}": {"torch": Entry(source=source, outcome=Outcome.SUCCESS)}
-                for row in range(5)
-            },
+            cells={f"test_{row}": {"torch": shared} for row in range(5)},
         )
         for index in range(3)
     ]
@@ -139,6 +138,7 @@ def test_the_rows_of_one_merge_share_their_first_places_across_dashboards():
     assert len(rows) == 15
     assert len({id(row.first_seen) for row in rows}) == 5
     assert sorted({row.first_seen for row in rows}) == [(RunKey(4, 1, 1), seq) for seq in range(5)]
+    assert len({id(row.cells["torch"]) for row in rows}) == 1
 
 
 def test_retire_drops_rows_not_reported_in_the_last_runs():
