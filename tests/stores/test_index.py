@@ -102,7 +102,7 @@ def test_the_durations_notes_round_trip_in_the_index_file_and_the_folders_record
     _, loaded = load_index(dump_index([summary], 7)) or (0, {})
     assert loaded == {state.id: summary}
     record = PagesRecord(folder="out", revision="r", style="ivy", index={state.key: summary.row})
-    (tmp_path / "pages.json").write_text(dump_record(record), encoding="utf-8")
+    (tmp_path / "pages.json").write_text("".join(dump_record(record)), encoding="utf-8")
     assert read_record(tmp_path / "pages.json") == record
     expected = {f.path: f.text for f in render_files([state], style=Style.IVY)}["README.md"]
     assert render_index_page([loaded[state.id].row]) == expected

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tracemalloc
 
 import pytest
 
 from ivy_matrix import redaction
-from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.results.timed_cases import TimedCases
 from ivy_matrix.runner.guard import concealing, scrub
+from ivy_matrix.state.merge import Batch, apply_batch
 from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
-from ivy_matrix.targets.files import write_files
+from ivy_matrix.targets.files import PagesRecord, dump_record, read_record, write_files
 from ivy_matrix.views import durations_file
 from ivy_matrix.views.dashboards import RenderedFile, render_files
 from ivy_matrix.views.durations_file import DurationsFile, durations_files
+from ivy_matrix.views.index_page import index_row
 from ivy_matrix.views.style import Style
 from tests.views.durations import watch_texts
 
@@ -211,3 +214,39 @@ def test_the_documented_file_names_are_the_ones_written():
         "Core-70ea1983/Grad-d1c58652.md"
     )
     assert dashboard_file(state(DashboardId(title="README"))) == "README-2b7814d3.md"
+
+
+def test_the_records_text_comes_a_dashboard_at_a_time_as_one_json_document(tmp_path):
+    """The output folder's record is made a dashboard's index row at a time (never the whole
+    document or its text at once besides): joined, the pieces are the one JSON document
+    json writes of it, read back as the same record."""
+    source = Source(run=RunKey(3, 1, 1), url="https://github.com/o/r/actions/runs/3")
+    states = [
+        apply_batch(
+            None,
+            Batch(
+                dashboard=DashboardId(title=f"d{index}", category="core"),
+                cells={"test_a": {"torch": Entry(source=source, outcome=Outcome.FAILURE)}},
+            ),
+        ).state
+        for index in range(3)
+    ]
+    record = PagesRecord(
+        folder="out",
+        revision="s:1",
+        style="ivy",
+        files={"README.md": (10, 5)},
+        index={state.key: index_row(state) for state in states},
+    )
+
+    pieces = list(dump_record(record))
+
+    assert len(pieces) == 3 + 2
+    text = "".join(pieces)
+    document = json.loads(text)
+    assert text == json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+    assert list(document) == ["format", "version", "folder", "revision", "style", "files", "index"]
+    (tmp_path / "pages.json").write_text(text, encoding="utf-8")
+    assert read_record(tmp_path / "pages.json") == record
+    empty = "".join(dump_record(PagesRecord(folder="out", revision="s:1", style="ivy")))
+    assert json.loads(empty)["index"] == {}
