@@ -110,11 +110,13 @@ def read_results(
     *,
     known: Mapping[Identity, FileRecord] | None = None,
     record: bool = False,
+    spill: BinaryIO | None = None,
 ) -> Collected:
     """Find and read every result file; refuse a read that would record nothing unsaid.
 
     ``known``: result files the store holds (module docstring); with ``record``, the files read
-    get their records (``Collected.records``).
+    get their records (``Collected.records``); ``spill``: a file the timed cases' texts are
+    written to (results/timed_cases.py).
     """
     with phase(log, "read") as step:
         files, warnings = find_result_files(settings.junit, root=Path.cwd())
@@ -123,7 +125,9 @@ def read_results(
         elif settings.if_no_files_found is not IfNoFilesFound.IGNORE:
             for warning in warnings:
                 log.warning(warning)
-        collector = Collector(Namer(settings.naming_rules()), redactor=settings.redactor())
+        collector = Collector(
+            Namer(settings.naming_rules()), redactor=settings.redactor(), spill=spill
+        )
         skipped = _recorded(files, collector.namer, known or {})
         fresh = [path for path in files if path not in skipped]
         meter = Meter(log, sum(_size(path) for path in fresh), "reading result files")

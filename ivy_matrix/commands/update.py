@@ -24,9 +24,11 @@ fails the step naming the permission it needs: one 403 is never taken for a fork
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import contextlib
+import tempfile
+from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from ivy_matrix.commands.choose_store import (
     REMOTE,
@@ -103,9 +105,30 @@ class _Outcome(NamedTuple):
 
 def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> ExitCode:
     """Run ``ivy-matrix update``; return the exit code. ``remote``: how to reach GitHub."""
+    with _spill_file() as spill:
+        return _update(settings, log, remote, spill)
+
+
+@contextlib.contextmanager
+def _spill_file() -> Iterator[BinaryIO | None]:
+    """A temporary file where the timed cases' texts wait until their durations files are
+    written (results/timed_cases.py), deleted when the update ends; None when none can be
+    made (they are held then)."""
+    try:
+        spill = tempfile.TemporaryFile()  # noqa: SIM115  -- closed below, by the with
+    except OSError:
+        yield None
+        return
+    with spill:
+        yield spill
+
+
+def _update(
+    settings: Settings, log: Log, remote: Remote | None, spill: BinaryIO | None
+) -> ExitCode:
     started = log.clock()
     _check_inputs(settings)
-    inputs = _read_inputs(settings, log)
+    inputs = _read_inputs(settings, log, spill=spill)
     with (
         connect(settings, remote, log) as github,
         spend_on_failure(log, github.spent, warn_percent=settings.budget_warning),
@@ -117,7 +140,7 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
                 "the store no longer holds the results of the result files it recorded (it "
                 "changed while they were read): reading every result file again"
             )
-            inputs = _read_inputs(settings, log, trust_ledger=False)
+            inputs = _read_inputs(settings, log, trust_ledger=False, spill=spill)
             outcome = _record_and_publish(settings, inputs, github, log)
     spend = github.spent()  # the connection is closed: nothing more is sent
     recorded = settings.feeds_dashboards
@@ -152,13 +175,15 @@ def _check_inputs(settings: Settings) -> None:
     )
 
 
-def _read_inputs(settings: Settings, log: Log, *, trust_ledger: bool = True) -> _Inputs:
+def _read_inputs(
+    settings: Settings, log: Log, *, trust_ledger: bool = True, spill: BinaryIO | None = None
+) -> _Inputs:
     """Read this job's result files (skipping those the store already holds, unless not
-    ``trust_ledger``) and the legs'."""
+    ``trust_ledger``) and the legs'; ``spill``: where the timed cases' texts wait."""
     reading = reading_of(settings)
     known, revision = known_files(settings, reading) if trust_ledger else ({}, None)
     results = (
-        read_results(settings, log, known=known, record=reading is not None)
+        read_results(settings, log, known=known, record=reading is not None, spill=spill)
         if settings.junit
         else Collected()
     )

@@ -41,6 +41,7 @@ from ivy_matrix.redaction import REDACT_SHAPES, Redactor
 from ivy_matrix.results.cells import CellResult, Collected, combine_results
 from ivy_matrix.results.junit import cap_name, scan_junit
 from ivy_matrix.results.naming import UNNAMED, Namer, node_prefix, row_name, test_id
+from ivy_matrix.results.timed_cases import TimedCases
 
 
 def place_of(test_file: str, line: str) -> tuple[str, int] | None:
@@ -166,14 +167,20 @@ class Collector:
 
     ``last`` is what the last file read added (None when it could not be read). ``redactor``
     hides the secrets in every text kept (the module docstring; default: the well-known
-    shapes).
+    shapes). ``spill``: a file the timed cases' texts are written to (results/timed_cases.py).
     """
 
-    def __init__(self, namer: Namer, *, redactor: Redactor = REDACT_SHAPES) -> None:
+    def __init__(
+        self,
+        namer: Namer,
+        *,
+        redactor: Redactor = REDACT_SHAPES,
+        spill: BinaryIO | None = None,
+    ) -> None:
         self.namer = namer
         self.redactor = redactor
         self.redact = redactor.cached()
-        self.collected = Collected()
+        self.collected = Collected(durations=TimedCases(spill))
         self.last: Read | None = None
         self._dashboards: list[DashboardId] = []
         self._dashboard_index: dict[DashboardId, int] = {}

@@ -16,14 +16,16 @@ before each name in the text (JSON escapes a string a character at a time, so th
 start and the escaped name are the escaped node id), without a node id string or a line of
 Python per test.
 
-What is held: while the results are read, each file's cases of a start as their encoded
-entries (:class:`~ivy_matrix.results.timed_cases.TimedCases`, 8 MB at 200k test cases instead
-of 17 MB of names and floats); from then to the update's end, each start once beside them
+What is held: each result file's cases of a start as their encoded entries
+(:class:`~ivy_matrix.results.timed_cases.TimedCases`: 8.5 MB at 200k test cases instead of 17
+MB of names and floats), which an update writes to its temporary file as they are read and
+reads back as each file is written: in memory, only where each is and each start once
 (:class:`DurationsFile`). The output folder's file is made, scrubbed by the last guard and
 written a piece at a time (:meth:`DurationsFile.pieces`, about :data:`PIECE` characters of
 entries each; runner/guard.scrub_pieces), never whole; the branch store's commit makes each
 file's whole text (:attr:`DurationsFile.text`) to hash and write it, one at a time. At 200k
-test cases the update's peak memory is 80.5 -> 69.5 MB (bench/README.md).
+test cases the fresh update's peak memory is 80 -> 45 MB (38 MB without durations:
+bench/README.md).
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from ivy_matrix.results.timed_cases import NEXT, TimedCases, decoded, encode, entries
+from ivy_matrix.results.timed_cases import (
+    NEXT,
+    Entries,
+    TimedCases,
+    decoded,
+    encode,
+    entries,
+    text_of,
+)
 from ivy_matrix.state.paths import durations_file
 
 
@@ -40,10 +50,12 @@ class DurationsFile:
     """One backend's durations file, its text made each time it is asked for (once by a
     writer; again by a branch commit that is tried again). ``parts``: each start of its node
     ids, escaped, and what json encoded of its names and seconds, after the first name's
-    opening quote and before the closing brace (``'name": 1.5,\\n"other": 2'``)."""
+    opening quote and before the closing brace (``'name": 1.5,\\n"other": 2'``), held or
+    where the update's temporary file has it (results/timed_cases.py: read back as it is
+    written)."""
 
     path: str
-    parts: tuple[tuple[str, str], ...]
+    parts: tuple[tuple[str, Entries], ...]
 
     @property
     def text(self) -> str:
@@ -57,11 +69,11 @@ class DurationsFile:
         return _pieces(self.parts)
 
 
-def _pieces(parts: tuple[tuple[str, str], ...]) -> Iterator[str]:
+def _pieces(parts: tuple[tuple[str, Entries], ...]) -> Iterator[str]:
     """:meth:`DurationsFile.pieces` of ``parts``."""
     last = len(parts) - 1
     for index, (start, body) in enumerate(parts):
-        cuts = _cut(body)
+        cuts = _cut(text_of(body))
         for number, cut in enumerate(cuts):
             # Each name after its start: a line break inside a name is escaped, so the text
             # between two entries is found nowhere else.
@@ -95,7 +107,8 @@ def durations_files(durations: TimedCases) -> list[DurationsFile]:
     update."""
     files = []
     for backend in sorted(durations.backends()):
-        parts = _parts(durations.take(backend))
+        bodies, colons = durations.take(backend)
+        parts = _parts(bodies, colons=colons)
         if parts:
             files.append(DurationsFile(path=durations_file(backend), parts=parts))
     return files
@@ -103,21 +116,22 @@ def durations_files(durations: TimedCases) -> list[DurationsFile]:
 
 def durations_text(prefixes: Mapping[str, Mapping[str, float]]) -> str | None:
     """One backend's durations file (None when it has no test): by node id, in order."""
-    parts = _parts({start: entries(named) for start, named in prefixes.items() if named})
+    bodies = {start: entries(named) for start, named in prefixes.items() if named}
+    parts = _parts(bodies, colons=any("::" in body for body in bodies.values()))
     return DurationsFile(path="", parts=parts).text if parts else None
 
 
-def _parts(bodies: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+def _parts(bodies: Mapping[str, Entries], *, colons: bool) -> tuple[tuple[str, Entries], ...]:
     """:attr:`DurationsFile.parts` of each start's :func:`~ivy_matrix.results.timed_cases.entries`
-    text (none: no test)."""
-    if any("::" in body for body in bodies.values()):
+    text (none: no test); ``colons``: a name among them holds ``"::"``."""
+    if colons:
         # A name that holds "::" could make the node id of another start's name (numbers
         # and separators hold none): one object, in which a node id twice is written
         # once, with its last seconds (the names of an empty start).
         whole = {
             start + name: seconds
             for start, body in bodies.items()
-            for name, seconds in decoded(body).items()
+            for name, seconds in decoded(text_of(body)).items()
         }
         return (("", entries(whole)),)
     return tuple((encode(start)[1:-1], body) for start, body in bodies.items())

@@ -3,13 +3,16 @@ the durations ``update`` keeps equal an independent sum over the XML."""
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import BinaryIO, ClassVar
 
 import pytest
 
@@ -270,3 +273,47 @@ def test_the_fan_in_commits_each_backends_durations_file_and_the_next_run_replac
         files = git.files("ivy-matrix")
         assert json.loads(files["durations/jax.json"]) == {f"{prefix}test_a[1]": 3.0}
         assert f"{prefix}test_b" in json.loads(files["durations/numpy.json"])
+
+
+class _Spill(io.BytesIO):
+    """The update's temporary file, watched: what it held when it was closed."""
+
+    made: ClassVar[list[_Spill]] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = b""
+        _Spill.made.append(self)
+
+    def close(self) -> None:
+        self.held = self.getvalue()
+        super().close()
+
+
+def _refused() -> BinaryIO:
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("made", [_Spill, _refused], ids=["spilled", "no temporary file"])
+def test_the_timed_cases_wait_in_a_temporary_file_until_the_update_ends(workdir, monkeypatch, made):
+    """The timed cases' texts wait in the update's temporary file (results/timed_cases.py),
+    which is closed (and so deleted) when the update ends; without one, they are held: the
+    durations files are the same."""
+    _Spill.made.clear()
+    monkeypatch.setattr(tempfile, "TemporaryFile", made)
+    cases = "".join(
+        f'<testcase classname="tests.test_m.TestK" name="test_{i}[x]" time="{i / 4}"/>'
+        for i in range(5)
+    )
+    (workdir / "results").mkdir()
+    (workdir / "results" / "torch.xml").write_text(f"<testsuite>{cases}</testsuite>", "utf-8")
+    argv = ["update", "--junit", "results", "--backend", "torch", "--run-id", "3"]
+    assert main([*argv, "--repository", "o/r", "--output-dir", "out"], env={}) == 0
+    written = Path("out/durations/torch.json").read_text(encoding="utf-8")
+    assert json.loads(written) == {f"tests/test_m.py::TestK::test_{i}[x]": i / 4 for i in range(5)}
+    if made is _Spill:
+        (spill,) = _Spill.made
+        assert spill.closed
+        assert spill.held.decode() == written[len('{"tests/test_m.py::TestK::') : -2].replace(
+            '"tests/test_m.py::TestK::', '"'
+        )
