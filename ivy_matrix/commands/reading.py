@@ -54,12 +54,21 @@ ANNOTATIONS = 10
 Identity = tuple[str, int, str]
 
 
+# Chunks read (junit.READ_CHUNK each) waiting for the hashing thread, at most: on a loaded
+# machine that thread can lag, and its queue held 14 of them (1.8 MB) in one fresh update of
+# 200k cases; when it is full, reading waits for it.
+HASH_PENDING = 4
+
+
 class _Hasher:
     """SHA-256 of the bytes of each file as they are read, on a thread of its own: hashlib lets
-    go of the GIL while it hashes, so on a second core this costs the parse no time."""
+    go of the GIL while it hashes, so on a second core this costs the parse no time. At most
+    HASH_PENDING chunks wait for it."""
 
     def __init__(self) -> None:
-        self._chunks: queue.SimpleQueue[tuple[hashlib._Hash, bytes] | None] = queue.SimpleQueue()
+        self._chunks: queue.Queue[tuple[hashlib._Hash, bytes] | None] = queue.Queue(
+            maxsize=HASH_PENDING
+        )
         self._thread = threading.Thread(target=self._run, name="ivy-matrix sha256", daemon=True)
         self._thread.start()
 
