@@ -110,12 +110,14 @@ _GROUPS: tuple[tuple[tuple[_Marker, ...], tuple[Shape, ...]], ...] = (
         ),
     ),
     (
+        # Written as its markers are: a match holds one, whatever else the text holds (a
+        # text in pieces finds the marker in the piece that has the match: Redactor.pieces).
         ("uthorization", "UTHORIZATION"),
         (
             _shape(
                 "Authorization header",
-                r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token)\s+)"
-                r"[A-Za-z0-9+/=._~-]+",
+                r"([Aa](?:uthorization|UTHORIZATION)[\"']?\s*[:=]\s*[\"']?(?i:basic|bearer|token)"
+                r"\s+)[A-Za-z0-9+/=._~-]+",
                 r"\g<1>" + MASK,
             ),
         ),

@@ -10,6 +10,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ivy_matrix.escaping import escape_name
 from ivy_matrix.model import CaseResult
@@ -274,3 +276,54 @@ def test_no_other_shape_matches_across_a_line_break():
         for at in range(len(secret) + 1):
             broken = f"x {secret[:at]}\n{secret[at:]} y"
             assert all("\n" not in m.group() for m in shape.pattern.finditer(broken)), name
+
+
+def test_a_header_is_redacted_alike_whatever_the_rest_of_the_text_holds():
+    """A header is found by its own marker, not one elsewhere in the text: whole and in
+    pieces, a header written in mixed case is left alike (the known gap), where the
+    whole text once redacted it when another line held "Authorization" and a piece
+    without that line did not."""
+    redactor = Redactor()
+    mixed = "authorizaTion: bearer abc123\n"
+    text = f"{_LINES}see the Authorization docs\n{_LINES}{mixed}"
+    at = len(text) - len(mixed)
+    assert "".join(redactor.pieces([text[:at], text[at:]])) == redactor(text) == text
+    assert redactor(f"Authorization: Bearer x\n{mixed}") == f"Authorization: Bearer ***\n{mixed}"
+
+
+# Fragments of every shape and token form, what their frames are made of, and the line
+# breaks and white space a cut may fall in or after.
+_FRAGMENTS = [
+    *KEYS,
+    *sorted(secret_forms(TOKEN)),
+    TOKEN[:20],
+    TOKEN[20:],
+    *(piece for name, key, _ in SAMPLES for piece in (key[: len(key) // 2], key[len(key) // 2 :])),
+    *["\n", "\r\n", " ", "\t", " " * 40, "\\n", ",", "'", '"', ":", "=", "@", "*", MASK, "x"],
+    *["Authorization", "AUTHORIZATION", "authorizaTion", "bearer", "Basic", "TOKEN", " abc.DE"],
+    *["-----BEGIN RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA3Tz2", "-----END RSA PRIVATE KEY-----"],
+    *["://u:", "hooks.slack.com/services/", "eyJ", "é", "\u2028"],
+]
+_FILLERS = [_LINES, " " * _OPEN_REACH, "\n" * _OPEN_REACH, "AAAA\n" * (_CUT_AFTER // 5)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=12).map("".join),
+            st.sampled_from(_FILLERS),
+        ),
+        min_size=1,
+        max_size=8,
+    ).map("".join),
+    st.lists(st.floats(min_value=0, max_value=1), max_size=10),
+)
+def test_any_text_cut_anywhere_is_redacted_in_pieces_as_it_is_whole(text, places):
+    """Texts made of fragments of every shape and token form, with enough between them for
+    the pieces to be cut, given in pieces cut at random places: the pieces redacted join to
+    the text redacted whole."""
+    redactor = Redactor.of([TOKEN])
+    cuts = sorted({round(place * len(text)) for place in places})
+    pieces = [text[begin:end] for begin, end in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    assert "".join(redactor.pieces(pieces)) == redactor(text)
