@@ -113,9 +113,11 @@ def run_update(settings: Settings, log: Log, remote: Remote | None = None) -> Ex
 def _spill_file() -> Iterator[BinaryIO | None]:
     """A temporary file where the timed cases' texts wait until their durations files are
     written (results/timed_cases.py), deleted when the update ends; None when none can be
-    made (they are held then)."""
+    made (they are held then). Unbuffered: a write that fails (a full disk) fails as it is
+    made, and what was written before is there to be read back (a buffer would keep failing
+    to be written, at the next read and at the close)."""
     try:
-        spill = tempfile.TemporaryFile()  # noqa: SIM115  -- closed below, by the with
+        spill = tempfile.TemporaryFile(buffering=0)  # noqa: SIM115  -- closed below, by the with
     except OSError:
         yield None
         return

@@ -5,7 +5,7 @@ by backend, the start of its pytest node id (naming.node_prefix: ``path.py::Clas
 name, for the durations files (views/durations_file.py). :class:`TimedCases` holds them as
 the text those files hold: a result file's cases of one start encoded at once by json's C
 encoder when the file is added (``'name": 1.5,\\n"other": 2'``), not a dict entry, a name and
-a float a test case (at 200k test cases, 8.5 MB of text instead of 17 MB). Handed a file
+a float a test case (at 200k test cases, 8.5 MB of text instead of 17 MB). Handed an unbuffered file
 (``spill``: the update's temporary file, commands/update.py), it writes each text there and
 holds where it is, and the text is read back when its durations file is written (the fresh
 update of 200k test cases peaks 10 MB lower: bench/README.md); a file it cannot write to is
@@ -121,9 +121,11 @@ class TimedCases:
 
     @staticmethod
     def _written(spill: BinaryIO, text: str) -> Spilled:
-        data = text.encode("utf-8", "surrogatepass")  # read back as it was, whatever it is
+        data = memoryview(text.encode("utf-8", "surrogatepass"))  # read back as it was
         offset = spill.seek(0, _FROM_END)
-        spill.write(data)
+        written = 0
+        while written < len(data):  # an unbuffered file may take part, then fail
+            written += spill.write(data[written:])
         return Spilled(spill, offset, len(data))
 
     def backends(self) -> list[str]:
