@@ -1,6 +1,7 @@
 """The durations files: each backend's tests and their seconds, in the form pytest-split reads.
 
-Pure: no I/O. ``durations/<backend>.json`` (paths.durations_file) is one JSON object, each
+Pure: no I/O of its own (what the update's temporary file holds is read back through
+results/timed_cases.py as each file is made). ``durations/<backend>.json`` (paths.durations_file) is one JSON object, each
 test's pytest node id (naming.node_prefix and the case's name: ``path/to/test_x.py::Class::
 test_y[param]``) to its seconds (the sum of its cases' ``time`` in the results an update
 read), one a line, in the order the results gave them, as ``pytest-split`` reads with
