@@ -48,6 +48,7 @@ longer holds what the push expected.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import re
@@ -56,6 +57,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Callable, Collection, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -76,10 +78,10 @@ from ivy_matrix.github.git_process import (
 from ivy_matrix.github.http import CONTENTS_READ, CONTENTS_WRITE
 from ivy_matrix.github.retry import RetryPolicy, Wait
 from ivy_matrix.github.types import RefUpdate, Tree
-from ivy_matrix.runner.guard import scrub
+from ivy_matrix.runner.guard import scrub, scrub_pieces
 from ivy_matrix.runner.pacing import paced
 from ivy_matrix.runner.reporter import Reporter
-from ivy_matrix.stores.tree import git_blob_sha
+from ivy_matrix.stores.tree import Content
 from ivy_matrix.utf8 import utf8_pieces, utf8_size
 
 _T = TypeVar("_T")
@@ -107,6 +109,9 @@ _RACE = re.compile(
 # Tries of a command answered 403 with no word of why (a rate limit or a missing permission)
 # before it is taken for a missing permission.
 DENIED_TRIES = 3
+# Bytes of a scratch file read at a time (a blob given in pieces: GitTransport._write_blob):
+# each is held twice, read and stored, as the object is written (a MiB: 1 MB more at the peak).
+_CHUNK = 1 << 18
 # Of what the server says about a refused push: this many lines, each cut to this length.
 _SAID_LINES = 6
 _SAID_WIDTH = 300
@@ -384,38 +389,64 @@ class GitTransport:
                 raise GitHubAPIError(f"{what} failed: blob {sha[:12]} is not UTF-8 text") from None
         return texts
 
-    def _write_blob(self, text: str) -> str:
-        """Store ``text`` as UTF-8 as a loose object (git's own format), return its sha; a
-        piece at a time, so that a large text (a durations file) is not held again as bytes.
+    def _write_blob(self, content: Content) -> str:
+        """Store ``content`` as UTF-8, as the last guard scrubs it, as a loose object (git's
+        own format); return its sha. A text is scrubbed whole; pieces (a durations file: 5 MB
+        at 200k tests) are made, scrubbed and written to a scratch file a piece at a time,
+        since git's header, which comes first, needs the size of what the guard left; the
+        object is then hashed as it is written. No text is held again as bytes, nor a
+        durations file's text whole."""
+        if isinstance(content, str):
+            text = scrub(content)
+            return self._store(utf8_size(text), utf8_pieces(text))
+        with tempfile.TemporaryFile(dir=self.directory) as scratch:
+            size = 0
+            for text in scrub_pieces(content()):
+                for piece in utf8_pieces(text):
+                    size += scratch.write(piece)
+                del text  # let go before the next piece is made
+            scratch.seek(0)
+            return self._store(size, iter(partial(scratch.read, _CHUNK), b""))
+
+    def _store(self, size: int, data: Iterable[bytes]) -> str:
+        """The loose object of a blob of ``size`` bytes, ``data``, written as it comes and
+        hashed as it is written; its sha.
 
         Stored, not compressed (zlib level 0): the push inflates it and compresses it once,
         into the pack it sends, so compressing it here too was work done twice."""
-        sha = git_blob_sha(text)
-        path = Path(self.directory, "objects", sha[:2], sha[2:])
-        if not path.exists():
+        header = b"blob %d\0" % size
+        digest = hashlib.sha1(header, usedforsecurity=False)
+        objects = Path(self.directory, "objects")
+        temporary = objects / f".blob.{os.getpid()}.tmp"
+        store = zlib.compressobj(0)
+        with temporary.open("wb") as handle:
+            handle.write(store.compress(header))
+            for piece in data:
+                digest.update(piece)
+                handle.write(store.compress(piece))
+            handle.write(store.flush())
+        sha = digest.hexdigest()
+        path = objects / sha[:2] / sha[2:]
+        if path.exists():
+            temporary.unlink()
+        else:
             path.parent.mkdir(exist_ok=True)
-            temporary = path.with_name(f".{sha[2:]}.{os.getpid()}.tmp")
-            store = zlib.compressobj(0)
-            with temporary.open("wb") as handle:
-                handle.write(store.compress(b"blob %d\0" % utf8_size(text)))
-                for piece in utf8_pieces(text):
-                    handle.write(store.compress(piece))
-                handle.write(store.flush())
             temporary.replace(path)
         return sha
 
-    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str:
-        """A tree: ``base_tree`` with each path set to its text, or removed where None.
-        Each text is written as a blob as it comes, so ``files`` may make them one at a time
-        (the branch store renders a page, and lets it go once written)."""
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, Content | None]]) -> str:
+        """A tree: ``base_tree`` with each path set to its content, or removed where None.
+        Each is written as a blob as it comes, so ``files`` may make them one at a time
+        (the branch store renders a page, and lets it go once written); a durations file,
+        given as what makes its pieces, is written a piece at a time (:meth:`_write_blob`)."""
         records = []
-        for path, text in files:
-            if text is None:
+        for path, content in files:
+            if content is None:
                 records.append((path, f"0 {_ZERO}\t{path}"))
             else:
-                blob = self._write_blob(scrub(text))
+                blob = self._write_blob(content)
                 records.append((path, f"100644 {blob}\t{path}"))
-            del text  # let go before the next is made
+            del content  # let go before the next is made
         records.sort()
         with tempfile.TemporaryDirectory(dir=self.directory) as scratch:
             index = str(Path(scratch, "index"))

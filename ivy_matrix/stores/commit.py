@@ -1,8 +1,10 @@
 """What one commit of the branch store writes, from a change's result and what was read.
 
-Pure: values in, ``(path, text)`` pairs (None: delete) out, each made when the writer asks
+Pure: values in, ``(path, content)`` pairs (None: delete) out, each made when the writer asks
 for it, so that a commit holds one page's text at a time (``stores/committer.py`` hands them
-to the remote as they come). Every
+to the remote as they come); a durations file is given as what makes its pieces
+(``stores/tree.Content``), so that it is hashed here and scrubbed and written by the remote a
+piece at a time, never whole. Every
 commit keeps the branch a render of its state: the changed dashboards' documents and pages,
 the index file's summaries of them, the index page drawn from every summary, and
 ``REVISION`` raised by one. Only files whose git blob differs from the tip's
@@ -29,7 +31,7 @@ from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
 from ivy_matrix.state.trend import DEFAULT_POINTS, dashboard_part, join_parts, with_points
 from ivy_matrix.stores.index_file import Summary, dump_index, summarize
 from ivy_matrix.stores.layout import BranchLayout
-from ivy_matrix.stores.tree import Snapshot, git_blob_sha
+from ivy_matrix.stores.tree import Content, Snapshot, git_blob_sha
 from ivy_matrix.views.dashboards import RenderedFile, index_trend, render_page, trend_files
 from ivy_matrix.views.durations_file import DurationsFile
 from ivy_matrix.views.index_page import render_index_page
@@ -68,7 +70,7 @@ def commit_files(
     trend: Trend | None = None,
     fresh: Mapping[DashboardId, Summary] | None = None,
     extra: Sequence[RenderedFile | DurationsFile] = (),
-) -> Iterator[tuple[str, str | None]]:
+) -> Iterator[tuple[str, Content | None]]:
     """The files that differ from ``snapshot`` once ``merged`` is saved (see the module
     docstring), one at a time: each file is made when asked for, and given only where its
     blob differs from the tip's, so a writer can let each page go once written; then the
@@ -88,14 +90,14 @@ def commit_files(
         return
     current = snapshot.tree.files
     given: set[str] = set()  # a file of an old layout two reasons delete is given once
-    for path, text in _wanted(
+    for path, content in _wanted(
         layout, snapshot, merged, summaries, made, style=style, every=every_page, trend=trend,
         extra=extra,
     ):  # fmt: skip
-        if path not in given and _differs(current, path, text):
+        if path not in given and _differs(current, path, content):
             given.add(path)
-            yield path, text
-        del text  # let go before the next file is made (a durations file: 5 MB at 200k tests)
+            yield path, content
+        del content  # let go before the next file is made
     differs = bool(given)
     if differs:
         yield from _index_files(layout, snapshot, summaries)
@@ -111,7 +113,7 @@ def _migration(
     every_page: bool,
     trend: Trend | None,
     extra: Sequence[RenderedFile | DurationsFile],
-) -> dict[str, str | None]:
+) -> dict[str, Content | None]:
     """:func:`commit_files` on a branch read without a valid index: when anything differs,
     layout 2 from now on (every dashboard's document and page, the old files gone)."""
     current = snapshot.tree.files
@@ -121,7 +123,7 @@ def _migration(
             style=style, every=every_page, trend=trend, extra=extra,
         )
     )  # fmt: skip
-    if not any(_differs(current, path, text) for path, text in wanted.items()):
+    if not any(_differs(current, path, content) for path, content in wanted.items()):
         return {}
     summaries = dict(snapshot.summaries)
     again = _wanted(
@@ -129,14 +131,14 @@ def _migration(
         extra=extra,
     )  # fmt: skip
     wanted.update(again)
-    writes = {path: text for path, text in wanted.items() if _differs(current, path, text)}
+    writes = {path: content for path, content in wanted.items() if _differs(current, path, content)}
     writes.update(_index_files(layout, snapshot, summaries))
     return writes
 
 
 def _index_files(
     layout: BranchLayout, snapshot: Snapshot, summaries: Mapping[DashboardId, Summary]
-) -> list[tuple[str, str | None]]:
+) -> list[tuple[str, Content | None]]:
     """The index file and ``REVISION`` of the commit on ``snapshot``."""
     revision = snapshot.revision + 1
     return [
@@ -156,7 +158,7 @@ def _wanted(
     every: bool,
     trend: Trend | None,
     extra: Sequence[RenderedFile | DurationsFile],
-) -> Iterator[tuple[str, str | None]]:
+) -> Iterator[tuple[str, Content | None]]:
     """Every file the commit needs, one at a time (``every``: each dashboard read,
     rewritten; else the changed ones), with ``summaries`` brought up to date (in place) as
     they go: the index page, which needs them all, comes after the dashboards."""
@@ -183,13 +185,19 @@ def _wanted(
     rows = [s.row for s in summaries.values()]
     yield INDEX_NAME, render_index_page(rows, trend=index_trend(trend))
     for file in [*trend_files(trend), *extra]:
-        yield file.path, file.text
+        # A durations file: what makes its pieces (5 MB at 200k tests), never its whole text.
+        yield file.path, file.pieces if isinstance(file, DurationsFile) else file.text
 
 
-def _differs(current: Mapping[str, str], path: str, text: str | None) -> bool:
-    """Whether writing ``text`` at ``path`` (None: deleting it) changes ``current`` (path ->
-    blob sha)."""
-    return path in current if text is None else current.get(path) != git_blob_sha(text)
+def _differs(current: Mapping[str, str], path: str, content: Content | None) -> bool:
+    """Whether writing ``content`` at ``path`` (None: deleting it) changes ``current`` (path
+    -> blob sha): hashed only where ``current`` has the path. The id is that of the text
+    before the last guard's scrub (the remote scrubs what it writes): a text holding a secret
+    the guard conceals is written again each time, with the same blob."""
+    if content is None:
+        return path in current
+    sha = current.get(path)
+    return sha is None or sha != git_blob_sha(content)
 
 
 def branch_trend(

@@ -43,7 +43,7 @@ from ivy_matrix.stores.index_file import Summary, retires_something, summarize
 from ivy_matrix.stores.layout import BranchPlace
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.snapshot import BranchReader
-from ivy_matrix.stores.tree import Snapshot
+from ivy_matrix.stores.tree import Content, Snapshot
 from ivy_matrix.views.dashboards import RenderedFile
 from ivy_matrix.views.durations_file import DurationsFile
 
@@ -148,17 +148,17 @@ class Committer:
         )
 
     def _remembered(
-        self, files: Iterable[tuple[str, str | None]], written: list[str]
-    ) -> Iterator[tuple[str, str | None]]:
+        self, files: Iterable[tuple[str, Content | None]], written: list[str]
+    ) -> Iterator[tuple[str, Content | None]]:
         """``files`` as the remote writes them, one at a time (a page is let go once
         written), their paths added to ``written``; the state files and the trend are cached
         for the next read (content-addressed: right whether or not this commit lands)."""
-        for path, text in files:
+        for path, content in files:
             written.append(path)
-            if text is not None and (self.layout.in_state_dir(path) or path == TREND_NAME):
-                self.reader.remember(text)
-            yield path, text
-            del text  # let go before the next file is made (commit_files)
+            if isinstance(content, str) and (self.layout.in_state_dir(path) or path == TREND_NAME):
+                self.reader.remember(content)
+            yield path, content
+            del content  # let go before the next file is made (commit_files)
 
     def _fresh_root(self, snapshot: Snapshot) -> bool:
         """Whether the commit on ``snapshot`` starts the branch afresh (module docstring)."""
@@ -185,7 +185,7 @@ class Committer:
 
     def _files(
         self, snapshot: Snapshot, merged: Merged, *, fresh: Mapping[DashboardId, Summary]
-    ) -> Iterator[tuple[str, str | None]]:
+    ) -> Iterator[tuple[str, Content | None]]:
         """What committing ``merged`` (with the store's trend) on ``snapshot`` writes, made one
         at a time (none: nothing differs). ``fresh``: summaries already made of ``merged``'s
         states."""

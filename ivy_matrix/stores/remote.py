@@ -24,7 +24,7 @@ from typing import Protocol, TypeVar
 from ivy_matrix.github.git_process import GitUnavailableError
 from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.runner.log import Progress
-from ivy_matrix.stores.tree import TreeListing
+from ivy_matrix.stores.tree import Content, TreeListing
 
 _R = TypeVar("_R")
 
@@ -51,7 +51,9 @@ class BranchRemote(Protocol):
 
     def texts(self, shas: Collection[str]) -> dict[str, str]: ...
 
-    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str: ...
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, Content | None]]) -> str:
+        """A tree: ``base_tree`` with each path set to its content, or removed where None."""
+        ...
 
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str: ...
 
@@ -125,8 +127,16 @@ class RestRemote:
     def texts(self, shas: Collection[str]) -> dict[str, str]:
         return self.client.get_blob_texts(self.repo, shas) if shas else {}
 
-    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str:
-        return self.client.create_tree(self.repo, base_tree, dict(files))
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, Content | None]]) -> str:
+        """The tree, by the REST API (``create_tree``: one request, a large file's blob sent
+        in one of its own first), whose JSON bodies hold each text whole: a file given in
+        pieces (a durations file) is made whole here, and every text is held until the tree
+        is written (the git transport writes each a piece at a time as it comes)."""
+        texts = {
+            path: content if content is None or isinstance(content, str) else "".join(content())
+            for path, content in files
+        }
+        return self.client.create_tree(self.repo, base_tree, texts)
 
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:
         return self.client.create_commit(self.repo, message, tree, list(parents))
@@ -208,7 +218,7 @@ class AutoRemote:
     def texts(self, shas: Collection[str]) -> dict[str, str]:
         return self._active().texts(shas)
 
-    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str:
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, Content | None]]) -> str:
         return self._active().write_tree(base_tree, files)
 
     def write_commit(self, message: str, tree: str, parents: Sequence[str]) -> str:

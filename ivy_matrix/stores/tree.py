@@ -7,7 +7,7 @@ decides from them what a commit writes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -26,13 +26,26 @@ class TreeListing(Protocol):
     def files(self) -> Mapping[str, str]: ...
 
 
-def git_blob_sha(text: str) -> str:
-    """The git object id of a blob holding ``text`` as UTF-8 (``git hash-object``), hashed a
-    million characters at a time: a large text (a durations file of 200k tests is 5 MB) is not
-    held again as bytes, nor the blob whole."""
-    digest = hashlib.sha1(b"blob %d\0" % utf8_size(text), usedforsecurity=False)
-    for piece in utf8_pieces(text):
-        digest.update(piece)
+# What a file of a commit holds: a text, or what makes its pieces afresh each time it is called
+# (a durations file, 5 MB at 200k tests: views/durations_file.py), so that it is hashed and
+# written a piece at a time, never held whole.
+Content = str | Callable[[], Iterable[str]]
+
+
+def git_blob_sha(content: Content) -> str:
+    """The git object id of a blob holding ``content`` as UTF-8 (``git hash-object``), hashed
+    a million characters at a time: a large text is not held again as bytes, nor the blob
+    whole. Pieces are made twice: git's header, first, needs their size."""
+    if isinstance(content, str):
+        size = utf8_size(content)
+        texts: Iterable[str] = (content,)
+    else:
+        size = sum(map(utf8_size, content()))
+        texts = content()
+    digest = hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
+    for text in texts:
+        for piece in utf8_pieces(text):
+            digest.update(piece)
     return digest.hexdigest()
 
 

@@ -21,12 +21,12 @@ What is held: each result file's cases of a start as their encoded entries
 (:class:`~ivy_matrix.results.timed_cases.TimedCases`: 8.5 MB at 200k test cases instead of 17
 MB of names and floats), which an update writes to its temporary file as they are read and
 reads back as each file is written: in memory, only where each is and each start once
-(:class:`DurationsFile`). The output folder's file is made, scrubbed by the last guard and
-written a piece at a time (:meth:`DurationsFile.pieces`, about :data:`PIECE` characters of
-entries each; runner/guard.scrub_pieces), never whole; the branch store's commit makes each
-file's whole text (:attr:`DurationsFile.text`) to hash and write it, one at a time. At 200k
-test cases the fresh update's peak memory is 80 -> 45 MB (38 MB without durations:
-bench/README.md).
+(:class:`DurationsFile`). Each file is made, scrubbed by the last guard and written a piece at
+a time (:meth:`DurationsFile.pieces`, about :data:`PIECE` characters of entries each;
+runner/guard.scrub_pieces), never whole: in the output folder, and on the branch over git,
+which hashes it so too (stores/commit.py); only the REST transport, which sends each file in
+one request, makes it whole. At 200k test cases the fresh update's peak memory is 80 -> 45 MB
+(38 MB without durations: bench/README.md); over git, 62 -> 54 MB.
 """
 
 from __future__ import annotations
@@ -48,24 +48,19 @@ from ivy_matrix.state.paths import durations_file
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DurationsFile:
-    """One backend's durations file, its text made each time it is asked for (once by a
-    writer; again by a branch commit that is tried again). ``parts``: each start of its node
-    ids, escaped, and what json encoded of its names and seconds, after the first name's
-    opening quote and before the closing brace (``'name": 1.5,\\n"other": 2'``), held or
-    where the update's temporary file has it (results/timed_cases.py: read back as it is
-    written)."""
+    """One backend's durations file, its text made a piece at a time each time it is asked
+    for (by a writer; again by a branch commit that hashes it, or is tried again). ``parts``:
+    each start of its node ids, escaped, and what json encoded of its names and seconds,
+    after the first name's opening quote and before the closing brace (``'name": 1.5,\\n"other":
+    2'``), held or where the update's temporary file has it (results/timed_cases.py: read back
+    as it is written)."""
 
     path: str
     parts: tuple[tuple[str, Entries], ...]
 
-    @property
-    def text(self) -> str:
-        """The whole text (the branch store's commit hashes and writes it)."""
-        return "".join(_pieces(self.parts))
-
     def pieces(self) -> Iterator[str]:
         """The text a start's names at a time, at most about :data:`PIECE` characters of
-        them (the output folder's writer writes it so: targets/files.py): each piece ends
+        them (the writers write it so: targets/files.py, the branch store): each piece ends
         with a line break."""
         return _pieces(self.parts)
 
@@ -119,7 +114,7 @@ def durations_text(prefixes: Mapping[str, Mapping[str, float]]) -> str | None:
     """One backend's durations file (None when it has no test): by node id, in order."""
     bodies = {start: entries(named) for start, named in prefixes.items() if named}
     parts = _parts(bodies, colons=any("::" in body for body in bodies.values()))
-    return DurationsFile(path="", parts=parts).text if parts else None
+    return "".join(_pieces(parts)) if parts else None
 
 
 def _parts(bodies: Mapping[str, Entries], *, colons: bool) -> tuple[tuple[str, Entries], ...]:

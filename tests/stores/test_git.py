@@ -9,9 +9,7 @@ this machine runs git.
 
 from __future__ import annotations
 
-import json
 import statistics
-import weakref
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
@@ -22,6 +20,8 @@ from ivy_matrix.github.types import RefUpdate
 from ivy_matrix.model import DashboardState
 from ivy_matrix.results.timed_cases import TimedCases
 from ivy_matrix.stores import Saved, commit, committer
+from ivy_matrix.stores.tree import Content
+from ivy_matrix.views import durations_file
 from ivy_matrix.views.dashboards import RenderedFile, render_page
 from ivy_matrix.views.durations_file import DurationsFile, durations_files
 from ivy_matrix.views.style import Style
@@ -221,10 +221,10 @@ class CountingTransport(GitTransport):
         self.rendered = rendered
         self.seen: list[int] = []
 
-    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, str | None]]) -> str:
+    def write_tree(self, base_tree: str | None, files: Iterable[tuple[str, Content | None]]) -> str:
         self.seen.append(self.rendered[0])
 
-        def noted() -> Iterator[tuple[str, str | None]]:
+        def noted() -> Iterator[tuple[str, Content | None]]:
             for item in files:
                 self.seen.append(self.rendered[0])
                 yield item
@@ -256,34 +256,46 @@ def test_a_commit_renders_each_page_as_it_writes_it(monkeypatch: pytest.MonkeyPa
     assert sorted(set(transport.seen)) == list(range(len(DASHBOARDS) + 1))
 
 
-class _Text(str):  # noqa: SLOT000  -- no slots: its weak reference is the point
-    """A file's text that can be watched (a weak reference): whether anything still holds it."""
+def test_a_durations_file_is_hashed_scrubbed_and_written_a_piece_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Over git, no durations file's whole text is ever made (5 MB each at 200k tests; the
+    old commit made each whole to hash and to write it): on a new branch each is made once,
+    a piece at a time, as it is scrubbed and written; where the branch has it, twice more
+    before (its size, then its blob id), and written only when it differs. The blobs are
+    git's own (the real remote takes the push) and hold the text whole."""
+    monkeypatch.setattr(durations_file, "PIECE", 40)  # several pieces a file
+    made: list[tuple[str, str]] = []
 
-
-def test_each_durations_text_is_let_go_before_the_next_is_made(monkeypatch: pytest.MonkeyPatch):
-    """Over git, a commit holds one durations file's text at a time (5 MB each at 200k tests):
-    when the next is made, nothing holds the one written before (the store's generators and
-    the transport's loop held it until the next came)."""
-    made: list[weakref.ref[_Text]] = []
-    held_when_made: list[int] = []
-
-    def watched(_file: DurationsFile, made_now: str) -> str:
-        held_when_made.append(sum(ref() is not None for ref in made))
-        text = _Text(made_now)
-        made.append(weakref.ref(text))
+    def seen(file: DurationsFile, text: str) -> str:
+        made.append((file.path, text))
         return text
 
-    watch_texts(monkeypatch, watched)
-    seconds = {name: {"t.py::": {f"test_{name}[{i}]": i / 4 for i in range(50)}} for name in "abc"}
-    files = durations_files(TimedCases.of(seconds))
+    watch_texts(monkeypatch, seen)
+
+    def files(seconds: float) -> tuple[DurationsFile, ...]:
+        timed = {
+            name: {"t.py::": {f"test_{name}[{i}]": seconds + i for i in range(20)}} for name in "ab"
+        }
+        return tuple(durations_files(TimedCases.of(timed)))
+
     with GitServer() as server:
-        transport = git_transport(server, "leg-00")
-        try:
-            run_leg(None, 0, stored={"remote": transport, "extra": tuple(files)})
-        finally:
-            transport.close()
-        on_branch = server.files(BRANCH)
-    assert held_when_made == [0, 0, 0]
-    assert [json.loads(on_branch[f"durations/{name}.json"]) for name in "abc"] == [
-        {f"t.py::test_{name}[{i}]": i / 4 for i in range(50)} for name in "abc"
-    ]
+        for leg, seconds in enumerate([0.5, 0.25, 0.25]):  # new, changed, the same
+            durations = files(seconds)
+            texts = {file.path: "".join(file.pieces()) for file in durations}
+            pieces = len(list(durations[0].pieces()))
+            made.clear()
+            transport = git_transport(server, f"leg-{leg:02d}")
+            try:
+                saved = run_leg(None, leg, stored={"remote": transport, "extra": durations})
+            finally:
+                transport.close()
+            on_branch = server.files(BRANCH)
+            assert {path: on_branch[path].decode() for path in texts} == texts
+            assert not any(text == texts[path] for path, text in made)  # never whole
+            hashed, sent = 2 * (leg > 0), leg < 2  # the branch has them; leg 2 brings the same
+            assert Counter(path for path, _ in made) == dict.fromkeys(
+                texts, pieces * (hashed + sent)
+            )
+            assert [path for path in saved.written if path in texts] == sorted(texts) * sent
+            assert pieces > 3

@@ -47,7 +47,7 @@ def test_each_backend_with_a_test_has_a_file_one_node_id_a_line():
         )
     )
     assert [f.path for f in files] == ["durations/torch.json"]
-    assert files[0].text == (
+    assert "".join(files[0].pieces()) == (
         '{"t.py::test_a[1]": 0.5,\n"t.py::test_a[2]": 1.25,\n"t.py::K::b": 2.0}\n'
     )
 
