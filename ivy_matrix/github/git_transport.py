@@ -78,7 +78,8 @@ from ivy_matrix.github.git_process import (
 from ivy_matrix.github.http import CONTENTS_READ, CONTENTS_WRITE
 from ivy_matrix.github.retry import RetryPolicy, Wait
 from ivy_matrix.github.types import RefUpdate, Tree
-from ivy_matrix.runner.guard import scrub, scrub_pieces
+from ivy_matrix.runner.files import write_scrubbed
+from ivy_matrix.runner.guard import scrub
 from ivy_matrix.runner.pacing import paced
 from ivy_matrix.runner.reporter import Reporter
 from ivy_matrix.stores.tree import Content
@@ -400,11 +401,7 @@ class GitTransport:
             text = scrub(content)
             return self._store(utf8_size(text), utf8_pieces(text))
         with tempfile.TemporaryFile(dir=self.directory) as scratch:
-            size = 0
-            for text in scrub_pieces(content()):
-                for piece in utf8_pieces(text):
-                    size += scratch.write(piece)
-                del text  # let go before the next piece is made
+            size = write_scrubbed(scratch, content())
             scratch.seek(0)
             return self._store(size, iter(partial(scratch.read, _CHUNK), b""))
 

@@ -11,6 +11,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from ivy_matrix.errors import InputError
 from ivy_matrix.runner.guard import scrub, scrub_pieces
@@ -34,9 +35,7 @@ def write_atomic(path: Path, text: str | Iterable[str], *, sync: bool = True) ->
     fd, temp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
-            for scrubbed in (scrub(text),) if isinstance(text, str) else scrub_pieces(text):
-                for piece in utf8_pieces(scrubbed):
-                    handle.write(piece)
+            write_scrubbed(handle, text)
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())
@@ -44,6 +43,18 @@ def write_atomic(path: Path, text: str | Iterable[str], *, sync: bool = True) ->
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def write_scrubbed(handle: BinaryIO, text: str | Iterable[str]) -> int:
+    """Write ``text`` to ``handle`` as UTF-8, as the last guard scrubs it (whole, or, given in
+    pieces, a part at a time: runner/guard.scrub_pieces, never held whole); return the bytes
+    written."""
+    size = 0
+    for scrubbed in (scrub(text),) if isinstance(text, str) else scrub_pieces(text):
+        for piece in utf8_pieces(scrubbed):
+            size += handle.write(piece)
+        del scrubbed  # let go before the next part is made
+    return size
 
 
 def _create_temp(path: Path) -> tuple[int, Path]:
