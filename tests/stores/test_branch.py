@@ -22,7 +22,7 @@ from ivy_matrix.state.fold import merge_batches
 from ivy_matrix.state.merge import Batch
 from ivy_matrix.state.statefile import dump_state
 from ivy_matrix.stores import Saved
-from ivy_matrix.views.durations_file import DurationsFile, durations_files
+from ivy_matrix.views.durations_file import durations_files
 from tests.concurrency import at_once
 from tests.github.budget import RACING
 from tests.stores.helpers import (
@@ -42,7 +42,7 @@ from tests.stores.helpers import (
     run_leg,
     store,
 )
-from tests.views.durations import watch_texts
+from tests.views.durations import pieces_made
 
 LAYOUT = (
     f"{STATE_DIR}/INDEX",
@@ -297,13 +297,7 @@ def test_a_durations_file_is_made_for_each_try_and_lands_with_the_commit(memory,
     """The durations files (made when they are written: views/durations_file.py) go into the
     update's one commit; a commit that loses the branch makes them again for the next try,
     from what they hold, and the commit that lands has them whole."""
-    made: list[str] = []
-
-    def counted(file: DurationsFile, text: str) -> str:
-        made.append(file.path)
-        return text
-
-    watch_texts(monkeypatch, counted)
+    made = pieces_made(monkeypatch)
     files = durations_files(
         TimedCases.of({"jax": {"t.py::K::": {"a[1]": 1.5, "b": 2.0}}, "numpy": {}})
     )

@@ -20,7 +20,7 @@ from ivy_matrix.views.dashboards import RenderedFile, render_files
 from ivy_matrix.views.durations_file import DurationsFile, durations_files
 from ivy_matrix.views.index_page import index_row
 from ivy_matrix.views.style import Style
-from tests.views.durations import watch_texts
+from tests.views.durations import pieces_made, watch_texts
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -152,13 +152,7 @@ def test_a_large_file_is_compared_and_written_without_its_text_held_again_as_byt
 def test_each_durations_file_is_made_once_as_it_is_written(tmp_path, monkeypatch):
     """A durations file's text is made when it is written, once (it is not held between
     the update's reading and its end): then compared with the folder's file, and written."""
-    made: list[str] = []
-
-    def counted(file: DurationsFile, text: str) -> str:
-        made.append(file.path)
-        return text
-
-    watch_texts(monkeypatch, counted)
+    made = pieces_made(monkeypatch)
     files = durations_files(
         TimedCases.of({"jax": {"t.py::": {"a": 1.5}}, "torch": {"t.py::": {"a": 2.0}}})
     )

@@ -20,3 +20,16 @@ def watch_texts(monkeypatch: pytest.MonkeyPatch, seen: Callable[[DurationsFile, 
             yield seen(file, piece)
 
     monkeypatch.setattr(DurationsFile, "pieces", watched)
+
+
+def pieces_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The path of a :class:`DurationsFile` each time a piece of its text is made, in order
+    (the list grows as the writers make them)."""
+    made: list[str] = []
+
+    def counted(file: DurationsFile, text: str) -> str:
+        made.append(file.path)
+        return text
+
+    watch_texts(monkeypatch, counted)
+    return made
