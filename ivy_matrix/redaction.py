@@ -267,14 +267,17 @@ class Redactor:
             yield self("".join(texts))
             return
         held = ""
+        cut = 0  # just after the last line break in ``held`` (0: none): each part looked at once
         for text in texts:
+            found = text.rfind("\n") + 1
+            if found:
+                cut = len(held) + found
             held += text
             if len(held) < _CUT_AFTER:
                 continue
-            cut = held.rfind("\n") + 1
             if cut and not _open(held, cut):
                 yield self(held[:cut])
-                held = held[cut:]
+                held, cut = held[cut:], 0
         if held:
             yield self(held)
 
