@@ -18,6 +18,7 @@ from ivy_matrix.model import CaseResult
 from ivy_matrix.redaction import (
     _CUT_AFTER,
     _OPEN_REACH,
+    _PROBES,
     MASK,
     SHAPES,
     Redactor,
@@ -108,6 +109,57 @@ def test_every_shape_has_its_keys_above():
 def test_names_and_messages_near_a_shape_are_left_alone(text):
     """What only looks like the start of a key is not one."""
     assert redact_shapes(text) == text
+
+
+def _every_shape(text: str) -> str:
+    """``text`` with every shape applied in order, none passed over: what the probes skip."""
+    for shape in SHAPES:
+        text = shape.pattern.sub(shape.replacement, text)
+    return text
+
+
+def _probed(shape_name: str, match: str) -> bool:
+    return any(shape_name in probe.shapes and probe.holds(match) for probe in _PROBES)
+
+
+def test_every_match_of_a_shape_holds_a_probe_of_that_shape():
+    """A shape is applied only when one of its probes is in the text: each key, and each
+    match of any shape in the texts near one, holds a probe naming its shape (its rare
+    character and its marker)."""
+    assert {name for probe in _PROBES for name in probe.shapes} == {s.name for s in SHAPES}
+    texts = [f"x {key} y" for key in KEYS] + [key.lower() for key in KEYS] + NOT_SECRETS
+    matches = 0
+    for text in texts:
+        for shape in SHAPES:
+            for match in shape.pattern.finditer(text):
+                matches += 1
+                assert _probed(shape.name, match.group()), (shape.name, match.group())
+    assert matches >= len(KEYS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                *KEYS,
+                *(k[: len(k) // 2] for k in KEYS),
+                *(k[len(k) // 2 :] for k in KEYS),
+                *["gh", "p_", "hf", "_", "xo", "x", "k", "-", "sk", "_live", "AK", "IA", "eyJ"],
+                *["Authorization: token ", "UTHORIZATION", "://u:", "@", "npm", "glpat", " "],
+                *["https://", "hooks.slack.com/services/", "pypi-AgE", "PRIVATE KEY", "\n"],
+            ]
+        ),
+        max_size=16,
+    ).map("".join)
+)
+def test_the_shapes_found_by_the_probes_redact_as_every_shape_would(text):
+    """Texts made of keys, their halves and their markers' parts: applying the shapes the
+    probes found gives what applying every shape in order gives."""
+    assert redact_shapes(text) == _every_shape(text)
+    for shape in SHAPES:
+        for match in shape.pattern.finditer(text):
+            assert _probed(shape.name, match.group()), (shape.name, match.group())
 
 
 @pytest.mark.corpus
