@@ -35,7 +35,7 @@ result.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -102,7 +102,13 @@ def classify(results: Iterable[BackendResult]) -> dict[str, Kind]:
     for result in results:
         if result.outcome is Outcome.FAILURE:
             groups[result.signature] = groups.get(result.signature, 0) + 1
-    if any(r.outcome in _PASSING for r in results):
+    return _classified(groups, passing=any(r.outcome in _PASSING for r in results))
+
+
+def _classified(groups: Mapping[str, int], *, passing: bool) -> dict[str, Kind]:
+    """The kind of each signature, from how many backends fail with it (``groups``) and
+    whether some backend passed."""
+    if passing:
         return dict.fromkeys(groups, Kind.BACKEND_SPECIFIC)
     agreeing = any(count > 1 for count in groups.values())
     kinds = {}
@@ -163,8 +169,40 @@ def state_groups(state: DashboardState) -> list[RowGroups]:
 
 
 def dashboard_kinds(state: DashboardState) -> tuple[KindCount, ...]:
-    """A dashboard's failures by kind, by each cell's newest result (the index's line)."""
-    return kind_counts(state_groups(state))
+    """A dashboard's failures by kind, by each cell's newest result (the index's line): what
+    ``kind_counts(state_groups(state))`` counts, from the cells themselves (no result or
+    group made), each set of cell objects the failing rows hold (rows alike share them)
+    classified once."""
+    names = state.backend_names
+    failure = Outcome.FAILURE
+    counts: Counter[tuple[Kind, tuple[str, ...]]] = Counter()
+    found: dict[tuple[int, ...], list[tuple[Kind, tuple[str, ...]]]] = {}
+    for row in state.rows:
+        cells = row.cells
+        for held in cells.values():
+            if held.entries[0].outcome is failure:
+                break
+        else:
+            continue  # the usual row: no backend fails
+        key = tuple(map(id, map(cells.get, names)))
+        kinds = found.get(key)
+        if kinds is None:
+            failing: dict[str, list[str]] = {}
+            passing = False
+            for name in names:
+                cell = cells.get(name)
+                if cell is not None:
+                    latest = cell.entries[0]
+                    if latest.outcome is failure:
+                        failing.setdefault(latest.signature, []).append(name)
+                    elif latest.outcome in _PASSING:
+                        passing = True
+            classified = _classified(
+                {signature: len(b) for signature, b in failing.items()}, passing=passing
+            )
+            kinds = found[key] = _row_kinds(classified.items(), failing)
+        counts.update(kinds)
+    return _ordered(counts)
 
 
 # ----------------------------------------------------------------------------- signatures
@@ -250,16 +288,32 @@ def kind_counts(rows: Iterable[RowGroups | KindCount]) -> tuple[KindCount, ...]:
     for row in rows:
         if isinstance(row, KindCount):
             counts[row.kind, row.backends] += row.rows
-            continue
-        by_signature = row.by_signature
-        for signature, kind in row.kinds:
-            if kind is Kind.BACKEND_SPECIFIC:
-                counts[kind, tuple(sorted(by_signature[signature]))] += 1
-            elif kind is Kind.SHARED:
-                counts[kind, ()] += 1
-        # A row whose backends all disagree is one divergent failure, however many they are.
-        if any(kind is Kind.DIVERGENT for _, kind in row.kinds):
-            counts[Kind.DIVERGENT, ()] += 1
+        else:
+            counts.update(_row_kinds(row.kinds, row.by_signature))
+    return _ordered(counts)
+
+
+def _row_kinds(
+    kinds: Iterable[tuple[str, Kind]], by_signature: Mapping[str, Sequence[str]]
+) -> list[tuple[Kind, tuple[str, ...]]]:
+    """What a failing row counts: each of its signatures' kind (with its failing backends
+    when backend-specific), a row whose backends all disagree once as divergent."""
+    found: list[tuple[Kind, tuple[str, ...]]] = []
+    divergent = False
+    for signature, kind in kinds:
+        if kind is Kind.BACKEND_SPECIFIC:
+            found.append((kind, tuple(sorted(by_signature[signature]))))
+        elif kind is Kind.SHARED:
+            found.append((kind, ()))
+        else:
+            divergent = True
+    # A row whose backends all disagree is one divergent failure, however many they are.
+    if divergent:
+        found.append((Kind.DIVERGENT, ()))
+    return found
+
+
+def _ordered(counts: Counter[tuple[Kind, tuple[str, ...]]]) -> tuple[KindCount, ...]:
     ordered = sorted(counts.items(), key=lambda item: (_RANK[item[0][0]], -item[1], item[0][1]))
     return tuple(KindCount(kind=k, backends=b, rows=n) for (k, b), n in ordered)
 

@@ -10,6 +10,7 @@ from ivy_matrix.explain.grouping import (
     Kind,
     KindCount,
     classify,
+    dashboard_kinds,
     group_row,
     kind_counts,
     kind_line,
@@ -255,3 +256,48 @@ def test_rows_no_backend_fails_in_are_passed_over_without_a_result_each(monkeypa
     monkeypatch.setattr(grouping, "BackendResult", Counted)
     assert seen(state_groups(state)) == expected
     assert made == ["torch", "jax"]
+
+
+def test_a_dashboards_kinds_are_classified_once_for_each_set_of_cells_its_rows_share(
+    monkeypatch,
+):
+    """The index's kinds of a dashboard are what its failing rows' groups count, found from
+    the cells (no result made) and each set of cell objects the rows hold (rows alike share
+    them) classified once, however many rows hold it."""
+    from ivy_matrix.explain import grouping
+
+    line = "AssertionError: torch.float32 0 != 1"
+    failing = replace(entry(100, F), message=line, signature=SIGNER.signature(line, "torch"))
+    jax_line = line.replace("torch", "jax")
+    jax_failing = replace(failing, message=jax_line, signature=SIGNER.signature(jax_line, "jax"))
+    state = state_of(
+        {
+            "t_both": {"torch": [failing], "jax": [jax_failing]},
+            "t_torch": {"torch": [failing], "jax": [entry(100, S)]},
+            "t_jax": {"torch": [entry(100, K)], "jax": [replace(failing, message="E: x")]},
+            "t_apart": {"torch": [failing], "jax": [replace(failing, signature="other")]},
+            "t_pass": {"torch": [entry(100, S)], "jax": [entry(100, S)]},
+        }
+    )
+    rows = tuple(row._replace(name=f"{row.name}{copy}") for copy in range(50) for row in state.rows)
+    many = replace(state, rows=rows)
+    expected = kind_counts(state_groups(many))
+    assert expected == (
+        KindCount(kind=Kind.SHARED, backends=(), rows=50),
+        KindCount(kind=Kind.BACKEND_SPECIFIC, backends=("jax",), rows=50),
+        KindCount(kind=Kind.BACKEND_SPECIFIC, backends=("torch",), rows=50),
+        KindCount(kind=Kind.DIVERGENT, backends=(), rows=50),
+    )
+    made: list[object] = []
+    monkeypatch.setattr(grouping, "BackendResult", lambda **fields: made.append(fields))
+    classified: list[object] = []
+    kinds_of = grouping._classified
+
+    def counted(groups: dict[str, int], *, passing: bool) -> dict[str, Kind]:
+        classified.append(groups)
+        return kinds_of(groups, passing=passing)
+
+    monkeypatch.setattr(grouping, "_classified", counted)
+    assert dashboard_kinds(many) == expected
+    assert made == []
+    assert len(classified) <= len(state.rows)
