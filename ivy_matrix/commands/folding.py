@@ -18,7 +18,7 @@ from ivy_matrix.model import DashboardId, DashboardState
 from ivy_matrix.results.cells import Collected
 from ivy_matrix.results.signature import Signer
 from ivy_matrix.runner.log import Log
-from ivy_matrix.state.fold import Merged, merge_batches
+from ivy_matrix.state.fold import Merged, held_backends, held_runs, merge_batches
 from ivy_matrix.stores import Change
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def _partialchange_of(
         run_id = settings.run_id
         if run_id is None:
             # Not on GitHub Actions: number local runs after everything the store has seen.
-            run_id = max((s.runs[0] for s in states.values() if s.runs), default=0) + 1
+            run_id = max(held_runs(states), default=0) + 1
             if announce and run_id not in said:
                 said.append(run_id)
                 log.info(f"no run id given: recording these results as local run {run_id}")
@@ -117,7 +117,7 @@ def _warn_partial_run(
     """A local run that brings only some of the store's backends is a run of its own in the
     trend, where the others did not run: say so, and how to record them as one run."""
     brought = set(collected.backends)
-    missing = sorted({b for s in states.values() for b in s.backend_names} - brought)
+    missing = sorted(set(held_backends(states)) - brought)
     if not brought or not missing:
         return
     shown = ", ".join(missing[:BACKENDS_NAMED]) + (", ..." if len(missing) > BACKENDS_NAMED else "")

@@ -31,6 +31,19 @@ def write_atomic(path: Path, text: str | Iterable[str], *, sync: bool = True) ->
     new; files rendered from the state (the output folder's pages) need not wait for that: a
     page a crash cut short differs from its record, and is rendered again.
     """
+    temp = write_beside(path, text, sync=sync)
+    try:
+        temp.replace(path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def write_beside(path: Path, text: str | Iterable[str], *, sync: bool = True) -> Path:
+    """:func:`write_atomic` but its last step: ``text`` in a new temporary file beside
+    ``path``, whose path it returns, for the caller to replace ``path`` with (``Path.replace``)
+    or remove. A store that must put several files in place only once all are made (the local
+    store, as it folds one dashboard at a time) writes each this way first."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = _create_temp(path)
     try:
@@ -39,10 +52,10 @@ def write_atomic(path: Path, text: str | Iterable[str], *, sync: bool = True) ->
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())
-        temp.replace(path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+    return temp
 
 
 def write_scrubbed(handle: BinaryIO, text: str | Iterable[str]) -> int:

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ivy_matrix.jsonshape import MalformedError, expect_list, expect_object
-from ivy_matrix.model import NO_TIMES, Cell, DashboardState, Entry, Row, RunKey, Seen
+from ivy_matrix.model import NO_TIMES, Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
 from ivy_matrix.state.durations import CODE_WIDTH, aligned, is_codes, read_times
 from ivy_matrix.state.records import (
     FORMAT,
@@ -197,6 +197,38 @@ def column_lines(text: str) -> dict[str, str]:
             return {}
         found[backend] = column
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What a document says of its whole dashboard before its rows: which one it is, the run
+    ids it holds and its backends (read without the rest)."""
+
+    dashboard: DashboardId
+    runs: tuple[int, ...]
+    backends: tuple[str, ...]
+
+
+HEAD_END = ',"rows":['
+"""What follows the part of a document :func:`head_of` reads (:func:`dump_columns` writes
+the title, category, runs and backends first; no JSON string holds a bare quote)."""
+
+
+def head_of(start: str) -> Head | None:
+    """The :class:`Head` of a document :func:`dump_columns` wrote, from its text up to
+    :data:`HEAD_END`; None when that is not such a start (another layout: read it whole)."""
+    try:
+        document = json.loads(start + "}")
+        if (
+            not isinstance(document, dict)
+            or document.get("format") != FORMAT
+            or document.get("version") not in COLUMNS_VERSIONS
+        ):
+            return None
+        dashboard, backends = read_head(document)
+        return Head(dashboard, read_runs(document), tuple(name for name, _ in backends))
+    except (KeyError, ValueError, IndexError, TypeError, RecursionError):
+        return None
 
 
 def _at(value: object, cells: int) -> list[int | None]:

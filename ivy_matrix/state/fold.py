@@ -1,15 +1,17 @@
 """The changes a store folds in: one update's results, or a prune, as a typed :class:`Merged`.
 
-Pure: no I/O. :func:`merge_batches` applies an update's batches (merge.py) and then the
-retirement policy over the whole store (retirement.py); :func:`prune_change` removes what
-``prune`` names. Both are safe to repeat on a fresher read, which is what lets the branch store
+Pure: no I/O. :func:`merge_batches` applies an update's batches (merge.py) and the
+retirement policy over the whole store (retirement.py), one dashboard at a time, so that a
+store's states may be read as it reaches them and go once folded (:class:`Stored`);
+:func:`prune_change` removes what ``prune`` names. Both are safe to repeat on a fresher read, which is what lets the branch store
 retry them (stores/__init__.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 
 from ivy_matrix.model import DashboardId, DashboardState, Trend
 from ivy_matrix.state.merge import DEFAULT_HISTORY, RUNS_KEPT, Batch, Batches, Made, apply_batch
@@ -77,6 +79,72 @@ class Merged:
         return {by_key[key].id: by_key[key] for key in self.changed}
 
 
+class Stored(Mapping[DashboardId, DashboardState]):
+    """A store's dashboards, each state read when it is asked for and kept by no one else, so
+    that a fold holds one dashboard's old state at a time (for a store that calls its change
+    once: ``Store.changes_once``).
+
+    Like :class:`~ivy_matrix.state.merge.Batches`, what the whole store holds is said first:
+    ``runs``, every run id its dashboards hold (the retirement window needs them before any
+    dashboard is folded), and ``backends``, their backends. ``read`` gives one dashboard's
+    state, the same object each time until it is folded (a change that looks at every state
+    before it changes any, as prune does, holds them all, as a dict would). ``folded`` hears
+    each dashboard's state once :func:`merge_batches` is done with it (``None``: the dashboard
+    went) and whether it must be saved, while the state read is still there: the store takes
+    what it needs of it then (the local store: the text to save) and lets it go.
+    """
+
+    __slots__ = ("_dashboards", "_read", "backends", "folded", "runs")
+
+    def __init__(
+        self,
+        dashboards: Iterable[DashboardId],
+        *,
+        runs: Collection[int],
+        backends: Collection[str],
+        read: Callable[[DashboardId], DashboardState],
+        folded: Folded | None = None,
+    ) -> None:
+        self._dashboards = dict.fromkeys(dashboards)
+        self._read = read
+        self.runs = runs
+        self.backends = backends
+        self.folded = folded
+
+    def __getitem__(self, dashboard: DashboardId) -> DashboardState:
+        if dashboard not in self._dashboards:
+            raise KeyError(dashboard)
+        return self._read(dashboard)
+
+    def __contains__(self, dashboard: object) -> bool:
+        return dashboard in self._dashboards
+
+    def __iter__(self) -> Iterator[DashboardId]:
+        return iter(self._dashboards)
+
+    def __len__(self) -> int:
+        return len(self._dashboards)
+
+
+# What a :class:`Stored` hears as each dashboard is folded: its id, its state after the fold
+# (None: it went) and whether that state must be saved.
+Folded = Callable[[DashboardId, "DashboardState | None", bool], None]
+
+
+def held_runs(states: Mapping[DashboardId, DashboardState]) -> Collection[int]:
+    """Every run id ``states`` hold (a :class:`Stored` says them without reading a state)."""
+    if isinstance(states, Stored):
+        return states.runs
+    return store_runs(states.values())
+
+
+def held_backends(states: Mapping[DashboardId, DashboardState]) -> Collection[str]:
+    """Every backend of ``states`` (a :class:`Stored` says them without reading a state)."""
+    if isinstance(states, Stored):
+        return states.backends
+    return {name for state in states.values() for name in state.backend_names}
+
+
 def merge_batches(
     states: Mapping[DashboardId, DashboardState],
     batches: Sequence[Batch] | Batches,
@@ -88,74 +156,54 @@ def merge_batches(
     """Apply every batch, then the retirement policy. Safe to repeat on a fresh read.
 
     ``batches``: a sequence, or :class:`~ivy_matrix.state.merge.Batches` (the runs they bring
-    said first, each batch built as it is merged and let go after).
+    said first, each batch built as it is merged and let go after); one per dashboard
+    (merge.join_batches joins those of several legs).
 
     Retirement looks at every dashboard of the store, not only those that got results: rows
     and columns age against the runs the whole store has seen (retirement.retire).
     ``other_runs`` are the runs of the store's dashboards not in ``states`` (a store that
     reads only what it touches keeps them apart): they count in the window; retiring in
     those dashboards is the store's to do (it reads the ones with something to retire).
+
+    Each dashboard is merged, retired and let go in turn: its batch's, then the others' in
+    key order. The window is known first (the runs held, brought and others'), and it is the
+    retirement's too: a merge adds only runs inside it. So ``states`` may be a
+    :class:`Stored`, whose old states are then read one at a time and go once folded.
     """
-    merged = dict(states)
-    changed: list[str] = []
-    reports: dict[str, DashboardReport] = {}
     if isinstance(batches, Batches):
         brought, each = set(batches.runs), batches.each
     else:
         brought, each = batch_runs(batches), batches
-    runs = set(store_runs(states.values())) | brought | set(other_runs)
+    runs = set(held_runs(states)) | brought | set(other_runs)
     horizon = retirement_horizon(sorted(runs, reverse=True), retire_after_runs)
+    fold = _Fold(states, horizon)
     kept = runs_kept(retire_after_runs)
     made = Made()  # what the batches share (apply_batch)
     for given in each:
         batch = within_window(given, horizon)
-        if not batch.cells and batch.dashboard not in merged:
+        if batch.dashboard in fold.reached:
+            raise ValueError(f"two batches for dashboard {batch.dashboard.key}: join them first")
+        before = states.get(batch.dashboard)
+        if not batch.cells and before is None:
             continue  # only results older than the window, for a dashboard that is gone
-        result = apply_batch(
-            merged.get(batch.dashboard), batch, history=history, runs_kept=kept, made=made
-        )
-        merged[result.state.id] = result.state
-        if result.state_changed:
-            changed.append(result.state.key)
-        reports[result.state.key] = DashboardReport(
+        result = apply_batch(before, batch, history=history, runs_kept=kept, made=made)
+        fold.reports[result.state.key] = DashboardReport(
             changed_cells=result.changed_cells,
             new_rows=result.new_rows,
             new_backends=result.new_backends,
         )
-    removed = _retire_all(
-        states, merged, changed, reports, retire_after_runs, other_runs=other_runs
-    )
+        fold.settle(batch.dashboard, before, result.state, changed=result.state_changed)
+        del before, result  # the old state goes before the next is read
+    for dashboard in sorted((d for d in states if d not in fold.reached), key=lambda d: d.key):
+        before = states[dashboard]
+        fold.settle(dashboard, before, before, changed=False)
+        del before
     return Merged(
-        states=merged,
-        changed=tuple(changed),
-        removed=removed,
-        reports=reports,
+        states={d: fold.merged[d] for d in chain(states, fold.merged) if d in fold.merged},
+        changed=(*fold.changed, *sorted(fold.retired)),
+        removed=tuple(sorted(fold.removed, key=lambda s: s.key)),
+        reports=fold.reports,
         runs=tuple(sorted(brought)),
-    )
-
-
-def retire_merged(
-    before: Mapping[DashboardId, DashboardState],
-    merged: Merged,
-    *,
-    retire_after_runs: int,
-    other_runs: Collection[int] = (),
-) -> Merged:
-    """``merged`` (a change of ``before``) with the retirement policy applied to each of its
-    dashboards; ``other_runs`` as for :func:`merge_batches`."""
-    states = dict(merged.states)
-    changed = list(merged.changed)
-    reports = dict(merged.reports)
-    removed = _retire_all(
-        before, states, changed, reports, retire_after_runs, other_runs=other_runs
-    )
-    return Merged(
-        states=states,
-        changed=tuple(changed),
-        removed=(*merged.removed, *removed),
-        reports=reports,
-        runs=merged.runs,
-        trend=merged.trend,
     )
 
 
@@ -168,46 +216,60 @@ def window_horizon(
     return retirement_horizon(sorted(runs, reverse=True)[:RUNS_KEPT], after_runs)
 
 
-def _retire_all(
-    before: Mapping[DashboardId, DashboardState],
-    merged: dict[DashboardId, DashboardState],
-    changed: list[str],
-    reports: dict[str, DashboardReport],
-    after_runs: int,
-    *,
-    other_runs: Collection[int] = (),
-) -> tuple[DashboardState, ...]:
-    """Retire in every dashboard of ``merged`` (in place); return the dashboards that went."""
-    horizon = window_horizon(merged, after_runs, other_runs)
-    removed: list[DashboardState] = []
-    for dashboard, state in sorted(merged.items(), key=lambda item: item[1].key):
-        removal = retire(state, horizon)
+class _Fold:
+    """What :func:`merge_batches` keeps across dashboards: each one's state after the fold,
+    what changed (``changed``: by its batch, in their order; ``retired``: by retirement
+    alone, said after them in key order), what went, and the reports."""
+
+    def __init__(self, states: Mapping[DashboardId, DashboardState], horizon: int | None) -> None:
+        self.horizon = horizon
+        self.folded = states.folded if isinstance(states, Stored) else None
+        self.reached: set[DashboardId] = set()
+        self.merged: dict[DashboardId, DashboardState] = {}
+        self.changed: list[str] = []
+        self.retired: list[str] = []
+        self.removed: list[DashboardState] = []
+        self.reports: dict[str, DashboardReport] = {}
+
+    def settle(
+        self,
+        dashboard: DashboardId,
+        before: DashboardState | None,
+        state: DashboardState,
+        *,
+        changed: bool,
+    ) -> None:
+        """Retire in ``state`` (``before`` merged; ``changed`` by it) and keep what is left."""
+        self.reached.add(dashboard)
+        removal = retire(state, self.horizon)
+        after: DashboardState | None = state
         if removal.state is state:
-            continue
-        report = reports.get(state.key, DashboardReport())
-        reports[state.key] = DashboardReport(
-            changed_cells=report.changed_cells,
-            new_rows=report.new_rows,
-            new_backends=report.new_backends,
-            retired_rows=removal.rows,
-            retired_backends=removal.backends,
-            removed=removal.state is None,
-        )
-        if removal.state is None:
-            del merged[dashboard]
-            removed.append(state)
-            if state.key in changed:
-                changed.remove(state.key)
-        elif removal.state == before.get(dashboard):
-            # Results older than the window came back and retired again: nothing to save.
-            merged[dashboard] = before[dashboard]
-            if state.key in changed:
-                changed.remove(state.key)
+            if changed:
+                self.changed.append(state.key)
         else:
-            merged[dashboard] = removal.state
-            if state.key not in changed:
-                changed.append(state.key)
-    return tuple(removed)
+            report = self.reports.get(state.key, DashboardReport())
+            self.reports[state.key] = DashboardReport(
+                changed_cells=report.changed_cells,
+                new_rows=report.new_rows,
+                new_backends=report.new_backends,
+                retired_rows=removal.rows,
+                retired_backends=removal.backends,
+                removed=removal.state is None,
+            )
+            if removal.state is None:
+                self.removed.append(state)
+                after, changed = None, False
+            elif removal.state == before:
+                # Results older than the window came back and retired again: nothing to save.
+                after, changed = before, False
+            else:
+                after = removal.state
+                (self.changed if changed else self.retired).append(state.key)
+                changed = True
+        if after is not None:
+            self.merged[dashboard] = after
+        if self.folded is not None:
+            self.folded(dashboard, after, changed)
 
 
 def prune_change(

@@ -41,10 +41,17 @@ from pathlib import Path
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState, Trend
-from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.runner.files import write_atomic, write_beside
 from ivy_matrix.runner.log import Progress, Quiet
-from ivy_matrix.state.columnar import Columns, column_lines, dump_columns
-from ivy_matrix.state.fold import DashboardReport, Merged
+from ivy_matrix.state.columnar import (
+    HEAD_END,
+    Columns,
+    Head,
+    column_lines,
+    dump_columns,
+    head_of,
+)
+from ivy_matrix.state.fold import DashboardReport, Merged, Stored
 from ivy_matrix.state.ledger import (
     Inputs,
     Ledger,
@@ -61,6 +68,9 @@ from ivy_matrix.stores import DEFAULT_LOCK_TIMEOUT, AfterSave, Change, Saved
 from ivy_matrix.stores.file_lock import FileLock
 
 LEDGER_NAME = "ledger.json"
+# A state's start is read this many bytes at a time, up to its rows (LocalStore._head).
+HEAD_READ = 4096
+HEAD_END_BYTES = HEAD_END.encode()
 
 
 class LocalStore:
@@ -95,10 +105,17 @@ class LocalStore:
         self.lock_timeout = lock_timeout
         self.inputs = inputs
         self._read_before: dict[DashboardId, Columns] = {}
+        # The states a fold settled (Stored.folded), each written beside its file until saved.
+        self._folded: dict[DashboardId, tuple[DashboardState, Path]] = {}
 
     def update(self, change: Change) -> Saved:
         """Under the lock: read every state, ``change`` them, save what changed (and the trend,
         with the points of the runs the change brought), then the ledger.
+
+        The change gets the states as a :class:`~ivy_matrix.state.fold.Stored` (:meth:`stored`):
+        a fold reads each dashboard's state as it reaches it, and the state to save is written
+        beside its file as the fold lets the old one go; all are put in place once the change
+        is done (none, if it fails). So one old state is held at a time, not all of them.
 
         With ``inputs`` that bring nothing new at the revision the store is still at, nothing
         is read or written (module docstring). Files not read because the ledger held them
@@ -113,44 +130,49 @@ class LocalStore:
                 reports = {d.key: DashboardReport() for d in inputs.touched}
                 merged = Merged(states={}, reports=reports, revision=before, revision_before=before)
                 return Saved(merged=merged)
-            merged = change({state.id: state for state in self.load_all()})
-            previous = self._read_trend()
-            merged = with_trend(
-                merged,
-                load_trend(previous, where=str(self.trend_path)),
-                cap=self.trend_points,
-            )
-            trend = dump_trend(merged.trend) if merged.trend is not None else None
-            to_save = merged.to_save()
-            store = ledger.store or secrets.token_hex(8)
-            revision = ledger.revision + (bool(to_save or merged.removed) or before is None)
-            merged = replace(merged, revision=f"{store}:{revision}", revision_before=before)
-            written = tuple(
-                self.path_of(d).as_posix() for d in [*to_save, *(s.id for s in merged.removed)]
-            )
-            for state in to_save.values():
-                if self.dry_run:
-                    self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
-                else:
-                    self.save(state)
-            for state in merged.removed:
-                if self.dry_run:
-                    self.log.info(
-                        f"dry run: would remove the state of {state.key} from {self.root}"
-                    )
-                else:
-                    self.delete(state.id)
-            # The trend after the states: a point is never there without the cells it counts.
-            if trend is not None and trend != (previous or dump_trend(Trend())):
-                written += (self.trend_path.as_posix(),)
-                if self.dry_run:
-                    self.log.info(f"dry run: would save the trend in {self.trend_path}")
-                else:
-                    self._write(self.trend_path, trend)
-            # Still under the lock: a slower process must not overwrite newer files.
-            output = self.after_save(merged) if self.after_save else ()
-            if not self.dry_run:
-                self._save_ledger(ledger, merged, Ledger(store=store, revision=revision))
+            try:
+                return self._fold_and_save(change, ledger, before)
+            finally:
+                self._drop_folded()
+
+    def _fold_and_save(self, change: Change, ledger: Ledger, before: str | None) -> Saved:
+        """:meth:`update`'s change and what it saves (under the lock)."""
+        merged = change(self.stored())
+        previous = self._read_trend()
+        merged = with_trend(
+            merged,
+            load_trend(previous, where=str(self.trend_path)),
+            cap=self.trend_points,
+        )
+        trend = dump_trend(merged.trend) if merged.trend is not None else None
+        to_save = merged.to_save()
+        store = ledger.store or secrets.token_hex(8)
+        revision = ledger.revision + (bool(to_save or merged.removed) or before is None)
+        merged = replace(merged, revision=f"{store}:{revision}", revision_before=before)
+        written = tuple(
+            self.path_of(d).as_posix() for d in [*to_save, *(s.id for s in merged.removed)]
+        )
+        for state in to_save.values():
+            if self.dry_run:
+                self.log.info(f"dry run: would save the state of {state.key} in {self.root}")
+            else:
+                self.save(state)
+        for state in merged.removed:
+            if self.dry_run:
+                self.log.info(f"dry run: would remove the state of {state.key} from {self.root}")
+            else:
+                self.delete(state.id)
+        # The trend after the states: a point is never there without the cells it counts.
+        if trend is not None and trend != (previous or dump_trend(Trend())):
+            written += (self.trend_path.as_posix(),)
+            if self.dry_run:
+                self.log.info(f"dry run: would save the trend in {self.trend_path}")
+            else:
+                self._write(self.trend_path, trend)
+        # Still under the lock: a slower process must not overwrite newer files.
+        output = self.after_save(merged) if self.after_save else ()
+        if not self.dry_run:
+            self._save_ledger(ledger, merged, Ledger(store=store, revision=revision))
         return Saved(merged=merged, written=written, output=output)
 
     def _check_kept(self, ledger: Ledger) -> None:
@@ -275,32 +297,110 @@ class LocalStore:
         return None
 
     def load_all(self) -> list[DashboardState]:
-        """Every stored dashboard, sorted by key.
+        """Every stored dashboard, sorted by key (:meth:`stored`, each read)."""
+        stored = self.stored()
+        return [stored[dashboard] for dashboard in stored]
+
+    def stored(self) -> Stored:
+        """Every stored dashboard, by key, each state read when it is asked for; what the
+        whole store holds (its runs and backends) is read first, from each file's first line.
 
         A file whose content names another dashboard than its path (a hand-edited title, say)
         is refused, never merged into the dashboard it names; the path older versions gave a
-        dashboard is its path too.
+        dashboard is its path too. Each state read is kept with its text (for :meth:`save`)
+        until it is saved, or a fold lets it go (:meth:`_settled`).
         """
-        if not self._state_dir.is_dir():
-            return []
-        states: dict[DashboardId, DashboardState] = {}
-        for path in sorted(self._state_dir.rglob("*.json")):
-            try:
-                state = self._read(path)
-            except OSError as error:
-                raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
-            new = self.path_of(state.id)
-            if path not in {new, self._old_path_of(state.id)}:
+        heads: dict[DashboardId, tuple[Path, Head]] = {}
+        found = sorted(self._state_dir.rglob("*.json")) if self._state_dir.is_dir() else []
+        for path in found:
+            head = self._head(path)
+            new = self.path_of(head.dashboard)
+            if path not in {new, self._old_path_of(head.dashboard)}:
                 raise StoreError(
-                    f"cannot read dashboard state {path}: it holds dashboard {state.key!r}, "
-                    f"whose state belongs in {new}; put the title and "
+                    f"cannot read dashboard state {path}: it holds dashboard "
+                    f"{head.dashboard.key!r}, whose state belongs in {new}; put the title and "
                     f"category back as they were, or move the file there"
                 )
             # Both paths exist only if a save stopped between writing the new file and
             # removing the old one: the new file is the later write, so it wins.
-            if path == new or state.id not in states:
-                states[state.id] = state
-        return sorted(states.values(), key=lambda s: s.key)
+            if path == new or head.dashboard not in heads:
+                heads[head.dashboard] = (path, head)
+        runs = {run for _, head in heads.values() for run in head.runs}
+        backends = {name for _, head in heads.values() for name in head.backends}
+
+        kept: dict[DashboardId, DashboardState] = {}  # read, and not folded yet
+
+        def read(dashboard: DashboardId) -> DashboardState:
+            if dashboard in kept:
+                return kept[dashboard]
+            path, head = heads[dashboard]
+            try:
+                state = self._read(path)
+            except OSError as error:
+                raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
+            if state.id != head.dashboard or state.runs != head.runs:
+                # Its start and its whole disagree (a key written twice by hand, say): the
+                # retirement window was worked out from the start.
+                raise StoreError(
+                    f"cannot read dashboard state {path}: its title, category or runs are "
+                    f"not those its first keys say; restore it from a backup"
+                )
+            kept[dashboard] = state
+            return state
+
+        def folded(dashboard: DashboardId, state: DashboardState | None, save: bool) -> None:  # noqa: FBT001  -- a Folded callback
+            kept.pop(dashboard, None)
+            self._settled(dashboard, state, save=save)
+
+        return Stored(
+            sorted(heads, key=lambda d: d.key),
+            runs=runs,
+            backends=backends,
+            read=read,
+            folded=folded,
+        )
+
+    def _head(self, path: Path) -> Head:
+        """What ``path``'s state says of its dashboard as a whole, from the start of its first
+        line (:func:`~ivy_matrix.state.columnar.head_of`; the whole document, in a layout
+        without one)."""
+        try:
+            with path.open("rb") as file:
+                start = file.read(HEAD_READ)
+                while not (found := start.find(HEAD_END_BYTES)) + 1 and b"\n" not in start:
+                    more = file.read(HEAD_READ)
+                    if not more:
+                        break
+                    start += more
+            head = None
+            if found >= 0 and b"\n" not in start[:found]:
+                head = head_of(start[:found].decode("utf-8"))
+            if head is None:
+                state = load_state(path.read_text(encoding="utf-8"), where=str(path))
+                head = Head(state.id, state.runs, state.backend_names)
+        except UnicodeDecodeError:
+            raise StoreError(f"cannot read dashboard state {path}: not UTF-8 text") from None
+        except OSError as error:
+            raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
+        return head
+
+    def _settled(self, dashboard: DashboardId, state: DashboardState | None, *, save: bool) -> None:
+        """A fold is done with ``dashboard``: the state read goes, and a state to save is
+        written now, while the state read is there to copy unchanged columns from, to a file
+        beside its own that :meth:`save` puts in place (none is, should the change fail)."""
+        before = self._read_before.pop(dashboard, None)
+        if save and state is not None and not self.dry_run:
+            path = self.path_of(dashboard)
+            try:
+                self._folded[dashboard] = (state, write_beside(path, dump_columns(state, before)))
+            except OSError as error:
+                raise self._unwritable(path, error) from None
+
+    def _drop_folded(self) -> None:
+        """Remove the files written for states that were not saved (the change failed)."""
+        for _, written in self._folded.values():
+            written.unlink(missing_ok=True)
+        self._folded.clear()
 
     def _read_trend(self) -> str | None:
         try:
@@ -330,13 +430,24 @@ class LocalStore:
             ) from None
 
     def save(self, state: DashboardState) -> None:
-        """Write one dashboard's state atomically, then remove it from its old path.
+        """Write one dashboard's state atomically (put in place as a fold wrote it, or made
+        now), then remove it from its old path.
 
         A crash in between leaves the state at both paths; :meth:`load_all` and :meth:`load`
         read the new one.
         """
         path = self.path_of(state.id)
-        self._write(path, dump_columns(state, self._read_before.pop(state.id, None)))
+        folded, written = self._folded.pop(state.id, (None, None))
+        if written is not None and folded is state:
+            try:
+                written.replace(path)
+            except OSError as error:
+                written.unlink(missing_ok=True)
+                raise self._unwritable(path, error) from None
+        else:
+            if written is not None:
+                written.unlink(missing_ok=True)  # a state the change made again since
+            self._write(path, dump_columns(state, self._read_before.pop(state.id, None)))
         old = self._old_path_of(state.id)
         if old != path:
             self._remove(old)
@@ -344,12 +455,16 @@ class LocalStore:
                 if old.parent != self._state_dir:
                     old.parent.rmdir()
 
-    @staticmethod
-    def _write(path: Path, text: str) -> None:
+    @classmethod
+    def _write(cls, path: Path, text: str) -> None:
         try:
             write_atomic(path, text)
         except OSError as error:
-            raise StoreError(
-                f"cannot write {path}: {error.strerror or error}; "
-                f"check that the folder is writable or pass another --store"
-            ) from None
+            raise cls._unwritable(path, error) from None
+
+    @staticmethod
+    def _unwritable(path: Path, error: OSError) -> StoreError:
+        return StoreError(
+            f"cannot write {path}: {error.strerror or error}; "
+            f"check that the folder is writable or pass another --store"
+        )

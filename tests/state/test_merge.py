@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Mapping
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from ivy_matrix.model import (
     Source,
     Timing,
 )
-from ivy_matrix.state.fold import Merged, merge_batches
+from ivy_matrix.state.fold import Merged, Stored, merge_batches
 from ivy_matrix.state.merge import Batch, apply_batch, join_batches, merge_cell
 from ivy_matrix.state.retirement import Removal, retire, retirement_horizon, store_runs
 
@@ -418,3 +419,47 @@ def test_joined_batches_show_what_applying_them_one_by_one_shows_and_count_each_
     one_by_one = apply_all(legs)
     assert one_by_one is not None
     assert shown(one_by_one) == shown(result.state)
+
+
+def test_a_fold_of_stored_states_holds_one_old_state_at_a_time():
+    """Over a ``Stored``, each dashboard's old state is read as the fold reaches it and let
+    go (``folded``) before the next is read; the result is the one of all states held."""
+    seeded = update({}, [leg({"a": {"torch": entry(1)}}, d) for d in (DASH, OTHER, IDLE)], 2)
+    states = dict(seeded.states)
+    batches = [
+        leg({"a": {"torch": entry(2)}, "b": {"jax": entry(2)}}),
+        leg({"a": {"torch": entry(3)}}, OTHER),  # IDLE's row ages out of the last 2 runs
+    ]
+    reading: set[DashboardId] = set()
+    most: list[int] = []
+    heard: list[tuple[str, bool, bool]] = []
+
+    def read(dashboard: DashboardId) -> DashboardState:
+        reading.add(dashboard)
+        most.append(len(reading))
+        return states[dashboard]
+
+    def folded(dashboard: DashboardId, state: DashboardState | None, save: bool) -> None:
+        reading.remove(dashboard)
+        heard.append((dashboard.key, state is None, save))
+
+    stored = Stored(
+        sorted(states, key=lambda d: d.key),
+        runs=store_runs(states.values()),
+        backends={"torch"},
+        read=read,
+        folded=folded,
+    )
+    merged = update(stored, batches, 2)
+
+    assert most == [1, 1, 1]  # three reads, never two old states at once
+    assert heard == [(DASH.key, False, True), (OTHER.key, False, True), (IDLE.key, True, False)]
+    assert merged == update(states, batches, 2)
+    assert [s.id for s in merged.removed] == [IDLE]
+
+
+def test_two_batches_of_one_dashboard_are_refused():
+    """A fold takes one batch per dashboard (join_batches joins legs'): a second would merge
+    into a dashboard already retired and let go."""
+    with pytest.raises(ValueError, match="two batches for dashboard core/gradients"):
+        update({}, [leg({"a": {"torch": entry(1)}}), leg({"b": {"torch": entry(2)}})], 0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import stat
@@ -25,10 +26,12 @@ from ivy_matrix.model import (
     Source,
 )
 from ivy_matrix.runner.files import write_atomic
+from ivy_matrix.state.fold import merge_batches
 from ivy_matrix.state.paths import relative_path
 from ivy_matrix.state.records import FORMAT
 from ivy_matrix.state.statefile import NEWEST, VERSION, dump_state
 from ivy_matrix.stores.local import LocalStore
+from tests.stores.helpers import leg_batches
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -91,6 +94,72 @@ def state_document(**changes: object) -> str:
 
 
 # --- save and load ------------------------------------------------------------------------------
+
+
+class CountingStore(LocalStore):
+    """A local store that notes, as it reads each state, how many of the states it read are
+    still alive (found by the garbage collector: read objects of run ``OLD_RUN`` alone)."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.read: list[tuple[int, DashboardId]] = []
+        self.alive: list[int] = []
+
+    def _read(self, path: Path) -> DashboardState:
+        state = super()._read(path)
+        self.read.append((id(state), state.id))
+        gc.collect()
+        live = {
+            (id(o), o.id)
+            for o in gc.get_objects()
+            if type(o) is DashboardState and o.runs == (OLD_RUN,)
+        }
+        self.alive.append(sum(read in live for read in self.read))
+        return state
+
+
+OLD_RUN = 1
+
+
+def test_an_update_holds_one_dashboards_old_state_at_a_time(tmp_path):
+    """Each dashboard's old state is read as the update folds it and goes before the next
+    is read (not all read first and held through the merge); what is saved is the same."""
+    dashboards = [DashboardId(title=f"d{n}", category="core") for n in range(6)]
+    LocalStore(tmp_path / "store").update(
+        lambda states: merge_batches(states, leg_batches(0, run=OLD_RUN, dashboards=dashboards))
+    )
+    held = LocalStore(tmp_path / "store").load_all()
+    store = CountingStore(tmp_path / "store")
+    batches = leg_batches(1, run=2, dashboards=dashboards)
+
+    saved = store.update(lambda states: merge_batches(states, batches))
+
+    assert len(store.alive) == len(dashboards)
+    assert max(store.alive) == 1
+    assert saved.merged.states == merge_batches({s.id: s for s in held}, batches).states
+    assert LocalStore(tmp_path / "store").load_all() == saved.merged.ordered()
+
+
+def test_a_state_unreadable_midway_through_an_update_leaves_every_file_as_it_was(tmp_path):
+    """The states folded before an unreadable one were written beside their files, not over
+    them: the update fails naming the file, and the store is as it was, with no file left over."""
+    dashboards = [DashboardId(title=f"d{n}", category="core") for n in range(3)]
+    store = LocalStore(tmp_path / "store")
+    store.update(lambda states: merge_batches(states, leg_batches(0, run=1, dashboards=dashboards)))
+    broken = store.path_of(dashboards[2])
+    text = broken.read_text(encoding="utf-8")
+    broken.write_text(text.replace('"cells":[', '"cells":[7,', 1), encoding="utf-8")
+    before = {p: p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file()}
+    batches = leg_batches(1, run=2, dashboards=dashboards)
+
+    with pytest.raises(StoreError, match=r"d2\.json"):
+        LocalStore(tmp_path / "store").update(lambda states: merge_batches(states, batches))
+
+    after = {p: p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file()}
+    assert after.keys() - {tmp_path / "store" / ".lock"} == before.keys() - {
+        tmp_path / "store" / ".lock"
+    }
+    assert all(after[p] == data for p, data in before.items() if p.name != ".lock")
 
 
 def test_save_then_load_gives_back_the_same_state(tmp_path):
