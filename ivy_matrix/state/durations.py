@@ -267,7 +267,9 @@ def newest_codes(rows: Sequence[Row]) -> Mapping[str, Sequence[str]]:
     with ``rows`` (:data:`NO_CODE` where the row has none): a column ranked, filtered and
     added up in C (explain/slowdowns.py, :func:`duration_totals`), with no Python per cell.
     A state's rows (a tuple) are asked about when it is saved and again when it is drawn:
-    their columns are made once (kept by identity, as state/totals.py keeps totals)."""
+    their columns are made once (kept by identity, as state/totals.py keeps totals), each code
+    in them one shared string (cut from a history of several results, each would be a new
+    one: 4 MB kept at 200k cells by a steady update)."""
     found = _NEWEST_RECENT.get(id(rows))
     if found is not None and found[0] is rows:
         return found[1]
@@ -294,14 +296,30 @@ def _newest_codes(rows: Sequence[Row]) -> dict[str, Sequence[str]]:
     if keys == backends * len(row_times):
         # The usual dashboard: every row timed on every backend, in the same order. Its
         # codes, row after row, cut into one column a backend.
-        codes = list(map(NEWEST, chain.from_iterable(map(_VALUES, row_times))))
+        codes = list(
+            map(_SHARED.__getitem__, map(NEWEST, chain.from_iterable(map(_VALUES, row_times))))
+        )
         return {backend: codes[index :: len(backends)] for index, backend in enumerate(backends)}
     return {
-        backend: list(map(NEWEST, map(operator.methodcaller("get", backend, NO_CODE), row_times)))
+        backend: list(
+            map(
+                _SHARED.__getitem__,
+                map(NEWEST, map(operator.methodcaller("get", backend, NO_CODE), row_times)),
+            )
+        )
         for backend in backends
     }
 
 
+class _Shared(dict[str, str]):
+    """Each code once: a newest code cut from a longer history is a new string each time."""
+
+    def __missing__(self, code: str) -> str:
+        self[code] = code
+        return code
+
+
+_SHARED = _Shared()
 _VALUES = operator.methodcaller("values")
 NEWEST = operator.itemgetter(slice(0, CODE_WIDTH))
 """A row's durations of one backend to the code of its newest."""

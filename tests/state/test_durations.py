@@ -296,6 +296,21 @@ def test_a_states_newest_codes_are_made_once():
     assert newest_codes(tuple(state.rows[:1])) == {"torch": [encode(0.5)]}
 
 
+@pytest.mark.parametrize("alike", [True, False])
+def test_newest_codes_cut_from_longer_histories_are_one_string_per_code(alike):
+    """A steady update's rows hold several results' codes: each newest code cut from them is
+    one shared string per code (every state saved keeps its columns), not one per row."""
+    older = {"torch": "AbQ3Q3", "jax": "~~AbAb"} if alike else {"jax": "Ab~~"}
+    times = [{"torch": "AbQ3Q3", "jax": "~~AbAb"}, older] * 20
+    rows = tuple(Row(f"r{i}", Seen(RunKey(), i), {}, found) for i, found in enumerate(times))
+
+    columns = newest_codes(rows)
+
+    codes = [code for column in columns.values() for code in column]
+    assert len(codes) == 80
+    assert len({id(code) for code in codes}) == len(set(codes))
+
+
 _ONE_CODE_AT_A_TIME = re.compile(r"(?:[0-9A-Za-z_-]{2}|~~)*")
 
 
