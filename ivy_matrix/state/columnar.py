@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from ivy_matrix.jsonshape import MalformedError, expect_list, expect_object
 from ivy_matrix.model import NO_TIMES, Cell, DashboardId, DashboardState, Entry, Row, RunKey, Seen
-from ivy_matrix.state.durations import CODE_WIDTH, aligned, is_codes, read_times
+from ivy_matrix.state.durations import CODE_WIDTH, aligned, is_codes, read_times, times_column
 from ivy_matrix.state.records import (
     FORMAT,
     Tables,
@@ -94,13 +94,14 @@ def _column(backend: str, state: DashboardState) -> str:
     at: list[int | None] = []
     codes: list[str] = []
     timed: dict[str, list[int]] = {}
+    column = times_column(state.rows, backend)
     for position, row in enumerate(state.rows):
         cell = row.cells.get(backend)
         if cell is None:
             at.append(None)
             continue
         at.append(tables.history(cell))
-        times = row.times.get(backend)
+        times = column[position]
         if times is None:
             codes.append(NO_CODE_OF[len(cell.entries)])
             continue

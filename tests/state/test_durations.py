@@ -3,8 +3,12 @@ through merging, retirement, the two layouts and the totals."""
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import re
+import sys
+from typing import cast
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +24,9 @@ from ivy_matrix.model import (
     RunKey,
     Seen,
     Source,
+    Times,
     Timing,
+    times_of,
 )
 from ivy_matrix.state.columnar import dump_columns
 from ivy_matrix.state.durations import (
@@ -33,6 +39,7 @@ from ivy_matrix.state.durations import (
     is_codes,
     latest_timing,
     newest_codes,
+    times_column,
     timings_of,
 )
 from ivy_matrix.state.merge import Batch, apply_batch, union_states
@@ -282,6 +289,84 @@ def test_a_backends_newest_codes_are_each_rows_first_code(times):
     expected = {b: [found.get(b, NO_CODE)[:2] for found in times] for b in backends}
     assert {b: list(codes) for b, codes in newest_codes(rows).items()} == expected
     assert list(newest_codes(rows)) == list(backends)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        _NAMES.flatmap(_rows_alike),
+        st.lists(
+            st.dictionaries(st.sampled_from(["torch", "jax", "numpy"]), _TIMES, max_size=3),
+            max_size=8,
+        ),
+    )
+)
+def test_rows_held_as_times_give_the_columns_dicts_give(times):
+    """Rows whose durations are held as Times (as merging makes them) have the newest codes
+    and the columns of each backend that the same rows with dicts have, and their state the
+    same document."""
+    as_dicts = tuple(Row(f"r{i}", Seen(RunKey(), i), {}, found) for i, found in enumerate(times))
+    held = tuple(row._replace(times=times_of(row.times)) for row in as_dicts)
+    assert {b: list(c) for b, c in newest_codes(held).items()} == {
+        b: list(c) for b, c in newest_codes(as_dicts).items()
+    }
+    for backend in ("torch", "jax", "numpy", "tensorflow"):
+        assert list(times_column(held, backend)) == list(times_column(as_dicts, backend))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["torch", "jax", "numpy", "a::b"]), _TIMES, max_size=4))
+def test_times_is_a_read_only_mapping_as_a_dict_of_its_items(found):
+    """A Times answers every question a dict of the same items answers, the same way."""
+    held = times_of(found)
+    assert held == found
+    assert found == held
+    assert not held != found  # noqa: SIM202  -- the != of a Times, not of the dict
+    assert dict(held) == found
+    assert list(held) == list(found)
+    assert len(held) == len(found)
+    assert bool(held) == bool(found)
+    assert list(held.keys()) == list(found.keys())
+    assert held.keys() <= found.keys() | {"other"}
+    assert list(held.values()) == list(found.values())
+    assert list(held.items()) == list(found.items())
+    for backend in ("torch", "jax", "numpy", "a::b", "other"):
+        assert (backend in held) == (backend in found)
+        assert held.get(backend) == found.get(backend)
+        assert held.get(backend, "~~") == found.get(backend, "~~")
+        if backend in found:
+            assert held[backend] == found[backend]
+        else:
+            with pytest.raises(KeyError):
+                held[backend]
+    if found:  # (NO_TIMES, the empty one, is a mapping proxy: never pickled)
+        assert isinstance(cast(object, held), Times)
+        assert pickle.loads(pickle.dumps(held)) == found
+        assert copy.deepcopy(held) == found
+    assert held != {**found, "other": "00"}
+    assert held != cast(object, list(found))
+
+
+def test_merged_rows_hold_their_durations_in_one_tuple_of_a_layout_they_share():
+    """Merging keeps a row's durations as a Times, not a dict: one tuple a row, smaller than
+    the dict of its items, and one layout shared by the rows of the same backends."""
+    runs: dict[tuple[str, str], float | None] = {
+        ("a", "torch"): 0.5,
+        ("a", "jax"): 1.0,
+        ("b", "torch"): 2.0,
+        ("b", "jax"): 3.0,
+    }
+    state = apply_batch(None, one_run(1, runs)).state
+    first, second = (cast(Times, row.times) for row in state.rows)
+    assert type(first) is Times
+    assert type(second) is Times
+    assert first.layout is second.layout
+    assert first == {"torch": encode(0.5), "jax": encode(1.0)}
+    assert sys.getsizeof(first) < sys.getsizeof(dict(first.items()))
+    # A row without durations holds none, as before.
+    untimed = apply_batch(None, one_run(1, {("c", "torch"): None})).state
+    assert not untimed.rows[0].times
+    assert not isinstance(cast(object, untimed.rows[0].times), Times)
 
 
 def test_a_states_newest_codes_are_made_once():
