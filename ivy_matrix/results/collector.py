@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import chain, islice
+from itertools import islice
 from typing import BinaryIO, NamedTuple
 
 from ivy_matrix.model import (
@@ -41,7 +41,14 @@ from ivy_matrix.redaction import REDACT_SHAPES, Redactor
 from ivy_matrix.results.cells import CellResult, Collected, combine_results
 from ivy_matrix.results.junit import cap_name, scan_junit
 from ivy_matrix.results.naming import UNNAMED, Namer, node_prefix, row_name, test_id
-from ivy_matrix.results.timed_cases import TimedCases
+from ivy_matrix.results.timed_cases import (
+    Entries,
+    TimedCases,
+    decoded,
+    entries,
+    names_text,
+    text_of,
+)
 
 
 def place_of(test_file: str, line: str) -> tuple[str, int] | None:
@@ -230,8 +237,11 @@ class Collector:
         cases_of = pending.get  # bound once: called for every case
         # The seconds of each cell whose cases have a time (their number is in the tally).
         seconds: dict[tuple[int, str, str], float] = {}
-        # Each timed case's seconds, by backend and place (classname, file, suite), then name.
-        cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]] = {}
+        # Each timed case's seconds, by backend and place (classname, file, suite), then name;
+        # then as the durations files' text, held (results/timed_cases.py), with whether a
+        # name in it holds "::" (the usual file: as each run of one place ends).
+        cases: dict[tuple[str, _Place], dict[str, float]] = {}
+        texts: dict[tuple[str, _Place], list[tuple[Entries, bool]]] = {}
         # The first failure line of each failing cell, and where its first failing case is.
         messages: dict[tuple[int, str, str], str] = {}
         wheres: dict[tuple[int, str, str], tuple[str, int] | None] = {}
@@ -316,7 +326,7 @@ class Collector:
         if file_backend is not None and not per_case:
             # The usual file: one backend, rows named by their place: the quicker loop.
             counts, problem, commit = self._scan_by_place(
-                stream, source, file_backend, (failures, room), nameless, cases=cases
+                stream, source, file_backend, (failures, room), nameless, cases=texts
             )
         else:
             counts, problem = scan_junit(
@@ -342,12 +352,12 @@ class Collector:
         if unassigned:
             collected.unassigned[source] = unassigned
         collected.failures.extend(failures)
-        clean = False  # whether the file's names are known to hold nothing to hide
         if commit is None:
             reached = self._commit(pending, messages, wheres, seconds)
+            hide = self._held_cases(cases, texts)
         else:
-            reached, clean = commit()
-        self._commit_cases(cases, look=not clean)
+            reached, hide = commit()
+        self._commit_cases(texts, hide=hide)
         self.last = Read(
             counts=counts,
             backend=file_backend or "",
@@ -371,15 +381,17 @@ class Collector:
         into: tuple[list[Failure], int],
         nameless: list[int],
         *,
-        cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
+        cases: dict[tuple[str, _Place], list[tuple[Entries, bool]]],
     ) -> tuple[FileCounts, ParseProblem | None, Callable[[], tuple[tuple[DashboardId, ...], bool]]]:
         """Read a file whose cases all have its ``backend`` (no per-case naming): each row's
         cases as one int (packed counts, see _BITS) and seconds, its first failure line and
-        place; each timed case's seconds into ``cases``; the first failures into ``into``.
-        Returns the counts, the problem, and what adds the file's cells to the rest (to call
-        once the whole file was read: :meth:`_commit_places`; it returns the dashboards they
-        reached and whether the file's names are known to hold nothing to hide, its rows' and
-        its timed cases' alike: :meth:`_names_of`).
+        place; the first failures into ``into``; the timed cases' seconds into ``cases``, as
+        the text the durations files hold, held as each run of one place ends (the update's
+        temporary file: results/timed_cases.py), not as names and floats until the file
+        ends. Returns the counts, the problem, and what adds the file's cells to the rest (to
+        call once the whole file was read: :meth:`_commit_places`; it returns the dashboards
+        they reached and whether the redactor may hide something in a timed case's name:
+        :meth:`_looked`).
 
         Cases come in runs of one place (classname, file, suite): each run finds its place's
         rows once, and a case's cell is its row name there, no string built and no tuple
@@ -397,6 +409,18 @@ class Collector:
         named: dict[str, float] = {}
         failing = 0
         untimed = False  # whether a case had no time
+        # Whether the redactor may hide something in a timed case's name or a row's
+        # (:meth:`_looked`): then the file's rows are renamed and its cases' names redacted.
+        hidden = False
+        held = self.collected.durations.hold
+
+        def hold(place: _Place) -> None:
+            """A run of one place ended: its cases' names and seconds as text, held."""
+            nonlocal named, hidden
+            text = entries(named)
+            hidden = hidden or self._looked(places[place][1], text)
+            cases[backend, place].append((held(text), "::" in text))
+            named = {}
 
         def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
             nonlocal last, rows, times, named, failing, untimed
@@ -410,10 +434,11 @@ class Collector:
                         places[last] = (self._index(dashboard), prefix)
                     found = groups[last] = {}
                     group_times[last] = {}
-                    cases[backend, last] = {}
+                    cases[backend, last] = []
+                if named:  # the run that ends: its names and seconds as text, held
+                    hold(segments[-1][0])
                 rows = found
                 times = group_times[last]
-                named = cases[backend, last]
                 segments.append((last, len(rows)))
             if time is not None:
                 before = named.get(name)  # the usual case: a name once, its seconds kept as read
@@ -461,6 +486,8 @@ class Collector:
             on_nameless=nameless.append,
             properties=self.collected.properties,
         )
+        if named and problem is None:
+            hold(last)
         read.failing = failing
 
         def commit() -> tuple[tuple[DashboardId, ...], bool]:
@@ -468,9 +495,9 @@ class Collector:
             # both would have counted them: then the cells are gathered by their key first.
             if len({places[place] for place in groups}) < len(groups):
                 return self._commit(*self._pending(backend, read)), False
-            clean = not untimed and not self.redactor.may_hide(self._names_of(backend, read, cases))
+            clean = not untimed and not hidden
             renamed = {} if clean else self._renamed_places(groups)
-            return self._commit_places(backend, read, renamed), clean
+            return self._commit_places(backend, read, renamed), hidden
 
         return counts, problem, commit
 
@@ -509,26 +536,13 @@ class Collector:
                 wheres[cell] = found[1]
         return pending, messages, wheres, seconds
 
-    def _names_of(
-        self,
-        backend: str,
-        read: _ByPlace,
-        cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
-    ) -> str:
-        """The names of a file read by place whose cases all had a time, for one look of the
-        redactor at its rows and its timed cases alike: each case's name after its place's
-        row prefix, one a line. A row's name (the prefix and its first case's name, without
-        a parametrization) is the start of one of these, and a case's name the end: what the
-        redactor may hide in either, it finds in this text (its secrets' forms and its shapes'
-        markers hold no line break)."""
-        places = self._places
-        texts = []
-        for place, rows in read.groups.items():
-            prefix = places[place][1]
-            texts.append(prefix + ("\n" + prefix).join(cases[backend, place]))
-            if "" in rows:
-                texts.append(prefix + UNNAMED)
-        return "\n".join(texts)
+    def _looked(self, prefix: str, text: str) -> bool:
+        """Whether the redactor may hide something in the names of an
+        :func:`~ivy_matrix.results.timed_cases.entries` text, each after ``prefix`` (a place's
+        row prefix: :func:`~ivy_matrix.results.timed_cases.names_text`). A row's name (the
+        prefix and its first case's name, without a parametrization) is the start of one of
+        these, and a case's name the end: what the redactor may hide in either, it finds."""
+        return self.redactor.may_hide(names_text(prefix, text))
 
     # The per-cell loop of the usual file, kept flat (local names, no call it can avoid).
     def _commit_places(  # noqa: C901, PLR0912  -- see above
@@ -683,21 +697,37 @@ class Collector:
                 alike[seconds] = result
         return result
 
-    def _commit_cases(
+    def _held_cases(
         self,
-        cases: dict[tuple[str, tuple[str, str, str]], dict[str, float]],
-        *,
-        look: bool = True,
+        cases: dict[tuple[str, _Place], dict[str, float]],
+        into: dict[tuple[str, _Place], list[tuple[Entries, bool]]],
+    ) -> bool:
+        """A file's timed cases read a case at a time (by backend and place, name -> seconds)
+        held as the text the durations files hold, into ``into`` (as
+        :meth:`_scan_by_place` holds them); return whether the redactor may hide something
+        in their names."""
+        hidden = False
+        hold = self.collected.durations.hold
+        for key, named in cases.items():
+            if named:
+                text = entries(named)
+                hidden = hidden or self._looked("", text)
+                into[key] = [(hold(text), "::" in text)]
+        return hidden
+
+    def _commit_cases(
+        self, cases: dict[tuple[str, _Place], list[tuple[Entries, bool]]], *, hide: bool
     ) -> None:
-        """Add one fully read file's timed cases to the rest (a node id in two files: its
-        seconds added), by backend and node id, redacted as the cells' names are (without
-        ``look``, their names are known to hold nothing to hide)."""
+        """Add one fully read file's timed cases (by backend and place, their held
+        :func:`~ivy_matrix.results.timed_cases.entries` texts, one a run of the place, each
+        with whether a name in it holds "::") to the rest (a node id in two files or runs:
+        its seconds added, when its durations file is made), by backend and node id; with
+        ``hide``, their names redacted as the cells' names are (read back for it)."""
         durations = self.collected.durations
         prefixes = self._prefixes
         redact = self.redact
-        hide = look and self.redactor.may_hide("\n".join(chain.from_iterable(cases.values())))
-        for (backend, (classname, test_file, _)), read in cases.items():
-            if not read:
+        for (backend, (classname, test_file, _)), texts in cases.items():
+            if not texts:
                 continue
             place = (classname, test_file)
             prefix = prefixes.get(place, "")
@@ -706,12 +736,18 @@ class Collector:
                 prefix = prefixes[place] = None if found is None else redact(found)
             if prefix is None:
                 continue
-            named = read
-            if hide:
-                named = {}
-                for name, seconds in read.items():
-                    clean = redact(name)
-                    named[clean] = named.get(clean, 0.0) + seconds
+            if not hide:
+                for body, colons in texts:
+                    durations.add_held(backend, prefix, body, colons=colons)
+                continue
+            read: dict[str, float] = {}  # a name in two runs: its seconds added, in order
+            for body, _ in texts:
+                for name, seconds in decoded(text_of(body)).items():
+                    read[name] = read.get(name, 0.0) + seconds
+            named: dict[str, float] = {}
+            for name, seconds in read.items():
+                clean = redact(name)
+                named[clean] = named.get(clean, 0.0) + seconds
             durations.add(backend, prefix, named)
 
     def _commit(

@@ -4,17 +4,21 @@ Pure apart from the file it may be handed. An update reads the seconds of every 
 by backend, the start of its pytest node id (naming.node_prefix: ``path.py::Class::``) and its
 name, for the durations files (views/durations_file.py). :class:`TimedCases` holds them as
 the text those files hold: a result file's cases of one start encoded at once by json's C
-encoder when the file is added (``'name": 1.5,\\n"other": 2'``), not a dict entry, a name and
-a float a test case (at 200k test cases, 8.5 MB of text instead of 17 MB). Handed an unbuffered file
-(``spill``: the update's temporary file, commands/update.py), it writes each text there and
-holds where it is, and the text is read back when its durations file is written (the fresh
-update of 200k test cases peaks 10 MB lower: bench/README.md); a file it cannot write to is
-let go, and the texts are held from then on. That file is the update's own (nameless where the
-system allows, deleted when the update ends, never published): what it holds is what memory
-would (the names redacted as they were read), and what is read back of it passes the last
-guard where it is written. A node id in two files has its seconds added
-when its backend's file is made (:meth:`TimedCases.take`): the few starts found in several
-files are read back then, added in the order they came, and encoded again.
+encoder (``'name": 1.5,\\n"other": 2'``), not a dict entry, a name and a float a test case (at
+200k test cases, 8.5 MB of text instead of 17 MB). Handed an unbuffered file (``spill``: the
+update's temporary file, commands/update.py), it writes each text there and holds where it
+is, and the text is read back when its durations file is written (the fresh update of 200k
+test cases peaks 10 MB lower: bench/README.md); a file it cannot write to is let go, and the
+texts are held from then on. The collector holds each run of one place's cases so as the run
+ends (:meth:`TimedCases.hold`: a run's names are not held to the end of their file) and adds
+them once the whole file was read (:meth:`TimedCases.add_held`; a broken file's are never
+read back). That file is the update's own (nameless where the system allows, deleted when the
+update ends, never published): what it holds is what memory would (the names redacted as they
+were read: when a look at a run's names finds what may hide a secret, they are read back and
+redacted before they are added), and what is read back of it passes the last guard where it
+is written. A node id in two files or runs has its seconds added when its backend's file is
+made (:meth:`TimedCases.take`): the few starts found in several are read back then, added in
+the order they came, and encoded again.
 """
 
 from __future__ import annotations
@@ -42,6 +46,17 @@ def decoded(body: str) -> dict[str, float]:
     """The names and seconds of an :func:`entries` text (floats read back exactly)."""
     found: dict[str, float] = json.loads('{"' + body + "}")
     return found
+
+
+def names_text(prefix: str, body: str) -> str:
+    """The names of an :func:`entries` text, each after ``prefix``, for a look of the redactor
+    (redaction.Redactor.may_hide) at them: ``body`` itself, ``prefix`` put before each name,
+    when it escapes nothing (JSON escapes with a backslash): each name is then in it as it is,
+    and a look finds in it whatever it would in the names alone (what lies between two names
+    may only make it look closer); else the names decoded, one a line."""
+    if "\\" not in body:
+        return prefix + body.replace(NEXT, NEXT + prefix)
+    return prefix + ("\n" + prefix).join(decoded(body))
 
 
 class Spilled(NamedTuple):
@@ -106,18 +121,27 @@ class TimedCases:
     def add(self, backend: str, start: str, named: Mapping[str, float]) -> None:
         """The cases of ``named`` (name -> seconds) of one start, from one file, added: a
         node id held already gets their seconds added (when its file is made)."""
-        if not named:
-            return
-        text = entries(named)
-        if "::" in text:
-            self._colons.add(backend)
-        held: Entries = text
+        if named:
+            text = entries(named)
+            self.add_held(backend, start, self.hold(text), colons="::" in text)
+
+    def hold(self, text: str) -> Entries:
+        """An :func:`entries` text as it is held: written to the spill (then what is kept is
+        where it is), else the text itself. Added only by :meth:`add_held`: a text held for a
+        file that turns out broken is never read back."""
         if self._spill is not None:
             try:
-                held = self._written(self._spill, text)
+                return self._written(self._spill, text)
             except OSError:
                 self._spill = None  # held from now on: nothing is lost
-        self._held.setdefault(backend, {}).setdefault(start, []).append(held)
+        return text
+
+    def add_held(self, backend: str, start: str, body: Entries, *, colons: bool) -> None:
+        """As :meth:`add`, the cases of one start given as their :meth:`hold` text (not
+        empty); ``colons``: a name among them holds ``"::"``."""
+        if colons:
+            self._colons.add(backend)
+        self._held.setdefault(backend, {}).setdefault(start, []).append(body)
 
     @staticmethod
     def _written(spill: BinaryIO, text: str) -> Spilled:

@@ -363,3 +363,85 @@ def test_two_places_of_one_row_keep_its_failure_line_after_other_rows_failures()
         "AssertionError: 99 != 4",
         ("u.py", 7),
     )
+
+
+class _Spill(io.BytesIO):
+    """The update's temporary file, noting how far the result file being read was read at
+    each write (``reading``: that file's stream)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reading: io.BytesIO | None = None
+        self.read_at: list[int] = []
+
+    def write(self, data: object) -> int:
+        assert self.reading is not None
+        self.read_at.append(self.reading.tell())
+        return super().write(data)  # type: ignore[arg-type]
+
+
+def _runs(*places: tuple[str, int], size: int = 20_000) -> io.BytesIO:
+    """A timed file of runs of one place each (classname, how many cases), padded with a
+    long first line so that it is read in several chunks."""
+    pad = f"<!-- {'x' * size} -->"
+    cases = "".join(
+        f'<testcase classname="{c}" name="test_{c}_{i}[{i % 2}]" time="0.{i % 10}"/>'
+        for c, count in places
+        for i in range(count)
+    )
+    return io.BytesIO(f"<testsuite>{pad}{cases}{pad}{pad}{pad}{pad}</testsuite>".encode())
+
+
+def test_each_run_of_one_place_is_held_as_text_when_it_ends_not_at_the_files_end():
+    """The quicker loop writes a run's timed cases to the temporary file as the run ends (its
+    names are not held to the file's end): a file of three runs (one place twice) makes
+    three writes, the first while most of the file is still to be read; the durations are
+    those of one dict for the whole file (a name in both runs of its place: added)."""
+    spill = _Spill()
+    collector = Collector(Namer(NamingRules(backend="torch")), spill=spill)
+    stream = _runs(("m.a", 3), ("m.b", 2), ("m.a", 3), size=200_000)
+    spill.reading = stream
+    collector.add_file(stream, source="torch/f.xml")
+    assert len(spill.read_at) == 3
+    assert spill.read_at[0] < len(stream.getvalue()) // 2
+    assert collector.collected.durations.seconds() == {
+        "torch": {
+            "m/a.py::": {"test_m.a_0[0]": 0.0, "test_m.a_1[1]": 0.2, "test_m.a_2[0]": 0.4},
+            "m/b.py::": {"test_m.b_0[0]": 0.0, "test_m.b_1[1]": 0.1},
+        }
+    }
+
+
+def test_a_file_broken_after_runs_were_held_adds_none_of_their_cases():
+    """Runs held as they ended are added only once the whole file was read: a file broken
+    after two of them adds no duration (what it wrote to the temporary file is never read)."""
+    spill = _Spill()
+    collector = Collector(Namer(NamingRules(backend="torch")), spill=spill)
+    whole = _runs(("m.a", 3), ("m.b", 2), ("m.c", 2)).getvalue()
+    stream = io.BytesIO(whole[: whole.index(b"m.c_1")])
+    spill.reading = stream
+    collector.add_file(stream, source="torch/f.xml")
+    assert len(spill.read_at) == 2
+    assert collector.collected.problems
+    assert not collector.collected.durations
+    assert not collector.collected.dashboards
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(['"', "\\", "\n", "\u00e9"]), st.booleans())
+def test_a_secret_in_a_timed_name_that_json_escapes_is_hidden(mark, second_run):
+    """The look at a run's names is at their held text, which escapes a quote, a backslash
+    or a line break: a secret that holds one, in a case's name (in the first run of a place
+    or a later one), is hidden all the same."""
+    secret = f"ab{mark}cdefghijklmnop"
+    named = secret.replace('"', "&quot;").replace("\\n", "&#10;")
+    cases = [f'<testcase classname="m.a" name="test_x[{named}]" time="1"/>']
+    if second_run:
+        cases.insert(0, '<testcase classname="m.b" name="test_y" time="1"/>')
+        cases.insert(0, '<testcase classname="m.a" name="test_z" time="1"/>')
+    collector = Collector(Namer(NamingRules(backend="torch")), redactor=Redactor.of([secret]))
+    collector.add_file(junit("".join(cases)), source="torch/f.xml")
+    held = collector.collected.durations.seconds()
+    assert held
+    assert secret not in repr(held)
+    assert "test_x[***]" in held["torch"]["m/a.py::"]
