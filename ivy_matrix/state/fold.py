@@ -80,21 +80,20 @@ class Merged:
 
 
 class Stored(Mapping[DashboardId, DashboardState]):
-    """A store's dashboards, each state read when it is asked for and kept by no one else, so
-    that a fold holds one dashboard's old state at a time (for a store that calls its change
-    once: ``Store.changes_once``).
+    """A store's dashboards, each state read when it is asked for and kept only until it is
+    folded, so that a fold holds one dashboard's old state at a time.
 
     Like :class:`~ivy_matrix.state.merge.Batches`, what the whole store holds is said first:
     ``runs``, every run id its dashboards hold (the retirement window needs them before any
-    dashboard is folded), and ``backends``, their backends. ``read`` gives one dashboard's
-    state, the same object each time until it is folded (a change that looks at every state
-    before it changes any, as prune does, holds them all, as a dict would). ``folded`` hears
-    each dashboard's state once :func:`merge_batches` is done with it (``None``: the dashboard
-    went) and whether it must be saved, while the state read is still there: the store takes
-    what it needs of it then (the local store: the text to save) and lets it go.
+    dashboard is folded), and ``backends``, their backends. ``read`` reads one dashboard's
+    state; a state asked for again is the same object until :func:`merge_batches` has folded
+    it (a change that looks at every state before it changes any, as prune does, holds them
+    all, as a dict would). ``folded`` hears each dashboard's state once it is folded (``None``:
+    the dashboard went) and whether it must be saved, while the state read is still there:
+    the store takes what it needs of it then (the local store: the text to save).
     """
 
-    __slots__ = ("_dashboards", "_read", "backends", "folded", "runs")
+    __slots__ = ("_dashboards", "_kept", "_read", "backends", "folded", "runs")
 
     def __init__(
         self,
@@ -107,6 +106,7 @@ class Stored(Mapping[DashboardId, DashboardState]):
     ) -> None:
         self._dashboards = dict.fromkeys(dashboards)
         self._read = read
+        self._kept: dict[DashboardId, DashboardState] = {}
         self.runs = runs
         self.backends = backends
         self.folded = folded
@@ -114,7 +114,10 @@ class Stored(Mapping[DashboardId, DashboardState]):
     def __getitem__(self, dashboard: DashboardId) -> DashboardState:
         if dashboard not in self._dashboards:
             raise KeyError(dashboard)
-        return self._read(dashboard)
+        state = self._kept.get(dashboard)
+        if state is None:
+            state = self._kept[dashboard] = self._read(dashboard)
+        return state
 
     def __contains__(self, dashboard: object) -> bool:
         return dashboard in self._dashboards
@@ -124,6 +127,12 @@ class Stored(Mapping[DashboardId, DashboardState]):
 
     def __len__(self) -> int:
         return len(self._dashboards)
+
+    def let_go(self, dashboard: DashboardId, state: DashboardState | None, *, save: bool) -> None:
+        """``dashboard`` is folded into ``state``: the store hears it, and the state read goes."""
+        if self.folded is not None:
+            self.folded(dashboard, state, save)
+        self._kept.pop(dashboard, None)
 
 
 # What a :class:`Stored` hears as each dashboard is folded: its id, its state after the fold
@@ -223,7 +232,7 @@ class _Fold:
 
     def __init__(self, states: Mapping[DashboardId, DashboardState], horizon: int | None) -> None:
         self.horizon = horizon
-        self.folded = states.folded if isinstance(states, Stored) else None
+        self.stored = states if isinstance(states, Stored) else None
         self.reached: set[DashboardId] = set()
         self.merged: dict[DashboardId, DashboardState] = {}
         self.changed: list[str] = []
@@ -268,8 +277,8 @@ class _Fold:
                 changed = True
         if after is not None:
             self.merged[dashboard] = after
-        if self.folded is not None:
-            self.folded(dashboard, after, changed)
+        if self.stored is not None:
+            self.stored.let_go(dashboard, after, save=changed)
 
 
 def prune_change(

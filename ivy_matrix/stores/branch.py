@@ -104,7 +104,7 @@ class BranchStore:
         tip = self.remote.read_tip(self.branch)
         snapshot = self.committer.read(tip, dashboards)
         if dashboards is None:
-            return snapshot.states
+            return dict(snapshot.states)
         wanted = set(dashboards)
         return {d: state for d, state in snapshot.states.items() if d in wanted}
 
@@ -171,7 +171,7 @@ class BranchStore:
             return snapshot, change(dict(snapshot.states))
         return self.committer.merge(
             self.committer.read(tip, scope.dashboards),
-            lambda read: scope.change(dict(read.states), read.other_runs()),
+            lambda read: scope.change(read.states, read.other_runs()),
             scope.retire_after_runs,
         )
 

@@ -328,11 +328,7 @@ class LocalStore:
         runs = {run for _, head in heads.values() for run in head.runs}
         backends = {name for _, head in heads.values() for name in head.backends}
 
-        kept: dict[DashboardId, DashboardState] = {}  # read, and not folded yet
-
         def read(dashboard: DashboardId) -> DashboardState:
-            if dashboard in kept:
-                return kept[dashboard]
             path, head = heads[dashboard]
             try:
                 state = self._read(path)
@@ -345,19 +341,14 @@ class LocalStore:
                     f"cannot read dashboard state {path}: its title, category or runs are "
                     f"not those its first keys say; restore it from a backup"
                 )
-            kept[dashboard] = state
             return state
-
-        def folded(dashboard: DashboardId, state: DashboardState | None, save: bool) -> None:  # noqa: FBT001  -- a Folded callback
-            kept.pop(dashboard, None)
-            self._settled(dashboard, state, save=save)
 
         return Stored(
             sorted(heads, key=lambda d: d.key),
             runs=runs,
             backends=backends,
             read=read,
-            folded=folded,
+            folded=self._settled,
         )
 
     def _head(self, path: Path) -> Head:
@@ -384,7 +375,7 @@ class LocalStore:
             raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
         return head
 
-    def _settled(self, dashboard: DashboardId, state: DashboardState | None, *, save: bool) -> None:
+    def _settled(self, dashboard: DashboardId, state: DashboardState | None, save: bool) -> None:  # noqa: FBT001  -- a Folded callback
         """A fold is done with ``dashboard``: the state read goes, and a state to save is
         written now, while the state read is there to copy unchanged columns from, to a file
         beside its own that :meth:`save` puts in place (none is, should the change fail)."""

@@ -13,7 +13,11 @@ writes are in ``stores/committer.py``, the paths in ``stores/layout.py``.
 - without one (a branch of layout 1, or one an older version wrote since), every state file
   is read, whatever its layout, joined by dashboard, and the summaries are computed: the
   writer then migrates the branch to layout 2 (``stores/commit.py``);
-- blobs are cached by sha across tries, so a retry on a fresher tip reads only what changed.
+- blobs are cached by sha across tries, so a retry on a fresher tip reads only what changed;
+- the dashboards asked for come as a :class:`~ivy_matrix.state.fold.Stored`: each is decoded
+  from its blob as the fold reaches it and let go after (their runs are the index's), so a
+  fold holds one old state at a time; a retry decodes them again. A full read (no index, or
+  every dashboard asked for) decodes each blob once, and keeps it.
 
 A branch that holds files but nothing in the state folder is refused
 (:class:`~ivy_matrix.errors.StoreError`): it is not a dashboard branch, or it was overwritten,
@@ -25,13 +29,14 @@ a column of an older layout in its dashboard's folder): a misplaced file is a
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.state.fold import Stored
 from ivy_matrix.state.statefile import join_columns, load_state
-from ivy_matrix.stores.index_file import load_index, summarize
+from ivy_matrix.stores.index_file import Summary, load_index, summarize
 from ivy_matrix.stores.layout import BranchLayout
 from ivy_matrix.stores.remote import BranchRemote
 from ivy_matrix.stores.tree import EmptyTree, Snapshot, TreeListing, git_blob_sha
@@ -47,8 +52,8 @@ class BranchReader:
         self.branch = branch
         self.layout = layout
         self._blobs: dict[str, str] = {}
-        # Each blob decoded once, however many reads (a fold's, then its render's, a retry's)
-        # meet it: a blob's text never changes, and states are frozen values.
+        # A full read's blobs decoded once, however many reads (a fold's, then its render's,
+        # a retry's) meet them: a blob's text never changes, and states are frozen values.
         self._decoded: dict[str, DashboardState] = {}
 
     def remember(self, text: str) -> None:
@@ -86,9 +91,9 @@ class BranchReader:
                 and index[0] == revision,
             )  # fmt: skip
         summaries = index[1]
-        states, paths = self._states(tree, set(dashboards))
-        whole = set(summaries) <= set(states)
-        return Snapshot(tip, tree, states, summaries, revision, paths, whole=whole)
+        stored, paths = self._stored(tree, set(dashboards), summaries)
+        whole = set(summaries) <= set(stored)
+        return Snapshot(tip, tree, stored, summaries, revision, paths, whole=whole)
 
     def _check_ours(self, tree: TreeListing) -> None:
         """Refuse a branch that holds files but nothing in the state folder: another branch
@@ -110,16 +115,61 @@ class BranchReader:
         missing = {d for d in dashboards if d not in snapshot.states}
         if not missing or snapshot.tip is None:
             return snapshot
-        paths = {self.layout.state_path(d) for d in missing}
-        self._fetch(sha for path in paths if (sha := snapshot.tree.files.get(path)))
-        states, found = self._states(snapshot.tree, missing)
-        every = {**snapshot.states, **states}
+        if isinstance(snapshot.states, Stored):
+            every, found = self._stored(
+                snapshot.tree, {*snapshot.states, *missing}, snapshot.summaries
+            )
+        else:
+            paths = {self.layout.state_path(d) for d in missing}
+            self._fetch(sha for path in paths if (sha := snapshot.tree.files.get(path)))
+            states, found = self._states(snapshot.tree, missing)
+            every = {**snapshot.states, **states}
         return replace(
             snapshot,
             states=every,
             paths={**snapshot.paths, **found},
             whole=set(snapshot.summaries) <= set(every),
         )
+
+    def _stored(
+        self,
+        tree: TreeListing,
+        dashboards: set[DashboardId],
+        summaries: Mapping[DashboardId, Summary],
+    ) -> tuple[Mapping[DashboardId, DashboardState], dict[DashboardId, set[str]]]:
+        """The states of ``dashboards`` as a :class:`~ivy_matrix.state.fold.Stored`, each
+        decoded as a fold reaches it and not kept (a retry, or a second round of the
+        retirement, decodes it again from its text, which is kept), with the runs the index
+        says they hold; and the file each is in. Read whole (:meth:`_states`) when the index
+        leaves one out."""
+        layout = self.layout
+        files = {
+            dashboard: (path, sha)
+            for dashboard in dashboards
+            if (sha := tree.files.get(path := layout.state_path(dashboard))) is not None
+        }
+        if not files.keys() <= summaries.keys():
+            return self._states(tree, dashboards)
+        self._fetch(sha for _, sha in files.values())
+
+        def read(dashboard: DashboardId) -> DashboardState:
+            path, sha = files[dashboard]
+            state = self._load(path, sha, keep=False)
+            if state.id != dashboard or state.runs != summaries[dashboard].runs:
+                raise StoreError(
+                    f"cannot read dashboard state {self._where(path)}: the branch's index "
+                    f"({layout.summary_path}) says another dashboard or other runs are there "
+                    f"(an edit by hand?); run ivy-matrix publish to write the index again"
+                )
+            return state
+
+        stored = Stored(
+            sorted(files, key=lambda d: d.key),
+            runs={run for d in files for run in summaries[d].runs},
+            backends={name for d in files for name, _ in summaries[d].absent.point.backends},
+            read=read,
+        )
+        return stored, {dashboard: {path} for dashboard, (path, _) in files.items()}
 
     def _states(
         self, tree: TreeListing, dashboards: set[DashboardId] | None
@@ -145,13 +195,16 @@ class BranchReader:
         states = {dashboard: join_columns(columns) for dashboard, columns in parts.items()}
         return states, found
 
-    def _load(self, path: str, sha: str) -> DashboardState:
-        """One state file, checked against its path (see the module docstring)."""
+    def _load(self, path: str, sha: str, *, keep: bool = True) -> DashboardState:
+        """One state file, checked against its path (see the module docstring); ``keep``: in
+        the cache of decoded blobs."""
         layout = self.layout
         where = self._where(path)
         state = self._decoded.get(sha)
         if state is None:
-            state = self._decoded[sha] = load_state(self._blobs[sha], where=where)
+            state = load_state(self._blobs[sha], where=where)
+            if keep:
+                self._decoded[sha] = state
         names = state.backend_names
         column = len(names) == 1 and path == layout.column_path(state.id, names[0])
         if path not in {layout.state_path(state.id), layout.one_file_path(state.id)} and not column:

@@ -70,7 +70,7 @@ class Snapshot:
 
     tip: str | None
     tree: TreeListing
-    states: dict[DashboardId, DashboardState]
+    states: Mapping[DashboardId, DashboardState]
     summaries: dict[DashboardId, Summary]
     revision: int = 0
     paths: dict[DashboardId, set[str]] = field(default_factory=dict)

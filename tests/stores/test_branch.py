@@ -9,6 +9,7 @@ tests/stores/test_git.py.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from functools import partial
@@ -16,12 +17,13 @@ from functools import partial
 import pytest
 
 from ivy_matrix.errors import GitHubAPIError, StoreError
-from ivy_matrix.model import DashboardId, Entry, Outcome, RunKey, Source
+from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.results.timed_cases import TimedCases
+from ivy_matrix.state import statefile
 from ivy_matrix.state.fold import merge_batches
 from ivy_matrix.state.merge import Batch
 from ivy_matrix.state.statefile import dump_state
-from ivy_matrix.stores import Saved
+from ivy_matrix.stores import Saved, snapshot
 from ivy_matrix.views.durations_file import durations_files
 from tests.concurrency import at_once
 from tests.github.budget import RACING
@@ -411,3 +413,56 @@ def test_a_change_of_a_scope_gives_what_the_whole_change_gives(memory):
     batches = leg_batches(1, dashboards=DASHBOARDS[:2])
     store(other).update(lambda states: merge_batches(states, batches))
     assert branch_states(other) == scoped
+
+
+def test_an_update_holds_one_dashboards_old_state_at_a_time(memory, monkeypatch):
+    """The dashboards an update touches are decoded from their blobs as its change folds
+    them, and each old state goes before the next is decoded (not all decoded first and held
+    through the merge); the branch then holds what an update of every state held would."""
+    dashboards = [DashboardId(title=f"d{n}", category="core") for n in range(6)]
+    run_leg(memory, 0, run=1, dashboards=dashboards)
+    decoded: list[tuple[int, DashboardId]] = []
+    alive: list[int] = []
+
+    def load_state(text: str, *, where: str) -> DashboardState:
+        state = statefile.load_state(text, where=where)
+        decoded.append((id(state), state.id))
+        gc.collect()
+        live = {
+            (id(o), o.id) for o in gc.get_objects() if type(o) is DashboardState and o.runs == (1,)
+        }
+        alive.append(sum(read in live for read in decoded))
+        return state
+
+    monkeypatch.setattr(snapshot, "load_state", load_state)
+    run_leg(memory, 1, run=2, dashboards=dashboards)
+    monkeypatch.undo()
+
+    assert len(alive) == len(dashboards)
+    assert max(alive) == 1
+    other = type(memory)()
+    store(other).update(
+        lambda states: merge_batches(states, leg_batches(0, run=1, dashboards=dashboards))
+    )
+    store(other).update(
+        lambda states: merge_batches(states, leg_batches(1, run=2, dashboards=dashboards))
+    )
+    assert branch_states(other) == branch_states(memory)
+
+
+def test_a_state_whose_runs_its_index_does_not_say_is_refused_naming_it(memory):
+    """The runs of the dashboards an update touches are the index's (the retirement window
+    is known before any state is decoded): a state edited by hand to hold others stops the
+    update, naming the file and how to write the index again, and nothing is written."""
+    dashboards = [DashboardId(title=f"d{n}", category="core") for n in range(2)]
+    run_leg(memory, 0, run=1, dashboards=dashboards)
+    path = f"{STATE_DIR}/core/d0.json"
+    text = memory.read_file(path, BRANCH)
+    assert '"runs":[1]' in text
+    memory.push(BRANCH, {path: text.replace('"runs":[1]', '"runs":[1,0]', 1)})
+    tip = memory.ref_sha(f"refs/heads/{BRANCH}")
+
+    with pytest.raises(StoreError, match=rf"{path}.*ivy-matrix publish"):
+        run_leg(memory, 1, run=2, dashboards=dashboards)
+
+    assert memory.ref_sha(f"refs/heads/{BRANCH}") == tip
