@@ -3,8 +3,8 @@
 Pure: no I/O. :func:`merge_batches` applies an update's batches (merge.py) and the
 retirement policy over the whole store (retirement.py), one dashboard at a time, so that a
 store's states may be read as it reaches them and go once folded (:class:`Stored`);
-:func:`prune_change` removes what ``prune`` names. Both are safe to repeat on a fresher read, which is what lets the branch store
-retry them (stores/__init__.py).
+:func:`prune_change` removes what ``prune`` names. Both are safe to repeat on a fresher read,
+which is what lets the branch store retry them (stores/__init__.py).
 """
 
 from __future__ import annotations
