@@ -110,6 +110,7 @@ def _noted(files: Iterable[RenderedFile], paths: dict[str, bool]) -> Iterator[Re
     for file in files:
         paths[file.path] = file.text is not None
         yield file
+        del file  # not held while the next file is drawn
 
 
 def _render(
@@ -160,8 +161,8 @@ def _keep_record(
         index=rows,
     )
     try:
-        # Joined: the last guard takes a text without line breaks whole (runner/guard.py).
-        write_atomic(path, "".join(dump_record(record)), sync=False)
+        # In pieces: the last guard cuts the text after its line breaks (runner/guard.py).
+        write_atomic(path, dump_record(record), sync=False)
     except OSError:
         _forget(path)  # only saves work: the next update renders everything
 
@@ -217,15 +218,15 @@ def write_files(
 
     With ``dry_run``, write nothing and return the same list: what a real run would write.
     """
-    # A durations file is made a piece at a time as it is compared and written, never whole.
-    return [
-        f.path
-        for f in files
-        if _write(
-            output_dir / f.path, f.pieces if isinstance(f, DurationsFile) else f.text,
-            dry_run=dry_run,
-        )
-    ]  # fmt: skip
+    written = []
+    for file in files:
+        # A durations file is made a piece at a time as it is compared and written, never
+        # whole; a page is let go before the next is drawn.
+        text = file.pieces if isinstance(file, DurationsFile) else file.text
+        if _write(output_dir / file.path, text, dry_run=dry_run):
+            written.append(file.path)
+        del file, text
+    return written
 
 
 def _write(path: Path, text: str | Callable[[], Iterable[str]] | None, *, dry_run: bool) -> bool:
@@ -295,8 +296,10 @@ _json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 def dump_record(record: PagesRecord) -> Iterator[str]:
     """The text of the folder's record (deterministic: one JSON document, its ``index`` last),
-    a dashboard's index row at a time: the whole document is never made (its rows' JSON
-    values and json's pieces of it were 1.6 MB beside the 0.5 MB text of 200k cases)."""
+    a line at a time: the head, then each dashboard's index row on a line of its own. Neither
+    the whole document nor its whole text is made (the rows' JSON values and json's pieces
+    were 1.6 MB beside the 0.5 MB text of 200k cases), and the last guard cuts the text after
+    its line breaks as it is written, where it takes a text without them whole."""
     head = {
         "format": RECORD_FORMAT,
         "version": RECORD_VERSION,
@@ -305,9 +308,9 @@ def dump_record(record: PagesRecord) -> Iterator[str]:
         "style": record.style,
         "files": {path: list(stat) for path, stat in sorted(record.files.items())},
     }
-    yield _json(head)[:-1] + ',"index":{'
+    yield _json(head)[:-1] + ',"index":{\n'
     for number, (key, row) in enumerate(sorted(record.index.items())):
-        yield ("," if number else "") + _json(key) + ":" + _json(_row_json(row))
+        yield ("," if number else "") + _json(key) + ":" + _json(_row_json(row)) + "\n"
     yield "}}\n"
 
 

@@ -5,18 +5,33 @@ from __future__ import annotations
 import json
 import re
 import tracemalloc
+import weakref
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import pytest
 
 from ivy_matrix import redaction
 from ivy_matrix.model import DashboardId, DashboardState, Entry, Outcome, RunKey, Source
 from ivy_matrix.results.timed_cases import TimedCases
-from ivy_matrix.runner.guard import concealing, scrub
+from ivy_matrix.runner import files as runner_files
+from ivy_matrix.runner.files import write_atomic as real_write_atomic
+from ivy_matrix.runner.guard import concealing, scrub, scrub_pieces
+from ivy_matrix.runner.log import Quiet
+from ivy_matrix.state.fold import Merged
 from ivy_matrix.state.merge import Batch, apply_batch
 from ivy_matrix.state.paths import INDEX_NAME, dashboard_file
-from ivy_matrix.targets.files import PagesRecord, dump_record, read_record, write_files
+from ivy_matrix.targets import files
+from ivy_matrix.targets.files import (
+    PagesRecord,
+    dump_record,
+    read_record,
+    write_files,
+    write_output,
+)
 from ivy_matrix.views import durations_file
 from ivy_matrix.views.dashboards import RenderedFile, render_files
+from ivy_matrix.views.dashboards import render_page as views_render_page
 from ivy_matrix.views.durations_file import DurationsFile, durations_files
 from ivy_matrix.views.index_page import index_row
 from ivy_matrix.views.style import Style
@@ -228,12 +243,127 @@ def test_the_records_text_comes_a_dashboard_at_a_time_as_one_json_document(tmp_p
 
     pieces = list(dump_record(record))
 
-    assert len(pieces) == 3 + 2
+    assert len(pieces) == 1 + 3 + 1  # the head, a line a row, the end
+    assert all(piece.count("\n") == 1 and piece.endswith("\n") for piece in pieces)
     text = "".join(pieces)
     document = json.loads(text)
-    assert text == json.dumps(document, ensure_ascii=False, separators=(",", ":")) + "\n"
+    # Its line breaks are JSON's white space: without them, json's compact text of it.
+    assert text.replace("\n", "") == json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     assert list(document) == ["format", "version", "folder", "revision", "style", "files", "index"]
     (tmp_path / "pages.json").write_text(text, encoding="utf-8")
     assert read_record(tmp_path / "pages.json") == record
+    # A record written on one line (before its rows had lines of their own) reads the same.
+    (tmp_path / "pages.json").write_text(text.replace("\n", "") + "\n", encoding="utf-8")
+    assert read_record(tmp_path / "pages.json") == record
     empty = "".join(dump_record(PagesRecord(folder="out", revision="s:1", style="ivy")))
     assert json.loads(empty)["index"] == {}
+
+
+def _failing_states(count: int, rows: int) -> list[DashboardState]:
+    """``count`` dashboards of ``rows`` failing tests each (their index rows have notes)."""
+    source = Source(run=RunKey(3, 1, 1), url="https://github.com/o/r/actions/runs/3/job/4")
+    return [
+        apply_batch(
+            None,
+            Batch(
+                dashboard=DashboardId(title=f"d{index}", category="core"),
+                cells={
+                    f"test_{row:04}": {"torch": Entry(source=source, outcome=Outcome.FAILURE)}
+                    for row in range(rows)
+                },
+            ),
+        ).state
+        for index in range(count)
+    ]
+
+
+def test_the_last_guard_cuts_a_large_record_after_its_rows():
+    """The record is written in pieces, and the last guard, which cuts a text only after a line
+    break, cuts it (it holds a text without line breaks whole, and its bytes beside it)."""
+    states = _failing_states(30, 60)
+    record = PagesRecord(
+        folder="out",
+        revision="s:1",
+        style="ivy",
+        index={state.key: index_row(state) for state in states},
+    )
+    text = "".join(dump_record(record))
+    assert len(text) > 2 * redaction._CUT_AFTER  # as the guard cuts it, at its own size
+    parts = list(scrub_pieces(dump_record(record)))
+    assert "".join(parts) == text
+    assert len(parts) >= 2
+    longest_row = max(map(len, dump_record(record)))
+    assert max(map(len, parts)) < redaction._CUT_AFTER + longest_row
+
+
+def test_the_output_folders_record_is_handed_to_the_writer_in_pieces(tmp_path, monkeypatch):
+    """write_output hands the record's writer its lines, not one joined text: the last guard
+    cuts it after each (here after any text at all), and the file is the record."""
+    monkeypatch.setattr(redaction, "_CUT_AFTER", 1)
+    states = _failing_states(3, 4)
+    merged = Merged(
+        states={s.id: s for s in states}, changed=tuple(s.key for s in states), revision="s:1"
+    )
+    given: list[str | list[str]] = []
+
+    def write_atomic(path: Path, text: str | Iterable[str], *, sync: bool = True) -> None:
+        if path.name == "pages.json":
+            text = text if isinstance(text, str) else list(text)
+            given.append(text)
+        real_write_atomic(path, text, sync=sync)
+
+    monkeypatch.setattr(files, "write_atomic", write_atomic)
+    parts: list[str] = []
+
+    def scrub_each(texts: Iterable[str]) -> Iterator[str]:
+        for part in scrub_pieces(texts):
+            parts.append(part)
+            yield part
+
+    monkeypatch.setattr(runner_files, "scrub_pieces", scrub_each)
+    record = tmp_path / "store" / "pages.json"
+    out = tmp_path / "out"
+
+    write_output(out, merged, style=Style.IVY, dry_run=False, log=Quiet(), record=record)
+
+    (lines,) = given
+    assert isinstance(lines, list)
+    assert len(lines) == 1 + 3 + 1
+    assert len(parts) >= 1 + 3  # cut after the head and each row (the short end stays)
+    assert "".join(parts) == "".join(lines) == record.read_text(encoding="utf-8")
+    assert read_record(record) == PagesRecord(
+        folder=str(out.resolve()),
+        revision="s:1",
+        style="ivy",
+        files=files.stats(out, [INDEX_NAME, *(dashboard_file(s) for s in states)]),
+        index={s.key: index_row(s) for s in states},
+    )
+
+
+def test_each_page_is_let_go_before_the_next_is_drawn(tmp_path, monkeypatch):
+    """The output folder's pages are drawn one at a time, as they are written: none is still
+    held (by the writer's loop) while the next is drawn."""
+
+    class Text(str):
+        """A page's text that can be watched for its end."""
+
+        __slots__ = ("__weakref__",)
+
+    drawn: list[weakref.ref[Text]] = []
+    held: list[int] = []
+
+    def render_page(state: DashboardState, style: Style) -> RenderedFile:
+        held.append(sum(page() is not None for page in drawn))
+        page = views_render_page(state, style)
+        text = Text(page.text)
+        drawn.append(weakref.ref(text))
+        return RenderedFile(path=page.path, text=text)
+
+    monkeypatch.setattr(files, "render_page", render_page)
+    states = _failing_states(3, 4)
+    merged = Merged(states={s.id: s for s in states}, changed=tuple(s.key for s in states))
+
+    written = write_output(tmp_path, merged, style=Style.IVY, dry_run=False, log=Quiet())
+
+    assert held == [0, 0, 0]
+    assert len(written) == 3 + 1
