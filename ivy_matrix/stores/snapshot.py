@@ -15,9 +15,10 @@ writes are in ``stores/committer.py``, the paths in ``stores/layout.py``.
   writer then migrates the branch to layout 2 (``stores/commit.py``);
 - blobs are cached by sha across tries, so a retry on a fresher tip reads only what changed;
 - the dashboards asked for come as a :class:`~ivy_matrix.state.fold.Stored`: each is decoded
-  from its blob as the fold reaches it and let go after (their runs are the index's), so a
-  fold holds one old state at a time; a retry decodes them again. A full read (no index, or
-  every dashboard asked for) decodes each blob once, and keeps it.
+  from its blob as the fold reaches it and let go after (their runs read first from each
+  blob's start, as the local store reads them), so a fold holds one old state at a time; a
+  retry decodes them again. A full read (no index, or every dashboard asked for) decodes
+  each blob once, and keeps it.
 
 A branch that holds files but nothing in the state folder is refused
 (:class:`~ivy_matrix.errors.StoreError`): it is not a dashboard branch, or it was overwritten,
@@ -34,6 +35,7 @@ from dataclasses import replace
 
 from ivy_matrix.errors import StoreError
 from ivy_matrix.model import DashboardId, DashboardState
+from ivy_matrix.state.columnar import HEAD_END, Head, head_of
 from ivy_matrix.state.fold import Stored
 from ivy_matrix.state.statefile import join_columns, load_state
 from ivy_matrix.stores.index_file import Summary, load_index, summarize
@@ -139,9 +141,10 @@ class BranchReader:
     ) -> tuple[Mapping[DashboardId, DashboardState], dict[DashboardId, set[str]]]:
         """The states of ``dashboards`` as a :class:`~ivy_matrix.state.fold.Stored`, each
         decoded as a fold reaches it and not kept (a retry, or a second round of the
-        retirement, decodes it again from its text, which is kept), with the runs the index
-        says they hold; and the file each is in. Read whole (:meth:`_states`) when the index
-        leaves one out."""
+        retirement, decodes it again from its text, which is kept), with the runs and backends
+        its document's start says (:func:`~ivy_matrix.state.columnar.head_of`, as the local
+        store reads them: an index edited by hand cannot mislead the retirement); and the file
+        each is in. Read whole (:meth:`_states`) when the index leaves one out."""
         layout = self.layout
         files = {
             dashboard: (path, sha)
@@ -151,25 +154,40 @@ class BranchReader:
         if not files.keys() <= summaries.keys():
             return self._states(tree, dashboards)
         self._fetch(sha for _, sha in files.values())
+        heads = {dashboard: self._head(path, sha) for dashboard, (path, sha) in files.items()}
 
         def read(dashboard: DashboardId) -> DashboardState:
             path, sha = files[dashboard]
             state = self._load(path, sha, keep=False)
-            if state.id != dashboard or state.runs != summaries[dashboard].runs:
+            head = heads[dashboard]
+            if state.id != head.dashboard or state.runs != head.runs:
+                # Its start and its whole disagree (a key written twice by hand, say): the
+                # retirement window was worked out from the start.
                 raise StoreError(
-                    f"cannot read dashboard state {self._where(path)}: the branch's index "
-                    f"({layout.summary_path}) says another dashboard or other runs are there "
-                    f"(an edit by hand?); run ivy-matrix publish to write the index again"
+                    f"cannot read dashboard state {self._where(path)}: its title, category or "
+                    f"runs are not those its first keys say; restore it from the branch's "
+                    f"history"
                 )
             return state
 
         stored = Stored(
             sorted(files, key=lambda d: d.key),
-            runs={run for d in files for run in summaries[d].runs},
-            backends={name for d in files for name, _ in summaries[d].absent.point.backends},
+            runs={run for head in heads.values() for run in head.runs},
+            backends={name for head in heads.values() for name in head.backends},
             read=read,
         )
         return stored, {dashboard: {path} for dashboard, (path, _) in files.items()}
+
+    def _head(self, path: str, sha: str) -> Head:
+        """What the document at ``path`` says of its dashboard as a whole, from its start (the
+        whole document, in a layout without one)."""
+        text = self._blobs[sha]
+        found = text.find(HEAD_END)
+        head = head_of(text[:found]) if found >= 0 and "\n" not in text[:found] else None
+        if head is None:
+            state = self._load(path, sha, keep=False)
+            head = Head(state.id, state.runs, state.backend_names)
+        return head
 
     def _states(
         self, tree: TreeListing, dashboards: set[DashboardId] | None
