@@ -379,7 +379,9 @@ class Row(NamedTuple):
     """One test (row), its cells by backend name and their durations (``times``, by backend,
     only cells with some: the codes of state/durations.py, kept beside the cells because
     cells are shared by the rows alike and durations differ from row to row; a
-    :class:`Times` where merging made them, a dict where a state was read).
+    :class:`Times` where merging made them, a dict where a state was read). Rows of the same
+    cells may hold one mapping of them (state/merge.py ``Made``): it is never changed in
+    place, a change makes a new one.
 
     A NamedTuple: merging and loading build one per test, tens of thousands per dashboard.
     """

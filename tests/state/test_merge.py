@@ -142,6 +142,41 @@ def test_the_rows_of_one_merge_share_their_first_places_and_new_cells_across_das
     assert len({id(row.cells["torch"]) for row in rows}) == 1
 
 
+def test_rows_of_the_same_cells_share_one_dict_of_them_and_a_later_merge_changes_a_copy():
+    """Rows whose cells are the same (the same backends in the same order, each the same cell
+    object) hold one dict of them, across the dashboards of a merge: a fresh update of 20k rows
+    made 20k dicts of a few thousand contents. The dict is never changed in place: a newer
+    result for one of those rows gives that row a dict of its own, the others keep theirs."""
+    passed, failed = (
+        Entry(source=entry(4).source, outcome=o) for o in (Outcome.SUCCESS, Outcome.FAILURE)
+    )
+    both = {"torch": passed, "jax": passed}
+    batches = [
+        Batch(
+            dashboard=DashboardId(title=f"d{index}"),
+            cells={f"test_{row}": dict(both) for row in range(5)}
+            | {"reversed": {"jax": passed, "torch": passed}, "failing": {"torch": failed}},
+        )
+        for index in range(3)
+    ]
+
+    merged = merge_batches({}, batches)
+
+    rows = [row for state in merged.states.values() for row in state.rows]
+    assert len(rows) == 21
+    assert len({id(row.cells) for row in rows}) == 3  # both, reversed, failing
+    assert [list(r.cells) for r in rows[:7]] == [["torch", "jax"]] * 5 + [
+        ["jax", "torch"],
+        ["torch"],
+    ]
+    first = merged.states[DashboardId(title="d0")]
+    newer = Batch(dashboard=first.id, cells={"test_0": {"torch": entry(5, Outcome.FAILURE)}})
+    after = apply_batch(first, newer).state
+    assert after.rows[0].cells["torch"].latest.outcome is Outcome.FAILURE
+    assert all(row.cells["torch"].latest.outcome is Outcome.SUCCESS for row in rows[:5])
+    assert after.rows[1].cells is rows[0].cells
+
+
 def test_retire_drops_rows_not_reported_in_the_last_runs():
     """A row none of the last N runs reported is retired and named; the rest stay."""
     state = apply_all(
