@@ -34,7 +34,7 @@ Content = str | Callable[[], Iterable[str]]
 
 def git_blob_sha(content: Content) -> str:
     """The git object id of a blob holding ``content`` as UTF-8 (``git hash-object``), hashed
-    a million characters at a time: a large text is not held again as bytes, nor the blob
+    64 Ki characters at a time: a large text is not held again as bytes, nor the blob
     whole. Pieces are made twice: git's header, first, needs their size."""
     if isinstance(content, str):
         size = utf8_size(content)
