@@ -41,7 +41,7 @@ from enum import StrEnum
 
 from ivy_matrix.escaping import escape_name
 from ivy_matrix.jsonshape import expect_int, expect_list, expect_str
-from ivy_matrix.model import DashboardState, Outcome
+from ivy_matrix.model import Cell, DashboardState, Outcome
 
 
 class Kind(StrEnum):
@@ -136,19 +136,24 @@ def group_row(dashboard: str, row: str, results: Sequence[BackendResult]) -> Row
     )
 
 
+def _fails(cells: Mapping[str, Cell]) -> bool:
+    """Whether a backend's newest result in ``cells`` is a failure."""
+    failure = Outcome.FAILURE
+    for held in cells.values():  # noqa: SIM110  -- any() over a generator: 2.5x the time a row
+        if held.entries[0].outcome is failure:
+            return True
+    return False
+
+
 def state_groups(state: DashboardState) -> list[RowGroups]:
     """The failing rows of a dashboard by each cell's newest result, backends in display
     order."""
     found = []
     names = state.backend_names
-    failure = Outcome.FAILURE
     for row in state.rows:
         cells = row.cells
-        for held in cells.values():
-            if held.entries[0].outcome is failure:
-                break
-        else:
-            continue  # the usual row: no backend fails, no group (and no result made)
+        if not _fails(cells):
+            continue  # the usual row: no group (and no result made)
         results = []
         for name in names:
             cell = cells.get(name)
@@ -174,16 +179,12 @@ def dashboard_kinds(state: DashboardState) -> tuple[KindCount, ...]:
     group made), each set of cell objects the failing rows hold (rows alike share them)
     classified once."""
     names = state.backend_names
-    failure = Outcome.FAILURE
     counts: Counter[tuple[Kind, tuple[str, ...]]] = Counter()
     found: dict[tuple[int, ...], list[tuple[Kind, tuple[str, ...]]]] = {}
     for row in state.rows:
         cells = row.cells
-        for held in cells.values():
-            if held.entries[0].outcome is failure:
-                break
-        else:
-            continue  # the usual row: no backend fails
+        if not _fails(cells):
+            continue  # the usual row
         key = tuple(map(id, map(cells.get, names)))
         kinds = found.get(key)
         if kinds is None:
@@ -193,7 +194,7 @@ def dashboard_kinds(state: DashboardState) -> tuple[KindCount, ...]:
                 cell = cells.get(name)
                 if cell is not None:
                     latest = cell.entries[0]
-                    if latest.outcome is failure:
+                    if latest.outcome is Outcome.FAILURE:
                         failing.setdefault(latest.signature, []).append(name)
                     elif latest.outcome in _PASSING:
                         passing = True

@@ -270,17 +270,19 @@ def _rows_alike(names: list[str]) -> st.SearchStrategy[list[dict[str, str]]]:
     return st.lists(one, max_size=6)
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.one_of(
-        _NAMES.flatmap(_rows_alike),
-        # Any rows: backends missing, or in another order.
-        st.lists(
-            st.dictionaries(st.sampled_from(["torch", "jax", "numpy"]), _TIMES, max_size=3),
-            max_size=8,
-        ),
-    )
+# Rows' durations: rows alike (cut from one list), or any rows (backends missing, or in
+# another order).
+_ROWS_TIMES = st.one_of(
+    _NAMES.flatmap(_rows_alike),
+    st.lists(
+        st.dictionaries(st.sampled_from(["torch", "jax", "numpy"]), _TIMES, max_size=3),
+        max_size=8,
+    ),
 )
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ROWS_TIMES)
 def test_a_backends_newest_codes_are_each_rows_first_code(times):
     """Per backend in first-seen order, each row's newest code (NO_CODE where the row has no
     durations there), whether the rows are alike (cut from one list) or not."""
@@ -292,15 +294,7 @@ def test_a_backends_newest_codes_are_each_rows_first_code(times):
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    st.one_of(
-        _NAMES.flatmap(_rows_alike),
-        st.lists(
-            st.dictionaries(st.sampled_from(["torch", "jax", "numpy"]), _TIMES, max_size=3),
-            max_size=8,
-        ),
-    )
-)
+@given(_ROWS_TIMES)
 def test_rows_held_as_times_give_the_columns_dicts_give(times):
     """Rows whose durations are held as Times (as merging makes them) have the newest codes
     and the columns of each backend that the same rows with dicts have, and their state the
