@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, KeysView, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, NamedTuple, Protocol, cast
+from typing import Any, NamedTuple, Protocol
 
 
 class CaseStatus(StrEnum):
@@ -187,8 +187,10 @@ def times_of(times: Mapping[str, str]) -> Mapping[str, str]:
     when empty)."""
     if not times:
         return NO_TIMES
-    held = tuple.__new__(Times, (times_layout(tuple(times)), *times.values()))
-    return cast(Mapping[str, str], held)
+    backends = tuple(times)
+    # One call a row, for merging: the layout looked up here, no cast() made.
+    layout = _LAYOUTS.get(backends) or times_layout(backends)
+    return tuple.__new__(Times, (layout, *times.values()))  # type: ignore[return-value]
 
 
 Mapping.register(Times)

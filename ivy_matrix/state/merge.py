@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import cast
 
 from ivy_matrix.model import (
     NO_TIMES,
@@ -36,8 +35,7 @@ from ivy_matrix.model import (
     RunKey,
     Seen,
     Timed,
-    Times,
-    times_layout,
+    times_of,
 )
 from ivy_matrix.state.durations import (
     CODE_WIDTH,
@@ -244,16 +242,15 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
     changed = new_rows = 0
     state_changed = False
     filled = ((row_name, cells) for row_name, cells in batch.cells.items() if cells)
-    new_tuple = tuple.__new__  # Seen's own __new__ is a Python function: one call per row
+    new_seen = tuple.__new__  # Seen's own __new__ is a Python function: one call per row
     batch_times = batch.times
     no_timing: Mapping[str, Timed] = {}
     encoded = MILLISECOND_CODES.get  # the code of a duration of whole milliseconds under 1 s
-    layouts: dict[tuple[str, ...], dict[str, int]] = {}  # Times.layout of each backends seen
     for seq, (row_name, cells) in enumerate(filled):
         place = (min(map(_run_of, cells.values())), seq)
         seen = places.get(place)
         if seen is None:
-            seen = places[place] = new_tuple(Seen, place)
+            seen = places[place] = new_seen(Seen, place)
         row = rows.get(row_name)
         old_times: Mapping[str, str] = NO_TIMES
         if row is None:
@@ -322,17 +319,8 @@ def apply_batch(  # noqa: C901, PLR0912, PLR0915  -- the per-cell loop, kept fla
                         row_times[backend] = after
         if row_changed:
             state_changed = True
-            row_times_held = old_times
-            if row_times:  # held as a Times (model.py): a tuple, not a dict a row
-                held_backends = tuple(row_times)
-                layout = layouts.get(held_backends)
-                if layout is None:
-                    layout = layouts[held_backends] = times_layout(held_backends)
-                row_times_held = cast(
-                    Mapping[str, str], new_tuple(Times, (layout, *row_times.values()))
-                )
-            elif row_times is not None:
-                row_times_held = NO_TIMES
+            # Changed durations held as a Times (model.py): a tuple, not a dict a row.
+            row_times_held = old_times if row_times is None else times_of(row_times)
             held_cells = cells_alike.setdefault(
                 (*row_cells, *map(id, row_cells.values())), row_cells
             )
