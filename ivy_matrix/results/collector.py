@@ -21,7 +21,7 @@ one).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import BinaryIO, NamedTuple
@@ -412,14 +412,13 @@ class Collector:
         # Whether the redactor may hide something in a timed case's name or a row's
         # (:meth:`_looked`): then the file's rows are renamed and its cases' names redacted.
         hidden = False
-        held = self.collected.durations.hold
 
         def hold(place: _Place) -> None:
             """A run of one place ended: its cases' names and seconds as text, held."""
             nonlocal named, hidden
-            text = entries(named)
-            hidden = hidden or self._looked(places[place][1], text)
-            cases[backend, place].append((held(text), "::" in text))
+            run, may_hide = self._hold(places[place][1], named)
+            cases[backend, place].append(run)
+            hidden = hidden or may_hide
             named = {}
 
         def on_case(case: CaseResult) -> None:  # noqa: C901, PLR0912  -- the hot loop, kept flat
@@ -707,13 +706,19 @@ class Collector:
         :meth:`_scan_by_place` holds them); return whether the redactor may hide something
         in their names."""
         hidden = False
-        hold = self.collected.durations.hold
         for key, named in cases.items():
             if named:
-                text = entries(named)
-                hidden = hidden or self._looked("", text)
-                into[key] = [(hold(text), "::" in text)]
+                run, may_hide = self._hold("", named)
+                into[key] = [run]
+                hidden = hidden or may_hide
         return hidden
+
+    def _hold(self, prefix: str, named: Mapping[str, float]) -> tuple[tuple[Entries, bool], bool]:
+        """One run's timed cases (name -> seconds) held as the text the durations files hold
+        (results/timed_cases.py), with whether a name in it holds "::"; and whether the
+        redactor may hide something in their names, each after ``prefix`` (:meth:`_looked`)."""
+        text = entries(named)
+        return (self.collected.durations.hold(text), "::" in text), self._looked(prefix, text)
 
     def _commit_cases(
         self, cases: dict[tuple[str, _Place], list[tuple[Entries, bool]]], *, hide: bool
