@@ -209,6 +209,11 @@ class Head:
     runs: tuple[int, ...]
     backends: tuple[str, ...]
 
+    @classmethod
+    def of(cls, state: DashboardState) -> Head:
+        """What ``state`` says of itself (a document read whole, in a layout without a head)."""
+        return cls(state.id, state.runs, state.backend_names)
+
 
 HEAD_END = ',"rows":['
 """What follows the part of a document :func:`head_of` reads (:func:`dump_columns` writes
@@ -217,7 +222,10 @@ the title, category, runs and backends first; no JSON string holds a bare quote)
 
 def head_of(start: str) -> Head | None:
     """The :class:`Head` of a document :func:`dump_columns` wrote, from its text up to
-    :data:`HEAD_END`; None when that is not such a start (another layout: read it whole)."""
+    :data:`HEAD_END`; None when that is not such a start (another layout, or one past its
+    first line: read it whole)."""
+    if "\n" in start:
+        return None
     try:
         document = json.loads(start + "}")
         if (

@@ -363,12 +363,9 @@ class LocalStore:
                     if not more:
                         break
                     start += more
-            head = None
-            if found >= 0 and b"\n" not in start[:found]:
-                head = head_of(start[:found].decode("utf-8"))
+            head = head_of(start[:found].decode("utf-8")) if found >= 0 else None
             if head is None:
-                state = load_state(path.read_text(encoding="utf-8"), where=str(path))
-                head = Head(state.id, state.runs, state.backend_names)
+                head = Head.of(load_state(path.read_text(encoding="utf-8"), where=str(path)))
         except UnicodeDecodeError:
             raise StoreError(f"cannot read dashboard state {path}: not UTF-8 text") from None
         except OSError as error:

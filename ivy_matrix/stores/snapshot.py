@@ -183,11 +183,8 @@ class BranchReader:
         whole document, in a layout without one)."""
         text = self._blobs[sha]
         found = text.find(HEAD_END)
-        head = head_of(text[:found]) if found >= 0 and "\n" not in text[:found] else None
-        if head is None:
-            state = self._load(path, sha, keep=False)
-            head = Head(state.id, state.runs, state.backend_names)
-        return head
+        head = head_of(text[:found]) if found >= 0 else None
+        return Head.of(self._load(path, sha, keep=False)) if head is None else head
 
     def _states(
         self, tree: TreeListing, dashboards: set[DashboardId] | None
